@@ -1,0 +1,2075 @@
+#!/usr/bin/env python3
+"""mcp_min: a Model Context Protocol server in one file, standard library only.
+
+An MCP server is a program that a client (Claude Desktop, Claude Code, an IDE, an agent)
+starts as a subprocess and talks to over stdin and stdout: one JSON-RPC 2.0 message per
+line, in both directions. This module is such a server, and a small client besides:
+
+    from mcp_min import Server
+
+    server = Server("calculator")
+
+    @server.tool
+    def add(a: int, b: int) -> int:
+        '''Add two integers.'''
+        return a + b
+
+    if __name__ == "__main__":
+        server.run()
+
+Copy this file next to yours and that is the whole installation. What happens on the wire
+when a client connects (C is the client, S this server):
+
+    C->S {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",...}}
+    S->C {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":...}}}
+    C->S {"jsonrpc":"2.0","method":"notifications/initialized"}
+    C->S {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}}}
+    S->C {"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"5"}],...}}
+
+The file reads top to bottom like the protocol, lower layers first:
+
+    stdio hygiene      keep stdout for protocol bytes only
+    JSON-RPC core      framing, errors, the Peer both ends are built on
+    schemas            Python type hints -> JSON Schema, and a validator
+    content            helpers for the blocks tools and prompts return
+    registry           tools, resources, prompts
+    context            what a handler can do during a call (progress, logs, cancellation,
+                       asking the client for sampling, elicitation and roots)
+    server             the handlers dict: method name -> callable
+    session            one connection: the reader loop, the thread pool, shutdown
+    client             the same core as a client, for tests, tools and workshops
+    command line       `python3 mcp_min.py --help`
+
+Every method the server answers is an entry in ``server.handlers``; replace or add entries
+to change it. Handlers take ``(ctx, params)`` and return the JSON-RPC result.
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import json
+import logging
+import os
+import re
+import signal
+import sys
+import threading
+import time
+import typing
+from itertools import count
+from queue import SimpleQueue
+
+__version__ = "0.1.0"
+__all__ = [
+    "Server", "Context", "Client", "Session", "Peer",
+    "ToolError", "JSONRPCError", "Cancelled", "CapabilityError", "SchemaError", "ToolResult",
+    "Content", "text", "image", "audio", "resource_link", "embedded_resource",
+    "Signature", "compile_schema", "type_schema", "parse_docstring",
+    "PROTOCOL_VERSIONS", "LATEST_PROTOCOL_VERSION",
+]
+
+log = logging.getLogger("mcp_min")
+
+#: Handshake-era revisions this server speaks, oldest first.
+PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[-1]
+V2025_03, V2025_06, V2025_11 = PROTOCOL_VERSIONS[1:]
+
+
+# ============================================================================================
+# Stdio hygiene
+# ============================================================================================
+#
+# stdout is the wire: one stray byte (a print(), a C library's warning, a child process's
+# output) corrupts the stream and the client drops the connection. So while serving we keep
+# a private duplicate of the real stdout for protocol bytes and point fd 1 (and sys.stdout)
+# at stderr. Likewise stdin: a child process that inherits fd 0 could swallow protocol
+# bytes, so fd 0 becomes /dev/null and the protocol is read from a private duplicate.
+
+def claim_stdio():
+    """Take stdin and stdout for the protocol; return private (read_fd, write_fd) for it."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    wire_in, wire_out = os.dup(0), os.dup(1)          # dup'ed fds are not inherited
+    os.dup2(2, 1)                                      # fd 1 -> stderr, for C code and children
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.stdout = sys.stderr                            # print() -> stderr
+    sys.stdin = open(os.devnull, encoding="utf-8")     # input() -> EOF, not protocol bytes
+    if sys.platform == "win32":                        # never let Windows translate newlines
+        import msvcrt
+        for fd in (wire_in, wire_out):
+            msvcrt.setmode(fd, os.O_BINARY)
+    return wire_in, wire_out
+
+
+def write_all(fd, data):
+    """Write every byte: pipes take large writes in pieces, and a signal can cut one short."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+# ============================================================================================
+# JSON-RPC core
+# ============================================================================================
+
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = (
+    -32700, -32600, -32601, -32602, -32603)
+RESOURCE_NOT_FOUND = -32002      # MCP, handshake era
+SERVER_BUSY = -32000             # implementation-defined range: work refused past the queue limit
+
+
+class JSONRPCError(Exception):
+    """A JSON-RPC error: raise it in a handler to answer with ``{"error": {...}}``; outbound
+    requests raise it when the other side answered with an error."""
+
+    def __init__(self, code, message, data=None):
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+    def to_dict(self):
+        error = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class ToolError(Exception):
+    """Raise in a tool to report a failure the model should see (an ``isError`` result)."""
+
+
+class Cancelled(Exception):
+    """The request was cancelled by the client; raised by ``Context.check_cancelled()``."""
+
+
+class CapabilityError(Exception):
+    """The client did not declare what a server-to-client request needs."""
+
+
+_encode_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_encode_ascii = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+
+
+def encode_message(message):
+    """One message -> one line of UTF-8 bytes. Raises ValueError/TypeError if not JSON."""
+    text = _encode_compact(message)
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:            # a lone surrogate: escape it rather than send bad UTF-8
+        return (_encode_ascii(message) + "\n").encode("ascii")
+
+
+def _reject_constant(name):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def decode_message(line):
+    """One line of bytes -> a parsed message, or JSONRPCError(PARSE_ERROR) saying why not."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise JSONRPCError(PARSE_ERROR, f"Parse error: not valid UTF-8 (byte {e.start})") from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:                # e.g. 100,000 nested '['
+        raise JSONRPCError(PARSE_ERROR, "Parse error: JSON nested too deeply") from None
+    except ValueError as e:
+        raise JSONRPCError(PARSE_ERROR, f"Parse error: {e}") from None
+
+
+class LineTooLong:
+    """Stands for a line over the size limit that was skipped; keeps its first and last bytes
+    so a request id may still be recovered and the client not left waiting."""
+
+    def __init__(self, size, head, tail):
+        self.size, self.head, self.tail = size, head, tail
+
+    _HEAD_ID = re.compile(rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")\s*,')
+    _TAIL_ID = re.compile(rb',\s*"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")\s*\}\s*$')
+
+    def request_id(self):
+        """Best effort: the id, if the line starts or ends with it (as the SDK clients write)."""
+        match = self._HEAD_ID.search(self.head) or self._TAIL_ID.search(self.tail)
+        return json.loads(match.group(1)) if match else None
+
+
+def read_lines(rfile, max_bytes):
+    """Yield each line of a binary stream without its newline (and one trailing CR).
+
+    Splits on b"\\n" only: str.splitlines() would also split on U+2028, U+0085 and friends,
+    which may appear raw inside JSON strings. A line longer than ``max_bytes`` is never held
+    whole: it is read past in pieces and yielded as a LineTooLong."""
+    readline = rfile.readline
+    while True:
+        line = readline(max_bytes + 1)
+        if not line:
+            return
+        if line[-1:] == b"\n":
+            line = line[:-1]
+        elif len(line) > max_bytes:
+            head, tail, size = line[:512], line[-512:], len(line)
+            while True:
+                piece = readline(1 << 20)
+                size += len(piece)
+                if piece:
+                    tail = (tail + piece)[-512:]
+                if not piece or piece[-1:] == b"\n":
+                    break
+            yield LineTooLong(size, head, tail.rstrip(b"\r\n"))
+            continue
+        if line[-1:] == b"\r":
+            line = line[:-1]
+        yield line
+
+
+def valid_id(value):
+    """MCP request ids are strings or integers; never null, booleans or floats (B2, B3)."""
+    return type(value) is str or type(value) is int
+
+
+def error_response(request_id, code, message, data=None):
+    """The error object for a reply. An unreadable request id is omitted, as the 2025-11-25
+    schema allows (G7): JSON-RPC's ``"id": null`` is rejected by some SDK clients."""
+    error = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    if request_id is None:
+        return {"jsonrpc": "2.0", "error": error}
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def classify(message):
+    """Return "request", "notification" or "response", or raise JSONRPCError(INVALID_REQUEST)
+    saying what is wrong. The error's ``data`` holds the id when it is readable."""
+    if not isinstance(message, dict):
+        raise JSONRPCError(INVALID_REQUEST, "Invalid Request: a message must be a JSON object")
+    rid = message.get("id")
+    data = {"id": rid} if valid_id(rid) else None
+    if message.get("jsonrpc") != "2.0":
+        raise JSONRPCError(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', data)
+    if "method" in message:
+        if not isinstance(message["method"], str):
+            raise JSONRPCError(INVALID_REQUEST, 'Invalid Request: "method" must be a string', data)
+        if "params" in message and not isinstance(message["params"], dict):
+            raise JSONRPCError(INVALID_REQUEST, 'Invalid Request: "params" must be an object', data)
+        if "id" not in message:
+            return "notification"
+        if data is None:
+            raise JSONRPCError(INVALID_REQUEST,
+                               'Invalid Request: "id" must be a string or an integer (not null, '
+                               'a boolean, a float or an object)')
+        return "request"
+    if "id" in message and (("result" in message) != ("error" in message)):
+        return "response"
+    raise JSONRPCError(INVALID_REQUEST,
+                       'Invalid Request: expected "method" (a request or notification), or '
+                       '"id" with exactly one of "result" and "error" (a response)', data)
+
+
+def describe_frame(message):
+    """A short label for a message: 'request 3 tools/call', 'notification notifications/...',
+    'response 3', 'error 3 -32601', or 'batch of N'. Used by traces and the CLI."""
+    if isinstance(message, list):
+        return f"batch of {len(message)}"
+    if not isinstance(message, dict):
+        return "not a message"
+    rid = json.dumps(message["id"]) if "id" in message else None
+    if "method" in message:
+        kind = "request" if "id" in message else "notification"
+        return " ".join(x for x in (kind, rid, str(message["method"])) if x)
+    if "error" in message:
+        code = message["error"].get("code") if isinstance(message["error"], dict) else "?"
+        return f"error {rid or '(no id)'} {code}"
+    return f"response {rid or '(no id)'}"
+
+
+_COLOURS = {"request": "36", "notification": "33", "response": "32", "error": "31"}
+
+
+def format_frame(direction, raw, colour=False):
+    """Render one raw frame for humans: direction arrow, its label, then the bytes verbatim."""
+    try:
+        label = describe_frame(json.loads(raw))
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        label = "unparsable"
+    body = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    if colour:
+        label = f"\x1b[{_COLOURS.get(label.split(' ')[0], '35')}m{label}\x1b[0m"
+    return f"{direction} {label}: {body}"
+
+
+class _Pending:
+    """An outbound request waiting for its response."""
+    __slots__ = ("done", "result", "error", "owner")
+
+    def __init__(self, owner):
+        self.done, self.result, self.error, self.owner = threading.Event(), None, None, owner
+
+    def resolve(self, result=None, error=None):
+        self.result, self.error = result, error
+        self.done.set()
+
+
+class Peer:
+    """One end of a JSON-RPC connection over newline-delimited JSON.
+
+    It writes whole frames under one lock (concurrent writers never interleave), sends
+    requests with their own id space and a table of pending responses, and reads lines,
+    handing each message to ``handle_request``, ``handle_notification`` or the pending
+    table. The server's Session and the Client are both Peers."""
+
+    def __init__(self, write_fd, trace=None):
+        self.write_fd = write_fd
+        self.write_lock = threading.Lock()
+        self.trace = trace                    # callable(direction, raw bytes) or None
+        self.pending = {}                     # id of an outbound request -> _Pending
+        self.next_id = count(1).__next__
+        self.closed = False                   # the wire is gone: stop writing
+
+    # -- writing ---------------------------------------------------------------------------
+    def send_frame(self, frame):
+        """Write one encoded frame; False if the other side has gone away."""
+        if self.closed:
+            return False
+        with self.write_lock:
+            if self.trace:
+                self.trace("->", frame.rstrip(b"\n"))
+            try:
+                write_all(self.write_fd, frame)
+            except (BrokenPipeError, ConnectionResetError, ValueError, OSError) as e:
+                self.closed = True
+                log.debug("wire closed while writing: %s", e)
+                self.on_closed()
+                return False
+        return True
+
+    def send(self, message):
+        return self.send_frame(encode_message(message))
+
+    def notify(self, method, params=None):
+        message = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        return self.send(message)
+
+    def on_closed(self):
+        """Hook: the wire broke while writing."""
+
+    # -- outbound requests -----------------------------------------------------------------
+    def request(self, method, params=None, timeout=None, owner=None):
+        """Send a request and wait for its result. Raises JSONRPCError for an error reply,
+        TimeoutError (after telling the other side with notifications/cancelled), Cancelled
+        if ``owner`` (a Context) is cancelled meanwhile, ConnectionError if the wire closes."""
+        rid = self.next_id()
+        slot = self.pending[rid] = _Pending(owner)
+        message = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        if not self.send(message):
+            self.pending.pop(rid, None)
+            raise ConnectionError("the connection is closed")
+        if not slot.done.wait(timeout):
+            if self.pending.pop(rid, None) is not None:
+                self.notify("notifications/cancelled",
+                            {"requestId": rid, "reason": f"no response within {timeout} s"})
+                raise TimeoutError(f"{method}: no response within {timeout} s")
+        if isinstance(slot.error, BaseException):
+            raise slot.error
+        if slot.error is not None:
+            raise JSONRPCError(slot.error.get("code", INTERNAL_ERROR),
+                               str(slot.error.get("message", "")), slot.error.get("data"))
+        return slot.result
+
+    def cancel_pending(self, owner, reason):
+        """Give up the outbound requests an owner made, telling the other side (§9)."""
+        for rid, slot in list(self.pending.items()):
+            if slot.owner is owner and self.pending.pop(rid, None) is not None:
+                self.notify("notifications/cancelled", {"requestId": rid, "reason": reason})
+                slot.resolve(error=Cancelled(reason))
+
+    def fail_pending(self, exc):
+        for rid in list(self.pending):
+            slot = self.pending.pop(rid, None)
+            if slot is not None:
+                slot.resolve(error=exc)
+
+    # -- reading ---------------------------------------------------------------------------
+    def read_loop(self, rfile, max_line_bytes):
+        """Read and handle lines until end of input (or the wire closes)."""
+        for line in read_lines(rfile, max_line_bytes):
+            if isinstance(line, LineTooLong):
+                if self.trace:
+                    self.trace("<-", line.head + b"..." + line.tail)
+                self.handle_too_long(line, max_line_bytes)
+            else:
+                if self.trace:
+                    self.trace("<-", line)
+                self.handle_line(line)
+            if self.closed:
+                break
+
+    def handle_line(self, line):
+        if not line.strip():                  # blank lines carry no message: skip them
+            return
+        try:
+            message = decode_message(line)
+        except JSONRPCError as e:
+            self.send(error_response(None, e.code, e.message))
+            return
+        self.handle_message(message)
+
+    def handle_too_long(self, line, limit):
+        self.send(error_response(line.request_id(), INVALID_REQUEST,
+                                 f"Message too large: {line.size} bytes is over this server's "
+                                 f"limit of {limit} bytes per line; it was skipped"))
+
+    def handle_message(self, message, batch=None):
+        try:
+            kind = classify(message)
+        except JSONRPCError as e:
+            if isinstance(message, dict) and "method" in message and "id" not in message:
+                log.warning("ignored an invalid notification: %s", e.message)   # never answered
+                if batch is not None:
+                    batch.skip()
+            else:
+                rid = e.data.get("id") if e.data else None
+                self.reply(rid, error_response(rid, e.code, e.message), batch)
+            return
+        if kind == "request":
+            return self.handle_request(message, batch)
+        if kind == "notification":
+            self.handle_notification(message)
+        else:
+            self.handle_response(message)
+        if batch is not None:
+            batch.skip()
+
+    def handle_response(self, message):
+        slot = self.pending.pop(message["id"], None) if valid_id(message["id"]) else None
+        if slot is None:
+            log.debug("ignored a response to no pending request: id %r", message.get("id"))
+        elif "error" in message:
+            error = message["error"]
+            slot.resolve(error=error if isinstance(error, dict) else {"message": str(error)})
+        else:
+            slot.resolve(result=message["result"])
+
+    def reply(self, request_id, message, batch=None):
+        """Send a response (or hand it to the batch it belongs to)."""
+        if batch is not None:
+            batch.add(encode_message(message))
+        else:
+            self.send(message)
+
+    def handle_request(self, message, batch=None):
+        """Hook: answer a request."""
+        self.reply(message["id"], error_response(message["id"], METHOD_NOT_FOUND,
+                                                 f"Method not found: {message['method']}"), batch)
+
+    def handle_notification(self, message):
+        """Hook: act on a notification (never answered)."""
+
+
+class Batch:
+    """Collects the replies to one JSON-RPC batch (2025-03-26 only, B10) and sends them as
+    one array once every member has been answered or turned out to need no answer."""
+
+    def __init__(self, peer, size):
+        self.peer, self.remaining, self.frames, self.lock = peer, size, [], threading.Lock()
+
+    def add(self, frame):
+        self._settle(frame)
+
+    def skip(self):
+        self._settle(None)
+
+    def _settle(self, frame):
+        with self.lock:
+            if frame is not None:
+                self.frames.append(frame.rstrip(b"\n"))
+            self.remaining -= 1
+            if self.remaining or not self.frames:
+                return
+        self.peer.send_frame(b"[" + b",".join(self.frames) + b"]\n")
+
+
+# ============================================================================================
+# Schemas
+# ============================================================================================
+# (placeholder section: replaced by the full inference and validator)
+
+class SchemaError(TypeError):
+    """An annotation that cannot become a JSON Schema (raised at decoration time)."""
+
+
+def parse_docstring(doc):
+    if not doc:
+        return None, {}
+    import inspect
+    first = inspect.cleandoc(doc).split("\n\n")[0]
+    return " ".join(first.split()), {}
+
+
+_SIMPLE = {int: {"type": "integer"}, float: {"type": "number"}, str: {"type": "string"},
+           bool: {"type": "boolean"}, dict: {"type": "object"}, list: {"type": "array"}}
+
+
+def type_schema(tp, defs=None):
+    if tp in _SIMPLE:
+        return dict(_SIMPLE[tp])
+    if tp is typing.Any:
+        return {}
+    raise SchemaError(f"unsupported annotation {tp!r}")
+
+
+def compile_schema(schema):
+    def check(value):
+        return []
+    return check
+
+
+class Signature:
+    def __init__(self, fn, *, context_type=None, description=None, param_descriptions=None,
+                 input_schema=None, output_schema=None, structured=None, content_types=()):
+        import inspect
+        hints = typing.get_type_hints(fn)
+        doc, params = parse_docstring(fn.__doc__)
+        self.description = description or doc
+        self.context_param = None
+        props, required = {}, []
+        for name, p in inspect.signature(fn).parameters.items():
+            tp = hints.get(name, typing.Any)
+            if context_type is not None and tp is context_type:
+                self.context_param = name
+                continue
+            props[name] = type_schema(tp)
+            if p.default is p.empty:
+                required.append(name)
+        self.input_schema = input_schema or {"type": "object", "properties": props,
+                                             "required": required, "additionalProperties": False}
+        self.wrap_output = False
+        ret = hints.get("return")
+        if output_schema is not None:
+            self.output_schema = output_schema
+        elif structured is False or ret is None or ret is type(None) or ret in content_types:
+            self.output_schema = None
+        elif ret is dict:
+            self.output_schema = {"type": "object"}
+        else:
+            try:
+                self.output_schema = {"type": "object", "properties": {"result": type_schema(ret)},
+                                      "required": ["result"]}
+                self.wrap_output = True
+            except SchemaError:
+                self.output_schema = None
+
+    def bind(self, arguments):
+        return dict(arguments), []
+
+    def dump_output(self, value):
+        return {"result": value} if self.wrap_output else value
+
+
+# ============================================================================================
+# Content
+# ============================================================================================
+#
+# Tools and prompts answer with content blocks: {"type": "text", "text": ...} and friends.
+# The helpers below build them as Content, a dict subclass, so a tool result can tell a
+# block it should pass through from a dict it should return as structured data.
+
+class Content(dict):
+    """A content block: text, image, audio, resource_link or resource (embedded)."""
+
+
+def _block(fields, annotations, meta):
+    block = Content((k, v) for k, v in fields.items() if v is not None)
+    if annotations:
+        block["annotations"] = annotations    # {"audience": [...], "priority": 0..1, "lastModified": ...}
+    if meta:
+        block["_meta"] = meta
+    return block
+
+
+def text(value, *, annotations=None, meta=None):
+    """A text block."""
+    return _block({"type": "text", "text": str(value)}, annotations, meta)
+
+
+_MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
+          (b"GIF87a", "image/gif"), (b"GIF89a", "image/gif"), (b"OggS", "audio/ogg"),
+          (b"fLaC", "audio/flac"), (b"ID3", "audio/mpeg"), (b"\xff\xfb", "audio/mpeg"))
+
+
+def _sniff(data):
+    for magic, mime in _MAGIC:
+        if data.startswith(magic):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] in (b"WEBP", b"WAVE"):
+        return "image/webp" if data[8:12] == b"WEBP" else "audio/wav"
+    return None
+
+
+def _media(kind, data, path, mime_type, annotations, meta):
+    if (data is None) == (path is None):
+        raise TypeError(f"{kind}() takes either data or path")
+    if path is not None:
+        with open(path, "rb") as f:
+            data = f.read()
+    if isinstance(data, str):                     # already base64
+        encoded = data
+        raw = base64.b64decode(data[:64].encode("ascii") + b"==")[:48] if mime_type is None else b""
+    else:
+        raw = bytes(data)
+        encoded = base64.b64encode(raw).decode("ascii")
+    if mime_type is None:
+        mime_type = _sniff(raw) or (path and _guess_type(str(path)))
+        if mime_type is None:
+            raise ValueError(f"{kind}(): cannot tell the MIME type; pass mime_type=")
+    return _block({"type": kind, "data": encoded, "mimeType": mime_type}, annotations, meta)
+
+
+def image(data=None, *, path=None, mime_type=None, annotations=None, meta=None):
+    """An image block from bytes (or base64 text) or a file; the MIME type is detected."""
+    return _media("image", data, path, mime_type, annotations, meta)
+
+
+def audio(data=None, *, path=None, mime_type=None, annotations=None, meta=None):
+    """An audio block from bytes (or base64 text) or a file; the MIME type is detected."""
+    return _media("audio", data, path, mime_type, annotations, meta)
+
+
+def resource_link(uri, name=None, *, title=None, description=None, mime_type=None, size=None,
+                  annotations=None, icons=None, meta=None):
+    """A link to a resource the client can read with resources/read (2025-06-18+)."""
+    return _block({"type": "resource_link", "uri": uri, "name": name or uri, "title": title,
+                   "description": description, "mimeType": mime_type, "size": size,
+                   "icons": icons}, annotations, meta)
+
+
+def embedded_resource(uri, *, text=None, blob=None, mime_type=None, annotations=None, meta=None):
+    """A resource's contents inline: ``text`` (str) or ``blob`` (bytes)."""
+    return _block({"type": "resource", "resource": _contents(uri, blob if text is None else text,
+                                                             mime_type)}, annotations, meta)
+
+
+def _guess_type(uri):
+    import mimetypes                        # imported on first use: it is slow to load
+    return mimetypes.guess_type(uri, strict=False)[0]
+
+
+def _json_default(value):
+    """Encode what json cannot by itself: dataclasses, enums, sets, tuples."""
+    import dataclasses
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def to_json(value):
+    """Plain JSON text for humans and models (non-ASCII kept as is)."""
+    return json.dumps(value, ensure_ascii=False, default=_json_default, allow_nan=False)
+
+
+def _contents(uri, value, mime_type=None):
+    """A resource value -> a TextResourceContents or BlobResourceContents dict."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        entry = {"uri": uri, "mimeType": mime_type or "application/octet-stream",
+                 "blob": base64.b64encode(bytes(value)).decode("ascii")}
+    elif isinstance(value, str):
+        entry = {"uri": uri, "mimeType": mime_type or "text/plain", "text": value}
+    else:
+        entry = {"uri": uri, "mimeType": mime_type or "application/json", "text": to_json(value)}
+    return entry
+
+
+class ToolResult:
+    """A tool result with full control: content blocks, structured data, the error flag."""
+
+    def __init__(self, content=(), structured=None, is_error=False, meta=None):
+        if isinstance(content, (str, Content)):
+            content = [content]
+        self.content = [text(c) if isinstance(c, str) else c for c in content]
+        self.structured, self.is_error, self.meta = structured, is_error, meta
+
+    def to_dict(self):
+        result = {"content": self.content, "isError": self.is_error}
+        if self.structured is not None:
+            result["structuredContent"] = self.structured
+        if self.meta:
+            result["_meta"] = self.meta
+        return result
+
+
+def _shape_block(block, version):
+    """Fit a content block to an older protocol version: no fields or types it lacks."""
+    kind = block.get("type")
+    if kind == "resource_link" and version < V2025_06:
+        return {"type": "text", "text": f"Resource: {block['uri']} ({block.get('name')})"}
+    if kind == "audio" and version < V2025_03:
+        return {"type": "text", "text": f"[{block.get('mimeType')} audio omitted: not in {version}]"}
+    if version < V2025_06 and ("_meta" in block or "lastModified" in block.get("annotations", ())):
+        block = {k: v for k, v in block.items() if k != "_meta"}
+        if "annotations" in block:
+            block["annotations"] = {k: v for k, v in block["annotations"].items()
+                                    if k != "lastModified"}
+    return block
+
+
+def _shape_result(result, version):
+    if version >= V2025_06:
+        return result
+    result.pop("structuredContent", None)                 # its text block carries the data
+    result["content"] = [_shape_block(b, version) for b in result["content"]]
+    return result
+
+
+# ============================================================================================
+# Registry: tools, resources, prompts
+# ============================================================================================
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}\Z")
+
+
+def _put(entry, key, value, version, since):
+    """Add an optional field if it is set and the negotiated version defines it."""
+    if value is not None and version >= since:
+        entry[key] = value
+
+
+def _errors_text(problems):
+    return "\n".join(f"- {p}" for p in problems)
+
+
+class Tool:
+    """A registered tool: the function, its schemas, and what tools/list says about it."""
+
+    def __init__(self, fn, *, name=None, title=None, description=None, annotations=None,
+                 input_schema=None, output_schema=None, structured=None, icons=None, meta=None):
+        self.fn, self.name = fn, name or fn.__name__
+        if not _TOOL_NAME.match(self.name):
+            raise ValueError(f"tool name {self.name!r} does not follow the MCP naming guidance: "
+                             "1 to 128 characters from A-Z a-z 0-9 _ - . (no spaces)")
+        self.signature = Signature(fn, context_type=Context, description=description,
+                                   input_schema=input_schema, output_schema=output_schema,
+                                   structured=structured, content_types=(Content, ToolResult))
+        schema = self.signature.output_schema
+        self.check_output = compile_schema(schema) if schema is not None else None
+        self.title, self.annotations, self.icons, self.meta = title, annotations, icons, meta
+        self.described = {}                     # protocol version -> tools/list entry
+
+    def describe(self, version):
+        entry = self.described.get(version)
+        if entry is None:
+            sig = self.signature
+            entry = {"name": self.name}
+            _put(entry, "title", self.title, version, V2025_06)
+            _put(entry, "description", sig.description, version, "")
+            entry["inputSchema"] = sig.input_schema
+            _put(entry, "outputSchema", sig.output_schema, version, V2025_06)
+            _put(entry, "annotations", self.annotations, version, V2025_03)
+            _put(entry, "icons", self.icons, version, V2025_11)
+            _put(entry, "_meta", self.meta, version, V2025_06)
+            self.described[version] = entry
+        return entry
+
+    def call(self, ctx, arguments):
+        """Run the tool; every outcome is a CallToolResult (tool failures are results, R2)."""
+        kwargs, problems = self.signature.bind(arguments)
+        if problems:
+            return _error_result(f"Invalid arguments for tool '{self.name}':\n{_errors_text(problems)}")
+        if self.signature.context_param:
+            kwargs[self.signature.context_param] = ctx
+        try:
+            value = self.fn(**kwargs)
+            if hasattr(value, "__await__"):
+                value = _run_coroutine(value)
+            result = self.result(value)
+        except ToolError as e:
+            return _error_result(str(e))
+        except Cancelled:
+            raise
+        except BaseException as e:       # SystemExit and KeyboardInterrupt too: never exit
+            log.error("tool %r failed", self.name, exc_info=True)
+            return _error_result(f"{type(e).__name__}: {e}")
+        return _shape_result(result, ctx.protocol_version or LATEST_PROTOCOL_VERSION)
+
+    def result(self, value):
+        """Turn what the function returned into a CallToolResult dict."""
+        if isinstance(value, ToolResult):
+            return value.to_dict()
+        if isinstance(value, Content):
+            return {"content": [value], "isError": False}
+        if isinstance(value, list) and value and all(isinstance(v, Content) for v in value):
+            return {"content": value, "isError": False}
+        sig = self.signature
+        if self.check_output is not None:
+            structured = sig.dump_output(value)
+            problems = self.check_output(structured)
+            if problems:
+                log.error("tool %r returned output that does not match its outputSchema:\n%s",
+                          self.name, _errors_text(problems))
+                return _error_result(f"Tool '{self.name}' produced output that does not match its "
+                                     f"output schema:\n{_errors_text(problems)}")
+            shown = value if sig.wrap_output and isinstance(value, str) else (
+                structured["result"] if sig.wrap_output else structured)
+            return {"content": [text(shown if isinstance(shown, str) else to_json(shown))],
+                    "structuredContent": structured, "isError": False}
+        if value is None:
+            return {"content": [], "isError": False}
+        if isinstance(value, str):
+            return {"content": [text(value)], "isError": False}
+        if isinstance(value, dict):
+            structured = json.loads(to_json(value))
+            return {"content": [text(to_json(structured))], "structuredContent": structured,
+                    "isError": False}
+        return {"content": [text(to_json(value))], "isError": False}
+
+
+def _error_result(message):
+    return {"content": [text(message)], "isError": True}
+
+
+def _run_coroutine(coro):
+    """Run an ``async def`` handler to completion on this worker thread."""
+    import asyncio                            # imported only if a handler is async
+    return asyncio.run(coro) if asyncio.iscoroutine(coro) else asyncio.run(_await(coro))
+
+
+async def _await(awaitable):
+    return await awaitable
+
+
+_TEMPLATE_VAR = re.compile(r"\{(\+?)([A-Za-z0-9_]+)\}")
+
+
+class Resource:
+    """A resource at a fixed URI, or a family of them under an RFC 6570 template: ``{var}``
+    matches one path segment (percent-decoded), ``{+var}`` matches the rest, slashes too."""
+
+    def __init__(self, fn, uri, *, name=None, title=None, description=None, mime_type=None,
+                 size=None, annotations=None, icons=None, meta=None):
+        self.fn, self.uri = fn, uri
+        self.variables = [m.group(2) for m in _TEMPLATE_VAR.finditer(uri)]
+        self.is_template = bool(self.variables)
+        self.signature = Signature(fn, context_type=Context, description=description,
+                                   structured=False)
+        params = set(self.signature.input_schema.get("properties", ()))
+        if params != set(self.variables):
+            raise TypeError(f"resource {uri!r}: the function's parameters {sorted(params)} must "
+                            f"match the URI template's variables {sorted(self.variables)}")
+        if self.is_template:
+            pattern, pos = [], 0
+            for m in _TEMPLATE_VAR.finditer(uri):
+                pattern += [re.escape(uri[pos:m.start()]),
+                            f"(?P<{m.group(2)}>.+)" if m.group(1) else f"(?P<{m.group(2)}>[^/?#]+)"]
+                pos = m.end()
+            self.pattern = re.compile("".join(pattern) + re.escape(uri[pos:]) + r"\Z")
+        self.name = name or fn.__name__
+        self.mime_type = mime_type or (_guess_type(uri) if not self.is_template else None)
+        self.title, self.size, self.annotations = title, size, annotations
+        self.icons, self.meta = icons, meta
+
+    def describe(self, version):
+        entry = {"uriTemplate" if self.is_template else "uri": self.uri, "name": self.name}
+        _put(entry, "title", self.title, version, V2025_06)
+        _put(entry, "description", self.signature.description, version, "")
+        _put(entry, "mimeType", self.mime_type, version, "")
+        _put(entry, "size", None if self.is_template else self.size, version, "")
+        _put(entry, "annotations", self.annotations, version, "")
+        _put(entry, "icons", self.icons, version, V2025_11)
+        _put(entry, "_meta", self.meta, version, V2025_06)
+        return entry
+
+    def match(self, uri):
+        """The template variables of a URI this resource serves, or None."""
+        if not self.is_template:
+            return {} if uri == self.uri else None
+        m = self.pattern.match(uri)
+        if m is None:
+            return None
+        from urllib.parse import unquote
+        return {k: (v if k in self.plus_vars else unquote(v)) for k, v in m.groupdict().items()}
+
+    @property
+    def plus_vars(self):
+        return {m.group(2) for m in _TEMPLATE_VAR.finditer(self.uri) if m.group(1)}
+
+    def read(self, ctx, uri, variables):
+        kwargs, problems = self.signature.bind(variables)
+        if problems:
+            raise JSONRPCError(INVALID_PARAMS, f"Invalid resource URI {uri}:\n{_errors_text(problems)}",
+                               {"uri": uri})
+        if self.signature.context_param:
+            kwargs[self.signature.context_param] = ctx
+        value = self.fn(**kwargs)
+        if hasattr(value, "__await__"):
+            value = _run_coroutine(value)
+        if isinstance(value, list) and value and all(isinstance(v, Content) for v in value):
+            return [v["resource"] for v in value]
+        if isinstance(value, Content) and value.get("type") == "resource":
+            return [value["resource"]]
+        return [_contents(uri, value, self.mime_type)]
+
+
+class Prompt:
+    """A registered prompt: a function returning messages; its parameters are the prompt's
+    arguments (required when they have no default)."""
+
+    def __init__(self, fn, *, name=None, title=None, description=None, icons=None, meta=None):
+        self.fn, self.name = fn, name or fn.__name__
+        self.signature = Signature(fn, context_type=Context, description=description,
+                                   structured=False)
+        schema = self.signature.input_schema
+        required = set(schema.get("required", ()))
+        self.arguments = []
+        for arg, prop in schema.get("properties", {}).items():
+            entry = {"name": arg}
+            if prop.get("description"):
+                entry["description"] = prop["description"]
+            entry["required"] = arg in required
+            self.arguments.append(entry)
+        self.title, self.icons, self.meta = title, icons, meta
+
+    def describe(self, version):
+        entry = {"name": self.name}
+        _put(entry, "title", self.title, version, V2025_06)
+        _put(entry, "description", self.signature.description, version, "")
+        entry["arguments"] = self.arguments
+        _put(entry, "icons", self.icons, version, V2025_11)
+        _put(entry, "_meta", self.meta, version, V2025_06)
+        return entry
+
+    def get(self, ctx, arguments):
+        # Prompt arguments arrive as strings; a parameter typed int/float/bool gets JSON-parsed.
+        props = self.signature.input_schema.get("properties", {})
+        converted = {}
+        for key, value in arguments.items():
+            if isinstance(value, str) and props.get(key, {}).get("type") not in (None, "string"):
+                try:
+                    value = json.loads(value)
+                except ValueError:
+                    pass
+            converted[key] = value
+        kwargs, problems = self.signature.bind(converted)
+        if problems:
+            raise JSONRPCError(INVALID_PARAMS, f"Invalid arguments for prompt '{self.name}':\n"
+                                               f"{_errors_text(problems)}")
+        if self.signature.context_param:
+            kwargs[self.signature.context_param] = ctx
+        value = self.fn(**kwargs)
+        if hasattr(value, "__await__"):
+            value = _run_coroutine(value)
+        result = {}
+        if self.signature.description:
+            result["description"] = self.signature.description
+        items = value if isinstance(value, list) else [value]
+        result["messages"] = [_message(item) for item in items]
+        return result
+
+
+def _message(item):
+    """A prompt's return item -> a PromptMessage: str or a content block is a user message;
+    a dict with "role" passes through (its str content becomes a text block)."""
+    if isinstance(item, str):
+        return {"role": "user", "content": text(item)}
+    if isinstance(item, Content):
+        return {"role": "user", "content": item}
+    if isinstance(item, dict) and "role" in item:
+        content = item.get("content")
+        return dict(item, content=text(content) if isinstance(content, str) else content)
+    raise TypeError(f"a prompt returned {type(item).__name__}; expected str, a content block "
+                    'or {"role": ..., "content": ...}')
+
+
+# ============================================================================================
+# Context
+# ============================================================================================
+
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+_LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
+_current = threading.local()                  # the Context a worker thread is serving
+
+
+class Context:
+    """What a handler knows and can do while it serves one request.
+
+    A tool, resource or prompt function gets one by declaring a parameter annotated
+    ``Context`` (any name). Built-in handlers get it as their first argument."""
+
+    def __init__(self, session, request_id, method, params):
+        self.session, self.server = session, session.server
+        self.request_id, self.method, self.params = request_id, method, params
+        meta = params.get("_meta")
+        self.meta = meta if isinstance(meta, dict) else {}
+        token = self.meta.get("progressToken")
+        self.progress_token = token if valid_id(token) else None
+        self.cancelled = False             # set by notifications/cancelled (from the reader)
+        self.done = False                  # set once the response is written
+        self.last_progress = None
+
+    @property
+    def protocol_version(self):
+        return self.session.version
+
+    @property
+    def client_info(self):
+        return self.session.client_info
+
+    @property
+    def client_capabilities(self):
+        return self.session.client_capabilities
+
+    @property
+    def lifespan(self):
+        """The value the server's lifespan context manager yielded."""
+        return self.server.lifespan_value
+
+    # -- cancellation ----------------------------------------------------------------------
+    def check_cancelled(self):
+        """Raise Cancelled if the client cancelled this request: call it between steps."""
+        if self.cancelled:
+            raise Cancelled(f"request {self.request_id!r} was cancelled")
+
+    # -- progress --------------------------------------------------------------------------
+    def report_progress(self, progress, total=None, message=None):
+        """Send notifications/progress, if the request asked for it with a progressToken.
+        Values must increase strictly (G9); nothing is sent after the response.
+        Returns whether a notification was sent."""
+        if isinstance(progress, bool) or not isinstance(progress, (int, float)):
+            raise TypeError(f"progress must be a number, not {type(progress).__name__}")
+        if self.last_progress is not None and progress <= self.last_progress:
+            raise ValueError(f"progress must increase: {progress} after {self.last_progress}")
+        if self.progress_token is None:
+            return False
+        params = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None and (self.protocol_version or "") >= V2025_03:
+            params["message"] = message
+        with self.session.lock:               # the response cannot overtake us here
+            if self.done or self.cancelled:
+                return False
+            self.last_progress = progress
+            return self.session.notify("notifications/progress", params)
+
+    # -- logging to the client ---------------------------------------------------------------
+    def log(self, level, data, logger=None):
+        """Send notifications/message if ``level`` is at or above what the client asked for
+        with logging/setLevel. ``data`` is any JSON value. Never log secrets (§9)."""
+        return self.session.log(level, data, logger)
+
+    def debug(self, data, logger=None):
+        return self.log("debug", data, logger)
+
+    def info(self, data, logger=None):
+        return self.log("info", data, logger)
+
+    def notice(self, data, logger=None):
+        return self.log("notice", data, logger)
+
+    def warning(self, data, logger=None):
+        return self.log("warning", data, logger)
+
+    def error(self, data, logger=None):
+        return self.log("error", data, logger)
+
+    def critical(self, data, logger=None):
+        return self.log("critical", data, logger)
+
+    def alert(self, data, logger=None):
+        return self.log("alert", data, logger)
+
+    def emergency(self, data, logger=None):
+        return self.log("emergency", data, logger)
+
+    # -- asking the client -------------------------------------------------------------------
+    def request(self, method, params=None, capability=None, timeout=None):
+        """Send a request to the client and wait for its result (see Peer.request).
+
+        Only after notifications/initialized (L12) and only if the client declared
+        ``capability`` (L14); otherwise CapabilityError, which a tool reports as an
+        ``isError`` result unless it catches it."""
+        if not self.session.initialized:
+            raise CapabilityError(f"cannot send {method} before the client has sent "
+                                  "notifications/initialized")
+        if capability and not isinstance(self.client_capabilities.get(capability), dict):
+            raise CapabilityError(f"the client did not declare the '{capability}' capability, "
+                                  f"so {method} cannot be sent to it")
+        self.check_cancelled()
+        if timeout is None:
+            timeout = self.server.request_timeout
+        return self.session.request(method, params, timeout, owner=self)
+
+    def sample(self, messages, *, max_tokens=1000, system_prompt=None, temperature=None,
+               stop_sequences=None, model_preferences=None, include_context=None,
+               metadata=None, tools=None, tool_choice=None, timeout=None):
+        """Ask the client's model for a completion (sampling/createMessage). ``messages``
+        is a string, or a list of strings (user turns) and ``{"role", "content"}`` dicts.
+        Returns the result: ``{"role", "content", "model", "stopReason"}``."""
+        if isinstance(messages, str):
+            messages = [messages]
+        params = {"messages": [_message(m) for m in messages], "maxTokens": max_tokens}
+        for key, value in (("systemPrompt", system_prompt), ("temperature", temperature),
+                           ("stopSequences", stop_sequences), ("includeContext", include_context),
+                           ("modelPreferences", model_preferences), ("metadata", metadata),
+                           ("tools", tools), ("toolChoice", tool_choice)):
+            if value is not None:
+                params[key] = value
+        if (tools or tool_choice) and "tools" not in self.client_capabilities.get("sampling", {}):
+            raise CapabilityError("the client did not declare sampling.tools, so a sampling "
+                                  "request cannot offer tools")
+        return self.request("sampling/createMessage", params, "sampling", timeout)
+
+    def elicit(self, message, schema=None, *, url=None, elicitation_id=None, timeout=None):
+        """Ask the user for input (elicitation/create). Form mode takes a flat object
+        ``schema`` of primitive properties; URL mode (2025-11-25, ``url=``) sends the user to
+        a page, and is for anything secret. Returns ``{"action": "accept"|"decline"|"cancel",
+        "content": {...}}``."""
+        declared = self.client_capabilities.get("elicitation")
+        if url is not None:
+            if not isinstance(declared, dict) or "url" not in declared:
+                raise CapabilityError("the client did not declare elicitation.url")
+            import uuid
+            params = {"mode": "url", "message": message, "url": url,
+                      "elicitationId": elicitation_id or str(uuid.uuid4())}
+        else:
+            if isinstance(declared, dict) and declared and "form" not in declared:
+                raise CapabilityError("the client declared only URL elicitation, not forms")
+            params = {"message": message,
+                      "requestedSchema": schema or {"type": "object", "properties": {}}}
+            if (self.protocol_version or "") >= V2025_11:
+                params = {"mode": "form", **params}
+        return self.request("elicitation/create", params, "elicitation", timeout)
+
+    def list_roots(self, timeout=None):
+        """The client's roots (roots/list) as a list of ``{"uri", "name"?}``; cached until
+        the client sends notifications/roots/list_changed."""
+        roots = self.session.roots
+        if roots is None:
+            roots = self.request("roots/list", None, "roots", timeout).get("roots", [])
+            self.session.roots = roots
+        return roots
+
+
+class ClientLogHandler(logging.Handler):
+    """Forwards Python logging records emitted while a handler runs to the client as
+    notifications/message (``Server(forward_logging=True)``)."""
+
+    _LEVELS = {logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warning",
+               logging.ERROR: "error", logging.CRITICAL: "critical"}
+
+    def emit(self, record):
+        ctx = getattr(_current, "ctx", None)
+        if ctx is None or record.name.startswith("mcp_min"):
+            return
+        level = self._LEVELS.get(record.levelno) or ("debug" if record.levelno < 20 else "error")
+        try:
+            ctx.log(level, self.format(record), record.name)
+        except Exception:
+            self.handleError(record)
+
+
+# ============================================================================================
+# Server
+# ============================================================================================
+
+# The capability each built-in method needs: a method the server did not declare is
+# answered -32601 (§5.1).
+_NEEDS = {"tools/list": "tools", "tools/call": "tools", "resources/list": "resources",
+          "resources/templates/list": "resources", "resources/read": "resources",
+          "resources/subscribe": "resources", "resources/unsubscribe": "resources",
+          "prompts/list": "prompts", "prompts/get": "prompts",
+          "completion/complete": "completions", "logging/setLevel": "logging"}
+
+# Parameter names people write by mistake -> the ones MCP uses (seen in the wild).
+_DID_YOU_MEAN = {"tool": "name", "toolName": "name", "args": "arguments", "params": "arguments",
+                 "input": "arguments", "resourceId": "uri", "url": "uri", "resource": "uri",
+                 "prompt": "name", "promptName": "name"}
+
+
+def _require(params, key, kind, method):
+    """params[key] as ``kind`` or -32602 saying what was expected (and what was meant)."""
+    value = params.get(key)
+    if isinstance(value, kind):
+        return value
+    hint = next((f' (found "{k}": did you mean "{key}"?)' for k, v in _DID_YOU_MEAN.items()
+                 if v == key and k in params), "")
+    raise JSONRPCError(INVALID_PARAMS, f'{method} needs params.{key} '
+                                       f'({"a string" if kind is str else "an object"}){hint}')
+
+
+class Server:
+    """An MCP server: a registry of tools, resources and prompts, and ``handlers``, the
+    dict from method name to ``handler(ctx, params) -> result`` that answers the client.
+
+    Settings (all keyword arguments, with their defaults):
+      page_size=100          items per page of every list method (None: one page)
+      max_workers=64         threads running handlers (tools, resource reads, prompts)
+      max_queue=1024         calls that may wait for a thread; past that, refused at once
+      max_line_bytes=32 MiB  the longest message accepted; longer ones get an error
+      grace_period=5.0       seconds in-flight calls may finish after end of input
+      request_timeout=60.0   seconds to wait for the client to answer sampling/elicitation/roots
+      lifespan=None          ``fn(server)`` returning a context manager entered once around
+                             serving; handlers reach what it yields as ``ctx.lifespan``
+      forward_logging=False  True (root logger) or a logger name: Python logging records
+                             emitted inside handlers also go to the client
+    """
+
+    #: Methods answered on the reader thread; they are quick and never run user code.
+    #: Everything else (tools/call, resources/read, prompts/get, completion/complete and
+    #: methods you add) runs on the worker pool, so the reader is never blocked.
+    inline_methods = frozenset({
+        "initialize", "ping", "tools/list", "resources/list", "resources/templates/list",
+        "prompts/list", "resources/subscribe", "resources/unsubscribe", "logging/setLevel"})
+
+    def __init__(self, name, version="0.1.0", *, title=None, description=None, instructions=None,
+                 website_url=None, icons=None, lifespan=None, page_size=100, max_workers=64,
+                 max_queue=1024, max_line_bytes=32 << 20, grace_period=5.0, request_timeout=60.0,
+                 forward_logging=False):
+        self.name, self.version, self.title, self.description = name, version, title, description
+        self.instructions, self.website_url, self.icons = instructions, website_url, icons
+        self.lifespan, self.lifespan_value, self._lifespan_users = lifespan, None, 0
+        self.page_size, self.max_workers, self.max_queue = page_size, max_workers, max_queue
+        self.max_line_bytes, self.grace_period = max_line_bytes, grace_period
+        self.request_timeout, self.forward_logging = request_timeout, forward_logging
+        self.tools, self.resources, self.prompts, self.completers = {}, {}, {}, {}
+        self.sessions = set()                 # open connections (one, over stdio)
+        self.lock = threading.Lock()
+        self.pool = None                      # started with the first connection
+        self.order = count(1).__next__        # registration order: the order lists use
+        self.handlers = {
+            "initialize": self.initialize,
+            "ping": self.ping,
+            "tools/list": self.list_tools,
+            "tools/call": self.call_tool,
+            "resources/list": self.list_resources,
+            "resources/templates/list": self.list_resource_templates,
+            "resources/read": self.read_resource,
+            "resources/subscribe": self.subscribe,
+            "resources/unsubscribe": self.unsubscribe,
+            "prompts/list": self.list_prompts,
+            "prompts/get": self.get_prompt,
+            "completion/complete": self.complete,
+            "logging/setLevel": self.set_logging_level,
+            "notifications/initialized": self.on_initialized,
+            "notifications/cancelled": self.on_cancelled,
+            "notifications/roots/list_changed": self.on_roots_list_changed,
+        }
+
+    # -- registration ----------------------------------------------------------------------
+    def tool(self, fn=None, **options):
+        """Register a function as a tool: ``@server.tool`` or ``@server.tool(name=..., title=...,
+        description=..., annotations={...}, input_schema=..., output_schema=...,
+        structured=..., icons=..., meta=...)``."""
+        if fn is None:
+            return lambda f: self.tool(f, **options)
+        self._add(self.tools, Tool(fn, **options), "name", "tools")
+        return fn
+
+    def resource(self, uri, **options):
+        """Register a function as the resource at ``uri`` (or a URI template with {vars}):
+        ``@server.resource(uri, name=..., title=..., description=..., mime_type=..., ...)``."""
+        def register(fn):
+            self._add(self.resources, Resource(fn, uri, **options), "uri", "resources")
+            return fn
+        return register
+
+    def prompt(self, fn=None, **options):
+        """Register a function as a prompt: ``@server.prompt`` or ``@server.prompt(name=...,
+        title=..., description=..., icons=..., meta=...)``."""
+        if fn is None:
+            return lambda f: self.prompt(f, **options)
+        self._add(self.prompts, Prompt(fn, **options), "name", "prompts")
+        return fn
+
+    def completion(self, argument, *, prompt=None, template=None):
+        """Register ``fn(value, arguments) -> list of str`` completing ``argument`` of a prompt
+        (``prompt=name``) or of a resource template (``template=uri_template``);
+        ``arguments`` holds the other arguments the client already knows (2025-06-18+)."""
+        if (prompt is None) == (template is None):
+            raise TypeError("completion() takes exactly one of prompt= or template=")
+        key = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", template)
+
+        def register(fn):
+            self.completers[key + (argument,)] = fn
+            return fn
+        return register
+
+    def _add(self, registry, item, key, kind):
+        item.order = self.order()
+        with self.lock:
+            registry[getattr(item, key)] = item
+        self.notify_list_changed(kind)
+
+    def _remove(self, registry, key, kind):
+        with self.lock:
+            item = registry.pop(key, None)
+        if item is None:
+            raise KeyError(f"no {kind[:-1]} {key!r}")
+        self.notify_list_changed(kind)
+
+    def remove_tool(self, name):
+        self._remove(self.tools, name, "tools")
+
+    def remove_resource(self, uri):
+        self._remove(self.resources, uri, "resources")
+
+    def remove_prompt(self, name):
+        self._remove(self.prompts, name, "prompts")
+
+    # -- server-initiated notifications ------------------------------------------------------
+    def notify_list_changed(self, kind):
+        """Tell every client that declared interest that the tools, resources or prompts
+        changed (sent only where the ``listChanged`` capability was declared)."""
+        for session in list(self.sessions):
+            if session.capabilities.get(kind, {}).get("listChanged"):
+                session.notify(f"notifications/{kind}/list_changed")
+
+    def notify_resource_updated(self, uri):
+        """Send notifications/resources/updated to the clients subscribed to ``uri``."""
+        for session in list(self.sessions):
+            if uri in session.subscriptions:
+                session.notify("notifications/resources/updated", {"uri": uri})
+
+    # -- what the server says about itself ---------------------------------------------------
+    def capabilities(self):
+        """The server capabilities, derived from what is registered (§5.1)."""
+        caps = {"logging": {}}
+        if self.tools:
+            caps["tools"] = {"listChanged": True}
+        if self.resources:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if self.prompts:
+            caps["prompts"] = {"listChanged": True}
+        if self.completers:
+            caps["completions"] = {}
+        return caps
+
+    def server_info(self, version):
+        info = {"name": self.name, "version": self.version}
+        _put(info, "title", self.title, version, V2025_06)
+        _put(info, "description", self.description, version, V2025_11)
+        _put(info, "icons", self.icons, version, V2025_11)
+        _put(info, "websiteUrl", self.website_url, version, V2025_11)
+        return info
+
+    # -- built-in handlers: lifecycle (§4) ------------------------------------------------------
+    def initialize(self, ctx, params):
+        session = ctx.session
+        if session.version is not None:
+            raise JSONRPCError(INVALID_REQUEST, "Already initialized: initialize may be sent "
+                                                "only once per connection")
+        requested = _require(params, "protocolVersion", str, "initialize")
+        # Echo a version we speak; otherwise counter-offer our latest (L4): never an error.
+        version = requested if requested in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
+        info, caps = params.get("clientInfo"), params.get("capabilities")
+        session.client_info = info if isinstance(info, dict) else {}
+        session.client_capabilities = caps if isinstance(caps, dict) else {}
+        session.capabilities = self.capabilities()
+        session.version = version
+        declared = dict(session.capabilities)
+        if version < V2025_03:
+            declared.pop("completions", None)     # no such flag in 2024-11-05
+        result = {"protocolVersion": version, "capabilities": declared,
+                  "serverInfo": self.server_info(version)}
+        if self.instructions:
+            result["instructions"] = self.instructions
+        return result
+
+    def ping(self, ctx, params):
+        return {}
+
+    def on_initialized(self, ctx, params):
+        ctx.session.initialized = True
+
+    def on_cancelled(self, ctx, params):
+        ctx.session.cancel(params.get("requestId"), params.get("reason"))
+
+    def on_roots_list_changed(self, ctx, params):
+        ctx.session.roots = None                  # the next ctx.list_roots() asks again
+        self.roots_changed(ctx.session)
+
+    def roots_changed(self, session):
+        """Hook: the client's roots changed (override to react)."""
+
+    # -- built-in handlers: lists (with cursor pagination, §8) -----------------------------------
+    def paginate(self, params, items, key, render):
+        """One page of ``items`` (in registration order) after the cursor, if any. The
+        cursor names the last item shown, so adding or removing items between pages
+        neither repeats nor skips the others."""
+        cursor = params.get("cursor")
+        after = 0 if cursor is None else _cursor_position(cursor)
+        entries = sorted((i for i in items if i.order > after), key=lambda i: i.order)
+        page = entries if self.page_size is None else entries[:self.page_size]
+        result = {key: [render(i) for i in page]}
+        if len(page) < len(entries):
+            result["nextCursor"] = base64.urlsafe_b64encode(b"after:%d" % page[-1].order).decode()
+        return result
+
+    def list_tools(self, ctx, params):
+        version = ctx.protocol_version
+        return self.paginate(params, list(self.tools.values()), "tools",
+                             lambda t: t.describe(version))
+
+    def list_resources(self, ctx, params):
+        version = ctx.protocol_version
+        items = [r for r in list(self.resources.values()) if not r.is_template]
+        return self.paginate(params, items, "resources", lambda r: r.describe(version))
+
+    def list_resource_templates(self, ctx, params):
+        version = ctx.protocol_version
+        items = [r for r in list(self.resources.values()) if r.is_template]
+        return self.paginate(params, items, "resourceTemplates", lambda r: r.describe(version))
+
+    def list_prompts(self, ctx, params):
+        version = ctx.protocol_version
+        return self.paginate(params, list(self.prompts.values()), "prompts",
+                             lambda p: p.describe(version))
+
+    # -- built-in handlers: tools, resources, prompts ---------------------------------------------
+    def call_tool(self, ctx, params):
+        name = _require(params, "name", str, "tools/call")
+        tool = self.tools.get(name)
+        if tool is None:           # a protocol error, as in the spec's example (G3)
+            raise JSONRPCError(INVALID_PARAMS, f"Unknown tool: {name!r}{_suggest(name, self.tools)}",
+                               {"name": name})
+        arguments = params.get("arguments")
+        if arguments is None:
+            hint = next((f" (found \"{k}\": did you mean \"arguments\"?)" for k in ("args", "input")
+                         if k in params), "")
+            if hint:
+                raise JSONRPCError(INVALID_PARAMS, f"tools/call needs params.arguments{hint}")
+            arguments = {}
+        elif not isinstance(arguments, dict):
+            raise JSONRPCError(INVALID_PARAMS, "tools/call: params.arguments must be an object")
+        return tool.call(ctx, arguments)
+
+    def find_resource(self, uri):
+        """The resource serving ``uri`` and its template variables, or (None, None)."""
+        exact = self.resources.get(uri)
+        if exact is not None and not exact.is_template:
+            return exact, {}
+        for resource in sorted(list(self.resources.values()), key=lambda r: r.order):
+            variables = resource.match(uri)
+            if variables is not None:
+                return resource, variables
+        return None, None
+
+    def read_resource(self, ctx, params):
+        uri = _require(params, "uri", str, "resources/read")
+        resource, variables = self.find_resource(uri)
+        if resource is None:
+            raise JSONRPCError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+        return {"contents": resource.read(ctx, uri, variables)}
+
+    def subscribe(self, ctx, params):
+        ctx.session.subscriptions.add(_require(params, "uri", str, "resources/subscribe"))
+        return {}
+
+    def unsubscribe(self, ctx, params):
+        ctx.session.subscriptions.discard(_require(params, "uri", str, "resources/unsubscribe"))
+        return {}
+
+    def get_prompt(self, ctx, params):
+        name = _require(params, "name", str, "prompts/get")
+        prompt = self.prompts.get(name)
+        if prompt is None:
+            raise JSONRPCError(INVALID_PARAMS, f"Unknown prompt: {name!r}{_suggest(name, self.prompts)}",
+                               {"name": name})
+        arguments = params.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            raise JSONRPCError(INVALID_PARAMS, "prompts/get: params.arguments must be an object")
+        return prompt.get(ctx, arguments)
+
+    def complete(self, ctx, params):
+        ref = _require(params, "ref", dict, "completion/complete")
+        argument = _require(params, "argument", dict, "completion/complete")
+        kind = ref.get("type")
+        key = ref.get("name") if kind == "ref/prompt" else ref.get("uri")
+        if kind == "ref/prompt" and key not in self.prompts:
+            raise JSONRPCError(INVALID_PARAMS, f"Unknown prompt: {key!r}")
+        if kind == "ref/resource" and key not in self.resources:
+            raise JSONRPCError(INVALID_PARAMS, f"Unknown resource template: {key!r}")
+        if kind not in ("ref/prompt", "ref/resource"):
+            raise JSONRPCError(INVALID_PARAMS, 'ref.type must be "ref/prompt" or "ref/resource"')
+        completer = self.completers.get((kind, key, argument.get("name")))
+        values = []
+        if completer is not None:
+            context = params.get("context")
+            known = context.get("arguments") if isinstance(context, dict) else None
+            values = [str(v) for v in completer(str(argument.get("value", "")), known or {})]
+        return {"completion": {"values": values[:100], "total": len(values),
+                               "hasMore": len(values) > 100}}
+
+    def set_logging_level(self, ctx, params):
+        level = params.get("level")
+        if level not in _LEVEL_RANK:
+            raise JSONRPCError(INVALID_PARAMS, f"Invalid log level {level!r}: use one of "
+                                               f"{', '.join(LOG_LEVELS)}")
+        ctx.session.log_level = level
+        return {}
+
+    # -- serving -------------------------------------------------------------------------------
+    def serve(self, read_fd=0, write_fd=1, trace=None):
+        """Serve one connection on a pair of file descriptors until end of input, then let
+        in-flight calls finish (``grace_period``). ``run()`` is this on stdin/stdout."""
+        with self.lock:
+            if self.pool is None:
+                self.pool = WorkerPool(self.max_workers, self.max_queue)
+        session = Session(self, write_fd, trace)
+        rfile = open(read_fd, "rb", buffering=1 << 16, closefd=False)
+        self._enter_lifespan()
+        self.sessions.add(session)
+        try:
+            session.serve(rfile)
+        finally:
+            self.sessions.discard(session)
+            self._exit_lifespan()
+        return session
+
+    def _enter_lifespan(self):
+        with self.lock:
+            self._lifespan_users += 1
+            if self._lifespan_users > 1 or self.lifespan is None:
+                return
+            self._lifespan_cm = self.lifespan(self)
+            self.lifespan_value = self._lifespan_cm.__enter__()
+
+    def _exit_lifespan(self):
+        with self.lock:
+            self._lifespan_users -= 1
+            if self._lifespan_users or self.lifespan is None:
+                return
+            cm, self._lifespan_cm, self.lifespan_value = self._lifespan_cm, None, None
+        cm.__exit__(None, None, None)
+
+    def run(self, trace=None):
+        """Serve MCP over stdin/stdout until end of input, SIGTERM or Ctrl+C; then exit.
+
+        ``trace=True`` (or env MCP_MIN_TRACE=1) logs every frame to stderr as it crosses."""
+        if trace is None:
+            trace = os.environ.get("MCP_MIN_TRACE", "") not in ("", "0")
+        _default_logging()
+        if self.forward_logging:
+            name = self.forward_logging if isinstance(self.forward_logging, str) else None
+            logging.getLogger(name).addHandler(ClientLogHandler())
+        read_fd, write_fd = claim_stdio()
+        main = threading.current_thread() is threading.main_thread()
+        if main:
+            signal.signal(signal.SIGTERM, _stop_on_signal)
+        code = 0
+        try:
+            self.serve(read_fd, write_fd, trace=stderr_trace() if trace else None)
+        except _Stop:
+            pass
+        except KeyboardInterrupt:
+            code = 130
+        sys.exit(code)
+
+
+def _cursor_position(cursor):
+    try:
+        raw = base64.urlsafe_b64decode(cursor.encode("ascii"))
+        if raw.startswith(b"after:"):
+            return int(raw[6:])
+    except (ValueError, AttributeError, TypeError):
+        pass
+    raise JSONRPCError(INVALID_PARAMS, f"Invalid cursor: {cursor!r} is not a nextCursor "
+                                       "from this server")
+
+
+def _suggest(name, registry):
+    import difflib
+    close = difflib.get_close_matches(name, list(registry), n=3)
+    return f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+
+
+class _Stop(Exception):
+    """Raised in the main thread by SIGTERM (or a broken wire) to end serving gracefully."""
+
+
+def _stop_on_signal(signum, frame):
+    raise _Stop()
+
+
+def _default_logging():
+    """Log to stderr, unless the application configured logging itself: a library never
+    configures the root logger (pain point 7)."""
+    if not logging.getLogger().handlers and not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("mcp_min %(levelname)s: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+
+
+def stderr_trace(colour=None):
+    """A trace function writing each frame to stderr (coloured on a terminal)."""
+    if colour is None:
+        colour = sys.stderr.isatty() and not os.environ.get("NO_COLOR")
+    lock = threading.Lock()
+
+    def trace(direction, raw):
+        with lock:
+            sys.stderr.write(format_frame(direction, raw, colour) + "\n")
+            sys.stderr.flush()
+    return trace
+
+
+# ============================================================================================
+# Session: one connection, its reader loop, the worker pool, shutdown
+# ============================================================================================
+
+class WorkerPool:
+    """Threads for handler work only. The reader thread never runs user code, and never
+    waits for the pool: a call that finds ``max_workers`` busy and ``max_queue`` waiting is
+    refused at once. Threads start on demand and are daemons, so a tool that never
+    returns cannot keep the process alive after shutdown."""
+
+    def __init__(self, max_workers, max_queue):
+        self.max_workers, self.limit = max_workers, max_workers + max_queue
+        self.jobs, self.lock = SimpleQueue(), threading.Lock()
+        self.threads = self.idle = self.outstanding = 0
+
+    def submit(self, fn, *args):
+        with self.lock:
+            if self.outstanding >= self.limit:
+                return False
+            self.outstanding += 1
+            if self.idle:
+                self.idle -= 1                # an idle worker will take this job
+            elif self.threads < self.max_workers:
+                self.threads += 1
+                threading.Thread(target=self._work, name=f"mcp_min-worker-{self.threads}",
+                                 daemon=True).start()
+        self.jobs.put((fn, args))
+        return True
+
+    def _work(self):
+        get = self.jobs.get
+        while True:
+            fn, args = get()
+            try:
+                fn(*args)
+            except BaseException:
+                log.exception("worker job failed")
+            with self.lock:
+                self.outstanding -= 1
+                self.idle += 1
+
+
+class Session(Peer):
+    """The server's end of one connection: negotiated state, requests in flight, the
+    client's subscriptions, and the reader loop that feeds handlers."""
+
+    def __init__(self, server, write_fd, trace=None):
+        super().__init__(write_fd, trace)
+        self.server = server
+        self.version = None                 # negotiated by initialize
+        self.initialized = False            # notifications/initialized arrived
+        self.client_info, self.client_capabilities, self.capabilities = {}, {}, {}
+        self.log_level = "info"             # until logging/setLevel
+        self.subscriptions = set()
+        self.roots = None                   # cached roots/list result
+        self.running = {}                   # request id -> Context
+        self.lock = threading.Lock()        # guards running, and orders progress before replies
+
+    # -- dispatch ------------------------------------------------------------------------------
+    def handle_message(self, message, batch=None):
+        if isinstance(message, list):
+            return self.handle_batch(message)
+        return super().handle_message(message, batch)
+
+    def handle_batch(self, items):
+        if self.version != V2025_03:          # batches exist in 2025-03-26 only (B10, B11)
+            return self.send(error_response(None, INVALID_REQUEST, "Invalid Request: batches "
+                                            f"are not part of protocol version {self.version or 'none (not initialized)'}"
+                                            "; send one message per line"))
+        if not items:
+            return self.send(error_response(None, INVALID_REQUEST, "Invalid Request: empty batch"))
+        batch = Batch(self, len(items))
+        for item in items:
+            super().handle_message(item, batch)
+
+    def handle_request(self, message, batch=None):
+        rid, method = message["id"], message["method"]
+        params = message.get("params") or {}
+        server = self.server
+        handler = server.handlers.get(method)
+        if handler is None:                   # answered at once: clients probe with this (G1)
+            return self.reply_error(rid, METHOD_NOT_FOUND, f"Method not found: {method}", batch)
+        if self.version is None and method not in ("initialize", "ping"):
+            return self.reply_error(rid, INVALID_REQUEST, f"Server not initialized: send "
+                                    f"initialize first (got {method} before initialize)", batch)
+        if method == "initialize" and batch is not None:
+            return self.reply_error(rid, INVALID_REQUEST, "initialize must not be part of a batch", batch)
+        needs = _NEEDS.get(method)
+        if needs and self.version is not None and needs not in self.capabilities:
+            return self.reply_error(rid, METHOD_NOT_FOUND, f"Method not found: {method} (this "
+                                    f"server declares no {needs} capability)", batch)
+        with self.lock:
+            if rid in self.running:
+                duplicate = True
+            else:
+                duplicate = False
+                ctx = self.running[rid] = Context(self, rid, method, params)
+        if duplicate:
+            return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: id {rid!r} is already "
+                                    "in use by a request still in progress", batch)
+        if method in server.inline_methods:
+            self.run(ctx, handler, batch)
+        elif not server.pool.submit(self.run, ctx, handler, batch):
+            with self.lock:
+                self.running.pop(rid, None)
+            self.reply_error(rid, SERVER_BUSY, f"Server busy: {server.max_workers} calls running "
+                             f"and {server.max_queue} waiting; try again later", batch)
+
+    def reply_error(self, rid, code, message, batch=None):
+        self.reply(rid, error_response(rid, code, message), batch)
+
+    def run(self, ctx, handler, batch=None):
+        """Run one handler (on a worker, or inline) and write its reply."""
+        rid = ctx.request_id
+        _current.ctx = ctx
+        try:
+            result = handler(ctx, ctx.params)
+            if hasattr(result, "__await__"):
+                result = _run_coroutine(result)
+            frame = encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
+        except Cancelled:
+            frame = None
+        except JSONRPCError as e:
+            frame = self.encode_error(rid, e.code, e.message, e.data)
+        except BaseException as e:            # SystemExit and KeyboardInterrupt too
+            log.error("%s failed", ctx.method, exc_info=True)
+            frame = self.encode_error(rid, INTERNAL_ERROR, f"Internal error: {type(e).__name__}: {e}")
+        finally:
+            _current.ctx = None
+        with self.lock:
+            self.running.pop(rid, None)
+            ctx.done = True
+            if ctx.cancelled:                  # a cancelled request gets no reply (§9)
+                frame = None
+        if frame is None:
+            if batch is not None:
+                batch.skip()
+        elif batch is not None:
+            batch.add(frame)
+        else:
+            self.send_frame(frame)
+
+    @staticmethod
+    def encode_error(rid, code, message, data=None):
+        try:
+            return encode_message(error_response(rid, code, message, data))
+        except (TypeError, ValueError):
+            return encode_message(error_response(rid, code, message))
+
+    def handle_notification(self, message):
+        handler = self.server.handlers.get(message["method"])
+        if handler is None:
+            return                              # unknown notifications are ignored (B9)
+        params = message.get("params") or {}
+        try:
+            handler(Context(self, None, message["method"], params), params)
+        except Exception:
+            log.error("%s handler failed", message["method"], exc_info=True)
+
+    def cancel(self, request_id, reason=None):
+        """Mark a running request cancelled; unknown, finished and initialize ids are ignored."""
+        if not valid_id(request_id):
+            return
+        with self.lock:
+            ctx = self.running.get(request_id)
+            if ctx is None or ctx.method == "initialize":
+                return
+            ctx.cancelled = True
+        self.cancel_pending(ctx, f"request {request_id!r} was cancelled by the client")
+
+    def log(self, level, data, logger=None):
+        if level not in _LEVEL_RANK:
+            raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
+        if self.version is None or _LEVEL_RANK[level] < _LEVEL_RANK[self.log_level]:
+            return False
+        params = {"level": level, "data": data}
+        if logger:
+            params["logger"] = logger
+        return self.notify("notifications/message", params)
+
+    # -- the loop --------------------------------------------------------------------------------
+    def serve(self, rfile):
+        try:
+            self.read_loop(rfile, self.server.max_line_bytes)
+        finally:
+            self.drain()
+
+    def drain(self):
+        """End of input: no answers can come back for our own requests; give in-flight
+        calls ``grace_period`` seconds to finish and write their replies."""
+        self.fail_pending(ConnectionError("the client closed the connection"))
+        deadline = time.monotonic() + self.server.grace_period
+        while self.running and not self.closed and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if self.running and not self.closed:
+            log.warning("exiting with %d call(s) unfinished after the %.1f s grace period",
+                        len(self.running), self.server.grace_period)
+
+    def on_closed(self):
+        # stdout is gone: stop reading too. The reader may be blocked in read(), so when
+        # serving stdio in the main thread, interrupt it with a signal.
+        if self.server.sessions and threading.current_thread() is not threading.main_thread():
+            if signal.getsignal(signal.SIGTERM) is _stop_on_signal:
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
+
+
+# ============================================================================================
+# Client
+# ============================================================================================
+
+class Client(Peer):
+    """An MCP client on the same JSON-RPC core: for tests, scripts and workshops.
+
+        with Client(["python3", "server.py"]) as client:     # a server command...
+            print(client.call_tool("add", {"a": 2, "b": 3}))
+        with Client(server) as client:                       # ...or a Server in memory
+            ...
+
+    It performs the handshake, answers the server's requests (``roots``, ``sampling``,
+    ``elicitation`` callbacks; ``ping``) on threads of their own, and keeps every
+    notification it receives in ``notifications``."""
+
+    def __init__(self, target, *, roots=None, sampling=None, elicitation=None,
+                 protocol_version=LATEST_PROTOCOL_VERSION, client_info=None, capabilities=None,
+                 timeout=30.0, env=None, cwd=None, stderr=None, trace=None,
+                 on_notification=None, initialize=True):
+        self.timeout, self.on_notification = timeout, on_notification
+        self.notifications, self.progress_handlers = [], {}
+        self.callbacks = {"roots/list": roots, "sampling/createMessage": sampling,
+                          "elicitation/create": elicitation}
+        self.process = self.server_thread = None
+        if isinstance(target, Server):          # in memory: the real wire code over OS pipes
+            to_server, from_client = os.pipe()
+            to_client, from_server = os.pipe()
+
+            def serve():
+                try:
+                    target.serve(to_server, from_server)
+                finally:
+                    os.close(to_server)
+                    os.close(from_server)
+            self.server_thread = threading.Thread(target=serve, daemon=True, name="mcp_min-server")
+            self.server_thread.start()
+            write_fd, rfile = from_client, open(to_client, "rb", buffering=1 << 16)
+        else:
+            import subprocess
+            self.process = subprocess.Popen(target, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=stderr, env=env, cwd=cwd)
+            write_fd, rfile = self.process.stdin.fileno(), self.process.stdout
+        super().__init__(write_fd, trace)
+        self.reader = threading.Thread(target=self._read, args=(rfile,), daemon=True,
+                                       name="mcp_min-client-reader")
+        self.reader.start()
+        self.capabilities = capabilities if capabilities is not None else {
+            name: {} for name, fn in (("roots", roots), ("sampling", sampling),
+                                      ("elicitation", elicitation)) if fn}
+        if "roots" in self.capabilities:
+            self.capabilities["roots"] = {"listChanged": True}
+        self.client_info = client_info or {"name": "mcp_min-client", "version": __version__}
+        self.protocol_version = protocol_version
+        self.server_info = self.server_capabilities = self.instructions = None
+        if initialize:
+            self.initialize()
+
+    def _read(self, rfile):
+        try:
+            self.read_loop(rfile, 1 << 30)
+        finally:
+            self.closed = True
+            self.fail_pending(ConnectionError("the server closed the connection"))
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def initialize(self):
+        result = self.request("initialize", {"protocolVersion": self.protocol_version,
+                                             "capabilities": self.capabilities,
+                                             "clientInfo": self.client_info})
+        self.protocol_version = result.get("protocolVersion")
+        self.server_info = result.get("serverInfo")
+        self.server_capabilities = result.get("capabilities", {})
+        self.instructions = result.get("instructions")
+        self.notify("notifications/initialized")
+        return result
+
+    def close(self, timeout=5.0):
+        """Close the server's input (the MCP shutdown signal) and wait for it to end."""
+        if self.write_fd is not None:
+            fd, self.write_fd = self.write_fd, None
+            with self.write_lock:
+                if self.process is not None:
+                    self.process.stdin.close()
+                else:
+                    os.close(fd)
+        if self.process is not None:
+            try:
+                self.process.wait(timeout)
+            except Exception:
+                self.process.terminate()
+                self.process.wait(timeout)
+            self.process.stdout.close()
+        elif self.server_thread is not None:
+            self.server_thread.join(timeout)
+        self.reader.join(timeout)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- incoming --------------------------------------------------------------------------------
+    def send_frame(self, frame):
+        if self.write_fd is None:
+            return False
+        return super().send_frame(frame)
+
+    def handle_request(self, message, batch=None):
+        threading.Thread(target=self._answer, args=(message,), daemon=True).start()
+
+    def _answer(self, message):
+        rid, method = message["id"], message["method"]
+        callback = self.callbacks.get(method)
+        try:
+            if method == "ping":
+                result = {}
+            elif callback is None:
+                raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
+            elif method == "roots/list":
+                result = {"roots": callback()}
+            else:
+                result = callback(message.get("params") or {})
+            self.send({"jsonrpc": "2.0", "id": rid, "result": result})
+        except JSONRPCError as e:
+            self.send(error_response(rid, e.code, e.message, e.data))
+        except Exception as e:
+            self.send(error_response(rid, INTERNAL_ERROR, f"{type(e).__name__}: {e}"))
+
+    def handle_notification(self, message):
+        self.notifications.append(message)
+        params = message.get("params") or {}
+        if message["method"] == "notifications/progress":
+            handler = self.progress_handlers.get(params.get("progressToken"))
+            if handler:
+                handler(params)
+        if self.on_notification:
+            self.on_notification(message)
+
+    # -- requests ------------------------------------------------------------------------------
+    def request(self, method, params=None, timeout=None, owner=None):
+        return super().request(method, params, self.timeout if timeout is None else timeout, owner)
+
+    def ping(self):
+        return self.request("ping")
+
+    def _list(self, method, key):
+        items, params = [], {}
+        while True:
+            result = self.request(method, params)
+            items += result.get(key, [])
+            if not result.get("nextCursor"):
+                return items
+            params = {"cursor": result["nextCursor"]}
+
+    def list_tools(self):
+        return self._list("tools/list", "tools")
+
+    def list_resources(self):
+        return self._list("resources/list", "resources")
+
+    def list_resource_templates(self):
+        return self._list("resources/templates/list", "resourceTemplates")
+
+    def list_prompts(self):
+        return self._list("prompts/list", "prompts")
+
+    def call_tool(self, name, arguments=None, *, progress=None, meta=None, timeout=None):
+        """Call a tool; ``progress`` is called with each notifications/progress params."""
+        params = {"name": name, "arguments": arguments or {}}
+        token = None
+        if progress is not None:
+            token = f"progress-{self.next_id()}"
+            self.progress_handlers[token] = progress
+            meta = dict(meta or {}, progressToken=token)
+        if meta:
+            params["_meta"] = meta
+        try:
+            return self.request("tools/call", params, timeout)
+        finally:
+            self.progress_handlers.pop(token, None)
+
+    def read_resource(self, uri):
+        return self.request("resources/read", {"uri": uri})
+
+    def get_prompt(self, name, arguments=None):
+        return self.request("prompts/get", {"name": name, "arguments": arguments or {}})
+
+    def complete(self, ref, argument, value, context=None):
+        """Completion for a prompt argument (``ref={"type": "ref/prompt", "name": ...}``) or a
+        template variable (``ref={"type": "ref/resource", "uri": ...}``)."""
+        params = {"ref": ref, "argument": {"name": argument, "value": value}}
+        if context:
+            params["context"] = {"arguments": context}
+        return self.request("completion/complete", params)["completion"]
+
+    def set_logging_level(self, level):
+        return self.request("logging/setLevel", {"level": level})
+
+    def subscribe(self, uri):
+        return self.request("resources/subscribe", {"uri": uri})
+
+    def unsubscribe(self, uri):
+        return self.request("resources/unsubscribe", {"uri": uri})
+
+
+# ============================================================================================
+# Command line
+# ============================================================================================
+
+def main(argv=None):
+    import argparse
+    parser = argparse.ArgumentParser(prog="mcp_min.py", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"mcp_min {__version__}")
+    commands = parser.add_subparsers(dest="command")
+    serve = commands.add_parser("serve", help="run a server file (FILE.py or FILE.py:name)")
+    serve.add_argument("target")
+    serve.add_argument("--trace", action="store_true", help="log every frame to stderr")
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        load_server(args.target).run(trace=args.trace or None)
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def load_server(target):
+    """The Server in a Python file: ``path.py`` (its only Server) or ``path.py:name``."""
+    import runpy
+    path, _, name = target.partition(":")
+    namespace = runpy.run_path(path, run_name="__mcp_min__")
+    if name:
+        return namespace[name]
+    servers = [v for v in namespace.values() if isinstance(v, Server)]
+    if len(servers) != 1:
+        raise SystemExit(f"{path}: found {len(servers)} Server objects; name one as {path}:NAME")
+    return servers[0]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
