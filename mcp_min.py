@@ -46,19 +46,17 @@ to change it. Handlers take ``(ctx, params)`` and return the JSON-RPC result.
 
 from __future__ import annotations
 
-import base64
-import enum
+import binascii
 import json
-import logging
 import os
-import re
-import signal
 import sys
 import threading
 import time
-import typing
 from itertools import count
 from queue import SimpleQueue
+
+# Startup time matters (clients spawn servers often), so modules that take milliseconds
+# to import (logging, re, typing, inspect, signal, asyncio, ...) are imported where used.
 
 __version__ = "0.1.0"
 __all__ = [
@@ -69,7 +67,26 @@ __all__ = [
     "PROTOCOL_VERSIONS", "LATEST_PROTOCOL_VERSION",
 ]
 
-log = logging.getLogger("mcp_min")
+
+
+class _Log:
+    """The "mcp_min" logger, set up on first use: logging is slow to import, and a server
+    that logs nothing should not pay for it. It writes to stderr, unless the application
+    configured logging itself (a library never configures the root logger)."""
+
+    def __getattr__(self, name):
+        global log
+        import logging
+        log = logging.getLogger("mcp_min")
+        if not logging.getLogger().handlers and not log.handlers:
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("mcp_min %(levelname)s: %(message)s"))
+            log.addHandler(handler)
+            log.setLevel(logging.INFO)
+        return getattr(log, name)
+
+
+log = _Log()
 
 #: Handshake-era revisions this server speaks, oldest first.
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -113,6 +130,14 @@ def write_all(fd, data):
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+def b64encode(data):
+    return binascii.b2a_base64(data, newline=False).decode("ascii")
+
+
+def b64decode(text):
+    return binascii.a2b_base64(text)
 
 
 # ============================================================================================
@@ -190,12 +215,12 @@ class LineTooLong:
     def __init__(self, size, head, tail):
         self.size, self.head, self.tail = size, head, tail
 
-    _HEAD_ID = re.compile(rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")\s*,')
-    _TAIL_ID = re.compile(rb',\s*"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")\s*\}\s*$')
-
     def request_id(self):
         """Best effort: the id, if the line starts or ends with it (as the SDK clients write)."""
-        match = self._HEAD_ID.search(self.head) or self._TAIL_ID.search(self.tail)
+        import re
+        value = rb'(-?\d{1,18}|"[^"\\]{0,200}")'
+        match = (re.match(rb'\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*' + value + rb'\s*,', self.head)
+                 or re.search(rb',\s*"id"\s*:\s*' + value + rb'\s*\}\s*$', self.tail))
         return json.loads(match.group(1)) if match else None
 
 
@@ -521,6 +546,7 @@ _SIMPLE = {int: {"type": "integer"}, float: {"type": "number"}, str: {"type": "s
 
 
 def type_schema(tp, defs=None):
+    import typing
     if tp in _SIMPLE:
         return dict(_SIMPLE[tp])
     if tp is typing.Any:
@@ -538,13 +564,14 @@ class Signature:
     def __init__(self, fn, *, context_type=None, description=None, param_descriptions=None,
                  input_schema=None, output_schema=None, structured=None, content_types=()):
         import inspect
+        import typing
         hints = typing.get_type_hints(fn)
         doc, params = parse_docstring(fn.__doc__)
         self.description = description or doc
         self.context_param = None
         props, required = {}, []
         for name, p in inspect.signature(fn).parameters.items():
-            tp = hints.get(name, typing.Any)
+            tp = hints.get(name, int)
             if context_type is not None and tp is context_type:
                 self.context_param = name
                 continue
@@ -624,10 +651,10 @@ def _media(kind, data, path, mime_type, annotations, meta):
             data = f.read()
     if isinstance(data, str):                     # already base64
         encoded = data
-        raw = base64.b64decode(data[:64].encode("ascii") + b"==")[:48] if mime_type is None else b""
+        raw = b64decode(data[:64]) if mime_type is None else b""
     else:
         raw = bytes(data)
-        encoded = base64.b64encode(raw).decode("ascii")
+        encoded = b64encode(raw)
     if mime_type is None:
         mime_type = _sniff(raw) or (path and _guess_type(str(path)))
         if mime_type is None:
@@ -669,7 +696,7 @@ def _json_default(value):
     import dataclasses
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-    if isinstance(value, enum.Enum):
+    if isinstance(value, sys.modules["enum"].Enum) if "enum" in sys.modules else False:
         return value.value
     if isinstance(value, (set, frozenset, tuple)):
         return list(value)
@@ -685,7 +712,7 @@ def _contents(uri, value, mime_type=None):
     """A resource value -> a TextResourceContents or BlobResourceContents dict."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         entry = {"uri": uri, "mimeType": mime_type or "application/octet-stream",
-                 "blob": base64.b64encode(bytes(value)).decode("ascii")}
+                 "blob": b64encode(value)}
     elif isinstance(value, str):
         entry = {"uri": uri, "mimeType": mime_type or "text/plain", "text": value}
     else:
@@ -738,7 +765,7 @@ def _shape_result(result, version):
 # Registry: tools, resources, prompts
 # ============================================================================================
 
-_TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}\Z")
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
 
 
 def _put(entry, key, value, version, since):
@@ -757,7 +784,7 @@ class Tool:
     def __init__(self, fn, *, name=None, title=None, description=None, annotations=None,
                  input_schema=None, output_schema=None, structured=None, icons=None, meta=None):
         self.fn, self.name = fn, name or fn.__name__
-        if not _TOOL_NAME.match(self.name):
+        if not 0 < len(self.name) <= 128 or not _NAME_CHARS.issuperset(self.name):
             raise ValueError(f"tool name {self.name!r} does not follow the MCP naming guidance: "
                              "1 to 128 characters from A-Z a-z 0-9 _ - . (no spaces)")
         self.signature = Signature(fn, context_type=Context, description=description,
@@ -850,7 +877,6 @@ async def _await(awaitable):
     return await awaitable
 
 
-_TEMPLATE_VAR = re.compile(r"\{(\+?)([A-Za-z0-9_]+)\}")
 
 
 class Resource:
@@ -860,7 +886,18 @@ class Resource:
     def __init__(self, fn, uri, *, name=None, title=None, description=None, mime_type=None,
                  size=None, annotations=None, icons=None, meta=None):
         self.fn, self.uri = fn, uri
-        self.variables = [m.group(2) for m in _TEMPLATE_VAR.finditer(uri)]
+        self.variables, self.plus_vars, self.pattern = [], set(), None
+        if "{" in uri:
+            import re
+            parts = re.split(r"\{(\+?)([A-Za-z0-9_]+)\}", uri)   # literal, +, name, literal, ...
+            pattern = [re.escape(parts[0])]
+            for i in range(1, len(parts), 3):
+                plus, var, literal = parts[i:i + 3]
+                self.variables.append(var)
+                if plus:
+                    self.plus_vars.add(var)
+                pattern += [f"(?P<{var}>.+)" if plus else f"(?P<{var}>[^/?#]+)", re.escape(literal)]
+            self.pattern = re.compile("".join(pattern) + r"\Z")
         self.is_template = bool(self.variables)
         self.signature = Signature(fn, context_type=Context, description=description,
                                    structured=False)
@@ -868,13 +905,6 @@ class Resource:
         if params != set(self.variables):
             raise TypeError(f"resource {uri!r}: the function's parameters {sorted(params)} must "
                             f"match the URI template's variables {sorted(self.variables)}")
-        if self.is_template:
-            pattern, pos = [], 0
-            for m in _TEMPLATE_VAR.finditer(uri):
-                pattern += [re.escape(uri[pos:m.start()]),
-                            f"(?P<{m.group(2)}>.+)" if m.group(1) else f"(?P<{m.group(2)}>[^/?#]+)"]
-                pos = m.end()
-            self.pattern = re.compile("".join(pattern) + re.escape(uri[pos:]) + r"\Z")
         self.name = name or fn.__name__
         self.mime_type = mime_type or (_guess_type(uri) if not self.is_template else None)
         self.title, self.size, self.annotations = title, size, annotations
@@ -900,10 +930,6 @@ class Resource:
             return None
         from urllib.parse import unquote
         return {k: (v if k in self.plus_vars else unquote(v)) for k, v in m.groupdict().items()}
-
-    @property
-    def plus_vars(self):
-        return {m.group(2) for m in _TEMPLATE_VAR.finditer(self.uri) if m.group(1)}
 
     def read(self, ctx, uri, variables):
         kwargs, problems = self.signature.bind(variables)
@@ -1162,22 +1188,24 @@ class Context:
         return roots
 
 
-class ClientLogHandler(logging.Handler):
-    """Forwards Python logging records emitted while a handler runs to the client as
+def client_log_handler():
+    """A logging.Handler forwarding records emitted while a handler runs to the client as
     notifications/message (``Server(forward_logging=True)``)."""
+    import logging
+    levels = {logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warning",
+              logging.ERROR: "error", logging.CRITICAL: "critical"}
 
-    _LEVELS = {logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warning",
-               logging.ERROR: "error", logging.CRITICAL: "critical"}
-
-    def emit(self, record):
-        ctx = getattr(_current, "ctx", None)
-        if ctx is None or record.name.startswith("mcp_min"):
-            return
-        level = self._LEVELS.get(record.levelno) or ("debug" if record.levelno < 20 else "error")
-        try:
-            ctx.log(level, self.format(record), record.name)
-        except Exception:
-            self.handleError(record)
+    class ClientLogHandler(logging.Handler):
+        def emit(self, record):
+            ctx = getattr(_current, "ctx", None)
+            if ctx is None or record.name.startswith("mcp_min"):
+                return
+            level = levels.get(record.levelno) or ("debug" if record.levelno < 20 else "error")
+            try:
+                ctx.log(level, self.format(record), record.name)
+            except Exception:
+                self.handleError(record)
+    return ClientLogHandler()
 
 
 # ============================================================================================
@@ -1414,7 +1442,7 @@ class Server:
         page = entries if self.page_size is None else entries[:self.page_size]
         result = {key: [render(i) for i in page]}
         if len(page) < len(entries):
-            result["nextCursor"] = base64.urlsafe_b64encode(b"after:%d" % page[-1].order).decode()
+            result["nextCursor"] = b64encode(b"after:%d" % page[-1].order)
         return result
 
     def list_tools(self, ctx, params):
@@ -1560,13 +1588,13 @@ class Server:
         ``trace=True`` (or env MCP_MIN_TRACE=1) logs every frame to stderr as it crosses."""
         if trace is None:
             trace = os.environ.get("MCP_MIN_TRACE", "") not in ("", "0")
-        _default_logging()
         if self.forward_logging:
+            import logging
             name = self.forward_logging if isinstance(self.forward_logging, str) else None
-            logging.getLogger(name).addHandler(ClientLogHandler())
+            logging.getLogger(name).addHandler(client_log_handler())
         read_fd, write_fd = claim_stdio()
-        main = threading.current_thread() is threading.main_thread()
-        if main:
+        if threading.current_thread() is threading.main_thread():
+            import signal
             signal.signal(signal.SIGTERM, _stop_on_signal)
         code = 0
         try:
@@ -1580,10 +1608,10 @@ class Server:
 
 def _cursor_position(cursor):
     try:
-        raw = base64.urlsafe_b64decode(cursor.encode("ascii"))
+        raw = b64decode(cursor)
         if raw.startswith(b"after:"):
             return int(raw[6:])
-    except (ValueError, AttributeError, TypeError):
+    except (ValueError, AttributeError, TypeError, binascii.Error):
         pass
     raise JSONRPCError(INVALID_PARAMS, f"Invalid cursor: {cursor!r} is not a nextCursor "
                                        "from this server")
@@ -1601,16 +1629,6 @@ class _Stop(Exception):
 
 def _stop_on_signal(signum, frame):
     raise _Stop()
-
-
-def _default_logging():
-    """Log to stderr, unless the application configured logging itself: a library never
-    configures the root logger (pain point 7)."""
-    if not logging.getLogger().handlers and not log.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("mcp_min %(levelname)s: %(message)s"))
-        log.addHandler(handler)
-        log.setLevel(logging.INFO)
 
 
 def stderr_trace(colour=None):
@@ -1828,6 +1846,7 @@ class Session(Peer):
         # stdout is gone: stop reading too. The reader may be blocked in read(), so when
         # serving stdio in the main thread, interrupt it with a signal.
         if self.server.sessions and threading.current_thread() is not threading.main_thread():
+            import signal
             if signal.getsignal(signal.SIGTERM) is _stop_on_signal:
                 signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
 
@@ -2042,20 +2061,255 @@ class Client(Peer):
 # ============================================================================================
 # Command line
 # ============================================================================================
+#
+# Tools for seeing the protocol: `demo` plays a whole session with the gift server,
+# `inspect` lists what a server offers, `call` makes one request, `repl` lets you type
+# frames, `explain` says what a message is and what is wrong with it.
+
+# Every method of the handshake era: name -> (who sends it, required params).
+MCP_METHODS = {
+    "initialize": ("client", ("protocolVersion", "capabilities", "clientInfo")), "ping": ("either", ()),
+    "tools/list": ("client", ()), "tools/call": ("client", ("name",)),
+    "resources/list": ("client", ()), "resources/templates/list": ("client", ()),
+    "resources/read": ("client", ("uri",)), "resources/subscribe": ("client", ("uri",)),
+    "resources/unsubscribe": ("client", ("uri",)), "prompts/list": ("client", ()),
+    "prompts/get": ("client", ("name",)), "completion/complete": ("client", ("ref", "argument")),
+    "logging/setLevel": ("client", ("level",)), "sampling/createMessage": ("server", ("messages", "maxTokens")),
+    "elicitation/create": ("server", ("message",)), "roots/list": ("server", ()),
+    "notifications/initialized": ("client", ()), "notifications/cancelled": ("either", ("requestId",)),
+    "notifications/progress": ("either", ("progressToken", "progress")),
+    "notifications/message": ("server", ("level", "data")),
+    "notifications/resources/updated": ("server", ("uri",)),
+    "notifications/resources/list_changed": ("server", ()), "notifications/tools/list_changed": ("server", ()),
+    "notifications/prompts/list_changed": ("server", ()), "notifications/roots/list_changed": ("client", ()),
+    "notifications/elicitation/complete": ("server", ("elicitationId",)),
+}
+
+
+def explain(raw):
+    """What a message is, and what is wrong with it: (summary, list of problems)."""
+    import difflib
+    try:
+        message = json.loads(raw)
+    except (ValueError, RecursionError) as e:
+        return "not JSON", [f"not valid JSON ({e}): a receiver answers -32700 Parse error"]
+    if isinstance(message, list):
+        return f"a batch of {len(message)}", [
+            "a JSON array is a batch: only protocol 2025-03-26 has batches (B10); from "
+            "2025-06-18 send one message per line (B11)"]
+    problems = []
+    try:
+        kind = classify(message)
+    except JSONRPCError as e:
+        problems.append(e.message.replace("Invalid Request: ", ""))
+        kind = "invalid message"
+        if isinstance(message, dict) and "id" in message and message["id"] is None:
+            problems.append("a null id is not allowed in MCP (B3): give a request a string or "
+                            "integer id, or drop the id to make it a notification")
+        if isinstance(message, dict) and "result" in message and "error" in message:
+            problems.append("a response carries result or error, never both (B6)")
+    if not isinstance(message, dict):
+        return kind, problems
+    method = message.get("method")
+    if isinstance(method, str):
+        if method not in MCP_METHODS:
+            close = difflib.get_close_matches(method, MCP_METHODS, n=1, cutoff=0.6)
+            close = close or [m for m in MCP_METHODS if m.endswith("/" + method)]
+            problems.append(f"{method!r} is not an MCP method" +
+                            (f": did you mean {close[0]!r}?" if close else ""))
+        elif method.startswith("notifications/") and "id" in message:
+            problems.append(f"{method} is a notification: it must not carry an id, or the "
+                            "receiver has to answer it as a request (B9)")
+        elif not method.startswith("notifications/") and "id" not in message:
+            problems.append(f"{method} is a request: without an id it is a notification and "
+                            "gets no answer")
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        for key in MCP_METHODS.get(method, (None, ()))[1]:
+            if key not in params:
+                wrong = [k for k, v in _DID_YOU_MEAN.items() if v == key and k in params]
+                problems.append(f"params.{key} is missing" +
+                                (f' (found "{wrong[0]}": did you mean "{key}"?)' if wrong else ""))
+        if method == "tools/call" and "arguments" not in params:
+            wrong = [k for k in ("args", "input", "params") if k in params]
+            if wrong:
+                problems.append(f'params.{wrong[0]} should be "arguments"')
+    if kind == "response" and isinstance(message.get("error"), dict):
+        error = message["error"]
+        if type(error.get("code")) is not int or not isinstance(error.get("message"), str):
+            problems.append("error needs an integer code and a string message (B6)")
+    summary = describe_frame(message) if kind != "invalid message" else kind
+    if kind == "response" and isinstance(message.get("result"), dict) and message["result"].get("isError"):
+        summary += " (a tool result with isError: a business error, not a protocol error)"
+    elif kind == "response" and "error" in message:
+        summary += " (a protocol error)"
+    return summary, problems
+
+
+def _print_frames(colour, labels=("C->S", "S->C")):
+    """A Client trace that prints frames as they cross, labelled by direction."""
+    lock = threading.Lock()
+
+    def trace(direction, raw):
+        with lock:
+            print(format_frame(labels[0] if direction == "->" else labels[1], raw, colour), flush=True)
+    return trace
+
+
+def _examples_dir():
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "examples")
+
+
+def demo(command=None, colour=False):
+    """Play a whole session with the gift server, printing every frame with a note."""
+    command = command or [sys.executable, os.path.join(_examples_dir(), "gift_server.py")]
+    notes = colour and (lambda s: print(f"\n\x1b[1m# {s}\x1b[0m", flush=True)) or (
+        lambda s: print(f"\n# {s}", flush=True))
+    notes("The client starts the server as a subprocess and opens with initialize.")
+    with Client(command, trace=_print_frames(colour), initialize=False,
+                client_info={"name": "mcp_min-demo", "version": __version__}) as client:
+        client.initialize()
+        notes("initialized was a notification: no id, so no reply. Now discovery:")
+        client.request("tools/list")
+        notes("A tool call. structuredContent is for programs, the text block for the model.")
+        client.call_tool("suggest_gifts", {"occasion": "birthday", "budget": 100,
+                                           "recipient": "friend who loves board games"})
+        notes("A resource is addressable data, read by URI.")
+        client.read_resource("mcp://gift-server/resources/gift_catalog")
+        notes("A prompt is a reusable template the client can fill in.")
+        client.get_prompt("gift_congrats_style", {"recipient": "Sam", "occasion": "birthday"})
+        notes("A protocol error: a method that does not exist gets a JSON-RPC error.")
+        for call in (lambda: client.request("tools/col"),
+                     lambda: client.call_tool("suggest_gift", {})):
+            try:
+                call()
+            except JSONRPCError:
+                pass
+        notes("Business errors are results with isError: the tool ran and said no.")
+        client.call_tool("suggest_gifts", {"occasion": "wedding", "budget": 5})
+        client.call_tool("suggest_gifts", {"occasion": "funeral", "budget": "a hundred bucks"})
+        notes("Closing stdin ends the session; the server exits.")
+    return 0
+
+
+def _parse_call(words):
+    """`CMD... METHOD [JSON]` -> (command, method, params); a bare name means tools/call."""
+    words, params = list(words), None
+    if words and words[-1].lstrip().startswith("{"):
+        params = json.loads(words.pop())
+    if len(words) < 2:
+        raise SystemExit("usage: mcp_min.py call -- SERVER_CMD... METHOD|TOOL [JSON]")
+    method = words.pop()
+    if "/" not in method and method != "ping":
+        params, method = {"name": method, "arguments": params or {}}, "tools/call"
+    return words, method, params
+
+
+def repl(command, colour=False, stdin=None):
+    """Type JSON lines (sent verbatim) or commands; every frame is printed as it crosses."""
+    stdin = stdin or sys.stdin
+    canned = {"sampling": lambda p: {"role": "assistant", "model": "repl",
+                                     "content": {"type": "text", "text": "(a sampled reply)"}},
+              "elicitation": lambda p: {"action": "decline"},
+              "roots": lambda: [{"uri": "file://" + os.getcwd(), "name": "cwd"}]}
+    client = Client(command, trace=_print_frames(colour), initialize=False, **canned)
+    print("mcp_min repl: type a JSON line, or: init, tools, resources, prompts, ping, "
+          "call NAME {args}, read URI, prompt NAME {args}, cancel ID, quit", flush=True)
+    commands = {"init": lambda a: client.initialize(), "ping": lambda a: client.ping(),
+                "tools": lambda a: client.request("tools/list"),
+                "resources": lambda a: client.request("resources/list"),
+                "prompts": lambda a: client.request("prompts/list"),
+                "read": lambda a: client.read_resource(a),
+                "cancel": lambda a: client.notify("notifications/cancelled",
+                                                  {"requestId": json.loads(a)}),
+                "call": lambda a: client.call_tool(*_name_args(a), progress=lambda p: None),
+                "prompt": lambda a: client.get_prompt(*_name_args(a))}
+
+    def run(fn, arg):
+        try:
+            fn(arg)
+        except Exception as e:                 # the frames already show what happened
+            if not isinstance(e, JSONRPCError):
+                print(f"! {type(e).__name__}: {e}", flush=True)
+    with client:
+        for line in stdin:
+            line = line.strip()
+            name, _, arg = line.partition(" ")
+            if not line:
+                continue
+            if line in ("quit", "exit"):
+                break
+            if line.startswith(("{", "[")) or name not in commands:
+                client.send_frame(line.encode() + b"\n")     # verbatim: mistakes included
+            else:
+                threading.Thread(target=run, args=(commands[name], arg.strip()), daemon=True).start()
+            time.sleep(0.2)                    # let the reply print before the next prompt
+    return 0
+
+
+def _name_args(text):
+    name, _, args = text.partition(" ")
+    return name, json.loads(args) if args.strip() else {}
+
 
 def main(argv=None):
     import argparse
     parser = argparse.ArgumentParser(prog="mcp_min.py", description=__doc__.split("\n")[0])
     parser.add_argument("--version", action="version", version=f"mcp_min {__version__}")
-    commands = parser.add_subparsers(dest="command")
-    serve = commands.add_parser("serve", help="run a server file (FILE.py or FILE.py:name)")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    serve = commands.add_parser("serve", help="run the server in a Python file (FILE.py[:NAME])")
     serve.add_argument("target")
     serve.add_argument("--trace", action="store_true", help="log every frame to stderr")
+    commands.add_parser("demo", help="watch a client and the gift server talk, frame by frame")
+    for name, text in (("inspect", "list what a server offers"),
+                       ("call", "one request: -- CMD... METHOD|TOOL [JSON]"),
+                       ("repl", "type frames to a server and watch the replies")):
+        sub = commands.add_parser(name, help=text)
+        sub.add_argument("words", nargs=argparse.REMAINDER, metavar="-- SERVER_CMD ...")
+    explain_cmd = commands.add_parser("explain", help="what a JSON-RPC/MCP message is, and what is wrong with it")
+    explain_cmd.add_argument("message")
     args = parser.parse_args(argv)
+    colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    words = getattr(args, "words", [])
+    words = words[1:] if words[:1] == ["--"] else words
     if args.command == "serve":
         load_server(args.target).run(trace=args.trace or None)
-    parser.print_help(sys.stderr)
-    return 2
+    elif args.command == "demo":
+        return demo(colour=colour)
+    elif args.command == "explain":
+        summary, problems = explain(args.message)
+        print(summary)
+        for problem in problems:
+            print(f"  problem: {problem}")
+        if not problems:
+            print("  no problems found")
+        return 1 if problems else 0
+    elif args.command == "inspect":
+        with Client(words, timeout=30) as client:
+            report = {"serverInfo": client.server_info, "protocolVersion": client.protocol_version,
+                      "capabilities": client.server_capabilities, "instructions": client.instructions}
+            caps = client.server_capabilities
+            if "tools" in caps:
+                report["tools"] = client.list_tools()
+            if "resources" in caps:
+                report["resources"] = client.list_resources()
+                report["resourceTemplates"] = client.list_resource_templates()
+            if "prompts" in caps:
+                report["prompts"] = client.list_prompts()
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+    elif args.command == "call":
+        command, method, params = _parse_call(words)
+        with Client(command) as client:
+            try:
+                print(json.dumps(client.request(method, params), indent=2, ensure_ascii=False))
+            except JSONRPCError as e:
+                print(f"error {e.code}: {e.message}", file=sys.stderr)
+                return 1
+    elif args.command == "repl":
+        return repl(words, colour=colour)
+    else:
+        parser.print_help(sys.stderr)
+        return 2
+    return 0
 
 
 def load_server(target):
