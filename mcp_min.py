@@ -46,6 +46,7 @@ to change it. Handlers take ``(ctx, params)`` and return the JSON-RPC result.
 
 from __future__ import annotations
 
+import _thread
 import binascii
 import json
 import os
@@ -393,6 +394,9 @@ class Peer:
         if ``owner`` (a Context) is cancelled meanwhile, ConnectionError if the wire closes."""
         rid = self.next_id()
         slot = self.pending[rid] = _Pending(owner)
+        if getattr(owner, "cancelled", False):        # cancelled just before we registered
+            self.pending.pop(rid, None)
+            raise Cancelled("the request that made this one was cancelled")
         message = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             message["params"] = params
@@ -1164,8 +1168,9 @@ class Context:
         "content": {...}}``."""
         declared = self.client_capabilities.get("elicitation")
         if url is not None:
-            if not isinstance(declared, dict) or "url" not in declared:
-                raise CapabilityError("the client did not declare elicitation.url")
+            if not isinstance(declared, dict) or "url" not in declared or \
+                    (self.protocol_version or "") < V2025_11:
+                raise CapabilityError("the client did not declare elicitation.url (2025-11-25)")
             import uuid
             params = {"mode": "url", "message": message, "url": url,
                       "elicitationId": elicitation_id or str(uuid.uuid4())}
@@ -1181,10 +1186,13 @@ class Context:
     def list_roots(self, timeout=None):
         """The client's roots (roots/list) as a list of ``{"uri", "name"?}``; cached until
         the client sends notifications/roots/list_changed."""
-        roots = self.session.roots
+        session = self.session
+        roots = session.roots
         if roots is None:
+            generation = session.roots_generation
             roots = self.request("roots/list", None, "roots", timeout).get("roots", [])
-            self.session.roots = roots
+            if generation == session.roots_generation:   # no list_changed meanwhile
+                session.roots = roots
         return roots
 
 
@@ -1244,7 +1252,7 @@ class Server:
     Settings (all keyword arguments, with their defaults):
       page_size=100          items per page of every list method (None: one page)
       max_workers=64         threads running handlers (tools, resource reads, prompts)
-      max_queue=1024         calls that may wait for a thread; past that, refused at once
+      max_queue=10000        calls that may wait for a thread; past that, refused at once
       max_line_bytes=32 MiB  the longest message accepted; longer ones get an error
       grace_period=5.0       seconds in-flight calls may finish after end of input
       request_timeout=60.0   seconds to wait for the client to answer sampling/elicitation/roots
@@ -1263,7 +1271,7 @@ class Server:
 
     def __init__(self, name, version="0.1.0", *, title=None, description=None, instructions=None,
                  website_url=None, icons=None, lifespan=None, page_size=100, max_workers=64,
-                 max_queue=1024, max_line_bytes=32 << 20, grace_period=5.0, request_timeout=60.0,
+                 max_queue=10_000, max_line_bytes=32 << 20, grace_period=5.0, request_timeout=60.0,
                  forward_logging=False):
         self.name, self.version, self.title, self.description = name, version, title, description
         self.instructions, self.website_url, self.icons = instructions, website_url, icons
@@ -1426,6 +1434,7 @@ class Server:
 
     def on_roots_list_changed(self, ctx, params):
         ctx.session.roots = None                  # the next ctx.list_roots() asks again
+        ctx.session.roots_generation += 1
         self.roots_changed(ctx.session)
 
     def roots_changed(self, session):
@@ -1525,6 +1534,9 @@ class Server:
         argument = _require(params, "argument", dict, "completion/complete")
         kind = ref.get("type")
         key = ref.get("name") if kind == "ref/prompt" else ref.get("uri")
+        if not isinstance(key, str) or not isinstance(argument.get("name"), str):
+            raise JSONRPCError(INVALID_PARAMS, "completion/complete needs ref.name (a prompt) or "
+                                               "ref.uri (a template), and argument.name, as strings")
         if kind == "ref/prompt" and key not in self.prompts:
             raise JSONRPCError(INVALID_PARAMS, f"Unknown prompt: {key!r}")
         if kind == "ref/resource" and key not in self.resources:
@@ -1542,7 +1554,7 @@ class Server:
 
     def set_logging_level(self, ctx, params):
         level = params.get("level")
-        if level not in _LEVEL_RANK:
+        if not isinstance(level, str) or level not in _LEVEL_RANK:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid log level {level!r}: use one of "
                                                f"{', '.join(LOG_LEVELS)}")
         ctx.session.log_level = level
@@ -1555,6 +1567,10 @@ class Server:
         with self.lock:
             if self.pool is None:
                 self.pool = WorkerPool(self.max_workers, self.max_queue)
+                if self.forward_logging:
+                    import logging
+                    name = self.forward_logging if isinstance(self.forward_logging, str) else None
+                    logging.getLogger(name).addHandler(client_log_handler())
         session = Session(self, write_fd, trace)
         rfile = open(read_fd, "rb", buffering=1 << 16, closefd=False)
         self._enter_lifespan()
@@ -1588,10 +1604,6 @@ class Server:
         ``trace=True`` (or env MCP_MIN_TRACE=1) logs every frame to stderr as it crosses."""
         if trace is None:
             trace = os.environ.get("MCP_MIN_TRACE", "") not in ("", "0")
-        if self.forward_logging:
-            import logging
-            name = self.forward_logging if isinstance(self.forward_logging, str) else None
-            logging.getLogger(name).addHandler(client_log_handler())
         read_fd, write_fd = claim_stdio()
         if threading.current_thread() is threading.main_thread():
             import signal
@@ -1651,7 +1663,7 @@ def stderr_trace(colour=None):
 class WorkerPool:
     """Threads for handler work only. The reader thread never runs user code, and never
     waits for the pool: a call that finds ``max_workers`` busy and ``max_queue`` waiting is
-    refused at once. Threads start on demand and are daemons, so a tool that never
+    refused at once. Threads start on demand and never delay exit, so a tool that never
     returns cannot keep the process alive after shutdown."""
 
     def __init__(self, max_workers, max_queue):
@@ -1668,8 +1680,9 @@ class WorkerPool:
                 self.idle -= 1                # an idle worker will take this job
             elif self.threads < self.max_workers:
                 self.threads += 1
-                threading.Thread(target=self._work, name=f"mcp_min-worker-{self.threads}",
-                                 daemon=True).start()
+                # _thread, not threading.Thread: start() would make the reader wait until
+                # the new thread runs. Such threads are daemons: they never delay exit.
+                _thread.start_new_thread(self._work, ())
         self.jobs.put((fn, args))
         return True
 
@@ -1698,7 +1711,7 @@ class Session(Peer):
         self.client_info, self.client_capabilities, self.capabilities = {}, {}, {}
         self.log_level = "info"             # until logging/setLevel
         self.subscriptions = set()
-        self.roots = None                   # cached roots/list result
+        self.roots, self.roots_generation = None, 0     # cached roots/list result
         self.running = {}                   # request id -> Context
         self.lock = threading.Lock()        # guards running, and orders progress before replies
 
@@ -1723,6 +1736,9 @@ class Session(Peer):
         rid, method = message["id"], message["method"]
         params = message.get("params") or {}
         server = self.server
+        if method.startswith("notifications/"):
+            return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: {method} is a "
+                                    "notification; send it without an id", batch)
         handler = server.handlers.get(method)
         if handler is None:                   # answered at once: clients probe with this (G1)
             return self.reply_error(rid, METHOD_NOT_FOUND, f"Method not found: {method}", batch)
@@ -1760,6 +1776,7 @@ class Session(Peer):
         rid = ctx.request_id
         _current.ctx = ctx
         try:
+            ctx.check_cancelled()             # cancelled while it waited for a thread
             result = handler(ctx, ctx.params)
             if hasattr(result, "__await__"):
                 result = _run_coroutine(result)
@@ -1795,7 +1812,7 @@ class Session(Peer):
 
     def handle_notification(self, message):
         handler = self.server.handlers.get(message["method"])
-        if handler is None:
+        if handler is None or not message["method"].startswith("notifications/"):
             return                              # unknown notifications are ignored (B9)
         params = message.get("params") or {}
         try:

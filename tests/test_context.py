@@ -1,0 +1,1131 @@
+"""The live protocol: Context, progress, cancellation, logging to the client, server-to-client
+requests, lifespan. Change notifications, subscriptions, completion and pagination races are
+in test_notifications.py.
+
+Rule IDs refer to /work/shared/spec-checklist.md (B*, L*, G*, §n) and pain points to
+/work/shared/pain-points.md (#n). Wire tests drive a real server subprocess through
+``Wire`` and play the client, answering the server's own requests by id; unit-level checks
+use ``mcp_min.Client(server)`` in process."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+
+import pytest
+
+import mcp_min
+from mcp_min import Cancelled, Client, Context, JSONRPCError, Server
+
+V2024_11, V2025_03, V2025_06, V2025_11 = mcp_min.PROTOCOL_VERSIONS
+LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+# ------------------------------------------------------------------------------------------
+# helpers: the test plays the client on the raw wire
+# ------------------------------------------------------------------------------------------
+
+def send_request(wire, method, params=None, rid=None):
+    if rid is None:
+        wire.next_id += 1
+        rid = wire.next_id
+    message = {"jsonrpc": "2.0", "id": rid, "method": method}
+    if params is not None:
+        message["params"] = params
+    wire.send(message)
+    return rid
+
+
+def send_call(wire, name, arguments=None, rid=None, meta=None):
+    params = {"name": name, "arguments": arguments or {}}
+    if meta is not None:
+        params["_meta"] = meta
+    return send_request(wire, "tools/call", params, rid)
+
+
+def cancel(wire, request_id, reason="test"):
+    wire.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+               "params": {"requestId": request_id, "reason": reason}})
+
+
+def is_response(rid):
+    """The response to ``rid``: same value *and* type (B5)."""
+    return lambda m: (isinstance(m, dict) and "method" not in m and "id" in m
+                      and type(m["id"]) is type(rid) and m["id"] == rid)
+
+
+def is_request(method):
+    return lambda m: isinstance(m, dict) and m.get("method") == method and "id" in m
+
+
+def is_notification(method):
+    return lambda m: isinstance(m, dict) and m.get("method") == method and "id" not in m
+
+
+def read_until(wire, predicate, timeout=5.0):
+    """Read messages until one matches; return (it, the messages read before it)."""
+    seen, deadline = [], time.monotonic() + timeout
+    while True:
+        message = wire.recv(timeout=max(0.05, deadline - time.monotonic()))
+        if predicate(message):
+            return message, seen
+        seen.append(message)
+
+
+def gather(wire, seconds):
+    """Every message written within ``seconds``."""
+    out, deadline = [], time.monotonic() + seconds
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return out
+        try:
+            line = wire.lines.get(timeout=remaining)
+        except Exception:
+            return out
+        if line is None:
+            wire.lines.put(None)
+            return out
+        out.append(json.loads(line))
+
+
+def answer(wire, request, result=None, error=None):
+    """Reply to a server-to-client request, by its id."""
+    message = {"jsonrpc": "2.0", "id": request["id"]}
+    if error is not None:
+        message["error"] = error
+    else:
+        message["result"] = result
+    wire.send(message)
+
+
+def tool_text(response):
+    assert "result" in response, response
+    return response["result"]["content"][0]["text"]
+
+
+def initialize(wire, version=V2025_11, capabilities=None, initialized=True):
+    result = wire.result("initialize", {"protocolVersion": version,
+                                        "capabilities": capabilities or {},
+                                        "clientInfo": {"name": "pytest", "version": "1"}})
+    if initialized:
+        wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return result
+
+
+def ping_ok(wire, timeout=5.0):
+    """The server still answers (and nothing else is written before the pong)."""
+    rid = send_request(wire, "ping")
+    message, before = read_until(wire, is_response(rid), timeout)
+    assert message["result"] == {}
+    return before
+
+
+SAMPLING_ANSWER = {"role": "assistant", "content": {"type": "text", "text": "4"},
+                   "model": "test-model", "stopReason": "endTurn"}
+
+
+def server(**options):
+    options.setdefault("grace_period", 1.0)
+    return Server("unit", "0", **options)
+
+
+# ==========================================================================================
+# Context
+# ==========================================================================================
+
+def test_context_fields_on_the_wire(spawn):
+    """A Context parameter (any name) carries request_id (with its JSON type, B5), meta
+    (B13/B14), protocol_version, client_info, client_capabilities (§5.2) and ctx.lifespan;
+    plain def tools run on a worker thread, not the reader."""
+    w = spawn("live_protocol.py")
+    caps = {"roots": {"listChanged": True}, "sampling": {}}
+    initialize(w, V2025_06, caps)
+    meta = {"progressToken": "tok-1", "com.example/trace": "abc"}
+    rid = send_call(w, "whoami", rid="ctx-1", meta=meta)
+    info = json.loads(tool_text(read_until(w, is_response(rid))[0]))
+    assert info["request_id"] == "ctx-1"
+    assert info["meta"] == meta
+    assert info["protocol_version"] == V2025_06
+    assert info["client_info"] == {"name": "pytest", "version": "1"}
+    assert info["client_capabilities"] == caps
+    assert info["lifespan"] == {"name": "live", "pid": w.proc.pid}
+    assert info["is_main"] is False
+    rid = send_call(w, "whoami", rid=7)
+    info = json.loads(tool_text(read_until(w, is_response(7))[0]))
+    assert info["request_id"] == 7 and type(info["request_id"]) is int
+    assert info["meta"] == {}
+
+
+def test_context_parameter_never_in_input_schema(spawn):
+    """The Context parameter is injected, not an argument: absent from inputSchema (T: tool
+    inputSchema, §11.2) and from a prompt's arguments."""
+    w = spawn("live_protocol.py")
+    initialize(w)
+    tools = {t["name"]: t for t in w.result("tools/list")["tools"]}
+    for name, ctx_name in (("whoami", "c"), ("async_nap", "ctx"), ("report", "ctx")):
+        schema = tools[name]["inputSchema"]
+        assert ctx_name not in schema.get("properties", {}), schema
+        assert ctx_name not in schema.get("required", []), schema
+    assert "ms" in tools["async_nap"]["inputSchema"]["properties"]
+    prompts = {p["name"]: p for p in w.result("prompts/list")["prompts"]}
+    assert [a["name"] for a in prompts["hello"]["arguments"]] == ["name"]
+    # a call without the Context argument works
+    rid = send_call(w, "whoami", {})
+    assert tool_text(read_until(w, is_response(rid))[0]).startswith("{")
+
+
+def test_async_tools_run_to_completion_on_worker_threads(spawn):
+    """``async def`` tools are run to completion on their worker thread (not the reader), and
+    two of them overlap in time (pain point #3)."""
+    w = spawn("live_protocol.py")
+    initialize(w)
+    start = time.monotonic()
+    a = send_call(w, "async_nap", {"ms": 400}, rid="a")
+    b = send_call(w, "async_nap", {"ms": 400}, rid="b")
+    ra, _ = read_until(w, lambda m: is_response(a)(m) or is_response(b)(m))
+    rb, _ = read_until(w, lambda m: is_response(a)(m) or is_response(b)(m))
+    elapsed = time.monotonic() - start
+    replies = {r["id"]: json.loads(tool_text(r)) for r in (ra, rb)}
+    assert replies["a"]["request_id"] == "a" and replies["b"]["request_id"] == "b"
+    assert not replies["a"]["is_main"] and not replies["b"]["is_main"]
+    assert replies["a"]["thread"] != replies["b"]["thread"]
+    assert elapsed < 0.75, f"two 400 ms async tools took {elapsed:.2f} s: not concurrent"
+
+
+def test_context_in_resources_and_prompts_and_async_variants():
+    """Resources (fixed and templated) and prompts get a Context too; their async forms work;
+    the Context parameter does not count as a template variable or prompt argument."""
+    srv = server()
+    seen = {}
+
+    @srv.resource("test://ctx/{key}")
+    def templated(key: str, ctx: Context) -> str:
+        seen["resource"] = (ctx.method, ctx.request_id)
+        return f"key={key}"
+
+    @srv.resource("test://ctx/async")
+    async def fixed(ctx: Context) -> str:
+        return f"async resource {ctx.method}"
+
+    @srv.prompt
+    async def ask(topic: str, here: Context) -> str:
+        """Ask about a topic."""
+        return f"{topic} via {here.method}"
+
+    @srv.tool
+    def plain() -> str:
+        return "plain"
+
+    @srv.tool
+    def optional_ctx(x: int, ctx: Context = None) -> str:
+        return f"{x} {ctx.method}"
+
+    with Client(srv, timeout=5) as client:
+        schema = {t["name"]: t for t in client.list_tools()}["optional_ctx"]["inputSchema"]
+        assert "ctx" not in schema["properties"] and schema.get("required") == ["x"]
+        assert client.call_tool("optional_ctx", {"x": 1})["content"][0]["text"] == "1 tools/call"
+        out = client.read_resource("test://ctx/k1")
+        assert out["contents"][0]["text"] == "key=k1"
+        assert seen["resource"][0] == "resources/read" and seen["resource"][1] is not None
+        assert client.read_resource("test://ctx/async")["contents"][0]["text"] == \
+            "async resource resources/read"
+        prompt = client.get_prompt("ask", {"topic": "owls"})
+        assert prompt["messages"][0]["content"]["text"] == "owls via prompts/get"
+        assert [a["name"] for a in client.list_prompts()[0]["arguments"]] == ["topic"]
+        assert client.call_tool("plain")["content"][0]["text"] == "plain"
+
+
+def test_lifespan_value_reachable_in_process():
+    """Server(lifespan=fn): fn(server) is entered once; ctx.lifespan is what it yields."""
+    from contextlib import contextmanager
+    calls = []
+
+    @contextmanager
+    def lifespan(srv):
+        calls.append(("enter", srv.name))
+        yield {"db": "connected"}
+        calls.append(("exit", srv.name))
+
+    srv = server(lifespan=lifespan)
+
+    @srv.tool
+    def probe(ctx: Context) -> str:
+        return ctx.lifespan["db"]
+
+    with Client(srv, timeout=5) as client:
+        for _ in range(3):
+            assert client.call_tool("probe")["content"][0]["text"] == "connected"
+        assert calls == [("enter", "unit")]
+    assert calls == [("enter", "unit"), ("exit", "unit")]
+
+
+def test_lifespan_runs_once_for_concurrent_connections():
+    """The lifespan is shared: two connections at once enter it once and exit it once, after
+    the last one closes."""
+    from contextlib import contextmanager
+    calls = []
+
+    @contextmanager
+    def lifespan(srv):
+        calls.append("enter")
+        yield len(calls)
+        calls.append("exit")
+
+    srv = server(lifespan=lifespan)
+
+    @srv.tool
+    def value(ctx: Context) -> str:
+        return str(ctx.lifespan)
+
+    first = Client(srv, timeout=5)
+    second = Client(srv, timeout=5)
+    try:
+        assert first.call_tool("value")["content"][0]["text"] == "1"
+        assert second.call_tool("value")["content"][0]["text"] == "1"
+        first.close()
+        assert calls == ["enter"]
+    finally:
+        second.close()
+        first.close()
+    assert calls == ["enter", "exit"]
+
+
+# ==========================================================================================
+# Progress (B14, G9, §9 notifications/progress, pain point #15)
+# ==========================================================================================
+
+def test_progress_with_string_token_arrives_before_the_response(wire):
+    """B14/§9: with _meta.progressToken the tool's report_progress calls become
+    notifications/progress carrying that token, progress, total and message, all before the
+    response."""
+    rid = send_call(wire, "progress", {"steps": 3}, meta={"progressToken": "tok"})
+    response, before = read_until(wire, is_response(rid))
+    assert tool_text(response) == "done"
+    progress = [m["params"] for m in before if is_notification("notifications/progress")(m)]
+    assert progress == [{"progressToken": "tok", "progress": i, "total": 3, "message": f"step {i}"}
+                        for i in (1, 2, 3)]
+
+
+def test_progress_token_zero_integer(wire):
+    """B14: the TS client uses the integer request id as token, including 0; 0 is a valid
+    token (not falsy-ignored) and is echoed as the integer 0, not "0"."""
+    rid = send_call(wire, "progress", {"steps": 2}, rid=0, meta={"progressToken": 0})
+    response, before = read_until(wire, is_response(0))
+    assert tool_text(response) == "done"
+    tokens = [m["params"]["progressToken"] for m in before
+              if is_notification("notifications/progress")(m)]
+    assert tokens == [0, 0] and all(type(t) is int for t in tokens)
+    assert rid == 0
+
+
+@pytest.mark.parametrize("meta", [None, {}, {"progressToken": None}, ["progressToken"], "tok"])
+def test_no_progress_without_token(wire, meta):
+    """B14: no (usable) progressToken, no notifications/progress (report_progress is a
+    no-op), and a malformed _meta does not break the call."""
+    rid = send_call(wire, "progress", {"steps": 3}, meta=meta)
+    response, before = read_until(wire, is_response(rid))
+    assert tool_text(response) == "done"
+    assert before == []
+
+
+def test_progress_must_strictly_increase(spawn):
+    """G9: a repeated or smaller progress value is rejected with a clear error and not sent;
+    floats are fine."""
+    w = spawn("live_protocol.py")
+    initialize(w)
+    rid = send_call(w, "report", {"values": "[1, 2, 2]"}, meta={"progressToken": "p"})
+    response, before = read_until(w, is_response(rid))
+    sent = [m["params"]["progress"] for m in before if is_notification("notifications/progress")(m)]
+    assert sent == [1, 2]
+    assert response["result"]["isError"] is True
+    assert "increase" in tool_text(response)
+    rid = send_call(w, "report", {"values": "[3, 1]"}, meta={"progressToken": "q"})
+    response, before = read_until(w, is_response(rid))
+    assert [m["params"]["progress"] for m in before
+            if is_notification("notifications/progress")(m)] == [3]
+    assert response["result"]["isError"] is True
+    rid = send_call(w, "report", {"values": "[0.5, 1.5, 9.25]"}, meta={"progressToken": "r"})
+    response, before = read_until(w, is_response(rid))
+    assert json.loads(tool_text(response)) == [True, True, True]
+    assert [m["params"]["progress"] for m in before
+            if is_notification("notifications/progress")(m)] == [0.5, 1.5, 9.25]
+
+
+def test_no_progress_after_the_response(spawn):
+    """§9/G9: progress MUST stop once the response is sent: a thread reporting after the
+    tool returned sends nothing (report_progress returns False)."""
+    w = spawn("live_protocol.py")
+    initialize(w)
+    rid = send_call(w, "progress_then_return", meta={"progressToken": "late"})
+    response, before = read_until(w, is_response(rid))
+    assert tool_text(response) == "returned"
+    assert [m["params"]["progress"] for m in before
+            if is_notification("notifications/progress")(m)] == [1]
+    w.expect_silence(0.4)
+    assert "late progress sent: False" in w.stderr
+
+
+@pytest.mark.parametrize("version,has_message", [(V2024_11, False), (V2025_03, True)])
+def test_progress_message_only_from_2025_03(spawn, version, has_message):
+    """§1: progress `message` was added in 2025-03-26; a 2024-11-05 client never gets it."""
+    w = spawn("everything.py")
+    initialize(w, version)
+    rid = send_call(w, "progress", {"steps": 2}, meta={"progressToken": "m"})
+    _, before = read_until(w, is_response(rid))
+    params = [m["params"] for m in before if is_notification("notifications/progress")(m)]
+    assert len(params) == 2
+    assert all(("message" in p) is has_message for p in params)
+
+
+def test_report_progress_unit():
+    """report_progress: False without a token; raises on non-increasing values (G9) and
+    non-numbers; False once the response is written."""
+    srv = server()
+    kept, outcomes = {}, {}
+
+    @srv.tool
+    def work(ctx: Context) -> str:
+        kept["ctx"] = ctx
+        outcomes["first"] = ctx.report_progress(1)
+        try:
+            ctx.report_progress(1)
+        except ValueError as e:
+            outcomes["repeat"] = str(e)
+        try:
+            ctx.report_progress("2")
+        except TypeError as e:
+            outcomes["type"] = str(e)
+        outcomes["second"] = ctx.report_progress(2.5, total=3)
+        return "ok"
+
+    with Client(srv, timeout=5) as client:
+        got = []
+        client.call_tool("work", progress=got.append)
+        assert outcomes["first"] is True and outcomes["second"] is True
+        assert "increase" in outcomes["repeat"] and "type" in outcomes
+        assert [p["progress"] for p in got] == [1, 2.5]
+        assert kept["ctx"].report_progress(3) is False         # after the response
+        client.call_tool("work")                                # no token
+        assert outcomes["first"] is False and outcomes["second"] is False
+        time.sleep(0.05)
+        assert [n for n in client.notifications if n["method"] == "notifications/progress"
+                and n["params"]["progress"] == 3] == []
+
+
+# ==========================================================================================
+# Cancellation (§9 notifications/cancelled, G8, G11, L7, pain point #4)
+# ==========================================================================================
+
+def test_cancel_during_call_gets_no_reply_and_the_tool_stops(spawn):
+    """§9/G8: a cancelled request gets no response; ctx.check_cancelled() lets the tool stop,
+    freeing the only worker at once (EVERYTHING_WORKERS=1)."""
+    w = spawn("everything.py", env={"EVERYTHING_WORKERS": "1"})
+    initialize(w)
+    rid = send_call(w, "sleep", {"ms": 20000}, rid=1)
+    time.sleep(0.15)
+    cancel(w, rid)
+    w.expect_silence(0.4)
+    start = time.monotonic()
+    echo = send_call(w, "echo", {"text": "after"})
+    response, before = read_until(w, is_response(echo), timeout=3)
+    assert tool_text(response) == "after"
+    assert time.monotonic() - start < 2
+    assert not any(is_response(1)(m) for m in before)
+    assert ping_ok(w) == []
+
+
+@pytest.mark.parametrize("tool,arguments", [("block", {"ms": 300}), ("async_nap", {"ms": 300})])
+def test_cancelled_reply_never_written_even_if_the_tool_finishes(spawn, tool, arguments):
+    """§9/G8, pain point #4: a tool that ignores cancellation (block) or only checks at the end
+    (an async tool) still runs to its end, but its reply is never written."""
+    w = spawn("live_protocol.py" if tool == "async_nap" else "everything.py")
+    initialize(w)
+    rid = send_call(w, tool, arguments, rid="ignored")
+    time.sleep(0.1)
+    cancel(w, rid)
+    assert [m for m in gather(w, 0.5) if is_response(rid)(m)] == []
+    assert ping_ok(w) == []
+
+
+def test_cancel_before_start_gets_no_reply(spawn):
+    """§9: a call still waiting in the queue when its cancel arrives is never answered; the
+    call ahead of it is."""
+    w = spawn("everything.py", env={"EVERYTHING_WORKERS": "1", "EVERYTHING_QUEUE": "10"})
+    initialize(w)
+    send_call(w, "block", {"ms": 300}, rid="running")
+    send_call(w, "echo", {"text": "queued"}, rid="queued")
+    cancel(w, "queued")
+    response, before = read_until(w, is_response("running"))
+    assert tool_text(response) == "woke"
+    after = gather(w, 0.4)
+    assert not any(is_response("queued")(m) for m in before + after), before + after
+    assert ping_ok(w) == []
+
+
+def test_cancelled_queued_call_is_never_started(spawn):
+    """§9 ("SHOULD stop work, free resources"): a call cancelled before a worker picked it up
+    should not run at all. The queued call is `chatty`, whose logging makes running visible."""
+    w = spawn("everything.py", env={"EVERYTHING_WORKERS": "1", "EVERYTHING_QUEUE": "10"})
+    initialize(w)
+    send_call(w, "block", {"ms": 300}, rid="running")
+    send_call(w, "chatty", rid="queued")
+    cancel(w, "queued")
+    _, before = read_until(w, is_response("running"))
+    after = gather(w, 0.4)
+    assert not any(is_response("queued")(m) for m in before + after)
+    assert [m for m in before + after if is_notification("notifications/message")(m)] == []
+
+
+def test_cancel_after_the_reply_is_ignored(wire):
+    """§9: cancelling a finished request is ignored: no reply to the notification, no
+    second reply to the request, the server keeps serving."""
+    rid = send_call(wire, "echo", {"text": "x"}, rid=5)
+    assert tool_text(read_until(wire, is_response(5))[0]) == "x"
+    cancel(wire, rid)
+    wire.expect_silence(0.3)
+    assert ping_ok(wire) == []
+
+
+def test_unknown_and_invalid_cancels_are_ignored(wire):
+    """§9/B9: cancels for unknown ids, or with a missing/null/object requestId, are ignored
+    and never answered."""
+    cancel(wire, 424242)
+    cancel(wire, "nobody")
+    wire.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}})
+    wire.send({"jsonrpc": "2.0", "method": "notifications/cancelled"})
+    wire.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": None}})
+    wire.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": {"a": 1}}})
+    wire.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": True}})
+    wire.expect_silence(0.3)
+    assert ping_ok(wire) == []
+
+
+@pytest.mark.parametrize("call_id,cancel_id", [(1, "1"), ("2", 2), (3, 3.0), (1, True)])
+def test_cancel_matches_request_id_with_its_type(wire, call_id, cancel_id):
+    """G11/B5: requestId is matched with its JSON type: "1" does not cancel 1, 2 does not
+    cancel "2", 3.0 (a float) does not cancel 3, true does not cancel 1."""
+    send_call(wire, "sleep", {"ms": 250}, rid=call_id)
+    time.sleep(0.05)
+    cancel(wire, cancel_id)
+    response, _ = read_until(wire, is_response(call_id))
+    assert tool_text(response) == "slept 250 ms"
+
+
+def test_cancel_of_initialize_is_ignored(spawn):
+    """L7/§9: initialize MUST NOT be cancelled; a cancel for its id is ignored and the
+    initialize result is still written."""
+    w = spawn("everything.py")
+    init = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
+            "params": {"protocolVersion": V2025_11, "capabilities": {},
+                       "clientInfo": {"name": "pytest", "version": "1"}}}
+    cancelled = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                 "params": {"requestId": "init"}}
+    w.send((json.dumps(init) + "\n" + json.dumps(cancelled) + "\n").encode())
+    response, _ = read_until(w, is_response("init"))
+    assert response["result"]["protocolVersion"] == V2025_11
+
+
+def test_cancel_racing_the_response_is_harmless(spawn):
+    """§9: "race conditions MUST be handled gracefully": cancels that arrive just before,
+    during or just after the reply give zero or one reply per id, never two, never an error
+    reply, and the server keeps working."""
+    w = spawn("everything.py")
+    initialize(w)
+    ids = []
+    for i in range(40):
+        rid = f"race-{i}"
+        ids.append(rid)
+        send_call(w, "sleep", {"ms": i % 4}, rid=rid)
+        if i % 3:
+            time.sleep((i % 5) / 1000)
+        cancel(w, rid)
+    before = ping_ok(w)
+    before += gather(w, 0.3)
+    replies = [m for m in before if isinstance(m, dict) and m.get("id") in ids]
+    for rid in ids:
+        mine = [m for m in replies if m["id"] == rid]
+        assert len(mine) <= 1, mine
+        assert all("result" in m for m in mine), mine
+    assert not any("error" in m for m in before), before
+    assert ping_ok(w) == []
+
+
+def test_cancel_storm_after_replies(wire):
+    """§9: a cancel that arrives after the reply (the client's timeout fired late) changes
+    nothing: exactly one reply each."""
+    ids = [send_call(wire, "echo", {"text": str(i)}, rid=100 + i) for i in range(20)]
+    for rid in ids:
+        cancel(wire, rid)
+    got = gather(wire, 0.6)
+    counts = {rid: sum(1 for m in got if is_response(rid)(m)) for rid in ids}
+    assert all(c <= 1 for c in counts.values()), counts
+    assert ping_ok(wire) == []
+
+
+def test_cancelled_sent_as_a_request_is_an_error(wire):
+    """G8/B9: notifications/cancelled is a notification. Sent with an id it is not a valid
+    request: the server answers with a JSON-RPC error, not a (null) result."""
+    send_call(wire, "sleep", {"ms": 200}, rid=1)
+    rid = send_request(wire, "notifications/cancelled", {"requestId": 1}, rid=2)
+    response, _ = read_until(wire, is_response(rid))
+    assert "error" in response, response
+    assert response["error"]["code"] in (-32600, -32601)
+
+
+def test_cancel_also_cancels_the_servers_outbound_request(spawn):
+    """§9 + §10: when a call waiting on sampling/createMessage is cancelled, the server sends
+    notifications/cancelled for its own outbound id, never replies to the call, and ignores a
+    late answer from the client."""
+    w = spawn("everything.py")
+    initialize(w, capabilities={"sampling": {}})
+    rid = send_call(w, "ask_model", {"question": "2+2?"}, rid=11)
+    outbound, _ = read_until(w, is_request("sampling/createMessage"))
+    cancel(w, rid)
+    note, before = read_until(w, is_notification("notifications/cancelled"))
+    assert note["params"]["requestId"] == outbound["id"]
+    assert type(note["params"]["requestId"]) is type(outbound["id"])
+    answer(w, outbound, SAMPLING_ANSWER)
+    after = gather(w, 0.4)
+    assert not any(is_response(rid)(m) for m in before + after), before + after
+    assert ping_ok(w) == []
+
+
+def test_cancelled_flag_and_check_cancelled_unit():
+    """ctx.cancelled turns True when notifications/cancelled arrives; ctx.check_cancelled()
+    raises Cancelled, and the cancelled call is never answered."""
+    srv = server()
+    started, observed, finished = threading.Event(), {}, threading.Event()
+
+    @srv.tool
+    def loop(ctx: Context) -> str:
+        started.set()
+        observed["before"] = ctx.cancelled
+        deadline = time.monotonic() + 5
+        while not ctx.cancelled and time.monotonic() < deadline:
+            time.sleep(0.005)
+        observed["after"] = ctx.cancelled
+        try:
+            ctx.check_cancelled()
+        except Cancelled as e:
+            observed["raised"] = str(e)
+            raise
+        finally:
+            finished.set()
+        return "not cancelled"
+
+    with Client(srv, timeout=5) as client:
+        answers, original = [], client.handle_response
+
+        def spy(message):                             # see every response the server writes
+            answers.append(message)
+            original(message)
+        client.handle_response = spy
+        client.send({"jsonrpc": "2.0", "id": "c1", "method": "tools/call",
+                     "params": {"name": "loop", "arguments": {}}})
+        assert started.wait(2)
+        client.notify("notifications/cancelled", {"requestId": "c1"})
+        assert finished.wait(2)
+        assert observed["before"] is False and observed["after"] is True
+        assert "c1" in observed["raised"]
+        assert client.ping() == {}
+        time.sleep(0.1)
+        assert [a for a in answers if a.get("id") == "c1"] == []
+
+
+# ==========================================================================================
+# Logging to the client (§5.1 logging, §7 logging/setLevel, §9 notifications/message)
+# ==========================================================================================
+
+def messages_of(seen):
+    return [m["params"] for m in seen if is_notification("notifications/message")(m)]
+
+
+def test_logging_capability_declared(spawn):
+    """§5.1: a server that emits notifications/message declares `logging`."""
+    w = spawn("everything.py")
+    assert initialize(w)["capabilities"].get("logging") == {}
+
+
+def test_default_level_is_info(wire):
+    """§7: before any logging/setLevel the server sends info and above (not debug), each with
+    its logger and data, all before the tool's reply."""
+    rid = send_call(wire, "chatty")
+    response, before = read_until(wire, is_response(rid))
+    assert tool_text(response) == "logged"
+    assert messages_of(before) == [{"level": level, "logger": "chatty", "data": f"a {level} message"}
+                                   for level in LEVELS[1:]]
+
+
+@pytest.mark.parametrize("level", ["warning", "debug", "emergency"])
+def test_set_level_filters(wire, level):
+    """§7 logging/setLevel: result {}; afterwards only messages at that level or above."""
+    assert wire.result("logging/setLevel", {"level": level}) == {}
+    rid = send_call(wire, "chatty")
+    _, before = read_until(wire, is_response(rid))
+    assert [p["level"] for p in messages_of(before)] == list(LEVELS[LEVELS.index(level):])
+
+
+@pytest.mark.parametrize("params", [{"level": "verbose"}, {"level": "INFO"}, {}, {"level": 3},
+                                    {"level": None}])
+def test_set_level_invalid_is_32602(wire, params):
+    """§7/§13: an invalid log level is -32602, and the previous level stays in force."""
+    response = wire.request("logging/setLevel", params)
+    assert response["error"]["code"] == -32602, response
+    rid = send_call(wire, "chatty")
+    _, before = read_until(wire, is_response(rid))
+    assert len(messages_of(before)) == 7
+
+
+@pytest.mark.parametrize("level", [["debug"], {"level": "debug"}])
+def test_set_level_unhashable_is_32602(wire, level):
+    """§7/§13: an invalid log level of any JSON type is -32602 (not an internal error)."""
+    response = wire.request("logging/setLevel", {"level": level})
+    assert response["error"]["code"] == -32602, response
+
+
+def test_log_shorthands_and_return_values_unit():
+    """ctx.log(level, data, logger) and ctx.debug ... ctx.emergency: each sends one
+    notifications/message at its level when at or above the client's level; they return
+    whether it was sent; data may be any JSON value; an unknown level is an error."""
+    srv = server()
+    sent = {}
+
+    @srv.tool
+    def speak(ctx: Context) -> str:
+        for level in LEVELS:
+            sent[level] = getattr(ctx, level)({"level": level, "n": [1, 2]}, logger="unit")
+        sent["log"] = ctx.log("notice", "plain", logger=None)
+        try:
+            ctx.log("verbose", "x")
+        except ValueError as e:
+            sent["bad"] = str(e)
+        return "ok"
+
+    with Client(srv, timeout=5) as client:
+        client.set_logging_level("debug")
+        client.call_tool("speak")
+        got = [n["params"] for n in client.notifications if n["method"] == "notifications/message"]
+        assert got == [{"level": level, "logger": "unit", "data": {"level": level, "n": [1, 2]}}
+                       for level in LEVELS] + [{"level": "notice", "data": "plain"}]
+        assert all(sent[level] is True for level in LEVELS) and sent["log"] is True
+        assert "verbose" in sent["bad"]
+        client.notifications.clear()
+        client.set_logging_level("error")
+        client.call_tool("speak")
+        got = [n["params"]["level"] for n in client.notifications
+               if n["method"] == "notifications/message"]
+        assert got == ["error", "critical", "alert", "emergency"]
+        assert sent["warning"] is False and sent["error"] is True and sent["log"] is False
+
+
+def test_forward_logging_on_the_wire(spawn):
+    """Server(forward_logging=True): Python logging records emitted inside a tool reach the
+    client as notifications/message (logger = the record's logger), filtered by the client's
+    level (default info; then setLevel error)."""
+    w = spawn("live_protocol.py", env={"LIVE_FORWARD": "1"})
+    initialize(w)
+    for level in ("debug", "info", "warning"):
+        rid = send_call(w, "log_python", {"level": level, "message": f"py {level}"})
+        _, before = read_until(w, is_response(rid))
+        got = [p for p in messages_of(before) if p.get("logger") == "live.tool"]
+        if level == "debug":
+            assert got == []
+        else:
+            assert len(got) == 1 and got[0]["level"] == level and f"py {level}" in got[0]["data"]
+    assert w.result("logging/setLevel", {"level": "error"}) == {}
+    rid = send_call(w, "log_python", {"level": "warning", "message": "py filtered"})
+    _, before = read_until(w, is_response(rid))
+    assert messages_of(before) == []
+    rid = send_call(w, "log_python", {"level": "error", "message": "py error"})
+    _, before = read_until(w, is_response(rid))
+    assert [p["level"] for p in messages_of(before)] == ["error"]
+
+
+def test_forward_logging_in_process():
+    """Server(forward_logging="unit.fwd") also works when serving in process (serve())."""
+    import logging
+    srv = server(forward_logging="unit.fwd")
+
+    @srv.tool
+    def emit() -> str:
+        logging.getLogger("unit.fwd").warning("forwarded %d", 42)
+        return "ok"
+
+    with Client(srv, timeout=5) as client:
+        client.call_tool("emit")
+        time.sleep(0.05)
+        got = [n["params"] for n in client.notifications if n["method"] == "notifications/message"]
+        assert [(p["level"], p.get("logger")) for p in got] == [("warning", "unit.fwd")]
+        assert "forwarded 42" in got[0]["data"]
+
+
+# ==========================================================================================
+# Server-to-client requests (§10, §4.3 timeouts, L12, L14, §5.2, B4)
+# ==========================================================================================
+
+def test_sampling_round_trip(spawn):
+    """§10 sampling/createMessage: a real outbound request (own id, messages, maxTokens); the
+    test answers it by id and the tool gets the result."""
+    w = spawn("everything.py")
+    initialize(w, capabilities={"sampling": {}})
+    rid = send_call(w, "ask_model", {"question": "2+2?"}, rid=1)
+    outbound, _ = read_until(w, is_request("sampling/createMessage"))
+    assert type(outbound["id"]) in (int, str)
+    assert outbound["params"]["messages"] == [{"role": "user",
+                                               "content": {"type": "text", "text": "2+2?"}}]
+    assert outbound["params"]["maxTokens"] == 50
+    answer(w, outbound, SAMPLING_ANSWER)
+    response, _ = read_until(w, is_response(rid))
+    assert tool_text(response) == "4"
+
+
+def test_outbound_ids_unique_and_answered_out_of_order(spawn):
+    """B4 + the pending table: two concurrent sampling requests get distinct ids; answered in
+    reverse order, each tool still gets its own answer."""
+    w = spawn("everything.py")
+    initialize(w, capabilities={"sampling": {}})
+    send_call(w, "ask_model", {"question": "A"}, rid="call-a")
+    send_call(w, "ask_model", {"question": "B"}, rid="call-b")
+    first, _ = read_until(w, is_request("sampling/createMessage"))
+    second, _ = read_until(w, is_request("sampling/createMessage"))
+    assert first["id"] != second["id"]
+    for request in (second, first):
+        question = request["params"]["messages"][0]["content"]["text"]
+        answer(w, request, dict(SAMPLING_ANSWER, content={"type": "text", "text": question + "!"}))
+    replies = {}
+    for _ in range(2):
+        message, _ = read_until(w, lambda m: "result" in m and m.get("id") in ("call-a", "call-b"))
+        replies[message["id"]] = tool_text(message)
+    assert replies == {"call-a": "A!", "call-b": "B!"}
+    # a third request never reuses an id (B4)
+    send_call(w, "ask_model", {"question": "C"}, rid="call-c")
+    third, _ = read_until(w, is_request("sampling/createMessage"))
+    assert third["id"] not in (first["id"], second["id"])
+    answer(w, third, SAMPLING_ANSWER)
+    read_until(w, is_response("call-c"))
+
+
+def test_outbound_timeout_sends_cancelled_and_is_error(spawn):
+    """§4.3: an unanswered sampling request times out (EVERYTHING_TIMEOUT=0.5): the server
+    sends notifications/cancelled for its outbound id, then the tool's isError result mentions
+    the timeout; an answer arriving later is ignored."""
+    w = spawn("everything.py", env={"EVERYTHING_TIMEOUT": "0.5"})
+    initialize(w, capabilities={"sampling": {}})
+    start = time.monotonic()
+    rid = send_call(w, "ask_model", {"question": "slow?"})
+    outbound, _ = read_until(w, is_request("sampling/createMessage"))
+    note, _ = read_until(w, is_notification("notifications/cancelled"), timeout=3)
+    assert note["params"]["requestId"] == outbound["id"]
+    response, _ = read_until(w, is_response(rid), timeout=3)
+    assert 0.4 < time.monotonic() - start < 3
+    assert response["result"]["isError"] is True
+    assert "timeout" in tool_text(response).lower() or "timed out" in tool_text(response).lower()
+    answer(w, outbound, SAMPLING_ANSWER)
+    w.expect_silence(0.3)
+    assert ping_ok(w) == []
+
+
+def test_outbound_error_reply_is_raised_as_is_error(spawn):
+    """§10: the client answers sampling with a JSON-RPC error; the tool sees an exception and
+    the call ends as an isError result carrying the client's message."""
+    w = spawn("everything.py")
+    initialize(w, capabilities={"sampling": {}})
+    rid = send_call(w, "ask_model", {"question": "no?"})
+    outbound, _ = read_until(w, is_request("sampling/createMessage"))
+    answer(w, outbound, error={"code": -1, "message": "User rejected sampling request"})
+    response, _ = read_until(w, is_response(rid))
+    assert response["result"]["isError"] is True
+    assert "User rejected sampling request" in tool_text(response)
+
+
+def test_outbound_error_reply_unit():
+    """The same in process: a client callback raising JSONRPCError reaches the tool as a
+    JSONRPCError with the client's code and message."""
+    srv = server()
+    caught = {}
+
+    @srv.tool
+    def ask(ctx: Context) -> str:
+        try:
+            ctx.sample("hi")
+        except JSONRPCError as e:
+            caught["error"] = (e.code, e.message)
+            raise
+        return "unreachable"
+
+    def refuse(params):
+        raise JSONRPCError(-1, "nope")
+
+    with Client(srv, sampling=refuse, timeout=5) as client:
+        result = client.call_tool("ask")
+    assert caught["error"] == (-1, "nope")
+    assert result["isError"] is True and "nope" in result["content"][0]["text"]
+
+
+@pytest.mark.parametrize("tool,capability", [("ask_model", "sampling"), ("ask_user", "elicitation"),
+                                             ("roots", "roots")])
+def test_undeclared_client_capability_is_a_clear_error(spawn, tool, capability):
+    """L14/§10: the server MUST NOT send a request whose client capability was not declared;
+    the tool gets a clear exception, reported as an isError result naming the capability, and
+    nothing is sent to the client."""
+    w = spawn("everything.py")
+    others = {c: {} for c in ("sampling", "elicitation", "roots") if c != capability}
+    initialize(w, capabilities=others)
+    arguments = {"question": "q"} if tool == "ask_model" else {}
+    rid = send_call(w, tool, arguments)
+    response, before = read_until(w, is_response(rid))
+    assert before == []
+    assert response["result"]["isError"] is True
+    assert capability in tool_text(response)
+
+
+def test_no_outbound_request_before_initialized(spawn):
+    """L12: before notifications/initialized the server sends no requests (other than ping):
+    ctx.sample raises, naming notifications/initialized; nothing reaches the client."""
+    w = spawn("everything.py")
+    initialize(w, capabilities={"sampling": {}}, initialized=False)
+    rid = send_call(w, "ask_model", {"question": "early"})
+    response, before = read_until(w, is_response(rid))
+    assert before == []
+    assert response["result"]["isError"] is True
+    assert "initialized" in tool_text(response)
+    w.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    rid = send_call(w, "ask_model", {"question": "now"})
+    outbound, _ = read_until(w, is_request("sampling/createMessage"))
+    answer(w, outbound, SAMPLING_ANSWER)
+    assert tool_text(read_until(w, is_response(rid))[0]) == "4"
+
+
+@pytest.mark.parametrize("version,mode", [(V2025_11, "form"), (V2025_06, None)])
+def test_elicitation_form_mode_field_by_version(spawn, version, mode):
+    """§10 elicitation/create: `mode: "form"` exists only in 2025-11-25; a 2025-06-18 client
+    gets message + requestedSchema without `mode`. The accepted content reaches the tool."""
+    w = spawn("everything.py")
+    initialize(w, version, capabilities={"elicitation": {}})
+    rid = send_call(w, "ask_user")
+    outbound, _ = read_until(w, is_request("elicitation/create"))
+    params = outbound["params"]
+    assert params.get("mode") == mode and (("mode" in params) is (mode is not None))
+    assert params["message"] == "Your name?"
+    assert params["requestedSchema"]["properties"] == {"name": {"type": "string"}}
+    answer(w, outbound, {"action": "accept", "content": {"name": "Bob"}})
+    response, _ = read_until(w, is_response(rid))
+    assert response["result"]["isError"] is False
+    assert json.loads(tool_text(response)) == {"action": "accept", "content": {"name": "Bob"}}
+
+
+def test_elicitation_url_mode(spawn):
+    """§5.2/§10: URL mode only where the client declared elicitation.url: mode "url", the
+    url, a message and an elicitationId."""
+    w = spawn("live_protocol.py")
+    initialize(w, capabilities={"elicitation": {"url": {}, "form": {}}})
+    rid = send_call(w, "elicit_url", {"url": "https://example.com/login"})
+    outbound, _ = read_until(w, is_request("elicitation/create"))
+    params = outbound["params"]
+    assert params["mode"] == "url" and params["url"] == "https://example.com/login"
+    assert params["message"] == "Please sign in"
+    assert isinstance(params["elicitationId"], str) and params["elicitationId"]
+    answer(w, outbound, {"action": "accept"})
+    assert json.loads(tool_text(read_until(w, is_response(rid))[0])) == {"action": "accept"}
+
+
+@pytest.mark.parametrize("declared,tool,needle", [({}, "elicit_url", "url"),
+                                                  ({"form": {}}, "elicit_url", "url"),
+                                                  ({"url": {}}, "elicit_form", "form")])
+def test_elicitation_mode_not_declared(spawn, declared, tool, needle):
+    """§5.2: "The server MUST NOT use a mode the client did not declare" (`{}` means form
+    only): a clear isError, nothing sent."""
+    w = spawn("live_protocol.py")
+    initialize(w, capabilities={"elicitation": declared})
+    arguments = {"url": "https://example.com"} if tool == "elicit_url" else {}
+    rid = send_call(w, tool, arguments)
+    response, before = read_until(w, is_response(rid))
+    assert before == []
+    assert response["result"]["isError"] is True and needle in tool_text(response)
+
+
+def test_roots_cached_until_list_changed(spawn):
+    """§10 roots/list + §9 notifications/roots/list_changed: the first list_roots asks the
+    client, the next is served from the cache, list_changed invalidates it."""
+    w = spawn("everything.py")
+    initialize(w, capabilities={"roots": {"listChanged": True}})
+    first = [{"uri": "file:///one", "name": "one"}]
+    rid = send_call(w, "roots")
+    outbound, _ = read_until(w, is_request("roots/list"))
+    answer(w, outbound, {"roots": first})
+    response, _ = read_until(w, is_response(rid))
+    assert json.loads(tool_text(response)) == first
+    rid = send_call(w, "roots")
+    response, before = read_until(w, is_response(rid))
+    assert before == [] and json.loads(tool_text(response)) == first
+    w.send({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+    second = [{"uri": "file:///two"}]
+    rid = send_call(w, "roots")
+    again, _ = read_until(w, is_request("roots/list"))
+    assert again["id"] != outbound["id"]
+    answer(w, again, {"roots": second})
+    assert json.loads(tool_text(read_until(w, is_response(rid))[0])) == second
+
+
+def test_roots_list_changed_while_roots_list_pending(spawn):
+    """§9 notifications/roots/list_changed: a change announced while the server's roots/list
+    is still unanswered must not be lost: the next list_roots() asks the client again."""
+    w = spawn("everything.py")
+    initialize(w, capabilities={"roots": {"listChanged": True}})
+    rid = send_call(w, "roots")
+    outbound, _ = read_until(w, is_request("roots/list"))
+    w.send({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+    assert ping_ok(w) == []                    # the notification has been read
+    answer(w, outbound, {"roots": [{"uri": "file:///old"}]})
+    assert json.loads(tool_text(read_until(w, is_response(rid))[0])) == [{"uri": "file:///old"}]
+    rid = send_call(w, "roots")
+    first, _ = read_until(w, lambda m: is_request("roots/list")(m) or is_response(rid)(m))
+    assert is_request("roots/list")(first), f"served stale roots from the cache: {first}"
+    answer(w, first, {"roots": [{"uri": "file:///new"}]})
+    assert json.loads(tool_text(read_until(w, is_response(rid))[0])) == [{"uri": "file:///new"}]
+
+
+def test_roots_changed_hook_and_refetch_unit():
+    """notifications/roots/list_changed calls Server.roots_changed(session) and the next
+    ctx.list_roots() asks the client again."""
+    hooked = []
+
+    class Hooked(Server):
+        def roots_changed(self, session):
+            hooked.append(session)
+
+    srv = Hooked("unit", grace_period=1.0)
+    asked = []
+
+    @srv.tool
+    def where(ctx: Context) -> list:
+        return [r["uri"] for r in ctx.list_roots()]
+
+    def roots():
+        asked.append(1)
+        return [{"uri": f"file:///r{len(asked)}"}]
+
+    with Client(srv, roots=roots, timeout=5) as client:
+        assert client.call_tool("where")["content"][0]["text"] == '["file:///r1"]'
+        assert client.call_tool("where")["content"][0]["text"] == '["file:///r1"]'
+        assert len(asked) == 1
+        client.notify("notifications/roots/list_changed")
+        assert client.ping() == {}                 # the notification has been handled
+        assert len(hooked) == 1 and isinstance(hooked[0], mcp_min.Session)
+        assert client.call_tool("where")["content"][0]["text"] == '["file:///r2"]'
+        assert len(asked) == 2
+
+
+def test_sample_elicit_unit():
+    """ctx.sample and ctx.elicit through the in-process Client callbacks: the request params
+    the client sees, and the results the tool gets."""
+    srv = server()
+    seen = {}
+
+    @srv.tool
+    def both(ctx: Context) -> dict:
+        reply = ctx.sample([{"role": "user", "content": "hi"}], max_tokens=7, system_prompt="be brief",
+                           temperature=0.1)
+        form = ctx.elicit("Age?", {"type": "object", "properties": {"age": {"type": "integer"}}})
+        return {"model": reply["model"], "form": form}
+
+    def sampling(params):
+        seen["sampling"] = params
+        return SAMPLING_ANSWER
+
+    def elicitation(params):
+        seen["elicitation"] = params
+        return {"action": "decline"}
+
+    with Client(srv, sampling=sampling, elicitation=elicitation, timeout=5) as client:
+        result = client.call_tool("both")
+    assert result["structuredContent"] == {"model": "test-model", "form": {"action": "decline"}}
+    assert seen["sampling"]["messages"] == [{"role": "user", "content": {"type": "text", "text": "hi"}}]
+    assert seen["sampling"]["maxTokens"] == 7 and seen["sampling"]["systemPrompt"] == "be brief"
+    assert seen["sampling"]["temperature"] == 0.1
+    assert seen["elicitation"]["mode"] == "form" and seen["elicitation"]["message"] == "Age?"
+
+
+# ==========================================================================================
+# Lifespan shutdown ordering (§3 T8/T9, pain point #5)
+# ==========================================================================================
+
+def _start_slow_call(spawn, ms=400):
+    w = spawn("live_protocol.py")
+    initialize(w)
+    rid = send_call(w, "slow", {"ms": ms}, rid="inflight")
+    started, _ = read_until(w, is_notification("notifications/message"))
+    assert started["params"]["data"] == "started"
+    return w, rid
+
+
+def _check_drained_then_stopped(w, rid):
+    response, before = read_until(w, is_response(rid), timeout=5)
+    assert tool_text(response) == "slow done"
+    assert not any(m.get("params", {}).get("data") == "lifespan: stop" for m in before), \
+        "the lifespan shutdown half ran before the in-flight reply was written"
+    stop, _ = read_until(w, lambda m: m.get("params", {}).get("data") == "lifespan: stop")
+    assert stop["params"]["logger"] == "lifespan"
+    code = w.wait(5)
+    assert w.stderr.count("live lifespan: start") == 1
+    assert w.stderr.count("live lifespan: stop") == 1
+    assert "Traceback" not in w.stderr, w.stderr
+    return code
+
+
+def test_lifespan_shutdown_after_in_flight_reply_on_eof(spawn):
+    """T9 + lifespan: on stdin EOF the in-flight call finishes and its reply is written, then
+    the shutdown half runs (its mark is the next line on the wire), then exit 0."""
+    w, rid = _start_slow_call(spawn)
+    w.close_stdin()
+    assert _check_drained_then_stopped(w, rid) == 0
+
+
+def test_lifespan_shutdown_after_in_flight_reply_on_sigterm(spawn):
+    """T8 + lifespan: SIGTERM stops reading, drains the in-flight call (reply written), then
+    runs the shutdown half, then exits cleanly."""
+    w, rid = _start_slow_call(spawn)
+    w.proc.send_signal(signal.SIGTERM)
+    assert _check_drained_then_stopped(w, rid) == 0
+
+
+def test_lifespan_shutdown_after_in_flight_reply_on_ctrl_c(spawn):
+    """Pain point #5: the first Ctrl+C (SIGINT) drains the in-flight call, runs the shutdown
+    half and exits (not killed by the signal, no traceback)."""
+    w, rid = _start_slow_call(spawn)
+    w.proc.send_signal(signal.SIGINT)
+    code = _check_drained_then_stopped(w, rid)
+    assert code >= 0, "killed by the signal instead of shutting down"
+
+
+def test_eof_with_an_outbound_request_pending_ends_promptly(spawn):
+    """T9 + §10: at stdin EOF no answer can come back; a tool waiting on sampling fails at
+    once (its isError reply is still written) and the server exits without waiting for the
+    request timeout (60 s here)."""
+    w = spawn("everything.py")
+    initialize(w, capabilities={"sampling": {}})
+    rid = send_call(w, "ask_model", {"question": "anyone?"})
+    read_until(w, is_request("sampling/createMessage"))
+    start = time.monotonic()
+    w.close_stdin()
+    response, _ = read_until(w, is_response(rid), timeout=5)
+    assert response["result"]["isError"] is True
+    assert w.wait(5) == 0
+    assert time.monotonic() - start < 3
+
+
+def test_everything_lifespan_runs_once(spawn):
+    """The lifespan is entered once per process however many calls come, and its shutdown
+    half runs at EOF."""
+    w = spawn("everything.py")
+    initialize(w)
+    for _ in range(3):
+        rid = send_call(w, "lifespan_value")
+        assert tool_text(read_until(w, is_response(rid))[0]) == "true"
+    w.close_stdin()
+    assert w.wait(5) == 0
+    assert w.stderr.count("lifespan: start") == 1 and w.stderr.count("lifespan: stop") == 1
+    assert w.stderr.index("lifespan: start") < w.stderr.index("lifespan: stop")
