@@ -48,13 +48,21 @@ from __future__ import annotations
 
 import _thread
 import binascii
+import collections.abc
+import contextlib
+import enum
 import json
+import operator
+import re
 import os
 import sys
 import threading
 import time
+import types
+import typing
 from itertools import count
 from queue import SimpleQueue
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 # Startup time matters (clients spawn servers often), so modules that take milliseconds
 # to import (logging, re, typing, inspect, signal, asyncio, ...) are imported where used.
@@ -233,25 +241,24 @@ def read_lines(rfile, max_bytes):
     whole: it is read past in pieces and yielded as a LineTooLong."""
     readline = rfile.readline
     while True:
-        line = readline(max_bytes + 1)
+        line = readline(max_bytes + 2)        # room for the longest line plus CR LF
         if not line:
             return
+        complete = line[-1:] == b"\n" or len(line) < max_bytes + 2     # or ends at EOF
         if line[-1:] == b"\n":
             line = line[:-1]
-        elif len(line) > max_bytes:
-            head, tail, size = line[:512], line[-512:], len(line)
-            while True:
-                piece = readline(1 << 20)
-                size += len(piece)
-                if piece:
-                    tail = (tail + piece)[-512:]
-                if not piece or piece[-1:] == b"\n":
-                    break
-            yield LineTooLong(size, head, tail.rstrip(b"\r\n"))
-            continue
         if line[-1:] == b"\r":
             line = line[:-1]
-        yield line
+        if len(line) <= max_bytes:
+            yield line
+            continue
+        head, tail, size = line[:512], line[-512:], len(line)
+        while not complete:
+            piece = readline(1 << 20)
+            size += len(piece)
+            tail = (tail + piece)[-512:]
+            complete = not piece or piece[-1:] == b"\n"
+        yield LineTooLong(size, head, tail.rstrip(b"\r\n"))
 
 
 def valid_id(value):
@@ -291,7 +298,8 @@ def classify(message):
                                'Invalid Request: "id" must be a string or an integer (not null, '
                                'a boolean, a float or an object)')
         return "request"
-    if "id" in message and (("result" in message) != ("error" in message)):
+    if ("result" in message) != ("error" in message) and (
+            valid_id(rid) or "error" in message and rid is None):   # an error may lack the id (G7)
         return "response"
     raise JSONRPCError(INVALID_REQUEST,
                        'Invalid Request: expected "method" (a request or notification), or '
@@ -480,9 +488,10 @@ class Peer:
             batch.skip()
 
     def handle_response(self, message):
-        slot = self.pending.pop(message["id"], None) if valid_id(message["id"]) else None
+        rid = message.get("id")
+        slot = self.pending.pop(rid, None) if valid_id(rid) else None
         if slot is None:
-            log.debug("ignored a response to no pending request: id %r", message.get("id"))
+            log.debug("ignored a response to no pending request: id %r", rid)
         elif "error" in message:
             error = message["error"]
             slot.resolve(error=error if isinstance(error, dict) else {"message": str(error)})
@@ -531,80 +540,777 @@ class Batch:
 # ============================================================================================
 # Schemas
 # ============================================================================================
-# (placeholder section: replaced by the full inference and validator)
+#
+# Python annotations -> JSON Schema 2020-12 (J1), and a validator for it. The costly work
+# happens once, when a handler is registered: annotations are resolved and translated,
+# the schema is compiled into nested closures, and a converter is built for each parameter
+# that needs one. A call then costs one validation walk plus the conversions it needs.
+#
+# - dataclass, TypedDict and Enum classes go into "$defs" under their class name and are
+#   used through {"$ref": "#/$defs/Name"}: one rule, and it terminates on recursive classes.
+# - datetime / date are strings with "format": "date-time" / "date", parsed back.
+# - bytes is refused: JSON has no binary type; a tool can take a base64 str.
+# - *args and positional-only parameters are refused (JSON arguments are named);
+#   **kwargs: T admits extra properties of type T. No annotation accepts any JSON value.
+# - Keywords the validator knows: type, enum, const, minimum, maximum, exclusiveMinimum,
+#   exclusiveMaximum, multipleOf, minLength, maxLength, pattern, minItems, maxItems,
+#   uniqueItems, prefixItems, items, required, properties, additionalProperties, allOf,
+#   anyOf, oneOf, not, and $ref within the document. Others (format, if, contains, ...)
+#   are annotations to it, as the spec allows.
 
 class SchemaError(TypeError):
-    """An annotation that cannot become a JSON Schema (raised at decoration time)."""
+    """A handler's annotations or schema can't become a usable JSON Schema.
+    Raised when the handler is registered, never while a call is served."""
+
+
+@contextlib.contextmanager
+def _blame(where):
+    """Put `where` in front of a SchemaError raised inside: "f: parameter 'x': ..."."""
+    try:
+        yield
+    except SchemaError as e:
+        raise SchemaError(f"{where}: {e}") from None
+
+
+_NOTHING = object()         # "no default" / "no annotation" (None is a real value for both)
+_REQUIRED = getattr(typing, "Required", object())       # Python 3.11+; a sentinel that never matches
+_NOT_REQUIRED = getattr(typing, "NotRequired", object())
+_SIMPLE = {int: "integer", float: "number", str: "string", bool: "boolean", type(None): "null"}
+_DATES = {"datetime": "date-time", "date": "date"}      # classes of the datetime module -> format
+_UNIONS = (Union, types.UnionType)
+_ARRAYS = (list, collections.abc.Sequence, set, frozenset)
+_OBJECTS = (dict, collections.abc.Mapping)
+
+# --- docstrings ------------------------------------------------------------
+
+_SECTION = re.compile(r"[A-Z][A-Za-z ]*:")              # "Args:", "Keyword Args:", "Returns:"
+_PARAM_SECTIONS = {"Args", "Arguments", "Parameters", "Params", "Keyword Args", "Keyword Arguments",
+                   "Other Parameters", "Attributes"}    # Attributes: the fields of a dataclass
+_GOOGLE_ITEM = re.compile(r"\**(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)")         # "name (type): text"
+_SPHINX_ITEM = re.compile(r":(?:param|parameter|arg|argument|key|keyword)\s+(?:[^:]*\s)?\**(\w+)\s*:\s*(.*)")
 
 
 def parse_docstring(doc):
-    if not doc:
-        return None, {}
+    """Docstring -> (first paragraph, {parameter: description}), the latter from Google-style
+    `Args:` sections and Sphinx `:param [type] name:` fields.  Whitespace is normalised."""
     import inspect
-    first = inspect.cleandoc(doc).split("\n\n")[0]
-    return " ".join(first.split()), {}
+    lines = inspect.cleandoc(doc or "").splitlines()
+    summary = []
+    for line in lines:              # the first paragraph ends at a blank line, a section or a field
+        if not line.strip() or _SECTION.fullmatch(line) or line.startswith(":"):
+            break
+        summary.append(line)
+    params, current, indent, section = {}, None, 0, None
+    for line in lines[len(summary):]:
+        text, depth = line.strip(), len(line) - len(line.lstrip())
+        if current and text and depth > indent:         # continues the current item
+            params[current].append(text)
+            continue
+        current = None
+        if depth == 0 and _SECTION.fullmatch(text):
+            section = text[:-1]
+        elif m := _SPHINX_ITEM.match(text) or (section in _PARAM_SECTIONS and _GOOGLE_ITEM.fullmatch(text)):
+            current, indent, params[m[1]] = m[1], depth, [m[2]]
+    description = " ".join(" ".join(summary).split()) or None
+    return description, {name: " ".join(" ".join(parts).split()) for name, parts in params.items()}
 
 
-_SIMPLE = {int: {"type": "integer"}, float: {"type": "number"}, str: {"type": "string"},
-           bool: {"type": "boolean"}, dict: {"type": "object"}, list: {"type": "array"}}
+def _class_doc(cls):
+    """A class's own docstring, not the one dataclass makes up ("Point(x: int)") or Enum's."""
+    doc = cls.__dict__.get("__doc__")
+    return doc if doc and not doc.startswith(cls.__name__ + "(") and doc != "An enumeration." else None
+
+
+# --- JSON values -----------------------------------------------------------
+
+_JSON_TYPES = [(type(None), "null"), (bool, "boolean"), (int, "integer"), (float, "number"),
+               (str, "string"), (list, "array"), (dict, "object")]     # bool before int: it is one
+
+
+def _jtype(v):
+    return next((name for cls, name in _JSON_TYPES if isinstance(v, cls)), type(v).__name__)
+
+
+def _is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)     # booleans are not numbers
+
+
+def _key(v):
+    """A hashable stand-in with JSON equality: 1 equals 1.0, True does not equal 1,
+    and arrays and objects compare item by item."""
+    if _is_number(v):
+        return (float, v)
+    if isinstance(v, (list, tuple)):
+        return (list, tuple(map(_key, v)))
+    if isinstance(v, dict):
+        return (dict, frozenset((k, _key(x)) for k, x in v.items()))
+    return (type(v), v)             # str, bool, None: equal only to themselves
+
+
+def _show(v, limit=60):
+    text = json.dumps(v, ensure_ascii=False, default=repr)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _dump(value):
+    """Python value -> JSON value: dataclasses field by field, Enums by value, tuples and sets
+    as lists, dates as ISO strings.  Anything else is left for json.dumps to judge."""
+    if isinstance(value, enum.Enum):
+        return _dump(value.value)
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    if isinstance(value, dict):
+        return {k.value if isinstance(k, enum.Enum) else k: _dump(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_dump(v) for v in value]
+    if hasattr(type(value), "__dataclass_fields__"):
+        import dataclasses
+        return {f.name: _dump(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+def _jsonable(value):
+    """`value` as JSON, or _NOTHING when it has none (such a default is just not advertised)."""
+    try:
+        value = _dump(value)
+        json.dumps(value, allow_nan=False)
+        return value
+    except (TypeError, ValueError):
+        return _NOTHING
+
+
+# --- annotations -> schemas and converters ---------------------------------
+
+def _is_dataclass(tp):
+    return isinstance(tp, type) and hasattr(tp, "__dataclass_fields__")     # as dataclasses.is_dataclass
+
+
+def _is_date(tp):
+    return isinstance(tp, type) and tp.__module__ == "datetime" and tp.__name__ in _DATES
+
+
+def _name(tp):
+    return tp.__qualname__ if isinstance(tp, type) else repr(tp).replace("typing.", "")
+
+
+def _choices(values):
+    """Schema for a fixed set of JSON scalars (Literal, Enum), typed so clients can show them."""
+    kinds = list(dict.fromkeys(map(_jtype, values)))
+    if not set(kinds) <= {"null", "boolean", "integer", "number", "string"}:
+        raise SchemaError(f"the values {values!r} are not all JSON strings, numbers, booleans or null")
+    return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": values}
+
+
+def _object(props, required, description=None):
+    schema = {"type": "object", "description": description, "properties": props,
+              "required": required, "additionalProperties": False}
+    return {k: v for k, v in schema.items() if v or k in ("properties", "additionalProperties")}
+
+
+def _to_int(v):
+    return int(v) if isinstance(v, float) else v        # validated, so an integer-valued float
+
+
+def _same(v):
+    return v
+
+
+def _iso_parser(cls):
+    def parse(v):
+        try:                # Python 3.10's fromisoformat does not read a "Z" suffix
+            return cls.fromisoformat(v[:-1] + "+00:00" if v.endswith("Z") and cls.__name__ == "datetime" else v)
+        except ValueError:
+            raise ValueError(f"expected an ISO 8601 {_DATES[cls.__name__]} string, got {_show(v)}") from None
+    return parse
+
+
+class _Types:
+    """Translates annotations into schemas and converters, sharing one `defs` dict."""
+
+    def __init__(self, defs):
+        self.defs, self.owners, self.refs, self.fields_of, self.converters = defs, {}, {}, {}, {}
+
+    def schema(self, tp):
+        """Annotation -> a fresh schema dict (the caller may add keys to it)."""
+        origin, args = get_origin(tp) or tp, get_args(tp)
+        if origin is Annotated:     # Annotated[T, "description"] or Annotated[T, {schema keywords}]
+            schema = self.schema(args[0])
+            for extra in args[1:]:
+                if isinstance(extra, str):
+                    schema["description"] = extra
+                elif isinstance(extra, dict):
+                    schema.update(extra)
+            return schema
+        if tp in (Any, object):
+            return {}
+        if tp is None or tp in _SIMPLE:
+            return {"type": _SIMPLE[type(None) if tp is None else tp]}
+        if hasattr(tp, "__supertype__"):                 # typing.NewType
+            return self.schema(tp.__supertype__)
+        if _is_date(tp):
+            return {"type": "string", "format": _DATES[tp.__name__]}
+        if isinstance(tp, type) and (issubclass(tp, enum.Enum) or _is_dataclass(tp) or typing.is_typeddict(tp)):
+            return self._named(tp)
+        if origin is Literal:
+            schema = _choices([_dump(v) for v in args])
+            if len(args) == 1:
+                schema["const"] = schema.pop("enum")[0]
+            return schema
+        if origin in _UNIONS:
+            return {"anyOf": [self.schema(arg) for arg in args]}
+        if origin is tuple and args and args[-1] is not ...:
+            return {"type": "array", "prefixItems": [self.schema(arg) for arg in args],
+                    "items": False, "minItems": len(args), "maxItems": len(args)}
+        if origin is tuple or origin in _ARRAYS:
+            schema = {"type": "array"}
+            if args:
+                schema["items"] = self.schema(args[0])
+            if origin in (set, frozenset):
+                schema["uniqueItems"] = True
+            return schema
+        if origin in _OBJECTS:
+            if args and args[0] not in (str, Any):
+                raise SchemaError(f"{_name(tp)} is not supported: JSON object keys are strings")
+            return {"type": "object", "additionalProperties": self.schema(args[1])} if args else {"type": "object"}
+        if tp in (bytes, bytearray):
+            raise SchemaError("bytes is not supported: JSON has no binary type; take a base64 str")
+        raise SchemaError(f"the annotation {_name(tp)} is not supported")
+
+    def _named(self, cls):
+        """A $ref to `cls`, whose schema goes into defs the first time."""
+        name = cls.__name__
+        if self.owners.setdefault(name, cls) is not cls:
+            raise SchemaError(f"two classes are named {name!r}: {_name(self.owners[name])} and {_name(cls)}")
+        if name not in self.defs:
+            self.defs[name] = {}    # a placeholder first, so that a class containing itself terminates
+            self.defs[name].update(self._class_schema(cls))
+        self.refs[name] = self.refs.get(name, 0) + 1
+        return {"$ref": f"#/$defs/{name}"}
+
+    def _class_schema(self, cls):
+        description, docs = parse_docstring(_class_doc(cls))
+        if issubclass(cls, enum.Enum):
+            schema = _choices([_dump(member.value) for member in cls])
+            return {"description": description, **schema} if description else schema
+        props, required = {}, []
+        for name, hint, is_required, default, _ in self.fields(cls):
+            with _blame(f"field {name!r} of {cls.__name__}"):
+                props[name] = self.prop(hint, docs.get(name), default)
+            if is_required:
+                required.append(name)
+        return _object(props, required, description)
+
+    def prop(self, hint, description, default):
+        """Schema of a parameter or field; a description from Annotated beats the docstring's."""
+        schema = {} if hint is _NOTHING else self.schema(hint)
+        if description:
+            schema.setdefault("description", description)
+        if default is not _NOTHING and (value := _jsonable(default)) is not _NOTHING:
+            schema["default"] = value
+        return schema
+
+    def fields(self, cls):
+        """[(name, annotation, required, default, init)] of a dataclass or TypedDict, worked out once."""
+        if cls not in self.fields_of:
+            try:
+                hints = typing.get_type_hints(cls, include_extras=True)
+            except Exception as e:
+                raise SchemaError(f"cannot resolve the annotations of {cls.__name__}: {e}") from None
+            if _is_dataclass(cls):
+                import dataclasses
+                no = dataclasses.MISSING
+                self.fields_of[cls] = [
+                    (f.name, hints[f.name], f.init and f.default is no and f.default_factory is no,
+                     _NOTHING if f.default is no else f.default, f.init) for f in dataclasses.fields(cls)]
+            else:
+                self.fields_of[cls] = fields = []
+                for name, hint in hints.items():
+                    required = name in cls.__required_keys__    # an explicit (Not)Required wins: with
+                    if get_origin(hint) in (_REQUIRED, _NOT_REQUIRED):      # string annotations,
+                        required, hint = get_origin(hint) is _REQUIRED, get_args(hint)[0]  # 3.11 misses it
+                    fields.append((name, hint, required, _NOTHING, True))
+        return self.fields_of[cls]
+
+    def root(self, schema):
+        """`schema` as a whole document: a top-level class written out in place, $defs attached."""
+        if schema.get("$ref", "").startswith("#/$defs/"):
+            name = schema["$ref"][len("#/$defs/"):]
+            schema = {**self.defs[name], **{k: v for k, v in schema.items() if k != "$ref"}}
+            self.refs[name] -= 1
+            if not self.refs[name]:             # no other reference left
+                del self.defs[name]
+        return {**schema, "$defs": self.defs} if self.defs else schema
+
+    def converter(self, tp, compiler):
+        """A function from a *validated* JSON value to what `tp` asks for; None if the JSON value will do."""
+        origin, args = get_origin(tp) or tp, get_args(tp)
+        if origin is Annotated:
+            return self.converter(args[0], compiler)
+        if hasattr(tp, "__supertype__"):
+            return self.converter(tp.__supertype__, compiler)
+        if tp is int:
+            return _to_int
+        if _is_date(tp):
+            return _iso_parser(tp)
+        if isinstance(tp, type) and issubclass(tp, enum.Enum):
+            return tp                                   # Color("red") is Color.RED
+        if _is_dataclass(tp) or typing.is_typeddict(tp):
+            return self._class_converter(tp, compiler)
+        if origin is Literal:                           # the literal itself: 1.0 -> 1, "red" -> Color.RED
+            table = {_key(_dump(v)): v for v in args}
+            return lambda v: table[_key(v)]
+        if origin in _UNIONS:
+            return self._union_converter(args, compiler)
+        if origin is tuple and args and args[-1] is not ...:
+            items = [self.converter(arg, compiler) or _same for arg in args]
+            return lambda v: tuple(convert(x) for convert, x in zip(items, v))
+        item = args and self.converter(args[-1] if origin in _OBJECTS else args[0], compiler)
+        if origin in (tuple, set, frozenset):
+            return lambda v: origin(map(item, v)) if item else origin(v)
+        if item and origin in _OBJECTS:
+            return lambda v: {k: item(x) for k, x in v.items()}
+        if item and origin in _ARRAYS:
+            return lambda v: [item(x) for x in v]
+        return None
+
+    def _class_converter(self, cls, compiler):
+        if cls not in self.converters:
+            fields, accepted = {}, {name for name, *_, init in self.fields(cls) if init}
+
+            def convert(v):
+                return cls(**{k: fields[k](x) if k in fields else x for k, x in v.items() if k in accepted})
+            self.converters[cls] = convert      # before the fields are done: a class may contain itself
+            for name, hint, *_ in self.fields(cls):
+                if field := self.converter(hint, compiler):
+                    fields[name] = field
+        return self.converters[cls]
+
+    def _union_converter(self, args, compiler):
+        """Convert as the first alternative the value is valid for (the one anyOf accepted)."""
+        arms = [(compiler.compile(self.schema(arg)), self.converter(arg, compiler)) for arg in args]
+        if not any(convert for _, convert in arms):
+            return None
+
+        def convert(v):
+            for check, arm in arms:
+                if not _problems(check, v, ""):
+                    return arm(v) if arm else v
+            return v
+        return convert
 
 
 def type_schema(tp, defs=None):
-    import typing
-    if tp in _SIMPLE:
-        return dict(_SIMPLE[tp])
-    if tp is typing.Any:
-        return {}
-    raise SchemaError(f"unsupported annotation {tp!r}")
+    """Python type hint -> JSON Schema.  Classes go into `defs` and are referenced with $ref;
+    without `defs` the result is a whole schema (with "$defs" when it needs them)."""
+    if defs is not None:
+        return _Types(defs).schema(tp)
+    translator = _Types({})
+    return translator.root(translator.schema(tp))
 
 
-def compile_schema(schema):
-    def check(value):
-        return []
-    return check
+def _is_content(tp, content_types):
+    """Does a return annotation name content blocks (or a list or union of them)?"""
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is Annotated:
+        return _is_content(args[0], content_types)
+    if origin in _UNIONS or origin in _ARRAYS:
+        return bool(args) and all(a is type(None) or _is_content(a, content_types) for a in args)
+    return bool(content_types) and isinstance(tp, type) and issubclass(tp, tuple(content_types))
 
+
+# --- the handler signature -------------------------------------------------
 
 class Signature:
+    """What mcp_min needs to know about a handler, worked out once when it is registered:
+    .description, .input_schema, .output_schema, .wrap_output, .context_param,
+    .bind(arguments) -> (kwargs, problems) and .dump_output(value).
+    A parameter annotated `context_type` (or a string naming it) is left out of the schema.
+    A return annotation naming `content_types` (or a list or union of them) gets no output
+    schema, and neither does any with structured=False; input_schema / output_schema, when
+    given, are used exactly as they are."""
+
     def __init__(self, fn, *, context_type=None, description=None, param_descriptions=None,
                  input_schema=None, output_schema=None, structured=None, content_types=()):
         import inspect
-        import typing
-        hints = typing.get_type_hints(fn)
-        doc, params = parse_docstring(fn.__doc__)
-        self.description = description or doc
-        self.context_param = None
-        props, required = {}, []
-        for name, p in inspect.signature(fn).parameters.items():
-            tp = hints.get(name, int)
-            if context_type is not None and tp is context_type:
-                self.context_param = name
+        self.fn, self.context_param, self.wrap_output = fn, None, False
+        self._where = getattr(fn, "__qualname__", None) or repr(fn)
+        self._globals = getattr(inspect.unwrap(fn), "__globals__", {})
+        doc, doc_params = parse_docstring(getattr(fn, "__doc__", None))
+        self.description = doc if description is None else description
+        sig = inspect.signature(fn)
+        params, rest = {}, _NOTHING         # name -> (annotation, default); the **kwargs annotation
+        for p in sig.parameters.values():
+            named = p.annotation.split(".")[-1] if isinstance(p.annotation, str) else None
+            if context_type and named == context_type.__name__:
+                self.context_param = p.name     # "Context" / "mcp_min.Context" need not be importable
                 continue
-            props[name] = type_schema(tp)
-            if p.default is p.empty:
-                required.append(name)
-        self.input_schema = input_schema or {"type": "object", "properties": props,
-                                             "required": required, "additionalProperties": False}
-        self.wrap_output = False
-        ret = hints.get("return")
-        if output_schema is not None:
-            self.output_schema = output_schema
-        elif structured is False or ret is None or ret is type(None) or ret in content_types:
-            self.output_schema = None
-        elif ret is dict:
-            self.output_schema = {"type": "object"}
-        else:
             try:
-                self.output_schema = {"type": "object", "properties": {"result": type_schema(ret)},
-                                      "required": ["result"]}
-                self.wrap_output = True
+                hint = self._resolve(p.name, p.annotation, f"parameter {p.name!r}")
             except SchemaError:
-                self.output_schema = None
+                if input_schema is None:
+                    raise
+                hint = _NOTHING                 # a hand-written schema does without it
+            if context_type and isinstance(hint, type) and issubclass(hint, context_type):
+                self.context_param = p.name
+            elif p.kind in (p.VAR_POSITIONAL, p.POSITIONAL_ONLY):
+                raise SchemaError(f"{self._where}: parameter {p.name!r} can't be passed by name, and "
+                                  f"JSON arguments are named: *args and positional-only are not supported")
+            elif p.kind is p.VAR_KEYWORD:
+                rest = Any if hint is _NOTHING else hint
+            else:
+                params[p.name] = (hint, _NOTHING if p.default is p.empty else p.default)
+
+        self._converters, self._rest_converter = {}, None
+        if input_schema is None:
+            input_schema = self._input_schema(params, rest, doc_params, param_descriptions or {})
+        self.input_schema = input_schema        # a hand-written one exactly as given ($schema, $defs, ...)
+        with _blame(f"{self._where}: input schema"):
+            self._validate, kinds_of = compile_schema(input_schema), _Compiler(input_schema).types_of
+        # Claude Desktop sends object and array arguments as JSON text: these may need parsing.
+        self._coerce = [(name, kinds) for name, sub in input_schema.get("properties", {}).items()
+                        if (kinds := kinds_of(sub)) and "string" not in kinds and {"object", "array"} & set(kinds)]
+
+        self.output_schema = output_schema
+        if output_schema is None and structured is not False:
+            ret = self._resolve("return", sig.return_annotation, "the return value")
+            # A str is text content already: wrapping it would double every payload.
+            if ret not in (_NOTHING, None, type(None), str) and not _is_content(ret, content_types):
+                self.output_schema = self._output_schema(ret)
+
+    def _resolve(self, name, annotation, label):
+        """Evaluate a (possibly postponed: a string) annotation in the function's module."""
+        import inspect          # already loaded by __init__
+        if annotation is inspect.Parameter.empty:
+            return _NOTHING
+        try:
+            holder = types.SimpleNamespace(__annotations__={name: annotation})
+            return typing.get_type_hints(holder, self._globals, include_extras=True)[name]
+        except Exception as e:          # NameError for a missing name, SyntaxError, TypeError, ...
+            problem = f"cannot resolve the annotation {annotation!r} of {label}: {e}"
+        raise SchemaError(f"{self._where}: {problem}")
+
+    def _input_schema(self, params, rest, docs, explicit):
+        translator, props, required = _Types({}), {}, []
+        for name, (hint, default) in params.items():
+            with _blame(f"{self._where}: parameter {name!r}"):
+                props[name] = translator.prop(hint, docs.get(name), default)
+            if name in explicit:
+                props[name]["description"] = explicit[name]
+            if default is _NOTHING:
+                required.append(name)
+        schema = _object(props, required)
+        if rest is not _NOTHING:
+            with _blame(f"{self._where}: **kwargs"):
+                schema["additionalProperties"] = translator.schema(rest)
+        if translator.defs:
+            schema["$defs"] = translator.defs
+        compiler = _Compiler(schema)
+        self._converters = {name: convert for name, (hint, _) in params.items()   # (none for _NOTHING)
+                            if (convert := translator.converter(hint, compiler))}
+        self._rest_converter = translator.converter(rest, compiler)
+        return schema
+
+    def _output_schema(self, ret):
+        translator = _Types({})
+        with _blame(f"{self._where}: return annotation (structured=False skips it)"):
+            schema = translator.root(translator.schema(ret))
+        if schema.get("type") == "object":
+            return schema
+        self.wrap_output = True             # MCP wants an object: {"result": value}
+        defs = schema.pop("$defs", None)
+        wrapper = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
+        return {**wrapper, "$defs": defs} if defs else wrapper
 
     def bind(self, arguments):
-        return dict(arguments), []
+        """tools/call arguments -> (keyword arguments for the function, problems).
+        If there are problems, don't call the function: report them all."""
+        args = {} if arguments is None else arguments
+        if not isinstance(args, dict):
+            return {}, [f"Expected the arguments to be an object, got {_got(args)}"]
+        for name, kinds in self._coerce:
+            if isinstance(args.get(name), str):
+                try:
+                    parsed = json.loads(args[name])
+                except ValueError:
+                    continue                    # validation will say what is wrong with it
+                if isinstance(parsed, (dict, list)) and _jtype(parsed) in kinds:
+                    args = {**args, name: parsed}   # a copy: the caller's dict stays as it was
+        problems = self._validate(args)
+        if problems:
+            return {}, problems
+        kwargs = {}
+        for name, value in args.items():
+            convert = self._converters.get(name, self._rest_converter)
+            try:
+                kwargs[name] = convert(value) if convert else value
+            except (ValueError, TypeError) as e:    # a date that isn't one, a __post_init__ that says no
+                problems.append(f"{name}: {e}")
+        return kwargs, problems
 
     def dump_output(self, value):
+        """Return value -> structuredContent, wrapped as {"result": ...} if the schema says so."""
+        value = _dump(value)
         return {"result": value} if self.wrap_output else value
+
+
+# --- the validator ---------------------------------------------------------
+# compile_schema turns a schema into nested closures check(value, path, problems)
+# once; validating is then calling them.  A problem reads "path: what, got what".
+
+def _anything(v):
+    return True
+
+
+_IS = {
+    "null": lambda v: v is None,
+    "boolean": lambda v: isinstance(v, bool),
+    "integer": lambda v: _is_number(v) and (isinstance(v, int) or v.is_integer()),   # 1.0 is an integer
+    "number": _is_number,
+    "string": lambda v: isinstance(v, str),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+}
+
+_BOUNDS = [  # keyword, applies to, measure (None: the value), passes, message
+    ("minimum", _is_number, None, operator.ge, "must be >= {}"),
+    ("maximum", _is_number, None, operator.le, "must be <= {}"),
+    ("exclusiveMinimum", _is_number, None, operator.gt, "must be > {}"),
+    ("exclusiveMaximum", _is_number, None, operator.lt, "must be < {}"),
+    ("minLength", _IS["string"], len, operator.ge, "must be at least {} characters long"),  # code points
+    ("maxLength", _IS["string"], len, operator.le, "must be at most {} characters long"),
+    ("minItems", _IS["array"], len, operator.ge, "must have at least {} items"),
+    ("maxItems", _IS["array"], len, operator.le, "must have at most {} items"),
+    ("minProperties", _IS["object"], len, operator.ge, "must have at least {} properties"),
+    ("maxProperties", _IS["object"], len, operator.le, "must have at most {} properties"),
+]
+
+
+def _got(v):
+    return "null" if v is None else f"{_jtype(v)} {_show(v)}"
+
+
+def _msg(path, text):
+    return f"{path}: {text}" if path else text[0].upper() + text[1:]
+
+
+def _join(path, key):
+    return f"{path}.{key}" if path else key
+
+
+def _either(names):
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _problems(check, v, path):
+    out = []
+    if check:
+        check(v, path, out)
+    return out
+
+
+def _regex(pattern):
+    try:        # Python's re, as the `jsonschema` package uses; ECMA-only syntax is refused up front
+        return re.compile(pattern)
+    except (re.error, TypeError) as e:
+        raise SchemaError(f"invalid pattern {pattern!r}: {e}") from None
+
+
+def _is_multiple(v, m):
+    if isinstance(v, int) and isinstance(m, int):
+        return v % m == 0
+    from fractions import Fraction      # exact, on the decimals as written: 19.99 / 0.01
+    try:
+        return Fraction(repr(v)) % Fraction(repr(m)) == 0
+    except (ValueError, OverflowError):     # inf, nan
+        return False
+
+
+def _rule(applies, passes, arg, text, measure=None):
+    """A check that passes(measure(value), arg) holds, for the values it applies to."""
+    def rule(v, path, out):
+        if applies(v):
+            got = measure(v) if measure else v
+            if not passes(got, arg):
+                out.append(_msg(path, f"{text}, got {_show(got)}"))
+    return rule
+
+
+def _explain(v, path, arms, results):
+    """Why no alternative of anyOf/oneOf matched, in one useful account: the problems of the
+    alternative meant for this kind of value, else the kinds of value that were expected."""
+    fitting = [r for (_, kinds), r in zip(arms, results) if kinds is None or any(_IS[k](v) for k in kinds)]
+    if fitting:
+        return min(fitting, key=len)
+    kinds = list(dict.fromkeys(k for _, ks in arms for k in ks))
+    return [_msg(path, f"expected {_either(kinds)}, got {_got(v)}")]
+
+
+class _Compiler:
+    """Compiles schemas into check functions; $refs resolve against `root`."""
+
+    def __init__(self, root):
+        self.root, self.refs = root, {}
+        dialect = root.get("$schema", "") if isinstance(root, dict) else ""
+        if dialect and not any(d in dialect for d in ("2020-12", "2019-09", "draft-07", "draft-06")):
+            raise SchemaError(f"unsupported JSON Schema dialect {dialect!r}; use 2020-12 or draft-07")
+
+    def compile(self, s):
+        """Schema -> check(value, path, problems), or None when the schema accepts anything."""
+        if s is True or s == {}:
+            return None
+        if s is False:
+            return _rule(_anything, lambda v, _: False, None, "not allowed")
+        if not isinstance(s, dict):
+            raise SchemaError(f"a schema must be an object or a boolean, not {_show(s)}")
+        checks = [self.ref(s["$ref"])] if "$ref" in s else []
+        for keyword, applies, measure, passes, text in _BOUNDS:
+            if keyword in s:
+                if not _is_number(s[keyword]):
+                    raise SchemaError(f"{keyword} must be a number, not {_show(s[keyword])}")
+                checks.append(_rule(applies, passes, s[keyword], text.format(_show(s[keyword])), measure))
+        if "enum" in s:
+            checks.append(_rule(_anything, lambda v, keys: _key(v) in keys, {_key(x) for x in s["enum"]},
+                                "must be one of " + ", ".join(map(_show, s["enum"]))))
+        if "const" in s:
+            checks.append(_rule(_anything, lambda v, key: _key(v) == key, _key(s["const"]),
+                                f"must be {_show(s['const'])}"))
+        if "multipleOf" in s:
+            checks.append(_rule(_is_number, _is_multiple, s["multipleOf"],
+                                f"must be a multiple of {_show(s['multipleOf'])}"))
+        if "pattern" in s:
+            checks.append(_rule(_IS["string"], lambda v, rx: rx.search(v), _regex(s["pattern"]),
+                                f"must match the pattern {s['pattern']}"))
+        if s.get("uniqueItems") is True:
+            checks.append(_rule(_IS["array"], lambda v, _: len({_key(x) for x in v}) == len(v), None,
+                                "must not contain duplicates"))
+        if any(k in s for k in ("required", "properties", "patternProperties", "additionalProperties")):
+            checks.append(self._object(s))
+        if "prefixItems" in s or "items" in s:
+            checks.append(self._array(s))
+        checks += [check for check in map(self.compile, s.get("allOf", ())) if check]
+        checks += [self._alternatives(s[k], k == "oneOf") for k in ("anyOf", "oneOf") if k in s]
+        if "not" in s:
+            checks.append(_rule(_anything, lambda v, check: _problems(check, v, ""), self.compile(s["not"]),
+                                f"must not match {_show(s['not'])}"))
+        ok = expected = None
+        if "type" in s:
+            names = [s["type"]] if isinstance(s["type"], str) else list(s["type"])
+            if not names or not set(names) <= _IS.keys():
+                raise SchemaError(f"unknown type {_show(s['type'])}")
+            tests = [_IS[name] for name in names]
+            ok = tests[0] if len(tests) == 1 else lambda v: any(test(v) for test in tests)
+            expected = _either(names)
+
+        def check(v, path, out):
+            if ok and not ok(v):        # the other keywords would only repeat the complaint
+                out.append(_msg(path, f"expected {expected}, got {_got(v)}"))
+            else:
+                for c in checks:
+                    c(v, path, out)
+        return check if ok or checks else None
+
+    def _object(self, s):
+        props = {k: self.compile(sub) for k, sub in s.get("properties", {}).items()}
+        patterns = [(_regex(p), self.compile(sub)) for p, sub in s.get("patternProperties", {}).items()]
+        extra = s.get("additionalProperties", True)
+        extra_check = None if extra is False else self.compile(extra)
+        required = s.get("required", ())
+
+        def object_(v, path, out):
+            if not isinstance(v, dict):
+                return
+            out.extend(_msg(path, f"missing required property '{k}'") for k in required if k not in v)
+            for k, x in v.items():
+                matched = [props[k]] if k in props else []
+                matched += [check for rx, check in patterns if rx.search(k)]
+                if not matched and extra is False:
+                    out.append(_msg(path, f"unexpected property '{k}'"))
+                for check in matched or [extra_check]:      # additionalProperties: the unmatched ones
+                    if check:
+                        check(x, _join(path, k), out)
+        return object_
+
+    def _array(self, s):
+        prefix, items = s.get("prefixItems", []), s.get("items", True)
+        if isinstance(items, list):         # the draft-07 spelling of prefixItems
+            prefix, items = items, s.get("additionalItems", True)
+        prefix = [self.compile(sub) for sub in prefix]
+        rest = None if items is False else self.compile(items)
+
+        def array(v, path, out):
+            if not isinstance(v, list):
+                return
+            for i, (x, check) in enumerate(zip(v, prefix)):
+                if check:
+                    check(x, f"{path}[{i}]", out)
+            if items is False and len(v) > len(prefix):
+                out.append(_msg(path, f"must have at most {len(prefix)} items, got {len(v)}"))
+            elif rest:
+                for i in range(len(prefix), len(v)):
+                    rest(v[i], f"{path}[{i}]", out)
+        return array
+
+    def _alternatives(self, schemas, exactly_one):
+        """anyOf, or oneOf when `exactly_one`."""
+        arms = [(self.compile(sub), self.types_of(sub)) for sub in schemas]
+
+        def alternatives(v, path, out):
+            results = [_problems(check, v, path) for check, _ in arms]
+            matching = [str(i) for i, problems in enumerate(results) if not problems]
+            if not matching:
+                out.extend(_explain(v, path, arms, results))
+            elif exactly_one and len(matching) > 1:
+                out.append(_msg(path, f"must match exactly one oneOf alternative, but matches "
+                                      f"alternatives {', '.join(matching)}, got {_show(v)}"))
+        return alternatives
+
+    def ref(self, ref):
+        """The check for a $ref, compiled once; recursion goes through a slot filled in afterwards."""
+        if ref not in self.refs:
+            target = []
+
+            def check(v, path, out):
+                if target[0]:
+                    target[0](v, path, out)
+            self.refs[ref] = check
+            target.append(self.compile(self.resolve(ref)))
+        return self.refs[ref]
+
+    def resolve(self, ref):
+        """A JSON pointer within the document: "#", "#/$defs/Name", "#/definitions/Name", ..."""
+        if not isinstance(ref, str) or (ref != "#" and not ref.startswith("#/")):
+            raise SchemaError(f"$ref {ref!r} is not supported: only references within the schema (#/...)")
+        node = self.root
+        for part in ref[2:].split("/") if ref != "#" else []:
+            part = part.replace("~1", "/").replace("~0", "~")
+            try:
+                node = node[int(part)] if isinstance(node, list) else node[part]
+            except (KeyError, IndexError, ValueError, TypeError):
+                raise SchemaError(f"$ref {ref!r} points to nothing") from None
+        return node
+
+    def types_of(self, s, seen=()):
+        """The JSON types `s` admits according to its `type` keywords, or None if it doesn't say."""
+        if not isinstance(s, dict):
+            return None
+        if "type" in s:
+            return [s["type"]] if isinstance(s["type"], str) else list(s["type"])
+        if "$ref" in s and s["$ref"] not in seen:
+            return self.types_of(self.resolve(s["$ref"]), (*seen, s["$ref"]))
+        kinds = [self.types_of(sub, seen) for sub in s.get("anyOf") or s.get("oneOf") or ()]
+        return list(dict.fromkeys(k for ks in kinds for k in ks)) if kinds and None not in kinds else None
+
+
+def compile_schema(schema):
+    """Compile a JSON Schema once into validate(value) -> list of problems (empty: valid),
+    each like `items[2].name: expected string, got integer 5`.  Equality (enum, const,
+    uniqueItems) is JSON's: 1 == 1.0, True != 1, arrays and objects compared deeply."""
+    check = _Compiler(schema).compile(schema)
+
+    def validate(value):
+        problems = _problems(check, value, "")
+        return list(dict.fromkeys(problems)) if len(problems) > 1 else problems
+    return validate
 
 
 # ============================================================================================
@@ -747,6 +1453,8 @@ def _shape_block(block, version):
     kind = block.get("type")
     if kind == "resource_link" and version < V2025_06:
         return {"type": "text", "text": f"Resource: {block['uri']} ({block.get('name')})"}
+    if kind == "resource_link" and version < V2025_11 and "icons" in block:
+        block = {k: v for k, v in block.items() if k != "icons"}
     if kind == "audio" and version < V2025_03:
         return {"type": "text", "text": f"[{block.get('mimeType')} audio omitted: not in {version}]"}
     if version < V2025_06 and ("_meta" in block or "lastModified" in block.get("annotations", ())):
@@ -758,9 +1466,10 @@ def _shape_block(block, version):
 
 
 def _shape_result(result, version):
-    if version >= V2025_06:
+    if version >= V2025_11:
         return result
-    result.pop("structuredContent", None)                 # its text block carries the data
+    if version < V2025_06:
+        result.pop("structuredContent", None)             # its text block carries the data
     result["content"] = [_shape_block(b, version) for b in result["content"]]
     return result
 
@@ -1005,6 +1714,10 @@ class Prompt:
             result["description"] = self.signature.description
         items = value if isinstance(value, list) else [value]
         result["messages"] = [_message(item) for item in items]
+        version = ctx.protocol_version or LATEST_PROTOCOL_VERSION
+        if version < V2025_11:
+            for message in result["messages"]:
+                message["content"] = _shape_block(message["content"], version)
         return result
 
 
@@ -1791,17 +2504,20 @@ class Session(Peer):
         finally:
             _current.ctx = None
         with self.lock:
-            self.running.pop(rid, None)
             ctx.done = True
             if ctx.cancelled:                  # a cancelled request gets no reply (§9)
                 frame = None
-        if frame is None:
-            if batch is not None:
-                batch.skip()
-        elif batch is not None:
-            batch.add(frame)
-        else:
-            self.send_frame(frame)
+        try:
+            if frame is None:
+                if batch is not None:
+                    batch.skip()
+            elif batch is not None:
+                batch.add(frame)
+            else:
+                self.send_frame(frame)
+        finally:                               # in flight until written: drain() waits for it
+            with self.lock:
+                self.running.pop(rid, None)
 
     @staticmethod
     def encode_error(rid, code, message, data=None):
@@ -2343,4 +3059,7 @@ def load_server(target):
 
 
 if __name__ == "__main__":
+    # Run as a script, this module is __main__; files it loads that `import mcp_min` must
+    # get this same module (and its Server class), not a second copy.
+    sys.modules.setdefault("mcp_min", sys.modules[__name__])
     sys.exit(main())
