@@ -1540,7 +1540,8 @@ class Tool:
         except Cancelled:
             raise
         except BaseException as e:       # SystemExit and KeyboardInterrupt too: never exit
-            log.error("tool %r failed", self.name, exc_info=True)
+            expected = isinstance(e, (CapabilityError, TimeoutError, JSONRPCError))
+            log.error("tool %r failed: %s", self.name, e, exc_info=not expected)
             return _error_result(f"{type(e).__name__}: {e}")
         return _shape_result(result, ctx.protocol_version or LATEST_PROTOCOL_VERSION)
 
