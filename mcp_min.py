@@ -48,8 +48,6 @@ from __future__ import annotations
 
 import _thread
 import binascii
-import collections.abc
-import contextlib
 import enum
 import json
 import operator
@@ -59,10 +57,8 @@ import sys
 import threading
 import time
 import types
-import typing
 from itertools import count
 from queue import SimpleQueue
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 # Startup time matters (clients spawn servers often), so modules that take milliseconds
 # to import (logging, re, typing, inspect, signal, asyncio, ...) are imported where used.
@@ -563,23 +559,41 @@ class SchemaError(TypeError):
     Raised when the handler is registered, never while a call is served."""
 
 
-@contextlib.contextmanager
-def _blame(where):
+class _blame:
     """Put `where` in front of a SchemaError raised inside: "f: parameter 'x': ..."."""
-    try:
-        yield
-    except SchemaError as e:
-        raise SchemaError(f"{where}: {e}") from None
+
+    def __init__(self, where):
+        self.where = where
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, tb):
+        if kind is SchemaError:
+            raise SchemaError(f"{self.where}: {error}") from None
 
 
+class _Typing:
+    """The typing module and the constructs this section compares against, imported on
+    first use: a server whose annotations are all plain classes never pays for it."""
+
+    def __getattr__(self, name):
+        import collections.abc
+        import typing
+        never = object()                         # Required/NotRequired are Python 3.11+
+        self.__dict__.update(
+            typing=typing, Annotated=typing.Annotated, Any=typing.Any, Literal=typing.Literal,
+            get_origin=typing.get_origin, get_args=typing.get_args,
+            REQUIRED=getattr(typing, "Required", never), NOT_REQUIRED=getattr(typing, "NotRequired", never),
+            UNIONS=(typing.Union, types.UnionType), ARRAYS=(list, collections.abc.Sequence, set, frozenset),
+            OBJECTS=(dict, collections.abc.Mapping))
+        return self.__dict__[name]
+
+
+_t = _Typing()
 _NOTHING = object()         # "no default" / "no annotation" (None is a real value for both)
-_REQUIRED = getattr(typing, "Required", object())       # Python 3.11+; a sentinel that never matches
-_NOT_REQUIRED = getattr(typing, "NotRequired", object())
 _SIMPLE = {int: "integer", float: "number", str: "string", bool: "boolean", type(None): "null"}
 _DATES = {"datetime": "date-time", "date": "date"}      # classes of the datetime module -> format
-_UNIONS = (Union, types.UnionType)
-_ARRAYS = (list, collections.abc.Sequence, set, frozenset)
-_OBJECTS = (dict, collections.abc.Mapping)
 
 # --- docstrings ------------------------------------------------------------
 
@@ -593,8 +607,7 @@ _SPHINX_ITEM = re.compile(r":(?:param|parameter|arg|argument|key|keyword)\s+(?:[
 def parse_docstring(doc):
     """Docstring -> (first paragraph, {parameter: description}), the latter from Google-style
     `Args:` sections and Sphinx `:param [type] name:` fields.  Whitespace is normalised."""
-    import inspect
-    lines = inspect.cleandoc(doc or "").splitlines()
+    lines = _cleandoc(doc or "")
     summary = []
     for line in lines:              # the first paragraph ends at a blank line, a section or a field
         if not line.strip() or _SECTION.fullmatch(line) or line.startswith(":"):
@@ -613,6 +626,19 @@ def parse_docstring(doc):
             current, indent, params[m[1]] = m[1], depth, [m[2]]
     description = " ".join(" ".join(summary).split()) or None
     return description, {name: " ".join(" ".join(parts).split()) for name, parts in params.items()}
+
+
+def _cleandoc(doc):
+    """A docstring's lines without the indentation of its body (as inspect.cleandoc)."""
+    lines = doc.expandtabs().splitlines() or [""]
+    indents = [len(line) - len(line.lstrip()) for line in lines[1:] if line.strip()]
+    margin = min(indents, default=0)
+    lines = [lines[0].strip()] + [line[margin:].rstrip() for line in lines[1:]]
+    while lines and not lines[-1]:
+        lines.pop()
+    while lines and not lines[0]:
+        lines.pop(0)
+    return lines
 
 
 def _class_doc(cls):
@@ -732,8 +758,10 @@ class _Types:
 
     def schema(self, tp):
         """Annotation -> a fresh schema dict (the caller may add keys to it)."""
-        origin, args = get_origin(tp) or tp, get_args(tp)
-        if origin is Annotated:     # Annotated[T, "description"] or Annotated[T, {schema keywords}]
+        if tp is None or isinstance(tp, type) and tp in _SIMPLE:
+            return {"type": _SIMPLE[type(None) if tp is None else tp]}
+        origin, args = _t.get_origin(tp) or tp, _t.get_args(tp)
+        if origin is _t.Annotated:     # Annotated[T, "description"] or Annotated[T, {schema keywords}]
             schema = self.schema(args[0])
             for extra in args[1:]:
                 if isinstance(extra, str):
@@ -741,35 +769,33 @@ class _Types:
                 elif isinstance(extra, dict):
                     schema.update(extra)
             return schema
-        if tp in (Any, object):
+        if tp in (_t.Any, object):
             return {}
-        if tp is None or tp in _SIMPLE:
-            return {"type": _SIMPLE[type(None) if tp is None else tp]}
         if hasattr(tp, "__supertype__"):                 # typing.NewType
             return self.schema(tp.__supertype__)
         if _is_date(tp):
             return {"type": "string", "format": _DATES[tp.__name__]}
-        if isinstance(tp, type) and (issubclass(tp, enum.Enum) or _is_dataclass(tp) or typing.is_typeddict(tp)):
+        if isinstance(tp, type) and (issubclass(tp, enum.Enum) or _is_dataclass(tp) or _t.typing.is_typeddict(tp)):
             return self._named(tp)
-        if origin is Literal:
+        if origin is _t.Literal:
             schema = _choices([_dump(v) for v in args])
             if len(args) == 1:
                 schema["const"] = schema.pop("enum")[0]
             return schema
-        if origin in _UNIONS:
+        if origin in _t.UNIONS:
             return {"anyOf": [self.schema(arg) for arg in args]}
         if origin is tuple and args and args[-1] is not ...:
             return {"type": "array", "prefixItems": [self.schema(arg) for arg in args],
                     "items": False, "minItems": len(args), "maxItems": len(args)}
-        if origin is tuple or origin in _ARRAYS:
+        if origin is tuple or origin in _t.ARRAYS:
             schema = {"type": "array"}
             if args:
                 schema["items"] = self.schema(args[0])
             if origin in (set, frozenset):
                 schema["uniqueItems"] = True
             return schema
-        if origin in _OBJECTS:
-            if args and args[0] not in (str, Any):
+        if origin in _t.OBJECTS:
+            if args and args[0] not in (str, _t.Any):
                 raise SchemaError(f"{_name(tp)} is not supported: JSON object keys are strings")
             return {"type": "object", "additionalProperties": self.schema(args[1])} if args else {"type": "object"}
         if tp in (bytes, bytearray):
@@ -813,7 +839,7 @@ class _Types:
         """[(name, annotation, required, default, init)] of a dataclass or TypedDict, worked out once."""
         if cls not in self.fields_of:
             try:
-                hints = typing.get_type_hints(cls, include_extras=True)
+                hints = _t.typing.get_type_hints(cls, include_extras=True)
             except Exception as e:
                 raise SchemaError(f"cannot resolve the annotations of {cls.__name__}: {e}") from None
             if _is_dataclass(cls):
@@ -826,8 +852,8 @@ class _Types:
                 self.fields_of[cls] = fields = []
                 for name, hint in hints.items():
                     required = name in cls.__required_keys__    # an explicit (Not)Required wins: with
-                    if get_origin(hint) in (_REQUIRED, _NOT_REQUIRED):      # string annotations,
-                        required, hint = get_origin(hint) is _REQUIRED, get_args(hint)[0]  # 3.11 misses it
+                    if _t.get_origin(hint) in (_t.REQUIRED, _t.NOT_REQUIRED):  # string annotations,
+                        required, hint = _t.get_origin(hint) is _t.REQUIRED, _t.get_args(hint)[0]  # 3.11 misses it
                     fields.append((name, hint, required, _NOTHING, True))
         return self.fields_of[cls]
 
@@ -843,33 +869,35 @@ class _Types:
 
     def converter(self, tp, compiler):
         """A function from a *validated* JSON value to what `tp` asks for; None if the JSON value will do."""
-        origin, args = get_origin(tp) or tp, get_args(tp)
-        if origin is Annotated:
+        if tp is int:
+            return _to_int
+        if tp is _NOTHING or isinstance(tp, type) and tp in _SIMPLE:
+            return None
+        origin, args = _t.get_origin(tp) or tp, _t.get_args(tp)
+        if origin is _t.Annotated:
             return self.converter(args[0], compiler)
         if hasattr(tp, "__supertype__"):
             return self.converter(tp.__supertype__, compiler)
-        if tp is int:
-            return _to_int
         if _is_date(tp):
             return _iso_parser(tp)
         if isinstance(tp, type) and issubclass(tp, enum.Enum):
             return tp                                   # Color("red") is Color.RED
-        if _is_dataclass(tp) or typing.is_typeddict(tp):
+        if _is_dataclass(tp) or _t.typing.is_typeddict(tp):
             return self._class_converter(tp, compiler)
-        if origin is Literal:                           # the literal itself: 1.0 -> 1, "red" -> Color.RED
+        if origin is _t.Literal:                           # the literal itself: 1.0 -> 1, "red" -> Color.RED
             table = {_key(_dump(v)): v for v in args}
             return lambda v: table[_key(v)]
-        if origin in _UNIONS:
+        if origin in _t.UNIONS:
             return self._union_converter(args, compiler)
         if origin is tuple and args and args[-1] is not ...:
             items = [self.converter(arg, compiler) or _same for arg in args]
             return lambda v: tuple(convert(x) for convert, x in zip(items, v))
-        item = args and self.converter(args[-1] if origin in _OBJECTS else args[0], compiler)
+        item = args and self.converter(args[-1] if origin in _t.OBJECTS else args[0], compiler)
         if origin in (tuple, set, frozenset):
             return lambda v: origin(map(item, v)) if item else origin(v)
-        if item and origin in _OBJECTS:
+        if item and origin in _t.OBJECTS:
             return lambda v: {k: item(x) for k, x in v.items()}
-        if item and origin in _ARRAYS:
+        if item and origin in _t.ARRAYS:
             return lambda v: [item(x) for x in v]
         return None
 
@@ -910,15 +938,48 @@ def type_schema(tp, defs=None):
 
 def _is_content(tp, content_types):
     """Does a return annotation name content blocks (or a list or union of them)?"""
-    origin, args = get_origin(tp), get_args(tp)
-    if origin is Annotated:
+    if isinstance(tp, type):
+        return bool(content_types) and issubclass(tp, tuple(content_types))
+    origin, args = _t.get_origin(tp), _t.get_args(tp)
+    if origin is _t.Annotated:
         return _is_content(args[0], content_types)
-    if origin in _UNIONS or origin in _ARRAYS:
+    if origin in _t.UNIONS or origin in _t.ARRAYS:
         return bool(args) and all(a is type(None) or _is_content(a, content_types) for a in args)
     return bool(content_types) and isinstance(tp, type) and issubclass(tp, tuple(content_types))
 
 
 # --- the handler signature -------------------------------------------------
+
+_KINDS = {"POSITIONAL_ONLY": "/", "VAR_POSITIONAL": "*", "VAR_KEYWORD": "**"}
+
+
+def _parameters(fn):
+    """([(name, kind, default, annotation)], return annotation, globals) of a callable; kind
+    is "/", "*", "**" or "" (named); _NOTHING stands for no default or no annotation. Plain
+    functions are read straight from their code object: inspect is slow to import."""
+    code = getattr(fn, "__code__", None)
+    if type(fn) is not types.FunctionType or hasattr(fn, "__wrapped__") or code is None:
+        import inspect
+        sig, empty = inspect.signature(fn), inspect.Parameter.empty
+        params = [(p.name, _KINDS.get(p.kind.name, ""), _NOTHING if p.default is empty else p.default,
+                   _NOTHING if p.annotation is empty else p.annotation) for p in sig.parameters.values()]
+        returns = _NOTHING if sig.return_annotation is empty else sig.return_annotation
+        return params, returns, getattr(inspect.unwrap(fn), "__globals__", {})
+    annotations, flags = fn.__annotations__, code.co_flags
+    positional = code.co_varnames[:code.co_argcount]
+    defaults = dict(zip(positional[len(positional) - len(fn.__defaults__ or ()):], fn.__defaults__ or ()))
+    defaults.update(fn.__kwdefaults__ or {})
+    names = [(n, "/" if i < code.co_posonlyargcount else "") for i, n in enumerate(positional)]
+    extra = code.co_argcount + code.co_kwonlyargcount
+    names += [(n, "") for n in code.co_varnames[code.co_argcount:extra]]
+    if flags & 4:                                  # CO_VARARGS
+        names.insert(code.co_argcount, (code.co_varnames[extra], "*"))
+        extra += 1
+    if flags & 8:                                  # CO_VARKEYWORDS
+        names.append((code.co_varnames[extra], "**"))
+    params = [(n, k, defaults.get(n, _NOTHING), annotations.get(n, _NOTHING)) for n, k in names]
+    return params, annotations.get("return", _NOTHING), fn.__globals__
+
 
 class Signature:
     """What mcp_min needs to know about a handler, worked out once when it is registered:
@@ -931,34 +992,32 @@ class Signature:
 
     def __init__(self, fn, *, context_type=None, description=None, param_descriptions=None,
                  input_schema=None, output_schema=None, structured=None, content_types=()):
-        import inspect
         self.fn, self.context_param, self.wrap_output = fn, None, False
         self._where = getattr(fn, "__qualname__", None) or repr(fn)
-        self._globals = getattr(inspect.unwrap(fn), "__globals__", {})
+        parameters, returns, self._globals = _parameters(fn)
         doc, doc_params = parse_docstring(getattr(fn, "__doc__", None))
         self.description = doc if description is None else description
-        sig = inspect.signature(fn)
         params, rest = {}, _NOTHING         # name -> (annotation, default); the **kwargs annotation
-        for p in sig.parameters.values():
-            named = p.annotation.split(".")[-1] if isinstance(p.annotation, str) else None
+        for name, kind, default, annotation in parameters:
+            named = annotation.split(".")[-1] if isinstance(annotation, str) else None
             if context_type and named == context_type.__name__:
-                self.context_param = p.name     # "Context" / "mcp_min.Context" need not be importable
+                self.context_param = name       # "Context" / "mcp_min.Context" need not be importable
                 continue
             try:
-                hint = self._resolve(p.name, p.annotation, f"parameter {p.name!r}")
+                hint = self._resolve(name, annotation, f"parameter {name!r}")
             except SchemaError:
                 if input_schema is None:
                     raise
                 hint = _NOTHING                 # a hand-written schema does without it
             if context_type and isinstance(hint, type) and issubclass(hint, context_type):
-                self.context_param = p.name
-            elif p.kind in (p.VAR_POSITIONAL, p.POSITIONAL_ONLY):
-                raise SchemaError(f"{self._where}: parameter {p.name!r} can't be passed by name, and "
+                self.context_param = name
+            elif kind in ("*", "/"):
+                raise SchemaError(f"{self._where}: parameter {name!r} can't be passed by name, and "
                                   f"JSON arguments are named: *args and positional-only are not supported")
-            elif p.kind is p.VAR_KEYWORD:
-                rest = Any if hint is _NOTHING else hint
+            elif kind == "**":
+                rest = _t.Any if hint is _NOTHING else hint
             else:
-                params[p.name] = (hint, _NOTHING if p.default is p.empty else p.default)
+                params[name] = (hint, default)
 
         self._converters, self._rest_converter = {}, None
         if input_schema is None:
@@ -972,19 +1031,18 @@ class Signature:
 
         self.output_schema = output_schema
         if output_schema is None and structured is not False:
-            ret = self._resolve("return", sig.return_annotation, "the return value")
+            ret = self._resolve("return", returns, "the return value")
             # A str is text content already: wrapping it would double every payload.
             if ret not in (_NOTHING, None, type(None), str) and not _is_content(ret, content_types):
                 self.output_schema = self._output_schema(ret)
 
     def _resolve(self, name, annotation, label):
         """Evaluate a (possibly postponed: a string) annotation in the function's module."""
-        import inspect          # already loaded by __init__
-        if annotation is inspect.Parameter.empty:
-            return _NOTHING
+        if annotation is _NOTHING or isinstance(annotation, type):
+            return annotation
         try:
             holder = types.SimpleNamespace(__annotations__={name: annotation})
-            return typing.get_type_hints(holder, self._globals, include_extras=True)[name]
+            return _t.typing.get_type_hints(holder, self._globals, include_extras=True)[name]
         except Exception as e:          # NameError for a missing name, SyntaxError, TypeError, ...
             problem = f"cannot resolve the annotation {annotation!r} of {label}: {e}"
         raise SchemaError(f"{self._where}: {problem}")

@@ -1,0 +1,34 @@
+"""The benchmark's tools served by mcp_min, imported from the repository root."""
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from mcp_min import Server  # noqa: E402  (needs the path above)
+
+server = Server("bench-mcp-min", version="1.0.0")
+
+
+@server.tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@server.tool
+def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+@server.tool
+def sleep(ms: float) -> str:
+    """Block the calling thread for `ms` milliseconds."""
+    time.sleep(ms / 1000)
+    return "slept"
+
+
+if __name__ == "__main__":
+    server.run()
