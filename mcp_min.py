@@ -1459,33 +1459,18 @@ def _guess_type(uri):
     return mimetypes.guess_type(uri, strict=False)[0]
 
 
-def _json_default(value):
-    """Encode what json cannot by itself: dataclasses, enums, sets, tuples."""
-    import dataclasses
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-    if isinstance(value, sys.modules["enum"].Enum) if "enum" in sys.modules else False:
-        return value.value
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
 def to_json(value):
-    """Plain JSON text for humans and models (non-ASCII kept as is)."""
-    return json.dumps(value, ensure_ascii=False, default=_json_default, allow_nan=False)
+    """JSON text for humans and models (non-ASCII kept; dataclasses, enums, sets welcome)."""
+    return json.dumps(_dump(value), ensure_ascii=False, allow_nan=False)
 
 
 def _contents(uri, value, mime_type=None):
     """A resource value -> a TextResourceContents or BlobResourceContents dict."""
     if isinstance(value, (bytes, bytearray, memoryview)):
-        entry = {"uri": uri, "mimeType": mime_type or "application/octet-stream",
-                 "blob": b64encode(value)}
-    elif isinstance(value, str):
-        entry = {"uri": uri, "mimeType": mime_type or "text/plain", "text": value}
-    else:
-        entry = {"uri": uri, "mimeType": mime_type or "application/json", "text": to_json(value)}
-    return entry
+        return {"uri": uri, "mimeType": mime_type or "application/octet-stream", "blob": b64encode(value)}
+    if isinstance(value, str):
+        return {"uri": uri, "mimeType": mime_type or "text/plain", "text": value}
+    return {"uri": uri, "mimeType": mime_type or "application/json", "text": to_json(value)}
 
 
 class ToolResult:
@@ -1508,6 +1493,8 @@ class ToolResult:
 
 def _shape_block(block, version):
     """Fit a content block to an older protocol version: no fields or types it lacks."""
+    if version >= V2025_11:
+        return block
     kind = block.get("type")
     if kind == "resource_link" and version < V2025_06:
         return {"type": "text", "text": f"Resource: {block['uri']} ({block.get('name')})"}
@@ -1539,7 +1526,7 @@ def _shape_result(result, version):
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
 
 
-def _put(entry, key, value, version, since):
+def _put(entry, key, value, version, since=""):
     """Add an optional field if it is set and the negotiated version defines it."""
     if value is not None and version >= since:
         entry[key] = value
@@ -1549,50 +1536,73 @@ def _errors_text(problems):
     return "\n".join(f"- {p}" for p in problems)
 
 
-class Tool:
+class Entry:
+    """What tools, resources and prompts share: a function and its Signature, the display
+    metadata, and calling the function with validated arguments."""
+
+    def __init__(self, fn, name, title, description, icons, meta, **signature_options):
+        self.fn, self.name, self.title, self.icons, self.meta = fn, name or fn.__name__, title, icons, meta
+        self.signature = Signature(fn, context_type=Context, description=description, **signature_options)
+
+    def describe_common(self, entry, version):
+        _put(entry, "title", self.title, version, V2025_06)
+        _put(entry, "description", self.signature.description, version)
+        _put(entry, "icons", self.icons, version, V2025_11)
+        _put(entry, "_meta", self.meta, version, V2025_06)
+        return entry
+
+    def invoke(self, ctx, kwargs):
+        if self.signature.context_param:
+            kwargs[self.signature.context_param] = ctx
+        value = self.fn(**kwargs)
+        return _run_coroutine(value) if hasattr(value, "__await__") else value
+
+    def bind_strings(self, values, what):
+        """Bind arguments that arrive as strings (prompt arguments, URI template variables):
+        a parameter typed int, float, bool, list... gets its string parsed as JSON first."""
+        props = self.signature.input_schema.get("properties", {})
+        for key, value in values.items():
+            if isinstance(value, str) and props.get(key, {}).get("type") not in (None, "string"):
+                try:
+                    values = {**values, key: json.loads(value)}
+                except ValueError:
+                    pass                          # validation says what is wrong with it
+        kwargs, problems = self.signature.bind(values)
+        if problems:
+            raise JSONRPCError(INVALID_PARAMS, f"Invalid arguments for {what}:\n{_errors_text(problems)}")
+        return kwargs
+
+
+class Tool(Entry):
     """A registered tool: the function, its schemas, and what tools/list says about it."""
 
     def __init__(self, fn, *, name=None, title=None, description=None, annotations=None,
                  input_schema=None, output_schema=None, structured=None, icons=None, meta=None):
-        self.fn, self.name = fn, name or fn.__name__
+        super().__init__(fn, name, title, description, icons, meta, input_schema=input_schema,
+                         output_schema=output_schema, structured=structured,
+                         content_types=(Content, ToolResult))
         if not 0 < len(self.name) <= 128 or not _NAME_CHARS.issuperset(self.name):
             raise ValueError(f"tool name {self.name!r} does not follow the MCP naming guidance: "
                              "1 to 128 characters from A-Z a-z 0-9 _ - . (no spaces)")
-        self.signature = Signature(fn, context_type=Context, description=description,
-                                   input_schema=input_schema, output_schema=output_schema,
-                                   structured=structured, content_types=(Content, ToolResult))
         schema = self.signature.output_schema
         self.check_output = compile_schema(schema) if schema is not None else None
-        self.title, self.annotations, self.icons, self.meta = title, annotations, icons, meta
-        self.described = {}                     # protocol version -> tools/list entry
+        self.annotations, self.described = annotations, {}     # version -> tools/list entry
 
     def describe(self, version):
-        entry = self.described.get(version)
-        if entry is None:
-            sig = self.signature
-            entry = {"name": self.name}
-            _put(entry, "title", self.title, version, V2025_06)
-            _put(entry, "description", sig.description, version, "")
-            entry["inputSchema"] = sig.input_schema
-            _put(entry, "outputSchema", sig.output_schema, version, V2025_06)
+        if version not in self.described:
+            entry = {"name": self.name, "inputSchema": self.signature.input_schema}
+            _put(entry, "outputSchema", self.signature.output_schema, version, V2025_06)
             _put(entry, "annotations", self.annotations, version, V2025_03)
-            _put(entry, "icons", self.icons, version, V2025_11)
-            _put(entry, "_meta", self.meta, version, V2025_06)
-            self.described[version] = entry
-        return entry
+            self.described[version] = self.describe_common(entry, version)
+        return self.described[version]
 
     def call(self, ctx, arguments):
         """Run the tool; every outcome is a CallToolResult (tool failures are results, R2)."""
         kwargs, problems = self.signature.bind(arguments)
         if problems:
             return _error_result(f"Invalid arguments for tool '{self.name}':\n{_errors_text(problems)}")
-        if self.signature.context_param:
-            kwargs[self.signature.context_param] = ctx
         try:
-            value = self.fn(**kwargs)
-            if hasattr(value, "__await__"):
-                value = _run_coroutine(value)
-            result = self.result(value)
+            result = self.result(self.invoke(ctx, kwargs))
         except ToolError as e:
             return _error_result(str(e))
         except Cancelled:
@@ -1607,60 +1617,50 @@ class Tool:
         """Turn what the function returned into a CallToolResult dict."""
         if isinstance(value, ToolResult):
             return value.to_dict()
-        if isinstance(value, Content):
-            return {"content": [value], "isError": False}
-        if isinstance(value, list) and value and all(isinstance(v, Content) for v in value):
-            return {"content": value, "isError": False}
-        sig = self.signature
+        if isinstance(value, Content) or (isinstance(value, list) and value
+                                          and all(isinstance(v, Content) for v in value)):
+            return {"content": value if isinstance(value, list) else [value], "isError": False}
         if self.check_output is not None:
-            structured = sig.dump_output(value)
+            structured = self.signature.dump_output(value)
             problems = self.check_output(structured)
             if problems:
                 log.error("tool %r returned output that does not match its outputSchema:\n%s",
                           self.name, _errors_text(problems))
                 return _error_result(f"Tool '{self.name}' produced output that does not match its "
                                      f"output schema:\n{_errors_text(problems)}")
-            shown = value if sig.wrap_output and isinstance(value, str) else (
-                structured["result"] if sig.wrap_output else structured)
-            return {"content": [text(shown if isinstance(shown, str) else to_json(shown))],
-                    "structuredContent": structured, "isError": False}
-        if value is None:
-            return {"content": [], "isError": False}
-        if isinstance(value, str):
-            return {"content": [text(value)], "isError": False}
-        if isinstance(value, dict):
-            structured = json.loads(to_json(value))
-            return {"content": [text(to_json(structured))], "structuredContent": structured,
-                    "isError": False}
-        return {"content": [text(to_json(value))], "isError": False}
+            shown = structured["result"] if self.signature.wrap_output else structured
+        elif value is None or isinstance(value, str):
+            return {"content": [text(value)] if value is not None else [], "isError": False}
+        else:
+            shown = structured = _dump(value)
+            if not isinstance(structured, dict):  # only objects are structured content
+                return {"content": [text(to_json(shown))], "isError": False}
+        return {"content": [text(shown if isinstance(shown, str) else to_json(shown))],
+                "structuredContent": structured, "isError": False}
 
 
 def _error_result(message):
     return {"content": [text(message)], "isError": True}
 
 
-def _run_coroutine(coro):
+def _run_coroutine(awaitable):
     """Run an ``async def`` handler to completion on this worker thread."""
     import asyncio                            # imported only if a handler is async
-    return asyncio.run(coro) if asyncio.iscoroutine(coro) else asyncio.run(_await(coro))
+
+    async def wait():
+        return await awaitable
+    return asyncio.run(wait())
 
 
-async def _await(awaitable):
-    return await awaitable
-
-
-
-
-class Resource:
+class Resource(Entry):
     """A resource at a fixed URI, or a family of them under an RFC 6570 template: ``{var}``
     matches one path segment (percent-decoded), ``{+var}`` matches the rest, slashes too."""
 
     def __init__(self, fn, uri, *, name=None, title=None, description=None, mime_type=None,
                  size=None, annotations=None, icons=None, meta=None):
-        self.fn, self.uri = fn, uri
-        self.variables, self.plus_vars, self.pattern = [], set(), None
+        super().__init__(fn, name, title, description, icons, meta, structured=False)
+        self.uri, self.variables, self.plus_vars, self.pattern = uri, [], set(), None
         if "{" in uri:
-            import re
             parts = re.split(r"\{(\+?)([A-Za-z0-9_]+)\}", uri)   # literal, +, name, literal, ...
             pattern = [re.escape(parts[0])]
             for i in range(1, len(parts), 3):
@@ -1671,27 +1671,19 @@ class Resource:
                 pattern += [f"(?P<{var}>.+)" if plus else f"(?P<{var}>[^/?#]+)", re.escape(literal)]
             self.pattern = re.compile("".join(pattern) + r"\Z")
         self.is_template = bool(self.variables)
-        self.signature = Signature(fn, context_type=Context, description=description,
-                                   structured=False)
         params = set(self.signature.input_schema.get("properties", ()))
         if params != set(self.variables):
             raise TypeError(f"resource {uri!r}: the function's parameters {sorted(params)} must "
                             f"match the URI template's variables {sorted(self.variables)}")
-        self.name = name or fn.__name__
         self.mime_type = mime_type or (_guess_type(uri) if not self.is_template else None)
-        self.title, self.size, self.annotations = title, size, annotations
-        self.icons, self.meta = icons, meta
+        self.size, self.annotations = size, annotations
 
     def describe(self, version):
         entry = {"uriTemplate" if self.is_template else "uri": self.uri, "name": self.name}
-        _put(entry, "title", self.title, version, V2025_06)
-        _put(entry, "description", self.signature.description, version, "")
-        _put(entry, "mimeType", self.mime_type, version, "")
-        _put(entry, "size", None if self.is_template else self.size, version, "")
-        _put(entry, "annotations", self.annotations, version, "")
-        _put(entry, "icons", self.icons, version, V2025_11)
-        _put(entry, "_meta", self.meta, version, V2025_06)
-        return entry
+        _put(entry, "mimeType", self.mime_type, version)
+        _put(entry, "size", None if self.is_template else self.size, version)
+        _put(entry, "annotations", self.annotations, version)
+        return self.describe_common(entry, version)
 
     def match(self, uri):
         """The template variables of a URI this resource serves, or None."""
@@ -1704,89 +1696,45 @@ class Resource:
         return {k: (v if k in self.plus_vars else unquote(v)) for k, v in m.groupdict().items()}
 
     def read(self, ctx, uri, variables):
-        kwargs, problems = self.signature.bind(variables)
-        if problems:
-            raise JSONRPCError(INVALID_PARAMS, f"Invalid resource URI {uri}:\n{_errors_text(problems)}",
-                               {"uri": uri})
-        if self.signature.context_param:
-            kwargs[self.signature.context_param] = ctx
-        value = self.fn(**kwargs)
-        if hasattr(value, "__await__"):
-            value = _run_coroutine(value)
+        value = self.invoke(ctx, self.bind_strings(variables, f"resource {uri}"))
+        if isinstance(value, Content):
+            value = [value]
         if isinstance(value, list) and value and all(isinstance(v, Content) for v in value):
-            return [v["resource"] for v in value]
-        if isinstance(value, Content) and value.get("type") == "resource":
-            return [value["resource"]]
+            return [v["resource"] for v in value]          # embedded_resource(...) blocks
         return [_contents(uri, value, self.mime_type)]
 
 
-class Prompt:
+class Prompt(Entry):
     """A registered prompt: a function returning messages; its parameters are the prompt's
     arguments (required when they have no default)."""
 
     def __init__(self, fn, *, name=None, title=None, description=None, icons=None, meta=None):
-        self.fn, self.name = fn, name or fn.__name__
-        self.signature = Signature(fn, context_type=Context, description=description,
-                                   structured=False)
+        super().__init__(fn, name, title, description, icons, meta, structured=False)
         schema = self.signature.input_schema
         required = set(schema.get("required", ()))
-        self.arguments = []
-        for arg, prop in schema.get("properties", {}).items():
-            entry = {"name": arg}
-            if prop.get("description"):
-                entry["description"] = prop["description"]
-            entry["required"] = arg in required
-            self.arguments.append(entry)
-        self.title, self.icons, self.meta = title, icons, meta
+        self.arguments = [dict({"name": arg, "required": arg in required},
+                               **({"description": prop["description"]} if "description" in prop else {}))
+                          for arg, prop in schema.get("properties", {}).items()]
 
     def describe(self, version):
-        entry = {"name": self.name}
-        _put(entry, "title", self.title, version, V2025_06)
-        _put(entry, "description", self.signature.description, version, "")
-        entry["arguments"] = self.arguments
-        _put(entry, "icons", self.icons, version, V2025_11)
-        _put(entry, "_meta", self.meta, version, V2025_06)
-        return entry
+        return self.describe_common({"name": self.name, "arguments": self.arguments}, version)
 
     def get(self, ctx, arguments):
-        # Prompt arguments arrive as strings; a parameter typed int/float/bool gets JSON-parsed.
-        props = self.signature.input_schema.get("properties", {})
-        converted = {}
-        for key, value in arguments.items():
-            if isinstance(value, str) and props.get(key, {}).get("type") not in (None, "string"):
-                try:
-                    value = json.loads(value)
-                except ValueError:
-                    pass
-            converted[key] = value
-        kwargs, problems = self.signature.bind(converted)
-        if problems:
-            raise JSONRPCError(INVALID_PARAMS, f"Invalid arguments for prompt '{self.name}':\n"
-                                               f"{_errors_text(problems)}")
-        if self.signature.context_param:
-            kwargs[self.signature.context_param] = ctx
-        value = self.fn(**kwargs)
-        if hasattr(value, "__await__"):
-            value = _run_coroutine(value)
-        result = {}
-        if self.signature.description:
-            result["description"] = self.signature.description
-        items = value if isinstance(value, list) else [value]
-        result["messages"] = [_message(item) for item in items]
+        value = self.invoke(ctx, self.bind_strings(arguments, f"prompt '{self.name}'"))
         version = ctx.protocol_version or LATEST_PROTOCOL_VERSION
-        if version < V2025_11:
-            for message in result["messages"]:
-                message["content"] = _shape_block(message["content"], version)
+        messages = [_message(item) for item in (value if isinstance(value, list) else [value])]
+        for message in messages:
+            message["content"] = _shape_block(message["content"], version)
+        result = {"messages": messages}
+        _put(result, "description", self.signature.description, version)
         return result
 
 
 def _message(item):
     """A prompt's return item -> a PromptMessage: str or a content block is a user message;
     a dict with "role" passes through (its str content becomes a text block)."""
-    if isinstance(item, str):
-        return {"role": "user", "content": text(item)}
-    if isinstance(item, Content):
-        return {"role": "user", "content": item}
+    if isinstance(item, (str, Content)):
+        return {"role": "user", "content": text(item) if isinstance(item, str) else item}
     if isinstance(item, dict) and "role" in item:
         content = item.get("content")
         return dict(item, content=text(content) if isinstance(content, str) else content)
@@ -1871,29 +1819,11 @@ class Context:
         with logging/setLevel. ``data`` is any JSON value. Never log secrets (§9)."""
         return self.session.log(level, data, logger)
 
-    def debug(self, data, logger=None):
-        return self.log("debug", data, logger)
-
-    def info(self, data, logger=None):
-        return self.log("info", data, logger)
-
-    def notice(self, data, logger=None):
-        return self.log("notice", data, logger)
-
-    def warning(self, data, logger=None):
-        return self.log("warning", data, logger)
-
-    def error(self, data, logger=None):
-        return self.log("error", data, logger)
-
-    def critical(self, data, logger=None):
-        return self.log("critical", data, logger)
-
-    def alert(self, data, logger=None):
-        return self.log("alert", data, logger)
-
-    def emergency(self, data, logger=None):
-        return self.log("emergency", data, logger)
+    # ctx.debug(data), ctx.info(data), ... ctx.emergency(data): one method per level
+    def _at_level(level):
+        return lambda self, data, logger=None: self.log(level, data, logger)
+    debug, info, notice, warning, error, critical, alert, emergency = map(_at_level, LOG_LEVELS)
+    del _at_level
 
     # -- asking the client -------------------------------------------------------------------
     def request(self, method, params=None, capability=None, timeout=None):
@@ -2213,7 +2143,7 @@ class Server:
         """Hook: the client's roots changed (override to react)."""
 
     # -- built-in handlers: lists (with cursor pagination, §8) -----------------------------------
-    def paginate(self, params, items, key, render):
+    def paginate(self, ctx, params, items, key):
         """One page of ``items`` (in registration order) after the cursor, if any. The
         cursor names the last item shown, so adding or removing items between pages
         neither repeats nor skips the others."""
@@ -2221,30 +2151,24 @@ class Server:
         after = 0 if cursor is None else _cursor_position(cursor)
         entries = sorted((i for i in items if i.order > after), key=lambda i: i.order)
         page = entries if self.page_size is None else entries[:self.page_size]
-        result = {key: [render(i) for i in page]}
+        result = {key: [i.describe(ctx.protocol_version) for i in page]}
         if len(page) < len(entries):
             result["nextCursor"] = b64encode(b"after:%d" % page[-1].order)
         return result
 
     def list_tools(self, ctx, params):
-        version = ctx.protocol_version
-        return self.paginate(params, list(self.tools.values()), "tools",
-                             lambda t: t.describe(version))
+        return self.paginate(ctx, params, list(self.tools.values()), "tools")
 
     def list_resources(self, ctx, params):
-        version = ctx.protocol_version
-        items = [r for r in list(self.resources.values()) if not r.is_template]
-        return self.paginate(params, items, "resources", lambda r: r.describe(version))
+        resources = [r for r in list(self.resources.values()) if not r.is_template]
+        return self.paginate(ctx, params, resources, "resources")
 
     def list_resource_templates(self, ctx, params):
-        version = ctx.protocol_version
-        items = [r for r in list(self.resources.values()) if r.is_template]
-        return self.paginate(params, items, "resourceTemplates", lambda r: r.describe(version))
+        templates = [r for r in list(self.resources.values()) if r.is_template]
+        return self.paginate(ctx, params, templates, "resourceTemplates")
 
     def list_prompts(self, ctx, params):
-        version = ctx.protocol_version
-        return self.paginate(params, list(self.prompts.values()), "prompts",
-                             lambda p: p.describe(version))
+        return self.paginate(ctx, params, list(self.prompts.values()), "prompts")
 
     # -- built-in handlers: tools, resources, prompts ---------------------------------------------
     def call_tool(self, ctx, params):
@@ -2306,15 +2230,12 @@ class Server:
         argument = _require(params, "argument", dict, "completion/complete")
         kind = ref.get("type")
         key = ref.get("name") if kind == "ref/prompt" else ref.get("uri")
-        if not isinstance(key, str) or not isinstance(argument.get("name"), str):
-            raise JSONRPCError(INVALID_PARAMS, "completion/complete needs ref.name (a prompt) or "
-                                               "ref.uri (a template), and argument.name, as strings")
-        if kind == "ref/prompt" and key not in self.prompts:
-            raise JSONRPCError(INVALID_PARAMS, f"Unknown prompt: {key!r}")
-        if kind == "ref/resource" and key not in self.resources:
-            raise JSONRPCError(INVALID_PARAMS, f"Unknown resource template: {key!r}")
-        if kind not in ("ref/prompt", "ref/resource"):
-            raise JSONRPCError(INVALID_PARAMS, 'ref.type must be "ref/prompt" or "ref/resource"')
+        if kind not in ("ref/prompt", "ref/resource") or not isinstance(key, str) \
+                or not isinstance(argument.get("name"), str):
+            raise JSONRPCError(INVALID_PARAMS, 'completion/complete needs ref {"type": "ref/prompt", '
+                               '"name"} or {"type": "ref/resource", "uri"}, and argument.name')
+        if key not in (self.prompts if kind == "ref/prompt" else self.resources):
+            raise JSONRPCError(INVALID_PARAMS, f"Unknown {'prompt' if kind == 'ref/prompt' else 'resource template'}: {key!r}")
         completer = self.completers.get((kind, key, argument.get("name")))
         values = []
         if completer is not None:
