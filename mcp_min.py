@@ -1425,7 +1425,7 @@ def _media(kind, data, path, mime_type, annotations, meta):
         encoded = b64encode(raw)
     if mime_type is None:
         mime_type = _sniff(raw) or (path and _guess_type(str(path)))
-        if mime_type is None:
+        if not (mime_type or "").startswith(kind + "/"):
             raise ValueError(f"{kind}(): cannot tell the MIME type; pass mime_type=")
     return _block({"type": kind, "data": encoded, "mimeType": mime_type}, annotations, meta)
 
@@ -1450,6 +1450,8 @@ def resource_link(uri, name=None, *, title=None, description=None, mime_type=Non
 
 def embedded_resource(uri, *, text=None, blob=None, mime_type=None, annotations=None, meta=None):
     """A resource's contents inline: ``text`` (str) or ``blob`` (bytes)."""
+    if (text is None) == (blob is None):
+        raise TypeError("embedded_resource() takes either text or blob")
     return _block({"type": "resource", "resource": _contents(uri, blob if text is None else text,
                                                              mime_type)}, annotations, meta)
 
@@ -1485,7 +1487,7 @@ class ToolResult:
     def to_dict(self):
         result = {"content": self.content, "isError": self.is_error}
         if self.structured is not None:
-            result["structuredContent"] = self.structured
+            result["structuredContent"] = _dump(self.structured)
         if self.meta:
             result["_meta"] = self.meta
         return result
@@ -1502,12 +1504,17 @@ def _shape_block(block, version):
         block = {k: v for k, v in block.items() if k != "icons"}
     if kind == "audio" and version < V2025_03:
         return {"type": "text", "text": f"[{block.get('mimeType')} audio omitted: not in {version}]"}
-    if version < V2025_06 and ("_meta" in block or "lastModified" in block.get("annotations", ())):
+    if version < V2025_06 and ("_meta" in block or "annotations" in block):
         block = {k: v for k, v in block.items() if k != "_meta"}
         if "annotations" in block:
-            block["annotations"] = {k: v for k, v in block["annotations"].items()
-                                    if k != "lastModified"}
+            block["annotations"] = _shape_annotations(block["annotations"], version)
     return block
+
+
+def _shape_annotations(annotations, version):
+    if version >= V2025_06 or "lastModified" not in annotations:
+        return annotations
+    return {k: v for k, v in annotations.items() if k != "lastModified"}
 
 
 def _shape_result(result, version):
@@ -1541,7 +1548,8 @@ class Entry:
     metadata, and calling the function with validated arguments."""
 
     def __init__(self, fn, name, title, description, icons, meta, **signature_options):
-        self.fn, self.name, self.title, self.icons, self.meta = fn, name or fn.__name__, title, icons, meta
+        self.fn, self.title, self.icons, self.meta = fn, title, icons, meta
+        self.name = fn.__name__ if name is None else name
         self.signature = Signature(fn, context_type=Context, description=description, **signature_options)
 
     def describe_common(self, entry, version):
@@ -1616,7 +1624,10 @@ class Tool(Entry):
     def result(self, value):
         """Turn what the function returned into a CallToolResult dict."""
         if isinstance(value, ToolResult):
-            return value.to_dict()
+            result = value.to_dict()
+            problems = (self.check_output(result["structuredContent"]) if self.check_output and
+                        "structuredContent" in result and not value.is_error else ())
+            return self.mismatch(problems) if problems else result
         if isinstance(value, Content) or (isinstance(value, list) and value
                                           and all(isinstance(v, Content) for v in value)):
             return {"content": value if isinstance(value, list) else [value], "isError": False}
@@ -1624,10 +1635,7 @@ class Tool(Entry):
             structured = self.signature.dump_output(value)
             problems = self.check_output(structured)
             if problems:
-                log.error("tool %r returned output that does not match its outputSchema:\n%s",
-                          self.name, _errors_text(problems))
-                return _error_result(f"Tool '{self.name}' produced output that does not match its "
-                                     f"output schema:\n{_errors_text(problems)}")
+                return self.mismatch(problems)
             shown = structured["result"] if self.signature.wrap_output else structured
         elif value is None or isinstance(value, str):
             return {"content": [text(value)] if value is not None else [], "isError": False}
@@ -1637,6 +1645,14 @@ class Tool(Entry):
                 return {"content": [text(to_json(shown))], "isError": False}
         return {"content": [text(shown if isinstance(shown, str) else to_json(shown))],
                 "structuredContent": structured, "isError": False}
+
+
+    def mismatch(self, problems):
+        """Output that breaks the tool's own outputSchema is a server bug (R5): say so."""
+        log.error("tool %r returned output that does not match its outputSchema:\n%s",
+                  self.name, _errors_text(problems))
+        return _error_result(f"Tool '{self.name}' produced output that does not match its "
+                             f"output schema:\n{_errors_text(problems)}")
 
 
 def _error_result(message):
@@ -1675,14 +1691,14 @@ class Resource(Entry):
         if params != set(self.variables):
             raise TypeError(f"resource {uri!r}: the function's parameters {sorted(params)} must "
                             f"match the URI template's variables {sorted(self.variables)}")
-        self.mime_type = mime_type or (_guess_type(uri) if not self.is_template else None)
+        self.mime_type = mime_type or _guess_type(uri)
         self.size, self.annotations = size, annotations
 
     def describe(self, version):
         entry = {"uriTemplate" if self.is_template else "uri": self.uri, "name": self.name}
         _put(entry, "mimeType", self.mime_type, version)
         _put(entry, "size", None if self.is_template else self.size, version)
-        _put(entry, "annotations", self.annotations, version)
+        _put(entry, "annotations", self.annotations and _shape_annotations(self.annotations, version), version)
         return self.describe_common(entry, version)
 
     def match(self, uri):
@@ -1701,7 +1717,7 @@ class Resource(Entry):
             value = [value]
         if isinstance(value, list) and value and all(isinstance(v, Content) for v in value):
             return [v["resource"] for v in value]          # embedded_resource(...) blocks
-        return [_contents(uri, value, self.mime_type)]
+        return [_contents(uri, value, self.mime_type or _guess_type(uri))]
 
 
 class Prompt(Entry):
