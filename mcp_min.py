@@ -130,11 +130,19 @@ def claim_stdio():
     return wire_in, wire_out
 
 
-def write_all(fd, data):
-    """Write every byte: pipes take large writes in pieces, and a signal can cut one short."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+def write_all(fd, frame):
+    """Write a frame and its newline, every byte: pipes take large writes in pieces, and a
+    signal can cut one short. writev adds the newline without copying a large frame."""
+    pending = [memoryview(frame), memoryview(b"\n")]
+    while pending:
+        written = _writev(fd, pending) if _writev else os.write(fd, pending[0])
+        while pending and written >= len(pending[0]):
+            written -= len(pending.pop(0))
+        if written:
+            pending[0] = pending[0][written:]
+
+
+_writev = getattr(os, "writev", None)        # not on Windows
 
 
 def b64encode(data):
@@ -187,16 +195,19 @@ _encode_ascii = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
 def encode_message(message):
-    """One message -> one line of UTF-8 bytes. Raises ValueError/TypeError if not JSON."""
-    text = _encode_compact(message)
+    """One message -> UTF-8 bytes (the newline is added when written). Compact, and never
+    with a raw newline inside (T2). Raises ValueError or TypeError if it is not JSON."""
     try:
-        return (text + "\n").encode("utf-8")
+        return _encode_compact(message).encode("utf-8")
     except UnicodeEncodeError:            # a lone surrogate: escape it rather than send bad UTF-8
-        return (_encode_ascii(message) + "\n").encode("ascii")
+        return _encode_ascii(message).encode("ascii")
 
 
 def _reject_constant(name):
     raise ValueError(f"{name} is not valid JSON")
+
+
+_decode = json.JSONDecoder(parse_constant=_reject_constant).decode
 
 
 def decode_message(line):
@@ -206,7 +217,7 @@ def decode_message(line):
     except UnicodeDecodeError as e:
         raise JSONRPCError(PARSE_ERROR, f"Parse error: not valid UTF-8 (byte {e.start})") from None
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return _decode(text)
     except RecursionError:                # e.g. 100,000 nested '['
         raise JSONRPCError(PARSE_ERROR, "Parse error: JSON nested too deeply") from None
     except ValueError as e:
@@ -222,15 +233,19 @@ class LineTooLong:
 
     def request_id(self):
         """Best effort: the id, if the line starts or ends with it (as the SDK clients write)."""
-        import re
         value = rb'(-?\d{1,18}|"[^"\\]{0,200}")'
         match = (re.match(rb'\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*' + value + rb'\s*,', self.head)
                  or re.search(rb',\s*"id"\s*:\s*' + value + rb'\s*\}\s*$', self.tail))
-        return json.loads(match.group(1)) if match else None
+        try:
+            rid = json.loads(match.group(1)) if match else None
+        except ValueError:                      # not valid JSON after all: no id, then
+            return None
+        return rid if valid_id(rid) else None
 
 
 def read_lines(rfile, max_bytes):
-    """Yield each line of a binary stream without its newline (and one trailing CR).
+    """Yield each line of a binary stream, its LF or CR LF still on: JSON reads them as
+    whitespace, and slicing them off would copy a large line.
 
     Splits on b"\\n" only: str.splitlines() would also split on U+2028, U+0085 and friends,
     which may appear raw inside JSON strings. A line longer than ``max_bytes`` is never held
@@ -241,14 +256,11 @@ def read_lines(rfile, max_bytes):
         if not line:
             return
         complete = line[-1:] == b"\n" or len(line) < max_bytes + 2     # or ends at EOF
-        if line[-1:] == b"\n":
-            line = line[:-1]
-        if line[-1:] == b"\r":
-            line = line[:-1]
-        if len(line) <= max_bytes:
+        ending = 2 if line[-2:] == b"\r\n" else 1 if line[-1:] in (b"\n", b"\r") else 0
+        if len(line) - ending <= max_bytes:
             yield line
             continue
-        head, tail, size = line[:512], line[-512:], len(line)
+        head, tail, size = line[:512], line[-512:], len(line) - ending
         while not complete:
             piece = readline(1 << 20)
             size += len(piece)
@@ -302,36 +314,56 @@ def classify(message):
                        '"id" with exactly one of "result" and "error" (a response)', data)
 
 
-def describe_frame(message):
+def describe_frame(message, answers=None):
     """A short label for a message: 'request 3 tools/call', 'notification notifications/...',
-    'response 3', 'error 3 -32601', or 'batch of N'. Used by traces and the CLI."""
+    'response 3 tools/call' (``answers`` names the request's method, if known), 'error 3
+    -32601', 'batch of N'. Used by traces and the command line."""
     if isinstance(message, list):
         return f"batch of {len(message)}"
     if not isinstance(message, dict):
         return "not a message"
-    rid = json.dumps(message["id"]) if "id" in message else None
+    rid = json.dumps(message["id"]) if "id" in message else "(no id)"
     if "method" in message:
         kind = "request" if "id" in message else "notification"
-        return " ".join(x for x in (kind, rid, str(message["method"])) if x)
-    if "error" in message:
-        code = message["error"].get("code") if isinstance(message["error"], dict) else "?"
-        return f"error {rid or '(no id)'} {code}"
-    return f"response {rid or '(no id)'}"
+        return f"{kind} {rid} {message['method']}" if "id" in message else f"{kind} {message['method']}"
+    label = f"response {rid}"
+    if isinstance(message.get("error"), dict):
+        label = f"error {rid} {message['error'].get('code')}"
+    label += f" {answers}" if answers else ""
+    result = message.get("result")
+    return label + " (isError)" if isinstance(result, dict) and result.get("isError") else label
 
 
-_COLOURS = {"request": "36", "notification": "33", "response": "32", "error": "31"}
+class FramePrinter:
+    """A trace for a Peer: prints each frame as it crosses, one line each, labelled with
+    who sent it (``labels`` maps "in"/"out" to e.g. "C->S"), what it is (a response names
+    the method it answers) and its bytes verbatim; coloured on a terminal."""
 
+    _COLOURS = {"request": "36", "notification": "33", "response": "32", "error": "31"}
 
-def format_frame(direction, raw, colour=False):
-    """Render one raw frame for humans: direction arrow, its label, then the bytes verbatim."""
-    try:
-        label = describe_frame(json.loads(raw))
-    except (ValueError, RecursionError, UnicodeDecodeError):
-        label = "unparsable"
-    body = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-    if colour:
-        label = f"\x1b[{_COLOURS.get(label.split(' ')[0], '35')}m{label}\x1b[0m"
-    return f"{direction} {label}: {body}"
+    def __init__(self, labels, stream=None, colour=None):
+        self.labels, self.stream = labels, stream or sys.stdout
+        if colour is None:
+            colour = self.stream.isatty() and not os.environ.get("NO_COLOR")
+        self.colour, self.lock, self.methods = colour, threading.Lock(), {}
+
+    def __call__(self, direction, raw):
+        body = raw.decode("utf-8", "replace").rstrip("\r\n")
+        try:
+            message = json.loads(raw)
+        except (ValueError, RecursionError):
+            message = label = "blank" if not body.strip() else "unparsable"
+        with self.lock:
+            if isinstance(message, dict) and valid_id(message.get("id")):
+                if "method" in message:            # remember it, to name it in the response
+                    self.methods[direction, message["id"]] = message["method"]
+                else:
+                    other = "out" if direction == "in" else "in"
+                    message = describe_frame(message, self.methods.pop((other, message["id"]), None))
+            label = message if isinstance(message, str) else describe_frame(message)
+            if self.colour:
+                label = f"\x1b[{self._COLOURS.get(label.split(' ')[0], '35')}m{label}\x1b[0m"
+            print(f"{self.labels[direction]} {label}: {body}", file=self.stream, flush=True)
 
 
 class _Pending:
@@ -357,7 +389,7 @@ class Peer:
     def __init__(self, write_fd, trace=None):
         self.write_fd = write_fd
         self.write_lock = threading.Lock()
-        self.trace = trace                    # callable(direction, raw bytes) or None
+        self.trace = trace                    # callable("in" or "out", raw bytes) or None
         self.pending = {}                     # id of an outbound request -> _Pending
         self.next_id = count(1).__next__
         self.closed = False                   # the wire is gone: stop writing
@@ -369,7 +401,7 @@ class Peer:
             return False
         with self.write_lock:
             if self.trace:
-                self.trace("->", frame.rstrip(b"\n"))
+                self.trace("out", frame)
             try:
                 write_all(self.write_fd, frame)
             except (BrokenPipeError, ConnectionResetError, ValueError, OSError) as e:
@@ -438,24 +470,27 @@ class Peer:
         for line in read_lines(rfile, max_line_bytes):
             if isinstance(line, LineTooLong):
                 if self.trace:
-                    self.trace("<-", line.head + b"..." + line.tail)
+                    self.trace("in", line.head + b"..." + line.tail)
                 self.handle_too_long(line, max_line_bytes)
             else:
                 if self.trace:
-                    self.trace("<-", line)
+                    self.trace("in", line)
                 self.handle_line(line)
             if self.closed:
                 break
 
     def handle_line(self, line):
-        if not line.strip():                  # blank lines carry no message: skip them
+        if line.isspace():                    # blank lines carry no message: skip them
             return
         try:
             message = decode_message(line)
         except JSONRPCError as e:
-            self.send(error_response(None, e.code, e.message))
-            return
+            return self.handle_unparsable(line, e)
         self.handle_message(message)
+
+    def handle_unparsable(self, line, error):
+        """Hook: a line that is not JSON; answered with a parse error."""
+        self.send(error_response(None, error.code, error.message))
 
     def handle_too_long(self, line, limit):
         self.send(error_response(line.request_id(), INVALID_REQUEST,
@@ -526,11 +561,11 @@ class Batch:
     def _settle(self, frame):
         with self.lock:
             if frame is not None:
-                self.frames.append(frame.rstrip(b"\n"))
+                self.frames.append(frame)
             self.remaining -= 1
             if self.remaining or not self.frames:
                 return
-        self.peer.send_frame(b"[" + b",".join(self.frames) + b"]\n")
+        self.peer.send_frame(b"[" + b",".join(self.frames) + b"]")
 
 
 # ============================================================================================
@@ -1148,11 +1183,20 @@ def _got(v):
 
 
 def _msg(path, text):
-    return f"{path}: {text}" if path else text[0].upper() + text[1:]
+    return f"{_path_text(path)}: {text}" if path else text[0].upper() + text[1:]
 
 
-def _join(path, key):
-    return f"{path}.{key}" if path else key
+def _path_text(path):
+    """A path is built as nested (parent, key) pairs, and spelled out only for a problem:
+    ("", "a"), 2), "b") -> "a[2].b"."""
+    keys = []
+    while path:
+        path, key = path
+        keys.append(key)
+    text = ""
+    for key in reversed(keys):
+        text += f"[{key}]" if isinstance(key, int) else f".{key}" if text else key
+    return text
 
 
 def _either(names):
@@ -1277,15 +1321,21 @@ class _Compiler:
         def object_(v, path, out):
             if not isinstance(v, dict):
                 return
-            out.extend(_msg(path, f"missing required property '{k}'") for k in required if k not in v)
+            for k in required:
+                if k not in v:
+                    out.append(_msg(path, f"missing required property '{k}'"))
             for k, x in v.items():
+                if k in props and not patterns:             # the common case, kept quick
+                    if props[k]:
+                        props[k](x, (path, k), out)
+                    continue
                 matched = [props[k]] if k in props else []
                 matched += [check for rx, check in patterns if rx.search(k)]
                 if not matched and extra is False:
                     out.append(_msg(path, f"unexpected property '{k}'"))
                 for check in matched or [extra_check]:      # additionalProperties: the unmatched ones
                     if check:
-                        check(x, _join(path, k), out)
+                        check(x, (path, k), out)
         return object_
 
     def _array(self, s):
@@ -1300,12 +1350,12 @@ class _Compiler:
                 return
             for i, (x, check) in enumerate(zip(v, prefix)):
                 if check:
-                    check(x, f"{path}[{i}]", out)
+                    check(x, (path, i), out)
             if items is False and len(v) > len(prefix):
                 out.append(_msg(path, f"must have at most {len(prefix)} items, got {len(v)}"))
             elif rest:
                 for i in range(len(prefix), len(v)):
-                    rest(v[i], f"{path}[{i}]", out)
+                    rest(v[i], (path, i), out)
         return array
 
     def _alternatives(self, schemas, exactly_one):
@@ -1394,6 +1444,8 @@ def _block(fields, annotations, meta):
 
 def text(value, *, annotations=None, meta=None):
     """A text block."""
+    if annotations is None and meta is None:          # the common case, kept quick
+        return Content(type="text", text=str(value))
     return _block({"type": "text", "text": str(value)}, annotations, meta)
 
 
@@ -1463,7 +1515,10 @@ def _guess_type(uri):
 
 def to_json(value):
     """JSON text for humans and models (non-ASCII kept; dataclasses, enums, sets welcome)."""
-    return json.dumps(_dump(value), ensure_ascii=False, allow_nan=False)
+    return _encode_text(_dump(value))
+
+
+_encode_text = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
 
 
 def _contents(uri, value, mime_type=None):
@@ -2319,7 +2374,8 @@ class Server:
             signal.signal(signal.SIGTERM, _stop_on_signal)
         code = 0
         try:
-            self.serve(read_fd, write_fd, trace=stderr_trace() if trace else None)
+            self.serve(read_fd, write_fd, trace=trace and FramePrinter(
+                {"in": "C->S", "out": "S->C"}, sys.stderr))
         except _Stop:
             pass
         except KeyboardInterrupt:
@@ -2350,19 +2406,6 @@ class _Stop(Exception):
 
 def _stop_on_signal(signum, frame):
     raise _Stop()
-
-
-def stderr_trace(colour=None):
-    """A trace function writing each frame to stderr (coloured on a terminal)."""
-    if colour is None:
-        colour = sys.stderr.isatty() and not os.environ.get("NO_COLOR")
-    lock = threading.Lock()
-
-    def trace(direction, raw):
-        with lock:
-            sys.stderr.write(format_frame(direction, raw, colour) + "\n")
-            sys.stderr.flush()
-    return trace
 
 
 # ============================================================================================
@@ -2601,7 +2644,8 @@ class Client(Peer):
                  timeout=30.0, env=None, cwd=None, stderr=None, trace=None,
                  on_notification=None, initialize=True):
         self.timeout, self.on_notification = timeout, on_notification
-        self.notifications, self.progress_handlers = [], {}
+        self.notifications, self.progress_handlers, self.junk = [], {}, []
+        self.progress_tokens = count(1).__next__
         self.callbacks = {"roots/list": roots, "sampling/createMessage": sampling,
                           "elicitation/create": elicitation}
         self.process = self.server_thread = None
@@ -2643,7 +2687,14 @@ class Client(Peer):
             self.read_loop(rfile, 1 << 30)
         finally:
             self.closed = True
-            self.fail_pending(ConnectionError("the server closed the connection"))
+            code = None
+            if self.process is not None:
+                try:
+                    code = self.process.wait(1)
+                except Exception:                  # still running: it only closed stdout
+                    pass
+            self.fail_pending(ConnectionError("the server closed the connection" +
+                                              (f" (exit code {code})" if code else "")))
 
     # -- lifecycle -------------------------------------------------------------------------------
     def initialize(self):
@@ -2710,6 +2761,11 @@ class Client(Peer):
         except Exception as e:
             self.send(error_response(rid, INTERNAL_ERROR, f"{type(e).__name__}: {e}"))
 
+    def handle_unparsable(self, line, error):
+        # A server that writes anything but JSON-RPC to stdout is broken: keep the line so
+        # callers can say so, but don't answer it (it would only add noise to the wire).
+        self.junk.append(line.decode("utf-8", "replace").rstrip("\r\n"))
+
     def handle_notification(self, message):
         self.notifications.append(message)
         params = message.get("params") or {}
@@ -2753,7 +2809,7 @@ class Client(Peer):
         params = {"name": name, "arguments": arguments or {}}
         token = None
         if progress is not None:
-            token = f"progress-{self.next_id()}"
+            token = f"progress-{self.progress_tokens()}"
             self.progress_handlers[token] = progress
             meta = dict(meta or {}, progressToken=token)
         if meta:
@@ -2762,6 +2818,13 @@ class Client(Peer):
             return self.request("tools/call", params, timeout)
         finally:
             self.progress_handlers.pop(token, None)
+
+    def cancel(self, request_id, reason=None):
+        """Cancel a request of ours: tell the server, and stop waiting for the answer."""
+        self.notify("notifications/cancelled", dict({"requestId": request_id}, **({"reason": reason} if reason else {})))
+        slot = self.pending.pop(request_id, None)
+        if slot is not None:
+            slot.resolve(error=Cancelled(f"request {request_id!r} was cancelled"))
 
     def read_resource(self, uri):
         return self.request("resources/read", {"uri": uri})
@@ -2862,11 +2925,14 @@ def explain(raw):
             wrong = [k for k in ("args", "input", "params") if k in params]
             if wrong:
                 problems.append(f'params.{wrong[0]} should be "arguments"')
+    if kind == "response" and message.get("id", 0) is None:
+        problems.append('"id": null: the 2025-11-25 schema omits the id of an error to an '
+                        "unreadable request instead, and some clients reject null (G7)")
     if kind == "response" and isinstance(message.get("error"), dict):
         error = message["error"]
         if type(error.get("code")) is not int or not isinstance(error.get("message"), str):
             problems.append("error needs an integer code and a string message (B6)")
-    summary = describe_frame(message) if kind != "invalid message" else kind
+    summary = describe_frame(message).replace(" (isError)", "") if kind != "invalid message" else kind
     if kind == "response" and isinstance(message.get("result"), dict) and message["result"].get("isError"):
         summary += " (a tool result with isError: a business error, not a protocol error)"
     elif kind == "response" and "error" in message:
@@ -2874,14 +2940,8 @@ def explain(raw):
     return summary, problems
 
 
-def _print_frames(colour, labels=("C->S", "S->C")):
-    """A Client trace that prints frames as they cross, labelled by direction."""
-    lock = threading.Lock()
-
-    def trace(direction, raw):
-        with lock:
-            print(format_frame(labels[0] if direction == "->" else labels[1], raw, colour), flush=True)
-    return trace
+def _client_trace(colour):
+    return FramePrinter({"out": "C->S", "in": "S->C"}, sys.stdout, colour)
 
 
 def _examples_dir():
@@ -2894,7 +2954,7 @@ def demo(command=None, colour=False):
     notes = colour and (lambda s: print(f"\n\x1b[1m# {s}\x1b[0m", flush=True)) or (
         lambda s: print(f"\n# {s}", flush=True))
     notes("The client starts the server as a subprocess and opens with initialize.")
-    with Client(command, trace=_print_frames(colour), initialize=False,
+    with Client(command, trace=_client_trace(colour), initialize=False,
                 client_info={"name": "mcp_min-demo", "version": __version__}) as client:
         client.initialize()
         notes("initialized was a notification: no id, so no reply. Now discovery:")
@@ -2928,6 +2988,9 @@ def _parse_call(words):
     if len(words) < 2:
         raise SystemExit("usage: mcp_min.py call -- SERVER_CMD... METHOD|TOOL [JSON]")
     method = words.pop()
+    if os.path.exists(method):
+        raise SystemExit("usage: mcp_min.py call -- SERVER_CMD... METHOD|TOOL [JSON]: "
+                         "name a method or a tool after the server command")
     if "/" not in method and method != "ping":
         params, method = {"name": method, "arguments": params or {}}, "tools/call"
     return words, method, params
@@ -2940,7 +3003,7 @@ def repl(command, colour=False, stdin=None):
                                      "content": {"type": "text", "text": "(a sampled reply)"}},
               "elicitation": lambda p: {"action": "decline"},
               "roots": lambda: [{"uri": "file://" + os.getcwd(), "name": "cwd"}]}
-    client = Client(command, trace=_print_frames(colour), initialize=False, **canned)
+    client = Client(command, trace=_client_trace(colour), initialize=False, **canned)
     print("mcp_min repl: type a JSON line, or: init, tools, resources, prompts, ping, "
           "call NAME {args}, read URI, prompt NAME {args}, cancel ID, quit", flush=True)
     commands = {"init": lambda a: client.initialize(), "ping": lambda a: client.ping(),
@@ -2948,8 +3011,7 @@ def repl(command, colour=False, stdin=None):
                 "resources": lambda a: client.request("resources/list"),
                 "prompts": lambda a: client.request("prompts/list"),
                 "read": lambda a: client.read_resource(a),
-                "cancel": lambda a: client.notify("notifications/cancelled",
-                                                  {"requestId": json.loads(a)}),
+                "cancel": lambda a: client.cancel(json.loads(a)),
                 "call": lambda a: client.call_tool(*_name_args(a), progress=lambda p: None),
                 "prompt": lambda a: client.get_prompt(*_name_args(a))}
 
@@ -2968,7 +3030,9 @@ def repl(command, colour=False, stdin=None):
             if line in ("quit", "exit"):
                 break
             if line.startswith(("{", "[")) or name not in commands:
-                client.send_frame(line.encode() + b"\n")     # verbatim: mistakes included
+                client.send_frame(line.encode())     # verbatim: mistakes included
+            elif name == "init":                       # the handshake completes before the next line
+                run(commands[name], arg)
             else:
                 threading.Thread(target=run, args=(commands[name], arg.strip()), daemon=True).start()
             time.sleep(0.2)                    # let the reply print before the next prompt
@@ -2997,9 +3061,25 @@ def main(argv=None):
     explain_cmd = commands.add_parser("explain", help="what a JSON-RPC/MCP message is, and what is wrong with it")
     explain_cmd.add_argument("message")
     args = parser.parse_args(argv)
-    colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     words = getattr(args, "words", [])
     words = words[1:] if words[:1] == ["--"] else words
+    if args.command in ("inspect", "call", "repl") and not words:
+        parser.error(f"{args.command} needs a server command: {args.command} -- SERVER_CMD ...")
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return _command(args, words, sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
+    except ValueError as e:                        # a JSON argument that isn't JSON
+        parser.error(f"not valid JSON: {e}")
+    except FileNotFoundError as e:
+        print(f"mcp_min: cannot start {words[0]!r}: {e.strerror}", file=sys.stderr)
+    except (ConnectionError, TimeoutError) as e:
+        print(f"mcp_min: {e}", file=sys.stderr)
+    return 1
+
+
+def _command(args, words, colour):
     if args.command == "serve":
         load_server(args.target).run(trace=args.trace or None)
     elif args.command == "demo":
@@ -3016,14 +3096,11 @@ def main(argv=None):
         with Client(words, timeout=30) as client:
             report = {"serverInfo": client.server_info, "protocolVersion": client.protocol_version,
                       "capabilities": client.server_capabilities, "instructions": client.instructions}
-            caps = client.server_capabilities
-            if "tools" in caps:
-                report["tools"] = client.list_tools()
-            if "resources" in caps:
-                report["resources"] = client.list_resources()
-                report["resourceTemplates"] = client.list_resource_templates()
-            if "prompts" in caps:
-                report["prompts"] = client.list_prompts()
+            for kind, key in (("tools", "tools"), ("resources", "resources"),
+                              ("resources", "resourceTemplates"), ("prompts", "prompts")):
+                if kind in client.server_capabilities:
+                    report[key] = client._list(f"{kind}/templates/list" if key == "resourceTemplates"
+                                               else f"{kind}/list", key)
         print(json.dumps(report, indent=2, ensure_ascii=False))
     elif args.command == "call":
         command, method, params = _parse_call(words)
@@ -3033,11 +3110,12 @@ def main(argv=None):
             except JSONRPCError as e:
                 print(f"error {e.code}: {e.message}", file=sys.stderr)
                 return 1
+            finally:
+                for line in client.junk:           # e.g. a print() in a hand-rolled server
+                    print(f"mcp_min: the server wrote a line that is not JSON-RPC: {line}", file=sys.stderr)
+        return 1 if client.junk else 0
     elif args.command == "repl":
         return repl(words, colour=colour)
-    else:
-        parser.print_help(sys.stderr)
-        return 2
     return 0
 
 

@@ -230,8 +230,8 @@ def exchange(wire):
 
 def assert_traced(stderr, sent, received):
     lines = stderr.splitlines()
-    inbound = [line for line in lines if line.startswith("<-")]
-    outbound = [line for line in lines if line.startswith("->")]
+    inbound = [line for line in lines if line.startswith("C->S")]
+    outbound = [line for line in lines if line.startswith("S->C")]
     for frame in sent:
         assert any(line.endswith(frame) for line in inbound), (frame, inbound)
     for frame in received:

@@ -1,0 +1,1010 @@
+"""The command line as a workshop participant runs it: `python3 mcp_min.py demo | inspect |
+call | repl | explain | serve --trace` in a subprocess, with stdout, stderr and the exit code
+checked; colour through a pseudo-terminal; `repl` driven through its stdin. Then the
+in-process ``Client(server)``: the test client users get for their own servers.
+
+Frame lines are checked against an oracle written here (not mcp_min's own describe_frame):
+``C->S request 2 tools/list: {...}`` must say who wrote the bytes, what kind of message they
+are, its id and its method, and the bytes must be the message verbatim."""
+
+import io
+import json
+import os
+import pty
+import queue
+import re
+import select
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import pytest
+
+import mcp_min
+from conftest import ROOT
+from mcp_min import Client, Context, JSONRPCError, Server, ToolError
+
+MCP_MIN = str(ROOT / "mcp_min.py")
+EXAMPLES = ROOT / "examples"
+GIFT = [sys.executable, str(EXAMPLES / "gift_server.py")]
+SLOW = [sys.executable, str(EXAMPLES / "slow_server.py")]
+EVERYTHING = [sys.executable, str(ROOT / "tests" / "servers" / "everything.py")]
+CATALOG = "mcp://gift-server/resources/gift_catalog"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def clean_env(**extra):
+    env = dict(os.environ)
+    for name in ("MCP_MIN_TRACE", "NO_COLOR"):
+        env.pop(name, None)
+    env.update(extra)
+    return env
+
+
+def cli(*args, input=None, timeout=30, env=None):
+    """`python3 mcp_min.py ARGS...` with stdout and stderr piped, as in `... | less`."""
+    return subprocess.run([sys.executable, MCP_MIN, *map(str, args)], input=input,
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                          env=env or clean_env())
+
+
+def on_pty(args, *, stream="stdout", input=None, env=None, timeout=30):
+    """Run with ``stream`` (stdout or stderr) on a pseudo-terminal; returns (code, tty text,
+    other stream's text). The terminal's CR LF line ends are turned back into LF."""
+    master, slave = pty.openpty()
+    with tempfile.TemporaryFile() as other:
+        streams = {"stdout": other, "stderr": other, stream: slave}
+        proc = subprocess.Popen(args, stdin=subprocess.PIPE, cwd=ROOT, env=env or clean_env(),
+                                **streams)
+        os.close(slave)
+        if input:
+            proc.stdin.write(input.encode())
+        proc.stdin.close()
+        chunks, deadline = [], time.monotonic() + timeout
+        while True:
+            ready, _, _ = select.select([master], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                proc.kill()
+                raise AssertionError(f"no end of output within {timeout} s")
+            try:
+                data = os.read(master, 65536)
+            except OSError:                      # EIO: every writer of the terminal is gone
+                break
+            if not data:
+                break
+            chunks.append(data)
+        os.close(master)
+        code = proc.wait(timeout)
+        other.seek(0)
+        rest = other.read().decode("utf-8", "replace")
+    return code, b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n"), rest
+
+
+# ============================================================================================
+# Reading frame lines
+# ============================================================================================
+
+FRAME = re.compile(r"^(?P<dir>C->S|S->C|->|<-) (?P<label>.*?): (?P<body>.*)$")
+
+
+def expected_label(message):
+    """What a frame line must call a message: kind, id (as JSON), method or error code."""
+    if isinstance(message, list):
+        return f"batch of {len(message)}"
+    rid = json.dumps(message["id"]) if "id" in message else None
+    if "method" in message:
+        return f"request {rid} {message['method']}" if rid else f"notification {message['method']}"
+    if "error" in message:
+        return f"error {rid or '(no id)'} {message['error']['code']}"
+    return f"response {rid}"
+
+
+class Frame:
+    def __init__(self, direction, label, body):
+        self.direction, self.label, self.body = direction, label, body
+        try:
+            self.message = json.loads(body)
+        except ValueError:
+            self.message = None
+
+    @property
+    def kind(self):
+        return self.label.split(" ")[0]
+
+    @property
+    def id(self):
+        return self.message.get("id") if isinstance(self.message, dict) else None
+
+    @property
+    def method(self):
+        return self.message.get("method") if isinstance(self.message, dict) else None
+
+    def __repr__(self):
+        return f"{self.direction} {self.label}: {self.body[:120]}"
+
+
+def frames(text, directions=("C->S", "S->C")):
+    """Every frame line of an output, each checked: its label is the oracle's label (a longer
+    label may add to it), and its body is one JSON message or is labelled unparsable."""
+    found = []
+    for line in text.splitlines():
+        match = FRAME.match(line)
+        if not match or match["dir"] not in directions:
+            continue
+        frame = Frame(match["dir"], match["label"], match["body"])
+        if frame.message is None:
+            assert frame.label == "unparsable", line
+        else:
+            want = expected_label(frame.message)
+            assert frame.label == want or frame.label.startswith(want + " "), \
+                f"label {frame.label!r} should be {want!r}: {line[:200]}"
+        found.append(frame)
+    return found
+
+
+def find(found, start=0, where=None, **want):
+    """Index of the first frame at or after ``start`` with the wanted attributes (and for
+    which ``where(frame)`` holds)."""
+    for i in range(start, len(found)):
+        if all(getattr(found[i], key) == value for key, value in want.items()) and (
+                where is None or where(found[i])):
+            return i
+    raise AssertionError(f"no frame with {want} after #{start} in:\n" +
+                         "\n".join(map(repr, found)))
+
+
+def calling(tool):
+    return lambda frame: frame.message["params"].get("name") == tool
+
+
+def check_correlation(found):
+    """Every response answers exactly one earlier request sent the other way, and every
+    request with an id (but ones the other side cancelled) got exactly one response."""
+    other = {"C->S": "S->C", "S->C": "C->S"}
+    open_requests = {}
+    for frame in found:
+        if frame.kind == "request":
+            key = (frame.direction, json.dumps(frame.id))
+            assert key not in open_requests, f"id reused while outstanding: {frame}"
+            open_requests[key] = frame
+        elif frame.kind in ("response", "error") and frame.id is not None:
+            key = (other[frame.direction], json.dumps(frame.id))
+            assert key in open_requests, f"response to no outstanding request: {frame}"
+            del open_requests[key]
+    return open_requests
+
+
+# ============================================================================================
+# demo
+# ============================================================================================
+
+@pytest.fixture(scope="module")
+def demo():
+    result = cli("demo")
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_demo_exits_cleanly_and_writes_nothing_to_stderr(demo):
+    assert demo.stderr == ""
+    assert "\x1b[" not in demo.stdout                  # piped: plain text, no ANSI escapes
+    assert demo.stdout.strip()
+
+
+def test_demo_every_line_is_a_note_or_a_classified_frame(demo):
+    for line in demo.stdout.splitlines():
+        if line and not line.startswith("# "):
+            assert FRAME.match(line) and line[:4] in ("C->S", "S->C"), line
+    found = frames(demo.stdout)
+    assert len(found) >= 19
+    assert {f.kind for f in found} == {"request", "response", "notification", "error"}
+    for frame in found:                                 # bodies are compact one-line JSON
+        assert frame.message is not None and frame.body == json.dumps(
+            frame.message, separators=(",", ":"), ensure_ascii=False)
+
+
+def test_demo_handshake(demo):
+    found = frames(demo.stdout)
+    init = found[0]
+    assert (init.direction, init.kind, init.id, init.method) == ("C->S", "request", 1, "initialize")
+    assert init.message["params"]["protocolVersion"] == mcp_min.LATEST_PROTOCOL_VERSION
+    reply = found[1]
+    assert (reply.direction, reply.kind, reply.id) == ("S->C", "response", 1)
+    assert reply.message["result"]["serverInfo"]["name"] == "gift-server"
+    assert set(reply.message["result"]["capabilities"]) >= {"tools", "resources", "prompts"}
+    note = found[2]
+    assert (note.direction, note.kind, note.method) == ("C->S", "notification",
+                                                        "notifications/initialized")
+    assert "id" not in note.message
+    # nothing answers the notification: the next server frame answers request 2
+    after = [f for f in found[3:] if f.direction == "S->C"][0]
+    assert after.id == 2
+
+
+def test_demo_shows_every_step_in_order(demo):
+    found = frames(demo.stdout)
+    i = find(found, direction="C->S", kind="request", method="tools/list")
+    j = find(found, i, direction="S->C", kind="response", id=found[i].id)
+    assert [t["name"] for t in found[j].message["result"]["tools"]] == ["suggest_gifts"]
+    assert found[j].message["result"]["tools"][0]["inputSchema"]["required"] == ["occasion", "budget"]
+
+    i = find(found, j, direction="C->S", method="tools/call")
+    assert found[i].message["params"]["name"] == "suggest_gifts"
+    j = find(found, i, direction="S->C", id=found[i].id)
+    result = found[j].message["result"]
+    assert result["isError"] is False and len(result["structuredContent"]["gifts"]) == 3
+    assert all(g["price"] <= 100 for g in result["structuredContent"]["gifts"])
+
+    i = find(found, j, direction="C->S", method="resources/read")
+    assert found[i].message["params"] == {"uri": CATALOG}
+    j = find(found, i, direction="S->C", kind="response", id=found[i].id)
+    assert found[j].message["result"]["contents"][0]["uri"] == CATALOG
+
+    i = find(found, j, direction="C->S", method="prompts/get")
+    j = find(found, i, direction="S->C", kind="response", id=found[i].id)
+    assert "congratulations" in found[j].message["result"]["messages"][0]["content"]["text"]
+
+
+def test_demo_shows_a_protocol_error_and_a_business_error(demo):
+    found = frames(demo.stdout)
+    i = find(found, direction="C->S", method="tools/col")
+    protocol = found[find(found, i, direction="S->C", id=found[i].id)]
+    assert protocol.kind == "error" and protocol.message["error"]["code"] == -32601
+    assert protocol.label == f"error {found[i].id} -32601" or protocol.label.startswith(
+        f"error {found[i].id} -32601 ")
+    business = [f for f in found if f.kind == "response"
+                and f.message["result"].get("isError") is True]
+    assert business, "no isError result in the demo"
+    assert "No gifts in the catalogue" in business[0].message["result"]["content"][0]["text"]
+    text = demo.stdout
+    assert text.index("# A protocol error") < text.index(protocol.body)
+    assert text.index("# Business errors") < text.index(business[0].body)
+
+
+def test_demo_correlates_every_request_with_one_response(demo):
+    found = frames(demo.stdout)
+    assert check_correlation(found) == {}
+    ids = [f.id for f in found if f.kind == "request"]
+    assert ids == list(range(1, len(ids) + 1))          # the client counts 1, 2, 3, ...
+
+
+def test_demo_response_lines_name_the_method_they_answer(demo):
+    found = frames(demo.stdout)
+    asked = {(f.direction, f.id): f.method for f in found if f.kind == "request"}
+    for frame in found:
+        if frame.kind in ("response", "error"):
+            method = asked[("C->S" if frame.direction == "S->C" else "S->C", frame.id)]
+            assert method in frame.label.split(" "), frame
+
+
+def test_demo_in_colour_on_a_terminal(demo):
+    code, text, err = on_pty([sys.executable, MCP_MIN, "demo"])
+    assert code == 0 and err == ""
+    for kind, colour in (("request 1 initialize", "36"), ("response 1", "32"),
+                         ("notification notifications/initialized", "33"), ("error 6 -32601", "31")):
+        assert re.search(rf"\x1b\[{colour}m{kind}( [^\x1b]*)?\x1b\[0m: ", text), kind
+    assert "\x1b[1m# The client starts" in text          # the notes are bold
+    assert ANSI.sub("", text) == demo.stdout               # the same session, same bytes
+
+
+def test_demo_on_a_terminal_respects_no_color(demo):
+    code, text, _ = on_pty([sys.executable, MCP_MIN, "demo"], env=clean_env(NO_COLOR="1"))
+    assert code == 0
+    assert "\x1b[" not in text and text == demo.stdout
+
+
+# ============================================================================================
+# inspect
+# ============================================================================================
+
+def inspect(*command):
+    result = cli("inspect", "--", *command)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout), result.stderr        # stdout is one JSON document
+
+
+def test_inspect_gift_server_lists_tools_with_schemas_resources_and_prompts():
+    report, stderr = inspect(*GIFT)
+    assert stderr == ""
+    assert report["serverInfo"] == {"name": "gift-server", "version": "1.0.0", "title": "Gift picker"}
+    assert report["protocolVersion"] == mcp_min.LATEST_PROTOCOL_VERSION
+    assert report["instructions"].startswith("Suggests gifts")
+    (tool,) = report["tools"]
+    assert tool["name"] == "suggest_gifts" and tool["title"] == "Gift ideas generator"
+    schema = tool["inputSchema"]
+    assert schema["type"] == "object" and schema["required"] == ["occasion", "budget"]
+    assert schema["properties"]["budget"] == {"type": "number",
+                                              "description": "the most to spend, in dollars"}
+    assert "birthday" in schema["properties"]["occasion"]["enum"]
+    assert tool["outputSchema"]["required"] == ["occasion", "budget", "gifts"]
+    assert tool["annotations"]["readOnlyHint"] is True
+    (resource,) = report["resources"]
+    assert resource["uri"] == CATALOG and resource["mimeType"] == "application/json"
+    assert report["resourceTemplates"] == []
+    (prompt,) = report["prompts"]
+    assert prompt["name"] == "gift_congrats_style"
+    assert [(a["name"], a["required"]) for a in prompt["arguments"]] == \
+        [("recipient", False), ("occasion", False)]
+
+
+def test_inspect_server_with_templates():
+    report, stderr = inspect(*EVERYTHING)
+    assert report["resourceTemplates"] == [{"uriTemplate": "test://items/{item_id}", "name": "item",
+                                            "description": "One item by id."}]
+    assert {r["uri"] for r in report["resources"]} == {"test://static/text", "test://static/blob"}
+    greet = {p["name"]: p for p in report["prompts"]}["greet"]
+    assert greet["arguments"][0] == {"name": "name", "description": "who to greet", "required": True}
+    tools = {t["name"]: t for t in report["tools"]}
+    assert tools["sleep"]["inputSchema"]["required"] == ["ms"]
+    assert "ctx" not in tools["sleep"]["inputSchema"]["properties"]
+    assert "lifespan: start" in stderr                  # the server's stderr passes through
+
+
+def test_inspect_lists_only_what_the_server_declares():
+    report, _ = inspect(sys.executable, str(EXAMPLES / "calculator.py"))
+    assert "resources" not in report and "prompts" not in report
+    assert "resources" not in report["capabilities"]
+    assert report["tools"][0]["inputSchema"]["properties"] == {"a": {"type": "number"},
+                                                               "b": {"type": "number"}}
+
+
+# ============================================================================================
+# call
+# ============================================================================================
+
+BIRTHDAY = {"occasion": "birthday", "budget": 50, "recipient": "loves board games"}
+
+
+def call(*words, code=0):
+    result = cli("call", "--", *words)
+    assert result.returncode == code, (result.stdout, result.stderr)
+    return result
+
+
+def test_call_long_form():
+    result = call(*GIFT, "tools/call", json.dumps({"name": "suggest_gifts", "arguments": BIRTHDAY}))
+    assert result.stderr == ""
+    out = json.loads(result.stdout)
+    assert out["isError"] is False
+    gifts = out["structuredContent"]["gifts"]
+    assert [g["name"] for g in gifts] == ["Dice set with velvet bag", "Cooperative game: Pandemic",
+                                          "Board game: Catan"]
+    assert json.loads(out["content"][0]["text"]) == out["structuredContent"]
+
+
+def test_call_short_form_is_the_same_call():
+    long = call(*GIFT, "tools/call", json.dumps({"name": "suggest_gifts", "arguments": BIRTHDAY}))
+    short = call(*GIFT, "suggest_gifts", json.dumps(BIRTHDAY))
+    assert json.loads(short.stdout) == json.loads(long.stdout)
+
+
+def test_call_ping_and_lists():
+    assert json.loads(call(*GIFT, "ping").stdout) == {}
+    tools = json.loads(call(*GIFT, "tools/list").stdout)["tools"]
+    assert [t["name"] for t in tools] == ["suggest_gifts"]
+
+
+def test_call_resources_read_and_prompts_get():
+    out = json.loads(call(*GIFT, "resources/read", json.dumps({"uri": CATALOG})).stdout)
+    (content,) = out["contents"]
+    assert content["uri"] == CATALOG and content["mimeType"] == "application/json"
+    assert len(json.loads(content["text"])["gifts"]) == 20
+    out = json.loads(call(*GIFT, "prompts/get", '{"name": "gift_congrats_style", '
+                                                '"arguments": {"recipient": "Sam"}}').stdout)
+    assert "for Sam." in out["messages"][0]["content"]["text"]
+
+
+@pytest.mark.parametrize("words, code, message", [
+    (["tools/col"], -32601, "Method not found: tools/col"),
+    (["suggest_gift", "{}"], -32602, "Unknown tool: 'suggest_gift' (did you mean 'suggest_gifts'?)"),
+    (["resources/read", '{"resourceId": "x"}'], -32602, 'found "resourceId": did you mean "uri"?'),
+    (["resources/read", '{"uri": "mcp://nope"}'], -32002, "Resource not found: mcp://nope"),
+    (["tools/call", '{"tool": "suggest_gifts", "args": {}}'], -32602, 'did you mean "name"?'),
+])
+def test_call_protocol_error_exits_1_with_the_code_on_stderr(words, code, message):
+    result = call(*GIFT, *words, code=1)
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"error {code}: ") and message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_call_business_error_is_a_result_and_exits_0():
+    result = call(*GIFT, "suggest_gifts", '{"occasion": "wedding", "budget": 5}')
+    out = json.loads(result.stdout)
+    assert out["isError"] is True and "structuredContent" not in out
+    assert out["content"][0]["text"].startswith("No gifts in the catalogue for a wedding within $5")
+    bad = json.loads(call(*GIFT, "suggest_gifts", '{"occasion": "birthday", '
+                                                  '"budget": "a hundred bucks"}').stdout)
+    assert bad["isError"] is True
+    assert 'budget: expected number, got string "a hundred bucks"' in bad["content"][0]["text"]
+
+
+def test_call_print_in_an_mcp_min_tool_goes_to_stderr():
+    result = call(sys.executable, str(EXAMPLES / "print_server.py"), "get_weather", '{"city": "Lisbon"}')
+    assert json.loads(result.stdout)["content"][0]["text"] == "Sunny, 22°C"
+    assert "DEBUG looking up Lisbon" in result.stderr
+
+
+def test_call_reports_a_server_that_prints_to_stdout():
+    result = cli("call", "--", sys.executable, str(EXAMPLES / "naive_server.py"), "get_weather",
+                 '{"city": "Lisbon"}')
+    assert result.returncode == 1
+    assert "DEBUG looking up Lisbon" in result.stderr and "not JSON" in result.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["call", "--", *GIFT, "suggest_gifts", "{bad json"],
+    ["call", "--", "no-such-command-mcp-min", "ping"],
+    ["call", "--", sys.executable, "-c", "import sys; sys.exit(3)", "ping"],
+    ["inspect"],
+    ["inspect", "--", "no-such-command-mcp-min"],
+], ids=["bad-json", "not-found", "server-exits", "inspect-no-server", "inspect-not-found"])
+def test_cli_failures_are_one_line_not_a_traceback(args):
+    result = cli(*args)
+    assert result.returncode in (1, 2)
+    assert "Traceback" not in result.stderr and result.stderr.strip()
+
+
+# ============================================================================================
+# repl
+# ============================================================================================
+
+REPL_SESSION = [
+    "init",
+    "tools",
+    '{"jsonrpc":"2.0","id":"raw-1","method":"ping"}',
+    '{"jsonrpc":"2.0","id":"bad","method":"tools/call","params":{"tool":"wait","args":{}}}',
+    'call countdown {"steps": 3, "delay": 0.05}',
+    'call plan_party {"guest": "Sam"}',
+    "ping",
+    "hello there",
+    "quit",
+    "ping",                                   # after quit: never sent
+]
+
+
+@pytest.fixture(scope="module")
+def repl_session():
+    """The session typed into the repl: `init`, then (once the handshake is done) the rest
+    as fast as it can read it."""
+    repl = Repl(*SLOW)
+    try:
+        repl.type(REPL_SESSION[0])
+        repl.expect(r"^C->S notification notifications/initialized: ")
+        for line in REPL_SESSION[1:]:
+            repl.type(line)
+        code, out, err = repl.finish()
+    finally:
+        if repl.proc.poll() is None:
+            repl.proc.kill()
+    assert code == 0, err
+    return subprocess.CompletedProcess(repl.proc.args, code, out + "\n", err)
+
+
+def test_repl_greets_and_shows_frames_in_both_directions(repl_session):
+    out = repl_session.stdout
+    assert out.startswith("mcp_min repl: type a JSON line, or: init, tools")
+    found = frames(out)
+    assert {f.direction for f in found} == {"C->S", "S->C"}
+    assert (found[0].direction, found[0].method, found[0].id) == ("C->S", "initialize", 1)
+    caps = found[0].message["params"]["capabilities"]
+    assert set(caps) == {"roots", "sampling", "elicitation"}     # the repl answers all three
+    assert found[2].method == "notifications/initialized"
+    assert "\x1b[" not in out and repl_session.stderr == ""
+
+
+def test_repl_sends_raw_json_lines_verbatim(repl_session):
+    out = repl_session.stdout
+    assert f"C->S request \"raw-1\" ping: {REPL_SESSION[2]}\n" in out
+    assert re.search(r'^S->C response "raw-1"( ping)?: \{"jsonrpc":"2.0","id":"raw-1","result":\{\}\}$',
+                     out, re.M)
+    found = frames(out)
+    bad = found[find(found, direction="S->C", id="bad")]
+    assert bad.kind == "error" and bad.message["error"]["code"] == -32602
+    assert 'did you mean "name"?' in bad.message["error"]["message"]
+
+
+def test_repl_short_commands(repl_session):
+    found = frames(repl_session.stdout)
+    i = find(found, direction="C->S", method="tools/list")
+    tools = found[find(found, i, direction="S->C", id=found[i].id)].message["result"]["tools"]
+    assert [t["name"] for t in tools] == ["wait", "countdown", "plan_party"]
+    i = find(found, i, direction="C->S", method="ping", where=lambda f: isinstance(f.id, int))
+    assert found[find(found, i, direction="S->C", id=found[i].id)].message["result"] == {}
+    assert check_correlation(found) == {}
+    # `quit` ends the session: the ping typed after it is never sent
+    assert [f.id for f in found if f.method == "ping"] == ["raw-1", found[i].id]
+
+
+def test_repl_shows_progress_and_log_notifications(repl_session):
+    found = frames(repl_session.stdout)
+    i = find(found, direction="C->S", method="tools/call", where=calling("countdown"))
+    token = found[i].message["params"]["_meta"]["progressToken"]
+    end = find(found, i, direction="S->C", id=found[i].id)
+    between = found[i + 1:end]
+    progress = [f.message["params"] for f in between if f.method == "notifications/progress"]
+    assert [(p["progressToken"], p["progress"], p["total"]) for p in progress] == \
+        [(token, 1, 3), (token, 2, 3), (token, 3, 3)]
+    logs = [f.message["params"] for f in between if f.method == "notifications/message"]
+    assert [(p["level"], p["data"]) for p in logs] == \
+        [("info", f"countdown: step {n} of 3") for n in (1, 2, 3)]
+    assert all(f.direction == "S->C" and f.kind == "notification" for f in between)
+    assert found[end].message["result"]["content"][0]["text"] == "lift-off after 3 steps"
+
+
+def test_repl_answers_server_to_client_requests(repl_session):
+    found = frames(repl_session.stdout)
+    i = find(found, direction="C->S", method="tools/call", where=calling("plan_party"))
+    answers = {}
+    for method in ("roots/list", "elicitation/create", "sampling/createMessage"):
+        j = find(found, i, direction="S->C", kind="request", method=method)
+        k = find(found, j, direction="C->S", kind="response", id=found[j].id)
+        answers[method] = found[k].message["result"]
+    assert answers["roots/list"] == {"roots": [{"uri": "file://" + str(ROOT), "name": "cwd"}]}
+    assert answers["elicitation/create"] == {"action": "decline"}
+    assert answers["sampling/createMessage"]["content"] == {"type": "text", "text": "(a sampled reply)"}
+    final = found[find(found, i, direction="S->C", kind="response", id=found[i].id)]
+    assert "theme '(a sampled reply)'" in final.message["result"]["content"][0]["text"]
+    # the server numbers its own requests: its ids 1, 2, 3 are not the client's 1, 2, 3
+    server_ids = [f.id for f in found if f.direction == "S->C" and f.kind == "request"]
+    assert server_ids == [1, 2, 3]
+
+
+def test_repl_sends_garbage_verbatim_and_shows_the_parse_error(repl_session):
+    out = repl_session.stdout
+    assert "C->S unparsable: hello there\n" in out
+    found = frames(out)
+    error = found[find(found, direction="S->C", kind="error", id=None)]
+    assert error.message["error"]["code"] == -32700 and "id" not in error.message
+
+
+class Repl:
+    """An interactive repl session: type a line, wait for a line of output."""
+
+    def __init__(self, *command):
+        self.proc = subprocess.Popen([sys.executable, MCP_MIN, "repl", "--", *command],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, bufsize=1, cwd=ROOT,
+                                     env=clean_env())
+        self.seen, self.lines = [], queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def type(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def expect(self, pattern, timeout=10):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"{pattern!r} not seen; output so far:\n" +
+                                     "\n".join(self.seen)) from None
+            if line is None:
+                raise AssertionError(f"repl ended before {pattern!r}:\n" + "\n".join(self.seen))
+            self.seen.append(line)
+            match = re.search(pattern, line)
+            if match:
+                return match
+
+    def finish(self, timeout=15):
+        self.proc.stdin.close()
+        code = self.proc.wait(timeout)
+        while (line := self.lines.get(timeout=timeout)) is not None:
+            self.seen.append(line)
+        return code, "\n".join(self.seen), self.proc.stderr.read()
+
+
+def test_repl_init_completes_the_handshake_before_the_next_line():
+    slow_start = [sys.executable, "-c", "import runpy, time; time.sleep(0.6); "
+                  "runpy.run_path('examples/slow_server.py', run_name='__main__')"]
+    result = cli("repl", "--", *slow_start, input='init\ncall wait {"seconds": 0, "label": "x"}\n')
+    assert result.returncode == 0
+    kinds = [(f.direction, f.kind, f.method) for f in frames(result.stdout) if f.direction == "C->S"]
+    assert kinds == [("C->S", "request", "initialize"),
+                     ("C->S", "notification", "notifications/initialized"),
+                     ("C->S", "request", "tools/call")]
+
+
+def test_repl_cancel_stops_a_slow_tool():
+    repl = Repl(*SLOW)
+    try:
+        repl.type("init")
+        repl.expect(r"^C->S notification notifications/initialized: ")
+        repl.type('call countdown {"steps": 100, "delay": 0.05}')
+        rid = repl.expect(r"^C->S request (\d+) tools/call: ")[1]
+        repl.expect(r"^S->C notification notifications/progress: .*\"progress\":2,")
+        repl.type(f"cancel {rid}")
+        line = repl.expect(r"^C->S notification notifications/cancelled: ")
+        assert json.loads(line.string.split(": ", 1)[1])["params"] == {"requestId": int(rid)}
+        time.sleep(0.5)                                  # let frames already in flight land
+        repl.type("ping")
+        ping = repl.expect(r"^C->S request (\d+) ping: ")[1]
+        repl.expect(rf"^S->C response {ping}[ :]")
+        time.sleep(0.3)
+        code, out, err = repl.finish()
+    finally:
+        if repl.proc.poll() is None:
+            repl.proc.kill()
+    assert code == 0
+    tail = out[out.index(f"C->S request {ping} ping"):]
+    assert "notifications/progress" not in tail         # the tool stopped
+    assert not re.search(rf"^S->C (response|error) {rid}[ :]", out, re.M)   # and no reply
+    progress = [json.loads(f.body)["params"]["progress"] for f in frames(out)
+                if f.method == "notifications/progress"]
+    assert 2 <= len(progress) < 50
+
+
+def test_repl_cancel_forgets_the_pending_request(monkeypatch, capsys):
+    clients = []
+
+    class Recording(Client):
+        def __init__(self, *args, **kwargs):
+            clients.append(self)
+            super().__init__(*args, **kwargs)
+
+    def wait_for(condition, timeout=10):
+        deadline = time.monotonic() + timeout
+        while not condition():
+            assert time.monotonic() < deadline, "timed out"
+            time.sleep(0.02)
+
+    still_pending = []
+
+    def typed():
+        yield "init\n"
+        wait_for(lambda: clients and clients[0].server_info)
+        yield 'call countdown {"steps": 200, "delay": 0.05}\n'
+        wait_for(lambda: clients[0].pending)
+        (rid,) = clients[0].pending
+        yield f"cancel {rid}\n"
+        time.sleep(0.5)
+        still_pending.append(rid in clients[0].pending)
+        yield "quit\n"
+
+    monkeypatch.setattr(mcp_min, "Client", Recording)
+    assert mcp_min.repl(SLOW, stdin=typed()) == 0
+    assert "notifications/cancelled" in capsys.readouterr().out
+    assert still_pending == [False]
+
+
+# ============================================================================================
+# explain
+# ============================================================================================
+
+EXPLAIN = [
+    # (message, exit code, summary line, text every problem line together must contain)
+    ('{"jsonrpc":"2.0","id":5,"method":"notifications/initialized"}', 1,
+     "request 5 notifications/initialized", "is a notification: it must not carry an id"),
+    ('{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":-32603,"message":"x"}}', 1,
+     "invalid message", "a response carries result or error, never both"),
+    ('{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"tool":"suggest_gifts",'
+     '"args":{"occasion":"birthday","budget":100}}}', 1,
+     "request 3 tools/call", 'params.name is missing (found "tool": did you mean "name"?)'),
+    ('{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"tool":"suggest_gifts",'
+     '"args":{"occasion":"birthday","budget":100}}}', 1,
+     "request 3 tools/call", 'params.args should be "arguments"'),
+    ('{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"toolName":"x","arguments":{}}}', 1,
+     "request 2 tools/call", 'found "toolName": did you mean "name"?'),
+    ('{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"resourceId":"' + CATALOG + '"}}', 1,
+     "request 4 resources/read", 'params.uri is missing (found "resourceId": did you mean "uri"?)'),
+    ('{"jsonrpc":"2.0","id":null,"method":"tools/list"}', 1,
+     "invalid message", "a null id is not allowed in MCP"),
+    ('[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]', 1,
+     "a batch of 2", "a JSON array is a batch: only protocol 2025-03-26 has batches"),
+    ('{"jsonrpc":"2.0","method":"tools/list_changed","params":{"reason":"added"}}', 1,
+     "notification tools/list_changed", "did you mean 'notifications/tools/list_changed'?"),
+    ('{"jsonrpc":"2.0","method":"notifications/logging/message","params":{}}', 1,
+     "notification notifications/logging/message", "did you mean 'notifications/message'?"),
+    ('{"jsonrpc":"2.0","method":"tools/list"}', 1,
+     "notification tools/list", "tools/list is a request: without an id it is a notification"),
+    ('{"id":1,"method":"ping"}', 1, "invalid message", '"jsonrpc" must be "2.0"'),
+    ('{"jsonrpc":"2.0","id":1,"method":"tools/list"', 1, "not JSON", "-32700 Parse error"),
+    ('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"suggest_gifts",'
+     '"arguments":{"occasion":"birthday","budget":100}}}', 0, "request 7 tools/call", None),
+    ('{"jsonrpc":"2.0","method":"notifications/initialized"}', 0,
+     "notification notifications/initialized", None),
+    ('{"jsonrpc":"2.0","id":"abc","result":{"content":[{"type":"text","text":"Sunny, 22°C"}]}}', 0,
+     'response "abc"', None),
+    ('{"jsonrpc":"2.0","id":99,"error":{"code":-32601,"message":"Method not found: tools/col"}}', 0,
+     "error 99 -32601 (a protocol error)", None),
+    ('{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"none"}],"isError":true}}', 0,
+     "response 2 (a tool result with isError: a business error, not a protocol error)", None),
+]
+
+
+@pytest.mark.parametrize("message, code, summary, problem", EXPLAIN,
+                         ids=[f"{i}-{s.split(' (')[0]}" for i, (_, _, s, _) in enumerate(EXPLAIN)])
+def test_explain(message, code, summary, problem):
+    result = cli("explain", message)
+    assert result.returncode == code and result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert lines[0] == summary
+    if problem is None:
+        assert lines[1:] == ["  no problems found"]
+    else:
+        assert lines[1:] and all(line.startswith("  problem: ") for line in lines[1:])
+        assert problem in result.stdout
+    assert "\x1b[" not in result.stdout
+
+
+def test_explain_reads_the_seeds_pretty_printed_json():
+    seed = """{
+  "jsonrpc": "2.0",
+  "id": 3,
+  "method": "tools/call",
+  "params": {
+    "tool": "suggest_gifts",
+    "args": {
+      "occasion": "birthday",
+      "budget": 100
+    }
+  }
+}"""
+    result = cli("explain", seed)
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[0] == "request 3 tools/call"
+    assert 'did you mean "name"?' in result.stdout
+
+
+def test_explain_needs_a_message():
+    result = cli("explain")
+    assert result.returncode == 2 and "required: message" in result.stderr
+
+
+def test_no_command_prints_help_and_exits_2():
+    result = cli()
+    assert result.returncode == 2 and result.stdout == ""
+    for command in ("serve", "demo", "inspect", "call", "repl", "explain"):
+        assert re.search(rf"^\s+{command}\s", result.stderr, re.M), command
+
+
+# ============================================================================================
+# serve --trace: the server's own trace uses the same frame formatting, on stderr
+# ============================================================================================
+
+TRACED_SESSION = [
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+     "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "pytest", "version": "1"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+     "params": {"name": "suggest_gifts", "arguments": {"occasion": "wedding", "budget": 5}}},
+    {"jsonrpc": "2.0", "id": 3, "method": "tools/col"},
+]
+TRACED_INPUT = "".join(json.dumps(m, separators=(",", ":")) + "\n" for m in TRACED_SESSION) + "garbage\n"
+
+
+def check_trace(stdout, stderr):
+    sent = [line for line in TRACED_INPUT.splitlines()]
+    written = stdout.splitlines()
+    trace = frames(stderr, directions=("->", "<-", "C->S", "S->C"))
+    incoming = [f.body for f in trace if f.direction in ("<-", "C->S")]
+    outgoing = [f.body for f in trace if f.direction in ("->", "S->C")]
+    assert incoming == sent                       # every frame read, verbatim, in order
+    assert outgoing == written                    # every frame written, byte for byte
+    def kinds(direction):                        # what frames() checked each label against
+        return [expected_label(f.message) if f.message is not None else f.label
+                for f in trace if f.direction in direction]
+    assert kinds(("<-", "C->S")) == ["request 1 initialize", "notification notifications/initialized",
+                                     "request 2 tools/call", "request 3 tools/col", "unparsable"]
+    # tools/call runs on a worker thread, so its reply may come after later ones
+    assert sorted(kinds(("->", "S->C"))) == ["error (no id) -32700", "error 3 -32601",
+                                             "response 1", "response 2"]
+    return trace
+
+
+def test_serve_trace_formats_frames_like_the_cli_on_stderr():
+    result = cli("serve", "--trace", EXAMPLES / "gift_server.py", input=TRACED_INPUT)
+    assert result.returncode == 0
+    check_trace(result.stdout, result.stderr)
+    assert "\x1b[" not in result.stderr
+    replies = {m.get("id"): m for m in map(json.loads, result.stdout.splitlines())}
+    assert replies[2]["result"]["isError"] is True
+
+
+def test_trace_environment_switch_is_the_same_trace():
+    result = subprocess.run([sys.executable, str(EXAMPLES / "gift_server.py")], input=TRACED_INPUT,
+                            capture_output=True, text=True, timeout=30, cwd=ROOT,
+                            env=clean_env(MCP_MIN_TRACE="1"))
+    assert result.returncode == 0
+    check_trace(result.stdout, result.stderr)
+
+
+def test_serve_trace_in_colour_when_stderr_is_a_terminal():
+    code, err, out = on_pty([sys.executable, MCP_MIN, "serve", "--trace",
+                             str(EXAMPLES / "gift_server.py")], stream="stderr", input=TRACED_INPUT)
+    assert code == 0
+    assert "\x1b[36mrequest 1 initialize\x1b[0m" in err
+    assert re.search(r"\x1b\[31merror 3 -32601( [^\x1b]*)?\x1b\[0m", err)
+    assert "\x1b[" not in out and len(out.splitlines()) == 4     # the wire stays plain
+
+
+def test_serve_trace_uses_the_clis_direction_labels():
+    result = cli("serve", "--trace", EXAMPLES / "gift_server.py", input=TRACED_INPUT)
+    trace = frames(result.stderr, directions=("->", "<-", "C->S", "S->C"))
+    assert [f.direction for f in trace][:2] == ["C->S", "S->C"]
+
+
+# ============================================================================================
+# Client(server): the same JSON-RPC core, in memory, as the test client for your servers
+# ============================================================================================
+
+def make_server():
+    server = Server("client-test", "2.0.0", instructions="For the Client tests.")
+
+    @server.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @server.tool
+    def steps(n: int, ctx: Context) -> str:
+        """Report progress and log at every step."""
+        for i in range(1, n + 1):
+            ctx.report_progress(i, total=n)
+            ctx.info(f"step {i}")
+            ctx.debug(f"debug {i}")
+        return "done"
+
+    @server.tool
+    def refuse() -> str:
+        """Always a business error."""
+        raise ToolError("no, thank you")
+
+    @server.tool
+    def ask(ctx: Context) -> dict:
+        """Ask the client for roots, a user answer and a model completion."""
+        return {"roots": ctx.list_roots(),
+                "user": ctx.elicit("Name?", {"type": "object",
+                                             "properties": {"name": {"type": "string"}}}),
+                "model": ctx.sample("Say hi", max_tokens=5, system_prompt="Be brief")}
+
+    @server.resource("test://notes/{name}", mime_type="text/plain")
+    def note(name: str) -> str:
+        return f"note {name}"
+
+    @server.prompt
+    def greet(name: str, style: str = "warm") -> str:
+        """A greeting."""
+        return f"Write a {style} greeting for {name}."
+
+    @server.completion("style", prompt="greet")
+    def styles(value, arguments):
+        return [s for s in ("warm", "wacky", "formal") if s.startswith(value)]
+
+    return server
+
+
+def test_client_handshake_and_discovery():
+    with Client(make_server(), timeout=5) as client:
+        assert client.server_info == {"name": "client-test", "version": "2.0.0"}
+        assert client.protocol_version == mcp_min.LATEST_PROTOCOL_VERSION
+        assert client.instructions == "For the Client tests."
+        assert set(client.server_capabilities) >= {"tools", "resources", "prompts", "completions"}
+        tools = {t["name"]: t for t in client.list_tools()}
+        assert set(tools) == {"add", "steps", "refuse", "ask"}
+        assert tools["add"]["inputSchema"]["required"] == ["a", "b"]
+        assert client.list_resources() == []
+        assert [t["uriTemplate"] for t in client.list_resource_templates()] == ["test://notes/{name}"]
+        assert [p["name"] for p in client.list_prompts()] == ["greet"]
+        assert client.ping() == {}
+
+
+def test_client_calls_reads_gets_and_completes():
+    with Client(make_server(), timeout=5) as client:
+        result = client.call_tool("add", {"a": 2, "b": 3})
+        assert result["content"][0]["text"] == "5" and result["isError"] is False
+        refused = client.call_tool("refuse")
+        assert refused["isError"] is True and refused["content"][0]["text"] == "no, thank you"
+        assert client.read_resource("test://notes/todo")["contents"] == [
+            {"uri": "test://notes/todo", "mimeType": "text/plain", "text": "note todo"}]
+        prompt = client.get_prompt("greet", {"name": "Sam"})
+        assert prompt["messages"][0]["content"]["text"] == "Write a warm greeting for Sam."
+        assert client.complete({"type": "ref/prompt", "name": "greet"}, "style", "w")["values"] == \
+            ["warm", "wacky"]
+        with pytest.raises(JSONRPCError) as error:
+            client.call_tool("nope")
+        assert error.value.code == -32602
+        with pytest.raises(JSONRPCError) as error:
+            client.read_resource("test://other")
+        assert error.value.code == -32002
+
+
+def test_client_receives_progress_and_log_notifications():
+    seen = []
+    with Client(make_server(), timeout=5, on_notification=seen.append) as client:
+        progress = []
+        assert client.call_tool("steps", {"n": 3}, progress=progress.append)["content"][0]["text"] == "done"
+        assert [(p["progress"], p["total"]) for p in progress] == [(1, 3), (2, 3), (3, 3)]
+        logs = [n["params"]["data"] for n in client.notifications if n["method"] == "notifications/message"]
+        assert logs == ["step 1", "step 2", "step 3"]     # debug is below the default level
+        client.set_logging_level("debug")
+        client.call_tool("steps", {"n": 1})
+        logs = [n["params"]["data"] for n in client.notifications if n["method"] == "notifications/message"]
+        assert logs[3:] == ["step 1", "debug 1"]
+    assert seen == client.notifications and len(seen) == 3 + 3 + 2
+
+
+def test_client_receives_list_changed():
+    server = make_server()
+    with Client(server, timeout=5) as client:
+        server.tool(lambda: "new", name="late")
+        deadline = time.monotonic() + 5
+        while not client.notifications and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert client.notifications == [{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}]
+        assert "late" in {t["name"] for t in client.list_tools()}
+
+
+def test_client_answers_sampling_elicitation_and_roots_through_callbacks():
+    asked = {}
+
+    def sampling(params):
+        asked["sampling"] = params
+        return {"role": "assistant", "model": "test", "content": {"type": "text", "text": "hi"}}
+
+    def elicitation(params):
+        asked["elicitation"] = params
+        return {"action": "accept", "content": {"name": "Sam"}}
+
+    with Client(make_server(), timeout=5, sampling=sampling, elicitation=elicitation,
+                roots=lambda: [{"uri": "file:///work", "name": "work"}]) as client:
+        assert client.capabilities == {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {}}
+        result = client.call_tool("ask")
+    assert result["isError"] is False, result
+    out = result["structuredContent"]
+    assert out["roots"] == [{"uri": "file:///work", "name": "work"}]
+    assert out["user"] == {"action": "accept", "content": {"name": "Sam"}}
+    assert out["model"]["content"]["text"] == "hi"
+    assert asked["sampling"]["messages"] == [{"role": "user", "content": {"type": "text", "text": "Say hi"}}]
+    assert asked["sampling"]["maxTokens"] == 5 and asked["sampling"]["systemPrompt"] == "Be brief"
+    assert asked["elicitation"]["message"] == "Name?"
+    assert asked["elicitation"]["requestedSchema"]["properties"] == {"name": {"type": "string"}}
+
+
+def test_client_without_callbacks_declares_nothing_and_the_tool_says_so():
+    with Client(make_server(), timeout=5) as client:
+        assert client.capabilities == {}
+        result = client.call_tool("ask")
+    assert result["isError"] is True
+    assert "did not declare the 'roots' capability" in result["content"][0]["text"]
+
+
+def test_client_callback_errors_reach_the_server_as_errors():
+    def sampling(params):
+        raise JSONRPCError(-1, "User rejected sampling request")
+
+    with Client(make_server(), timeout=5, sampling=sampling, elicitation=lambda p: {"action": "cancel"},
+                roots=lambda: []) as client:
+        result = client.call_tool("ask")
+    assert result["isError"] is True and "User rejected sampling request" in result["content"][0]["text"]
+
+
+def test_client_trace_sees_every_frame_both_ways():
+    out = io.StringIO()
+    printer = mcp_min.FramePrinter({"out": "C->S", "in": "S->C"}, out, colour=False)
+    with Client(make_server(), timeout=5, trace=printer) as client:
+        client.call_tool("add", {"a": 1, "b": 1})
+    found = frames(out.getvalue())
+    assert [(f.direction, f.kind, f.method) for f in found] == [
+        ("C->S", "request", "initialize"), ("S->C", "response", None),
+        ("C->S", "notification", "notifications/initialized"),
+        ("C->S", "request", "tools/call"), ("S->C", "response", None)]
+
+
+def test_client_over_a_subprocess():
+    with Client(GIFT, timeout=10, stderr=subprocess.DEVNULL) as client:
+        assert client.server_info["name"] == "gift-server"
+        out = client.call_tool("suggest_gifts", {"occasion": "housewarming", "budget": 30})
+        assert [g["name"] for g in out["structuredContent"]["gifts"]] == [
+            "Houseplant in a ceramic pot", "Specialty coffee sampler"]
+    assert client.process.returncode == 0                  # closing stdin ended the server
