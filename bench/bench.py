@@ -1,0 +1,1038 @@
+#!/usr/bin/env python3
+"""Benchmark stdio MCP servers: mcp_min against a bare floor and other SDKs.
+
+    bash bench/setup.sh                  # once: installs sdk, fastmcp, ts in a cache
+    python3 bench/bench.py               # full run, all peers found
+    python3 bench/bench.py --quick --peers floor,mcp_min   # smoke test, no setup
+
+Every peer serves the same three tools over stdio -- add(a, b), echo(text),
+sleep(ms) -- and is measured the same way, after the handshake: cold start,
+peak memory, sequential and pipelined calls, concurrent sleeps, ping latency
+while slow calls are in flight, large payloads and server CPU per call.  The
+results go to a JSON report and a Markdown table of medians with each peer's
+ratio to the floor (see bench/README.md for what each figure means).
+
+Standard library only; Python 3.10+.  Linux only (/proc is read for memory
+and CPU time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import gc
+import json
+import os
+import platform
+import select
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+PEERS_DIR = BENCH_DIR / "peers"
+RESULTS_DIR = BENCH_DIR / "results"
+DEFAULT_CACHE = Path(os.environ.get("MCP_MIN_BENCH_CACHE") or "~/.cache/mcp-min-bench").expanduser()
+
+PEER_NAMES = ("floor", "mcp_min", "sdk", "fastmcp", "ts")
+PROTOCOL_VERSION = "2025-11-25"
+MIB = 1024 * 1024
+HANDSHAKE_TIMEOUT = 30.0  # seconds; fastmcp alone needs over a second to start
+CALL_TIMEOUT = 10.0
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+BUSY_WARNING = 0.1  # other load before a run, as a fraction of all CPUs, that makes the report warn
+
+
+@dataclass
+class Settings:
+    """How much of each measurement to do."""
+
+    spawns: int = 20  # cold starts timed (after one untimed warm-up)
+    calls: int = 3000  # sequential calls per round
+    pipelined: int = 5000  # requests written back to back per round
+    rounds: int = 3  # rounds of the sequential, pipelined and concurrency runs
+    sleep_ms: float = 200.0  # S in the concurrency runs
+    slow_ms: float = 1000.0  # length of the slow calls in the head-of-line runs
+    pings: int = 25  # pings sent during each head-of-line run
+    payload_mib: tuple[int, ...] = (1, 10, 100)
+    echoes: int = 5  # echoes per size up to 10 MiB (bigger ones: one)
+    pin: bool = False
+
+
+QUICK = dict(spawns=5, calls=300, pipelined=1000, rounds=1, sleep_ms=100.0, slow_ms=300.0,
+             pings=10, payload_mib=(1, 10), echoes=2)
+CONCURRENCY = (8, 64)
+HEAD_OF_LINE = (8, 48)
+
+
+class BenchError(Exception):
+    """A peer failed one measurement: recorded in the report, never fatal."""
+
+
+class ServerGone(BenchError):
+    """The server closed its stdout (usually: it exited)."""
+
+
+class TimedOut(BenchError):
+    """No reply before the deadline."""
+
+
+class Refused(BenchError):
+    """The server answered with a JSON-RPC error."""
+
+
+# --------------------------------------------------------------------------- peers
+
+@dataclass
+class Peer:
+    name: str
+    argv: list[str] = field(default_factory=list)
+    env: dict[str, str] | None = None
+    interpreter: str = ""
+    missing: str = ""  # why it cannot run; empty when it can
+
+
+def make_bare_venv(directory: Path) -> tuple[list[str], str]:
+    """The interpreter command for the stdlib-only peers, and a description of it.
+
+    A venv without packages, so that floor and mcp_min start the same way as
+    the peers living in the venvs of bench/setup.sh: a venv interpreter with
+    -I, and no .pth hook of the system site-packages.
+    """
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    try:
+        subprocess.run([base, "-m", "venv", "--without-pip", str(directory)],
+                       check=True, capture_output=True, timeout=60)
+        return [str(directory / "bin" / "python"), "-I"], f"package-less venv of {base}, -I"
+    except (OSError, subprocess.SubprocessError) as error:
+        warn(f"could not create a venv ({error}); floor and mcp_min run with -I -S instead")
+        return [base, "-I", "-S"], f"{base} -I -S (venv failed)"
+
+
+def python_version(python: str) -> str:
+    try:
+        out = subprocess.run([python, "-I", "-S", "-c", "import sys; print(sys.version.split()[0])"],
+                             capture_output=True, text=True, timeout=30)
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
+def find_peers(names: list[str], cache: Path, workdir: Path) -> list[Peer]:
+    """Build the command of each requested peer, or say why it is missing."""
+    peers = []
+    stdlib_python = None
+    for name in names:
+        peer = Peer(name)
+        if name in ("floor", "mcp_min"):
+            if stdlib_python is None:
+                stdlib_python = make_bare_venv(workdir / "venv")
+            python, how = stdlib_python
+            script = PEERS_DIR / ("floor_server.py" if name == "floor" else "mcp_min_server.py")
+            # Bytecode goes to the run's scratch directory, not into the repository.
+            peer.argv = [*python, "-X", f"pycache_prefix={workdir / 'pycache'}", str(script)]
+            peer.interpreter = f"Python {python_version(python[0])} ({how})"
+            if name == "mcp_min" and not (REPO_ROOT / "mcp_min.py").exists():
+                peer.missing = f"{REPO_ROOT / 'mcp_min.py'} does not exist yet"
+        elif name in ("sdk", "fastmcp"):
+            python = cache / f"venv-{name}" / "bin" / "python"
+            peer.argv = [str(python), "-I", str(PEERS_DIR / f"{name}_server.py")]
+            if not python.exists():
+                peer.missing = f"no venv at {python.parent.parent} (run bench/setup.sh)"
+            else:
+                peer.interpreter = f"Python {python_version(str(python))} (venv {python.parent.parent}, -I)"
+        elif name == "ts":
+            modules = cache / "ts" / "node_modules"
+            node = shutil.which("node")
+            peer.argv = [node or "node", str(PEERS_DIR / "ts_server.cjs")]
+            peer.env = {**os.environ, "NODE_PATH": str(modules)}
+            if node is None:
+                peer.missing = "node is not on PATH"
+            elif not (modules / "@modelcontextprotocol" / "sdk").is_dir():
+                peer.missing = f"no @modelcontextprotocol/sdk under {modules} (run bench/setup.sh)"
+            else:
+                version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout
+                peer.interpreter = f"node {version.strip()}"
+        peers.append(peer)
+    return peers
+
+
+# --------------------------------------------------------------------------- one server process
+
+class Session:
+    """One server process, spoken to in newline-delimited JSON-RPC.
+
+    Reading is done on the raw pipe with select(), so every wait has a
+    deadline: a server that hangs costs a timeout, never the whole run.
+    """
+
+    def __init__(self, peer: Peer, stderr_path: Path, pin: bool):
+        self.peer = peer
+        self.stderr_path = stderr_path
+        self._stderr = open(stderr_path, "wb")
+        self.started = time.perf_counter()
+        try:
+            self.proc = subprocess.Popen(
+                peer.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                env=peer.env, bufsize=0, cwd=REPO_ROOT,
+                preexec_fn=(lambda: os.sched_setaffinity(0, {1})) if pin else None,
+            )
+        except OSError as error:
+            self._stderr.close()
+            raise BenchError(f"cannot start {peer.argv[0]}: {error}") from None
+        self.pid = self.proc.pid
+        self._in = self.proc.stdin.fileno()
+        self._out = self.proc.stdout.fileno()
+        self._buffer = bytearray()
+        self._scanned = 0  # bytes of _buffer known to hold no newline
+        self._next_id = 0
+        self._writers: list[threading.Thread] = []
+        self.line_time = 0.0  # perf_counter() when the last line read was complete
+
+    # ----- writing
+
+    def encode(self, method: str, params: dict | None = None) -> tuple[int, bytes]:
+        """A request as one line of bytes, and its id."""
+        self._next_id += 1
+        message = {"jsonrpc": "2.0", "id": self._next_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        return self._next_id, json.dumps(message).encode() + b"\n"
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._in, view):]
+        except (BrokenPipeError, OSError) as error:
+            raise ServerGone(f"writing to the server failed: {error}") from None
+
+    def write_in_background(self, data: bytes) -> dict:
+        """Write from a thread, so that a big write cannot deadlock with the server's replies."""
+        outcome: dict = {}
+
+        def run():
+            try:
+                self.write(data)
+            except BenchError as error:
+                outcome["error"] = str(error)
+
+        thread = threading.Thread(target=run, daemon=True)
+        self._writers.append(thread)
+        thread.start()
+        return outcome
+
+    def notify(self, method: str) -> None:
+        self.write(json.dumps({"jsonrpc": "2.0", "method": method}).encode() + b"\n")
+
+    # ----- reading
+
+    def read_line(self, deadline: float) -> bytes:
+        while True:
+            end = self._buffer.find(b"\n", self._scanned)
+            if end >= 0:
+                self.line_time = time.perf_counter()
+                line = bytes(self._buffer[:end])
+                del self._buffer[:end + 1]
+                self._scanned = 0
+                return line
+            self._scanned = len(self._buffer)
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0 or not select.select([self._out], [], [], remaining)[0]:
+                raise TimedOut(f"timed out waiting for a reply{self._describe_exit()}")
+            chunk = os.read(self._out, 1 << 16)
+            if not chunk:
+                try:
+                    self.proc.wait(1.0)  # usually it is exiting: wait to report its status
+                except subprocess.TimeoutExpired:
+                    pass
+                raise ServerGone(f"the server closed its output{self._describe_exit()}")
+            self._buffer += chunk
+
+    def read_reply_line(self, deadline: float) -> bytes:
+        """The next line that is not a notification or a request, unparsed.
+
+        For the timed loops: parsing costs the driver about as much as a fast
+        server spends on a whole call, so it is done after the clock stops.
+        Only good where no reply can contain the text "method" (add, ping).
+        """
+        while True:
+            line = self.read_line(deadline)
+            if line.strip() and b'"method"' not in line:
+                return line
+
+    def read_response(self, deadline: float) -> dict:
+        """The next response, skipping notifications and requests from the server."""
+        while True:
+            message = parse_response(self.read_line(deadline))
+            if message is not None:
+                return message
+
+    def wait_for(self, request_id: int, deadline: float, others: dict | None = None) -> dict:
+        """Read until the response to `request_id`; other responses go to `others`."""
+        while True:
+            message = self.read_response(deadline)
+            if message["id"] == request_id:
+                return message
+            if others is None:
+                raise BenchError(f"reply to id {message['id']} while waiting for id {request_id}")
+            others[message["id"]] = message
+
+    def request(self, method: str, params: dict | None = None, timeout: float = CALL_TIMEOUT) -> dict:
+        request_id, data = self.encode(method, params)
+        self.write(data)
+        return self.wait_for(request_id, time.perf_counter() + timeout)
+
+    def handshake(self) -> dict:
+        """initialize, then notifications/initialized; returns the initialize result."""
+        response = self.request("initialize", {
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "1"},
+        }, HANDSHAKE_TIMEOUT)
+        if "result" not in response:
+            raise Refused(f"initialize failed: {error_text(response)}")
+        self.notify("notifications/initialized")
+        return response["result"]
+
+    # ----- the process seen from /proc
+
+    def peak_rss_kib(self) -> int:
+        """VmHWM: the most resident memory the process has had so far."""
+        for line in self._proc_file("status").splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+        raise ServerGone(f"no VmHWM for pid {self.pid}{self._describe_exit()}")
+
+    def cpu_seconds(self) -> float:
+        """utime + stime of the whole process (all its threads), in clock ticks' resolution."""
+        fields = self._proc_file("stat").rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+    def _proc_file(self, name: str) -> str:
+        try:
+            with open(f"/proc/{self.pid}/{name}") as file:
+                return file.read()
+        except OSError:
+            raise ServerGone(f"pid {self.pid} is gone{self._describe_exit()}") from None
+
+    def _describe_exit(self) -> str:
+        code = self.proc.poll()
+        if code is None:
+            return ""
+        return f" (server exited with code {code}{stderr_tail(self.stderr_path)})"
+
+    def close(self) -> None:
+        """EOF on stdin, then a few seconds' grace, then SIGTERM, then SIGKILL."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        for stop, grace in ((None, 3.0), (self.proc.terminate, 2.0), (self.proc.kill, None)):
+            if stop:
+                stop()
+            try:
+                self.proc.wait(grace)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        for thread in self._writers:
+            thread.join(5)
+        self.proc.stdout.close()
+        self._stderr.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def parse_reply(line: bytes) -> dict:
+    """Parse a line from read_reply_line(), which must be a response."""
+    message = parse_response(line)
+    if message is None:
+        raise BenchError(f"expected a response, got {line[:200]!r}")
+    return message
+
+
+def parse_response(line: bytes) -> dict | None:
+    """A response as a dict; None for a blank line, a notification or a request."""
+    if not line.strip():
+        return None
+    try:
+        message = json.loads(line)
+    except ValueError:
+        raise BenchError(f"the server wrote a line that is not JSON: {line[:200]!r}") from None
+    if not isinstance(message, dict) or "id" not in message or "method" in message:
+        return None
+    if message["id"] is None and "error" in message:
+        raise Refused(error_text(message))
+    return message
+
+
+def error_text(message: dict) -> str:
+    error = message.get("error") or {}
+    return f"JSON-RPC error {error.get('code')}: {error.get('message')}"
+
+
+def stderr_tail(path: Path, limit: int = 300) -> str:
+    try:
+        text = path.read_bytes()[-limit:].decode(errors="replace").strip()
+    except OSError:
+        return ""
+    return f"; stderr ends: {' | '.join(text.splitlines()[-4:])}" if text else ""
+
+
+def tool_call(name: str, arguments: dict) -> tuple[str, dict]:
+    return "tools/call", {"name": name, "arguments": arguments}
+
+
+def check_tool_result(message: dict, expected) -> None:
+    """Accept the value as a text block, as structuredContent, or as structuredContent.result."""
+    if "result" not in message:
+        raise Refused(error_text(message))
+    result = message["result"]
+    texts = [block.get("text") for block in result.get("content", []) if block.get("type") == "text"]
+    if result.get("isError"):
+        raise Refused(f"tool error: {' '.join(map(str, texts))[:300]}")
+    structured = result.get("structuredContent")
+    if str(expected) in texts or structured == expected or (
+            isinstance(structured, dict) and structured.get("result") == expected):
+        return
+    shown = repr(texts)[:100]
+    raise BenchError(f"wrong result: expected {str(expected)[:40]!r}, got text {shown}")
+
+
+# --------------------------------------------------------------------------- measurements
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))]
+
+
+class Bench:
+    """Runs every measurement on one peer; each group gets fresh server processes."""
+
+    def __init__(self, peer: Peer, settings: Settings, workdir: Path):
+        self.peer = peer
+        self.settings = settings
+        self.workdir = workdir
+        self._sessions = 0
+
+    def session(self) -> Session:
+        self._sessions += 1
+        return Session(self.peer, self.workdir / f"{self.peer.name}-{self._sessions}.stderr", self.settings.pin)
+
+    def started_session(self) -> Session:
+        """A server past the handshake and one call of each tool used, so nothing is cold."""
+        session = self.session()
+        try:
+            session.handshake()
+            check_tool_result(session.request(*tool_call("add", {"a": 1, "b": 2})), 3)
+            check_tool_result(session.request(*tool_call("sleep", {"ms": 1})), "slept")
+            session.request("ping", {})
+        except BaseException:
+            session.close()
+            raise
+        return session
+
+    # ----- cold start
+
+    def cold_start(self) -> dict:
+        """Spawn -> initialize result, over many spawns; the first one only warms caches."""
+        samples = []
+        for attempt in range(self.settings.spawns + 1):
+            with self.session() as session:
+                session.handshake()
+                if attempt:
+                    samples.append((session.line_time - session.started) * 1000)
+        return {"median_ms": statistics.median(samples), "min_ms": min(samples),
+                "max_ms": max(samples), "samples_ms": samples}
+
+    # ----- sequential calls, one outstanding
+
+    def sequential(self) -> dict:
+        with self.session() as session:
+            session.handshake()
+            check_tool_result(session.request(*tool_call("add", {"a": 1, "b": 2})), 3)
+            rss_kib = session.peak_rss_kib()
+            self._check_tool_list(session)
+            for i in range(min(200, self.settings.calls)):  # warm-up
+                session.request(*tool_call("add", {"a": i, "b": 1}))
+
+            latencies_us: list[float] = []
+            rates = []
+            cpu = 0.0
+            for _ in range(self.settings.rounds):
+                requests = [session.encode(*tool_call("add", {"a": i, "b": 1})) for i in range(self.settings.calls)]
+                lines = []
+                cpu_before = session.cpu_seconds()
+                with gc_paused():
+                    start = time.perf_counter()
+                    for _, data in requests:
+                        sent = time.perf_counter()
+                        session.write(data)
+                        lines.append(session.read_reply_line(sent + CALL_TIMEOUT))
+                        latencies_us.append((session.line_time - sent) * 1e6)
+                    elapsed = session.line_time - start
+                cpu += session.cpu_seconds() - cpu_before
+                rates.append(len(requests) / elapsed)
+                for i, ((request_id, _), line) in enumerate(zip(requests, lines, strict=True)):
+                    reply = parse_reply(line)
+                    if reply["id"] != request_id:
+                        raise BenchError(f"reply to id {reply['id']} while waiting for id {request_id}")
+                    check_tool_result(reply, i + 1)
+        calls = self.settings.calls * self.settings.rounds
+        return {
+            "rss_after_call_kib": rss_kib,
+            "calls": calls,
+            "p50_us": percentile(latencies_us, 0.50),
+            "p99_us": percentile(latencies_us, 0.99),
+            "calls_per_s": statistics.median(rates),
+            "calls_per_s_rounds": rates,
+            "cpu_us_per_call": cpu / calls * 1e6,
+            "cpu_resolution_us_per_call": 1e6 / CLOCK_TICKS / calls,
+        }
+
+    def _check_tool_list(self, session: Session) -> None:
+        reply = session.request("tools/list", {})
+        names = {tool.get("name") for tool in reply.get("result", {}).get("tools", [])}
+        if not {"add", "echo", "sleep"} <= names:
+            raise BenchError(f"tools/list lacks add/echo/sleep: {sorted(names)}")
+
+    # ----- pipelined calls
+
+    def pipelined(self) -> dict:
+        count = self.settings.pipelined
+        rates = []
+        with self.started_session() as session:
+            for _ in range(self.settings.rounds):
+                requests = [session.encode(*tool_call("add", {"a": i, "b": 2 * i})) for i in range(count)]
+                expected = {request_id: 3 * i for i, (request_id, _) in enumerate(requests)}
+                blob = b"".join(data for _, data in requests)
+                with gc_paused():
+                    start = time.perf_counter()
+                    writer = session.write_in_background(blob)
+                    deadline = start + 60.0
+                    lines = [session.read_reply_line(deadline) for _ in range(count)]
+                    elapsed = session.line_time - start
+                if "error" in writer:
+                    raise BenchError(writer["error"])
+                replies = [parse_reply(line) for line in lines]
+                answers: dict[int, int] = {}
+                problems: list[str] = []
+                for reply in replies:
+                    request_id = reply["id"]
+                    answers[request_id] = answers.get(request_id, 0) + 1
+                    if request_id not in expected:
+                        problems.append(f"reply to unknown id {request_id}")
+                        continue
+                    try:
+                        check_tool_result(reply, expected[request_id])
+                    except BenchError as error:
+                        problems.append(f"id {request_id}: {error}")
+                missing = [i for i in expected if i not in answers]
+                repeated = [i for i, n in answers.items() if n > 1]
+                if missing or repeated or problems:
+                    raise BenchError(f"{len(missing)} ids unanswered, {len(repeated)} answered twice, "
+                                     f"{len(problems)} wrong: {problems[:3]}")
+                rates.append(count / elapsed)
+        return {"requests": count, "calls_per_s": statistics.median(rates), "calls_per_s_rounds": rates,
+                "all_answered_once": True}
+
+    # ----- concurrent sync sleeps
+
+    def concurrency(self) -> dict:
+        ideal_ms = self.settings.sleep_ms
+        results = {}
+        with self.started_session() as session:
+            for count in CONCURRENCY:
+                makespans = []
+                for _ in range(self.settings.rounds):
+                    requests = [session.encode(*tool_call("sleep", {"ms": ideal_ms})) for _ in range(count)]
+                    start = time.perf_counter()
+                    session.write(b"".join(data for _, data in requests))
+                    replies: dict[int, dict] = {}
+                    deadline = start + count * ideal_ms / 1000 + CALL_TIMEOUT
+                    while len(replies) < count:
+                        reply = session.read_response(deadline)
+                        replies[reply["id"]] = reply
+                    makespans.append((session.line_time - start) * 1000)
+                    for request_id, _ in requests:
+                        if request_id not in replies:
+                            raise BenchError(f"no reply to sleep call {request_id}")
+                        check_tool_result(replies[request_id], "slept")
+                makespan = statistics.median(makespans)
+                results[str(count)] = {"calls": count, "sleep_ms": ideal_ms, "makespan_ms": makespan,
+                                       "ratio_to_ideal": makespan / ideal_ms, "makespans_ms": makespans}
+        return results
+
+    # ----- head-of-line blocking
+
+    def head_of_line(self) -> dict:
+        """Ping round trips while N slow calls are in flight."""
+        slow_ms = self.settings.slow_ms
+        results = {}
+        with self.started_session() as session:
+            for count in HEAD_OF_LINE:
+                requests = [session.encode(*tool_call("sleep", {"ms": slow_ms})) for _ in range(count)]
+                start = time.perf_counter()
+                session.write(b"".join(data for _, data in requests))
+                window_end = start + slow_ms / 1000 * 0.8
+                deadline = start + count * slow_ms / 1000 + CALL_TIMEOUT
+                slow_replies: dict[int, dict] = {}
+                time.sleep(slow_ms / 1000 * 0.05)  # let the slow calls reach the server
+                pings_ms = []
+                while len(pings_ms) < self.settings.pings and time.perf_counter() < window_end:
+                    ping_id, data = session.encode("ping", {})
+                    sent = time.perf_counter()
+                    session.write(data)
+                    session.wait_for(ping_id, deadline, slow_replies)
+                    pings_ms.append((session.line_time - sent) * 1000)
+                    time.sleep(0.002)
+                while len(slow_replies) < count:
+                    reply = session.read_response(deadline)
+                    slow_replies[reply["id"]] = reply
+                for request_id, _ in requests:
+                    check_tool_result(slow_replies[request_id], "slept")
+                results[str(count)] = {"slow_calls": count, "slow_ms": slow_ms, "pings": len(pings_ms),
+                                       "ping_p50_ms": statistics.median(pings_ms),
+                                       "ping_max_ms": max(pings_ms), "pings_ms": pings_ms}
+        return results
+
+    # ----- large payloads
+
+    def payload(self, mib: int) -> dict:
+        """Echo a string of `mib` MiB: time per echo and peak RSS of a fresh server."""
+        text = make_text(mib * MIB)
+        repeats = self.settings.echoes if mib <= 10 else 1
+        timeout = 10.0 + mib * 0.5
+        with self.started_session() as session:
+            times_ms = []
+            for _ in range(repeats):
+                request_id, data = session.encode(*tool_call("echo", {"text": text}))
+                start = time.perf_counter()
+                writer = session.write_in_background(data)
+                try:
+                    reply = session.wait_for(request_id, start + timeout)
+                    check_tool_result(reply, text)
+                except Refused as error:
+                    alive = self._still_alive(session)
+                    return {"status": "refused", "error": str(error), "alive_after": alive,
+                            "rss_kib": session.peak_rss_kib() if alive else None}
+                except ServerGone as error:
+                    return {"status": "died", "error": str(error)}
+                except TimedOut:
+                    return {"status": "timeout", "error": f"no reply within {timeout:g} s",
+                            "alive_after": self._still_alive(session)}
+                except BenchError as error:
+                    return {"status": "failed", "error": str(error)}
+                times_ms.append((session.line_time - start) * 1000)
+                if "error" in writer:
+                    raise BenchError(writer["error"])
+            return {"status": "ok", "time_ms": statistics.median(times_ms), "times_ms": times_ms,
+                    "rss_kib": session.peak_rss_kib()}
+
+    @staticmethod
+    def _still_alive(session: Session) -> bool:
+        try:
+            return "result" in session.request("ping", {}, timeout=5.0)
+        except BenchError:
+            return False
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """No garbage collection in the driver while a timed loop runs."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def make_text(size: int) -> str:
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;:-_"
+    return (alphabet * (size // len(alphabet) + 1))[:size]
+
+
+def describe(error: Exception) -> str:
+    """A BenchError speaks for itself; anything else is named, as it may be the driver's fault."""
+    return str(error) if isinstance(error, BenchError) else f"{type(error).__name__}: {error}"
+
+
+def run_peer(peer: Peer, settings: Settings, workdir: Path) -> dict:
+    """All measurements of one peer; a failed one is recorded and the rest go on."""
+    bench = Bench(peer, settings, workdir)
+    report: dict = {"command": shlex.join(peer.argv), "interpreter": peer.interpreter, "errors": {}}
+
+    def measure(key: str, function, *args):
+        progress(f"  {peer.name}: {key} ...")
+        started = time.perf_counter()
+        try:
+            report[key] = function(*args)
+        except Exception as error:  # noqa: BLE001 -- a peer's failure must not end the run
+            report["errors"][key] = describe(error)
+            progress(f"  {peer.name}: {key} FAILED: {describe(error)}")
+        progress(f"  {peer.name}: {key} done in {time.perf_counter() - started:.1f} s")
+
+    measure("cold_start", bench.cold_start)
+    if "cold_start" in report["errors"]:
+        report["errors"]["all"] = "the server did not complete the handshake; nothing else measured"
+        return report
+    measure("sequential", bench.sequential)
+    measure("pipelined", bench.pipelined)
+    measure("concurrency", bench.concurrency)
+    measure("head_of_line", bench.head_of_line)
+    report["payload"] = {}
+    for mib in settings.payload_mib:
+        progress(f"  {peer.name}: echo {mib} MiB ...")
+        try:
+            report["payload"][f"{mib}MiB"] = bench.payload(mib)
+        except Exception as error:  # noqa: BLE001
+            report["payload"][f"{mib}MiB"] = {"status": "failed", "error": describe(error)}
+        outcome = report["payload"][f"{mib}MiB"]
+        progress(f"  {peer.name}: echo {mib} MiB: {outcome['status']}"
+                 + (f": {outcome['error']}" if "error" in outcome else ""))
+    return report
+
+
+# --------------------------------------------------------------------------- report
+
+@dataclass
+class Metric:
+    label: str
+    path: tuple  # keys into a peer's report
+    unit_scale: float = 1.0
+    digits: int = 1
+    relative: bool = True  # show the ratio to the floor
+
+
+def metrics(settings: Settings) -> list[Metric]:
+    rows = [
+        Metric("spawn → initialize, median (ms)", ("cold_start", "median_ms")),
+        Metric("peak RSS after 1 call (MiB)", ("sequential", "rss_after_call_kib"), 1 / 1024),
+        Metric("sequential add: p50 (µs)", ("sequential", "p50_us"), digits=0),
+        Metric("sequential add: p99 (µs)", ("sequential", "p99_us"), digits=0),
+        Metric("sequential add: calls/s", ("sequential", "calls_per_s"), digits=0),
+        Metric("server CPU per call (µs)", ("sequential", "cpu_us_per_call"), digits=0),
+        Metric("pipelined add: calls/s", ("pipelined", "calls_per_s"), digits=0),
+    ]
+    for count in CONCURRENCY:
+        rows.append(Metric(f"{count} × sleep({settings.sleep_ms:g} ms): makespan / ideal",
+                           ("concurrency", str(count), "ratio_to_ideal"), digits=2, relative=False))
+    for count in HEAD_OF_LINE:
+        rows.append(Metric(f"ping p50 during {count} slow calls (ms)",
+                           ("head_of_line", str(count), "ping_p50_ms"), digits=2, relative=False))
+    for mib in settings.payload_mib:
+        rows.append(Metric(f"echo {mib} MiB: time (ms)", ("payload", f"{mib}MiB", "time_ms")))
+        rows.append(Metric(f"echo {mib} MiB: peak RSS (MiB)", ("payload", f"{mib}MiB", "rss_kib"), 1 / 1024))
+    return rows
+
+
+def dig(report: dict | None, path: tuple):
+    for key in path:
+        if not isinstance(report, dict) or key not in report:
+            return None
+        report = report[key]
+    return report
+
+
+def cell(metric: Metric, report: dict, floor: dict | None) -> str:
+    value = dig(report, metric.path)
+    status = dig(report, metric.path[:2] + ("status",)) if metric.path[0] == "payload" else None
+    if value is None:
+        if status:
+            return status
+        return "failed" if report["errors"].get(metric.path[0]) or report["errors"].get("all") else "—"
+    text = f"{value * metric.unit_scale:,.{metric.digits}f}"
+    floor_value = dig(floor, metric.path)
+    if status not in (None, "ok"):
+        text += f" ({status})"
+    elif metric.relative and floor_value and report is not floor:
+        text += f" ({value / floor_value:.2f}×)"
+    return text
+
+
+@dataclass
+class Target:
+    metric: str
+    goal: str
+
+    def judge(self, peer: dict, floor: dict | None, ts: dict | None) -> str:
+        raise NotImplementedError
+
+
+def ratio(report, floor, path):
+    value, reference = dig(report, path), dig(floor, path)
+    return value / reference if value is not None and reference else None
+
+
+class RatioTarget(Target):
+    def __init__(self, metric, goal, path, limit, at_most=True):
+        super().__init__(metric, goal)
+        self.path, self.limit, self.at_most = path, limit, at_most
+
+    def judge(self, peer, floor, ts):
+        value = ratio(peer, floor, self.path)
+        if value is None:
+            return "n/a"
+        met = value <= self.limit if self.at_most else value >= self.limit
+        return f"{'met' if met else 'MISSED'} ({value:.2f}×)"
+
+
+class AbsoluteTarget(Target):
+    def __init__(self, metric, goal, path, limit, unit):
+        super().__init__(metric, goal)
+        self.path, self.limit, self.unit = path, limit, unit
+
+    def judge(self, peer, floor, ts):
+        value = dig(peer, self.path)
+        if value is None:
+            return "n/a"
+        return f"{'met' if value <= self.limit else 'MISSED'} ({value:.2f}{self.unit})"
+
+
+class PipelinedTarget(Target):
+    def judge(self, peer, floor, ts):
+        path = ("pipelined", "calls_per_s")
+        to_floor, to_ts = ratio(peer, floor, path), ratio(peer, ts, path)
+        if to_floor is None:
+            return "n/a"
+        met = to_floor >= 0.3 and (to_ts is None or to_ts >= 2)
+        detail = f"{to_floor:.2f}× floor, " + (f"{to_ts:.2f}× ts" if to_ts is not None else "ts not measured")
+        return f"{'met' if met else 'MISSED'} ({detail})"
+
+
+class EchoTarget(Target):
+    def judge(self, peer, floor, ts):
+        time_ratio = ratio(peer, floor, ("payload", "10MiB", "time_ms"))
+        rss_ratio = ratio(peer, floor, ("payload", "10MiB", "rss_kib"))
+        if time_ratio is None or rss_ratio is None:
+            status = dig(peer, ("payload", "10MiB", "status"))
+            return f"MISSED ({status})" if status and status != "ok" else "n/a"
+        met = time_ratio <= 1.5 and rss_ratio <= 1.5
+        return f"{'met' if met else 'MISSED'} (time {time_ratio:.2f}×, RSS {rss_ratio:.2f}×)"
+
+
+class HugeEchoTarget(Target):
+    def judge(self, peer, floor, ts):
+        outcome = dig(peer, ("payload", "100MiB"))
+        if outcome is None:
+            return "n/a"
+        if outcome["status"] == "ok":
+            return "met (echoed)"
+        if outcome["status"] == "refused":
+            return "met (refused" + (", still serving)" if outcome.get("alive_after") else ", then gone)")
+        return f"MISSED ({outcome['status']})"
+
+
+TARGETS = [
+    RatioTarget("spawn → initialize", "≤ 1.5 × floor", ("cold_start", "median_ms"), 1.5),
+    RatioTarget("sequential calls/s", "≥ 0.6 × floor", ("sequential", "calls_per_s"), 0.6, at_most=False),
+    PipelinedTarget("pipelined calls/s", "≥ 0.3 × floor and ≥ 2 × ts"),
+    RatioTarget("peak RSS after one call", "≤ 1.5 × floor", ("sequential", "rss_after_call_kib"), 1.5),
+    AbsoluteTarget("64 concurrent sync sleeps", "makespan ≤ 1.15 × ideal",
+                   ("concurrency", "64", "ratio_to_ideal"), 1.15, "×"),
+    AbsoluteTarget("ping during 8 slow calls", "p50 ≤ 2 ms", ("head_of_line", "8", "ping_p50_ms"), 2, " ms"),
+    AbsoluteTarget("ping during 48 slow calls", "p50 ≤ 10 ms", ("head_of_line", "48", "ping_p50_ms"), 10, " ms"),
+    EchoTarget("10 MiB echo", "time and peak RSS ≤ 1.5 × floor"),
+    HugeEchoTarget("100 MiB echo", "echoed, or refused with a clear error"),
+]
+
+
+def markdown(report: dict, settings: Settings) -> str:
+    peers = report["peers"]
+    names = list(peers)
+    floor = peers.get("floor")
+    machine = report["machine"]
+    lines = [
+        f"## Benchmark {report['date']}",
+        "",
+        f"Machine: {machine['nproc']} × {machine['cpu']}, Linux {machine['kernel']}, "
+        f"driver Python {machine['python']}; pinned: {'yes' if settings.pin else 'no'}; "
+        f"the run took {report['duration_s']:.0f} s.",
+        f"Command: `{report['command']}`",
+        "",
+    ]
+    busy = machine["busy_before_run"]
+    if busy is not None and busy > BUSY_WARNING:
+        lines += [f"**Warning: the CPUs were {busy:.0%} busy with other work just before the run; "
+                  "expect noisy figures.**", ""]
+    lines += [
+        "Medians; in brackets the ratio to the floor.",
+        "",
+        "| metric | " + " | ".join(names) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
+    for metric in metrics(settings):
+        lines.append(f"| {metric.label} | " + " | ".join(cell(metric, peers[n], floor) for n in names) + " |")
+    judged = [n for n in names if n != "floor"]
+    if judged:
+        lines += ["", "### Targets", "", "| metric | target | " + " | ".join(judged) + " |",
+                  "|---|---|" + "---|" * len(judged)]
+        for target in TARGETS:
+            verdicts = [target.judge(peers[n], floor, peers.get("ts")) for n in judged]
+            lines.append(f"| {target.metric} | {target.goal} | " + " | ".join(verdicts) + " |")
+    notes = []
+    for name, reason in report["skipped"].items():
+        notes.append(f"- {name}: skipped: {reason}")
+    for name, peer in peers.items():
+        for key, error in peer["errors"].items():
+            notes.append(f"- {name}: {key} failed: {error}")
+        for size, outcome in peer.get("payload", {}).items():
+            if outcome["status"] != "ok":
+                after = {True: "; still answers ping", False: "; no longer answers ping"}.get(
+                    outcome.get("alive_after"), "")
+                notes.append(f"- {name}: echo {size}: {outcome['status']}: {outcome.get('error', '')}{after}")
+    if notes:
+        lines += ["", "### Notes", ""] + notes
+    lines += ["", "Peers:", ""] + [f"- {n}: {peers[n]['interpreter']}: `{peers[n]['command']}`" for n in names]
+    return "\n".join(lines) + "\n"
+
+
+def busy_fraction(seconds: float = 1.0) -> float | None:
+    """How busy the CPUs are (0..1, from /proc/stat) while the driver itself sleeps."""
+    def sample():
+        with open("/proc/stat") as stat:
+            ticks = [int(value) for value in stat.readline().split()[1:]]
+        idle = ticks[3] + ticks[4]  # idle + iowait
+        return sum(ticks) - idle, sum(ticks)
+
+    try:
+        busy_before, total_before = sample()
+        time.sleep(seconds)
+        busy_after, total_after = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    return (busy_after - busy_before) / max(1, total_after - total_before)
+
+
+def machine_info() -> dict:
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"nproc": os.cpu_count(), "cpu": cpu, "kernel": platform.release(),
+            "python": platform.python_version(), "python_executable": sys.executable,
+            "busy_before_run": busy_fraction()}
+
+
+# --------------------------------------------------------------------------- command line
+
+def progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def warn(message: str) -> None:
+    progress(f"warning: {message}")
+
+
+def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Settings]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--peers", default=",".join(PEER_NAMES),
+                        help=f"comma-separated peers to run (default: {','.join(PEER_NAMES)})")
+    parser.add_argument("--quick", action="store_true",
+                        help="few iterations and no 100 MiB echo: a smoke test, seconds per peer")
+    parser.add_argument("--pin", action="store_true",
+                        help="pin the driver to CPU 0 and each server to CPU 1")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE,
+                        help="where bench/setup.sh installed the peers (default: %(default)s, "
+                             "or $MCP_MIN_BENCH_CACHE)")
+    parser.add_argument("--out", type=Path,
+                        help="JSON report path (default: bench/results/latest.json, quick.json with --quick); "
+                             "the Markdown table goes beside it with .md")
+    defaults = Settings()
+    parser.add_argument("--spawns", type=int, help=f"cold starts to time (default {defaults.spawns})")
+    parser.add_argument("--calls", type=int, help=f"sequential calls per round (default {defaults.calls})")
+    parser.add_argument("--pipelined", type=int, help=f"pipelined requests per round (default {defaults.pipelined})")
+    parser.add_argument("--rounds", type=int, help=f"rounds of each throughput run (default {defaults.rounds})")
+    parser.add_argument("--sleep-ms", type=float, help=f"S of the concurrency runs (default {defaults.sleep_ms:g})")
+    parser.add_argument("--slow-ms", type=float,
+                        help=f"slow call length in the ping runs (default {defaults.slow_ms:g})")
+    parser.add_argument("--payload-mib", help="echo sizes in MiB, comma-separated (default 1,10,100)")
+    args = parser.parse_args(argv)
+
+    settings = Settings(**QUICK) if args.quick else Settings()
+    for name in ("spawns", "calls", "pipelined", "rounds", "sleep_ms", "slow_ms"):
+        value = getattr(args, name)
+        if value is not None:
+            if value <= 0:
+                parser.error(f"--{name.replace('_', '-')} must be positive")
+            setattr(settings, name, value)
+    if args.payload_mib is not None:
+        settings.payload_mib = tuple(int(size) for size in args.payload_mib.split(",") if size.strip())
+    settings.pin = args.pin
+    args.peer_names = [name.strip() for name in args.peers.split(",") if name.strip()]
+    unknown = [name for name in args.peer_names if name not in PEER_NAMES]
+    if unknown:
+        parser.error(f"unknown peer(s) {', '.join(unknown)}; choose from {', '.join(PEER_NAMES)}")
+    if args.out is None:
+        args.out = RESULTS_DIR / ("quick.json" if args.quick else "latest.json")
+    return args, settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, settings = parse_args(sys.argv[1:] if argv is None else argv)
+    if not sys.platform.startswith("linux"):
+        progress("bench.py reads /proc: it runs on Linux only")
+        return 2
+    if settings.pin:
+        if len(os.sched_getaffinity(0)) < 2 or not {0, 1} <= os.sched_getaffinity(0):
+            warn("--pin needs CPUs 0 and 1; running unpinned")
+            settings.pin = False
+        else:
+            os.sched_setaffinity(0, {0})
+
+    began = time.perf_counter()
+    report = {
+        "command": shlex.join([Path(sys.executable).name, *sys.argv]) if argv is None
+        else shlex.join(["bench.py", *argv]),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine_info(),
+        "settings": {key: getattr(settings, key) for key in Settings.__dataclass_fields__},
+        "skipped": {},
+        "peers": {},
+    }
+    with tempfile.TemporaryDirectory(prefix="mcp-min-bench-") as tmp:
+        workdir = Path(tmp)
+        for peer in find_peers(args.peer_names, args.cache, workdir):
+            if peer.missing:
+                progress(f"skipping {peer.name}: {peer.missing}")
+                report["skipped"][peer.name] = peer.missing
+                continue
+            progress(f"{peer.name}: {shlex.join(peer.argv)}")
+            report["peers"][peer.name] = run_peer(peer, settings, workdir)
+    report["duration_s"] = time.perf_counter() - began
+    if "floor" not in report["peers"]:
+        warn("the floor was not run: no ratios")
+
+    table = markdown(report, settings)
+    report["markdown"] = table
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    args.out.with_suffix(".md").write_text(table)
+    print(table)
+    progress(f"report: {args.out} and {args.out.with_suffix('.md')}")
+    return 0 if report["peers"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
