@@ -727,6 +727,8 @@ def _dump(value):
     if hasattr(type(value), "__dataclass_fields__"):
         import dataclasses
         return {f.name: _dump(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if getattr(value, "tzinfo", False) is None and hasattr(value, "astimezone"):
+        value = value.astimezone()          # a naive datetime is local time: RFC 3339 wants the offset
     return value.isoformat() if hasattr(value, "isoformat") else value
 
 
@@ -821,7 +823,8 @@ class _Types:
             return {"anyOf": [self.schema(arg) for arg in args]}
         if origin is tuple and args and args[-1] is not ...:
             return {"type": "array", "prefixItems": [self.schema(arg) for arg in args],
-                    "items": False, "minItems": len(args), "maxItems": len(args)}
+                    "minItems": len(args), "maxItems": len(args)}    # not "items": false,
+                                                        # which draft-07 validators misread
         if origin is tuple or origin in _t.ARRAYS:
             schema = {"type": "array"}
             if args:

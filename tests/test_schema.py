@@ -198,7 +198,7 @@ CASES = [  # id, handler, Signature keywords, expected input schema, expected de
     ("collections", collections_, {}, root({
         "a": {"type": "array", "items": {"type": "integer"}},
         "b": {"type": "array", "items": {"type": "string"}},
-        "c": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "items": False,
+        "c": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
               "minItems": 2, "maxItems": 2},
         "d": {"type": "array", "items": {"type": "number"}},
         "e": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
@@ -379,7 +379,7 @@ def test_dump_output_converts_values_without_a_schema():
     value = {"when": datetime.datetime(2024, 5, 6, 7, 8, 9), "on": datetime.date(2024, 1, 2),
              "level": Level.HIGH, "pair": (1, 2), "set": {3}, Colour.RED: [Gift("x")]}
     assert sig.dump_output(value) == {
-        "when": "2024-05-06T07:08:09", "on": "2024-01-02", "level": 2, "pair": [1, 2], "set": [3],
+        "when": datetime.datetime(2024, 5, 6, 7, 8, 9).astimezone().isoformat(), "on": "2024-01-02", "level": 2, "pair": [1, 2], "set": [3],
         "red": [{"name": "x", "price": 10.0, "tags": [], "colour": "red"}]}
 
 

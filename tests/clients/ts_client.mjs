@@ -27,6 +27,7 @@
 // Exit status: 0 when every step ran (whatever each returned), 1 when the
 // connection could not be set up, 2 on a usage error.
 
+import { setMaxListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -330,6 +331,8 @@ class Driver {
   // Per-request options: timeout, progress reporting, client-side cancellation.
   requestOptions(step, index) {
     const controller = new AbortController();
+    // A listing step passes one signal to every page's request: no listener limit.
+    setMaxListeners(0, controller.signal);
     const options = { timeout: step.timeoutMs ?? this.config.timeout, signal: controller.signal };
     const cancelOnProgress = step.cancelOnProgress === true ? 1 : step.cancelOnProgress;
     if (step.progress || cancelOnProgress) {
