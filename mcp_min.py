@@ -2786,7 +2786,8 @@ class Client(Peer):
     def ping(self):
         return self.request("ping")
 
-    def _list(self, method, key):
+    def list_all(self, method, key):
+        """Every item of a paginated list method, following nextCursor."""
         items, params = [], {}
         while True:
             result = self.request(method, params)
@@ -2796,16 +2797,16 @@ class Client(Peer):
             params = {"cursor": result["nextCursor"]}
 
     def list_tools(self):
-        return self._list("tools/list", "tools")
+        return self.list_all("tools/list", "tools")
 
     def list_resources(self):
-        return self._list("resources/list", "resources")
+        return self.list_all("resources/list", "resources")
 
     def list_resource_templates(self):
-        return self._list("resources/templates/list", "resourceTemplates")
+        return self.list_all("resources/templates/list", "resourceTemplates")
 
     def list_prompts(self):
-        return self._list("prompts/list", "prompts")
+        return self.list_all("prompts/list", "prompts")
 
     def call_tool(self, name, arguments=None, *, progress=None, meta=None, timeout=None):
         """Call a tool; ``progress`` is called with each notifications/progress params."""
@@ -2861,23 +2862,19 @@ class Client(Peer):
 # `inspect` lists what a server offers, `call` makes one request, `repl` lets you type
 # frames, `explain` says what a message is and what is wrong with it.
 
-# Every method of the handshake era: name -> (who sends it, required params).
+# Every method of the handshake era, with the params it requires.
 MCP_METHODS = {
-    "initialize": ("client", ("protocolVersion", "capabilities", "clientInfo")), "ping": ("either", ()),
-    "tools/list": ("client", ()), "tools/call": ("client", ("name",)),
-    "resources/list": ("client", ()), "resources/templates/list": ("client", ()),
-    "resources/read": ("client", ("uri",)), "resources/subscribe": ("client", ("uri",)),
-    "resources/unsubscribe": ("client", ("uri",)), "prompts/list": ("client", ()),
-    "prompts/get": ("client", ("name",)), "completion/complete": ("client", ("ref", "argument")),
-    "logging/setLevel": ("client", ("level",)), "sampling/createMessage": ("server", ("messages", "maxTokens")),
-    "elicitation/create": ("server", ("message",)), "roots/list": ("server", ()),
-    "notifications/initialized": ("client", ()), "notifications/cancelled": ("either", ("requestId",)),
-    "notifications/progress": ("either", ("progressToken", "progress")),
-    "notifications/message": ("server", ("level", "data")),
-    "notifications/resources/updated": ("server", ("uri",)),
-    "notifications/resources/list_changed": ("server", ()), "notifications/tools/list_changed": ("server", ()),
-    "notifications/prompts/list_changed": ("server", ()), "notifications/roots/list_changed": ("client", ()),
-    "notifications/elicitation/complete": ("server", ("elicitationId",)),
+    "initialize": ("protocolVersion", "capabilities", "clientInfo"), "ping": (),
+    "tools/list": (), "tools/call": ("name",), "resources/list": (), "resources/templates/list": (),
+    "resources/read": ("uri",), "resources/subscribe": ("uri",), "resources/unsubscribe": ("uri",),
+    "prompts/list": (), "prompts/get": ("name",), "completion/complete": ("ref", "argument"),
+    "logging/setLevel": ("level",), "sampling/createMessage": ("messages", "maxTokens"),
+    "elicitation/create": ("message",), "roots/list": (),
+    "notifications/initialized": (), "notifications/cancelled": ("requestId",),
+    "notifications/progress": ("progressToken", "progress"), "notifications/message": ("level", "data"),
+    "notifications/resources/updated": ("uri",), "notifications/resources/list_changed": (),
+    "notifications/tools/list_changed": (), "notifications/prompts/list_changed": (),
+    "notifications/roots/list_changed": (), "notifications/elicitation/complete": ("elicitationId",),
 }
 
 
@@ -2892,94 +2889,85 @@ def explain(raw):
         return f"a batch of {len(message)}", [
             "a JSON array is a batch: only protocol 2025-03-26 has batches (B10); from "
             "2025-06-18 send one message per line (B11)"]
-    problems = []
+    problems, kind = [], "invalid message"
     try:
         kind = classify(message)
     except JSONRPCError as e:
         problems.append(e.message.replace("Invalid Request: ", ""))
-        kind = "invalid message"
-        if isinstance(message, dict) and "id" in message and message["id"] is None:
-            problems.append("a null id is not allowed in MCP (B3): give a request a string or "
-                            "integer id, or drop the id to make it a notification")
-        if isinstance(message, dict) and "result" in message and "error" in message:
-            problems.append("a response carries result or error, never both (B6)")
     if not isinstance(message, dict):
         return kind, problems
-    method = message.get("method")
-    if isinstance(method, str):
-        if method not in MCP_METHODS:
-            close = difflib.get_close_matches(method, MCP_METHODS, n=1, cutoff=0.6)
-            close = close or [m for m in MCP_METHODS if m.endswith("/" + method)]
-            problems.append(f"{method!r} is not an MCP method" +
-                            (f": did you mean {close[0]!r}?" if close else ""))
-        elif method.startswith("notifications/") and "id" in message:
+    if "method" in message and message.get("id", 0) is None:
+        problems.append("a null id is not allowed in MCP (B3): give a request a string or "
+                        "integer id, or drop the id to make it a notification")
+    if "result" in message and "error" in message:
+        problems.append("a response carries result or error, never both (B6)")
+    method, params = message.get("method"), message.get("params")
+    params = params if isinstance(params, dict) else {}
+    if isinstance(method, str) and method not in MCP_METHODS:
+        close = difflib.get_close_matches(method, MCP_METHODS, n=1, cutoff=0.6)
+        close = close or [m for m in MCP_METHODS if m.endswith("/" + method)]
+        problems.append(f"{method!r} is not an MCP method" + (f": did you mean {close[0]!r}?" if close else ""))
+    elif isinstance(method, str):
+        if method.startswith("notifications/") and "id" in message:
             problems.append(f"{method} is a notification: it must not carry an id, or the "
                             "receiver has to answer it as a request (B9)")
         elif not method.startswith("notifications/") and "id" not in message:
             problems.append(f"{method} is a request: without an id it is a notification and "
                             "gets no answer")
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        for key in MCP_METHODS.get(method, (None, ()))[1]:
-            if key not in params:
-                wrong = [k for k, v in _DID_YOU_MEAN.items() if v == key and k in params]
+        for key in MCP_METHODS[method] + (("arguments",) if method == "tools/call" else ()):
+            wrong = [k for k, v in _DID_YOU_MEAN.items() if v == key and k in params]
+            if key not in params and (wrong or key != "arguments"):
                 problems.append(f"params.{key} is missing" +
                                 (f' (found "{wrong[0]}": did you mean "{key}"?)' if wrong else ""))
-        if method == "tools/call" and "arguments" not in params:
-            wrong = [k for k in ("args", "input", "params") if k in params]
-            if wrong:
-                problems.append(f'params.{wrong[0]} should be "arguments"')
-    if kind == "response" and message.get("id", 0) is None:
-        problems.append('"id": null: the 2025-11-25 schema omits the id of an error to an '
-                        "unreadable request instead, and some clients reject null (G7)")
-    if kind == "response" and isinstance(message.get("error"), dict):
-        error = message["error"]
-        if type(error.get("code")) is not int or not isinstance(error.get("message"), str):
+    if kind == "response":
+        error = message.get("error")
+        if message.get("id", 0) is None:
+            problems.append('"id": null: the 2025-11-25 schema omits the id of an error to an '
+                            "unreadable request instead, and some clients reject null (G7)")
+        if isinstance(error, dict) and (type(error.get("code")) is not int
+                                        or not isinstance(error.get("message"), str)):
             problems.append("error needs an integer code and a string message (B6)")
-    summary = describe_frame(message).replace(" (isError)", "") if kind != "invalid message" else kind
-    if kind == "response" and isinstance(message.get("result"), dict) and message["result"].get("isError"):
-        summary += " (a tool result with isError: a business error, not a protocol error)"
-    elif kind == "response" and "error" in message:
-        summary += " (a protocol error)"
-    return summary, problems
+        summary = describe_frame(message).replace(" (isError)", "")
+        if isinstance(message.get("result"), dict) and message["result"].get("isError"):
+            return summary + " (a tool result with isError: a business error, not a protocol error)", problems
+        return summary + (" (a protocol error)" if "error" in message else ""), problems
+    return (describe_frame(message) if kind != "invalid message" else kind), problems
 
 
 def _client_trace(colour):
     return FramePrinter({"out": "C->S", "in": "S->C"}, sys.stdout, colour)
 
 
-def _examples_dir():
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "examples")
-
-
 def demo(command=None, colour=False):
     """Play a whole session with the gift server, printing every frame with a note."""
-    command = command or [sys.executable, os.path.join(_examples_dir(), "gift_server.py")]
-    notes = colour and (lambda s: print(f"\n\x1b[1m# {s}\x1b[0m", flush=True)) or (
-        lambda s: print(f"\n# {s}", flush=True))
-    notes("The client starts the server as a subprocess and opens with initialize.")
+    here = os.path.dirname(os.path.abspath(__file__))
+    command = command or [sys.executable, os.path.join(here, "examples", "gift_server.py")]
+
+    def note(text):
+        print(f"\n\x1b[1m# {text}\x1b[0m" if colour else f"\n# {text}", flush=True)
+    note("The client starts the server as a subprocess and opens with initialize.")
     with Client(command, trace=_client_trace(colour), initialize=False,
                 client_info={"name": "mcp_min-demo", "version": __version__}) as client:
         client.initialize()
-        notes("initialized was a notification: no id, so no reply. Now discovery:")
+        note("initialized was a notification: no id, so no reply. Now discovery:")
         client.request("tools/list")
-        notes("A tool call. structuredContent is for programs, the text block for the model.")
+        note("A tool call. structuredContent is for programs, the text block for the model.")
         client.call_tool("suggest_gifts", {"occasion": "birthday", "budget": 100,
                                            "recipient": "friend who loves board games"})
-        notes("A resource is addressable data, read by URI.")
+        note("A resource is addressable data, read by URI.")
         client.read_resource("mcp://gift-server/resources/gift_catalog")
-        notes("A prompt is a reusable template the client can fill in.")
+        note("A prompt is a reusable template the client can fill in.")
         client.get_prompt("gift_congrats_style", {"recipient": "Sam", "occasion": "birthday"})
-        notes("A protocol error: a method that does not exist gets a JSON-RPC error.")
-        for call in (lambda: client.request("tools/col"),
-                     lambda: client.call_tool("suggest_gift", {})):
+        note("A protocol error: a method that does not exist gets a JSON-RPC error.")
+        for method, params in (("tools/col", None), ("tools/call", {"name": "suggest_gift"})):
             try:
-                call()
+                client.request(method, params)
             except JSONRPCError:
                 pass
-        notes("Business errors are results with isError: the tool ran and said no.")
+        note("Business errors are results with isError: the tool ran and said no.")
         client.call_tool("suggest_gifts", {"occasion": "wedding", "budget": 5})
         client.call_tool("suggest_gifts", {"occasion": "funeral", "budget": "a hundred bucks"})
-        notes("Closing stdin ends the session; the server exits.")
+        note("Closing stdin ends the session; the server exits.")
     return 0
 
 
@@ -2988,57 +2976,53 @@ def _parse_call(words):
     words, params = list(words), None
     if words and words[-1].lstrip().startswith("{"):
         params = json.loads(words.pop())
-    if len(words) < 2:
-        raise SystemExit("usage: mcp_min.py call -- SERVER_CMD... METHOD|TOOL [JSON]")
-    method = words.pop()
-    if os.path.exists(method):
+    if len(words) < 2 or os.path.exists(words[-1]):
         raise SystemExit("usage: mcp_min.py call -- SERVER_CMD... METHOD|TOOL [JSON]: "
                          "name a method or a tool after the server command")
+    method = words.pop()
     if "/" not in method and method != "ping":
         params, method = {"name": method, "arguments": params or {}}, "tools/call"
     return words, method, params
 
 
 def repl(command, colour=False, stdin=None):
-    """Type JSON lines (sent verbatim) or commands; every frame is printed as it crosses."""
-    stdin = stdin or sys.stdin
-    canned = {"sampling": lambda p: {"role": "assistant", "model": "repl",
-                                     "content": {"type": "text", "text": "(a sampled reply)"}},
-              "elicitation": lambda p: {"action": "decline"},
-              "roots": lambda: [{"uri": "file://" + os.getcwd(), "name": "cwd"}]}
-    client = Client(command, trace=_client_trace(colour), initialize=False, **canned)
+    """Type JSON lines (sent verbatim) or commands; every frame is printed as it crosses.
+    The client's side of sampling, elicitation and roots is answered with canned replies."""
+    client = Client(command, trace=_client_trace(colour), initialize=False,
+                    sampling=lambda p: {"role": "assistant", "model": "repl",
+                                        "content": {"type": "text", "text": "(a sampled reply)"}},
+                    elicitation=lambda p: {"action": "decline"},
+                    roots=lambda: [{"uri": "file://" + os.getcwd(), "name": "cwd"}])
     print("mcp_min repl: type a JSON line, or: init, tools, resources, prompts, ping, "
           "call NAME {args}, read URI, prompt NAME {args}, cancel ID, quit", flush=True)
     commands = {"init": lambda a: client.initialize(), "ping": lambda a: client.ping(),
                 "tools": lambda a: client.request("tools/list"),
                 "resources": lambda a: client.request("resources/list"),
                 "prompts": lambda a: client.request("prompts/list"),
-                "read": lambda a: client.read_resource(a),
-                "cancel": lambda a: client.cancel(json.loads(a)),
+                "read": client.read_resource, "cancel": lambda a: client.cancel(json.loads(a)),
                 "call": lambda a: client.call_tool(*_name_args(a), progress=lambda p: None),
                 "prompt": lambda a: client.get_prompt(*_name_args(a))}
 
     def run(fn, arg):
         try:
             fn(arg)
-        except Exception as e:                 # the frames already show what happened
-            if not isinstance(e, JSONRPCError):
-                print(f"! {type(e).__name__}: {e}", flush=True)
+        except JSONRPCError:
+            pass                                   # the frames already show it
+        except Exception as e:
+            print(f"! {type(e).__name__}: {e}", flush=True)
     with client:
-        for line in stdin:
+        for line in stdin or sys.stdin:
             line = line.strip()
             name, _, arg = line.partition(" ")
-            if not line:
-                continue
             if line in ("quit", "exit"):
                 break
-            if line.startswith(("{", "[")) or name not in commands:
+            if line.startswith(("{", "[")) or (line and name not in commands):
                 client.send_frame(line.encode())     # verbatim: mistakes included
-            elif name == "init":                       # the handshake completes before the next line
+            elif name == "init":                     # the handshake completes before the next line
                 run(commands[name], arg)
-            else:
+            elif line:
                 threading.Thread(target=run, args=(commands[name], arg.strip()), daemon=True).start()
-            time.sleep(0.2)                    # let the reply print before the next prompt
+            time.sleep(0.2)                          # let the reply print before the next prompt
     return 0
 
 
@@ -3059,18 +3043,17 @@ def main(argv=None):
     for name, text in (("inspect", "list what a server offers"),
                        ("call", "one request: -- CMD... METHOD|TOOL [JSON]"),
                        ("repl", "type frames to a server and watch the replies")):
-        sub = commands.add_parser(name, help=text)
-        sub.add_argument("words", nargs=argparse.REMAINDER, metavar="-- SERVER_CMD ...")
-    explain_cmd = commands.add_parser("explain", help="what a JSON-RPC/MCP message is, and what is wrong with it")
-    explain_cmd.add_argument("message")
+        commands.add_parser(name, help=text).add_argument("words", nargs=argparse.REMAINDER)
+    commands.add_parser("explain", help="what a JSON-RPC/MCP message is, and what is wrong with it"
+                        ).add_argument("message")
     args = parser.parse_args(argv)
     words = getattr(args, "words", [])
     words = words[1:] if words[:1] == ["--"] else words
-    if args.command in ("inspect", "call", "repl") and not words:
-        parser.error(f"{args.command} needs a server command: {args.command} -- SERVER_CMD ...")
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
+    if args.command in ("inspect", "call", "repl") and not words:
+        parser.error(f"{args.command} needs a server command: {args.command} -- SERVER_CMD ...")
     try:
         return _command(args, words, sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
     except ValueError as e:                        # a JSON argument that isn't JSON
@@ -3087,23 +3070,22 @@ def _command(args, words, colour):
         load_server(args.target).run(trace=args.trace or None)
     elif args.command == "demo":
         return demo(colour=colour)
+    elif args.command == "repl":
+        return repl(words, colour=colour)
     elif args.command == "explain":
         summary, problems = explain(args.message)
         print(summary)
-        for problem in problems:
-            print(f"  problem: {problem}")
-        if not problems:
-            print("  no problems found")
+        print("\n".join(f"  problem: {p}" for p in problems) or "  no problems found")
         return 1 if problems else 0
     elif args.command == "inspect":
         with Client(words, timeout=30) as client:
             report = {"serverInfo": client.server_info, "protocolVersion": client.protocol_version,
                       "capabilities": client.server_capabilities, "instructions": client.instructions}
-            for kind, key in (("tools", "tools"), ("resources", "resources"),
-                              ("resources", "resourceTemplates"), ("prompts", "prompts")):
-                if kind in client.server_capabilities:
-                    report[key] = client._list(f"{kind}/templates/list" if key == "resourceTemplates"
-                                               else f"{kind}/list", key)
+            for method, key in (("tools/list", "tools"), ("resources/list", "resources"),
+                                ("resources/templates/list", "resourceTemplates"),
+                                ("prompts/list", "prompts")):
+                if method.split("/")[0] in client.server_capabilities:
+                    report[key] = client.list_all(method, key)
         print(json.dumps(report, indent=2, ensure_ascii=False))
     elif args.command == "call":
         command, method, params = _parse_call(words)
@@ -3117,8 +3099,6 @@ def _command(args, words, colour):
                 for line in client.junk:           # e.g. a print() in a hand-rolled server
                     print(f"mcp_min: the server wrote a line that is not JSON-RPC: {line}", file=sys.stderr)
         return 1 if client.junk else 0
-    elif args.command == "repl":
-        return repl(words, colour=colour)
     return 0
 
 

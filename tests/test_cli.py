@@ -691,7 +691,7 @@ EXPLAIN = [
      "request 3 tools/call", 'params.name is missing (found "tool": did you mean "name"?)'),
     ('{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"tool":"suggest_gifts",'
      '"args":{"occasion":"birthday","budget":100}}}', 1,
-     "request 3 tools/call", 'params.args should be "arguments"'),
+     "request 3 tools/call", 'params.arguments is missing (found "args": did you mean "arguments"?)'),
     ('{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"toolName":"x","arguments":{}}}', 1,
      "request 2 tools/call", 'found "toolName": did you mean "name"?'),
     ('{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"resourceId":"' + CATALOG + '"}}', 1,
