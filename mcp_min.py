@@ -133,13 +133,17 @@ def claim_stdio():
 def write_all(fd, frame):
     """Write a frame and its newline, every byte: pipes take large writes in pieces, and a
     signal can cut one short. writev adds the newline without copying a large frame."""
+    written = _writev(fd, (frame, b"\n")) if _writev else 0
+    if written == len(frame) + 1:
+        return                                   # the common case: all of it at once
     pending = [memoryview(frame), memoryview(b"\n")]
-    while pending:
-        written = _writev(fd, pending) if _writev else os.write(fd, pending[0])
-        while pending and written >= len(pending[0]):
+    while True:
+        while pending and written >= len(pending[0]):      # drop what went out
             written -= len(pending.pop(0))
-        if written:
-            pending[0] = pending[0][written:]
+        if not pending:
+            return
+        pending[0] = pending[0][written:]
+        written = _writev(fd, pending) if _writev else os.write(fd, pending[0])
 
 
 _writev = getattr(os, "writev", None)        # not on Windows
@@ -190,8 +194,22 @@ class CapabilityError(Exception):
     """The client did not declare what a server-to-client request needs."""
 
 
-_encode_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
-_encode_ascii = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+def _not_json(value):
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _json_encoder(ensure_ascii, separators=(",", ":")):
+    """A JSON encoder built once: json.dumps builds one for every call, which costs more
+    than encoding a small reply. json's own C encoder where there is one."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return json.JSONEncoder(ensure_ascii=ensure_ascii, separators=separators, allow_nan=False).encode
+    escape = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
+    encode = make(None, _not_json, escape, None, separators[1], separators[0], False, False, False)
+    return lambda value: "".join(encode(value, 0))
+
+
+_encode_compact, _encode_ascii = _json_encoder(False), _json_encoder(True)
 
 
 def encode_message(message):
@@ -498,6 +516,8 @@ class Peer:
                                  f"limit of {limit} bytes per line; it was skipped"))
 
     def handle_message(self, message, batch=None):
+        if isinstance(message, list):
+            return self.handle_batch(message)
         try:
             kind = classify(message)
         except JSONRPCError as e:
@@ -535,6 +555,11 @@ class Peer:
             batch.add(encode_message(message))
         else:
             self.send(message)
+
+    def handle_batch(self, items):
+        """Hook: a JSON array of messages (only protocol 2025-03-26 has them)."""
+        self.send(error_response(None, INVALID_REQUEST, "Invalid Request: batches are not "
+                                 "supported; send one message per line"))
 
     def handle_request(self, message, batch=None):
         """Hook: answer a request."""
@@ -1160,8 +1185,9 @@ def _anything(v):
 _IS = {
     "null": lambda v: v is None,
     "boolean": lambda v: isinstance(v, bool),
-    "integer": lambda v: _is_number(v) and (isinstance(v, int) or v.is_integer()),   # 1.0 is an integer
-    "number": _is_number,
+    # exact types, for speed: JSON only ever gives int, float, str... and bool is not a number
+    "integer": lambda v: type(v) is int or type(v) is float and v.is_integer(),    # 1.0 is an integer
+    "number": lambda v: type(v) is int or type(v) is float,
     "string": lambda v: isinstance(v, str),
     "array": lambda v: isinstance(v, list),
     "object": lambda v: isinstance(v, dict),
@@ -1312,7 +1338,11 @@ class _Compiler:
             else:
                 for c in checks:
                     c(v, path, out)
-        return check if ok or checks else None
+
+        def check_type(v, path, out):   # the common case ({"type": ...} alone), kept quick
+            if not ok(v):
+                out.append(_msg(path, f"expected {expected}, got {_got(v)}"))
+        return (check if checks else check_type) if ok else (check if checks else None)
 
     def _object(self, s):
         props = {k: self.compile(sub) for k, sub in s.get("properties", {}).items()}
@@ -1521,7 +1551,7 @@ def to_json(value):
     return _encode_text(_dump(value))
 
 
-_encode_text = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+_encode_text = _json_encoder(False, (", ", ": "))
 
 
 def _contents(uri, value, mime_type=None):
@@ -1701,8 +1731,10 @@ class Tool(Entry):
             shown = structured = _dump(value)
             if not isinstance(structured, dict):  # only objects are structured content
                 return {"content": [text(to_json(shown))], "isError": False}
-        return {"content": [text(shown if isinstance(shown, str) else to_json(shown))],
-                "structuredContent": structured, "isError": False}
+        # str and int are their own JSON text; anything else is encoded
+        shown = shown if type(shown) is str else str(shown) if type(shown) is int else to_json(shown)
+        return {"content": [Content(type="text", text=shown)], "structuredContent": structured,
+                "isError": False}
 
 
     def mismatch(self, problems):
@@ -2471,11 +2503,6 @@ class Session(Peer):
         self.lock = threading.Lock()        # guards running, and orders progress before replies
 
     # -- dispatch ------------------------------------------------------------------------------
-    def handle_message(self, message, batch=None):
-        if isinstance(message, list):
-            return self.handle_batch(message)
-        return super().handle_message(message, batch)
-
     def handle_batch(self, items):
         if self.version != V2025_03:          # batches exist in 2025-03-26 only (B10, B11)
             return self.send(error_response(None, INVALID_REQUEST, "Invalid Request: batches "
@@ -2485,7 +2512,11 @@ class Session(Peer):
             return self.send(error_response(None, INVALID_REQUEST, "Invalid Request: empty batch"))
         batch = Batch(self, len(items))
         for item in items:
-            super().handle_message(item, batch)
+            if isinstance(item, list):            # no batches inside batches
+                self.reply(None, error_response(None, INVALID_REQUEST, "Invalid Request: "
+                                                "a batch inside a batch"), batch)
+            else:
+                self.handle_message(item, batch)
 
     def handle_request(self, message, batch=None):
         rid, method = message["id"], message["method"]
