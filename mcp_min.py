@@ -287,6 +287,25 @@ def read_lines(rfile, max_bytes):
         yield LineTooLong(size, head, tail.rstrip(b"\r\n"))
 
 
+_big_blocks_apart = False
+
+
+def _keep_big_blocks_apart():
+    """glibc raises its mmap threshold once a large block is freed, so later multi-MiB
+    messages are carved from per-thread heaps that keep the memory: with a reader and workers
+    on different threads, peak memory grows with each large message. Pin the threshold at
+    1 MiB (done once, on the first large message; elsewhere a no-op)."""
+    global _big_blocks_apart
+    if _big_blocks_apart:
+        return
+    _big_blocks_apart = True
+    try:
+        import ctypes
+        ctypes.CDLL(None).mallopt(-3, 1 << 20)    # M_MMAP_THRESHOLD
+    except (OSError, AttributeError, TypeError):
+        pass
+
+
 def valid_id(value):
     """MCP request ids are strings or integers; never null, booleans or floats (B2, B3)."""
     return type(value) is str or type(value) is int
@@ -493,6 +512,8 @@ class Peer:
             else:
                 if self.trace:
                     self.trace("in", line)
+                if len(line) > 1 << 20:
+                    _keep_big_blocks_apart()
                 self.handle_line(line)
             if self.closed:
                 break
@@ -2481,6 +2502,7 @@ class WorkerPool:
                 fn(*args)
             except BaseException:
                 log.exception("worker job failed")
+            fn = args = None                  # don't keep the last call's data alive while idle
             with self.lock:
                 self.outstanding -= 1
                 self.idle += 1
