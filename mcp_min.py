@@ -2560,10 +2560,9 @@ class Session(Peer):
             return self.reply_error(rid, METHOD_NOT_FOUND, f"Method not found: {method} (this "
                                     f"server declares no {needs} capability)", batch)
         with self.lock:
-            if rid in self.running:
-                duplicate = True
-            else:
-                duplicate = False
+            earlier = self.running.get(rid)
+            duplicate = earlier is not None and not earlier.done    # answered: the id is free
+            if not duplicate:
                 ctx = self.running[rid] = Context(self, rid, method, params)
         if duplicate:
             return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: id {rid!r} is already "
@@ -2612,7 +2611,8 @@ class Session(Peer):
                 self.send_frame(frame)
         finally:                               # in flight until written: drain() waits for it
             with self.lock:
-                self.running.pop(rid, None)
+                if self.running.get(rid) is ctx:
+                    del self.running[rid]
 
     @staticmethod
     def encode_error(rid, code, message, data=None):

@@ -1,0 +1,128 @@
+"""Serve the files under one directory as resources, and nothing outside it.
+
+    python3 examples/file_server.py [ROOT]        # or FILE_SERVER_ROOT=ROOT; default: examples/
+
+The resource template is file:///{+path}, with the path relative to ROOT: file:///notes/a.txt
+is ROOT/notes/a.txt. A client (or a model choosing URIs) may send anything, so every path is
+checked before a file is opened. These are refused with -32602 and a message saying why:
+
+- a ".." segment, raw or percent-encoded (%2e%2e, %2E%2e, .%2e, ...);
+- an absolute path (file:////etc/passwd, file:///%2fetc/passwd) or a Windows drive (C:);
+- an encoded slash or backslash (%2f, %5c) and any raw backslash: one segment may not become two;
+- double encoding (%252e%252e: still a %XX after decoding once);
+- NUL and other control characters, and percent-encodings that are not UTF-8;
+- a path that leaves ROOT through a symlink (a link inside ROOT to a file or directory
+  outside it); links that stay inside ROOT are followed;
+- a directory, or a file over MAX_BYTES.
+
+A path that passes but names no file is -32002 (resource not found). The list_files tool
+shows what there is to read.
+"""
+
+import os
+import re
+import sys
+from urllib.parse import quote, unquote_to_bytes
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from mcp_min import JSONRPCError, Server, embedded_resource  # noqa: E402
+
+INVALID_PARAMS = -32602            # JSON-RPC "Invalid params": a URI we refuse to serve
+RESOURCE_NOT_FOUND = -32002        # MCP: no such resource
+MAX_BYTES = 10 << 20               # the largest file served
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.realpath(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("FILE_SERVER_ROOT", HERE))
+
+server = Server("file-server", "1.0.0", title="Files under one directory",
+                instructions=f"Read files with resources/read on file:///<path relative to the root>; "
+                             f"list them with the list_files tool.")
+
+
+def refuse(uri, why):
+    raise JSONRPCError(INVALID_PARAMS, f"Refused {uri}: {why}", {"uri": uri, "reason": why})
+
+
+def safe_path(uri, raw):
+    """The real path of the file ``raw`` (the template's {+path}, still percent-encoded)
+    names under ROOT; JSONRPCError for anything that could reach outside it."""
+    if "\\" in raw:
+        refuse(uri, "backslashes are not allowed in paths")
+    if re.search(r"%(2f|5c)", raw, re.IGNORECASE):
+        refuse(uri, "an encoded slash (%2F) or backslash (%5C) is not allowed")
+    try:
+        path = unquote_to_bytes(raw).decode("utf-8")
+    except UnicodeDecodeError:
+        refuse(uri, "the percent-encoded path is not valid UTF-8")
+    if any(ord(c) < 0x20 or ord(c) == 0x7f for c in path):
+        refuse(uri, "NUL and other control characters are not allowed in paths")
+    if re.search(r"%[0-9a-fA-F]{2}", path):
+        refuse(uri, "the path is percent-encoded twice")
+    if path.startswith("/") or re.match(r"[A-Za-z]:", path):
+        refuse(uri, "absolute paths are not allowed; give a path relative to the root")
+    segments = path.split("/")
+    if ".." in segments:
+        refuse(uri, "'..' segments are not allowed")
+    real = os.path.realpath(os.path.join(ROOT, *segments))
+    if real != ROOT and not real.startswith(ROOT + os.sep):
+        refuse(uri, "the path leads outside the served directory (through a symlink)")
+    if not os.path.exists(real):
+        raise JSONRPCError(RESOURCE_NOT_FOUND, f"Resource not found: {uri} (no such file)", {"uri": uri})
+    if os.path.isdir(real):
+        refuse(uri, "it is a directory; read the files in it (see the list_files tool)")
+    if not os.path.isfile(real):
+        refuse(uri, "not a regular file")
+    if os.path.getsize(real) > MAX_BYTES:
+        refuse(uri, f"the file is larger than {MAX_BYTES} bytes")
+    return real
+
+
+def read_bytes(real):
+    """Open without following a symlink at the last step: `real` is already resolved, so a
+    link that appears there after the check makes the open fail instead of escaping."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(real, flags)
+    with os.fdopen(fd, "rb") as f:
+        return f.read(MAX_BYTES + 1)[:MAX_BYTES]
+
+
+@server.resource("file:///{+path}", name="file", description="A file under the served directory.")
+def file(path: str):
+    uri = f"file:///{path}"
+    real = safe_path(uri, path)
+    try:
+        data = read_bytes(real)
+    except OSError as e:
+        refuse(uri, f"cannot be opened ({e.strerror})")
+    import mimetypes
+    mime = mimetypes.guess_type(real)[0]
+    try:
+        return embedded_resource(uri, text=data.decode("utf-8"), mime_type=mime or "text/plain")
+    except UnicodeDecodeError:
+        return embedded_resource(uri, blob=data, mime_type=mime or "application/octet-stream")
+
+
+@server.tool(annotations={"readOnlyHint": True})
+def list_files(limit: int = 200) -> list[str]:
+    """The file:/// URIs of the files under the served directory (symlinks leading out of it
+    are left out).
+
+    Args:
+        limit: the most URIs to return
+    """
+    found = []
+    for folder, dirs, files in os.walk(ROOT):
+        dirs.sort()
+        for name in sorted(files):
+            full = os.path.join(folder, name)
+            real = os.path.realpath(full)
+            if real.startswith(ROOT + os.sep) and os.path.isfile(real):
+                found.append("file:///" + quote(os.path.relpath(full, ROOT).replace(os.sep, "/")))
+            if len(found) >= limit:
+                return found
+    return found
+
+
+if __name__ == "__main__":
+    server.run()
