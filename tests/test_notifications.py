@@ -356,7 +356,7 @@ def test_list_changes_during_pagination(kind, method):
             if cursor and "n7" not in names and len(names) == 2:
                 _register(srv, kind, "n7")    # added while the client is mid-way
         assert names == ["n2", "n4", "n5", "n6", "n7"]
-        listed_now = [e["name"] for e in client._list(method, kind)]
+        listed_now = [e["name"] for e in client.list_all(method, kind)]
         assert listed_now == ["n2", "n4", "n5", "n6", "n7"]
 
 
