@@ -619,61 +619,42 @@ class Batch:
 # ============================================================================================
 #
 # Python annotations -> JSON Schema 2020-12 (J1), and a validator for it. The costly work
-# happens once, when a handler is registered: annotations are resolved and translated,
-# the schema is compiled into nested closures, and a converter is built for each parameter
-# that needs one. A call then costs one validation walk plus the conversions it needs.
-#
-# - dataclass, TypedDict and Enum classes go into "$defs" under their class name and are
-#   used through {"$ref": "#/$defs/Name"}: one rule, and it terminates on recursive classes.
-# - datetime / date are strings with "format": "date-time" / "date", parsed back.
-# - bytes is refused: JSON has no binary type; a tool can take a base64 str.
-# - *args and positional-only parameters are refused (JSON arguments are named);
-#   **kwargs: T admits extra properties of type T. No annotation accepts any JSON value.
-# - Keywords the validator knows: type, enum, const, minimum, maximum, exclusiveMinimum,
-#   exclusiveMaximum, multipleOf, minLength, maxLength, pattern, minItems, maxItems,
-#   uniqueItems, prefixItems, items, required, properties, additionalProperties, allOf,
-#   anyOf, oneOf, not, and $ref within the document. Others (format, if, contains, ...)
-#   are annotations to it, as the spec allows.
+# happens once, when a handler is registered: annotations are translated into a schema and
+# converters, and the schema is compiled into nested closures. A call then costs one
+# validation walk plus the conversions it needs. Dataclass, TypedDict and Enum classes go into
+# "$defs" under their name, used through {"$ref": "#/$defs/Name"}: one rule, and it
+# terminates on recursive classes.
 
 class SchemaError(TypeError):
     """A handler's annotations or schema can't become a usable JSON Schema.
     Raised when the handler is registered, never while a call is served."""
 
 
-class _blame:
-    """Put `where` in front of a SchemaError raised inside: "f: parameter 'x': ..."."""
-
-    def __init__(self, where):
-        self.where = where
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, error, tb):
-        if kind is SchemaError:
-            raise SchemaError(f"{self.where}: {error}") from None
+def _blamed(where, make, *args):
+    """make(*args), with `where` put in front of a SchemaError it raises: "f: parameter 'x': ..."."""
+    try:
+        return make(*args)
+    except SchemaError as e:
+        raise SchemaError(f"{where}: {e}") from None
 
 
 class _Typing:
-    """The typing module and the constructs this section compares against, imported on
-    first use: a server whose annotations are all plain classes never pays for it."""
+    """The typing module's names and groups of them, imported on first use: plain classes never pay."""
 
     def __getattr__(self, name):
         import collections.abc
         import typing
-        never = object()                         # Required/NotRequired are Python 3.11+
         self.__dict__.update(
-            typing=typing, Annotated=typing.Annotated, Any=typing.Any, Literal=typing.Literal,
-            get_origin=typing.get_origin, get_args=typing.get_args,
-            REQUIRED=getattr(typing, "Required", never), NOT_REQUIRED=getattr(typing, "NotRequired", never),
-            UNIONS=(typing.Union, types.UnionType), ARRAYS=(list, collections.abc.Sequence, set, frozenset),
-            OBJECTS=(dict, collections.abc.Mapping))
-        return self.__dict__[name]
+            vars(typing), UNIONS=(typing.Union, types.UnionType), OBJECTS=(dict, collections.abc.Mapping),
+            ARRAYS=(list, collections.abc.Sequence, set, frozenset),    # Required is Python 3.11+:
+            REQUIRED={getattr(typing, "Required", 1): True, getattr(typing, "NotRequired", 2): False})
+        return object.__getattribute__(self, name)
 
 
 _t = _Typing()
 _NOTHING = object()         # "no default" / "no annotation" (None is a real value for both)
-_SIMPLE = {int: "integer", float: "number", str: "string", bool: "boolean", type(None): "null"}
+_JSON_TYPES = {type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string",
+               list: "array", dict: "object"}
 _DATES = {"datetime": "date-time", "date": "date"}      # classes of the datetime module -> format
 
 # --- docstrings ------------------------------------------------------------
@@ -688,75 +669,57 @@ _SPHINX_ITEM = re.compile(r":(?:param|parameter|arg|argument|key|keyword)\s+(?:[
 def parse_docstring(doc):
     """Docstring -> (first paragraph, {parameter: description}), the latter from Google-style
     `Args:` sections and Sphinx `:param [type] name:` fields.  Whitespace is normalised."""
-    lines = _cleandoc(doc or "")
-    summary = []
-    for line in lines:              # the first paragraph ends at a blank line, a section or a field
-        if not line.strip() or _SECTION.fullmatch(line) or line.startswith(":"):
-            break
-        summary.append(line)
+    first, *rest = (doc or "").expandtabs().strip().splitlines() or [""]
+    margin = min((len(line) - len(line.lstrip()) for line in rest if line.strip()), default=0)
+    lines = [first.rstrip()] + [line[margin:].rstrip() for line in rest]      # as inspect.cleandoc does
+    # The first paragraph ends at a blank line, a section or a field.
+    end = next((i for i, line in enumerate(lines) if not line or _SECTION.fullmatch(line) or line[0] == ":"),
+               len(lines))
     params, current, indent, section = {}, None, 0, None
-    for line in lines[len(summary):]:
+    for line in lines[end:]:
         text, depth = line.strip(), len(line) - len(line.lstrip())
         if current and text and depth > indent:         # continues the current item
-            params[current].append(text)
+            params[current] += " " + text
             continue
         current = None
         if depth == 0 and _SECTION.fullmatch(text):
             section = text[:-1]
         elif m := _SPHINX_ITEM.match(text) or (section in _PARAM_SECTIONS and _GOOGLE_ITEM.fullmatch(text)):
-            current, indent, params[m[1]] = m[1], depth, [m[2]]
-    description = " ".join(" ".join(summary).split()) or None
-    return description, {name: " ".join(" ".join(parts).split()) for name, parts in params.items()}
-
-
-def _cleandoc(doc):
-    """A docstring's lines without the indentation of its body (as inspect.cleandoc)."""
-    lines = doc.expandtabs().splitlines() or [""]
-    indents = [len(line) - len(line.lstrip()) for line in lines[1:] if line.strip()]
-    margin = min(indents, default=0)
-    lines = [lines[0].strip()] + [line[margin:].rstrip() for line in lines[1:]]
-    while lines and not lines[-1]:
-        lines.pop()
-    while lines and not lines[0]:
-        lines.pop(0)
-    return lines
-
-
-def _class_doc(cls):
-    """A class's own docstring, not the one dataclass makes up ("Point(x: int)") or Enum's."""
-    doc = cls.__dict__.get("__doc__")
-    return doc if doc and not doc.startswith(cls.__name__ + "(") and doc != "An enumeration." else None
+            current, indent, params[m[1]] = m[1], depth, m[2]
+    return " ".join(" ".join(lines[:end]).split()) or None, {k: " ".join(v.split()) for k, v in params.items()}
 
 
 # --- JSON values -----------------------------------------------------------
 
-_JSON_TYPES = [(type(None), "null"), (bool, "boolean"), (int, "integer"), (float, "number"),
-               (str, "string"), (list, "array"), (dict, "object")]     # bool before int: it is one
+_IS = {  # JSON type -> test; exact types, for speed: json gives int, float, str... and bool is no number
+    "null": lambda v: v is None, "boolean": lambda v: isinstance(v, bool),
+    "integer": lambda v: type(v) is int or type(v) is float and v.is_integer(),    # 1.0 is an integer
+    "number": lambda v: type(v) is int or type(v) is float,
+    "string": lambda v: isinstance(v, str), "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict)}
+_is_number = _IS["number"]
 
 
 def _jtype(v):
-    return next((name for cls, name in _JSON_TYPES if isinstance(v, cls)), type(v).__name__)
-
-
-def _is_number(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool)     # booleans are not numbers
+    return _JSON_TYPES.get(type(v)) or type(v).__name__
 
 
 def _key(v):
-    """A hashable stand-in with JSON equality: 1 equals 1.0, True does not equal 1,
-    and arrays and objects compare item by item."""
-    if _is_number(v):
-        return (float, v)
+    """A hashable stand-in with JSON equality: 1 == 1.0, True != 1, arrays and objects item by item."""
     if isinstance(v, (list, tuple)):
         return (list, tuple(map(_key, v)))
     if isinstance(v, dict):
         return (dict, frozenset((k, _key(x)) for k, x in v.items()))
-    return (type(v), v)             # str, bool, None: equal only to themselves
+    return (float if _is_number(v) else type(v), v)     # str, bool, None: equal only to themselves
 
 
 def _show(v, limit=60):
     text = json.dumps(v, ensure_ascii=False, default=repr)
     return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _got(v):
+    return "null" if v is None else f"{_jtype(v)} {_show(v)}"
 
 
 def _dump(value):
@@ -778,394 +741,279 @@ def _dump(value):
     return value.isoformat() if hasattr(value, "isoformat") else value
 
 
-def _jsonable(value):
-    """`value` as JSON, or _NOTHING when it has none (such a default is just not advertised)."""
-    try:
-        value = _dump(value)
-        json.dumps(value, allow_nan=False)
-        return value
-    except (TypeError, ValueError):
-        return _NOTHING
-
-
 # --- annotations -> schemas and converters ---------------------------------
-
-def _is_dataclass(tp):
-    return isinstance(tp, type) and hasattr(tp, "__dataclass_fields__")     # as dataclasses.is_dataclass
-
-
-def _is_date(tp):
-    return isinstance(tp, type) and tp.__module__ == "datetime" and tp.__name__ in _DATES
-
 
 def _name(tp):
     return tp.__qualname__ if isinstance(tp, type) else repr(tp).replace("typing.", "")
-
-
-def _choices(values):
-    """Schema for a fixed set of JSON scalars (Literal, Enum), typed so clients can show them."""
-    kinds = list(dict.fromkeys(map(_jtype, values)))
-    if not set(kinds) <= {"null", "boolean", "integer", "number", "string"}:
-        raise SchemaError(f"the values {values!r} are not all JSON strings, numbers, booleans or null")
-    return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": values}
-
-
-def _object(props, required, description=None):
-    schema = {"type": "object", "description": description, "properties": props,
-              "required": required, "additionalProperties": False}
-    return {k: v for k, v in schema.items() if v or k in ("properties", "additionalProperties")}
-
-
-def _to_int(v):
-    return int(v) if isinstance(v, float) else v        # validated, so an integer-valued float
-
-
-def _same(v):
-    return v
-
-
-def _iso_parser(cls):
-    def parse(v):
-        try:                # Python 3.10's fromisoformat does not read a "Z" suffix
-            return cls.fromisoformat(v[:-1] + "+00:00" if v.endswith("Z") and cls.__name__ == "datetime" else v)
-        except ValueError:
-            raise ValueError(f"expected an ISO 8601 {_DATES[cls.__name__]} string, got {_show(v)}") from None
-    return parse
 
 
 class _Types:
     """Translates annotations into schemas and converters, sharing one `defs` dict."""
 
     def __init__(self, defs):
-        self.defs, self.owners, self.refs, self.fields_of, self.converters = defs, {}, {}, {}, {}
+        self.defs, self.owners, self.converters, self.unions = defs, {}, {}, []
 
-    def schema(self, tp):
-        """Annotation -> a fresh schema dict (the caller may add keys to it)."""
-        if tp is None or isinstance(tp, type) and tp in _SIMPLE:
-            return {"type": _SIMPLE[type(None) if tp is None else tp]}
+    def translate(self, tp):
+        """Annotation -> (a fresh schema dict the caller may add to, a function from a *validated*
+        JSON value to what `tp` asks for, or None when the JSON value will do)."""
+        if tp is None or isinstance(tp, type) and tp in _JSON_TYPES:
+            return {"type": _JSON_TYPES[type(None) if tp is None else tp]}, int if tp is int else None
         origin, args = _t.get_origin(tp) or tp, _t.get_args(tp)
         if origin is _t.Annotated:     # Annotated[T, "description"] or Annotated[T, {schema keywords}]
-            schema = self.schema(args[0])
+            schema, convert = self.translate(args[0])
             for extra in args[1:]:
-                if isinstance(extra, str):
-                    schema["description"] = extra
-                elif isinstance(extra, dict):
-                    schema.update(extra)
-            return schema
+                if isinstance(extra, (str, dict)):
+                    schema.update({"description": extra} if isinstance(extra, str) else extra)
+            return schema, convert
         if tp in (_t.Any, object):
-            return {}
+            return {}, None
         if hasattr(tp, "__supertype__"):                 # typing.NewType
-            return self.schema(tp.__supertype__)
-        if _is_date(tp):
-            return {"type": "string", "format": _DATES[tp.__name__]}
-        if isinstance(tp, type) and (issubclass(tp, enum.Enum) or _is_dataclass(tp) or _t.typing.is_typeddict(tp)):
+            return self.translate(tp.__supertype__)
+        if isinstance(tp, type) and tp.__module__ == "datetime" and tp.__name__ in _DATES:
+            def parse(v):       # Python 3.10's fromisoformat does not read a "Z" suffix
+                try:
+                    return tp.fromisoformat(v[:-1] + "+00:00" if v[-1:] == "Z" and tp.__name__ == "datetime" else v)
+                except ValueError:
+                    raise ValueError(f"expected an ISO 8601 {_DATES[tp.__name__]} string, got {_show(v)}") from None
+            return {"type": "string", "format": _DATES[tp.__name__]}, parse
+        if isinstance(tp, type) and (issubclass(tp, enum.Enum) or hasattr(tp, "__dataclass_fields__")
+                                     or _t.is_typeddict(tp)):
             return self._named(tp)
-        if origin is _t.Literal:
-            schema = _choices([_dump(v) for v in args])
-            if len(args) == 1:
-                schema["const"] = schema.pop("enum")[0]
-            return schema
-        if origin in _t.UNIONS:
-            return {"anyOf": [self.schema(arg) for arg in args]}
-        if origin is tuple and args and args[-1] is not ...:
-            return {"type": "array", "prefixItems": [self.schema(arg) for arg in args],
-                    "minItems": len(args), "maxItems": len(args)}    # not "items": false,
-                                                        # which draft-07 validators misread
+        if origin is _t.Literal:            # converted to the literal itself: 1.0 -> 1, "red" -> Colour.RED
+            table = {_key(_dump(v)): v for v in args}
+            return self.choices([_dump(v) for v in args]), lambda v: table[_key(v)]
+        if origin in _t.UNIONS:         # converted as the first alternative the value is valid for
+            arms, checks = [self.translate(arg) for arg in args], []
+            schema = {"anyOf": [schema for schema, _ in arms]}
+            if not any(convert for _, convert in arms):
+                return schema, None
+            self.unions.append((checks, arms))      # finish() compiles the checks
+
+            def convert(v):
+                for check, (_, arm) in zip(checks, arms):
+                    if not _problems(check, v, ""):
+                        return arm(v) if arm else v
+            return schema, convert
+        if origin is tuple and args and args[-1] is not ...:    # no "items": false, draft-07 misreads it
+            arms = [self.translate(arg) for arg in args]
+            return ({"type": "array", "prefixItems": [schema for schema, _ in arms], "minItems": len(args),
+                     "maxItems": len(args)}, lambda v: tuple(c(x) if c else x for (_, c), x in zip(arms, v)))
         if origin is tuple or origin in _t.ARRAYS:
-            schema = {"type": "array"}
+            schema, item = {"type": "array"}, None
             if args:
-                schema["items"] = self.schema(args[0])
+                schema["items"], item = self.translate(args[0])
             if origin in (set, frozenset):
                 schema["uniqueItems"] = True
-            return schema
+            if origin in (tuple, set, frozenset):
+                return schema, (lambda v: origin(map(item, v))) if item else origin
+            return schema, item and (lambda v: [item(x) for x in v])
         if origin in _t.OBJECTS:
-            if args and args[0] not in (str, _t.Any):
+            if not args:
+                return {"type": "object"}, None
+            if args[0] not in (str, _t.Any):
                 raise SchemaError(f"{_name(tp)} is not supported: JSON object keys are strings")
-            return {"type": "object", "additionalProperties": self.schema(args[1])} if args else {"type": "object"}
+            schema, item = self.translate(args[1])
+            return {"type": "object", "additionalProperties": schema}, item and (
+                lambda v: {k: item(x) for k, x in v.items()})
         if tp in (bytes, bytearray):
             raise SchemaError("bytes is not supported: JSON has no binary type; take a base64 str")
         raise SchemaError(f"the annotation {_name(tp)} is not supported")
 
+    def choices(self, values):
+        """Schema for a fixed set of JSON scalars (Literal, Enum), typed so clients can show them."""
+        kinds = list(dict.fromkeys(map(_jtype, values)))
+        if not set(kinds) <= {"null", "boolean", "integer", "number", "string"}:
+            raise SchemaError(f"the values {values!r} are not all JSON strings, numbers, booleans or null")
+        return {"type": kinds[0] if len(kinds) == 1 else kinds,
+                **({"const": values[0]} if len(values) == 1 else {"enum": values})}
+
+    def fields(self, cls):
+        """[(name, annotation, required, default, init)] of a dataclass or TypedDict."""
+        try:
+            hints = _t.get_type_hints(cls, include_extras=True)
+        except Exception as e:
+            raise SchemaError(f"cannot resolve the annotations of {cls.__name__}: {e}") from None
+        if hasattr(cls, "__dataclass_fields__"):
+            import dataclasses
+            no = dataclasses.MISSING
+            return [(f.name, hints[f.name], f.init and f.default is no and f.default_factory is no,
+                     _NOTHING if f.default is no else f.default, f.init) for f in dataclasses.fields(cls)]
+        marked = _t.REQUIRED    # {Required: True, NotRequired: False}: marks win (3.11 misses them in strings)
+        return [(name, _t.get_args(hint)[0], marked[_t.get_origin(hint)], _NOTHING, True)
+                if _t.get_origin(hint) in marked else (name, hint, name in cls.__required_keys__, _NOTHING, True)
+                for name, hint in hints.items()]
+
     def _named(self, cls):
-        """A $ref to `cls`, whose schema goes into defs the first time."""
+        """A $ref to `cls` and its converter; the class's schema goes into defs the first time."""
         name = cls.__name__
         if self.owners.setdefault(name, cls) is not cls:
             raise SchemaError(f"two classes are named {name!r}: {_name(self.owners[name])} and {_name(cls)}")
         if name not in self.defs:
-            self.defs[name] = {}    # a placeholder first, so that a class containing itself terminates
-            self.defs[name].update(self._class_schema(cls))
-        self.refs[name] = self.refs.get(name, 0) + 1
-        return {"$ref": f"#/$defs/{name}"}
-
-    def _class_schema(self, cls):
-        description, docs = parse_docstring(_class_doc(cls))
-        if issubclass(cls, enum.Enum):
-            schema = _choices([_dump(member.value) for member in cls])
-            return {"description": description, **schema} if description else schema
-        props, required = {}, []
-        for name, hint, is_required, default, _ in self.fields(cls):
-            with _blame(f"field {name!r} of {cls.__name__}"):
-                props[name] = self.prop(hint, docs.get(name), default)
-            if is_required:
-                required.append(name)
-        return _object(props, required, description)
-
-    def prop(self, hint, description, default):
-        """Schema of a parameter or field; a description from Annotated beats the docstring's."""
-        schema = {} if hint is _NOTHING else self.schema(hint)
-        if description:
-            schema.setdefault("description", description)
-        if default is not _NOTHING and (value := _jsonable(default)) is not _NOTHING:
-            schema["default"] = value
-        return schema
-
-    def fields(self, cls):
-        """[(name, annotation, required, default, init)] of a dataclass or TypedDict, worked out once."""
-        if cls not in self.fields_of:
-            try:
-                hints = _t.typing.get_type_hints(cls, include_extras=True)
-            except Exception as e:
-                raise SchemaError(f"cannot resolve the annotations of {cls.__name__}: {e}") from None
-            if _is_dataclass(cls):
-                import dataclasses
-                no = dataclasses.MISSING
-                self.fields_of[cls] = [
-                    (f.name, hints[f.name], f.init and f.default is no and f.default_factory is no,
-                     _NOTHING if f.default is no else f.default, f.init) for f in dataclasses.fields(cls)]
+            doc = cls.__dict__.get("__doc__") or ""         # not the one dataclass makes up: "Point(x: int)"
+            description, docs = parse_docstring("" if doc.startswith(name + "(") or doc == "An enumeration." else doc)
+            # The entry goes in first, so that a class containing itself terminates.
+            self.defs[name] = schema = {"description": description} if description else {}
+            if issubclass(cls, enum.Enum):
+                self.converters[cls] = cls                      # Colour("red") is Colour.RED
+                schema.update(self.choices([_dump(member.value) for member in cls]))
             else:
-                self.fields_of[cls] = fields = []
-                for name, hint in hints.items():
-                    required = name in cls.__required_keys__    # an explicit (Not)Required wins: with
-                    if _t.get_origin(hint) in (_t.REQUIRED, _t.NOT_REQUIRED):  # string annotations,
-                        required, hint = _t.get_origin(hint) is _t.REQUIRED, _t.get_args(hint)[0]  # 3.11 misses it
-                    fields.append((name, hint, required, _NOTHING, True))
-        return self.fields_of[cls]
+                fields, converters = self.fields(cls), {}
+                accepted = {field for field, *_, init in fields if init}     # init=False: no argument
 
-    def root(self, schema):
-        """`schema` as a whole document: a top-level class written out in place, $defs attached."""
-        if schema.get("$ref", "").startswith("#/$defs/"):
-            name = schema["$ref"][len("#/$defs/"):]
-            schema = {**self.defs[name], **{k: v for k, v in schema.items() if k != "$ref"}}
-            self.refs[name] -= 1
-            if not self.refs[name]:             # no other reference left
-                del self.defs[name]
-        return {**schema, "$defs": self.defs} if self.defs else schema
+                def convert(v):
+                    return cls(**{k: converters[k](x) if converters[k] else x for k, x in v.items() if k in accepted})
+                self.converters[cls] = convert
+                schema.update(self.object(fields, docs, lambda field: f"field {field!r} of {name}", converters))
+        return {"$ref": f"#/$defs/{name}"}, self.converters.get(cls)
 
-    def converter(self, tp, compiler):
-        """A function from a *validated* JSON value to what `tp` asks for; None if the JSON value will do."""
-        if tp is int:
-            return _to_int
-        if tp is _NOTHING or isinstance(tp, type) and tp in _SIMPLE:
-            return None
-        origin, args = _t.get_origin(tp) or tp, _t.get_args(tp)
-        if origin is _t.Annotated:
-            return self.converter(args[0], compiler)
-        if hasattr(tp, "__supertype__"):
-            return self.converter(tp.__supertype__, compiler)
-        if _is_date(tp):
-            return _iso_parser(tp)
-        if isinstance(tp, type) and issubclass(tp, enum.Enum):
-            return tp                                   # Color("red") is Color.RED
-        if _is_dataclass(tp) or _t.typing.is_typeddict(tp):
-            return self._class_converter(tp, compiler)
-        if origin is _t.Literal:                           # the literal itself: 1.0 -> 1, "red" -> Color.RED
-            table = {_key(_dump(v)): v for v in args}
-            return lambda v: table[_key(v)]
-        if origin in _t.UNIONS:
-            return self._union_converter(args, compiler)
-        if origin is tuple and args and args[-1] is not ...:
-            items = [self.converter(arg, compiler) or _same for arg in args]
-            return lambda v: tuple(convert(x) for convert, x in zip(items, v))
-        item = args and self.converter(args[-1] if origin in _t.OBJECTS else args[0], compiler)
-        if origin in (tuple, set, frozenset):
-            return lambda v: origin(map(item, v)) if item else origin(v)
-        if item and origin in _t.OBJECTS:
-            return lambda v: {k: item(x) for k, x in v.items()}
-        if item and origin in _t.ARRAYS:
-            return lambda v: [item(x) for x in v]
-        return None
+    def object(self, fields, docs, where, converters):
+        """Object schema for [(name, annotation, required, default, ...)]; converters go in `converters`."""
+        props = {}
+        for name, hint, _, default, *_ in fields:
+            schema, converters[name] = ({}, None) if hint is _NOTHING else _blamed(where(name), self.translate, hint)
+            props[name] = schema
+            if docs.get(name):
+                schema.setdefault("description", docs[name])     # one from Annotated wins
+            try:            # a default with no JSON form (say object()) is just not advertised
+                if default is not _NOTHING:
+                    schema["default"] = json.loads(json.dumps(_dump(default), allow_nan=False))
+            except (TypeError, ValueError):
+                pass
+        required = [field[0] for field in fields if field[2]]
+        return {"type": "object", "properties": props, **({"required": required} if required else {}),
+                "additionalProperties": False}
 
-    def _class_converter(self, cls, compiler):
-        if cls not in self.converters:
-            fields, accepted = {}, {name for name, *_, init in self.fields(cls) if init}
-
-            def convert(v):
-                return cls(**{k: fields[k](x) if k in fields else x for k, x in v.items() if k in accepted})
-            self.converters[cls] = convert      # before the fields are done: a class may contain itself
-            for name, hint, *_ in self.fields(cls):
-                if field := self.converter(hint, compiler):
-                    fields[name] = field
-        return self.converters[cls]
-
-    def _union_converter(self, args, compiler):
-        """Convert as the first alternative the value is valid for (the one anyOf accepted)."""
-        arms = [(compiler.compile(self.schema(arg)), self.converter(arg, compiler)) for arg in args]
-        if not any(convert for _, convert in arms):
-            return None
-
-        def convert(v):
-            for check, arm in arms:
-                if not _problems(check, v, ""):
-                    return arm(v) if arm else v
-            return v
-        return convert
+    def finish(self, compiler):
+        """Compile the alternatives of the unions to convert, once the whole schema is known."""
+        for checks, arms in self.unions:
+            checks.extend(compiler.compile(schema) for schema, _ in arms)
 
 
 def type_schema(tp, defs=None):
     """Python type hint -> JSON Schema.  Classes go into `defs` and are referenced with $ref;
     without `defs` the result is a whole schema (with "$defs" when it needs them)."""
+    translator = _Types({} if defs is None else defs)
+    schema, _ = translator.translate(tp)
     if defs is not None:
-        return _Types(defs).schema(tp)
-    translator = _Types({})
-    return translator.root(translator.schema(tp))
+        return schema
+    defs = translator.defs
+    if schema.get("$ref", "").startswith("#/$defs/"):       # a class on top is written out in place
+        name = schema.pop("$ref")[len("#/$defs/"):]
+        schema = {**defs[name], **schema}
+        if f"'#/$defs/{name}'" not in repr(defs):           # and needs no entry, unless it is recursive
+            del defs[name]
+    return {**schema, "$defs": defs} if defs else schema
 
 
 def _is_content(tp, content_types):
     """Does a return annotation name content blocks (or a list or union of them)?"""
-    if isinstance(tp, type):
-        return bool(content_types) and issubclass(tp, tuple(content_types))
+    if isinstance(tp, type) and not isinstance(tp, types.GenericAlias):    # list[X] is a type in 3.10
+        return issubclass(tp, content_types)
     origin, args = _t.get_origin(tp), _t.get_args(tp)
-    if origin is _t.Annotated:
-        return _is_content(args[0], content_types)
-    if origin in _t.UNIONS or origin in _t.ARRAYS:
-        return bool(args) and all(a is type(None) or _is_content(a, content_types) for a in args)
-    return bool(content_types) and isinstance(tp, type) and issubclass(tp, tuple(content_types))
+    args = args[:1] if origin is _t.Annotated else args if origin in _t.UNIONS or origin in _t.ARRAYS else ()
+    return bool(args) and all(arg is type(None) or _is_content(arg, content_types) for arg in args)
 
 
 # --- the handler signature -------------------------------------------------
-
-_KINDS = {"POSITIONAL_ONLY": "/", "VAR_POSITIONAL": "*", "VAR_KEYWORD": "**"}
-
 
 def _parameters(fn):
     """([(name, kind, default, annotation)], return annotation, globals) of a callable; kind
     is "/", "*", "**" or "" (named); _NOTHING stands for no default or no annotation. Plain
     functions are read straight from their code object: inspect is slow to import."""
-    code = getattr(fn, "__code__", None)
-    if type(fn) is not types.FunctionType or hasattr(fn, "__wrapped__") or code is None:
+    if type(fn) is not types.FunctionType or hasattr(fn, "__wrapped__"):
         import inspect
         sig, empty = inspect.signature(fn), inspect.Parameter.empty
-        params = [(p.name, _KINDS.get(p.kind.name, ""), _NOTHING if p.default is empty else p.default,
+        kinds = {"POSITIONAL_ONLY": "/", "VAR_POSITIONAL": "*", "VAR_KEYWORD": "**"}
+        params = [(p.name, kinds.get(p.kind.name, ""), _NOTHING if p.default is empty else p.default,
                    _NOTHING if p.annotation is empty else p.annotation) for p in sig.parameters.values()]
         returns = _NOTHING if sig.return_annotation is empty else sig.return_annotation
         return params, returns, getattr(inspect.unwrap(fn), "__globals__", {})
-    annotations, flags = fn.__annotations__, code.co_flags
-    positional = code.co_varnames[:code.co_argcount]
-    defaults = dict(zip(positional[len(positional) - len(fn.__defaults__ or ()):], fn.__defaults__ or ()))
+    code, hints = fn.__code__, fn.__annotations__
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    defaults = dict(zip(reversed(names[:code.co_argcount]), reversed(fn.__defaults__ or ())))
     defaults.update(fn.__kwdefaults__ or {})
-    names = [(n, "/" if i < code.co_posonlyargcount else "") for i, n in enumerate(positional)]
-    extra = code.co_argcount + code.co_kwonlyargcount
-    names += [(n, "") for n in code.co_varnames[code.co_argcount:extra]]
-    if flags & 4:                                  # CO_VARARGS
-        names.insert(code.co_argcount, (code.co_varnames[extra], "*"))
-        extra += 1
-    if flags & 8:                                  # CO_VARKEYWORDS
-        names.append((code.co_varnames[extra], "**"))
-    params = [(n, k, defaults.get(n, _NOTHING), annotations.get(n, _NOTHING)) for n, k in names]
-    return params, annotations.get("return", _NOTHING), fn.__globals__
+    params = [(name, "/" if i < code.co_posonlyargcount else "", defaults.get(name, _NOTHING),
+               hints.get(name, _NOTHING)) for i, name in enumerate(names)]
+    stars = [kind for flag, kind in ((4, "*"), (8, "**")) if code.co_flags & flag]  # CO_VARARGS, CO_VARKEYWORDS
+    params += [(name, kind, _NOTHING, hints.get(name, _NOTHING))
+               for name, kind in zip(code.co_varnames[len(names):], stars)]
+    return params, hints.get("return", _NOTHING), fn.__globals__
 
 
 class Signature:
     """What mcp_min needs to know about a handler, worked out once when it is registered:
-    .description, .input_schema, .output_schema, .wrap_output, .context_param,
-    .bind(arguments) -> (kwargs, problems) and .dump_output(value).
-    A parameter annotated `context_type` (or a string naming it) is left out of the schema.
-    A return annotation naming `content_types` (or a list or union of them) gets no output
-    schema, and neither does any with structured=False; input_schema / output_schema, when
-    given, are used exactly as they are."""
+    .description, .input_schema, .output_schema, .wrap_output, .context_param, .bind(arguments)
+    -> (kwargs, problems) and .dump_output(value). A parameter annotated `context_type` (or a
+    string naming it) is left out of the schema. A return annotation naming `content_types` (or
+    a list or union of them) gets no output schema, nor does any with structured=False;
+    input_schema / output_schema, when given, are used exactly as they are."""
 
     def __init__(self, fn, *, context_type=None, description=None, param_descriptions=None,
                  input_schema=None, output_schema=None, structured=None, content_types=()):
-        self.fn, self.context_param, self.wrap_output = fn, None, False
-        self._where = getattr(fn, "__qualname__", None) or repr(fn)
+        self.fn, self.context_param, self.wrap_output, self.output_schema = fn, None, False, output_schema
+        self._where = where = getattr(fn, "__qualname__", None) or repr(fn)
         parameters, returns, self._globals = _parameters(fn)
-        doc, doc_params = parse_docstring(getattr(fn, "__doc__", None))
+        doc, docs = parse_docstring(getattr(fn, "__doc__", None))
         self.description = doc if description is None else description
-        params, rest = {}, _NOTHING         # name -> (annotation, default); the **kwargs annotation
+        fields, rest = [], _NOTHING     # [(name, annotation, required, default)]; the **kwargs annotation
         for name, kind, default, annotation in parameters:
-            named = annotation.split(".")[-1] if isinstance(annotation, str) else None
-            if context_type and named == context_type.__name__:
-                self.context_param = name       # "Context" / "mcp_min.Context" need not be importable
-                continue
-            try:
-                hint = self._resolve(name, annotation, f"parameter {name!r}")
-            except SchemaError:
-                if input_schema is None:
-                    raise
-                hint = _NOTHING                 # a hand-written schema does without it
-            if context_type and isinstance(hint, type) and issubclass(hint, context_type):
+            # "Context" or "mcp_min.Context" need not resolve, nor anything for a hand-written schema.
+            by_name = (context_type and isinstance(annotation, str)
+                       and annotation.rpartition(".")[2] == context_type.__name__)
+            hint = (annotation if by_name or input_schema is not None
+                    else self._resolve(annotation, f"parameter {name!r}"))
+            if by_name or context_type and isinstance(hint, type) and not isinstance(hint, types.GenericAlias) \
+                    and issubclass(hint, context_type):
                 self.context_param = name
             elif kind in ("*", "/"):
-                raise SchemaError(f"{self._where}: parameter {name!r} can't be passed by name, and "
-                                  f"JSON arguments are named: *args and positional-only are not supported")
+                raise SchemaError(f"{where}: parameter {name!r} can't be passed by name, and JSON "
+                                  f"arguments are named: *args and positional-only are not supported")
             elif kind == "**":
                 rest = _t.Any if hint is _NOTHING else hint
             else:
-                params[name] = (hint, default)
+                fields.append((name, hint, default is _NOTHING, default))
 
-        self._converters, self._rest_converter = {}, None
+        translator, self._converters, self._rest_converter = _Types({}), {}, None
         if input_schema is None:
-            input_schema = self._input_schema(params, rest, doc_params, param_descriptions or {})
+            input_schema = translator.object(fields, {**docs, **(param_descriptions or {})},
+                                             lambda name: f"{where}: parameter {name!r}", self._converters)
+            if rest is not _NOTHING:
+                input_schema["additionalProperties"], self._rest_converter = _blamed(
+                    f"{where}: **kwargs", translator.translate, rest)
+            if translator.defs:
+                input_schema["$defs"] = translator.defs
         self.input_schema = input_schema        # a hand-written one exactly as given ($schema, $defs, ...)
-        with _blame(f"{self._where}: input schema"):
-            self._validate, kinds_of = compile_schema(input_schema), _Compiler(input_schema).types_of
+        compiler = _blamed(f"{where}: input schema", _Compiler, input_schema)
+        translator.finish(compiler)
+        self._validate = compiler.validate
         # Claude Desktop sends object and array arguments as JSON text: these may need parsing.
         self._coerce = [(name, kinds) for name, sub in input_schema.get("properties", {}).items()
-                        if (kinds := kinds_of(sub)) and "string" not in kinds and {"object", "array"} & set(kinds)]
+                        if (kinds := compiler.types_of(sub)) and "string" not in kinds
+                        and {"object", "array"} & set(kinds)]
 
-        self.output_schema = output_schema
         if output_schema is None and structured is not False:
-            ret = self._resolve("return", returns, "the return value")
+            ret = self._resolve(returns, "the return value")
             # A str is text content already: wrapping it would double every payload.
-            if ret not in (_NOTHING, None, type(None), str) and not _is_content(ret, content_types):
-                self.output_schema = self._output_schema(ret)
+            if ret not in (_NOTHING, None, type(None), str) and not _is_content(ret, tuple(content_types)):
+                schema = _blamed(f"{where}: return annotation (structured=False skips it)", type_schema, ret)
+                self.wrap_output = schema.get("type") != "object"     # MCP wants an object: {"result": value}
+                if self.wrap_output:
+                    defs = {"$defs": schema.pop("$defs")} if "$defs" in schema else {}
+                    schema = {"type": "object", "properties": {"result": schema}, "required": ["result"], **defs}
+                self.output_schema = schema
 
-    def _resolve(self, name, annotation, label):
+    def _resolve(self, annotation, label):
         """Evaluate a (possibly postponed: a string) annotation in the function's module."""
         if annotation is _NOTHING or isinstance(annotation, type):
             return annotation
         try:
-            holder = types.SimpleNamespace(__annotations__={name: annotation})
-            return _t.typing.get_type_hints(holder, self._globals, include_extras=True)[name]
+            holder = types.SimpleNamespace(__annotations__={"_": annotation})
+            return _t.get_type_hints(holder, self._globals, include_extras=True)["_"]
         except Exception as e:          # NameError for a missing name, SyntaxError, TypeError, ...
-            problem = f"cannot resolve the annotation {annotation!r} of {label}: {e}"
-        raise SchemaError(f"{self._where}: {problem}")
-
-    def _input_schema(self, params, rest, docs, explicit):
-        translator, props, required = _Types({}), {}, []
-        for name, (hint, default) in params.items():
-            with _blame(f"{self._where}: parameter {name!r}"):
-                props[name] = translator.prop(hint, docs.get(name), default)
-            if name in explicit:
-                props[name]["description"] = explicit[name]
-            if default is _NOTHING:
-                required.append(name)
-        schema = _object(props, required)
-        if rest is not _NOTHING:
-            with _blame(f"{self._where}: **kwargs"):
-                schema["additionalProperties"] = translator.schema(rest)
-        if translator.defs:
-            schema["$defs"] = translator.defs
-        compiler = _Compiler(schema)
-        self._converters = {name: convert for name, (hint, _) in params.items()   # (none for _NOTHING)
-                            if (convert := translator.converter(hint, compiler))}
-        self._rest_converter = translator.converter(rest, compiler)
-        return schema
-
-    def _output_schema(self, ret):
-        translator = _Types({})
-        with _blame(f"{self._where}: return annotation (structured=False skips it)"):
-            schema = translator.root(translator.schema(ret))
-        if schema.get("type") == "object":
-            return schema
-        self.wrap_output = True             # MCP wants an object: {"result": value}
-        defs = schema.pop("$defs", None)
-        wrapper = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
-        return {**wrapper, "$defs": defs} if defs else wrapper
+            raise SchemaError(f"{self._where}: cannot resolve the annotation {annotation!r} of {label}: {e}") from None
 
     def bind(self, arguments):
-        """tools/call arguments -> (keyword arguments for the function, problems).
-        If there are problems, don't call the function: report them all."""
+        """tools/call arguments -> (kwargs for the function, problems: if any, report them all)."""
         args = {} if arguments is None else arguments
         if not isinstance(args, dict):
             return {}, [f"Expected the arguments to be an object, got {_got(args)}"]
@@ -1182,7 +1030,7 @@ class Signature:
             return {}, problems
         kwargs = {}
         for name, value in args.items():
-            convert = self._converters.get(name, self._rest_converter)
+            convert = self._converters.get(name, self._rest_converter)      # not a parameter: **kwargs
             try:
                 kwargs[name] = convert(value) if convert else value
             except (ValueError, TypeError) as e:    # a date that isn't one, a __post_init__ that says no
@@ -1191,34 +1039,27 @@ class Signature:
 
     def dump_output(self, value):
         """Return value -> structuredContent, wrapped as {"result": ...} if the schema says so."""
-        value = _dump(value)
-        return {"result": value} if self.wrap_output else value
+        return {"result": _dump(value)} if self.wrap_output else _dump(value)
 
 
 # --- the validator ---------------------------------------------------------
-# compile_schema turns a schema into nested closures check(value, path, problems)
-# once; validating is then calling them.  A problem reads "path: what, got what".
+# A schema is compiled once into nested closures check(value, path, problems); validating
+# is calling them. A problem reads "path: what, got what".
 
-def _anything(v):
-    return True
+def _is_multiple(v, m):
+    from fractions import Fraction      # exact, on the decimals as written: 19.99 / 0.01
+    try:
+        return v % m == 0 if type(v) is int and type(m) is int else Fraction(repr(v)) % Fraction(repr(m)) == 0
+    except (ValueError, OverflowError):     # inf, nan
+        return False
 
-
-_IS = {
-    "null": lambda v: v is None,
-    "boolean": lambda v: isinstance(v, bool),
-    # exact types, for speed: JSON only ever gives int, float, str... and bool is not a number
-    "integer": lambda v: type(v) is int or type(v) is float and v.is_integer(),    # 1.0 is an integer
-    "number": lambda v: type(v) is int or type(v) is float,
-    "string": lambda v: isinstance(v, str),
-    "array": lambda v: isinstance(v, list),
-    "object": lambda v: isinstance(v, dict),
-}
 
 _BOUNDS = [  # keyword, applies to, measure (None: the value), passes, message
     ("minimum", _is_number, None, operator.ge, "must be >= {}"),
     ("maximum", _is_number, None, operator.le, "must be <= {}"),
     ("exclusiveMinimum", _is_number, None, operator.gt, "must be > {}"),
     ("exclusiveMaximum", _is_number, None, operator.lt, "must be < {}"),
+    ("multipleOf", _is_number, None, _is_multiple, "must be a multiple of {}"),
     ("minLength", _IS["string"], len, operator.ge, "must be at least {} characters long"),  # code points
     ("maxLength", _IS["string"], len, operator.le, "must be at most {} characters long"),
     ("minItems", _IS["array"], len, operator.ge, "must have at least {} items"),
@@ -1228,29 +1069,18 @@ _BOUNDS = [  # keyword, applies to, measure (None: the value), passes, message
 ]
 
 
-def _got(v):
-    return "null" if v is None else f"{_jtype(v)} {_show(v)}"
-
-
 def _msg(path, text):
-    return f"{_path_text(path)}: {text}" if path else text[0].upper() + text[1:]
-
-
-def _path_text(path):
-    """A path is built as nested (parent, key) pairs, and spelled out only for a problem:
-    ("", "a"), 2), "b") -> "a[2].b"."""
+    """"where: text", or "Text" at the root. A path is built as nested (parent, key) pairs and
+    spelled out only for a problem: ((("", "a"), 2), "b") -> "a[2].b"."""
     keys = []
     while path:
         path, key = path
-        keys.append(key)
-    text = ""
-    for key in reversed(keys):
-        text += f"[{key}]" if isinstance(key, int) else f".{key}" if text else key
-    return text
+        keys.insert(0, f"[{key}]" if isinstance(key, int) else f".{key}")
+    return f"{''.join(keys).removeprefix('.')}: {text}" if keys else text[0].upper() + text[1:]
 
 
 def _either(names):
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+    return " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
 
 def _problems(check, v, path):
@@ -1260,24 +1090,7 @@ def _problems(check, v, path):
     return out
 
 
-def _regex(pattern):
-    try:        # Python's re, as the `jsonschema` package uses; ECMA-only syntax is refused up front
-        return re.compile(pattern)
-    except (re.error, TypeError) as e:
-        raise SchemaError(f"invalid pattern {pattern!r}: {e}") from None
-
-
-def _is_multiple(v, m):
-    if isinstance(v, int) and isinstance(m, int):
-        return v % m == 0
-    from fractions import Fraction      # exact, on the decimals as written: 19.99 / 0.01
-    try:
-        return Fraction(repr(v)) % Fraction(repr(m)) == 0
-    except (ValueError, OverflowError):     # inf, nan
-        return False
-
-
-def _rule(applies, passes, arg, text, measure=None):
+def _rule(passes, arg, text, applies=lambda v: True, measure=None):
     """A check that passes(measure(value), arg) holds, for the values it applies to."""
     def rule(v, path, out):
         if applies(v):
@@ -1287,174 +1100,161 @@ def _rule(applies, passes, arg, text, measure=None):
     return rule
 
 
-def _explain(v, path, arms, results):
-    """Why no alternative of anyOf/oneOf matched, in one useful account: the problems of the
-    alternative meant for this kind of value, else the kinds of value that were expected."""
-    fitting = [r for (_, kinds), r in zip(arms, results) if kinds is None or any(_IS[k](v) for k in kinds)]
-    if fitting:
-        return min(fitting, key=len)
-    kinds = list(dict.fromkeys(k for _, ks in arms for k in ks))
-    return [_msg(path, f"expected {_either(kinds)}, got {_got(v)}")]
+def _all(checks):
+    """One check doing all of `checks` (None if there are none)."""
+    if len(checks) < 2:
+        return checks[0] if checks else None
+
+    def all_(v, path, out):
+        for check in checks:
+            check(v, path, out)
+    return all_
 
 
 class _Compiler:
-    """Compiles schemas into check functions; $refs resolve against `root`."""
+    """A schema compiled into .check(value, path, problems) and .validate(value) -> problems."""
 
     def __init__(self, root):
         self.root, self.refs = root, {}
         dialect = root.get("$schema", "") if isinstance(root, dict) else ""
         if dialect and not any(d in dialect for d in ("2020-12", "2019-09", "draft-07", "draft-06")):
             raise SchemaError(f"unsupported JSON Schema dialect {dialect!r}; use 2020-12 or draft-07")
+        self.check = self.compile(root)
+
+    def validate(self, value):
+        problems = _problems(self.check, value, "")
+        return list(dict.fromkeys(problems)) if len(problems) > 1 else problems
 
     def compile(self, s):
         """Schema -> check(value, path, problems), or None when the schema accepts anything."""
         if s is True or s == {}:
             return None
         if s is False:
-            return _rule(_anything, lambda v, _: False, None, "not allowed")
+            return _rule(lambda v, _: False, None, "not allowed")
         if not isinstance(s, dict):
             raise SchemaError(f"a schema must be an object or a boolean, not {_show(s)}")
-        checks = [self.ref(s["$ref"])] if "$ref" in s else []
+        if "patternProperties" in s:
+            raise SchemaError("patternProperties is not supported: name the properties")
+        checks = [check] if "$ref" in s and (check := self.ref(s["$ref"])) else []
         for keyword, applies, measure, passes, text in _BOUNDS:
             if keyword in s:
                 if not _is_number(s[keyword]):
                     raise SchemaError(f"{keyword} must be a number, not {_show(s[keyword])}")
-                checks.append(_rule(applies, passes, s[keyword], text.format(_show(s[keyword])), measure))
+                checks.append(_rule(passes, s[keyword], text.format(_show(s[keyword])), applies, measure))
         if "enum" in s:
-            checks.append(_rule(_anything, lambda v, keys: _key(v) in keys, {_key(x) for x in s["enum"]},
+            checks.append(_rule(lambda v, keys: _key(v) in keys, {_key(x) for x in s["enum"]},
                                 "must be one of " + ", ".join(map(_show, s["enum"]))))
         if "const" in s:
-            checks.append(_rule(_anything, lambda v, key: _key(v) == key, _key(s["const"]),
-                                f"must be {_show(s['const'])}"))
-        if "multipleOf" in s:
-            checks.append(_rule(_is_number, _is_multiple, s["multipleOf"],
-                                f"must be a multiple of {_show(s['multipleOf'])}"))
+            checks.append(_rule(lambda v, key: _key(v) == key, _key(s["const"]), f"must be {_show(s['const'])}"))
         if "pattern" in s:
-            checks.append(_rule(_IS["string"], lambda v, rx: rx.search(v), _regex(s["pattern"]),
-                                f"must match the pattern {s['pattern']}"))
+            try:        # Python's re, as the `jsonschema` package uses; ECMA-only syntax is refused
+                rx = re.compile(s["pattern"])
+            except (re.error, TypeError) as e:
+                raise SchemaError(f"invalid pattern {s['pattern']!r}: {e}") from None
+            checks.append(_rule(lambda v, rx: rx.search(v), rx, f"must match the pattern {s['pattern']}",
+                                _IS["string"]))
         if s.get("uniqueItems") is True:
-            checks.append(_rule(_IS["array"], lambda v, _: len({_key(x) for x in v}) == len(v), None,
-                                "must not contain duplicates"))
-        if any(k in s for k in ("required", "properties", "patternProperties", "additionalProperties")):
+            checks.append(_rule(lambda v, _: len({_key(x) for x in v}) == len(v), None,
+                                "must not contain duplicates", _IS["array"]))
+        if any(k in s for k in ("required", "properties", "additionalProperties")):
             checks.append(self._object(s))
         if "prefixItems" in s or "items" in s:
             checks.append(self._array(s))
         checks += [check for check in map(self.compile, s.get("allOf", ())) if check]
         checks += [self._alternatives(s[k], k == "oneOf") for k in ("anyOf", "oneOf") if k in s]
         if "not" in s:
-            checks.append(_rule(_anything, lambda v, check: _problems(check, v, ""), self.compile(s["not"]),
+            checks.append(_rule(lambda v, check: _problems(check, v, ""), self.compile(s["not"]),
                                 f"must not match {_show(s['not'])}"))
-        ok = expected = None
-        if "type" in s:
-            names = [s["type"]] if isinstance(s["type"], str) else list(s["type"])
-            if not names or not set(names) <= _IS.keys():
-                raise SchemaError(f"unknown type {_show(s['type'])}")
-            tests = [_IS[name] for name in names]
-            ok = tests[0] if len(tests) == 1 else lambda v: any(test(v) for test in tests)
-            expected = _either(names)
+        if "type" not in s:
+            return _all(checks)
+        names = self.types_of(s)
+        if not names or not set(names) <= _IS.keys():
+            raise SchemaError(f"unknown type {_show(s['type'])}")
+        tests, expected, rest = [_IS[name] for name in names], _either(names), _all(checks)
+        ok = tests[0] if len(tests) == 1 else lambda v: any(test(v) for test in tests)
 
         def check(v, path, out):
-            if ok and not ok(v):        # the other keywords would only repeat the complaint
+            if not ok(v):           # the other keywords would only repeat the complaint
                 out.append(_msg(path, f"expected {expected}, got {_got(v)}"))
-            else:
-                for c in checks:
-                    c(v, path, out)
-
-        def check_type(v, path, out):   # the common case ({"type": ...} alone), kept quick
-            if not ok(v):
-                out.append(_msg(path, f"expected {expected}, got {_got(v)}"))
-        return (check if checks else check_type) if ok else (check if checks else None)
+            elif rest:
+                rest(v, path, out)
+        return check
 
     def _object(self, s):
         props = {k: self.compile(sub) for k, sub in s.get("properties", {}).items()}
-        patterns = [(_regex(p), self.compile(sub)) for p, sub in s.get("patternProperties", {}).items()]
-        extra = s.get("additionalProperties", True)
+        required, extra = s.get("required", ()), s.get("additionalProperties", True)
         extra_check = None if extra is False else self.compile(extra)
-        required = s.get("required", ())
 
         def object_(v, path, out):
-            if not isinstance(v, dict):
-                return
-            for k in required:
-                if k not in v:
-                    out.append(_msg(path, f"missing required property '{k}'"))
-            for k, x in v.items():
-                if k in props and not patterns:             # the common case, kept quick
-                    if props[k]:
-                        props[k](x, (path, k), out)
-                    continue
-                matched = [props[k]] if k in props else []
-                matched += [check for rx, check in patterns if rx.search(k)]
-                if not matched and extra is False:
-                    out.append(_msg(path, f"unexpected property '{k}'"))
-                for check in matched or [extra_check]:      # additionalProperties: the unmatched ones
+            if isinstance(v, dict):
+                for k in required:
+                    if k not in v:
+                        out.append(_msg(path, f"missing required property '{k}'"))
+                for k, x in v.items():
+                    check = props.get(k, extra_check)
                     if check:
                         check(x, (path, k), out)
+                    elif extra is False and k not in props:
+                        out.append(_msg(path, f"unexpected property '{k}'"))
         return object_
 
     def _array(self, s):
         prefix, items = s.get("prefixItems", []), s.get("items", True)
         if isinstance(items, list):         # the draft-07 spelling of prefixItems
             prefix, items = items, s.get("additionalItems", True)
-        prefix = [self.compile(sub) for sub in prefix]
-        rest = None if items is False else self.compile(items)
+        prefix, rest = [self.compile(sub) for sub in prefix], None if items is False else self.compile(items)
 
         def array(v, path, out):
-            if not isinstance(v, list):
-                return
-            for i, (x, check) in enumerate(zip(v, prefix)):
-                if check:
-                    check(x, (path, i), out)
-            if items is False and len(v) > len(prefix):
-                out.append(_msg(path, f"must have at most {len(prefix)} items, got {len(v)}"))
-            elif rest:
-                for i in range(len(prefix), len(v)):
-                    rest(v[i], (path, i), out)
+            if isinstance(v, list):
+                for i, x in enumerate(v):
+                    check = prefix[i] if i < len(prefix) else rest
+                    if check:
+                        check(x, (path, i), out)
+                if items is False and len(v) > len(prefix):
+                    out.append(_msg(path, f"must have at most {len(prefix)} items, got {len(v)}"))
         return array
 
     def _alternatives(self, schemas, exactly_one):
-        """anyOf, or oneOf when `exactly_one`."""
+        """anyOf, or oneOf when `exactly_one`. When nothing matches, one useful account: the
+        problems of the alternative meant for this kind of value, else the kinds expected."""
         arms = [(self.compile(sub), self.types_of(sub)) for sub in schemas]
+        expected = _either(list(dict.fromkeys(k for _, kinds in arms for k in kinds or ())))
 
         def alternatives(v, path, out):
             results = [_problems(check, v, path) for check, _ in arms]
             matching = [str(i) for i, problems in enumerate(results) if not problems]
             if not matching:
-                out.extend(_explain(v, path, arms, results))
+                fitting = [r for (_, kinds), r in zip(arms, results) if kinds is None or any(_IS[k](v) for k in kinds)]
+                out.extend(min(fitting, key=len) if fitting else [_msg(path, f"expected {expected}, got {_got(v)}")])
             elif exactly_one and len(matching) > 1:
                 out.append(_msg(path, f"must match exactly one oneOf alternative, but matches "
                                       f"alternatives {', '.join(matching)}, got {_show(v)}"))
         return alternatives
 
     def ref(self, ref):
-        """The check for a $ref, compiled once; recursion goes through a slot filled in afterwards."""
+        """The check for a $ref, compiled once; meanwhile recursion gets one calling it via a slot."""
         if ref not in self.refs:
-            target = []
-
-            def check(v, path, out):
-                if target[0]:
-                    target[0](v, path, out)
-            self.refs[ref] = check
-            target.append(self.compile(self.resolve(ref)))
+            slot = []
+            self.refs[ref] = lambda v, path, out: slot[0] and slot[0](v, path, out)
+            slot.append(self.compile(self.resolve(ref)))
+            self.refs[ref] = slot[0]
         return self.refs[ref]
 
     def resolve(self, ref):
         """A JSON pointer within the document: "#", "#/$defs/Name", "#/definitions/Name", ..."""
-        if not isinstance(ref, str) or (ref != "#" and not ref.startswith("#/")):
+        if not isinstance(ref, str) or not (ref + "/").startswith("#/"):      # "#" or "#/..."
             raise SchemaError(f"$ref {ref!r} is not supported: only references within the schema (#/...)")
         node = self.root
-        for part in ref[2:].split("/") if ref != "#" else []:
-            part = part.replace("~1", "/").replace("~0", "~")
-            try:
-                node = node[int(part)] if isinstance(node, list) else node[part]
-            except (KeyError, IndexError, ValueError, TypeError):
-                raise SchemaError(f"$ref {ref!r} points to nothing") from None
+        try:
+            for part in ref.split("/")[1:]:
+                node = node[int(part)] if isinstance(node, list) else node[part.replace("~1", "/").replace("~0", "~")]
+        except (KeyError, IndexError, ValueError, TypeError):
+            raise SchemaError(f"$ref {ref!r} points to nothing") from None
         return node
 
     def types_of(self, s, seen=()):
         """The JSON types `s` admits according to its `type` keywords, or None if it doesn't say."""
-        if not isinstance(s, dict):
-            return None
+        s = s if isinstance(s, dict) else {}
         if "type" in s:
             return [s["type"]] if isinstance(s["type"], str) else list(s["type"])
         if "$ref" in s and s["$ref"] not in seen:
@@ -1464,15 +1264,11 @@ class _Compiler:
 
 
 def compile_schema(schema):
-    """Compile a JSON Schema once into validate(value) -> list of problems (empty: valid),
-    each like `items[2].name: expected string, got integer 5`.  Equality (enum, const,
-    uniqueItems) is JSON's: 1 == 1.0, True != 1, arrays and objects compared deeply."""
-    check = _Compiler(schema).compile(schema)
-
-    def validate(value):
-        problems = _problems(check, value, "")
-        return list(dict.fromkeys(problems)) if len(problems) > 1 else problems
-    return validate
+    """Compile a JSON Schema once into validate(value) -> list of problems (empty: valid), each
+    like `items[2].name: expected string, got integer 5`. Equality (enum, const, uniqueItems) is
+    JSON's: 1 == 1.0, True != 1. Keywords compile() doesn't check (format, if, contains, ...) are
+    annotations to it, as the spec allows; patternProperties is refused."""
+    return _Compiler(schema).validate
 
 
 # ============================================================================================

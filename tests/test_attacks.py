@@ -289,7 +289,7 @@ def test_huge_and_odd_numbers(spawn):
     nines = "9" * 4300
     wire.send(b'{"jsonrpc":"2.0","id":"sum","method":"tools/call","params":{"name":"add",'
               b'"arguments":{"a":%s,"b":%s}}}\n' % (nines.encode(), nines.encode()))
-    assert "4300 digits" in tool_error_text(wire.response("sum"))
+    assert "(4300" in tool_error_text(wire.response("sum"))
     wire.send(b'{"jsonrpc":"2.0","id":' + b"1" * 5000 + b',"method":"ping"}\n')
     assert_id_less_error(wire.recv(), -32700)
     for raw_id in (b"1.0", b"1e400", b"-0.0", b"true", b"null"):
@@ -366,7 +366,7 @@ def test_id_is_free_as_soon_as_its_reply_has_arrived(spawn):
 @pytest.mark.parametrize("kind, needle", [
     ("object", "not JSON serializable"), ("nan", "Out of range float"), ("inf", "Out of range float"),
     ("dict_nan", "Out of range float"), ("list_object", "not JSON serializable"),
-    ("huge_int", "4300 digits"),
+    ("huge_int", "(4300"),
 ])
 def test_unencodable_tool_results_become_is_error_results(spawn, kind, needle):
     wire = faults(spawn)
