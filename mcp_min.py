@@ -51,8 +51,8 @@ import binascii
 import enum
 import json
 import operator
-import re
 import os
+import re
 import sys
 import threading
 import time
@@ -61,17 +61,17 @@ from itertools import count
 from queue import SimpleQueue
 
 # Startup time matters (clients spawn servers often), so modules that take milliseconds
-# to import (logging, re, typing, inspect, signal, asyncio, ...) are imported where used.
+# to import (logging, typing, inspect, dataclasses, signal, asyncio, ...) are imported
+# where they are first needed.
 
 __version__ = "0.1.0"
 __all__ = [
-    "Server", "Context", "Client", "Session", "Peer",
+    "Server", "Context", "Client", "Session", "Peer", "WorkerPool", "FramePrinter",
     "ToolError", "JSONRPCError", "Cancelled", "CapabilityError", "SchemaError", "ToolResult",
     "Content", "text", "image", "audio", "resource_link", "embedded_resource",
     "Signature", "compile_schema", "type_schema", "parse_docstring",
-    "PROTOCOL_VERSIONS", "LATEST_PROTOCOL_VERSION",
+    "PROTOCOL_VERSIONS", "LATEST_PROTOCOL_VERSION", "LOG_LEVELS", "explain", "main",
 ]
-
 
 
 class _Log:
