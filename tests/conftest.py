@@ -133,6 +133,15 @@ class Wire:
             self.proc.kill()
             self.proc.wait()
 
+    def close(self):
+        """Kill the server if it still runs, and close our ends of its pipes."""
+        self.kill()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
 
 @pytest.fixture
 def spawn():
@@ -146,12 +155,7 @@ def spawn():
         return wire
     yield start
     for wire in wires:
-        wire.kill()
-        for stream in (wire.proc.stdin, wire.proc.stdout, wire.proc.stderr):
-            try:
-                stream.close()
-            except OSError:
-                pass
+        wire.close()
 
 
 @pytest.fixture

@@ -452,14 +452,14 @@ def test_a_tool_that_never_returns(spawn):
     start = time.monotonic()
     assert_alive(wire)
     assert text_of(wire.request("tools/call", {"name": "echo", "arguments": {"text": "meanwhile"}})) == "meanwhile"
-    assert time.monotonic() - start < 1.0
+    assert time.monotonic() - start < 3.0
     wire.send(cancel("forever"))
     assert_alive(wire)
     wire.close_stdin()
     start = time.monotonic()
     assert stdout_until_closed(wire) == []          # neither hung call is ever answered
     assert wire.wait(10) == 0
-    assert time.monotonic() - start < 3.0
+    assert time.monotonic() - start < 4.5
     stderr = settled_stderr(wire)
     assert "unfinished" in stderr and "Traceback" not in stderr, stderr[-2000:]
 

@@ -88,7 +88,7 @@ def test_eight_slow_calls_run_in_parallel(wire):
     elapsed = time.monotonic() - start
     assert sorted(r["id"] for r in replies) == list(range(8))
     assert all(text_of(r) == "woke" for r in replies)
-    assert elapsed < 1.5, f"8 x 300 ms calls took {elapsed:.2f} s: not run concurrently"
+    assert elapsed < 2.0, f"8 x 300 ms calls took {elapsed:.2f} s: not run concurrently"
 
 
 def test_ping_and_lists_answered_while_slow_tools_run(wire):
@@ -171,7 +171,7 @@ def test_eof_lets_in_flight_calls_finish_and_exits_0(spawn):
     start = time.monotonic()
     messages = rest_of_stdout(wire)
     assert wire.wait(10) == 0
-    assert time.monotonic() - start < 3
+    assert time.monotonic() - start < 4.5
     ids = [m["id"] for m in messages]
     assert sorted(ids, key=str) == [0, 1, 2, "last"], messages
     assert all(text_of(m) == "woke" for m in messages if m["id"] != "last")
@@ -184,7 +184,7 @@ def test_eof_when_idle_exits_promptly(spawn):
     start = time.monotonic()
     wire.close_stdin()
     assert wire.wait(10) == 0
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < 4
     assert rest_of_stdout(wire) == []
     assert_clean_lifespan(stderr_when(wire, "lifespan: stop"))
 
@@ -204,7 +204,7 @@ def test_a_call_that_never_finishes_does_not_outlive_the_grace_period(spawn):
     wire.close_stdin()
     code = wire.wait(10)
     elapsed = time.monotonic() - start
-    assert elapsed < 2.5, f"exited {elapsed:.2f} s after EOF with a 0.5 s grace period"
+    assert elapsed < 4.5, f"exited {elapsed:.2f} s after EOF with a 0.5 s grace period"
     assert code == 0
     assert rest_of_stdout(wire) == []                  # no reply was invented for it
     assert_clean_lifespan(stderr_when(wire, "lifespan: stop"))
@@ -227,7 +227,7 @@ def test_sigterm_when_idle_exits_0_promptly(spawn):
     start = time.monotonic()
     wire.proc.send_signal(signal.SIGTERM)
     assert wire.wait(10) == 0
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < 4
     assert_clean_lifespan(stderr_when(wire, "lifespan: stop"))
 
 
@@ -238,7 +238,7 @@ def test_sigterm_with_a_call_that_never_finishes_exits_after_the_grace_period(sp
     start = time.monotonic()
     wire.proc.send_signal(signal.SIGTERM)
     assert wire.wait(10) == 0
-    assert time.monotonic() - start < 2.5
+    assert time.monotonic() - start < 4.5
     assert_clean_lifespan(stderr_when(wire, "lifespan: stop"))
 
 
@@ -248,7 +248,7 @@ def test_first_sigint_exits_130_when_idle(spawn):
     start = time.monotonic()
     wire.proc.send_signal(signal.SIGINT)
     assert wire.wait(10) == 130
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < 4
     assert_clean_lifespan(stderr_when(wire, "lifespan: stop"))
     assert "KeyboardInterrupt" not in wire.stderr
 
@@ -260,7 +260,7 @@ def test_first_sigint_mid_call_exits_130_without_a_second(spawn):
     start = time.monotonic()
     wire.proc.send_signal(signal.SIGINT)                # once
     assert wire.wait(10) == 130
-    assert time.monotonic() - start < 2.5
+    assert time.monotonic() - start < 4.5
     assert_clean_lifespan(stderr_when(wire, "lifespan: stop"))
     assert "KeyboardInterrupt" not in wire.stderr
 

@@ -183,8 +183,8 @@ def test_async_tools_run_to_completion_on_worker_threads(spawn):
     w = spawn("live_protocol.py")
     initialize(w)
     start = time.monotonic()
-    a = send_call(w, "async_nap", {"ms": 400}, rid="a")
-    b = send_call(w, "async_nap", {"ms": 400}, rid="b")
+    a = send_call(w, "async_nap", {"ms": 1000}, rid="a")
+    b = send_call(w, "async_nap", {"ms": 1000}, rid="b")
     ra, _ = read_until(w, lambda m: is_response(a)(m) or is_response(b)(m))
     rb, _ = read_until(w, lambda m: is_response(a)(m) or is_response(b)(m))
     elapsed = time.monotonic() - start
@@ -192,7 +192,7 @@ def test_async_tools_run_to_completion_on_worker_threads(spawn):
     assert replies["a"]["request_id"] == "a" and replies["b"]["request_id"] == "b"
     assert not replies["a"]["is_main"] and not replies["b"]["is_main"]
     assert replies["a"]["thread"] != replies["b"]["thread"]
-    assert elapsed < 0.75, f"two 400 ms async tools took {elapsed:.2f} s: not concurrent"
+    assert elapsed < 1.8, f"two 1000 ms async tools took {elapsed:.2f} s: not concurrent"
 
 
 def test_context_in_resources_and_prompts_and_async_variants():
@@ -432,7 +432,7 @@ def test_cancel_during_call_gets_no_reply_and_the_tool_stops(spawn):
     echo = send_call(w, "echo", {"text": "after"})
     response, before = read_until(w, is_response(echo), timeout=3)
     assert tool_text(response) == "after"
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < 4
     assert not any(is_response(1)(m) for m in before)
     assert ping_ok(w) == []
 
@@ -820,7 +820,7 @@ def test_outbound_timeout_sends_cancelled_and_is_error(spawn):
     note, _ = read_until(w, is_notification("notifications/cancelled"), timeout=3)
     assert note["params"]["requestId"] == outbound["id"]
     response, _ = read_until(w, is_response(rid), timeout=3)
-    assert 0.4 < time.monotonic() - start < 3
+    assert 0.4 < time.monotonic() - start < 4.5
     assert response["result"]["isError"] is True
     assert "timeout" in tool_text(response).lower() or "timed out" in tool_text(response).lower()
     answer(w, outbound, SAMPLING_ANSWER)
@@ -1114,7 +1114,7 @@ def test_eof_with_an_outbound_request_pending_ends_promptly(spawn):
     response, _ = read_until(w, is_response(rid), timeout=5)
     assert response["result"]["isError"] is True
     assert w.wait(5) == 0
-    assert time.monotonic() - start < 3
+    assert time.monotonic() - start < 4.5
 
 
 def test_everything_lifespan_runs_once(spawn):

@@ -473,12 +473,7 @@ class FuzzServer:
         self.wire.initialize(self.session)
 
     def close(self):
-        self.wire.kill()
-        for stream in (self.wire.proc.stdin, self.wire.proc.stdout, self.wire.proc.stderr):
-            try:
-                stream.close()
-            except OSError:
-                pass
+        self.wire.close()
 
     def next_tag(self):
         self.tag += 1

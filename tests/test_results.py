@@ -50,12 +50,7 @@ def servers():
         return started[version]
     yield get
     for wire in started.values():
-        wire.kill()
-        for stream in (wire.proc.stdin, wire.proc.stdout, wire.proc.stderr):
-            try:
-                stream.close()
-            except OSError:
-                pass
+        wire.close()
 
 
 @pytest.fixture

@@ -49,21 +49,13 @@ def start_wire(env=None):
     return wire
 
 
-def close_wire(wire):
-    wire.kill()
-    for stream in (wire.proc.stdin, wire.proc.stdout, wire.proc.stderr):
-        try:
-            stream.close()
-        except OSError:
-            pass
-
 
 @pytest.fixture(scope="module")
 def shared():
     """One initialized everything server (default settings) for the read-only error tests."""
     wire = start_wire()
     yield wire
-    close_wire(wire)
+    wire.close()
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +63,7 @@ def paged():
     """The everything server with EVERYTHING_PAGE_SIZE=2."""
     wire = start_wire({"EVERYTHING_PAGE_SIZE": "2"})
     yield wire
-    close_wire(wire)
+    wire.close()
 
 
 def wait_until(predicate, timeout=5.0):

@@ -55,14 +55,6 @@ def assert_still_serving(wire, request_id="alive"):
     assert reply == {"jsonrpc": "2.0", "id": request_id, "result": {}}, reply
 
 
-def close_wire(wire):
-    wire.kill()
-    for stream in (wire.proc.stdin, wire.proc.stdout, wire.proc.stderr):
-        try:
-            stream.close()
-        except OSError:
-            pass
-
 
 @pytest.fixture(scope="module")
 def shared():
@@ -70,7 +62,7 @@ def shared():
     wire = Wire([sys.executable, str(SERVERS / "everything.py")])
     wire.initialize()
     yield wire
-    close_wire(wire)
+    wire.close()
 
 
 # ============================================================================================
