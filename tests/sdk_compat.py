@@ -11,7 +11,7 @@ Shared by tests/test_sdk_python.py and tests/test_sdk_typescript.py, which load 
 * The plugin part: a test marked ``@pytest.mark.compat("feature")`` that uses the
   ``sdk_client`` fixture adds a row (client, version, mode, feature, result) to the
   table; at the end of the session ``tests/compat_table.md`` is rewritten from these rows
-  (cells this session did not check, e.g. another client's, are kept from the last file).
+  (cells this test run did not check, e.g. another client's, are kept from the last file).
 """
 
 from __future__ import annotations

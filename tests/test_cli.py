@@ -736,8 +736,8 @@ def test_explain(message, code, summary, problem):
     assert "\x1b[" not in result.stdout
 
 
-def test_explain_reads_the_seeds_pretty_printed_json():
-    seed = """{
+def test_explain_reads_the_tutorials_pretty_printed_json():
+    message = """{
   "jsonrpc": "2.0",
   "id": 3,
   "method": "tools/call",
@@ -749,7 +749,7 @@ def test_explain_reads_the_seeds_pretty_printed_json():
     }
   }
 }"""
-    result = cli("explain", seed)
+    result = cli("explain", message)
     assert result.returncode == 1
     assert result.stdout.splitlines()[0] == "request 3 tools/call"
     assert 'did you mean "name"?' in result.stdout

@@ -17,7 +17,7 @@ def problems(schema, value):
     return compile_schema(schema)(value)
 
 
-# --- the message formats from the design brief -------------------------------
+# --- the message formats the README promises -------------------------------
 
 GIFT = {"type": "object", "properties": {
     "budget": {"type": "number", "minimum": 0},
