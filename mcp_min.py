@@ -235,7 +235,7 @@ def _decode(text):
     if text[:1] == "{":
         try:
             value, end = _scan(text, 0)
-            if text[end:].isspace() or end == len(text):
+            if text[end:] in ("\n", "\r\n", ""):     # JSON whitespace, not str.isspace()
                 return value
         except (StopIteration, ValueError):
             pass
