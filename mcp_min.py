@@ -263,6 +263,13 @@ class LineTooLong:
     def __init__(self, size, head, tail):
         self.size, self.head, self.tail = size, head, tail
 
+    def kind(self):
+        """Best effort: "request", "notification" or "response", from the bytes we kept."""
+        ends = self.head + b" " + self.tail
+        if not re.search(rb'"method"\s*:', ends):
+            return "response" if re.search(rb'"(result|error)"\s*:', self.head) else "request"
+        return "request" if re.search(rb'"id"\s*:', ends) else "notification"
+
     def request_id(self):
         """Best effort: the id, if the line starts or ends with it (as the SDK clients write)."""
         value = rb'(-?\d{1,18}|"[^"\\]{0,200}")'
@@ -408,6 +415,8 @@ class FramePrinter:
             if isinstance(message, dict) and valid_id(message.get("id")):
                 if "method" in message:            # remember it, to name it in the response
                     self.methods[direction, message["id"]] = message["method"]
+                    if len(self.methods) > 4096:       # some requests are never answered
+                        del self.methods[next(iter(self.methods))]
                 else:
                     other = "out" if direction == "in" else "in"
                     message = describe_frame(message, self.methods.pop((other, message["id"]), None))
@@ -444,6 +453,7 @@ class Peer:
         self.pending = {}                     # id of an outbound request -> _Pending
         self.next_id = count(1).__next__
         self.closed = False                   # the wire is gone: stop writing
+        self.input_ended = False              # end of input: no response can arrive any more
 
     # -- writing ---------------------------------------------------------------------------
     def send_frame(self, frame):
@@ -451,6 +461,8 @@ class Peer:
         if self.closed:
             return False
         with self.write_lock:
+            if self.closed:                   # checked again: drain() closes under this lock
+                return False
             if self.trace:
                 self.trace("out", frame)
             try:
@@ -480,14 +492,15 @@ class Peer:
         TimeoutError (after telling the other side with notifications/cancelled), Cancelled
         if ``owner`` (a Context) is cancelled meanwhile, ConnectionError if the wire closes."""
         rid = self.next_id()
+        message = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        frame = encode_message(message)               # before registering: may raise TypeError
         slot = self.pending[rid] = _Pending(owner)
         if getattr(owner, "cancelled", False):        # cancelled just before we registered
             self.pending.pop(rid, None)
             raise Cancelled("the request that made this one was cancelled")
-        message = {"jsonrpc": "2.0", "id": rid, "method": method}
-        if params is not None:
-            message["params"] = params
-        if not self.send(message):
+        if self.input_ended or not self.send_frame(frame):   # no response could ever arrive
             self.pending.pop(rid, None)
             raise ConnectionError("the connection is closed")
         if not slot.done.wait(timeout):
@@ -495,6 +508,7 @@ class Peer:
                 self.notify("notifications/cancelled",
                             {"requestId": rid, "reason": f"no response within {timeout} s"})
                 raise TimeoutError(f"{method}: no response within {timeout} s")
+            slot.done.wait()                  # the answer won the race: it is being filed now
         if isinstance(slot.error, BaseException):
             raise slot.error
         if slot.error is not None:
@@ -510,6 +524,7 @@ class Peer:
                 slot.resolve(error=Cancelled(reason))
 
     def fail_pending(self, exc):
+        self.input_ended = True
         for rid in list(self.pending):
             slot = self.pending.pop(rid, None)
             if slot is not None:
@@ -518,7 +533,18 @@ class Peer:
     # -- reading ---------------------------------------------------------------------------
     def read_loop(self, rfile, max_line_bytes):
         """Read and handle lines until end of input (or the wire closes)."""
-        for line in read_lines(rfile, max_line_bytes):
+        lines = read_lines(rfile, max_line_bytes)
+        signals = _signals if threading.current_thread() is threading.main_thread() else {}
+        while True:
+            signals["reading"] = True         # SIGTERM may interrupt us only while we wait
+            if signals.get("stop"):
+                raise _Stop()
+            try:
+                line = next(lines, None)
+            finally:
+                signals["reading"] = False
+            if line is None:
+                return
             if isinstance(line, LineTooLong):
                 if self.trace:
                     self.trace("in", line.head + b"..." + line.tail)
@@ -546,9 +572,20 @@ class Peer:
         self.send(error_response(None, error.code, error.message))
 
     def handle_too_long(self, line, limit):
-        self.send(error_response(line.request_id(), INVALID_REQUEST,
-                                 f"Message too large: {line.size} bytes is over this server's "
-                                 f"limit of {limit} bytes per line; it was skipped"))
+        text, rid = f"Message too large: {line.size} bytes is over the limit of {limit} bytes " \
+                    "per line; it was skipped", line.request_id()
+        kind = line.kind()
+        if kind == "request":
+            return self.send(error_response(rid, INVALID_REQUEST, text))
+        log.warning("%s (an over-long %s, not answered)", text, kind)
+        if kind == "response":
+            self.fail_response(rid, INVALID_REQUEST, text)
+
+    def fail_response(self, rid, code, text):
+        """A response we could not read: its request fails (a response is never answered)."""
+        slot = self.pending.pop(rid, None) if valid_id(rid) else None
+        if slot is not None:
+            slot.resolve(error={"code": code, "message": text})
 
     def handle_message(self, message, batch=None):
         if isinstance(message, list):
@@ -556,8 +593,13 @@ class Peer:
         try:
             kind = classify(message)
         except JSONRPCError as e:
-            if isinstance(message, dict) and "method" in message and "id" not in message:
-                log.warning("ignored an invalid notification: %s", e.message)   # never answered
+            if isinstance(message, dict) and ("method" in message and "id" not in message or
+                                              "method" not in message and
+                                              ("result" in message or "error" in message)):
+                kind = "notification" if "method" in message else "response"
+                log.warning("ignored an invalid %s: %s", kind, e.message)   # never answered
+                if kind == "response":
+                    self.fail_response(message.get("id"), e.code, e.message)
                 if batch is not None:
                     batch.skip()
             else:
@@ -1004,6 +1046,9 @@ class Signature:
         self._coerce = [(name, kinds) for name, sub in input_schema.get("properties", {}).items()
                         if (kinds := compiler.types_of(sub)) and "string" not in kinds
                         and {"object", "array"} & set(kinds)]
+        # Prompt arguments and URI variables are always strings: parse those typed otherwise.
+        self.parse_strings = {name for name, sub in input_schema.get("properties", {}).items()
+                              if (kinds := compiler.types_of(sub)) and "string" not in kinds}
 
         if output_schema is None and structured is not False:
             ret = self._resolve(returns, "the return value")
@@ -1047,8 +1092,9 @@ class Signature:
             convert = self._converters.get(name, self._rest_converter)      # not a parameter: **kwargs
             try:
                 kwargs[name] = convert(value) if convert else value
-            except (ValueError, TypeError) as e:    # a date that isn't one, a __post_init__ that says no
-                problems.append(f"{name}: {e}")
+            except Exception as e:      # a date that isn't one, a __post_init__ that says no
+                problems.append(f"{name}: {e}" if isinstance(e, (ValueError, TypeError))
+                                else f"{name}: {type(e).__name__}: {e}")
         return kwargs, problems
 
     def dump_output(self, value):
@@ -1468,7 +1514,9 @@ class Entry:
 
     def __init__(self, fn, name, title, description, icons, meta, **signature_options):
         self.fn, self.title, self.icons, self.meta = fn, title, icons, meta
-        self.name = fn.__name__ if name is None else name
+        self.name = getattr(fn, "__name__", None) if name is None else name
+        if not isinstance(self.name, str):
+            raise TypeError(f"{fn!r} has no __name__ to name it by: pass name=...")
         self.signature = Signature(fn, context_type=Context, description=description, **signature_options)
 
     def describe_common(self, entry, version):
@@ -1487,9 +1535,8 @@ class Entry:
     def bind_strings(self, values, what):
         """Bind arguments that arrive as strings (prompt arguments, URI template variables):
         a parameter typed int, float, bool, list... gets its string parsed as JSON first."""
-        props = self.signature.input_schema.get("properties", {})
         for key, value in values.items():
-            if isinstance(value, str) and props.get(key, {}).get("type") not in (None, "string"):
+            if isinstance(value, str) and key in self.signature.parse_strings:
                 try:
                     values = {**values, key: json.loads(value)}
                 except ValueError:
@@ -1542,13 +1589,19 @@ class Tool(Entry):
 
     def result(self, value):
         """Turn what the function returned into a CallToolResult dict."""
+        missing = ["no structured content: a tool with an output schema must return it "
+                   "(as its return value, or ToolResult(structured=...))"]
         if isinstance(value, ToolResult):
             result = value.to_dict()
-            problems = (self.check_output(result["structuredContent"]) if self.check_output and
-                        "structuredContent" in result and not value.is_error else ())
+            if self.check_output is None or value.is_error:
+                return result
+            problems = (self.check_output(result["structuredContent"])
+                        if "structuredContent" in result else missing)
             return self.mismatch(problems) if problems else result
         if isinstance(value, Content) or (isinstance(value, list) and value
                                           and all(isinstance(v, Content) for v in value)):
+            if self.check_output is not None:
+                return self.mismatch(missing)
             return {"content": value if isinstance(value, list) else [value], "isError": False}
         if self.check_output is not None:
             structured = self.signature.dump_output(value)
@@ -1637,6 +1690,10 @@ class Resource(Entry):
         if isinstance(value, Content):
             value = [value]
         if isinstance(value, list) and value and all(isinstance(v, Content) for v in value):
+            for v in value:
+                if v.get("type") != "resource":
+                    raise TypeError(f"resource {uri!r} returned a {v.get('type')!r} content block; "
+                                    "return str, bytes, JSON data, or embedded_resource(...) blocks")
             return [v["resource"] for v in value]          # embedded_resource(...) blocks
         return [_contents(uri, value, self.mime_type or _guess_type(uri))]
 
@@ -1795,9 +1852,10 @@ class Context:
                            ("tools", tools), ("toolChoice", tool_choice)):
             if value is not None:
                 params[key] = value
-        if (tools or tool_choice) and "tools" not in self.client_capabilities.get("sampling", {}):
-            raise CapabilityError("the client did not declare sampling.tools, so a sampling "
-                                  "request cannot offer tools")
+        if (tools or tool_choice) and ("tools" not in self.client_capabilities.get("sampling", {})
+                                       or (self.protocol_version or "") < V2025_11):
+            raise CapabilityError("the client did not declare sampling.tools (2025-11-25), so a "
+                                  "sampling request cannot offer tools")
         return self.request("sampling/createMessage", params, "sampling", timeout)
 
     def elicit(self, message, schema=None, *, url=None, elicitation_id=None, timeout=None):
@@ -1806,6 +1864,9 @@ class Context:
         a page, and is for anything secret. Returns ``{"action": "accept"|"decline"|"cancel",
         "content": {...}}``."""
         declared = self.client_capabilities.get("elicitation")
+        if (self.protocol_version or "") < V2025_06:
+            raise CapabilityError(f"elicitation arrived in protocol 2025-06-18; this session "
+                                  f"speaks {self.protocol_version}")
         if url is not None:
             if not isinstance(declared, dict) or "url" not in declared or \
                     (self.protocol_version or "") < V2025_11:
@@ -1955,6 +2016,9 @@ class Server:
     def resource(self, uri, **options):
         """Register a function as the resource at ``uri`` (or a URI template with {vars}):
         ``@server.resource(uri, name=..., title=..., description=..., mime_type=..., ...)``."""
+        if not isinstance(uri, str):
+            raise TypeError("@server.resource needs the URI first: @server.resource(\"file:///notes\")")
+
         def register(fn):
             self._add(self.resources, Resource(fn, uri, **options), "uri", "resources")
             return fn
@@ -2200,7 +2264,10 @@ class Server:
                 if self.forward_logging:
                     import logging
                     name = self.forward_logging if isinstance(self.forward_logging, str) else None
-                    logging.getLogger(name).addHandler(client_log_handler())
+                    logger = logging.getLogger(name)
+                    if not logger.handlers and name is None:   # keep stderr logging as it was
+                        logger.addHandler(logging.StreamHandler(sys.stderr))  # (lastResort's)
+                    logger.addHandler(client_log_handler())
         session = Session(self, write_fd, trace)
         rfile = open(read_fd, "rb", buffering=1 << 16, closefd=False)
         self._enter_lifespan()
@@ -2210,6 +2277,12 @@ class Server:
         finally:
             self.sessions.discard(session)
             self._exit_lifespan()
+            # Close the wire between frames: a reply being written now is finished first
+            # (unless the client stopped reading), no later one starts, none is cut in half.
+            got = session.write_lock.acquire(timeout=self.grace_period)
+            session.closed = True
+            if got:
+                session.write_lock.release()
         return session
 
     def _enter_lifespan(self):
@@ -2238,6 +2311,8 @@ class Server:
         if threading.current_thread() is threading.main_thread():
             import signal
             signal.signal(signal.SIGTERM, _stop_on_signal)
+            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                signal.signal(signal.SIGINT, _stop_on_signal)
         code = 0
         try:
             self.serve(read_fd, write_fd, trace=trace and FramePrinter(
@@ -2245,6 +2320,8 @@ class Server:
         except _Stop:
             pass
         except KeyboardInterrupt:
+            code = 130
+        if _signals.get("stop") == 2:         # SIGINT: exit as an interrupted program does
             code = 130
         sys.exit(code)
 
@@ -2266,12 +2343,20 @@ def _suggest(name, registry):
     return f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
 
 
-class _Stop(Exception):
-    """Raised in the main thread by SIGTERM (or a broken wire) to end serving gracefully."""
+class _Stop(BaseException):
+    """Raised in the main thread by SIGTERM (or a broken wire) to end serving gracefully.
+    A BaseException, so no handler's ``except Exception`` swallows it."""
+
+
+_signals = {}        # the main thread's reader: "reading" while blocked on input, "stop" wanted
 
 
 def _stop_on_signal(signum, frame):
-    raise _Stop()
+    # Raising at an arbitrary point could cut a frame in half mid-write; so interrupt only a
+    # blocked read, and otherwise leave a note that the reader checks before its next read.
+    _signals["stop"] = signum
+    if _signals.get("reading"):
+        raise _Stop()
 
 
 # ============================================================================================
@@ -2297,10 +2382,17 @@ class WorkerPool:
             if self.idle:
                 self.idle -= 1                # an idle worker will take this job
             elif self.threads < self.max_workers:
-                self.threads += 1
                 # _thread, not threading.Thread: start() would make the reader wait until
                 # the new thread runs. Such threads are daemons: they never delay exit.
-                _thread.start_new_thread(self._work, ())
+                try:
+                    _thread.start_new_thread(self._work, ())
+                except RuntimeError:          # out of threads: the running ones take it,
+                    log.error("cannot start a worker thread (%d running)", self.threads)
+                    if not self.threads:      # or, with none, refuse it as when full
+                        self.outstanding -= 1
+                        return False
+                else:
+                    self.threads += 1
         self.jobs.put((fn, args))
         return True
 
@@ -2398,8 +2490,10 @@ class Session(Peer):
             if hasattr(result, "__await__"):
                 result = _run_coroutine(result)
             frame = encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
-        except Cancelled:
-            frame = None
+        except Cancelled as e:                # silent only if the client cancelled it (§9)
+            frame = None if ctx.cancelled else self.encode_error(rid, INTERNAL_ERROR, f"Cancelled: {e}")
+        except _Stop:
+            raise
         except JSONRPCError as e:
             frame = self.encode_error(rid, e.code, e.message, e.data)
         except BaseException as e:            # SystemExit and KeyboardInterrupt too
@@ -2512,6 +2606,7 @@ class Client(Peer):
         self.timeout, self.on_notification = timeout, on_notification
         self.notifications, self.progress_handlers, self.junk = [], {}, []
         self.progress_tokens = count(1).__next__
+        self.cancelled_requests = set()          # the server's requests it has given up on
         self.callbacks = {"roots/list": roots, "sampling/createMessage": sampling,
                           "elicitation/create": elicitation}
         self.process = self.server_thread = None
@@ -2537,16 +2632,21 @@ class Client(Peer):
         self.reader = threading.Thread(target=self._read, args=(rfile,), daemon=True,
                                        name="mcp_min-client-reader")
         self.reader.start()
-        self.capabilities = capabilities if capabilities is not None else {
-            name: {} for name, fn in (("roots", roots), ("sampling", sampling),
-                                      ("elicitation", elicitation)) if fn}
-        if "roots" in self.capabilities:
-            self.capabilities["roots"] = {"listChanged": True}
+        if capabilities is None:
+            capabilities = {name: {} for name, fn in (("roots", roots), ("sampling", sampling),
+                                                      ("elicitation", elicitation)) if fn}
+            if roots:
+                capabilities["roots"] = {"listChanged": True}
+        self.capabilities = capabilities
         self.client_info = client_info or {"name": "mcp_min-client", "version": __version__}
         self.protocol_version = protocol_version
         self.server_info = self.server_capabilities = self.instructions = None
         if initialize:
-            self.initialize()
+            try:
+                self.initialize()
+            except BaseException:
+                self.close(timeout=1.0)          # don't leave a server process behind
+                raise
 
     def _read(self, rfile):
         try:
@@ -2621,10 +2721,17 @@ class Client(Peer):
                 result = {"roots": callback()}
             else:
                 result = callback(message.get("params") or {})
-            self.send({"jsonrpc": "2.0", "id": rid, "result": result})
+            reply = {"jsonrpc": "2.0", "id": rid, "result": result}
         except JSONRPCError as e:
-            self.send(error_response(rid, e.code, e.message, e.data))
+            reply = error_response(rid, e.code, e.message, e.data)
         except Exception as e:
+            reply = error_response(rid, INTERNAL_ERROR, f"{type(e).__name__}: {e}")
+        if rid in self.cancelled_requests:        # the server cancelled it: no reply (§9)
+            self.cancelled_requests.discard(rid)
+            return
+        try:
+            self.send(reply)
+        except (TypeError, ValueError) as e:      # the callback returned something not JSON
             self.send(error_response(rid, INTERNAL_ERROR, f"{type(e).__name__}: {e}"))
 
     def handle_unparsable(self, line, error):
@@ -2635,12 +2742,17 @@ class Client(Peer):
     def handle_notification(self, message):
         self.notifications.append(message)
         params = message.get("params") or {}
-        if message["method"] == "notifications/progress":
-            handler = self.progress_handlers.get(params.get("progressToken"))
-            if handler:
-                handler(params)
-        if self.on_notification:
-            self.on_notification(message)
+        try:                                     # a failing callback must not stop the reader
+            if message["method"] == "notifications/cancelled":
+                self.cancelled_requests.add(params.get("requestId"))
+            elif message["method"] == "notifications/progress":
+                handler = self.progress_handlers.get(params.get("progressToken"))
+                if handler:
+                    handler(params)
+            if self.on_notification:
+                self.on_notification(message)
+        except Exception:
+            log.exception("a notification callback failed")
 
     # -- requests ------------------------------------------------------------------------------
     def request(self, method, params=None, timeout=None, owner=None):
@@ -2919,10 +3031,10 @@ def main(argv=None):
         parser.error(f"{args.command} needs a server command: {args.command} -- SERVER_CMD ...")
     try:
         return _command(args, words, sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
-    except ValueError as e:                        # a JSON argument that isn't JSON
+    except json.JSONDecodeError as e:              # a JSON argument that isn't JSON
         parser.error(f"not valid JSON: {e}")
     except FileNotFoundError as e:
-        print(f"mcp_min: cannot start {words[0]!r}: {e.strerror}", file=sys.stderr)
+        print(f"mcp_min: cannot start {e.filename or words[0]!r}: {e.strerror}", file=sys.stderr)
     except (ConnectionError, TimeoutError) as e:
         print(f"mcp_min: {e}", file=sys.stderr)
     return 1
@@ -2969,8 +3081,12 @@ def load_server(target):
     """The Server in a Python file: ``path.py`` (its only Server) or ``path.py:name``."""
     import runpy
     path, _, name = target.partition(":")
+    if not os.path.isfile(path):
+        raise SystemExit(f"mcp_min: no such file: {path}")
     namespace = runpy.run_path(path, run_name="__mcp_min__")
     if name:
+        if not isinstance(namespace.get(name), Server):
+            raise SystemExit(f"mcp_min: {path} has no Server named {name!r}")
         return namespace[name]
     servers = [v for v in namespace.values() if isinstance(v, Server)]
     if len(servers) != 1:

@@ -440,11 +440,15 @@ def test_call_reports_a_server_that_prints_to_stdout():
     ["call", "--", sys.executable, "-c", "import sys; sys.exit(3)", "ping"],
     ["inspect"],
     ["inspect", "--", "no-such-command-mcp-min"],
-], ids=["bad-json", "not-found", "server-exits", "inspect-no-server", "inspect-not-found"])
+    ["serve", "no-such-file.py"],
+    ["serve", "examples/gift_server.py:no_such_name"],
+], ids=["bad-json", "not-found", "server-exits", "inspect-no-server", "inspect-not-found",
+        "serve-no-file", "serve-no-name"])
 def test_cli_failures_are_one_line_not_a_traceback(args):
     result = cli(*args)
     assert result.returncode in (1, 2)
     assert "Traceback" not in result.stderr and result.stderr.strip()
+    assert ("not valid JSON" in result.stderr) == ("{bad json" in args)
 
 
 # ============================================================================================

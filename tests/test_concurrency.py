@@ -319,6 +319,53 @@ def test_T4_sigterm_while_a_reply_is_being_written_waits_for_the_whole_line():
     assert code == 0
 
 
+BIG_LIST_SERVER = """
+import sys
+sys.path.insert(0, {root!r})
+from mcp_min import Server
+server = Server("big-list")
+
+@server.tool(description="d" * 2_000_000)
+def wordy() -> str:
+    return "ok"
+
+server.run()
+"""
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 0), (signal.SIGINT, 130)])
+def test_T4_signal_while_the_reader_writes_a_reply_waits_for_the_whole_line(tmp_path, signum, code):
+    """tools/list is answered by the reader (the main thread, where signal handlers run). A
+    signal arriving while that 2 MB reply is blocked on a full pipe must not cut it short: the
+    handler only interrupts a blocked read, so the line is finished, then the server stops."""
+    script = tmp_path / "big_list.py"
+    script.write_text(BIG_LIST_SERVER.format(root=str(SERVERS.parent.parent)))
+    proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                      "params": INIT_PARAMS}) + "\n").encode())
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 0
+        proc.stdin.write(b'{"jsonrpc":"2.0","id":"list","method":"tools/list"}\n')
+        proc.stdin.flush()
+        time.sleep(0.3)                 # the reply is now blocked in write(): the pipe is full
+        proc.send_signal(signum)
+        time.sleep(0.3)                 # the client is slow to read
+        out = proc.stdout.read()
+        assert out.endswith(b"\n") and out.count(b"\n") == 1, f"cut after {len(out)} bytes"
+        reply = json.loads(out)
+        assert reply["id"] == "list" and len(reply["result"]["tools"][0]["description"]) == 2_000_000
+        assert proc.wait(10) == code
+        assert b"Traceback" not in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            stream.close()
+
+
 # ============================================================================================
 # The client closes our stdout (T10 the other way round)
 # ============================================================================================

@@ -742,6 +742,9 @@ def test_forward_logging_on_the_wire(spawn):
     rid = send_call(w, "log_python", {"level": "error", "message": "py error"})
     _, before = read_until(w, is_response(rid))
     assert [p["level"] for p in messages_of(before)] == ["error"]
+    w.close_stdin()
+    assert w.wait(5) == 0                   # forwarding adds to stderr logging, never replaces it
+    assert "py warning" in w.stderr and "py filtered" in w.stderr and "py error" in w.stderr
 
 
 def test_forward_logging_in_process():
@@ -780,6 +783,39 @@ def test_sampling_round_trip(spawn):
     answer(w, outbound, SAMPLING_ANSWER)
     response, _ = read_until(w, is_response(rid))
     assert tool_text(response) == "4"
+
+
+@pytest.mark.parametrize("bad_answer", [
+    {"jsonrpc": "2.0", "result": {}, "error": {"code": 1, "message": "both"}},
+    {"jsonrpc": "1.0", "result": SAMPLING_ANSWER},
+], ids=["result-and-error", "wrong-jsonrpc"])
+def test_a_malformed_response_fails_its_request_and_is_never_answered(spawn, bad_answer):
+    """B6/B7 + §10: a response that is not a valid one is never answered (no error reply
+    carrying the id of the server's own request); the tool waiting on it fails at once."""
+    w = spawn("everything.py")
+    initialize(w, capabilities={"sampling": {}})
+    rid = send_call(w, "ask_model", {"question": "2+2?"})
+    outbound, _ = read_until(w, is_request("sampling/createMessage"))
+    w.send(dict(bad_answer, id=outbound["id"]))
+    response, before = read_until(w, is_response(rid), timeout=3)
+    assert before == []                                 # nothing answered the bad response
+    assert response["result"]["isError"] is True and "Invalid" in tool_text(response)
+    assert ping_ok(w) == []
+
+
+def test_an_over_long_response_fails_its_request_and_is_never_answered(spawn):
+    """The line cap applies to responses too: an over-long answer to a sampling request is
+    skipped, the tool gets an isError result saying so, and the client gets no -32600."""
+    w = spawn("everything.py", env={"EVERYTHING_MAX_LINE": "1000"})
+    initialize(w, capabilities={"sampling": {}})
+    rid = send_call(w, "ask_model", {"question": "2+2?"})
+    outbound, _ = read_until(w, is_request("sampling/createMessage"))
+    answer(w, outbound, dict(SAMPLING_ANSWER, content={"type": "text", "text": "4" * 5000}))
+    response, before = read_until(w, is_response(rid), timeout=3)
+    assert before == []
+    assert response["result"]["isError"] is True and "too large" in tool_text(response)
+    w.send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "n" * 5000}})
+    assert ping_ok(w) == []                             # an over-long notification: no reply
 
 
 def test_outbound_ids_unique_and_answered_out_of_order(spawn):
@@ -1129,3 +1165,167 @@ def test_everything_lifespan_runs_once(spawn):
     assert w.wait(5) == 0
     assert w.stderr.count("lifespan: start") == 1 and w.stderr.count("lifespan: stop") == 1
     assert w.stderr.index("lifespan: start") < w.stderr.index("lifespan: stop")
+
+
+# ==========================================================================================
+# The peers under stress: odd failures never hang a request or stop a reader
+# ==========================================================================================
+
+def test_a_tool_raising_cancelled_uncancelled_still_gets_a_reply():
+    """§9: only a request the client cancelled goes unanswered; Cancelled raised for any
+    other reason is an error reply, not silence."""
+    srv = server()
+
+    @srv.tool
+    def gives_up() -> str:
+        raise Cancelled("nobody asked")
+
+    with Client(srv, timeout=5) as client:
+        with pytest.raises(JSONRPCError) as caught:
+            client.call_tool("gives_up")
+        assert caught.value.code == -32603 and "nobody asked" in caught.value.message
+
+
+def test_an_outbound_request_that_cannot_be_encoded_leaves_nothing_pending():
+    peer = mcp_min.Peer(write_fd=None)
+    with pytest.raises(TypeError):
+        peer.request("sampling/createMessage", {"bad": object()}, timeout=1)
+    assert peer.pending == {}
+
+
+def test_after_end_of_input_an_outbound_request_fails_at_once():
+    """No response can arrive once the input has ended: don't wait for the timeout."""
+    read_fd, write_fd = __import__("os").pipe()
+    try:
+        peer = mcp_min.Peer(write_fd)
+        peer.fail_pending(ConnectionError("gone"))
+        start = time.monotonic()
+        with pytest.raises(ConnectionError):
+            peer.request("roots/list", timeout=30)
+        assert time.monotonic() - start < 1 and peer.pending == {}
+    finally:
+        __import__("os").close(read_fd)
+        __import__("os").close(write_fd)
+
+
+def test_a_failing_notification_callback_does_not_stop_the_client():
+    srv = server()
+
+    @srv.tool
+    def chat(ctx: Context) -> str:
+        ctx.info("hello")
+        return "done"
+
+    def explode(message):
+        raise RuntimeError("callback bug")
+
+    with Client(srv, timeout=5, on_notification=explode) as client:
+        assert client.call_tool("chat")["content"][0]["text"] == "done"
+        assert client.call_tool("chat")["content"][0]["text"] == "done"     # still reading
+        assert [n["params"]["data"] for n in client.notifications] == ["hello", "hello"]
+
+
+def test_the_client_does_not_answer_a_request_the_server_cancelled():
+    """§9 the other way round: the server times out its sampling request and cancels it; the
+    client's answer, ready later, is not sent."""
+    srv = server(request_timeout=0.2)
+
+    @srv.tool
+    def ask(ctx: Context) -> str:
+        return ctx.sample("slow?")["content"]["text"]
+
+    frames = []
+
+    def sampling(params):
+        time.sleep(0.6)
+        return SAMPLING_ANSWER
+
+    with Client(srv, timeout=5, sampling=sampling,
+                trace=lambda direction, raw: frames.append((direction, json.loads(raw)))) as client:
+        result = client.call_tool("ask")
+        assert result["isError"] is True
+        time.sleep(0.8)                                  # the callback has returned by now
+        [outbound] = [m for d, m in frames if d == "in" and m.get("method") == "sampling/createMessage"]
+        assert {"requestId": outbound["id"]}.items() <= next(
+            m["params"].items() for d, m in frames if d == "in" and m.get("method") == "notifications/cancelled")
+        assert not any(d == "out" and "method" not in m and m.get("id") == outbound["id"]
+                       for d, m in frames)
+
+
+def test_the_client_leaves_the_callers_capabilities_alone():
+    capabilities = {"roots": {}}
+    with Client(server(), capabilities=capabilities, roots=lambda: []) as client:
+        assert client.capabilities is capabilities
+    assert capabilities == {"roots": {}}
+
+
+def test_a_client_whose_handshake_fails_stops_its_server(monkeypatch):
+    import subprocess
+    started = []
+    real_popen = subprocess.Popen
+
+    def popen(*args, **kwargs):
+        started.append(real_popen(*args, **kwargs))
+        return started[-1]
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    silent = [__import__("sys").executable, "-c", "import sys; sys.stdin.read()"]
+    with pytest.raises(TimeoutError):
+        Client(silent, timeout=0.3)
+    assert started[0].wait(5) == 0                       # its stdin was closed: it ended
+
+
+def test_worker_pool_survives_a_thread_that_cannot_start(monkeypatch):
+    done = threading.Event()
+    pool = mcp_min.WorkerPool(max_workers=4, max_queue=4)
+
+    def refuse(*args):
+        raise RuntimeError("can't start new thread")
+    real_start = mcp_min._thread.start_new_thread
+    monkeypatch.setattr(mcp_min._thread, "start_new_thread", refuse)
+    assert pool.submit(done.set) is False                 # no worker at all: refused
+    assert (pool.threads, pool.outstanding) == (0, 0)
+    monkeypatch.setattr(mcp_min._thread, "start_new_thread", real_start)
+    gate = threading.Event()
+    assert pool.submit(gate.wait, 5)                      # one real worker, busy
+    monkeypatch.setattr(mcp_min._thread, "start_new_thread", refuse)
+    assert pool.submit(done.set)                          # queued for the worker we have
+    gate.set()
+    assert done.wait(5)
+
+
+def test_elicitation_needs_protocol_2025_06_18():
+    srv = server()
+
+    @srv.tool
+    def ask(ctx: Context) -> str:
+        return ctx.elicit("name?")["action"]
+
+    with Client(srv, timeout=5, protocol_version=V2025_03,
+                elicitation=lambda params: {"action": "accept", "content": {}}) as client:
+        result = client.call_tool("ask")
+        assert result["isError"] is True and "2025-06-18" in result["content"][0]["text"]
+
+
+def test_sampling_with_tools_needs_protocol_2025_11_25():
+    srv = server()
+
+    @srv.tool
+    def ask(ctx: Context) -> str:
+        return ctx.sample("hi", tools=[{"name": "t", "inputSchema": {"type": "object"}}])["model"]
+
+    for version, ok in ((V2025_06, False), (V2025_11, True)):
+        with Client(srv, timeout=5, protocol_version=version,
+                    capabilities={"sampling": {"tools": {}}},
+                    sampling=lambda params: SAMPLING_ANSWER) as client:
+            result = client.call_tool("ask")
+            assert result["isError"] is not ok, result
+
+
+def test_frame_printer_forgets_requests_never_answered():
+    import io
+    printer = mcp_min.FramePrinter({"in": "<", "out": ">"}, io.StringIO(), colour=False)
+    for i in range(5000):
+        printer("out", json.dumps({"jsonrpc": "2.0", "id": i, "method": "ping"}).encode())
+    assert len(printer.methods) <= 4096
+    printer("in", b'{"jsonrpc":"2.0","id":4999,"result":{}}')
+    assert "response 4999 ping" in printer.stream.getvalue()

@@ -16,7 +16,7 @@ stream must still produce. Every line in between is checked against the promise:
   id is in the stream, since a cancelled request gets none);
 - unreadable input gets exactly one id-less error: -32700 for a line that is not JSON,
   -32600 for one that is not a valid message (its id, if readable, is echoed);
-- notifications and responses get nothing.
+- notifications and responses, valid or not, get nothing (an over-long one included).
 
 The expected replies come from an oracle below that follows the documented rules (README
 "Protocol behaviour"). A server that dies fails the example, and is restarted for the next.
@@ -27,6 +27,7 @@ machine); MCP_MIN_SLOW=1 runs many more examples (see README, "Reliability")."""
 
 import json
 import os
+import re
 import queue
 import sys
 import time
@@ -124,6 +125,8 @@ def expect_member(message, expected, position):
                 and isinstance(message.get("params"), dict)):
             expected.cancels.append((position, message["params"].get("requestId")))
         return None                               # a notification, valid or not: never answered
+    if "method" not in message and ("result" in message or "error" in message):
+        return None                               # a response, valid or not: never answered
     if message.get("jsonrpc") != "2.0" or ("method" in message and (
             not isinstance(message["method"], str)
             or ("params" in message and not isinstance(message["params"], dict)))):
@@ -144,13 +147,22 @@ def expect_member(message, expected, position):
         elif method == "initialize":
             code = -32600                         # already initialized (or inside a batch)
         return expected.request(rid, method, position, code)
-    if ("result" in message) != ("error" in message) and (
-            valid_id(rid) or ("error" in message and rid is None)):
-        return None                               # a response: never answered
     if valid_id(rid):
         return expected.request(rid, None, position, -32600)
     expected.idless[-32600] += 1
     return "idless"
+
+
+def long_line_is_request(raw, max_line):
+    """README "Protocol behaviour": an over-long line is answered unless its first and last
+    bytes show a response ("result" or "error", no "method") or a notification ("method",
+    no "id"). The server keeps the last 512 bytes, and the first 512 of its first read (of
+    max_line + 2 bytes)."""
+    head = raw[:min(512, max_line + 2)]
+    ends = head + b" " + raw[-512:]
+    if not re.search(rb'"method"\s*:', ends):
+        return not re.search(rb'"(result|error)"\s*:', head)
+    return bool(re.search(rb'"id"\s*:', ends))
 
 
 def expect_stream(data, session, max_line):
@@ -163,7 +175,7 @@ def expect_stream(data, session, max_line):
         if raw.endswith(b"\r"):
             raw = raw[:-1]
         if len(raw) > max_line:
-            expected.too_long += 1
+            expected.too_long += long_line_is_request(raw, max_line)
             continue
         if not raw.strip():
             continue                               # blank lines are ignored

@@ -382,6 +382,12 @@ def test_tool_result_structured_is_checked_against_the_declared_output_schema(sr
     assert 'n: expected integer, got string "five"' in text
 
 
+@pytest.mark.parametrize("name", ["declared_tool_result_unstructured", "declared_content_only"])
+def test_a_tool_with_an_output_schema_must_return_structured_content(srv, name):
+    """R5: with an outputSchema, structured results are a MUST; content alone is the mismatch."""
+    assert "no structured content" in error_text(call(srv, name))
+
+
 def test_tool_result_structured_dataclass_is_converted(srv):
     response = srv.request("tools/call", {"name": "tool_result_dataclass", "arguments": {}})
     assert "result" in response, response
@@ -585,6 +591,24 @@ def test_an_explicit_empty_name_is_refused():
         server.tool(noop, name="")
 
 
+def test_a_resource_decorator_without_its_uri_is_refused_with_the_fix():
+    server = mcp_min.Server("names")
+    with pytest.raises(TypeError, match="needs the URI first"):
+        @server.resource
+        def notes():
+            return "x"
+
+
+def test_a_callable_without_a_name_needs_one():
+    import functools
+    server = mcp_min.Server("names")
+    adder = functools.partial(lambda a, b: a + b, 1)
+    with pytest.raises(TypeError, match="pass name="):
+        server.tool(adder)
+    server.tool(adder, name="add_one")
+    assert list(server.tools) == ["add_one"]
+
+
 @pytest.mark.parametrize("name", ["files.delete-v2_final", "a", "x" * 128, "Get_User.v1", "a-b.c_d", "0",
                                   "...", "UPPER"])
 def test_valid_tool_names_pass(name):
@@ -633,6 +657,13 @@ def test_resource_entries(srv):
 ])
 def test_resource_read_mime_type_from_extension_or_value(srv, uri, contents):
     assert srv.result("resources/read", {"uri": uri}) == {"contents": [{"uri": uri, **contents}]}
+
+
+def test_a_resource_returning_a_non_resource_block_is_a_clear_error(srv):
+    response = srv.request("resources/read", {"uri": "test://data/text-block"})
+    assert response["error"]["code"] == -32603
+    assert "'text' content block" in response["error"]["message"]
+    assert "embedded_resource" in response["error"]["message"]
 
 
 def test_resource_template_entries(srv):

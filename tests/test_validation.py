@@ -303,6 +303,31 @@ def test_bind_reports_conversion_failures():
     def f(c: Checked): ...
     assert Signature(f).bind({"c": {"n": -1}}) == ({}, ["c: n must not be negative"])
 
+    @dataclasses.dataclass
+    class Strict:
+        n: int
+
+        def __post_init__(self):
+            raise LookupError("no such n")          # not a ValueError: still a problem, named
+
+    def g(s: Strict): ...
+    assert Signature(g).bind({"s": {"n": 1}}) == ({}, ["s: LookupError: no such n"])
+
+
+def test_string_arguments_are_parsed_for_any_non_string_type():
+    """Prompt arguments and URI variables always arrive as strings; Optional[int], a
+    Literal of ints and an IntEnum are parsed too, a str | int union is left as text."""
+    import mcp_min
+
+    class Size(enum.IntEnum):
+        S = 1
+        L = 3
+
+    def f(a: Optional[int] = None, b: Literal[1, 2] = 1, c: Size = Size.S, d: Union[str, int] = "x"): ...
+    entry = mcp_min.Prompt(f)
+    assert entry.bind_strings({"a": "5", "b": "2", "c": "3", "d": "7"}, "prompt") == \
+        {"a": 5, "b": 2, "c": Size.L, "d": "7"}
+
 
 def test_bind_parses_objects_and_arrays_sent_as_json_text():
     """Claude Desktop sends object and array arguments as strings holding JSON."""

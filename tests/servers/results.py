@@ -251,6 +251,16 @@ def declared_tool_result_bad() -> ToolResult:
     return ToolResult("five", structured={"n": "five"})
 
 
+@server.tool(output_schema=DECLARED)
+def declared_tool_result_unstructured() -> ToolResult:
+    return ToolResult("five")
+
+
+@server.tool(output_schema=DECLARED)
+def declared_content_only():
+    return text("five")
+
+
 @server.tool
 def tool_result_dataclass() -> ToolResult:
     return ToolResult("a point", structured=Point(1, 2))
@@ -437,6 +447,11 @@ def raw_blob() -> bytes:
 @server.resource("test://data/state")
 def state() -> dict:
     return {"ok": True}
+
+
+@server.resource("test://data/text-block")
+def text_block_resource():
+    return text("a text block is not a resource's contents")
 
 
 @server.resource("test://data/list")
