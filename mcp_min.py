@@ -2266,7 +2266,10 @@ class Server:
                     name = self.forward_logging if isinstance(self.forward_logging, str) else None
                     logger = logging.getLogger(name)
                     if not logger.handlers and name is None:   # keep stderr logging as it was
-                        logger.addHandler(logging.StreamHandler(sys.stderr))  # (lastResort's)
+                        stderr = logging.StreamHandler(sys.stderr)          # (lastResort's),
+                        stderr.addFilter(lambda r: not (r.name.startswith("mcp_min") and
+                                                        logging.getLogger("mcp_min").handlers))
+                        logger.addHandler(stderr)       # but not twice for our own records
                     logger.addHandler(client_log_handler())
         session = Session(self, write_fd, trace)
         rfile = open(read_fd, "rb", buffering=1 << 16, closefd=False)
