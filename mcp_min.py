@@ -2313,6 +2313,7 @@ class Server:
         read_fd, write_fd = claim_stdio()
         if threading.current_thread() is threading.main_thread():
             import signal
+            _signals.clear()
             signal.signal(signal.SIGTERM, _stop_on_signal)
             if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
                 signal.signal(signal.SIGINT, _stop_on_signal)
