@@ -266,6 +266,10 @@ class LineTooLong:
     def kind(self):
         """Best effort: "request", "notification" or "response", from the bytes we kept."""
         ends = self.head + b" " + self.tail
+        first = re.match(rb'\s*\{(?:\s*"(?:jsonrpc|id)"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,)*\s*"(\w+)"\s*:',
+                         self.head)            # the first key after "jsonrpc" and "id"
+        if first and first[1] in (b"result", b"error"):
+            return "response"
         if not re.search(rb'"method"\s*:', ends):
             return "response" if re.search(rb'"(result|error)"\s*:', self.head) else "request"
         return "request" if re.search(rb'"id"\s*:', ends) else "notification"
@@ -465,6 +469,9 @@ class Peer:
                 return False
             if self.trace:
                 self.trace("out", frame)
+            on_main = _thread.get_ident() == _MAIN_THREAD
+            if on_main:                       # SIGTERM now would cut the frame: see _stop_on_signal
+                _signals["writing"] = True
             try:
                 write_all(self.write_fd, frame)
             except (BrokenPipeError, ConnectionResetError, ValueError, OSError) as e:
@@ -472,6 +479,10 @@ class Peer:
                 log.debug("wire closed while writing: %s", e)
                 self.on_closed()
                 return False
+            finally:
+                if on_main:
+                    _signals["writing"] = False
+                    _signals["writes"] = _signals.get("writes", 0) + 1
         return True
 
     def send(self, message):
@@ -533,18 +544,8 @@ class Peer:
     # -- reading ---------------------------------------------------------------------------
     def read_loop(self, rfile, max_line_bytes):
         """Read and handle lines until end of input (or the wire closes)."""
-        lines = read_lines(rfile, max_line_bytes)
-        signals = _signals if threading.current_thread() is threading.main_thread() else {}
-        while True:
-            signals["reading"] = True         # SIGTERM may interrupt us only while we wait
-            if signals.get("stop"):
-                raise _Stop()
-            try:
-                line = next(lines, None)
-            finally:
-                signals["reading"] = False
-            if line is None:
-                return
+        on_main = _thread.get_ident() == _MAIN_THREAD
+        for line in read_lines(rfile, max_line_bytes):
             if isinstance(line, LineTooLong):
                 if self.trace:
                     self.trace("in", line.head + b"..." + line.tail)
@@ -557,6 +558,8 @@ class Peer:
                 self.handle_line(line)
             if self.closed:
                 break
+            if on_main and _signals.get("stop"):      # a signal came while we wrote a frame
+                raise _Stop()
 
     def handle_line(self, line):
         if line.isspace():                    # blank lines carry no message: skip them
@@ -2314,6 +2317,7 @@ class Server:
         if threading.current_thread() is threading.main_thread():
             import signal
             _signals.clear()
+            _signals["grace"] = self.grace_period
             signal.signal(signal.SIGTERM, _stop_on_signal)
             if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
                 signal.signal(signal.SIGINT, _stop_on_signal)
@@ -2352,15 +2356,26 @@ class _Stop(BaseException):
     A BaseException, so no handler's ``except Exception`` swallows it."""
 
 
-_signals = {}        # the main thread's reader: "reading" while blocked on input, "stop" wanted
+_MAIN_THREAD = threading.main_thread().ident
+_signals = {}        # "stop": the signal; "count"; "writing": the main thread writes a frame
 
 
 def _stop_on_signal(signum, frame):
-    # Raising at an arbitrary point could cut a frame in half mid-write; so interrupt only a
-    # blocked read, and otherwise leave a note that the reader checks before its next read.
-    _signals["stop"] = signum
-    if _signals.get("reading"):
+    # Raised in the middle of a write, _Stop would leave half a frame on the wire. So while
+    # the main thread writes, the reader stops before its next line instead; and if the write
+    # is still stuck after the grace period (the client reads nothing), or a second signal
+    # comes, stop anyway: then there is nobody to read the rest.
+    _signals["stop"], _signals["count"] = signum, _signals.get("count", 0) + 1
+    if not _signals.get("writing") or _signals["count"] > 1:
         raise _Stop()
+    _thread.start_new_thread(_stop_if_stuck, (_signals.get("writes"),))
+
+
+def _stop_if_stuck(writes):
+    time.sleep(_signals.get("grace", 5.0))
+    if _signals.get("writing") and _signals.get("writes") == writes:    # the same write
+        import signal
+        signal.pthread_kill(_MAIN_THREAD, signal.SIGTERM)
 
 
 # ============================================================================================
@@ -2496,7 +2511,9 @@ class Session(Peer):
             frame = encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
         except Cancelled as e:                # silent only if the client cancelled it (§9)
             frame = None if ctx.cancelled else self.encode_error(rid, INTERNAL_ERROR, f"Cancelled: {e}")
-        except _Stop:
+        except _Stop:                         # an inline handler, stopped by a signal
+            with self.lock:
+                self.running.pop(rid, None)
             raise
         except JSONRPCError as e:
             frame = self.encode_error(rid, e.code, e.message, e.data)
@@ -2649,7 +2666,10 @@ class Client(Peer):
             try:
                 self.initialize()
             except BaseException:
-                self.close(timeout=1.0)          # don't leave a server process behind
+                try:
+                    self.close(timeout=1.0)      # don't leave a server process behind
+                except Exception:
+                    pass
                 raise
 
     def _read(self, rfile):
@@ -2692,7 +2712,11 @@ class Client(Peer):
                 self.process.wait(timeout)
             except Exception:
                 self.process.terminate()
-                self.process.wait(timeout)
+                try:
+                    self.process.wait(timeout)
+                except Exception:
+                    self.process.kill()
+                    self.process.wait()
             self.process.stdout.close()
         elif self.server_thread is not None:
             self.server_thread.join(timeout)

@@ -210,6 +210,21 @@ def test_a_call_that_never_finishes_does_not_outlive_the_grace_period(spawn):
     assert_clean_lifespan(stderr_when(wire, "lifespan: stop"))
 
 
+def test_sigterm_during_the_grace_period_after_eof_ends_it(spawn):
+    """The SDK clients close stdin, wait 2 s, then send SIGTERM (and SIGKILL at about 4 s):
+    the SIGTERM must end the grace period at once, so the lifespan still shuts down."""
+    wire = spawn("everything.py", env={"EVERYTHING_GRACE": "20"})
+    wire.initialize()
+    in_flight(wire, "forever", arguments={"ms": 60_000})
+    wire.close_stdin()
+    time.sleep(0.5)                                    # now in the 20 s grace period
+    start = time.monotonic()
+    wire.proc.send_signal(signal.SIGTERM)
+    assert wire.wait(10) == 0
+    assert time.monotonic() - start < 4
+    assert_clean_lifespan(stderr_when(wire, "lifespan: stop"))
+
+
 def test_sigterm_mid_call_writes_the_reply_and_exits_0(spawn):
     wire = spawn("everything.py")
     wire.initialize()
@@ -323,7 +338,7 @@ BIG_LIST_SERVER = """
 import sys
 sys.path.insert(0, {root!r})
 from mcp_min import Server
-server = Server("big-list")
+server = Server("big-list", grace_period={grace})
 
 @server.tool(description="d" * 2_000_000)
 def wordy() -> str:
@@ -333,15 +348,42 @@ server.run()
 """
 
 
+def start_big_list(tmp_path, grace=5.0):
+    script = tmp_path / "big_list.py"
+    script.write_text(BIG_LIST_SERVER.format(root=str(SERVERS.parent.parent), grace=grace))
+    return subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def test_sigterm_while_the_reader_is_stuck_writing_to_a_client_that_reads_nothing(tmp_path):
+    """The other side of waiting for the whole line: if the client never reads, the server
+    still stops once the grace period (1 s here) is over, rather than hang on its write."""
+    proc = start_big_list(tmp_path, grace=1.0)
+    try:
+        proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                      "params": INIT_PARAMS}) + "\n").encode())
+        proc.stdin.write(b'{"jsonrpc":"2.0","id":"list","method":"tools/list"}\n' * 3)
+        proc.stdin.flush()
+        time.sleep(0.5)                 # blocked in write(): nobody reads stdout
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+        assert 0.8 < time.monotonic() - start < 6
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            stream.close()
+
+
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 0), (signal.SIGINT, 130)])
 def test_T4_signal_while_the_reader_writes_a_reply_waits_for_the_whole_line(tmp_path, signum, code):
     """tools/list is answered by the reader (the main thread, where signal handlers run). A
     signal arriving while that 2 MB reply is blocked on a full pipe must not cut it short: the
     handler only interrupts a blocked read, so the line is finished, then the server stops."""
     script = tmp_path / "big_list.py"
-    script.write_text(BIG_LIST_SERVER.format(root=str(SERVERS.parent.parent)))
-    proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = start_big_list(tmp_path)
     try:
         proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
                                       "params": INIT_PARAMS}) + "\n").encode())

@@ -818,6 +818,21 @@ def test_an_over_long_response_fails_its_request_and_is_never_answered(spawn):
     assert ping_ok(w) == []                             # an over-long notification: no reply
 
 
+def test_an_over_long_response_is_known_by_its_first_key_whatever_it_holds(spawn):
+    """A response whose result holds a "method" key is still a response: its first key
+    after "jsonrpc" and "id" is "result". It must fail the request, never be answered."""
+    w = spawn("everything.py", env={"EVERYTHING_MAX_LINE": "1000"})
+    initialize(w, capabilities={"sampling": {}})
+    rid = send_call(w, "ask_model", {"question": "2+2?"})
+    outbound, _ = read_until(w, is_request("sampling/createMessage"))
+    w.send(b'{"jsonrpc":"2.0","id":' + json.dumps(outbound["id"]).encode()
+           + b',"result":{"method":"card","pad":"' + b"p" * 5000 + b'"}}\n')
+    response, before = read_until(w, is_response(rid), timeout=3)
+    assert before == []
+    assert response["result"]["isError"] is True and "too large" in tool_text(response)
+    assert ping_ok(w) == []
+
+
 def test_outbound_ids_unique_and_answered_out_of_order(spawn):
     """B4 + the pending table: two concurrent sampling requests get distinct ids; answered in
     reverse order, each tool still gets its own answer."""
@@ -1272,6 +1287,24 @@ def test_a_client_whose_handshake_fails_stops_its_server(monkeypatch):
     with pytest.raises(TimeoutError):
         Client(silent, timeout=0.3)
     assert started[0].wait(5) == 0                       # its stdin was closed: it ended
+
+
+def test_a_failed_handshake_raises_its_own_error_even_if_the_server_ignores_sigterm(monkeypatch):
+    """close() escalates to SIGKILL; the caller still gets the TimeoutError of the handshake."""
+    import subprocess
+    import sys
+    stubborn = [sys.executable, "-c", "import signal, time; "
+                "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"]
+    started = []
+    real_popen = subprocess.Popen
+
+    def popen(*args, **kwargs):
+        started.append(real_popen(*args, **kwargs))
+        return started[-1]
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    with pytest.raises(TimeoutError):
+        Client(stubborn, timeout=0.3)
+    assert started[0].poll() is not None                  # killed, not left behind
 
 
 def test_worker_pool_survives_a_thread_that_cannot_start(monkeypatch):

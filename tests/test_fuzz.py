@@ -155,11 +155,14 @@ def expect_member(message, expected, position):
 
 def long_line_is_request(raw, max_line):
     """README "Protocol behaviour": an over-long line is answered unless its first and last
-    bytes show a response ("result" or "error", no "method") or a notification ("method",
-    no "id"). The server keeps the last 512 bytes, and the first 512 of its first read (of
-    max_line + 2 bytes)."""
+    bytes show a response (its first key after "jsonrpc" and "id" is "result" or "error", or
+    "result"/"error" and no "method") or a notification ("method", no "id"). The server
+    keeps the last 512 bytes, and the first 512 of its first read (of max_line + 2 bytes)."""
     head = raw[:min(512, max_line + 2)]
     ends = head + b" " + raw[-512:]
+    first = re.match(rb'\s*\{(?:\s*"(?:jsonrpc|id)"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,)*\s*"(\w+)"\s*:', head)
+    if first and first[1] in (b"result", b"error"):
+        return False                              # a response, by its first key
     if not re.search(rb'"method"\s*:', ends):
         return not re.search(rb'"(result|error)"\s*:', head)
     return bool(re.search(rb'"id"\s*:', ends))
