@@ -348,6 +348,14 @@ server.run()
 """
 
 
+def stop(proc):
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        stream.close()
+
+
 def start_big_list(tmp_path, grace=5.0):
     script = tmp_path / "big_list.py"
     script.write_text(BIG_LIST_SERVER.format(root=str(SERVERS.parent.parent), grace=grace))
@@ -370,19 +378,14 @@ def test_sigterm_while_the_reader_is_stuck_writing_to_a_client_that_reads_nothin
         assert proc.wait(10) == 0
         assert 0.8 < time.monotonic() - start < 6
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            stream.close()
+        stop(proc)
 
 
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 0), (signal.SIGINT, 130)])
 def test_T4_signal_while_the_reader_writes_a_reply_waits_for_the_whole_line(tmp_path, signum, code):
     """tools/list is answered by the reader (the main thread, where signal handlers run). A
     signal arriving while that 2 MB reply is blocked on a full pipe must not cut it short: the
-    handler only interrupts a blocked read, so the line is finished, then the server stops."""
-    script = tmp_path / "big_list.py"
+    handler lets the line be finished, then the server stops before reading another."""
     proc = start_big_list(tmp_path)
     try:
         proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -401,11 +404,7 @@ def test_T4_signal_while_the_reader_writes_a_reply_waits_for_the_whole_line(tmp_
         assert proc.wait(10) == code
         assert b"Traceback" not in proc.stderr.read()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            stream.close()
+        stop(proc)
 
 
 # ============================================================================================

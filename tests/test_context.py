@@ -1274,34 +1274,30 @@ def test_the_client_leaves_the_callers_capabilities_alone():
     assert capabilities == {"roots": {}}
 
 
-def test_a_client_whose_handshake_fails_stops_its_server(monkeypatch):
+@pytest.fixture
+def started(monkeypatch):
+    """The processes subprocess.Popen starts during the test."""
     import subprocess
-    started = []
-    real_popen = subprocess.Popen
+    processes, real_popen = [], subprocess.Popen
 
     def popen(*args, **kwargs):
-        started.append(real_popen(*args, **kwargs))
-        return started[-1]
+        processes.append(real_popen(*args, **kwargs))
+        return processes[-1]
     monkeypatch.setattr(subprocess, "Popen", popen)
+    return processes
+
+
+def test_a_client_whose_handshake_fails_stops_its_server(started):
     silent = [__import__("sys").executable, "-c", "import sys; sys.stdin.read()"]
     with pytest.raises(TimeoutError):
         Client(silent, timeout=0.3)
     assert started[0].wait(5) == 0                       # its stdin was closed: it ended
 
 
-def test_a_failed_handshake_raises_its_own_error_even_if_the_server_ignores_sigterm(monkeypatch):
+def test_a_failed_handshake_raises_its_own_error_even_if_the_server_ignores_sigterm(started):
     """close() escalates to SIGKILL; the caller still gets the TimeoutError of the handshake."""
-    import subprocess
-    import sys
-    stubborn = [sys.executable, "-c", "import signal, time; "
+    stubborn = [__import__("sys").executable, "-c", "import signal, time; "
                 "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"]
-    started = []
-    real_popen = subprocess.Popen
-
-    def popen(*args, **kwargs):
-        started.append(real_popen(*args, **kwargs))
-        return started[-1]
-    monkeypatch.setattr(subprocess, "Popen", popen)
     with pytest.raises(TimeoutError):
         Client(stubborn, timeout=0.3)
     assert started[0].poll() is not None                  # killed, not left behind
