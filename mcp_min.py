@@ -469,9 +469,7 @@ class Peer:
                 return False
             if self.trace:
                 self.trace("out", frame)
-            on_main = _thread.get_ident() == _MAIN_THREAD
-            if on_main:                       # SIGTERM now would cut the frame: see _stop_on_signal
-                _signals["writing"] = True
+            held = _hold_signals()            # SIGTERM now would cut the frame in half
             try:
                 write_all(self.write_fd, frame)
             except (BrokenPipeError, ConnectionResetError, ValueError, OSError) as e:
@@ -480,9 +478,7 @@ class Peer:
                 self.on_closed()
                 return False
             finally:
-                if on_main:
-                    _signals["writing"] = False
-                    _signals["writes"] = _signals.get("writes", 0) + 1
+                _release_signals(held)
         return True
 
     def send(self, message):
@@ -558,7 +554,7 @@ class Peer:
                 self.handle_line(line)
             if self.closed:
                 break
-            if on_main and _signals.get("stop"):      # a signal came while we wrote a frame
+            if on_main and "stop" in _signals:        # a signal came while we wrote a frame
                 raise _Stop()
 
     def handle_line(self, line):
@@ -2281,14 +2277,19 @@ class Server:
         try:
             session.serve(rfile)
         finally:
-            self.sessions.discard(session)
-            self._exit_lifespan()
-            # Close the wire between frames: a reply being written now is finished first
-            # (unless the client stopped reading), no later one starts, none is cut in half.
-            got = session.write_lock.acquire(timeout=self.grace_period)
-            session.closed = True
-            if got:
-                session.write_lock.release()
+            held = _hold_signals()            # a signal now waits for the shutdown to finish
+            try:
+                self.sessions.discard(session)
+                self._exit_lifespan()
+                # Close the wire between frames: a reply being written now is finished first
+                # (within the grace period), no later one starts, none is cut in half.
+                left = session.deadline - time.monotonic() if session.deadline else self.grace_period
+                got = session.write_lock.acquire(timeout=max(0.0, left))
+                session.closed = True
+                if got:
+                    session.write_lock.release()
+            finally:
+                _release_signals(held)
         return session
 
     def _enter_lifespan(self):
@@ -2331,6 +2332,9 @@ class Server:
             code = 130
         if _signals.get("stop") == 2:         # SIGINT: exit as an interrupted program does
             code = 130
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)   # a late signal must not turn a
+            signal.signal(signal.SIGINT, signal.SIG_IGN)    # clean exit into death by signal
         sys.exit(code)
 
 
@@ -2357,25 +2361,45 @@ class _Stop(BaseException):
 
 
 _MAIN_THREAD = threading.main_thread().ident
-_signals = {}        # "stop": the signal; "count"; "writing": the main thread writes a frame
+_signals = {}   # "stop": the first signal; "held": sections open where one must wait; "since"
 
 
 def _stop_on_signal(signum, frame):
-    # Raised in the middle of a write, _Stop would leave half a frame on the wire. So while
-    # the main thread writes, the reader stops before its next line instead; and if the write
-    # is still stuck after the grace period (the client reads nothing), or a second signal
-    # comes, stop anyway: then there is nobody to read the rest.
-    _signals["stop"], _signals["count"] = signum, _signals.get("count", 0) + 1
-    if not _signals.get("writing") or _signals["count"] > 1:
+    # Raised in the middle of a write, _Stop would leave half a frame on the wire; raised in
+    # the lifespan's shutdown, it would skip the rest of it. So in such sections the signal
+    # waits: the reader stops before its next line. A section still open a grace period
+    # later (a client that reads nothing, a shutdown that hangs) is then cut short.
+    _signals.setdefault("stop", signum)       # the first decides the exit code
+    if not _signals.get("held") or _signals.get("force"):
         raise _Stop()
-    _thread.start_new_thread(_stop_if_stuck, (_signals.get("writes"),))
+    if "at" not in _signals:
+        _signals["at"] = time.monotonic()
+        _thread.start_new_thread(_stop_if_stuck, ())
 
 
-def _stop_if_stuck(writes):
-    time.sleep(_signals.get("grace", 5.0))
-    if _signals.get("writing") and _signals.get("writes") == writes:    # the same write
-        import signal
-        signal.pthread_kill(_MAIN_THREAD, signal.SIGTERM)
+def _stop_if_stuck():
+    grace = _signals.get("grace", 5.0)
+    while not (_signals.get("held") and
+               time.monotonic() - max(_signals["at"], _signals["since"]) > grace):
+        time.sleep(0.05)
+    import signal
+    _signals["force"] = True
+    signal.pthread_kill(_MAIN_THREAD, signal.SIGTERM)
+
+
+def _hold_signals():
+    """Open a section (on the main thread) that a stop signal must wait for."""
+    if _thread.get_ident() != _MAIN_THREAD:
+        return False
+    if not _signals.get("held"):
+        _signals["since"] = time.monotonic()
+    _signals["held"] = _signals.get("held", 0) + 1
+    return True
+
+
+def _release_signals(held):
+    if held:
+        _signals["held"] -= 1
 
 
 # ============================================================================================
@@ -2443,6 +2467,7 @@ class Session(Peer):
         self.subscriptions = set()
         self.roots, self.roots_generation = None, 0     # cached roots/list result
         self.running = {}                   # request id -> Context
+        self.deadline = None                # end of the grace period, once input has ended
         self.lock = threading.Lock()        # guards running, and orders progress before replies
 
     # -- dispatch ------------------------------------------------------------------------------
@@ -2588,7 +2613,7 @@ class Session(Peer):
         """End of input: no answers can come back for our own requests; give in-flight
         calls ``grace_period`` seconds to finish and write their replies."""
         self.fail_pending(ConnectionError("the client closed the connection"))
-        deadline = time.monotonic() + self.server.grace_period
+        deadline = self.deadline = time.monotonic() + self.server.grace_period
         while self.running and not self.closed and time.monotonic() < deadline:
             time.sleep(0.01)
         if self.running and not self.closed:

@@ -7,6 +7,7 @@ Everything here drives tests/servers/everything.py as a subprocess; its lifespan
 "lifespan: start" / "lifespan: stop" to stderr."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -225,6 +226,75 @@ def test_sigterm_during_the_grace_period_after_eof_ends_it(spawn):
     assert_clean_lifespan(stderr_when(wire, "lifespan: stop"))
 
 
+SLOW_SHUTDOWN_SERVER = """
+import sys, time
+from contextlib import contextmanager
+sys.path.insert(0, {root!r})
+from mcp_min import Server
+
+@contextmanager
+def lifespan(server):
+    yield
+    time.sleep(0.5)                       # a shutdown that takes a while
+    print("lifespan: stop", file=sys.stderr, flush=True)
+
+Server("slow-shutdown", lifespan=lifespan).run()
+"""
+
+
+@pytest.mark.parametrize("first", ["eof", "sigterm"])
+def test_a_signal_during_the_lifespan_shutdown_lets_it_finish(tmp_path, first):
+    """Clients close stdin (or send SIGTERM) and send SIGTERM soon after: the shutdown half of
+    the lifespan, already running, is not cut short."""
+    script = tmp_path / "slow_shutdown.py"
+    script.write_text(SLOW_SHUTDOWN_SERVER.format(root=str(SERVERS.parent.parent)))
+    proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                      "params": INIT_PARAMS}) + "\n").encode())
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 0
+        if first == "eof":
+            proc.stdin.close()
+        else:
+            proc.send_signal(signal.SIGTERM)
+        time.sleep(0.2)                                  # the shutdown is under way
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+        assert b"lifespan: stop" in proc.stderr.read()
+    finally:
+        stop(proc)
+
+
+def test_a_worker_stuck_writing_delays_exit_by_one_grace_period_not_two():
+    """A worker blocked writing to a client that reads nothing: end of input, then the grace
+    period (2 s) covers both the calls and the last write, once."""
+    proc = start_raw(env={"EVERYTHING_GRACE": "2"})
+    try:                                                 # and we read nothing from now on
+        proc.stdin.write((json.dumps(call("big", "big", {"size": 5_000_000})) + "\n").encode())
+        proc.stdin.flush()
+        time.sleep(0.3)
+        start = time.monotonic()
+        proc.stdin.close()
+        assert proc.wait(10) == 0
+        assert time.monotonic() - start < 3.5
+    finally:
+        stop(proc)
+
+
+def test_a_second_signal_just_after_the_first_still_exits_cleanly(spawn):
+    """Two SIGTERMs a few milliseconds apart: exit 0, not death by the second signal."""
+    for _ in range(5):
+        wire = spawn("everything.py")
+        wire.initialize()
+        wire.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.003)
+        wire.proc.send_signal(signal.SIGTERM)
+        assert wire.wait(10) == 0
+        assert_clean_lifespan(stderr_when(wire, "lifespan: stop"))
+
+
 def test_sigterm_mid_call_writes_the_reply_and_exits_0(spawn):
     wire = spawn("everything.py")
     wire.initialize()
@@ -363,9 +433,11 @@ def start_big_list(tmp_path, grace=5.0):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
-def test_sigterm_while_the_reader_is_stuck_writing_to_a_client_that_reads_nothing(tmp_path):
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 0), (signal.SIGINT, 130)])
+def test_a_signal_while_the_reader_is_stuck_writing_to_a_client_that_reads_nothing(tmp_path, signum, code):
     """The other side of waiting for the whole line: if the client never reads, the server
-    still stops once the grace period (1 s here) is over, rather than hang on its write."""
+    still stops once the grace period (1 s here) is over, rather than hang on its write, and
+    exits as the signal says."""
     proc = start_big_list(tmp_path, grace=1.0)
     try:
         proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -374,8 +446,8 @@ def test_sigterm_while_the_reader_is_stuck_writing_to_a_client_that_reads_nothin
         proc.stdin.flush()
         time.sleep(0.5)                 # blocked in write(): nobody reads stdout
         start = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(10) == 0
+        proc.send_signal(signum)
+        assert proc.wait(10) == code
         assert 0.8 < time.monotonic() - start < 6
     finally:
         stop(proc)
@@ -411,10 +483,11 @@ def test_T4_signal_while_the_reader_writes_a_reply_waits_for_the_whole_line(tmp_
 # The client closes our stdout (T10 the other way round)
 # ============================================================================================
 
-def start_raw():
+def start_raw(env=None):
     """A server whose stdout we can close without a reader thread in the way."""
     proc = subprocess.Popen([sys.executable, str(SERVERS / "everything.py")], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, **(env or {})})
     proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
                                   "params": INIT_PARAMS}) + "\n").encode())
     proc.stdin.flush()
