@@ -7,6 +7,7 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -77,7 +78,20 @@ class Wire:
 
     def recv(self, timeout=10):
         """The next line, parsed; every line on stdout must be one JSON-RPC message (T2, T4)."""
-        line = self.recv_raw(timeout)
+        return self.parse(self.recv_raw(timeout))
+
+    def rest_of_stdout(self, timeout=15):
+        """Every message still to come, in order, until the server closes stdout."""
+        messages, deadline = [], time.monotonic() + timeout
+        while True:
+            line = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            if line is None:
+                self.lines.put(None)
+                return messages
+            messages.append(self.parse(line))
+
+    @staticmethod
+    def parse(line):
         assert line.endswith(b"\n") and b"\n" not in line[:-1], line[:200]
         message = json.loads(line)
         items = message if isinstance(message, list) else [message]

@@ -104,19 +104,6 @@ def send_in_background(wire, data):
     return thread, errors
 
 
-def stdout_until_closed(wire, timeout=15):
-    """Every remaining stdout line (each checked to be one JSON-RPC message) until EOF."""
-    messages = []
-    deadline = time.monotonic() + timeout
-    while True:
-        raw = wire.lines.get(timeout=max(0.01, deadline - time.monotonic()))
-        if raw is None:
-            wire.lines.put(None)
-            return messages
-        wire.lines.put(raw)
-        messages.append(wire.recv())
-
-
 def settled_stderr(wire, timeout=5):
     """The server's stderr once the process has exited and the pipe has gone quiet."""
     wire.wait(timeout)
@@ -267,7 +254,7 @@ def test_last_line_without_a_newline_is_still_handled_at_eof(spawn, last_line, e
     wire = faults(spawn)
     wire.send(last_line)
     wire.close_stdin()
-    messages = stdout_until_closed(wire)
+    messages = wire.rest_of_stdout()
     assert wire.wait(10) == 0
     assert len(messages) == 1, messages
     reply = messages[0]
@@ -420,7 +407,7 @@ def test_os_write_to_fd1_never_reaches_the_wire(spawn):
         assert text_of(wire.request("tools/call", {"name": "write_fd1", "arguments": {"size": 200_000}})) == "wrote"
         assert_alive(wire)
     wire.close_stdin()
-    assert stdout_until_closed(wire) == []
+    assert wire.rest_of_stdout() == []
     assert wire.wait(10) == 0
     stderr = settled_stderr(wire)
     assert stderr.count("fd1-noise:") == 3 and stderr.count("print-noise") == 3, stderr[-500:]
@@ -437,7 +424,7 @@ def test_child_processes_that_print_never_reach_the_wire(spawn):
         assert_alive(wire)
         time.sleep(0.02)
     wire.close_stdin()
-    assert stdout_until_closed(wire) == []
+    assert wire.rest_of_stdout() == []
     assert wire.wait(10) == 0
     stderr = settled_stderr(wire)
     assert "child-noise" in stderr and "shell-noise" in stderr and "late-child-noise 19" in stderr
@@ -457,7 +444,7 @@ def test_a_tool_that_never_returns(spawn):
     assert_alive(wire)
     wire.close_stdin()
     start = time.monotonic()
-    assert stdout_until_closed(wire) == []          # neither hung call is ever answered
+    assert wire.rest_of_stdout() == []          # neither hung call is ever answered
     assert wire.wait(10) == 0
     assert time.monotonic() - start < 4.5
     stderr = settled_stderr(wire)
@@ -683,7 +670,7 @@ def test_eof_mid_call_writes_the_in_flight_replies_and_exits_0(spawn):
     wire.send(ping("p"))
     assert wire.recv()["id"] == "p"
     wire.close_stdin()
-    messages = stdout_until_closed(wire)
+    messages = wire.rest_of_stdout()
     assert wire.wait(10) == 0
     assert sorted(m["id"] for m in messages) == ["a", "b", "c"]
     assert len(text_of([m for m in messages if m["id"] == "c"][0])) == 3 * MIB
@@ -697,7 +684,7 @@ def test_sigterm_mid_call_writes_the_in_flight_replies_and_exits_0(spawn):
     wire.send(ping("p"))
     assert wire.recv()["id"] == "p"
     wire.proc.send_signal(signal.SIGTERM)
-    messages = stdout_until_closed(wire)
+    messages = wire.rest_of_stdout()
     assert wire.wait(10) == 0
     assert sorted(m["id"] for m in messages) == ["a", "b"]
     assert_no_traceback(settled_stderr(wire))

@@ -39,18 +39,6 @@ def collect(wire, count, timeout=10):
     return [wire.recv(timeout) for _ in range(count)]
 
 
-def rest_of_stdout(wire, timeout=10):
-    """Every line still to come until the server closes stdout."""
-    lines = []
-    deadline = time.monotonic() + timeout
-    while True:
-        line = wire.lines.get(timeout=max(0.01, deadline - time.monotonic()))
-        if line is None:
-            wire.lines.put(None)
-            return lines
-        lines.append(json.loads(line))
-
-
 def stderr_when(wire, needle, timeout=5):
     """The server's stderr once it contains ``needle`` (it is read by a pump thread)."""
     deadline = time.monotonic() + timeout
@@ -170,7 +158,7 @@ def test_eof_lets_in_flight_calls_finish_and_exits_0(spawn):
     wire.send(ping("last"))
     wire.close_stdin()
     start = time.monotonic()
-    messages = rest_of_stdout(wire)
+    messages = wire.rest_of_stdout()
     assert wire.wait(10) == 0
     assert time.monotonic() - start < 4.5
     ids = [m["id"] for m in messages]
@@ -186,7 +174,7 @@ def test_eof_when_idle_exits_promptly(spawn):
     wire.close_stdin()
     assert wire.wait(10) == 0
     assert time.monotonic() - start < 4
-    assert rest_of_stdout(wire) == []
+    assert wire.rest_of_stdout() == []
     assert_clean_lifespan(stderr_when(wire, "lifespan: stop"))
 
 
@@ -207,7 +195,7 @@ def test_a_call_that_never_finishes_does_not_outlive_the_grace_period(spawn):
     elapsed = time.monotonic() - start
     assert elapsed < 4.5, f"exited {elapsed:.2f} s after EOF with a 0.5 s grace period"
     assert code == 0
-    assert rest_of_stdout(wire) == []                  # no reply was invented for it
+    assert wire.rest_of_stdout() == []                  # no reply was invented for it
     assert_clean_lifespan(stderr_when(wire, "lifespan: stop"))
 
 
@@ -300,7 +288,7 @@ def test_sigterm_mid_call_writes_the_reply_and_exits_0(spawn):
     wire.initialize()
     in_flight(wire, "mid", arguments={"ms": 250})
     wire.proc.send_signal(signal.SIGTERM)
-    messages = rest_of_stdout(wire)
+    messages = wire.rest_of_stdout()
     assert wire.wait(10) == 0
     assert [m["id"] for m in messages] == ["mid"] and text_of(messages[0]) == "woke"
     assert_clean_lifespan(stderr_when(wire, "lifespan: stop"))
@@ -355,7 +343,7 @@ def test_sigint_mid_short_call_still_writes_its_reply(spawn):
     wire.initialize()
     in_flight(wire, "short", arguments={"ms": 200})
     wire.proc.send_signal(signal.SIGINT)
-    messages = rest_of_stdout(wire)
+    messages = wire.rest_of_stdout()
     assert wire.wait(10) == 130
     assert [m["id"] for m in messages] == ["short"]
     assert_clean_lifespan(stderr_when(wire, "lifespan: stop"))
