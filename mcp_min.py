@@ -175,12 +175,6 @@ class JSONRPCError(Exception):
         super().__init__(message)
         self.code, self.message, self.data = code, message, data
 
-    def to_dict(self):
-        error = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
-
 
 class ToolError(Exception):
     """Raise in a tool to report a failure the model should see (an ``isError`` result)."""
@@ -349,11 +343,16 @@ def error_response(request_id, code, message, data=None):
 
 def classify(message):
     """Return "request", "notification" or "response", or raise JSONRPCError(INVALID_REQUEST)
-    saying what is wrong. The error's ``data`` holds the id when it is readable."""
+    saying what is wrong. The error's ``data`` holds the id when it is readable, and "kind":
+    what the message meant to be, if that much is clear."""
     if not isinstance(message, dict):
-        raise JSONRPCError(INVALID_REQUEST, "Invalid Request: a message must be a JSON object")
+        raise JSONRPCError(INVALID_REQUEST, "Invalid Request: a message must be a JSON object", {})
     rid = message.get("id")
-    data = {"id": rid} if valid_id(rid) else None
+    if "method" in message:
+        kind = "request" if "id" in message else "notification"
+    else:
+        kind = "response" if "result" in message or "error" in message else None
+    data = {"id": rid, "kind": kind} if valid_id(rid) else {"kind": kind}
     if message.get("jsonrpc") != "2.0":
         raise JSONRPCError(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', data)
     if "method" in message:
@@ -361,13 +360,11 @@ def classify(message):
             raise JSONRPCError(INVALID_REQUEST, 'Invalid Request: "method" must be a string', data)
         if "params" in message and not isinstance(message["params"], dict):
             raise JSONRPCError(INVALID_REQUEST, 'Invalid Request: "params" must be an object', data)
-        if "id" not in message:
-            return "notification"
-        if data is None:
+        if kind == "request" and not valid_id(rid):
             raise JSONRPCError(INVALID_REQUEST,
                                'Invalid Request: "id" must be a string or an integer (not null, '
-                               'a boolean, a float or an object)')
-        return "request"
+                               'a boolean, a float or an object)', data)
+        return kind
     if ("result" in message) != ("error" in message) and (
             valid_id(rid) or "error" in message and rid is None):   # an error may lack the id (G7)
         return "response"
@@ -465,7 +462,7 @@ class Peer:
         if self.closed:
             return False
         with self.write_lock:
-            if self.closed:                   # checked again: drain() closes under this lock
+            if self.closed:                   # checked again: the wire is closed under this lock
                 return False
             if self.trace:
                 self.trace("out", frame)
@@ -592,17 +589,15 @@ class Peer:
         try:
             kind = classify(message)
         except JSONRPCError as e:
-            if isinstance(message, dict) and ("method" in message and "id" not in message or
-                                              "method" not in message and
-                                              ("result" in message or "error" in message)):
-                kind = "notification" if "method" in message else "response"
+            kind = e.data.get("kind")
+            if kind in ("notification", "response"):
                 log.warning("ignored an invalid %s: %s", kind, e.message)   # never answered
                 if kind == "response":
                     self.fail_response(message.get("id"), e.code, e.message)
                 if batch is not None:
                     batch.skip()
             else:
-                rid = e.data.get("id") if e.data else None
+                rid = e.data.get("id")
                 self.reply(rid, error_response(rid, e.code, e.message), batch)
             return
         if kind == "request":
