@@ -1890,9 +1890,9 @@ class Context:
         return roots
 
 
-def client_log_handler():
-    """A logging.Handler forwarding records emitted while a handler runs to the client as
-    notifications/message (``Server(forward_logging=True)``)."""
+def forward_logging_to_client(name=None):
+    """Forward Python logging records (of logger ``name``, or all) emitted while a handler
+    runs to the client as notifications/message (``Server(forward_logging=...)``)."""
     import logging
     levels = {logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warning",
               logging.ERROR: "error", logging.CRITICAL: "critical"}
@@ -1907,7 +1907,13 @@ def client_log_handler():
                 ctx.log(level, self.format(record), record.name)
             except Exception:
                 self.handleError(record)
-    return ClientLogHandler()
+    logger = logging.getLogger(name)
+    if name is None and not logger.handlers:      # keep stderr logging as lastResort did,
+        stderr = logging.StreamHandler(sys.stderr)  # but not twice for mcp_min's own records
+        stderr.addFilter(lambda r: not (r.name.startswith("mcp_min") and
+                                        logging.getLogger("mcp_min").handlers))
+        logger.addHandler(stderr)
+    logger.addHandler(ClientLogHandler())
 
 
 # ============================================================================================
@@ -2256,15 +2262,8 @@ class Server:
             if self.pool is None:
                 self.pool = WorkerPool(self.max_workers, self.max_queue)
                 if self.forward_logging:
-                    import logging
-                    name = self.forward_logging if isinstance(self.forward_logging, str) else None
-                    logger = logging.getLogger(name)
-                    if not logger.handlers and name is None:   # keep stderr logging as it was
-                        stderr = logging.StreamHandler(sys.stderr)          # (lastResort's),
-                        stderr.addFilter(lambda r: not (r.name.startswith("mcp_min") and
-                                                        logging.getLogger("mcp_min").handlers))
-                        logger.addHandler(stderr)       # but not twice for our own records
-                    logger.addHandler(client_log_handler())
+                    forward_logging_to_client(self.forward_logging if
+                                              isinstance(self.forward_logging, str) else None)
         session = Session(self, write_fd, trace)
         rfile = open(read_fd, "rb", buffering=1 << 16, closefd=False)
         self._enter_lifespan()
@@ -2276,13 +2275,7 @@ class Server:
             try:
                 self.sessions.discard(session)
                 self._exit_lifespan()
-                # Close the wire between frames: a reply being written now is finished first
-                # (within the grace period), no later one starts, none is cut in half.
-                left = session.deadline - time.monotonic() if session.deadline else self.grace_period
-                got = session.write_lock.acquire(timeout=max(0.0, left))
-                session.closed = True
-                if got:
-                    session.write_lock.release()
+                session.close_wire()
             finally:
                 _release_signals(held)
         return session
@@ -2614,6 +2607,15 @@ class Session(Peer):
         if self.running and not self.closed:
             log.warning("exiting with %d call(s) unfinished after the %.1f s grace period",
                         len(self.running), self.server.grace_period)
+
+    def close_wire(self):
+        """Close the wire between frames: a reply being written now is finished first (within
+        what is left of the grace period), no later one starts, none is cut in half."""
+        left = self.deadline - time.monotonic() if self.deadline else self.server.grace_period
+        got = self.write_lock.acquire(timeout=max(0.0, left))
+        self.closed = True
+        if got:
+            self.write_lock.release()
 
     def on_closed(self):
         # stdout is gone: stop reading too. The reader may be blocked in read(), so when
