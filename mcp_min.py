@@ -350,6 +350,9 @@ def classify(message):
     rid = message.get("id")
     if "method" in message:
         kind = "request" if "id" in message else "notification"
+        if (message.get("jsonrpc") == "2.0" and type(message["method"]) is str
+                and type(message.get("params", {})) is dict and (kind == "notification" or valid_id(rid))):
+            return kind                   # the usual case, at once
     else:
         kind = "response" if "result" in message or "error" in message else None
     data = {"id": rid, "kind": kind} if valid_id(rid) else {"kind": kind}
@@ -1176,7 +1179,9 @@ class _Compiler:
         self.check = self.compile(root)
 
     def validate(self, value):
-        problems = _problems(self.check, value, "")
+        problems = []
+        if self.check:
+            self.check(value, "", problems)
         return list(dict.fromkeys(problems)) if len(problems) > 1 else problems
 
     def compile(self, s):
@@ -1583,8 +1588,7 @@ class Tool(Entry):
 
     def result(self, value):
         """Turn what the function returned into a CallToolResult dict."""
-        missing = ["no structured content: a tool with an output schema must return it "
-                   "(as its return value, or ToolResult(structured=...))"]
+        missing = _NO_STRUCTURED
         if isinstance(value, ToolResult):
             result = value.to_dict()
             if self.check_output is None or value.is_error:
@@ -1611,7 +1615,7 @@ class Tool(Entry):
                 return {"content": [text(to_json(shown))], "isError": False}
         # str and int are their own JSON text; anything else is encoded
         shown = shown if type(shown) is str else str(shown) if type(shown) is int else to_json(shown)
-        return {"content": [Content(type="text", text=shown)], "structuredContent": structured,
+        return {"content": [{"type": "text", "text": shown}], "structuredContent": structured,
                 "isError": False}
 
 
@@ -1621,6 +1625,10 @@ class Tool(Entry):
                   self.name, _errors_text(problems))
         return _error_result(f"Tool '{self.name}' produced output that does not match its "
                              f"output schema:\n{_errors_text(problems)}")
+
+
+_NO_STRUCTURED = ("no structured content: a tool with an output schema must return it "
+                  "(as its return value, or ToolResult(structured=...))",)
 
 
 def _error_result(message):
