@@ -1036,13 +1036,12 @@ class Signature:
         compiler = _blamed(f"{where}: input schema", _Compiler, input_schema)
         translator.finish(compiler)
         self._validate = compiler.validate
-        # Claude Desktop sends object and array arguments as JSON text: these may need parsing.
-        self._coerce = [(name, kinds) for name, sub in input_schema.get("properties", {}).items()
-                        if (kinds := compiler.types_of(sub)) and "string" not in kinds
-                        and {"object", "array"} & set(kinds)]
+        typed = {name: kinds for name, sub in input_schema.get("properties", {}).items()
+                 if (kinds := compiler.types_of(sub)) and "string" not in kinds}
         # Prompt arguments and URI variables are always strings: parse those typed otherwise.
-        self.parse_strings = {name for name, sub in input_schema.get("properties", {}).items()
-                              if (kinds := compiler.types_of(sub)) and "string" not in kinds}
+        self.parse_strings = set(typed)
+        # Claude Desktop sends object and array arguments as JSON text: these may need parsing.
+        self._coerce = [(name, kinds) for name, kinds in typed.items() if {"object", "array"} & set(kinds)]
 
         if output_schema is None and structured is not False:
             ret = self._resolve(returns, "the return value")
