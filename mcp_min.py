@@ -2674,11 +2674,9 @@ class Client(Peer):
         self.reader = threading.Thread(target=self._read, args=(rfile,), daemon=True,
                                        name="mcp_min-client-reader")
         self.reader.start()
-        if capabilities is None:
-            capabilities = {name: {} for name, fn in (("roots", roots), ("sampling", sampling),
-                                                      ("elicitation", elicitation)) if fn}
-            if roots:
-                capabilities["roots"] = {"listChanged": True}
+        if capabilities is None:                # those of the callbacks given
+            capabilities = {name: offer for name, offer, fn in (("roots", {"listChanged": True}, roots),
+                            ("sampling", {}, sampling), ("elicitation", {}, elicitation)) if fn}
         self.capabilities = capabilities
         self.client_info = client_info or {"name": "mcp_min-client", "version": __version__}
         self.protocol_version = protocol_version
