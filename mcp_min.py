@@ -2749,9 +2749,7 @@ class Client(Peer):
 
     # -- incoming --------------------------------------------------------------------------------
     def send_frame(self, frame):
-        if self.write_fd is None:
-            return False
-        return super().send_frame(frame)
+        return self.write_fd is not None and super().send_frame(frame)     # None: close() has begun
 
     def handle_request(self, message, batch=None):
         threading.Thread(target=self._answer, args=(message,), daemon=True).start()
