@@ -2958,10 +2958,10 @@ def _client_trace(colour):
     return FramePrinter({"out": "C->S", "in": "S->C"}, sys.stdout, colour)
 
 
-def demo(command=None, colour=False):
+def demo(colour=False):
     """Play a whole session with the gift server, printing every frame with a note."""
     here = os.path.dirname(os.path.abspath(__file__))
-    command = command or [sys.executable, os.path.join(here, "examples", "gift_server.py")]
+    command = [sys.executable, os.path.join(here, "examples", "gift_server.py")]
 
     def note(text):
         print(f"\n\x1b[1m# {text}\x1b[0m" if colour else f"\n# {text}", flush=True)
