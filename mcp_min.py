@@ -2947,9 +2947,8 @@ def explain(raw):
         if isinstance(error, dict) and (type(error.get("code")) is not int
                                         or not isinstance(error.get("message"), str)):
             problems.append("error needs an integer code and a string message (B6)")
-        summary = describe_frame(message).replace(" (isError)", "")
-        if isinstance(message.get("result"), dict) and message["result"].get("isError"):
-            return summary + " (a tool result with isError: a business error, not a protocol error)", problems
+        business = " (a tool result with isError: a business error, not a protocol error)"
+        summary = describe_frame(message).replace(" (isError)", business)
         return summary + (" (a protocol error)" if "error" in message else ""), problems
     return (describe_frame(message) if kind != "invalid message" else kind), problems
 
