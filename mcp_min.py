@@ -1458,7 +1458,7 @@ def _shape_block(block, version):
     kind = block.get("type")
     if kind == "resource_link" and version < V2025_06:
         return {"type": "text", "text": f"Resource: {block['uri']} ({block.get('name')})"}
-    if kind == "resource_link" and version < V2025_11 and "icons" in block:
+    if kind == "resource_link" and "icons" in block:       # icons are new in 2025-11-25
         block = {k: v for k, v in block.items() if k != "icons"}
     if kind == "audio" and version < V2025_03:
         return {"type": "text", "text": f"[{block.get('mimeType')} audio omitted: not in {version}]"}
