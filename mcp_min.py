@@ -2845,7 +2845,7 @@ class Client(Peer):
 
     def cancel(self, request_id, reason=None):
         """Cancel a request of ours: tell the server, and stop waiting for the answer."""
-        self.notify("notifications/cancelled", dict({"requestId": request_id}, **({"reason": reason} if reason else {})))
+        self.notify("notifications/cancelled", {"requestId": request_id, **({"reason": reason} if reason else {})})
         slot = self.pending.pop(request_id, None)
         if slot is not None:
             slot.resolve(error=Cancelled(f"request {request_id!r} was cancelled"))
