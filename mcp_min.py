@@ -1358,12 +1358,9 @@ _MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
 
 
 def _sniff(data):
-    for magic, mime in _MAGIC:
-        if data.startswith(magic):
-            return mime
-    if data[:4] == b"RIFF" and data[8:12] in (b"WEBP", b"WAVE"):
-        return "image/webp" if data[8:12] == b"WEBP" else "audio/wav"
-    return None
+    if data[:4] == b"RIFF":                         # a container: what it holds is named at offset 8
+        return {b"WEBP": "image/webp", b"WAVE": "audio/wav"}.get(data[8:12])
+    return next((mime for magic, mime in _MAGIC if data.startswith(magic)), None)
 
 
 def _media(kind, data, path, mime_type, annotations, meta):
