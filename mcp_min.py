@@ -3094,7 +3094,7 @@ def _command(args, words, colour):
         print("\n".join(f"  problem: {p}" for p in problems) or "  no problems found")
         return 1 if problems else 0
     elif args.command == "inspect":
-        with Client(words, timeout=30) as client:
+        with Client(words) as client:
             report = {"serverInfo": client.server_info, "protocolVersion": client.protocol_version,
                       "capabilities": client.server_capabilities, "instructions": client.instructions}
             for method, key in (("tools/list", "tools"), ("resources/list", "resources"),
