@@ -1039,13 +1039,12 @@ class Signature:
         compiler = _blamed(f"{where}: input schema", _Compiler, input_schema)
         translator.finish(compiler)
         self._validate = compiler.validate
-        # Claude Desktop sends object and array arguments as JSON text: these may need parsing.
-        self._coerce = [(name, kinds) for name, sub in input_schema.get("properties", {}).items()
-                        if (kinds := compiler.types_of(sub)) and "string" not in kinds
-                        and {"object", "array"} & set(kinds)]
+        typed = {name: kinds for name, sub in input_schema.get("properties", {}).items()
+                 if (kinds := compiler.types_of(sub)) and "string" not in kinds}
         # Prompt arguments and URI variables are always strings: parse those typed otherwise.
-        self.parse_strings = {name for name, sub in input_schema.get("properties", {}).items()
-                              if (kinds := compiler.types_of(sub)) and "string" not in kinds}
+        self.parse_strings = set(typed)
+        # Claude Desktop sends object and array arguments as JSON text: these may need parsing.
+        self._coerce = [(name, kinds) for name, kinds in typed.items() if {"object", "array"} & set(kinds)]
 
         if output_schema is None and structured is not False:
             ret = self._resolve(returns, "the return value")
@@ -1364,12 +1363,9 @@ _MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
 
 
 def _sniff(data):
-    for magic, mime in _MAGIC:
-        if data.startswith(magic):
-            return mime
-    if data[:4] == b"RIFF" and data[8:12] in (b"WEBP", b"WAVE"):
-        return "image/webp" if data[8:12] == b"WEBP" else "audio/wav"
-    return None
+    if data[:4] == b"RIFF":                         # a container: what it holds is named at offset 8
+        return {b"WEBP": "image/webp", b"WAVE": "audio/wav"}.get(data[8:12])
+    return next((mime for magic, mime in _MAGIC if data.startswith(magic)), None)
 
 
 def _media(kind, data, path, mime_type, annotations, meta):
@@ -1464,7 +1460,7 @@ def _shape_block(block, version):
     kind = block.get("type")
     if kind == "resource_link" and version < V2025_06:
         return {"type": "text", "text": f"Resource: {block['uri']} ({block.get('name')})"}
-    if kind == "resource_link" and version < V2025_11 and "icons" in block:
+    if kind == "resource_link" and "icons" in block:       # icons are new in 2025-11-25
         block = {k: v for k, v in block.items() if k != "icons"}
     if kind == "audio" and version < V2025_03:
         return {"type": "text", "text": f"[{block.get('mimeType')} audio omitted: not in {version}]"}
@@ -2683,11 +2679,9 @@ class Client(Peer):
         self.reader = threading.Thread(target=self._read, args=(rfile,), daemon=True,
                                        name="mcp_min-client-reader")
         self.reader.start()
-        if capabilities is None:
-            capabilities = {name: {} for name, fn in (("roots", roots), ("sampling", sampling),
-                                                      ("elicitation", elicitation)) if fn}
-            if roots:
-                capabilities["roots"] = {"listChanged": True}
+        if capabilities is None:                # those of the callbacks given
+            capabilities = {name: offer for name, offer, fn in (("roots", {"listChanged": True}, roots),
+                            ("sampling", {}, sampling), ("elicitation", {}, elicitation)) if fn}
         self.capabilities = capabilities
         self.client_info = client_info or {"name": "mcp_min-client", "version": __version__}
         self.protocol_version = protocol_version
@@ -2760,9 +2754,7 @@ class Client(Peer):
 
     # -- incoming --------------------------------------------------------------------------------
     def send_frame(self, frame):
-        if self.write_fd is None:
-            return False
-        return super().send_frame(frame)
+        return self.write_fd is not None and super().send_frame(frame)     # None: close() has begun
 
     def handle_request(self, message, batch=None):
         threading.Thread(target=self._answer, args=(message,), daemon=True).start()
@@ -2858,7 +2850,7 @@ class Client(Peer):
 
     def cancel(self, request_id, reason=None):
         """Cancel a request of ours: tell the server, and stop waiting for the answer."""
-        self.notify("notifications/cancelled", dict({"requestId": request_id}, **({"reason": reason} if reason else {})))
+        self.notify("notifications/cancelled", {"requestId": request_id, **({"reason": reason} if reason else {})})
         slot = self.pending.pop(request_id, None)
         if slot is not None:
             slot.resolve(error=Cancelled(f"request {request_id!r} was cancelled"))
@@ -2960,9 +2952,8 @@ def explain(raw):
         if isinstance(error, dict) and (type(error.get("code")) is not int
                                         or not isinstance(error.get("message"), str)):
             problems.append("error needs an integer code and a string message (B6)")
-        summary = describe_frame(message).replace(" (isError)", "")
-        if isinstance(message.get("result"), dict) and message["result"].get("isError"):
-            return summary + " (a tool result with isError: a business error, not a protocol error)", problems
+        business = " (a tool result with isError: a business error, not a protocol error)"
+        summary = describe_frame(message).replace(" (isError)", business)
         return summary + (" (a protocol error)" if "error" in message else ""), problems
     return (describe_frame(message) if kind != "invalid message" else kind), problems
 
@@ -2971,10 +2962,10 @@ def _client_trace(colour):
     return FramePrinter({"out": "C->S", "in": "S->C"}, sys.stdout, colour)
 
 
-def demo(command=None, colour=False):
+def demo(colour=False):
     """Play a whole session with the gift server, printing every frame with a note."""
     here = os.path.dirname(os.path.abspath(__file__))
-    command = command or [sys.executable, os.path.join(here, "examples", "gift_server.py")]
+    command = [sys.executable, os.path.join(here, "examples", "gift_server.py")]
 
     def note(text):
         print(f"\n\x1b[1m# {text}\x1b[0m" if colour else f"\n# {text}", flush=True)
@@ -3111,7 +3102,7 @@ def _command(args, words, colour):
         print("\n".join(f"  problem: {p}" for p in problems) or "  no problems found")
         return 1 if problems else 0
     elif args.command == "inspect":
-        with Client(words, timeout=30) as client:
+        with Client(words) as client:
             report = {"serverInfo": client.server_info, "protocolVersion": client.protocol_version,
                       "capabilities": client.server_capabilities, "instructions": client.instructions}
             for method, key in (("tools/list", "tools"), ("resources/list", "resources"),
