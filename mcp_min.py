@@ -465,7 +465,7 @@ class Peer:
         if self.closed:
             return False
         with self.write_lock:
-            if self.closed:                   # checked again: the wire is closed under this lock
+            if self.closed or self.write_fd is None:    # checked again: closed under this lock
                 return False
             if self.trace:
                 self.trace("out", frame)
@@ -2724,13 +2724,13 @@ class Client(Peer):
 
     def close(self, timeout=5.0):
         """Close the server's input (the MCP shutdown signal) and wait for it to end."""
-        if self.write_fd is not None:
+        with self.write_lock:                 # between frames; none starts after this
             fd, self.write_fd = self.write_fd, None
-            with self.write_lock:
-                if self.process is not None:
-                    self.process.stdin.close()
-                else:
-                    os.close(fd)
+        if fd is not None:
+            if self.process is not None:
+                self.process.stdin.close()
+            else:
+                os.close(fd)
         if self.process is not None:
             try:
                 self.process.wait(timeout)
@@ -2753,9 +2753,6 @@ class Client(Peer):
         self.close()
 
     # -- incoming --------------------------------------------------------------------------------
-    def send_frame(self, frame):
-        return self.write_fd is not None and super().send_frame(frame)     # None: close() has begun
-
     def handle_request(self, message, batch=None):
         threading.Thread(target=self._answer, args=(message,), daemon=True).start()
 

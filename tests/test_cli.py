@@ -938,6 +938,33 @@ def test_client_receives_progress_and_log_notifications():
     assert seen == client.notifications and len(seen) == 3 + 3 + 2
 
 
+def test_client_close_racing_a_send_never_breaks_the_send():
+    """close() may come while a frame is being written and another waits its turn: the waiting
+    send then either goes out before the close or reports False; it never writes to a wire
+    that close() already gave up."""
+    client = Client(make_server(), timeout=5)
+    outcome = []
+
+    def send():
+        try:
+            outcome.append(client.notify("notifications/roots/list_changed"))
+        except Exception as e:            # a TypeError when the descriptor went while it waited
+            outcome.append(e)
+
+    client.write_lock.acquire()           # a frame is being written...
+    sender = threading.Thread(target=send)
+    sender.start()                        # ...so this send has checked the wire and waits
+    time.sleep(0.1)
+    closer = threading.Thread(target=client.close)
+    closer.start()
+    time.sleep(0.1)
+    client.write_lock.release()
+    sender.join(5)
+    closer.join(10)
+    assert outcome in ([True], [False]) and not closer.is_alive()
+    assert client.notify("notifications/roots/list_changed") is False
+
+
 def test_client_receives_list_changed():
     server = make_server()
     with Client(server, timeout=5) as client:
