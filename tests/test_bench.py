@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 
 
@@ -24,3 +26,18 @@ def test_bench_quick_runs_floor_and_mcp_min_and_checks_every_reply(tmp_path):
         assert set(peer["concurrency"]) == {"8", "64"}
     table = out.with_suffix(".md").read_text()
     assert "| metric |" in table and "mcp_min" in table and "Targets" in table
+
+
+@pytest.mark.parametrize("kind", ["floor", "mcp_min"])
+def test_instruction_count_children_serve_every_call(tmp_path, kind):
+    """bench/instructions.py counts what these runs do (under valgrind, not here): each must
+    answer the handshake and every call, with the right sum."""
+    replies = tmp_path / "replies.jsonl"
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "instructions.py"), "--child",
+                             kind, "50", str(replies)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]
+    answers = [json.loads(line) for line in replies.read_text().splitlines()]
+    assert sorted(a["id"] for a in answers) == list(range(51))        # each exactly once
+    for answer in answers:
+        if answer["id"]:                                              # id 0: initialize
+            assert answer["result"]["content"][0]["text"] == str(3 * (answer["id"] - 1)), answer
