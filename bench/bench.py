@@ -66,6 +66,7 @@ class Settings:
     payload_mib: tuple[int, ...] = (1, 10, 100)
     echoes: int = 5  # echoes per size up to 10 MiB (bigger ones: one)
     pin: bool = False
+    repeat: int = 1  # the whole run per peer, interleaved across peers
 
 
 QUICK = dict(spawns=5, calls=300, pipelined=1000, rounds=1, sleep_ms=100.0, slow_ms=300.0,
@@ -708,6 +709,21 @@ def run_peer(peer: Peer, settings: Settings, workdir: Path) -> dict:
     return report
 
 
+def combine(reports: list[dict]) -> dict:
+    """Interleaved repeats of one peer as one report: each number is the median of its
+    repeats, anything else is as the first repeat that has it; the repeats are kept too."""
+    def merge(values):
+        present = [value for value in values if value is not None]
+        if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+            return statistics.median(present)
+        if present and all(isinstance(v, dict) for v in present):
+            keys = dict.fromkeys(key for value in present for key in value)
+            return {key: merge([value.get(key) for value in present]) for key in keys}
+        return present[0] if present else None
+
+    return {**merge(reports), "repeats": reports}
+
+
 # --------------------------------------------------------------------------- report
 
 @dataclass
@@ -752,16 +768,16 @@ def dig(report: dict | None, path: tuple):
 def cell(metric: Metric, report: dict, floor: dict | None) -> str:
     value = dig(report, metric.path)
     status = dig(report, metric.path[:2] + ("status",)) if metric.path[0] == "payload" else None
+    relative = ratio(report, floor, metric.path)
     if value is None:
         if status:
             return status
         return "failed" if report["errors"].get(metric.path[0]) or report["errors"].get("all") else "—"
     text = f"{value * metric.unit_scale:,.{metric.digits}f}"
-    floor_value = dig(floor, metric.path)
     if status not in (None, "ok"):
         text += f" ({status})"
-    elif metric.relative and floor_value and report is not floor:
-        text += f" ({value / floor_value:.2f}×)"
+    elif metric.relative and relative is not None and report is not floor:
+        text += f" ({relative:.2f}×)"
     return text
 
 
@@ -774,9 +790,24 @@ class Target:
         raise NotImplementedError
 
 
-def ratio(report, floor, path):
-    value, reference = dig(report, path), dig(floor, path)
-    return value / reference if value is not None and reference else None
+def ratios(report, reference, path) -> list:
+    """value / reference's value, for each repeat (paired in the order they ran)."""
+    if not report or not reference:
+        return []
+    pairs = zip(report.get("repeats", [report]), reference.get("repeats", [reference]))
+    return [dig(r, path) / dig(f, path) for r, f in pairs if dig(r, path) is not None and dig(f, path)]
+
+
+def ratio(report, reference, path):
+    """The median ratio over the repeats (with one run: the ratio), or None."""
+    values = ratios(report, reference, path)
+    return statistics.median(values) if values else None
+
+
+def spread(report, reference, path) -> str:
+    """With repeats, the range of their ratios: "; 0.71-1.02× in 5 repeats"."""
+    values = ratios(report, reference, path)
+    return f"; {min(values):.2f}–{max(values):.2f}× in {len(values)} repeats" if len(values) > 1 else ""
 
 
 class RatioTarget(Target):
@@ -789,7 +820,7 @@ class RatioTarget(Target):
         if value is None:
             return "n/a"
         met = value <= self.limit if self.at_most else value >= self.limit
-        return f"{'met' if met else 'MISSED'} ({value:.2f}×)"
+        return f"{'met' if met else 'MISSED'} ({value:.2f}×{spread(peer, floor, self.path)})"
 
 
 class AbsoluteTarget(Target):
@@ -811,7 +842,8 @@ class PipelinedTarget(Target):
         if to_floor is None:
             return "n/a"
         met = to_floor >= 0.3 and (to_ts is None or to_ts >= 2)
-        detail = f"{to_floor:.2f}× floor, " + (f"{to_ts:.2f}× ts" if to_ts is not None else "ts not measured")
+        detail = (f"{to_floor:.2f}× floor{spread(peer, floor, path)}, "
+                  + (f"{to_ts:.2f}× ts{spread(peer, ts, path)}" if to_ts is not None else "ts not measured"))
         return f"{'met' if met else 'MISSED'} ({detail})"
 
 
@@ -871,7 +903,9 @@ def markdown(report: dict, settings: Settings) -> str:
         lines += [f"**Warning: the CPUs were {busy:.0%} busy with other work just before the run; "
                   "expect noisy figures.**", ""]
     lines += [
-        "Medians; in brackets the ratio to the floor.",
+        "Medians; in brackets the ratio to the floor." if settings.repeat == 1 else
+        f"Medians of {settings.repeat} interleaved repeats (every peer once, then again); in brackets the "
+        "median of the per-repeat ratios to the floor, and in the targets the range of those ratios.",
         "",
         "| metric | " + " | ".join(names) + " |",
         "|---|" + "---:|" * len(names),
@@ -968,10 +1002,12 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Settings]:
     parser.add_argument("--slow-ms", type=float,
                         help=f"slow call length in the ping runs (default {defaults.slow_ms:g})")
     parser.add_argument("--payload-mib", help="echo sizes in MiB, comma-separated (default 1,10,100)")
+    parser.add_argument("--repeat", type=int, help="run every peer this many times, interleaved; report "
+                                                  "medians, and the range of the ratios (default 1)")
     args = parser.parse_args(argv)
 
     settings = Settings(**QUICK) if args.quick else Settings()
-    for name in ("spawns", "calls", "pipelined", "rounds", "sleep_ms", "slow_ms"):
+    for name in ("spawns", "calls", "pipelined", "rounds", "sleep_ms", "slow_ms", "repeat"):
         value = getattr(args, name)
         if value is not None:
             if value <= 0:
@@ -1013,13 +1049,21 @@ def main(argv: list[str] | None = None) -> int:
     }
     with tempfile.TemporaryDirectory(prefix="mcp-min-bench-") as tmp:
         workdir = Path(tmp)
+        peers = []
         for peer in find_peers(args.peer_names, args.cache, workdir):
             if peer.missing:
                 progress(f"skipping {peer.name}: {peer.missing}")
                 report["skipped"][peer.name] = peer.missing
-                continue
-            progress(f"{peer.name}: {shlex.join(peer.argv)}")
-            report["peers"][peer.name] = run_peer(peer, settings, workdir)
+            else:
+                peers.append(peer)
+        runs: dict[str, list] = {peer.name: [] for peer in peers}
+        for repeat in range(settings.repeat):    # interleaved: drift on the machine hits every peer
+            for peer in peers:
+                progress(f"{peer.name}{f' (repeat {repeat + 1} of {settings.repeat})' if settings.repeat > 1 else ''}: "
+                         f"{shlex.join(peer.argv)}")
+                runs[peer.name].append(run_peer(peer, settings, workdir))
+        report["peers"] = {name: reports[0] if len(reports) == 1 else combine(reports)
+                           for name, reports in runs.items()}
     report["duration_s"] = time.perf_counter() - began
     if "floor" not in report["peers"]:
         warn("the floor was not run: no ratios")

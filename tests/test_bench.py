@@ -2,6 +2,7 @@
 that need no setup. Speed is never asserted here (the machines are shared and noisy); the
 figures live in bench/results/ and README.md."""
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -41,3 +42,24 @@ def test_instruction_count_children_serve_every_call(tmp_path, kind):
     for answer in answers:
         if answer["id"]:                                              # id 0: initialize
             assert answer["result"]["content"][0]["text"] == str(3 * (answer["id"] - 1)), answer
+
+
+def load_bench():
+    spec = importlib.util.spec_from_file_location("bench_driver", ROOT / "bench" / "bench.py")
+    module = sys.modules["bench_driver"] = importlib.util.module_from_spec(spec)   # dataclasses look here
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_repeats_combine_as_medians_and_ratios_pair_repeat_by_repeat():
+    bench = load_bench()
+    runs = [{"errors": {}, "pipelined": {"calls_per_s": v, "all_answered_once": True}} for v in (10, 40, 20)]
+    floors = [{"errors": {}, "pipelined": {"calls_per_s": v}} for v in (5, 40, 30)]
+    peer, floor = bench.combine(runs), bench.combine(floors)
+    assert peer["pipelined"] == {"calls_per_s": 20, "all_answered_once": True} and peer["repeats"] == runs
+    assert floor["pipelined"]["calls_per_s"] == 30
+    path = ("pipelined", "calls_per_s")
+    assert bench.ratios(peer, floor, path) == [2.0, 1.0, 20 / 30]   # each repeat against its own floor
+    assert bench.ratio(peer, floor, path) == 1.0                    # the median of those, not 20 / 30
+    assert bench.spread(peer, floor, path) == "; 0.67–2.00× in 3 repeats"
+    assert bench.ratio(runs[0], floors[0], path) == 2.0 and bench.spread(runs[0], floors[0], path) == ""
