@@ -2729,8 +2729,12 @@ class Client(Peer):
 
     def close(self, timeout=5.0):
         """Close the server's input (the MCP shutdown signal) and wait for it to end."""
-        with self.write_lock:                 # between frames; none starts after this
-            fd, self.write_fd = self.write_fd, None
+        # Between frames, so none is cut and none starts after; a frame stuck on a server that
+        # reads nothing is given up after `timeout` (the server is then stopped below).
+        got = self.write_lock.acquire(timeout=timeout)
+        fd, self.write_fd = self.write_fd, None
+        if got:
+            self.write_lock.release()
         if fd is not None:
             if self.process is not None:
                 self.process.stdin.close()
@@ -2954,8 +2958,10 @@ def explain(raw):
         if isinstance(error, dict) and (type(error.get("code")) is not int
                                         or not isinstance(error.get("message"), str)):
             problems.append("error needs an integer code and a string message (B6)")
-        business = " (a tool result with isError: a business error, not a protocol error)"
-        summary = describe_frame(message).replace(" (isError)", business)
+        summary = describe_frame(message)
+        if summary.endswith(" (isError)"):
+            return summary.removesuffix(" (isError)") + " (a tool result with isError: a business " \
+                "error, not a protocol error)", problems
         return summary + (" (a protocol error)" if "error" in message else ""), problems
     return (describe_frame(message) if kind != "invalid message" else kind), problems
 

@@ -722,6 +722,7 @@ EXPLAIN = [
      "error 99 -32601 (a protocol error)", None),
     ('{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"none"}],"isError":true}}', 0,
      "response 2 (a tool result with isError: a business error, not a protocol error)", None),
+    ('{"jsonrpc":"2.0","id":"x (isError)","result":{}}', 0, 'response "x (isError)"', None),
 ]
 
 
@@ -963,6 +964,43 @@ def test_client_close_racing_a_send_never_breaks_the_send():
     closer.join(10)
     assert outcome in ([True], [False]) and not closer.is_alive()
     assert client.notify("notifications/roots/list_changed") is False
+
+
+STOPS_READING = """
+import json, sys, time
+for expected in ("initialize", "notifications/initialized"):
+    message = json.loads(sys.stdin.readline())
+    if expected == "initialize":
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {
+            "protocolVersion": message["params"]["protocolVersion"], "capabilities": {},
+            "serverInfo": {"name": "deaf", "version": "1"}}}), flush=True)
+time.sleep(60)                            # and never reads again
+"""
+
+
+def test_client_close_keeps_its_timeout_when_a_send_is_stuck(tmp_path):
+    """A send stuck on a server that stopped reading holds the write lock; close(timeout)
+    gives up waiting for it after the timeout and stops the server, instead of hanging."""
+    script = tmp_path / "deaf.py"
+    script.write_text(STOPS_READING)
+    client = Client([sys.executable, str(script)], timeout=5)
+    big = {"blob": "x" * (1 << 20)}
+    stuck = threading.Thread(target=lambda: [client.notify("notifications/big", big) for _ in range(8)],
+                             daemon=True)
+    stuck.start()
+    deadline = time.monotonic() + 5
+    while not client.write_lock.locked() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)
+    assert client.write_lock.locked()      # the pipe is full: the send waits inside the lock
+    closer = threading.Thread(target=client.close, kwargs={"timeout": 0.5}, daemon=True)
+    started = time.monotonic()
+    closer.start()
+    closer.join(10)
+    assert not closer.is_alive(), "close() hung behind the stuck send"
+    assert client.process.poll() is not None and time.monotonic() - started < 5
+    stuck.join(5)
+    assert not stuck.is_alive()            # the stuck send ended when the server went away
 
 
 def test_client_receives_list_changed():
