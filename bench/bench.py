@@ -711,17 +711,25 @@ def run_peer(peer: Peer, settings: Settings, workdir: Path) -> dict:
 
 def combine(reports: list[dict]) -> dict:
     """Interleaved repeats of one peer as one report: each number is the median of its
-    repeats, anything else is as the first repeat that has it; the repeats are kept too."""
+    repeats, anything else is as the first repeat that has it. An outcome whose status
+    differed between repeats (an echo refused once) is the first one that was not "ok",
+    whole; each error says which repeat it happened in; the repeats are kept too."""
     def merge(values):
         present = [value for value in values if value is not None]
         if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
             return statistics.median(present)
         if present and all(isinstance(v, dict) for v in present):
+            statuses = [value.get("status") for value in present]
+            if len(set(statuses)) > 1:
+                worst = next(value for value in present if value.get("status") != "ok")
+                return {**worst, "statuses": statuses}
             keys = dict.fromkeys(key for value in present for key in value)
             return {key: merge([value.get(key) for value in present]) for key in keys}
         return present[0] if present else None
 
-    return {**merge(reports), "repeats": reports}
+    errors = {key: f"repeat {number} of {len(reports)}: {error}"
+              for number, report in enumerate(reports, 1) for key, error in report["errors"].items()}
+    return {**merge(reports), "errors": errors, "repeats": reports}
 
 
 # --------------------------------------------------------------------------- report
@@ -851,9 +859,11 @@ class EchoTarget(Target):
     def judge(self, peer, floor, ts):
         time_ratio = ratio(peer, floor, ("payload", "10MiB", "time_ms"))
         rss_ratio = ratio(peer, floor, ("payload", "10MiB", "rss_kib"))
+        status = dig(peer, ("payload", "10MiB", "status"))
+        if status not in (None, "ok"):       # in any repeat
+            return f"MISSED ({status})"
         if time_ratio is None or rss_ratio is None:
-            status = dig(peer, ("payload", "10MiB", "status"))
-            return f"MISSED ({status})" if status and status != "ok" else "n/a"
+            return "n/a"
         met = time_ratio <= 1.5 and rss_ratio <= 1.5
         return f"{'met' if met else 'MISSED'} (time {time_ratio:.2f}×, RSS {rss_ratio:.2f}×)"
 
@@ -929,7 +939,8 @@ def markdown(report: dict, settings: Settings) -> str:
             if outcome["status"] != "ok":
                 after = {True: "; still answers ping", False: "; no longer answers ping"}.get(
                     outcome.get("alive_after"), "")
-                notes.append(f"- {name}: echo {size}: {outcome['status']}: {outcome.get('error', '')}{after}")
+                repeats = f" (by repeat: {', '.join(outcome['statuses'])})" if "statuses" in outcome else ""
+                notes.append(f"- {name}: echo {size}: {outcome['status']}: {outcome.get('error', '')}{after}{repeats}")
     if notes:
         lines += ["", "### Notes", ""] + notes
     lines += ["", "Peers:", ""] + [f"- {n}: {peers[n]['interpreter']}: `{peers[n]['command']}`" for n in names]

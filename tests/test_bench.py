@@ -63,3 +63,20 @@ def test_repeats_combine_as_medians_and_ratios_pair_repeat_by_repeat():
     assert bench.ratio(peer, floor, path) == 1.0                    # the median of those, not 20 / 30
     assert bench.spread(peer, floor, path) == "; 0.67–2.00× in 3 repeats"
     assert bench.ratio(runs[0], floors[0], path) == 2.0 and bench.spread(runs[0], floors[0], path) == ""
+
+
+def test_an_outcome_that_failed_in_one_repeat_is_reported_as_failed():
+    bench = load_bench()
+    ok = {"status": "ok", "time_ms": 10.0, "rss_kib": 1000}
+    refused = {"status": "refused", "error": "line too long", "alive_after": True}
+    runs = [{"errors": {}, "payload": {"10MiB": dict(ok)}},
+            {"errors": {"pipelined": "timeout"}, "payload": {"10MiB": refused}},
+            {"errors": {}, "payload": {"10MiB": dict(ok)}}]
+    floors = [{"errors": {}, "payload": {"10MiB": dict(ok)}} for _ in range(3)]
+    peer, floor = bench.combine(runs), bench.combine(floors)
+    assert peer["payload"]["10MiB"] == {**refused, "statuses": ["ok", "refused", "ok"]}
+    assert peer["errors"] == {"pipelined": "repeat 2 of 3: timeout"}
+    assert floor["payload"]["10MiB"] == {"status": "ok", "time_ms": 10.0, "rss_kib": 1000}
+    echo = next(t for t in bench.TARGETS if t.metric == "10 MiB echo")
+    assert echo.judge(peer, floor, None) == "MISSED (refused)"
+    assert echo.judge(floor, floor, None).startswith("met")
