@@ -558,7 +558,7 @@ class Peer:
             if self.closed:
                 break
             if on_main and "stop" in _signals:        # a signal came while we wrote a frame
-                raise _Stop()
+                _raise_stop()
 
     def handle_line(self, line):
         if line.isspace():                    # blank lines carry no message: skip them
@@ -2358,20 +2358,27 @@ class _Stop(BaseException):
 
 
 _MAIN_THREAD = threading.main_thread().ident
-_signals = {}   # "stop": the first signal; "held": sections open where one must wait; "since"
+_signals = {}   # "stop": the first signal; "count"; "raised"; "held": sections open where one must wait
 
 
 def _stop_on_signal(signum, frame):
     # Raised in the middle of a write, _Stop would leave half a frame on the wire; raised in
-    # the lifespan's shutdown, it would skip the rest of it. So in such sections the signal
-    # waits: the reader stops before its next line. A section still open a grace period
-    # later (a client that reads nothing, a shutdown that hangs) is then cut short.
+    # the shutdown, it would skip the rest of it. So it is raised once: by the first signal if
+    # no such section is open, else by the reader before its next line. A later signal ends
+    # the grace period (drain() watches the count) and otherwise waits; a section still open
+    # a grace period later (a client that reads nothing, a shutdown that hangs) is cut short.
     _signals.setdefault("stop", signum)       # the first decides the exit code
-    if not _signals.get("held") or _signals.get("force"):
-        raise _Stop()
+    _signals["count"] = _signals.get("count", 0) + 1
+    if _signals.get("force") or not (_signals.get("held") or _signals.get("raised")):
+        _raise_stop()
     if "at" not in _signals:
         _signals["at"] = time.monotonic()
         _thread.start_new_thread(_stop_if_stuck, ())
+
+
+def _raise_stop():
+    _signals["raised"] = True
+    raise _Stop()
 
 
 def _stop_if_stuck():
@@ -2611,7 +2618,9 @@ class Session(Peer):
         calls ``grace_period`` seconds to finish and write their replies."""
         self.fail_pending(ConnectionError("the client closed the connection"))
         deadline = self.deadline = time.monotonic() + self.server.grace_period
-        while self.running and not self.closed and time.monotonic() < deadline:
+        signals = _signals.get("count", 0)    # one more signal ends the grace period
+        while self.running and not self.closed and time.monotonic() < deadline \
+                and _signals.get("count", 0) == signals:
             time.sleep(0.01)
         if self.running and not self.closed:
             log.warning("exiting with %d call(s) unfinished after the %.1f s grace period",

@@ -255,6 +255,36 @@ def test_a_signal_during_the_lifespan_shutdown_lets_it_finish(tmp_path, first):
         stop(proc)
 
 
+def test_a_second_signal_while_the_first_stops_the_server_never_skips_the_shutdown(tmp_path):
+    """Two SIGTERMs 60 to 200 µs apart: the second used to land while the first's stop was
+    unwinding, before the shutdown section had taken hold, and skipped the lifespan's
+    shutdown (about one run in ten here). Only the first signal raises now; the others wait."""
+    script = tmp_path / "slow_shutdown.py"
+    script.write_text(SLOW_SHUTDOWN_SERVER.format(root=str(SERVERS.parent.parent))
+                      .replace("time.sleep(0.5)", "time.sleep(0.05)"))
+    skipped, codes = [], set()
+    for run in range(40):
+        proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                          "params": INIT_PARAMS}) + "\n").encode())
+            proc.stdin.flush()
+            assert json.loads(proc.stdout.readline())["id"] == 0
+            gap = 60e-6 + (run % 15) * 10e-6
+            proc.send_signal(signal.SIGTERM)
+            started = time.perf_counter()
+            while time.perf_counter() - started < gap:     # a sleep is far too coarse
+                pass
+            proc.send_signal(signal.SIGTERM)
+            codes.add(proc.wait(10))
+            if b"lifespan: stop" not in proc.stderr.read():
+                skipped.append(round(gap * 1e6))
+        finally:
+            stop(proc)
+    assert codes == {0} and skipped == []
+
+
 def test_a_worker_stuck_writing_delays_exit_by_one_grace_period_not_two():
     """A worker blocked writing to a client that reads nothing: end of input, then the grace
     period (2 s) covers both the calls and the last write, once."""
@@ -281,6 +311,22 @@ def test_a_second_signal_just_after_the_first_still_exits_cleanly(spawn):
         wire.proc.send_signal(signal.SIGTERM)
         assert wire.wait(10) == 0
         assert_clean_lifespan(stderr_when(wire, "lifespan: stop"))
+
+
+def test_a_second_signal_ends_the_grace_period_the_first_began(spawn):
+    """SIGTERM with a call that will not finish starts the grace period (8 s here); a second
+    SIGTERM ends it at once, and the shutdown still runs."""
+    wire = spawn("everything.py", env={"EVERYTHING_GRACE": "8"})
+    wire.initialize()
+    in_flight(wire, "forever", arguments={"ms": 60_000})
+    wire.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    assert wire.proc.poll() is None                     # waiting for the call
+    start = time.monotonic()
+    wire.proc.send_signal(signal.SIGTERM)
+    assert wire.wait(10) == 0
+    assert time.monotonic() - start < 3
+    assert_clean_lifespan(stderr_when(wire, "lifespan: stop"))
 
 
 def test_sigterm_mid_call_writes_the_reply_and_exits_0(spawn):
