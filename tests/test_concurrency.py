@@ -230,12 +230,8 @@ Server("slow-shutdown", lifespan=lifespan).run()
 """
 
 
-@pytest.mark.parametrize("first", ["eof", "sigterm"])
-def test_a_signal_during_the_lifespan_shutdown_lets_it_finish(tmp_path, first):
-    """Clients close stdin (or send SIGTERM) and send SIGTERM soon after: the shutdown half of
-    the lifespan, already running, is not cut short."""
-    script = tmp_path / "slow_shutdown.py"
-    script.write_text(SLOW_SHUTDOWN_SERVER.format(root=str(SERVERS.parent.parent)))
+def start_initialized(script):
+    """A server script, started and past initialize."""
     proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -243,6 +239,20 @@ def test_a_signal_during_the_lifespan_shutdown_lets_it_finish(tmp_path, first):
                                       "params": INIT_PARAMS}) + "\n").encode())
         proc.stdin.flush()
         assert json.loads(proc.stdout.readline())["id"] == 0
+    except BaseException:
+        stop(proc)
+        raise
+    return proc
+
+
+@pytest.mark.parametrize("first", ["eof", "sigterm"])
+def test_a_signal_during_the_lifespan_shutdown_lets_it_finish(tmp_path, first):
+    """Clients close stdin (or send SIGTERM) and send SIGTERM soon after: the shutdown half of
+    the lifespan, already running, is not cut short."""
+    script = tmp_path / "slow_shutdown.py"
+    script.write_text(SLOW_SHUTDOWN_SERVER.format(root=str(SERVERS.parent.parent)))
+    proc = start_initialized(script)
+    try:
         if first == "eof":
             proc.stdin.close()
         else:
@@ -264,13 +274,8 @@ def test_a_second_signal_while_the_first_stops_the_server_never_skips_the_shutdo
                       .replace("time.sleep(0.5)", "time.sleep(0.05)"))
     skipped, codes = [], set()
     for run in range(40):
-        proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = start_initialized(script)
         try:
-            proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                                          "params": INIT_PARAMS}) + "\n").encode())
-            proc.stdin.flush()
-            assert json.loads(proc.stdout.readline())["id"] == 0
             gap = 60e-6 + (run % 15) * 10e-6
             proc.send_signal(signal.SIGTERM)
             started = time.perf_counter()
