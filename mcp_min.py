@@ -353,30 +353,22 @@ def classify(message):
     rid = message.get("id")
     if "method" in message:
         kind = "request" if "id" in message else "notification"
-        if (message.get("jsonrpc") == "2.0" and type(message["method"]) is str
-                and type(message.get("params", {})) is dict and (kind == "notification" or valid_id(rid))):
-            return kind                   # the usual case, at once
+        problem = ('"method" must be a string' if not isinstance(message["method"], str) else
+                   '"params" must be an object' if not isinstance(message.get("params", {}), dict) else
+                   '"id" must be a string or an integer (not null, a boolean, a float or an object)'
+                   if kind == "request" and not valid_id(rid) else None)
     else:
         kind = "response" if "result" in message or "error" in message else None
-    data = {"id": rid, "kind": kind} if valid_id(rid) else {"kind": kind}
+        problem = None if ("result" in message) != ("error" in message) and (
+            valid_id(rid) or "error" in message and rid is None) else (   # an error may lack the id (G7)
+            'expected "method" (a request or notification), or "id" with exactly one of '
+            '"result" and "error" (a response)')
     if message.get("jsonrpc") != "2.0":
-        raise JSONRPCError(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', data)
-    if "method" in message:
-        if not isinstance(message["method"], str):
-            raise JSONRPCError(INVALID_REQUEST, 'Invalid Request: "method" must be a string', data)
-        if "params" in message and not isinstance(message["params"], dict):
-            raise JSONRPCError(INVALID_REQUEST, 'Invalid Request: "params" must be an object', data)
-        if kind == "request" and not valid_id(rid):
-            raise JSONRPCError(INVALID_REQUEST,
-                               'Invalid Request: "id" must be a string or an integer (not null, '
-                               'a boolean, a float or an object)', data)
+        problem = '"jsonrpc" must be "2.0"'
+    if problem is None:
         return kind
-    if ("result" in message) != ("error" in message) and (
-            valid_id(rid) or "error" in message and rid is None):   # an error may lack the id (G7)
-        return "response"
-    raise JSONRPCError(INVALID_REQUEST,
-                       'Invalid Request: expected "method" (a request or notification), or '
-                       '"id" with exactly one of "result" and "error" (a response)', data)
+    raise JSONRPCError(INVALID_REQUEST, f"Invalid Request: {problem}",
+                       {"id": rid, "kind": kind} if valid_id(rid) else {"kind": kind})
 
 
 def describe_frame(message, answers=None):
@@ -1589,18 +1581,17 @@ class Tool(Entry):
 
     def result(self, value):
         """Turn what the function returned into a CallToolResult dict."""
-        missing = _NO_STRUCTURED
         if isinstance(value, ToolResult):
             result = value.to_dict()
             if self.check_output is None or value.is_error:
                 return result
             problems = (self.check_output(result["structuredContent"])
-                        if "structuredContent" in result else missing)
+                        if "structuredContent" in result else _NO_STRUCTURED)
             return self.mismatch(problems) if problems else result
         if isinstance(value, Content) or (isinstance(value, list) and value
                                           and all(isinstance(v, Content) for v in value)):
             if self.check_output is not None:
-                return self.mismatch(missing)
+                return self.mismatch(_NO_STRUCTURED)
             return {"content": value if isinstance(value, list) else [value], "isError": False}
         if self.check_output is not None:
             structured = self.signature.dump_output(value)
