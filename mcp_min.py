@@ -97,6 +97,9 @@ log = _Log()
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[-1]
 V2025_03, V2025_06, V2025_11 = PROTOCOL_VERSIONS[1:]
+#: Stateless revisions: no initialize; every request names its version in params._meta.
+MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)
+V2026_07 = MODERN_PROTOCOL_VERSIONS[0]
 
 
 # ============================================================================================
@@ -164,6 +167,8 @@ def b64decode(text):
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = (
     -32700, -32600, -32601, -32602, -32603)
 RESOURCE_NOT_FOUND = -32002      # MCP, handshake era
+# MCP 2026-07-28: the only codes of the range -32020...-32099 a server may send.
+HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION = -32020, -32021, -32022
 SERVER_BUSY = -32000             # implementation-defined range: work refused past the queue limit
 
 
@@ -185,7 +190,23 @@ class Cancelled(Exception):
 
 
 class CapabilityError(Exception):
-    """The client did not declare what a server-to-client request needs."""
+    """The client did not declare what a request to it needs. ``required`` is the client
+    capability it lacks, as 2026-07-28 names it in error -32021: e.g. ``{"sampling": {}}``."""
+
+    def __init__(self, message, required=None):
+        super().__init__(message)
+        self.required = required or {}
+
+
+class InputRequired(BaseException):
+    """Raised by ``ctx.elicit()``, ``ctx.sample()`` and ``ctx.list_roots()`` in a 2026-07-28
+    request whose client has not answered yet: the call ends with an ``input_required``
+    result and runs again, from the top, when the client retries with the answer. A
+    BaseException, so that a tool's ``except Exception`` lets it through."""
+
+    def __init__(self, key, request, digest):
+        super().__init__(f"waiting for the client to answer {request['method']}")
+        self.key, self.request, self.digest = key, request, digest
 
 
 def _not_json(value):
@@ -489,11 +510,11 @@ class Peer:
         """Hook: the wire broke while writing."""
 
     # -- outbound requests -----------------------------------------------------------------
-    def request(self, method, params=None, timeout=None, owner=None):
+    def request(self, method, params=None, timeout=None, owner=None, request_id=None):
         """Send a request and wait for its result. Raises JSONRPCError for an error reply,
         TimeoutError (after telling the other side with notifications/cancelled), Cancelled
         if ``owner`` (a Context) is cancelled meanwhile, ConnectionError if the wire closes."""
-        rid = self.next_id()
+        rid = self.next_id() if request_id is None else request_id
         message = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             message["params"] = params
@@ -1571,9 +1592,11 @@ class Tool(Entry):
             result = self.result(self.invoke(ctx, kwargs))
         except ToolError as e:
             return _error_result(str(e))
-        except Cancelled:
+        except (Cancelled, InputRequired):
             raise
         except BaseException as e:       # SystemExit and KeyboardInterrupt too: never exit
+            if isinstance(e, CapabilityError) and ctx.envelope is not None:
+                raise                    # 2026-07-28: a protocol error, -32021
             expected = isinstance(e, (CapabilityError, TimeoutError, JSONRPCError))
             log.error("tool %r failed: %s", self.name, e, exc_info=not expected)
             return _error_result(f"{type(e).__name__}: {e}")
@@ -1641,7 +1664,8 @@ class Resource(Entry):
     matches one path segment (percent-decoded), ``{+var}`` matches the rest, slashes too."""
 
     def __init__(self, fn, uri, *, name=None, title=None, description=None, mime_type=None,
-                 size=None, annotations=None, icons=None, meta=None):
+                 size=None, annotations=None, icons=None, meta=None, ttl_ms=None,
+                 cache_scope=None):
         super().__init__(fn, name, title, description, icons, meta, structured=False)
         self.uri, self.variables, self.plus_vars, self.pattern = uri, [], set(), None
         if "{" in uri:
@@ -1661,6 +1685,8 @@ class Resource(Entry):
                             f"match the URI template's variables {sorted(self.variables)}")
         self.mime_type = mime_type or _guess_type(uri)
         self.size, self.annotations = size, annotations
+        # 2026-07-28 cache hints for resources/read, where they differ from the server's
+        self.ttl_ms, self.cache_scope = _cache_hints(ttl_ms, cache_scope, f"resource {uri!r}")
 
     def describe(self, version):
         entry = {"uriTemplate" if self.is_template else "uri": self.uri, "name": self.name}
@@ -1739,15 +1765,33 @@ _LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
 _current = threading.local()                  # the Context a worker thread is serving
 
 
+
+def _log_params(level, data, logger, threshold):
+    """The params of notifications/message, or None when ``level`` is below ``threshold``
+    (None: the client asked for no messages)."""
+    if level not in _LEVEL_RANK:
+        raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
+    if threshold is None or _LEVEL_RANK[level] < _LEVEL_RANK[threshold]:
+        return None
+    params = {"level": level, "data": data}
+    if logger:
+        params["logger"] = logger
+    return params
+
+
 class Context:
     """What a handler knows and can do while it serves one request.
 
     A tool, resource or prompt function gets one by declaring a parameter annotated
     ``Context`` (any name). Built-in handlers get it as their first argument."""
 
-    def __init__(self, session, request_id, method, params):
+    def __init__(self, session, request_id, method, params, envelope=None, answers=None):
         self.session, self.server = session, session.server
         self.request_id, self.method, self.params = request_id, method, params
+        self.envelope = envelope           # 2026-07-28: the request's own envelope, else None
+        self.answers = answers or {}       # 2026-07-28: key -> [question digest, answer]
+        self.questions = 0                 # questions asked so far in this run
+        self.principal = None              # who the transport says the client is, if anyone
         meta = params.get("_meta")
         self.meta = meta if isinstance(meta, dict) else {}
         token = self.meta.get("progressToken")
@@ -1756,16 +1800,23 @@ class Context:
         self.done = False                  # set once the response is written
         self.last_progress = None
 
+    # In the handshake era these come from initialize; in 2026-07-28, from this request.
     @property
     def protocol_version(self):
+        if self.envelope is not None:
+            return self.envelope.version
         return self.session.version
 
     @property
     def client_info(self):
+        if self.envelope is not None:
+            return self.envelope.client_info
         return self.session.client_info
 
     @property
     def client_capabilities(self):
+        if self.envelope is not None:
+            return self.envelope.capabilities
         return self.session.client_capabilities
 
     @property
@@ -1804,8 +1855,17 @@ class Context:
     # -- logging to the client ---------------------------------------------------------------
     def log(self, level, data, logger=None):
         """Send notifications/message if ``level`` is at or above what the client asked for
-        with logging/setLevel. ``data`` is any JSON value. Never log secrets (§9)."""
-        return self.session.log(level, data, logger)
+        (with logging/setLevel; in 2026-07-28, in this request's ``_meta``, and only before
+        its response). ``data`` is any JSON value. Never log secrets."""
+        if self.envelope is None:
+            return self.session.log(level, data, logger)
+        params = _log_params(level, data, logger, self.envelope.log_level)
+        if params is None:
+            return False
+        with self.session.lock:               # the response cannot overtake us here
+            if self.done or self.cancelled:
+                return False
+            return self.session.notify("notifications/message", params)
 
     # ctx.debug(data), ctx.info(data), ... ctx.emergency(data): one method per level
     def _at_level(level):
@@ -1814,45 +1874,66 @@ class Context:
     del _at_level
 
     # -- asking the client -------------------------------------------------------------------
-    def request(self, method, params=None, capability=None, timeout=None):
-        """Send a request to the client and wait for its result (see Peer.request).
+    def request(self, method, params=None, capability=None, timeout=None, key=None):
+        """Ask the client (sampling, elicitation, roots) and return its answer.
 
-        Only after notifications/initialized (L12) and only if the client declared
-        ``capability`` (L14); otherwise CapabilityError, which a tool reports as an
-        ``isError`` result unless it catches it."""
-        if not self.session.initialized:
+        Only if the client declared ``capability``; otherwise CapabilityError, which a tool
+        reports as an ``isError`` result (in 2026-07-28, as error -32021) unless it catches
+        it. In the handshake era this sends a request and waits for the response (only
+        after notifications/initialized). In 2026-07-28 the server never sends requests: the
+        question ends this run with an ``input_required`` result, and the client's retry
+        runs the handler again from the top, this time with the answer, which is returned
+        here. ``key`` names the question in that result (default: its kind and number)."""
+        if self.envelope is None and not self.session.initialized:
             raise CapabilityError(f"cannot send {method} before the client has sent "
                                   "notifications/initialized")
         if capability and not isinstance(self.client_capabilities.get(capability), dict):
             raise CapabilityError(f"the client did not declare the '{capability}' capability, "
-                                  f"so {method} cannot be sent to it")
+                                  f"so {method} cannot be sent to it", {capability: {}})
         self.check_cancelled()
+        if self.envelope is not None:
+            return self.ask(method, params, key)
         if timeout is None:
             timeout = self.server.request_timeout
         return self.session.request(method, params, timeout, owner=self)
 
+    def ask(self, method, params, key=None):
+        """2026-07-28: the answer to this question if the retry carries it, else InputRequired.
+        Each answer is kept with a digest of its question, so a handler that asks something
+        else on a later run (its inputs changed) is asked anew, never handed a stale answer."""
+        self.questions += 1
+        question = {"method": method} if params is None else {"method": method, "params": params}
+        digest = _digest(question)
+        key = key or f"{method.split('/')[0]}-{self.questions}"
+        answer = self.answers.get(key)
+        if answer is not None and answer[0] == digest:
+            return answer[1]
+        raise InputRequired(key, question, digest)
+
     def sample(self, messages, *, max_tokens=1000, system_prompt=None, temperature=None,
                stop_sequences=None, model_preferences=None, include_context=None,
-               metadata=None, tools=None, tool_choice=None, timeout=None):
+               metadata=None, tools=None, tool_choice=None, timeout=None, key=None):
         """Ask the client's model for a completion (sampling/createMessage). ``messages``
         is a string, or a list of strings (user turns) and ``{"role", "content"}`` dicts.
         Returns the result: ``{"role", "content", "model", "stopReason"}``."""
         if isinstance(messages, str):
             messages = [messages]
         params = {"messages": [_message(m) for m in messages], "maxTokens": max_tokens}
-        for key, value in (("systemPrompt", system_prompt), ("temperature", temperature),
+        for field, value in (("systemPrompt", system_prompt), ("temperature", temperature),
                            ("stopSequences", stop_sequences), ("includeContext", include_context),
                            ("modelPreferences", model_preferences), ("metadata", metadata),
                            ("tools", tools), ("toolChoice", tool_choice)):
             if value is not None:
-                params[key] = value
+                params[field] = value
         if (tools or tool_choice) and ("tools" not in self.client_capabilities.get("sampling", {})
                                        or (self.protocol_version or "") < V2025_11):
             raise CapabilityError("the client did not declare sampling.tools (2025-11-25), so a "
-                                  "sampling request cannot offer tools")
-        return self.request("sampling/createMessage", params, "sampling", timeout)
+                                  "sampling request cannot offer tools",
+                                  {"sampling": {"tools": {}}})
+        return self.request("sampling/createMessage", params, "sampling", timeout, key)
 
-    def elicit(self, message, schema=None, *, url=None, elicitation_id=None, timeout=None):
+    def elicit(self, message, schema=None, *, url=None, elicitation_id=None, timeout=None,
+               key=None):
         """Ask the user for input (elicitation/create). Form mode takes a flat object
         ``schema`` of primitive properties; URL mode (2025-11-25, ``url=``) sends the user to
         a page, and is for anything secret. Returns ``{"action": "accept"|"decline"|"cancel",
@@ -1864,22 +1945,27 @@ class Context:
         if url is not None:
             if not isinstance(declared, dict) or "url" not in declared or \
                     (self.protocol_version or "") < V2025_11:
-                raise CapabilityError("the client did not declare elicitation.url (2025-11-25)")
-            import uuid
-            params = {"mode": "url", "message": message, "url": url,
-                      "elicitationId": elicitation_id or str(uuid.uuid4())}
+                raise CapabilityError("the client did not declare elicitation.url (2025-11-25)",
+                                      {"elicitation": {"url": {}}})
+            params = {"mode": "url", "message": message, "url": url}
+            if self.envelope is None:       # 2026-07-28 correlates through requestState instead
+                import uuid
+                params["elicitationId"] = elicitation_id or str(uuid.uuid4())
         else:
             if isinstance(declared, dict) and declared and "form" not in declared:
-                raise CapabilityError("the client declared only URL elicitation, not forms")
+                raise CapabilityError("the client declared only URL elicitation, not forms",
+                                      {"elicitation": {"form": {}}})
             params = {"message": message,
                       "requestedSchema": schema or {"type": "object", "properties": {}}}
             if (self.protocol_version or "") >= V2025_11:
                 params = {"mode": "form", **params}
-        return self.request("elicitation/create", params, "elicitation", timeout)
+        return self.request("elicitation/create", params, "elicitation", timeout, key)
 
-    def list_roots(self, timeout=None):
-        """The client's roots (roots/list) as a list of ``{"uri", "name"?}``; cached until
-        the client sends notifications/roots/list_changed."""
+    def list_roots(self, timeout=None, key=None):
+        """The client's roots (roots/list) as a list of ``{"uri", "name"?}``; in the handshake
+        era cached until the client sends notifications/roots/list_changed."""
+        if self.envelope is not None:              # stateless: asked for each request
+            return self.request("roots/list", None, "roots", timeout, key).get("roots", [])
         session = self.session
         roots = session.roots
         if roots is None:
@@ -1914,6 +2000,153 @@ def forward_logging_to_client(name=None):
                                         logging.getLogger("mcp_min").handlers))
         logger.addHandler(stderr)
     logger.addHandler(ClientLogHandler())
+
+
+
+# ============================================================================================
+# Stateless requests (2026-07-28): the envelope, requestState
+# ============================================================================================
+#
+# From 2026-07-28 there is no initialize: every request carries, in params._meta, the protocol
+# version and the client's capabilities (the "envelope"), and the server remembers nothing
+# between requests. A handler that needs the client's input (elicitation, sampling, roots)
+# answers {"resultType": "input_required", "inputRequests": {...}, "requestState": "..."};
+# the client retries the same request with the answers and the requestState echoed, and
+# the handler runs again from the top. requestState carries the earlier rounds' answers, so
+# it is signed: the client holds it, and it must not be able to alter it or move it to
+# another call.
+
+_MCP = "io.modelcontextprotocol/"
+PROTOCOL_VERSION_KEY = _MCP + "protocolVersion"
+CLIENT_CAPABILITIES_KEY = _MCP + "clientCapabilities"
+CLIENT_INFO_KEY, LOG_LEVEL_KEY = _MCP + "clientInfo", _MCP + "logLevel"
+SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY = _MCP + "serverInfo", _MCP + "subscriptionId"
+
+#: Methods of one era only. A 2026-07-28 request for a handshake-only method gets -32601.
+MODERN_ONLY_METHODS = frozenset({"server/discover", "subscriptions/listen"})
+HANDSHAKE_ONLY_METHODS = frozenset({"initialize", "ping", "logging/setLevel",
+                                    "resources/subscribe", "resources/unsubscribe"})
+#: The methods whose results a client may cache (ttlMs, cacheScope), and those that may ask
+#: the client for input.
+CACHEABLE_METHODS = frozenset({"server/discover", "tools/list", "prompts/list", "resources/list",
+                               "resources/templates/list", "resources/read"})
+INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+
+#: A handler's result meaning "no response": subscriptions/listen answers with a stream.
+NO_RESPONSE = object()
+
+
+class Envelope:
+    """What a 2026-07-28 request says about its client, in ``params._meta``: the protocol
+    version, the client's capabilities and name, and the log level it wants for this request
+    only. The handshake era learns the same facts once, from initialize."""
+    __slots__ = ("version", "capabilities", "client_info", "log_level")
+
+    def __init__(self, version, capabilities, client_info=None, log_level=None):
+        self.version, self.capabilities = version, capabilities
+        self.client_info, self.log_level = client_info or {}, log_level
+
+
+def read_envelope(meta):
+    """params._meta of a 2026-07-28 request -> Envelope, or the JSON-RPC error it deserves:
+    -32602 for a missing or malformed key, -32022 for a version this server does not serve."""
+    if not isinstance(meta, dict):
+        raise JSONRPCError(INVALID_PARAMS, "Invalid params: this method is part of protocol "
+                           f"2026-07-28, whose requests carry params._meta with "
+                           f'"{PROTOCOL_VERSION_KEY}" and "{CLIENT_CAPABILITIES_KEY}"')
+    version, capabilities = meta.get(PROTOCOL_VERSION_KEY), meta.get(CLIENT_CAPABILITIES_KEY)
+    if not isinstance(version, str):
+        raise JSONRPCError(INVALID_PARAMS, f'Invalid params: params._meta needs '
+                                           f'"{PROTOCOL_VERSION_KEY}" (a string)')
+    if not isinstance(capabilities, dict):
+        raise JSONRPCError(INVALID_PARAMS, f'Invalid params: params._meta needs '
+                           f'"{CLIENT_CAPABILITIES_KEY}" (an object; {{}} for none)')
+    if version not in MODERN_PROTOCOL_VERSIONS:
+        raise JSONRPCError(UNSUPPORTED_VERSION, f"Unsupported protocol version {version!r}: "
+                           f"requests are served at {', '.join(MODERN_PROTOCOL_VERSIONS)}; "
+                           f"{', '.join(PROTOCOL_VERSIONS)} after initialize",
+                           {"supported": list(MODERN_PROTOCOL_VERSIONS), "requested": version})
+    level = meta.get(LOG_LEVEL_KEY)
+    if level is not None and level not in _LEVEL_RANK:
+        raise JSONRPCError(INVALID_PARAMS, f"Invalid params: log level {level!r} in params._meta; "
+                                           f"use one of {', '.join(LOG_LEVELS)}")
+    info = meta.get(CLIENT_INFO_KEY)
+    return Envelope(version, capabilities, info if isinstance(info, dict) else None, level)
+
+
+def _digest(value):
+    """A short, stable fingerprint of a JSON value (its canonical encoding, hashed)."""
+    import hashlib
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _b64url(data):
+    return binascii.b2a_base64(data, newline=False).rstrip(b"=").decode("ascii") \
+        .replace("+", "-").replace("/", "_")
+
+
+def _unb64url(text):
+    text = text.replace("-", "+").replace("_", "/")
+    return binascii.a2b_base64(text + "=" * (-len(text) % 4))
+
+
+class RequestStateSigner:
+    """Seals and opens requestState: JSON, base64url, and an HMAC-SHA256 over it. The key is
+    ``key`` (bytes or str), else env MCP_MIN_STATE_KEY, else random for this process; give
+    every process that serves the same clients the same key (behind a load balancer, a retry
+    may reach another one). A state expires ``ttl`` seconds after it was issued."""
+
+    def __init__(self, key=None, ttl=600):
+        key = key if key is not None else os.environ.get("MCP_MIN_STATE_KEY")
+        if isinstance(key, str):
+            key = key.encode("utf-8")
+        self.key, self.ttl = key or os.urandom(32), ttl
+
+    def _mac(self, body):
+        import hashlib
+        import hmac
+        return hmac.new(self.key, body, hashlib.sha256).digest()
+
+    def seal(self, payload):
+        body = _b64url(encode_message(dict(payload, exp=int(time.time() + self.ttl))))
+        return f"v1.{body}.{_b64url(self._mac(body.encode('ascii')))}"
+
+    def open(self, token):
+        """The payload of a state this server sealed, or -32602 saying why not."""
+        import hmac
+        version, _, rest = token.partition(".")
+        body, _, mac = rest.partition(".")
+        try:
+            genuine = version == "v1" and hmac.compare_digest(
+                _unb64url(mac), self._mac(body.encode("ascii")))
+            payload = json.loads(_unb64url(body)) if genuine else None
+        except (ValueError, binascii.Error, UnicodeEncodeError):
+            payload = None
+        if not isinstance(payload, dict):
+            raise _invalid_state("it was not issued by this server, or it was altered")
+        if not isinstance(payload.get("exp"), int) or payload["exp"] < time.time():
+            raise _invalid_state("it has expired; send the request again without it")
+        return payload
+
+
+def _invalid_state(why):
+    return JSONRPCError(INVALID_PARAMS, f"Invalid params: requestState rejected: {why}",
+                        {"reason": "invalid_request_state"})
+
+
+def _check_answer(key, method, answer):
+    """An inputResponses entry must be the result the question's method returns."""
+    shapes = {"elicitation/create": ("action", str), "sampling/createMessage": ("content", object),
+              "roots/list": ("roots", list)}
+    field, kind = shapes.get(method, (None, object))
+    if not isinstance(answer, dict) or (field and not isinstance(answer.get(field), kind)):
+        raise JSONRPCError(INVALID_PARAMS, f"Invalid params: inputResponses.{key} is not a "
+                                           f"{method} result (it needs {field!r})")
+    if method == "elicitation/create" and answer["action"] not in ("accept", "decline", "cancel"):
+        raise JSONRPCError(INVALID_PARAMS, f"Invalid params: inputResponses.{key}.action must "
+                                           'be "accept", "decline" or "cancel"')
+    return answer
 
 
 # ============================================================================================
@@ -1960,6 +2193,12 @@ class Server:
                              serving; handlers reach what it yields as ``ctx.lifespan``
       forward_logging=False  True (root logger) or a logger name: Python logging records
                              emitted inside handlers also go to the client
+      cache_ttl_ms=0         2026-07-28: how long (ms) clients may reuse a discover, list or
+      cache_scope="public"   resource result, and whether it may be shared between users
+                             ("public") or not ("private"); a resource can say otherwise
+      state_key=None         2026-07-28: the key that signs requestState (bytes or str; else
+                             env MCP_MIN_STATE_KEY, else random per process)
+      state_ttl=600          seconds a requestState stays valid
     """
 
     #: Methods answered on the reader thread; they are quick and never run user code.
@@ -1967,20 +2206,25 @@ class Server:
     #: methods you add) runs on the worker pool, so the reader is never blocked.
     inline_methods = frozenset({
         "initialize", "ping", "tools/list", "resources/list", "resources/templates/list",
-        "prompts/list", "resources/subscribe", "resources/unsubscribe", "logging/setLevel"})
+        "prompts/list", "resources/subscribe", "resources/unsubscribe", "logging/setLevel",
+        "server/discover", "subscriptions/listen"})
 
     def __init__(self, name, version="0.1.0", *, title=None, description=None, instructions=None,
                  website_url=None, icons=None, lifespan=None, page_size=100, max_workers=64,
                  max_queue=10_000, max_line_bytes=32 << 20, grace_period=5.0, request_timeout=60.0,
-                 forward_logging=False):
+                 forward_logging=False, cache_ttl_ms=0, cache_scope="public", state_key=None,
+                 state_ttl=600):
         self.name, self.version, self.title, self.description = name, version, title, description
         self.instructions, self.website_url, self.icons = instructions, website_url, icons
         self.lifespan, self.lifespan_value, self._lifespan_users = lifespan, None, 0
         self.page_size, self.max_workers, self.max_queue = page_size, max_workers, max_queue
         self.max_line_bytes, self.grace_period = max_line_bytes, grace_period
         self.request_timeout, self.forward_logging = request_timeout, forward_logging
+        self.cache_ttl_ms, self.cache_scope = _cache_hints(cache_ttl_ms, cache_scope, name)
+        self.request_state = RequestStateSigner(state_key, state_ttl)
         self.tools, self.resources, self.prompts, self.completers = {}, {}, {}, {}
         self.sessions = set()                 # open connections (one, over stdio)
+        self._info = None                     # serverInfo for 2026-07-28 results, made once
         self.lock = threading.Lock()
         self.pool = None                      # started with the first connection
         self.order = count(1).__next__        # registration order: the order lists use
@@ -1998,6 +2242,8 @@ class Server:
             "prompts/get": self.get_prompt,
             "completion/complete": self.complete,
             "logging/setLevel": self.set_logging_level,
+            "server/discover": self.discover,
+            "subscriptions/listen": self.listen,
             "notifications/initialized": self.on_initialized,
             "notifications/cancelled": self.on_cancelled,
             "notifications/roots/list_changed": self.on_roots_list_changed,
@@ -2070,16 +2316,26 @@ class Server:
     # -- server-initiated notifications ------------------------------------------------------
     def notify_list_changed(self, kind):
         """Tell every client that declared interest that the tools, resources or prompts
-        changed (sent only where the ``listChanged`` capability was declared)."""
+        changed: handshake-era sessions that were offered ``listChanged``, and 2026-07-28
+        subscriptions/listen streams that asked for this kind."""
+        method, flag = f"notifications/{kind}/list_changed", f"{kind}ListChanged"
         for session in list(self.sessions):
             if session.capabilities.get(kind, {}).get("listChanged"):
-                session.notify(f"notifications/{kind}/list_changed")
+                session.notify(method)
+            if session.listens:
+                session.publish(method, lambda honoured: honoured.get(flag))
 
     def notify_resource_updated(self, uri):
-        """Send notifications/resources/updated to the clients subscribed to ``uri``."""
+        """Send notifications/resources/updated to the clients subscribed to ``uri`` (or, on
+        a listen stream, to a resource it is part of: ``file:///dir`` covers ``file:///dir/a``)."""
+        def covers(honoured):
+            return any(uri == s or uri.startswith(s.rstrip("/") + "/")
+                       for s in honoured.get("resourceSubscriptions", ()))
         for session in list(self.sessions):
             if uri in session.subscriptions:
                 session.notify("notifications/resources/updated", {"uri": uri})
+            if session.listens:
+                session.publish("notifications/resources/updated", covers, {"uri": uri})
 
     # -- what the server says about itself ---------------------------------------------------
     def capabilities(self):
@@ -2128,6 +2384,94 @@ class Server:
 
     def ping(self, ctx, params):
         return {}
+
+    # -- built-in handlers: the 2026-07-28 era ---------------------------------------------------
+    def discover(self, ctx, params):
+        """server/discover: the versions, capabilities and instructions a client would
+        otherwise learn from initialize (the server's name goes into every result's _meta)."""
+        result = {"supportedVersions": list(MODERN_PROTOCOL_VERSIONS),
+                  "capabilities": self.capabilities()}
+        if self.instructions:
+            result["instructions"] = self.instructions
+        return result
+
+    def listen(self, ctx, params):
+        """subscriptions/listen: list and resource changes on a stream that stays open until
+        the client cancels it. Acknowledged with the kinds this server will send; no response,
+        and no thread waits on it."""
+        wanted = _require(params, "notifications", dict, "subscriptions/listen")
+        offered = self.capabilities()
+        honoured = {f"{kind}ListChanged": True for kind in ("tools", "prompts", "resources")
+                    if wanted.get(f"{kind}ListChanged") is True and kind in offered}
+        uris = wanted.get("resourceSubscriptions")
+        if uris is not None:
+            if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
+                raise JSONRPCError(INVALID_PARAMS, "subscriptions/listen: "
+                                   "notifications.resourceSubscriptions must be a list of URIs")
+            if "resources" in offered:
+                honoured["resourceSubscriptions"] = list(dict.fromkeys(uris))
+        ctx.session.listen(ctx.request_id, honoured)
+        return NO_RESPONSE
+
+    def run_stateless(self, ctx, handler):
+        """Run a handler for a 2026-07-28 request and finish its result for that era: a
+        question for the client becomes an input_required result, a missing capability
+        error -32021, and every result says what it is (resultType), who sent it, and, if
+        clients may cache it, for how long and for whom."""
+        try:
+            result = handler(ctx, ctx.params)
+            if hasattr(result, "__await__"):
+                result = _run_coroutine(result)
+        except InputRequired as question:
+            result = self.input_required(ctx, question)
+        except CapabilityError as e:
+            raise JSONRPCError(MISSING_CAPABILITY, f"Missing client capability: {e}",
+                               {"requiredCapabilities": e.required}) from None
+        if result is NO_RESPONSE:
+            return result
+        result = dict(result)
+        kind = result.setdefault("resultType", "complete")
+        if kind == "complete" and ctx.method in CACHEABLE_METHODS:
+            result.setdefault("ttlMs", self.cache_ttl_ms)
+            result.setdefault("cacheScope", self.cache_scope)
+        if self._info is None:
+            self._info = self.server_info(V2026_07)
+        meta = result.get("_meta")
+        result["_meta"] = {**meta, SERVER_INFO_KEY: self._info} if meta else \
+            {SERVER_INFO_KEY: self._info}
+        return result
+
+    def read_answers(self, method, params, principal=None):
+        """The answers a 2026-07-28 retry brings: those of earlier rounds from its signed
+        requestState, and this round's from inputResponses (only for the questions that were
+        asked; other keys are ignored). -32602 for a requestState that was forged, altered,
+        has expired, or was issued for another call."""
+        token, responses = params.get("requestState"), params.get("inputResponses")
+        if not isinstance(token, str):
+            raise _invalid_state("it must be the string the server sent")
+        state = self.request_state.open(token)
+        if state.get("call") != _call_digest(method, params, principal):
+            raise _invalid_state("it was issued for another call (method, name or arguments)")
+        if responses is not None and not isinstance(responses, dict):
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
+        answers = state.get("answers", {})
+        for key, (digest, method_asked) in state.get("asked", {}).items():
+            if responses and key in responses:
+                answers[key] = [digest, _check_answer(key, method_asked, responses[key])]
+        return answers
+
+    def input_required(self, ctx, question):
+        """The result that asks the client ``question``, with the answers so far sealed in
+        requestState for the retry."""
+        if ctx.method not in INPUT_METHODS:
+            raise JSONRPCError(INTERNAL_ERROR, f"Internal error: {ctx.method} cannot ask the "
+                               f"client for input ({question.request['method']}); only "
+                               f"{', '.join(sorted(INPUT_METHODS))} can")
+        state = {"call": _call_digest(ctx.method, ctx.params, ctx.principal),
+                 "answers": ctx.answers,
+                 "asked": {question.key: [question.digest, question.request["method"]]}}
+        return {"resultType": "input_required", "inputRequests": {question.key: question.request},
+                "requestState": self.request_state.seal(state)}
 
     def on_initialized(self, ctx, params):
         ctx.session.initialized = True
@@ -2203,9 +2547,15 @@ class Server:
     def read_resource(self, ctx, params):
         uri = _require(params, "uri", str, "resources/read")
         resource, variables = self.find_resource(uri)
-        if resource is None:
-            raise JSONRPCError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
-        return {"contents": resource.read(ctx, uri, variables)}
+        if resource is None:           # 2026-07-28 retired -32002 for the generic code
+            code = RESOURCE_NOT_FOUND if ctx.envelope is None else INVALID_PARAMS
+            raise JSONRPCError(code, f"Resource not found: {uri}", {"uri": uri})
+        result = {"contents": resource.read(ctx, uri, variables)}
+        if ctx.envelope is not None:
+            for key, value in (("ttlMs", resource.ttl_ms), ("cacheScope", resource.cache_scope)):
+                if value is not None:
+                    result[key] = value
+        return result
 
     def subscribe(self, ctx, params):
         ctx.session.subscriptions.add(_require(params, "uri", str, "resources/subscribe"))
@@ -2324,6 +2674,21 @@ class Server:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)   # a late signal must not turn a
             signal.signal(signal.SIGINT, signal.SIG_IGN)    # clean exit into death by signal
         sys.exit(code)
+
+
+def _cache_hints(ttl_ms, scope, owner):
+    """Check a ttlMs and cacheScope setting (None: not set) and return them."""
+    if ttl_ms is not None and (type(ttl_ms) is not int or ttl_ms < 0):
+        raise ValueError(f"{owner}: cache_ttl_ms must be a whole number of milliseconds >= 0")
+    if scope not in (None, "public", "private"):
+        raise ValueError(f'{owner}: cache_scope must be "public" or "private"')
+    return ttl_ms, scope
+
+
+def _call_digest(method, params, principal):
+    """What a requestState is bound to: the method, its target, its arguments, the caller."""
+    target = params.get("uri") if method == "resources/read" else params.get("name")
+    return _digest([method, target, params.get("arguments"), principal])
 
 
 def _cursor_position(cursor):
@@ -2462,6 +2827,7 @@ class Session(Peer):
         self.subscriptions = set()
         self.roots, self.roots_generation = None, 0     # cached roots/list result
         self.running = {}                   # request id -> Context
+        self.listens = {}                   # id of an open subscriptions/listen -> its filter
         self.deadline = None                # end of the grace period, once input has ended
         self.lock = threading.Lock()        # guards running, and orders progress before replies
 
@@ -2488,6 +2854,10 @@ class Session(Peer):
         if method.startswith("notifications/"):
             return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: {method} is a "
                                     "notification; send it without an id", batch)
+        meta = params.get("_meta")
+        if method in MODERN_ONLY_METHODS or (type(meta) is dict and method != "initialize" and (
+                PROTOCOL_VERSION_KEY in meta or CLIENT_CAPABILITIES_KEY in meta)):
+            return self.handle_stateless(rid, method, params, batch)
         handler = server.handlers.get(method)
         if handler is None:                   # answered at once: clients probe with this (G1)
             return self.reply_error(rid, METHOD_NOT_FOUND, f"Method not found: {method}", batch)
@@ -2500,11 +2870,39 @@ class Session(Peer):
         if needs and self.version is not None and needs not in self.capabilities:
             return self.reply_error(rid, METHOD_NOT_FOUND, f"Method not found: {method} (this "
                                     f"server declares no {needs} capability)", batch)
+        self.start(rid, method, params, handler, batch)
+
+    def handle_stateless(self, rid, method, params, batch=None):
+        """A 2026-07-28 request: everything the server needs to know about the client is in
+        the request itself, checked here in the order the spec's errors imply (the envelope,
+        then the version, then the method); nothing is read from earlier requests."""
+        server = self.server
+        try:
+            if batch is not None:
+                raise JSONRPCError(INVALID_REQUEST, "Invalid Request: 2026-07-28 requests "
+                                                    "cannot be part of a batch")
+            envelope = read_envelope(params.get("_meta"))
+            handler = server.handlers.get(method)
+            if handler is None or method in HANDSHAKE_ONLY_METHODS:
+                removed = " (not part of protocol 2026-07-28)" if handler else ""
+                raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method}{removed}")
+            needs = _NEEDS.get(method)
+            if needs and needs not in server.capabilities():
+                raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method} (this server "
+                                                     f"declares no {needs} capability)")
+            answers = server.read_answers(method, params) if "requestState" in params else None
+        except JSONRPCError as e:
+            return self.reply(rid, error_response(rid, e.code, e.message, e.data), batch)
+        self.start(rid, method, params, handler, batch, envelope, answers)
+
+    def start(self, rid, method, params, handler, batch=None, envelope=None, answers=None):
+        """Run a handler for a request: inline if it is quick, else on the pool."""
+        server = self.server
         with self.lock:
             earlier = self.running.get(rid)
             duplicate = earlier is not None and not earlier.done    # answered: the id is free
             if not duplicate:
-                ctx = self.running[rid] = Context(self, rid, method, params)
+                ctx = self.running[rid] = Context(self, rid, method, params, envelope, answers)
         if duplicate:
             return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: id {rid!r} is already "
                                     "in use by a request still in progress", batch)
@@ -2525,10 +2923,16 @@ class Session(Peer):
         _current.ctx = ctx
         try:
             ctx.check_cancelled()             # cancelled while it waited for a thread
-            result = handler(ctx, ctx.params)
-            if hasattr(result, "__await__"):
-                result = _run_coroutine(result)
-            frame = encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
+            if ctx.envelope is None:
+                result = handler(ctx, ctx.params)
+                if hasattr(result, "__await__"):
+                    result = _run_coroutine(result)
+            else:
+                result = self.server.run_stateless(ctx, handler)
+            if result is NO_RESPONSE:
+                frame = None
+            else:
+                frame = encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
         except Cancelled as e:                # silent only if the client cancelled it (§9)
             frame = None if ctx.cancelled else self.encode_error(rid, INTERNAL_ERROR, f"Cancelled: {e}")
         except _Stop:                         # an inline handler, stopped by a signal
@@ -2577,10 +2981,13 @@ class Session(Peer):
             log.error("%s handler failed", message["method"], exc_info=True)
 
     def cancel(self, request_id, reason=None):
-        """Mark a running request cancelled; unknown, finished and initialize ids are ignored."""
+        """Mark a running request cancelled, or close the listen stream it opened; unknown,
+        finished and initialize ids are ignored."""
         if not valid_id(request_id):
             return
         with self.lock:
+            if self.listens.pop(request_id, None) is not None:
+                return
             ctx = self.running.get(request_id)
             if ctx is None or ctx.method == "initialize":
                 return
@@ -2588,14 +2995,32 @@ class Session(Peer):
         self.cancel_pending(ctx, f"request {request_id!r} was cancelled by the client")
 
     def log(self, level, data, logger=None):
-        if level not in _LEVEL_RANK:
-            raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
-        if self.version is None or _LEVEL_RANK[level] < _LEVEL_RANK[self.log_level]:
-            return False
-        params = {"level": level, "data": data}
-        if logger:
-            params["logger"] = logger
-        return self.notify("notifications/message", params)
+        """Log to a handshake-era client, at or above the level of its logging/setLevel."""
+        params = _log_params(level, data, logger, self.log_level if self.version else None)
+        return params is not None and self.notify("notifications/message", params)
+
+    # -- 2026-07-28 subscriptions: one table entry per open listen, no thread held --------------
+    def listen(self, request_id, honoured):
+        if request_id in self.listens:
+            raise JSONRPCError(INVALID_REQUEST, f"Invalid Request: id {request_id!r} is already "
+                                                "in use by an open subscriptions/listen")
+        tag = {SUBSCRIPTION_ID_KEY: request_id}
+        # The acknowledgement comes first: the stream is registered only once it is written.
+        self.notify("notifications/subscriptions/acknowledged",
+                    {"_meta": tag, "notifications": honoured})
+        with self.lock:
+            self.listens[request_id] = honoured
+
+    def publish(self, method, wanted, params=None):
+        """Send a notification on every open listen stream for which ``wanted(filter)`` holds,
+        tagged with the listen's id; under the lock, so none follows a cancellation."""
+        for request_id, honoured in list(self.listens.items()):
+            if not wanted(honoured):
+                continue
+            tagged = dict(params or {}, _meta={SUBSCRIPTION_ID_KEY: request_id})
+            with self.lock:
+                if self.listens.get(request_id) is honoured:
+                    self.notify(method, tagged)
 
     # -- the loop --------------------------------------------------------------------------------
     def serve(self, rfile):
@@ -2647,14 +3072,25 @@ class Client(Peer):
         with Client(server) as client:                       # ...or a Server in memory
             ...
 
-    It performs the handshake, answers the server's requests (``roots``, ``sampling``,
-    ``elicitation`` callbacks; ``ping``) on threads of their own, and keeps every
-    notification it receives in ``notifications``."""
+    ``era`` picks the protocol: "legacy" performs the handshake (initialize), which every
+    server speaks; "2026-07-28" sends server/discover and then stamps every request with
+    the envelope (and fails if the server does not serve that revision); "auto" tries
+    2026-07-28 and falls back to the handshake. The client's side of sampling, elicitation
+    and roots is the ``sampling``, ``elicitation`` and ``roots`` callbacks in either era:
+    as answers to the server's requests (on threads of their own), or to the questions of
+    ``input_required`` results, which ``call_tool``, ``get_prompt`` and ``read_resource``
+    retry until the result is complete. Every notification received is kept in
+    ``notifications``."""
 
     def __init__(self, target, *, roots=None, sampling=None, elicitation=None,
                  protocol_version=LATEST_PROTOCOL_VERSION, client_info=None, capabilities=None,
                  timeout=30.0, env=None, cwd=None, stderr=None, trace=None,
-                 on_notification=None, initialize=True):
+                 on_notification=None, initialize=True, era="legacy", log_level=None,
+                 max_rounds=10):
+        if era not in ("legacy", "auto") + MODERN_PROTOCOL_VERSIONS:
+            raise ValueError(f"era must be 'legacy', 'auto' or one of {MODERN_PROTOCOL_VERSIONS}")
+        self.era, self.modern, self.log_level, self.max_rounds = era, False, log_level, max_rounds
+        self.subscriptions = {}                  # listen id -> Subscription
         self.timeout, self.on_notification = timeout, on_notification
         self.notifications, self.progress_handlers, self.junk = [], {}, []
         self.progress_tokens = count(1).__next__
@@ -2693,7 +3129,7 @@ class Client(Peer):
         self.server_info = self.server_capabilities = self.instructions = None
         if initialize:
             try:
-                self.initialize()
+                self.connect()
             except BaseException:
                 try:
                     self.close(timeout=1.0)      # don't leave a server process behind
@@ -2716,6 +3152,46 @@ class Client(Peer):
                                               (f" (exit code {code})" if code else "")))
 
     # -- lifecycle -------------------------------------------------------------------------------
+    def connect(self):
+        """Open the session in the client's ``era`` (see the class); returns the result of
+        initialize or server/discover."""
+        if self.era == "legacy":
+            return self.initialize()
+        try:
+            result = self.discover(timeout=min(self.timeout, 10.0))
+        except (JSONRPCError, TimeoutError):     # a handshake-only server: not an error
+            if self.era != "auto":
+                raise
+            return self.initialize()
+        if result.get("resultType") in (None, "complete") and \
+                V2026_07 in (result.get("supportedVersions") or ()):
+            return result
+        if self.era != "auto":
+            raise ConnectionError(f"the server does not serve {self.era}: it offers "
+                                  f"{result.get('supportedVersions')}")
+        self.modern = False
+        return self.initialize()
+
+    def discover(self, timeout=None):
+        """server/discover; if the server serves 2026-07-28, every later request is
+        stamped with the envelope and the server's name and capabilities are taken from it."""
+        result = super().request("server/discover", {"_meta": self.envelope(V2026_07)},
+                                 self.timeout if timeout is None else timeout)
+        if V2026_07 in (result.get("supportedVersions") or ()):
+            self.modern, self.protocol_version = True, V2026_07
+            self.server_info = (result.get("_meta") or {}).get(SERVER_INFO_KEY)
+            self.server_capabilities = result.get("capabilities", {})
+            self.instructions = result.get("instructions")
+        return result
+
+    def envelope(self, version=None):
+        """The _meta keys a 2026-07-28 request carries: who and what this client is."""
+        meta = {PROTOCOL_VERSION_KEY: version or self.protocol_version,
+                CLIENT_CAPABILITIES_KEY: self.capabilities, CLIENT_INFO_KEY: self.client_info}
+        if self.log_level:
+            meta[LOG_LEVEL_KEY] = self.log_level
+        return meta
+
     def initialize(self):
         result = self.request("initialize", {"protocolVersion": self.protocol_version,
                                              "capabilities": self.capabilities,
@@ -2765,18 +3241,22 @@ class Client(Peer):
     def handle_request(self, message, batch=None):
         threading.Thread(target=self._answer, args=(message,), daemon=True).start()
 
-    def _answer(self, message):
-        rid, method = message["id"], message["method"]
+    def answer(self, method, params):
+        """The client's answer to a question from the server (a request in the handshake
+        era, an input request in 2026-07-28), from the callbacks."""
         callback = self.callbacks.get(method)
+        if method == "ping":
+            return {}
+        if callback is None:
+            raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        if method == "roots/list":
+            return {"roots": callback()}
+        return callback(params or {})
+
+    def _answer(self, message):
+        rid = message["id"]
         try:
-            if method == "ping":
-                result = {}
-            elif callback is None:
-                raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
-            elif method == "roots/list":
-                result = {"roots": callback()}
-            else:
-                result = callback(message.get("params") or {})
+            result = self.answer(message["method"], message.get("params"))
             reply = {"jsonrpc": "2.0", "id": rid, "result": result}
         except JSONRPCError as e:
             reply = error_response(rid, e.code, e.message, e.data)
@@ -2798,7 +3278,11 @@ class Client(Peer):
     def handle_notification(self, message):
         self.notifications.append(message)
         params = message.get("params") or {}
+        meta = params.get("_meta")
+        listen_id = meta.get(SUBSCRIPTION_ID_KEY) if isinstance(meta, dict) else None
         try:                                     # a failing callback must not stop the reader
+            if listen_id is not None:
+                self.deliver(listen_id, message)
             if message["method"] == "notifications/cancelled":
                 self.cancelled_requests.add(params.get("requestId"))
             elif message["method"] == "notifications/progress":
@@ -2811,8 +3295,63 @@ class Client(Peer):
             log.exception("a notification callback failed")
 
     # -- requests ------------------------------------------------------------------------------
-    def request(self, method, params=None, timeout=None, owner=None):
-        return super().request(method, params, self.timeout if timeout is None else timeout, owner)
+    def request(self, method, params=None, timeout=None, owner=None, request_id=None):
+        if self.modern:                          # 2026-07-28: every request says who we are
+            params = dict(params or {})
+            params["_meta"] = {**self.envelope(), **(params.get("_meta") or {})}
+        return super().request(method, params, self.timeout if timeout is None else timeout,
+                               owner, request_id)
+
+    def request_with_input(self, method, params, timeout=None):
+        """A request that may answer input_required (2026-07-28): answer its questions with
+        the callbacks and retry, with the answers and the requestState, until it is done."""
+        result = self.request(method, params, timeout)
+        for _ in range(self.max_rounds):
+            if not isinstance(result, dict) or result.get("resultType") != "input_required":
+                return result
+            asked = result.get("inputRequests") or {}
+            retry = dict(params, inputResponses={
+                key: self.answer(q.get("method"), q.get("params")) for key, q in asked.items()})
+            if "requestState" in result:
+                retry["requestState"] = result["requestState"]
+            if not asked:
+                time.sleep(0.05)                 # the server asked only to be asked again
+            result = self.request(method, retry, timeout)
+        if isinstance(result, dict) and result.get("resultType") == "input_required":
+            raise JSONRPCError(INTERNAL_ERROR, f"{method}: still input_required after "
+                                               f"{self.max_rounds} rounds; giving up")
+        return result
+
+    # -- 2026-07-28 subscriptions ------------------------------------------------------------------
+    def listen(self, *, tools=False, prompts=False, resources=False, resource_uris=None,
+               timeout=None):
+        """Open a subscriptions/listen stream (2026-07-28) for list changes and updates of
+        ``resource_uris``; returns a Subscription once the server has acknowledged it."""
+        wanted = {f"{kind}ListChanged": True for kind, on in
+                  (("tools", tools), ("prompts", prompts), ("resources", resources)) if on}
+        if resource_uris:
+            wanted["resourceSubscriptions"] = list(resource_uris)
+        rid = f"listen-{self.next_id()}"
+        subscription = self.subscriptions[rid] = Subscription(self, rid)
+        try:           # the acknowledgement stands in for the response: see deliver()
+            ack = self.request("subscriptions/listen", {"notifications": wanted}, timeout,
+                               request_id=rid)
+        except BaseException:
+            self.subscriptions.pop(rid, None)
+            raise
+        subscription.honoured = ack.get("notifications", {})
+        return subscription
+
+    def deliver(self, listen_id, message):
+        subscription = self.subscriptions.get(listen_id)
+        if subscription is None:
+            return
+        if message["method"] == "notifications/subscriptions/acknowledged":
+            slot = self.pending.pop(listen_id, None)
+            if slot is not None:
+                slot.resolve(result=message.get("params") or {})
+        else:
+            subscription.events.put(message)
 
     def ping(self):
         return self.request("ping")
@@ -2840,7 +3379,8 @@ class Client(Peer):
         return self.list_all("prompts/list", "prompts")
 
     def call_tool(self, name, arguments=None, *, progress=None, meta=None, timeout=None):
-        """Call a tool; ``progress`` is called with each notifications/progress params."""
+        """Call a tool; ``progress`` is called with each notifications/progress params.
+        In 2026-07-28 the tool's questions are answered through the callbacks."""
         params = {"name": name, "arguments": arguments or {}}
         token = None
         if progress is not None:
@@ -2850,7 +3390,7 @@ class Client(Peer):
         if meta:
             params["_meta"] = meta
         try:
-            return self.request("tools/call", params, timeout)
+            return self.request_with_input("tools/call", params, timeout)
         finally:
             self.progress_handlers.pop(token, None)
 
@@ -2862,10 +3402,10 @@ class Client(Peer):
             slot.resolve(error=Cancelled(f"request {request_id!r} was cancelled"))
 
     def read_resource(self, uri):
-        return self.request("resources/read", {"uri": uri})
+        return self.request_with_input("resources/read", {"uri": uri})
 
     def get_prompt(self, name, arguments=None):
-        return self.request("prompts/get", {"name": name, "arguments": arguments or {}})
+        return self.request_with_input("prompts/get", {"name": name, "arguments": arguments or {}})
 
     def complete(self, ref, argument, value, context=None):
         """Completion for a prompt argument (``ref={"type": "ref/prompt", "name": ...}``) or a
@@ -2876,6 +3416,10 @@ class Client(Peer):
         return self.request("completion/complete", params)["completion"]
 
     def set_logging_level(self, level):
+        """logging/setLevel; in 2026-07-28, the level every later request asks for."""
+        if self.modern:
+            self.log_level = level
+            return {}
         return self.request("logging/setLevel", {"level": level})
 
     def subscribe(self, uri):
@@ -2883,6 +3427,34 @@ class Client(Peer):
 
     def unsubscribe(self, uri):
         return self.request("resources/unsubscribe", {"uri": uri})
+
+
+class Subscription:
+    """An open subscriptions/listen stream (2026-07-28): ``honoured`` is what the server
+    agreed to send; ``next()`` waits for the next notification; ``close()`` (or leaving a
+    ``with`` block) cancels it."""
+
+    def __init__(self, client, request_id):
+        import queue
+        self.client, self.id, self.honoured, self.events = client, request_id, None, queue.Queue()
+
+    def next(self, timeout=None):
+        """The next notification on this stream; TimeoutError if none comes in time."""
+        import queue
+        try:
+            return self.events.get(timeout=self.client.timeout if timeout is None else timeout)
+        except queue.Empty:
+            raise TimeoutError(f"no notification on {self.id} within {timeout} s") from None
+
+    def close(self):
+        if self.client.subscriptions.pop(self.id, None) is not None:
+            self.client.notify("notifications/cancelled", {"requestId": self.id})
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 # ============================================================================================
