@@ -3478,6 +3478,9 @@ MCP_METHODS = {
     "notifications/resources/updated": ("uri",), "notifications/resources/list_changed": (),
     "notifications/tools/list_changed": (), "notifications/prompts/list_changed": (),
     "notifications/roots/list_changed": (), "notifications/elicitation/complete": ("elicitationId",),
+    # 2026-07-28
+    "server/discover": (), "subscriptions/listen": ("notifications",),
+    "notifications/subscriptions/acknowledged": ("notifications",),
 }
 
 
@@ -3531,11 +3534,47 @@ def explain(raw):
                                         or not isinstance(error.get("message"), str)):
             problems.append("error needs an integer code and a string message (B6)")
         summary = describe_frame(message)
+        result = message.get("result")
+        if isinstance(result, dict) and result.get("resultType") == "input_required":
+            return summary + " " + _explain_input_required(result, problems), problems
         if summary.endswith(" (isError)"):
             return summary.removesuffix(" (isError)") + " (a tool result with isError: a business " \
                 "error, not a protocol error)", problems
         return summary + (" (a protocol error)" if "error" in message else ""), problems
-    return (describe_frame(message) if kind != "invalid message" else kind), problems
+    if kind == "invalid message":
+        return kind, problems
+    return describe_frame(message) + _explain_envelope(method, params, problems), problems
+
+
+def _explain_envelope(method, params, problems):
+    """The 2026-07-28 part of explaining a request or notification: a note for the summary
+    line (empty for a handshake-era message), and the envelope's problems."""
+    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    if method == "notifications/subscriptions/acknowledged":
+        return (f" (acknowledges subscriptions/listen {json.dumps(meta.get(SUBSCRIPTION_ID_KEY))}:"
+                " notifications tagged with that id follow)")
+    enveloped = PROTOCOL_VERSION_KEY in meta or CLIENT_CAPABILITIES_KEY in meta
+    if method not in MODERN_ONLY_METHODS and not enveloped or method == "initialize" \
+            or method.startswith("notifications/"):
+        return ""
+    try:
+        read_envelope(params.get("_meta"))
+    except JSONRPCError as e:
+        problems.append(f"{e.message.removeprefix('Invalid params: ')}: a server answers {e.code}")
+    if method in HANDSHAKE_ONLY_METHODS:
+        problems.append(f"{method} is not part of 2026-07-28: a server answers -32601")
+    return " (2026-07-28: stateless; params._meta carries the version and the client's capabilities)"
+
+
+def _explain_input_required(result, problems):
+    questions = result.get("inputRequests") or {}
+    if not questions and "requestState" not in result:
+        problems.append("an input_required result needs inputRequests, requestState or both")
+    asked = ", ".join(f"{key}: {q.get('method')}" for key, q in questions.items()
+                      if isinstance(q, dict))
+    return (f"(input_required: the server asks the client {len(questions)} question(s)"
+            f"{' (' + asked + ')' if asked else ''}; the client sends the request again, with a "
+            "new id, the answers in inputResponses and requestState echoed)")
 
 
 def _client_trace(colour):
@@ -3597,9 +3636,12 @@ def repl(command, colour=False, stdin=None):
                                         "content": {"type": "text", "text": "(a sampled reply)"}},
                     elicitation=lambda p: {"action": "decline"},
                     roots=lambda: [{"uri": "file://" + os.getcwd(), "name": "cwd"}])
-    print("mcp_min repl: type a JSON line, or: init, tools, resources, prompts, ping, "
-          "call NAME {args}, read URI, prompt NAME {args}, cancel ID, quit", flush=True)
+    print("mcp_min repl: type a JSON line, or: init (the handshake) or discover (2026-07-28), "
+          "tools, resources, prompts, ping, call NAME {args}, read URI, prompt NAME {args}, "
+          "listen, cancel ID, quit", flush=True)
     commands = {"init": lambda a: client.initialize(), "ping": lambda a: client.ping(),
+                "discover": lambda a: client.discover(),
+                "listen": lambda a: client.listen(tools=True, prompts=True, resources=True),
                 "tools": lambda a: client.request("tools/list"),
                 "resources": lambda a: client.request("resources/list"),
                 "prompts": lambda a: client.request("prompts/list"),
@@ -3622,7 +3664,7 @@ def repl(command, colour=False, stdin=None):
                 break
             if line.startswith(("{", "[")) or (line and name not in commands):
                 client.send_frame(line.encode())     # verbatim: mistakes included
-            elif name == "init":                     # the handshake completes before the next line
+            elif name in ("init", "discover"):      # the era is set before the next line
                 run(commands[name], arg)
             elif line:
                 threading.Thread(target=run, args=(commands[name], arg.strip()), daemon=True).start()
@@ -3647,7 +3689,12 @@ def main(argv=None):
     for name, text in (("inspect", "list what a server offers"),
                        ("call", "one request: -- CMD... METHOD|TOOL [JSON]"),
                        ("repl", "type frames to a server and watch the replies")):
-        commands.add_parser(name, help=text).add_argument("words", nargs=argparse.REMAINDER)
+        command = commands.add_parser(name, help=text)
+        if name != "repl":
+            command.add_argument("--era", choices=("auto", "legacy") + MODERN_PROTOCOL_VERSIONS,
+                                 default="auto", help="auto (the default) speaks 2026-07-28 with "
+                                 "servers that offer it, else the handshake (legacy)")
+        command.add_argument("words", nargs=argparse.REMAINDER)
     commands.add_parser("explain", help="what a JSON-RPC/MCP message is, and what is wrong with it"
                         ).add_argument("message")
     args = parser.parse_args(argv)
@@ -3682,7 +3729,7 @@ def _command(args, words, colour):
         print("\n".join(f"  problem: {p}" for p in problems) or "  no problems found")
         return 1 if problems else 0
     elif args.command == "inspect":
-        with Client(words) as client:
+        with Client(words, era=args.era) as client:
             report = {"serverInfo": client.server_info, "protocolVersion": client.protocol_version,
                       "capabilities": client.server_capabilities, "instructions": client.instructions}
             for method, key in (("tools/list", "tools"), ("resources/list", "resources"),
@@ -3693,9 +3740,16 @@ def _command(args, words, colour):
         print(json.dumps(report, indent=2, ensure_ascii=False))
     elif args.command == "call":
         command, method, params = _parse_call(words)
-        with Client(command) as client:
+        era = args.era
+        if era == "auto" and method in HANDSHAKE_ONLY_METHODS:     # e.g. ping: only there
+            era = "legacy"
+        with Client(command, era=era) as client:
             try:
-                print(json.dumps(client.request(method, params), indent=2, ensure_ascii=False))
+                if method in INPUT_METHODS:        # input_required: answered, with no callbacks
+                    result = client.request_with_input(method, params or {})
+                else:
+                    result = client.request(method, params)
+                print(json.dumps(result, indent=2, ensure_ascii=False))
             except JSONRPCError as e:
                 print(f"error {e.code}: {e.message}", file=sys.stderr)
                 return 1

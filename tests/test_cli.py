@@ -299,17 +299,20 @@ def test_demo_on_a_terminal_respects_no_color(demo):
 # inspect
 # ============================================================================================
 
-def inspect(*command):
-    result = cli("inspect", "--", *command)
+def inspect(*command, era=None):
+    result = cli("inspect", *(["--era", era] if era else []), "--", *command)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout), result.stderr        # stdout is one JSON document
 
 
-def test_inspect_gift_server_lists_tools_with_schemas_resources_and_prompts():
-    report, stderr = inspect(*GIFT)
+@pytest.mark.parametrize("era, version", [(None, "2026-07-28"), ("auto", "2026-07-28"),
+                                          ("2026-07-28", "2026-07-28"),
+                                          ("legacy", mcp_min.LATEST_PROTOCOL_VERSION)])
+def test_inspect_gift_server_lists_tools_with_schemas_resources_and_prompts(era, version):
+    report, stderr = inspect(*GIFT, era=era)
     assert stderr == ""
     assert report["serverInfo"] == {"name": "gift-server", "version": "1.0.0", "title": "Gift picker"}
-    assert report["protocolVersion"] == mcp_min.LATEST_PROTOCOL_VERSION
+    assert report["protocolVersion"] == version
     assert report["instructions"].startswith("Suggests gifts")
     (tool,) = report["tools"]
     assert tool["name"] == "suggest_gifts" and tool["title"] == "Gift ideas generator"
@@ -357,8 +360,8 @@ def test_inspect_lists_only_what_the_server_declares():
 BIRTHDAY = {"occasion": "birthday", "budget": 50, "recipient": "loves board games"}
 
 
-def call(*words, code=0):
-    result = cli("call", "--", *words)
+def call(*words, code=0, era=None):
+    result = cli("call", *(["--era", era] if era else []), "--", *words)
     assert result.returncode == code, (result.stdout, result.stderr)
     return result
 
@@ -400,11 +403,14 @@ def test_call_resources_read_and_prompts_get():
     (["tools/col"], -32601, "Method not found: tools/col"),
     (["suggest_gift", "{}"], -32602, "Unknown tool: 'suggest_gift' (did you mean 'suggest_gifts'?)"),
     (["resources/read", '{"resourceId": "x"}'], -32602, 'found "resourceId": did you mean "uri"?'),
-    (["resources/read", '{"uri": "mcp://nope"}'], -32002, "Resource not found: mcp://nope"),
+    (["resources/read", '{"uri": "mcp://nope"}'], -32602, "Resource not found: mcp://nope"),
     (["tools/call", '{"tool": "suggest_gifts", "args": {}}'], -32602, 'did you mean "name"?'),
 ])
-def test_call_protocol_error_exits_1_with_the_code_on_stderr(words, code, message):
-    result = call(*GIFT, *words, code=1)
+@pytest.mark.parametrize("era", [None, "legacy"])
+def test_call_protocol_error_exits_1_with_the_code_on_stderr(words, code, message, era):
+    if era == "legacy" and "mcp://nope" in words[-1]:
+        code = -32002                 # the handshake era's own code for a missing resource
+    result = call(*GIFT, *words, code=1, era=era)
     assert result.stdout == ""
     assert result.stderr.startswith(f"error {code}: ") and message in result.stderr
     assert "Traceback" not in result.stderr
@@ -489,7 +495,8 @@ def repl_session():
 
 def test_repl_greets_and_shows_frames_in_both_directions(repl_session):
     out = repl_session.stdout
-    assert out.startswith("mcp_min repl: type a JSON line, or: init, tools")
+    assert out.startswith("mcp_min repl: type a JSON line, or: init (the handshake) or "
+                          "discover (2026-07-28), tools")
     found = frames(out)
     assert {f.direction for f in found} == {"C->S", "S->C"}
     assert (found[0].direction, found[0].method, found[0].id) == ("C->S", "initialize", 1)
@@ -1077,3 +1084,81 @@ def test_client_over_a_subprocess():
         assert [g["name"] for g in out["structuredContent"]["gifts"]] == [
             "Houseplant in a ceramic pot", "Specialty coffee sampler"]
     assert client.process.returncode == 0                  # closing stdin ended the server
+
+
+# ============================================================================================
+# Both eras from the command line
+# ============================================================================================
+
+def test_call_speaks_2026_07_28_by_default_and_the_handshake_when_asked():
+    modern = json.loads(call(*GIFT, "suggest_gifts", json.dumps(BIRTHDAY)).stdout)
+    assert modern["resultType"] == "complete"
+    assert modern["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "gift-server"
+    legacy = json.loads(call(*GIFT, "suggest_gifts", json.dumps(BIRTHDAY), era="legacy").stdout)
+    assert "resultType" not in legacy and "_meta" not in legacy
+    assert legacy["structuredContent"] == modern["structuredContent"]
+
+
+def test_call_ping_uses_the_handshake_ping_exists_only_there():
+    assert json.loads(call(*GIFT, "ping").stdout) == {}
+    refused = call(*GIFT, "ping", era="2026-07-28", code=1)
+    assert refused.stderr.startswith("error -32601: Method not found: ping")
+
+
+def test_call_a_tool_that_asks_without_callbacks_gets_32021():
+    everything = [sys.executable, str(ROOT / "tests" / "servers" / "everything.py")]
+    result = call(*everything, "ask_user", code=1)
+    assert "error -32021: Missing client capability" in result.stderr
+    legacy = json.loads(call(*everything, "ask_user", era="legacy").stdout)
+    assert legacy["isError"] is True and "'elicitation' capability" in legacy["content"][0]["text"]
+
+
+def test_repl_discover_then_a_call_that_asks_shows_the_round_trip():
+    everything = [sys.executable, str(ROOT / "tests" / "servers" / "everything.py")]
+    result = subprocess.run([sys.executable, MCP_MIN, "repl", "--", *everything],
+                            input="discover\ncall ask_user {}\nquit\n", capture_output=True,
+                            text=True, timeout=30, cwd=ROOT, env=clean_env())
+    lines = [line for line in result.stdout.splitlines() if line.startswith(("C->S", "S->C"))]
+    labels = [line.split(":")[0] for line in lines]
+    assert labels == ["C->S request 1 server/discover", "S->C response 1 server/discover",
+                      "C->S request 2 tools/call", "S->C response 2 tools/call",
+                      "C->S request 3 tools/call", "S->C response 3 tools/call"]
+    assert '"resultType":"input_required"' in lines[3]
+    assert '"inputResponses":{"elicitation-1":{"action":"decline"}}' in lines[4]
+    assert '"requestState":"v1.' in lines[4] and '"structuredContent":{"action":"decline"}' in lines[5]
+
+
+EXPLAIN_MODERN = [
+    ('{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{'
+     '"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+     '"io.modelcontextprotocol/clientCapabilities":{}}}}', 0, "stateless", None),
+    ('{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{'
+     '"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+     '"io.modelcontextprotocol/clientCapabilities":{}}}}', 1, "stateless",
+     "ping is not part of 2026-07-28: a server answers -32601"),
+    ('{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{'
+     '"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}', 1, "stateless",
+     "clientCapabilities\" (an object; {} for none): a server answers -32602"),
+    ('{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{'
+     '"io.modelcontextprotocol/protocolVersion":"1999-01-01",'
+     '"io.modelcontextprotocol/clientCapabilities":{}}}}', 1, "stateless", "answers -32022"),
+    ('{"jsonrpc":"2.0","id":4,"result":{"resultType":"input_required","inputRequests":{'
+     '"user_name":{"method":"elicitation/create","params":{}}},"requestState":"v1.x.y"}}', 0,
+     "input_required: the server asks the client 1 question(s) (user_name: elicitation/create)",
+     None),
+    ('{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{'
+     '"io.modelcontextprotocol/subscriptionId":"listen-1"},"notifications":{}}}', 0,
+     'acknowledges subscriptions/listen "listen-1"', None),
+]
+
+
+@pytest.mark.parametrize("message, code, summary, problem", EXPLAIN_MODERN)
+def test_explain_names_the_2026_07_28_shapes(message, code, summary, problem):
+    result = cli("explain", message)
+    assert result.returncode == code and result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert summary in lines[0]
+    if problem is None:
+        assert lines[1:] == ["  no problems found"]
+    else:
+        assert problem in result.stdout, result.stdout
