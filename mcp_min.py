@@ -2189,8 +2189,9 @@ class Server:
       max_line_bytes=32 MiB  the longest message accepted; longer ones get an error
       grace_period=5.0       seconds in-flight calls may finish after end of input
       request_timeout=60.0   seconds to wait for the client to answer sampling/elicitation/roots
-      lifespan=None          ``fn(server)`` returning a context manager entered once around
-                             serving; handlers reach what it yields as ``ctx.lifespan``
+      lifespan=None          ``fn(server)`` returning a context manager, sync or async,
+                             entered once around serving (a bare generator of either kind
+                             is one); handlers reach what it yields as ``ctx.lifespan``
       forward_logging=False  True (root logger) or a logger name: Python logging records
                              emitted inside handlers also go to the client
       cache_ttl_ms=0         2026-07-28: how long (ms) clients may reuse a discover, list or
@@ -2635,16 +2636,19 @@ class Server:
             self._lifespan_users += 1
             if self._lifespan_users > 1 or self.lifespan is None:
                 return
-            self._lifespan_cm = self.lifespan(self)
-            self.lifespan_value = self._lifespan_cm.__enter__()
+            try:
+                self.lifespan_value, self._lifespan_exit = _open_lifespan(self.lifespan(self))
+            except BaseException:
+                self._lifespan_users -= 1     # not entered: the next connection tries again
+                raise
 
     def _exit_lifespan(self):
         with self.lock:
             self._lifespan_users -= 1
             if self._lifespan_users or self.lifespan is None:
                 return
-            cm, self._lifespan_cm, self.lifespan_value = self._lifespan_cm, None, None
-        cm.__exit__(None, None, None)
+            leave, self._lifespan_exit, self.lifespan_value = self._lifespan_exit, None, None
+        leave()
 
     def run(self, trace=None):
         """Serve MCP over stdin/stdout until end of input, SIGTERM or Ctrl+C; then exit.
@@ -2689,6 +2693,64 @@ def _call_digest(method, params, principal):
     """What a requestState is bound to: the method, its target, its arguments, the caller."""
     target = params.get("uri") if method == "resources/read" else params.get("name")
     return _digest([method, target, params.get("arguments"), principal])
+
+
+def _open_lifespan(cm):
+    """Enter what the lifespan function returned: a context manager, sync or async, or a bare
+    generator of either kind (taken as @contextmanager / @asynccontextmanager would). Returns
+    what it yields and a function that exits it."""
+    if isinstance(cm, (types.GeneratorType, types.AsyncGeneratorType)):
+        import contextlib
+        generator = cm
+        wrap = (contextlib.contextmanager if isinstance(cm, types.GeneratorType)
+                else contextlib.asynccontextmanager)
+        cm = wrap(lambda: generator)()
+    if hasattr(cm, "__enter__"):
+        return cm.__enter__(), lambda: cm.__exit__(None, None, None)
+    if not hasattr(cm, "__aenter__"):
+        raise TypeError(f"lifespan returned {type(cm).__name__}, not a context manager: decorate "
+                        "it with @contextlib.contextmanager or @contextlib.asynccontextmanager")
+    # An async generator must be finalised on the loop that started it: one loop, kept
+    # running in its own thread (so tasks the lifespan starts keep running), does both.
+    loop = _LoopThread()
+    try:
+        value = loop.run(cm.__aenter__())
+    except BaseException:
+        loop.close()
+        raise
+
+    def leave():
+        try:
+            loop.run(cm.__aexit__(None, None, None))
+        finally:
+            loop.close()
+    return value, leave
+
+
+class _LoopThread:
+    """An asyncio event loop running in a daemon thread until ``close()``."""
+
+    def __init__(self):
+        import asyncio                        # imported only if something async needs it
+        self.asyncio, self.ready = asyncio, threading.Event()
+        self.thread = threading.Thread(target=asyncio.run, args=(self._main(),), daemon=True,
+                                       name="mcp_min-event-loop")
+        self.thread.start()
+        self.ready.wait()
+
+    async def _main(self):
+        self.loop = self.asyncio.get_running_loop()
+        self.done = self.loop.create_future()
+        self.ready.set()
+        await self.done           # then asyncio.run cancels what is left and closes the loop
+
+    def run(self, coroutine):
+        """Run ``coroutine`` on the loop and return its result (or raise its exception)."""
+        return self.asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def close(self):
+        self.loop.call_soon_threadsafe(self.done.set_result, None)
+        self.thread.join()
 
 
 def _cursor_position(cursor):

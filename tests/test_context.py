@@ -10,6 +10,7 @@ use ``mcp_min.Client(server)`` in process."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import threading
 import time
@@ -17,6 +18,7 @@ import time
 import pytest
 
 import mcp_min
+from conftest import ROOT
 from mcp_min import Cancelled, Client, Context, JSONRPCError, Server
 
 V2024_11, V2025_03, V2025_06, V2025_11 = mcp_min.PROTOCOL_VERSIONS
@@ -291,6 +293,87 @@ def test_lifespan_runs_once_for_concurrent_connections():
         second.close()
         first.close()
     assert calls == ["enter", "exit"]
+
+
+ASYNC_LIFESPAN_SERVER = """
+import asyncio, json, sys
+from contextlib import asynccontextmanager
+sys.path.insert(0, {root!r})
+from mcp_min import Context, Server
+
+
+async def tick(state):
+    while True:
+        state["ticks"] += 1
+        await asyncio.sleep(0.01)
+
+
+{decorator}
+async def lifespan(server):
+    state = {{"name": "async", "ticks": 0}}
+    ticker = asyncio.create_task(tick(state))     # bound to the loop that entered the lifespan
+    yield state
+    ticker.cancel()                                # so this must run on that loop too
+    await asyncio.gather(ticker, return_exceptions=True)
+    print(f"lifespan: stop after {{state['ticks'] > 0}} ticks", file=sys.stderr, flush=True)
+
+
+server = Server("async-lifespan", lifespan=lifespan)
+
+
+@server.tool
+def probe(ctx: Context) -> str:
+    return ctx.lifespan["name"]
+
+
+server.run()
+"""
+
+
+@pytest.mark.parametrize("decorator", ["@asynccontextmanager", ""])
+def test_an_async_lifespan_is_entered_and_exited_on_one_loop(spawn, tmp_path, decorator):
+    """An @asynccontextmanager lifespan (or a bare async generator) starts, handlers see what
+    it yields, and its shutdown half runs on the loop it started on when the input ends."""
+    script = tmp_path / "async_lifespan.py"
+    script.write_text(ASYNC_LIFESPAN_SERVER.format(root=str(ROOT), decorator=decorator))
+    w = spawn(str(script))
+    initialize(w)
+    rid = send_call(w, "probe")
+    assert tool_text(read_until(w, is_response(rid))[0]) == "async"
+    w.close_stdin()
+    assert w.wait(10) == 0, w.stderr
+    assert "lifespan: stop after True ticks" in w.stderr, w.stderr
+    assert "Traceback" not in w.stderr
+
+
+def test_a_bare_generator_lifespan_is_a_context_manager():
+    calls = []
+
+    def lifespan(srv):                            # no @contextmanager
+        calls.append("enter")
+        yield "plain"
+        calls.append("exit")
+
+    srv = server(lifespan=lifespan)
+
+    @srv.tool
+    def probe(ctx: Context) -> str:
+        return ctx.lifespan
+
+    with Client(srv, timeout=5) as client:
+        assert client.call_tool("probe")["content"][0]["text"] == "plain"
+    assert calls == ["enter", "exit"]
+
+
+def test_a_lifespan_that_returns_no_context_manager_says_how_to_fix_it():
+    srv = server(lifespan=lambda srv: {"db": 1})
+    read_fd, write_fd = os.pipe()
+    try:
+        with pytest.raises(TypeError, match="@contextlib.asynccontextmanager"):
+            srv.serve(read_fd, write_fd)
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
 
 
 # ==========================================================================================
