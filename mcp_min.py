@@ -3203,6 +3203,8 @@ class Client(Peer):
         try:
             self.read_loop(rfile, 1 << 30)
         finally:
+            if self.process is None:          # our end of the in-memory pipe
+                rfile.close()
             self.closed = True
             code = None
             if self.process is not None:

@@ -7,6 +7,7 @@ Frame lines are checked against an oracle written here (not mcp_min's own descri
 ``C->S request 2 tools/list: {...}`` must say who wrote the bytes, what kind of message they
 are, its id and its method, and the bytes must be the message verbatim."""
 
+import gc
 import io
 import json
 import os
@@ -19,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 
 import pytest
 
@@ -944,6 +946,24 @@ def test_client_receives_progress_and_log_notifications():
         logs = [n["params"]["data"] for n in client.notifications if n["method"] == "notifications/message"]
         assert logs[3:] == ["step 1", "debug 1"]
     assert seen == client.notifications and len(seen) == 3 + 3 + 2
+
+
+def open_fds():
+    """This process's open file descriptors (where /proc lists them)."""
+    return set(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else set()
+
+
+def test_in_memory_client_closes_its_end_of_the_pipe():
+    """Client(server) reads the server's replies from an OS pipe; closing the client closes
+    it, instead of leaving it to the garbage collector (ResourceWarning: unclosed file)."""
+    before = open_fds()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with Client(make_server(), timeout=5) as client:
+            assert client.call_tool("add", {"a": 2, "b": 3})["content"][0]["text"] == "5"
+        gc.collect()
+    assert [str(w.message) for w in caught if w.category is ResourceWarning] == []
+    assert open_fds() <= before
 
 
 def test_client_close_racing_a_send_never_breaks_the_send():
