@@ -1668,11 +1668,24 @@ class Resource(Entry):
                  cache_scope=None):
         super().__init__(fn, name, title, description, icons, meta, structured=False)
         self.uri, self.variables, self.plus_vars, self.pattern = uri, [], set(), None
-        if "{" in uri:
-            parts = re.split(r"\{(\+?)([A-Za-z0-9_]+)\}", uri)   # literal, +, name, literal, ...
+        if not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", uri):
+            raise ValueError(f"resource {uri!r} has no scheme: start it with one, as in "
+                             f"{'file:///' + uri.lstrip('/')!r}")
+        if "{" in uri or "}" in uri:
+            parts = re.split(r"\{(\+?)([A-Za-z_][A-Za-z0-9_]*)\}", uri)  # literal, +, name, ...
+            for literal in parts[::3]:
+                if "{" in literal or "}" in literal:
+                    raise ValueError(_template_brace_error(uri, literal))
             pattern = [re.escape(parts[0])]
             for i in range(1, len(parts), 3):
                 plus, var, literal = parts[i:i + 3]
+                if var in self.variables:
+                    raise ValueError(f"resource {uri!r}: variable {var!r} appears twice; "
+                                     "give each variable a name of its own")
+                if not literal and i + 3 < len(parts):     # where would one end, the next start?
+                    raise ValueError(f"resource {uri!r}: variables {var!r} and {parts[i + 4]!r} "
+                                     "are next to each other; put a literal between them, such "
+                                     "as '/' or '-'")
                 self.variables.append(var)
                 if plus:
                     self.plus_vars.add(var)
@@ -1716,6 +1729,19 @@ class Resource(Entry):
                                     "return str, bytes, JSON data, or embedded_resource(...) blocks")
             return [v["resource"] for v in value]          # embedded_resource(...) blocks
         return [_contents(uri, value, self.mime_type or _guess_type(uri))]
+
+
+def _template_brace_error(uri, literal):
+    """What is wrong with a brace in a URI template that is not a {name} or {+name}."""
+    start = literal.find("{")
+    if start < 0:
+        problem = "a '}' that closes no '{'"
+    elif "}" not in literal[start:]:
+        problem = f"{literal[start:]!r} is not closed"
+    else:
+        problem = f"{literal[start:literal.index('}', start) + 1]!r} is not a variable"
+    return (f"resource {uri!r}: {problem}; variables are {{name}} (one path segment) or "
+            "{+name} (the rest, slashes too), the name made of letters, digits and _")
 
 
 class Prompt(Entry):

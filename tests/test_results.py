@@ -599,6 +599,28 @@ def test_a_resource_decorator_without_its_uri_is_refused_with_the_fix():
             return "x"
 
 
+VARIABLES = "; variables are {name} (one path segment) or {+name}"     # the fix for a brace
+
+
+@pytest.mark.parametrize("uri, problem", [
+    ("file:///a/{x}/{x}", "variable 'x' appears twice"),
+    ("test://{a}{b}", "'a' and 'b' are next to each other"),     # "hello" as hell/o? or h/ello?
+    ("test://files/{+path}{ext}", "'path' and 'ext' are next to each other"),
+    ("notes/{name}", "has no scheme: start it with one, as in 'file:///notes/{name}'"),
+    ("file:///a/{x", "'{x' is not closed" + VARIABLES),
+    ("file:///a/x}", "a '}' that closes no '{'" + VARIABLES),
+    ("file:///a/{?q}", "'{?q}' is not a variable" + VARIABLES),
+    ("file:///a/{1}", "'{1}' is not a variable" + VARIABLES),
+])
+def test_a_malformed_resource_uri_is_refused_naming_it_and_the_fix(uri, problem):
+    server = mcp_min.Server("uris")
+    with pytest.raises(ValueError) as caught:
+        server.resource(uri)(noop)
+    message = str(caught.value)
+    assert message.startswith(f"resource {uri!r}") and problem in message
+    assert server.resources == {}
+
+
 def test_a_callable_without_a_name_needs_one():
     import functools
     server = mcp_min.Server("names")
