@@ -2277,32 +2277,35 @@ class Server:
         }
 
     # -- registration ----------------------------------------------------------------------
-    def tool(self, fn=None, **options):
+    def tool(self, fn=None, *, replace=False, **options):
         """Register a function as a tool: ``@server.tool`` or ``@server.tool(name=..., title=...,
         description=..., annotations={...}, input_schema=..., output_schema=...,
-        structured=..., icons=..., meta=...)``."""
+        structured=..., icons=..., meta=...)``. A name already registered is an error;
+        ``replace=True`` replaces that tool."""
         if fn is None:
-            return lambda f: self.tool(f, **options)
-        self._add(self.tools, Tool(fn, **options), "name", "tools")
+            return lambda f: self.tool(f, replace=replace, **options)
+        self._add(self.tools, Tool(fn, **options), "name", "tools", replace)
         return fn
 
-    def resource(self, uri, **options):
+    def resource(self, uri, *, replace=False, **options):
         """Register a function as the resource at ``uri`` (or a URI template with {vars}):
-        ``@server.resource(uri, name=..., title=..., description=..., mime_type=..., ...)``."""
+        ``@server.resource(uri, name=..., title=..., description=..., mime_type=..., ...)``.
+        A URI already registered is an error; ``replace=True`` replaces that resource."""
         if not isinstance(uri, str):
             raise TypeError("@server.resource needs the URI first: @server.resource(\"file:///notes\")")
 
         def register(fn):
-            self._add(self.resources, Resource(fn, uri, **options), "uri", "resources")
+            self._add(self.resources, Resource(fn, uri, **options), "uri", "resources", replace)
             return fn
         return register
 
-    def prompt(self, fn=None, **options):
+    def prompt(self, fn=None, *, replace=False, **options):
         """Register a function as a prompt: ``@server.prompt`` or ``@server.prompt(name=...,
-        title=..., description=..., icons=..., meta=...)``."""
+        title=..., description=..., icons=..., meta=...)``. A name already registered is an
+        error; ``replace=True`` replaces that prompt."""
         if fn is None:
-            return lambda f: self.prompt(f, **options)
-        self._add(self.prompts, Prompt(fn, **options), "name", "prompts")
+            return lambda f: self.prompt(f, replace=replace, **options)
+        self._add(self.prompts, Prompt(fn, **options), "name", "prompts", replace)
         return fn
 
     def completion(self, argument, *, prompt=None, template=None):
@@ -2318,10 +2321,14 @@ class Server:
             return fn
         return register
 
-    def _add(self, registry, item, key, kind):
-        item.order = self.order()
+    def _add(self, registry, item, key, kind, replace):
+        item.order, value = self.order(), getattr(item, key)
         with self.lock:
-            registry[getattr(item, key)] = item
+            if value in registry and not replace:
+                other = "URI" if key == "uri" else key
+                raise ValueError(f"{kind[:-1]} {value!r} is already registered: pass replace=True "
+                                 f"to replace it, or give this one another {other}")
+            registry[value] = item
         self.notify_list_changed(kind)
 
     def _remove(self, registry, key, kind):

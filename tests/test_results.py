@@ -599,6 +599,37 @@ def test_a_resource_decorator_without_its_uri_is_refused_with_the_fix():
             return "x"
 
 
+def first() -> str:
+    return "first"
+
+
+def second() -> str:
+    return "second"
+
+
+REGISTER = {"tool": lambda server, **kw: server.tool(name="same", **kw),
+            "resource": lambda server, **kw: server.resource("test://same", **kw),
+            "prompt": lambda server, **kw: server.prompt(name="same", **kw)}
+SERVED = {"tool": lambda client: client.call_tool("same")["content"][0]["text"],
+          "resource": lambda client: client.read_resource("test://same")["contents"][0]["text"],
+          "prompt": lambda client: client.get_prompt("same")["messages"][0]["content"]["text"]}
+
+
+@pytest.mark.parametrize("kind", ["tool", "resource", "prompt"])
+def test_a_name_or_uri_registered_twice_is_refused_unless_replace_is_asked(kind):
+    server = mcp_min.Server("twice")
+    REGISTER[kind](server)(first)
+    with pytest.raises(ValueError) as caught:
+        REGISTER[kind](server)(second)
+    taken = "test://same" if kind == "resource" else "same"
+    assert f"{kind} {taken!r} is already registered: pass replace=True" in str(caught.value)
+    with mcp_min.Client(server, timeout=5) as client:
+        assert SERVED[kind](client) == "first"              # not silently overwritten
+    REGISTER[kind](server, replace=True)(second)
+    with mcp_min.Client(server, timeout=5) as client:
+        assert SERVED[kind](client) == "second"
+
+
 VARIABLES = "; variables are {name} (one path segment) or {+name}"     # the fix for a brace
 
 
