@@ -34,8 +34,10 @@ class Wire:
         self.stderr_chunks = []
         self.notifications = []
         self.next_id = 1000
-        threading.Thread(target=self._pump_stdout, daemon=True).start()
-        threading.Thread(target=self._pump_stderr, daemon=True).start()
+        self.pumps = [threading.Thread(target=pump, daemon=True)
+                      for pump in (self._pump_stdout, self._pump_stderr)]
+        for pump in self.pumps:
+            pump.start()
 
     def _pump_stdout(self):
         for line in self.proc.stdout:
@@ -150,6 +152,8 @@ class Wire:
     def close(self):
         """Kill the server if it still runs, and close our ends of its pipes."""
         self.kill()
+        for pump in self.pumps:               # they read to the end first: no read on a
+            pump.join(5)                      # closed file from a thread of ours
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             try:
                 stream.close()

@@ -489,8 +489,7 @@ def repl_session():
             repl.type(line)
         code, out, err = repl.finish()
     finally:
-        if repl.proc.poll() is None:
-            repl.proc.kill()
+        repl.close()
     assert code == 0, err
     return subprocess.CompletedProcess(repl.proc.args, code, out + "\n", err)
 
@@ -582,7 +581,8 @@ class Repl:
                                      stderr=subprocess.PIPE, text=True, bufsize=1, cwd=ROOT,
                                      env=clean_env())
         self.seen, self.lines = [], queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
+        self.pump = threading.Thread(target=self._pump, daemon=True)
+        self.pump.start()
 
     def _pump(self):
         for line in self.proc.stdout:
@@ -615,6 +615,18 @@ class Repl:
             self.seen.append(line)
         return code, "\n".join(self.seen), self.proc.stderr.read()
 
+    def close(self):
+        """Kill the repl if it still runs, and close our ends of its pipes."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.pump.join(5)                     # reads stdout to the end first
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
 
 def test_repl_init_completes_the_handshake_before_the_next_line():
     slow_start = [sys.executable, "-c", "import runpy, time; time.sleep(0.6); "
@@ -645,8 +657,7 @@ def test_repl_cancel_stops_a_slow_tool():
         time.sleep(0.3)
         code, out, err = repl.finish()
     finally:
-        if repl.proc.poll() is None:
-            repl.proc.kill()
+        repl.close()
     assert code == 0
     tail = out[out.index(f"C->S request {ping} ping"):]
     assert "notifications/progress" not in tail         # the tool stopped
