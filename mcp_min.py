@@ -3678,16 +3678,26 @@ def _client_trace(colour):
     return FramePrinter({"out": "C->S", "in": "S->C"}, sys.stdout, colour)
 
 
-def demo(colour=False):
-    """Play a whole session with the gift server, printing every frame with a note."""
+def demo(colour=False, era=None):
+    """Play sessions with the gift server, printing every frame with a note: one in the
+    handshake era (``era="legacy"``), one in 2026-07-28, or (the default) both."""
     here = os.path.dirname(os.path.abspath(__file__))
     command = [sys.executable, os.path.join(here, "examples", "gift_server.py")]
+    info = {"name": "mcp_min-demo", "version": __version__}
 
     def note(text):
         print(f"\n\x1b[1m# {text}\x1b[0m" if colour else f"\n# {text}", flush=True)
+    if era in (None, "legacy"):
+        _demo_handshake(command, info, note, colour)
+    if era in (None, V2026_07):
+        _demo_stateless(command, info, note, colour)
+    return 0
+
+
+def _demo_handshake(command, info, note, colour):
     note("The client starts the server as a subprocess and opens with initialize.")
     with Client(command, trace=_client_trace(colour), initialize=False,
-                client_info={"name": "mcp_min-demo", "version": __version__}) as client:
+                client_info=info) as client:
         client.initialize()
         note("initialized was a notification: no id, so no reply. Now discovery:")
         client.request("tools/list")
@@ -3708,7 +3718,25 @@ def demo(colour=False):
         client.call_tool("suggest_gifts", {"occasion": "wedding", "budget": 5})
         client.call_tool("suggest_gifts", {"occasion": "funeral", "budget": "a hundred bucks"})
         note("Closing stdin ends the session; the server exits.")
-    return 0
+
+
+def _demo_stateless(command, info, note, colour):
+    def the_user_says(question):
+        return {"action": "accept", "content": {"recipient": "a friend who loves cooking"}}
+    note("Protocol 2026-07-28 has no handshake. The client may ask what the server speaks:")
+    with Client(command, trace=_client_trace(colour), initialize=False, client_info=info,
+                era=V2026_07, elicitation=the_user_says) as client:
+        client.discover()
+        note("Each request carries the envelope in params._meta: the version, the client's "
+             "capabilities and name. The server remembers nothing between requests.")
+        client.call_tool("suggest_gifts", {"occasion": "birthday", "budget": 100,
+                                           "recipient": "friend who loves board games"})
+        note("pick_gift must ask the user. The server sends no request: it answers "
+             "input_required, with the question and a signed requestState. The client asks its "
+             "user and sends the request again (a new id) with the answer; the tool runs again "
+             "from the top, and this time gets the answer where it asked.")
+        client.call_tool("pick_gift", {"occasion": "housewarming", "budget": 60})
+        note("Closing stdin ends it; the server exits.")
 
 
 def _parse_call(words):
@@ -3782,7 +3810,9 @@ def main(argv=None):
     serve = commands.add_parser("serve", help="run the server in a Python file (FILE.py[:NAME])")
     serve.add_argument("target")
     serve.add_argument("--trace", action="store_true", help="log every frame to stderr")
-    commands.add_parser("demo", help="watch a client and the gift server talk, frame by frame")
+    commands.add_parser("demo", help="watch a client and the gift server talk, frame by frame"
+                        ).add_argument("--era", choices=("legacy", V2026_07),
+                                       help="one session in this era (default: one in each)")
     for name, text in (("inspect", "list what a server offers"),
                        ("call", "one request: -- CMD... METHOD|TOOL [JSON]"),
                        ("repl", "type frames to a server and watch the replies")):
@@ -3817,7 +3847,7 @@ def _command(args, words, colour):
     if args.command == "serve":
         load_server(args.target).run(trace=args.trace or None)
     elif args.command == "demo":
-        return demo(colour=colour)
+        return demo(colour=colour, era=args.era)
     elif args.command == "repl":
         return repl(words, colour=colour)
     elif args.command == "explain":

@@ -4,6 +4,8 @@
     python3 mcp_min.py demo                         # watch a client talk to it
 
 Tool      suggest_gifts(occasion, budget, recipient) -> gift ideas, with structured output
+Tool      pick_gift(occasion, budget)               -> one gift, after asking the user who
+                                                       it is for (elicitation)
 Resource  mcp://gift-server/resources/gift_catalog  -> the whole catalogue (JSON)
 Prompt    gift_congrats_style(recipient, occasion)  -> a style guide for the card
 """
@@ -14,7 +16,7 @@ from typing import Literal, TypedDict
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from mcp_min import Server, ToolError  # noqa: E402
+from mcp_min import CapabilityError, Context, Server, ToolError  # noqa: E402
 
 server = Server("gift-server", "1.0.0", title="Gift picker",
                 instructions="Suggests gifts from a small catalogue. Call suggest_gifts with "
@@ -86,6 +88,26 @@ def suggest_gifts(occasion: Occasion, budget: float, recipient: str = "") -> Sug
                   why=f"matches {', '.join(matched)}" if matched else f"a safe {occasion} pick")
              for _, _, name, price, matched in scored[:3]]
     return Suggestions(occasion=occasion, budget=budget, gifts=gifts)
+
+
+@server.tool(title="Pick one gift", annotations={"readOnlyHint": True, "openWorldHint": False})
+def pick_gift(occasion: Occasion, budget: float, ctx: Context) -> Gift:
+    """Pick one gift for an occasion and a budget, asking the user who it is for.
+
+    Args:
+        occasion: what the gift is for
+        budget: the most to spend, in dollars
+    """
+    question = {"type": "object", "required": ["recipient"], "properties": {"recipient": {
+        "type": "string", "description": 'a few words, e.g. "friend who loves board games"'}}}
+    try:
+        answer = ctx.elicit("Who is the gift for?", question)
+    except CapabilityError:          # a client that cannot ask its user: pick without knowing
+        answer = {"action": "decline"}
+    recipient = ""
+    if answer["action"] == "accept":
+        recipient = answer.get("content", {}).get("recipient", "")
+    return suggest_gifts(occasion, budget, recipient)["gifts"][0]
 
 
 @server.resource("mcp://gift-server/resources/gift_catalog", name="gift_catalog",

@@ -189,6 +189,22 @@ def demo():
     return result
 
 
+STATELESS_NOTE = "# Protocol 2026-07-28 has no handshake"
+
+
+def sessions(text):
+    """The demo's two sessions: the handshake era's output, then 2026-07-28's."""
+    handshake, _, stateless = text.partition(STATELESS_NOTE)
+    assert stateless, "the demo has no 2026-07-28 session"
+    return handshake, STATELESS_NOTE + stateless
+
+
+def without_state(text):
+    """A demo's output with each requestState blanked: it is signed with a key of each
+    server process's own and carries its expiry time, so it differs from run to run."""
+    return re.sub(r'"requestState":"[^"]*"', '"requestState":"..."', text)
+
+
 def test_demo_exits_cleanly_and_writes_nothing_to_stderr(demo):
     assert demo.stderr == ""
     assert "\x1b[" not in demo.stdout                  # piped: plain text, no ANSI escapes
@@ -208,7 +224,7 @@ def test_demo_every_line_is_a_note_or_a_classified_frame(demo):
 
 
 def test_demo_handshake(demo):
-    found = frames(demo.stdout)
+    found = frames(sessions(demo.stdout)[0])
     init = found[0]
     assert (init.direction, init.kind, init.id, init.method) == ("C->S", "request", 1, "initialize")
     assert init.message["params"]["protocolVersion"] == mcp_min.LATEST_PROTOCOL_VERSION
@@ -226,10 +242,11 @@ def test_demo_handshake(demo):
 
 
 def test_demo_shows_every_step_in_order(demo):
-    found = frames(demo.stdout)
+    found = frames(sessions(demo.stdout)[0])
     i = find(found, direction="C->S", kind="request", method="tools/list")
     j = find(found, i, direction="S->C", kind="response", id=found[i].id)
-    assert [t["name"] for t in found[j].message["result"]["tools"]] == ["suggest_gifts"]
+    assert [t["name"] for t in found[j].message["result"]["tools"]] == ["suggest_gifts",
+                                                                        "pick_gift"]
     assert found[j].message["result"]["tools"][0]["inputSchema"]["required"] == ["occasion", "budget"]
 
     i = find(found, j, direction="C->S", method="tools/call")
@@ -266,19 +283,42 @@ def test_demo_shows_a_protocol_error_and_a_business_error(demo):
 
 
 def test_demo_correlates_every_request_with_one_response(demo):
-    found = frames(demo.stdout)
-    assert check_correlation(found) == {}
-    ids = [f.id for f in found if f.kind == "request"]
-    assert ids == list(range(1, len(ids) + 1))          # the client counts 1, 2, 3, ...
+    for session in sessions(demo.stdout):
+        found = frames(session)
+        assert check_correlation(found) == {}
+        ids = [f.id for f in found if f.kind == "request"]
+        assert ids == list(range(1, len(ids) + 1))      # the client counts 1, 2, 3, ...
 
 
 def test_demo_response_lines_name_the_method_they_answer(demo):
-    found = frames(demo.stdout)
-    asked = {(f.direction, f.id): f.method for f in found if f.kind == "request"}
-    for frame in found:
-        if frame.kind in ("response", "error"):
-            method = asked[("C->S" if frame.direction == "S->C" else "S->C", frame.id)]
-            assert method in frame.label.split(" "), frame
+    for session in sessions(demo.stdout):
+        found = frames(session)
+        asked = {(f.direction, f.id): f.method for f in found if f.kind == "request"}
+        for frame in found:
+            if frame.kind in ("response", "error"):
+                method = asked[("C->S" if frame.direction == "S->C" else "S->C", frame.id)]
+                assert method in frame.label.split(" "), frame
+
+
+def test_demo_stateless_session_discovers_then_answers_a_question(demo):
+    found = frames(sessions(demo.stdout)[1])
+    assert [(f.direction, f.kind, f.method) for f in found if f.kind == "request"] == [
+        ("C->S", "request", "server/discover"), ("C->S", "request", "tools/call"),
+        ("C->S", "request", "tools/call"), ("C->S", "request", "tools/call")]
+    assert all(f.message["params"]["_meta"][
+        "io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+        for f in found if f.kind == "request")
+    results = [f.message["result"] for f in found if f.kind == "response"]
+    assert results[0]["supportedVersions"] == ["2026-07-28"]
+    assert [r["resultType"] for r in results] == ["complete", "complete", "input_required",
+                                                  "complete"]
+    [(key, question)] = results[2]["inputRequests"].items()
+    assert question["method"] == "elicitation/create"
+    retry = [f for f in found if f.kind == "request"][3].message["params"]
+    assert retry["requestState"] == results[2]["requestState"]
+    assert retry["inputResponses"][key]["action"] == "accept"
+    assert results[3]["structuredContent"]["why"] == "matches cooking"
+    assert not [f for f in found if f.direction == "S->C" and f.kind == "request"]
 
 
 def test_demo_in_colour_on_a_terminal(demo):
@@ -288,13 +328,13 @@ def test_demo_in_colour_on_a_terminal(demo):
                          ("notification notifications/initialized", "33"), ("error 6 -32601", "31")):
         assert re.search(rf"\x1b\[{colour}m{kind}( [^\x1b]*)?\x1b\[0m: ", text), kind
     assert "\x1b[1m# The client starts" in text          # the notes are bold
-    assert ANSI.sub("", text) == demo.stdout               # the same session, same bytes
+    assert without_state(ANSI.sub("", text)) == without_state(demo.stdout)   # the same bytes
 
 
 def test_demo_on_a_terminal_respects_no_color(demo):
     code, text, _ = on_pty([sys.executable, MCP_MIN, "demo"], env=clean_env(NO_COLOR="1"))
     assert code == 0
-    assert "\x1b[" not in text and text == demo.stdout
+    assert "\x1b[" not in text and without_state(text) == without_state(demo.stdout)
 
 
 # ============================================================================================
@@ -316,7 +356,8 @@ def test_inspect_gift_server_lists_tools_with_schemas_resources_and_prompts(era,
     assert report["serverInfo"] == {"name": "gift-server", "version": "1.0.0", "title": "Gift picker"}
     assert report["protocolVersion"] == version
     assert report["instructions"].startswith("Suggests gifts")
-    (tool,) = report["tools"]
+    tool, pick = report["tools"]
+    assert pick["name"] == "pick_gift" and pick["inputSchema"]["required"] == ["occasion", "budget"]
     assert tool["name"] == "suggest_gifts" and tool["title"] == "Gift ideas generator"
     schema = tool["inputSchema"]
     assert schema["type"] == "object" and schema["required"] == ["occasion", "budget"]
@@ -388,7 +429,7 @@ def test_call_short_form_is_the_same_call():
 def test_call_ping_and_lists():
     assert json.loads(call(*GIFT, "ping").stdout) == {}
     tools = json.loads(call(*GIFT, "tools/list").stdout)["tools"]
-    assert [t["name"] for t in tools] == ["suggest_gifts"]
+    assert [t["name"] for t in tools] == ["suggest_gifts", "pick_gift"]
 
 
 def test_call_resources_read_and_prompts_get():

@@ -25,11 +25,13 @@ def test_the_transcript_is_what_the_demo_prints():
     demo = subprocess.run([sys.executable, str(ROOT / "mcp_min.py"), "demo"], capture_output=True,
                           text=True, timeout=60, env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1"})
     assert demo.returncode == 0, demo.stderr
-    transcript = [line for line in code_blocks("text")[0].splitlines() if line.strip()]
-    assert len(transcript) >= 8
+    handshake, stateless = code_blocks("text")[:2]     # one excerpt of each session
     printed = demo.stdout.splitlines()
-    for line in transcript:
-        assert line in printed, line[:120]
+    for excerpt, minimum, era in ((handshake, 8, "initialize"), (stateless, 4, "2026-07-28")):
+        transcript = [line for line in excerpt.splitlines() if line.strip()]
+        assert len(transcript) >= minimum and era in excerpt
+        for line in transcript:
+            assert line in printed, line[:120]
 
 
 def test_the_quick_start_server_runs_as_written(tmp_path):

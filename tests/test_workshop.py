@@ -8,6 +8,7 @@ with ``sh -c`` in a scratch copy of mcp_min.py and examples/, so the file they c
 (my_weather.py) lands there, with ``python3`` on PATH being this interpreter. They run a few
 at a time; each test checks one command's result."""
 
+import json
 import os
 import re
 import shutil
@@ -129,15 +130,15 @@ def test_the_doc_has_the_expected_commands():
                    "examples/naive_server.py", "examples/print_server.py",
                    "examples/slow_server.py", "my_weather.py", "cancel"):
         assert any(needle in line for line in lines), needle
-    assert sum(c.interactive for c in COMMANDS) == 2
+    assert sum(c.interactive for c in COMMANDS) == 3
     assert sum(c.code == 1 for c in COMMANDS) >= 10
     assert not any(re.search(r"\b(node|npx|npm|pip|uv|curl|wget)\b", line) for line in lines)
 
 
-def test_agenda_is_ninety_minutes_without_gaps():
+def test_agenda_is_a_hundred_minutes_without_gaps():
     slots = re.findall(r"^\| (\d):(\d\d)–(\d):(\d\d) \|", TEXT, re.M)
     minutes = [(int(a) * 60 + int(b), int(c) * 60 + int(d)) for a, b, c, d in slots]
-    assert minutes[0][0] == 0 and minutes[-1][1] == 90
+    assert minutes[0][0] == 0 and minutes[-1][1] == 100
     assert all(end == start for (_, end), (start, _) in zip(minutes, minutes[1:]))
     # each agenda row's duration matches its section heading, e.g. "(10 min)"
     headings = re.findall(r"^## .*\((\d+) min\)$", TEXT, re.M)
@@ -147,7 +148,7 @@ def test_agenda_is_ninety_minutes_without_gaps():
 def test_every_exercise_has_a_question_and_a_folded_answer():
     sections = re.split(r"^## ", TEXT, flags=re.M)[1:]
     exercises = [s for s in sections if re.match(r"(\d\.|Wrap-up)", s)]
-    assert len(exercises) == 10
+    assert len(exercises) == 11
     for section in exercises:
         title = section.splitlines()[0]
         assert "```sh" in section, title
@@ -204,9 +205,29 @@ def _demo_shape(r):
     assert kinds.count("S->C response") == 7 and kinds.count("S->C error") == 2
 
 
+def _no_handshake(r):
+    replies = {reply["id"]: reply for reply in map(json.loads, r.stdout.splitlines())}
+    assert "send initialize first" in replies[1]["error"]["message"]
+    assert replies[2]["result"]["resultType"] == "complete"
+    assert replies[2]["result"]["structuredContent"]["budget"] == 50
+
+
+def _input_required_round_trip(r):
+    frames = [line for line in r.stdout.splitlines() if line.startswith(("C->S", "S->C"))]
+    assert [line.split(":")[0] for line in frames] == [
+        "C->S request 1 server/discover", "S->C response 1 server/discover",
+        "C->S request 2 tools/call", "S->C response 2 tools/call",
+        "C->S request 3 tools/call", "S->C response 3 tools/call"]
+    assert '"resultType":"input_required"' in frames[3] and '"elicitation-1"' in frames[3]
+    assert '"inputResponses":{"elicitation-1":{"action":"decline"}}' in frames[4]
+    assert '"resultType":"complete"' in frames[5]
+
+
 CLAIMS = [
     ("mcp_min.py --version", lambda r: bool(re.fullmatch(r"mcp_min \d+\.\d+\.\d+\n", r.stdout))),
-    ("demo | grep", _demo_shape),
+    ("demo --era legacy | grep", _demo_shape),
+    ("serve examples/gift_server.py", _no_handshake),
+    ("discover 'call pick_gift", _input_required_round_trip),
     ("explain '{\"jsonrpc\":\"2.0\",\"id\":99,", lambda r: r.stdout.startswith("error 99 -32601 (a protocol error)\n")),
     ("gift_server.py tools/col", lambda r: r.stderr.startswith("error -32601: Method not found: tools/col")),
     ("suggest_gift '", lambda r: "did you mean 'suggest_gifts'?" in r.stderr),
