@@ -9,8 +9,11 @@ Every peer serves the same three tools over stdio -- add(a, b), echo(text),
 sleep(ms) -- and is measured the same way, after the handshake: cold start,
 peak memory, sequential and pipelined calls, concurrent sleeps, ping latency
 while slow calls are in flight, large payloads and server CPU per call.  The
-results go to a JSON report and a Markdown table of medians with each peer's
-ratio to the floor (see bench/README.md for what each figure means).
+peers that also serve MCP 2026-07-28 (mcp_min, the Python SDK) run the
+sequential and pipelined calls a second time in that era: no initialize, the
+envelope in every request.  The results go to a JSON report and a Markdown
+table of medians with each peer's ratio to the floor (see bench/README.md for
+what each figure means).
 
 Standard library only; Python 3.10+.  Linux only (/proc is read for memory
 and CPU time).
@@ -45,6 +48,17 @@ DEFAULT_CACHE = Path(os.environ.get("MCP_MIN_BENCH_CACHE") or "~/.cache/mcp-min-
 
 PEER_NAMES = ("floor", "mcp_min", "sdk", "fastmcp", "ts")
 PROTOCOL_VERSION = "2025-11-25"
+# MCP 2026-07-28 has no initialize: every request carries this envelope in params._meta.
+# Built once; the driver pre-encodes each request line with it, as it does without it.
+MODERN_VERSION = "2026-07-28"
+ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+            "io.modelcontextprotocol/clientCapabilities": {}}
+SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+MODERN_PEERS = ("mcp_min", "sdk")  # the peers that serve 2026-07-28 beside the handshake era
+# In the order they run; each modern_ phase follows its handshake-era twin at once, so that
+# drift on the machine between the two (whose ratio is a target) is as small as it can be.
+PHASE_NAMES = ("cold_start", "sequential", "modern_sequential", "pipelined", "modern_pipelined",
+               "concurrency", "head_of_line", "payload")
 MIB = 1024 * 1024
 HANDSHAKE_TIMEOUT = 30.0  # seconds; fastmcp alone needs over a second to start
 CALL_TIMEOUT = 10.0
@@ -67,6 +81,7 @@ class Settings:
     echoes: int = 5  # echoes per size up to 10 MiB (bigger ones: one)
     pin: bool = False
     repeat: int = 1  # the whole run per peer, interleaved across peers
+    phases: tuple[str, ...] = PHASE_NAMES  # which measurements to make
 
 
 QUICK = dict(spawns=5, calls=300, pipelined=1000, rounds=1, sleep_ms=100.0, slow_ms=300.0,
@@ -174,10 +189,12 @@ class Session:
 
     Reading is done on the raw pipe with select(), so every wait has a
     deadline: a server that hangs costs a timeout, never the whole run.
+    With an `envelope`, every request carries it as params._meta (MCP 2026-07-28).
     """
 
-    def __init__(self, peer: Peer, stderr_path: Path, pin: bool):
+    def __init__(self, peer: Peer, stderr_path: Path, pin: bool, envelope: dict | None = None):
         self.peer = peer
+        self.envelope = envelope
         self.stderr_path = stderr_path
         self._stderr = open(stderr_path, "wb")
         self.started = time.perf_counter()
@@ -205,6 +222,8 @@ class Session:
         """A request as one line of bytes, and its id."""
         self._next_id += 1
         message = {"jsonrpc": "2.0", "id": self._next_id, "method": method}
+        if self.envelope is not None:
+            params = {**(params or {}), "_meta": self.envelope}
         if params is not None:
             message["params"] = params
         return self._next_id, json.dumps(message).encode() + b"\n"
@@ -414,6 +433,25 @@ def check_tool_result(message: dict, expected) -> None:
     raise BenchError(f"wrong result: expected {str(expected)[:40]!r}, got text {shown}")
 
 
+def check_modern_result(message: dict) -> None:
+    """A 2026-07-28 result says what it is and who sent it; one without resultType and
+    serverInfo was served in the handshake era, and would make the comparison meaningless."""
+    result = message.get("result")
+    if not isinstance(result, dict):
+        raise Refused(error_text(message))
+    meta = result.get("_meta")
+    if result.get("resultType") != "complete" or not (isinstance(meta, dict)
+                                                     and SERVER_INFO_KEY in meta):
+        raise BenchError(f"not a {MODERN_VERSION} result (resultType, _meta serverInfo): "
+                         f"{json.dumps(result)[:200]}")
+
+
+def check_call_result(message: dict, expected, modern: bool) -> None:
+    check_tool_result(message, expected)
+    if modern:
+        check_modern_result(message)
+
+
 # --------------------------------------------------------------------------- measurements
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -430,18 +468,30 @@ class Bench:
         self.workdir = workdir
         self._sessions = 0
 
-    def session(self) -> Session:
+    def session(self, modern: bool = False) -> Session:
+        """A fresh server; `modern`: every request will carry the 2026-07-28 envelope."""
         self._sessions += 1
-        return Session(self.peer, self.workdir / f"{self.peer.name}-{self._sessions}.stderr", self.settings.pin)
+        return Session(self.peer, self.workdir / f"{self.peer.name}-{self._sessions}.stderr",
+                       self.settings.pin, ENVELOPE if modern else None)
 
-    def started_session(self) -> Session:
-        """A server past the handshake and one call of each tool used, so nothing is cold."""
-        session = self.session()
+    def started_session(self, modern: bool = False) -> Session:
+        """A server past the handshake and one call of each tool used, so nothing is cold.
+
+        `modern`: no handshake, and server/discover in place of ping (a handshake-era method).
+        """
+        session = self.session(modern)
         try:
-            session.handshake()
-            check_tool_result(session.request(*tool_call("add", {"a": 1, "b": 2})), 3)
-            check_tool_result(session.request(*tool_call("sleep", {"ms": 1})), "slept")
-            session.request("ping", {})
+            if not modern:
+                session.handshake()
+            check_call_result(session.request(*tool_call("add", {"a": 1, "b": 2})), 3, modern)
+            check_call_result(session.request(*tool_call("sleep", {"ms": 1})), "slept", modern)
+            if modern:
+                discovered = session.request("server/discover", {})
+                check_modern_result(discovered)
+                if MODERN_VERSION not in discovered["result"].get("supportedVersions", []):
+                    raise BenchError(f"server/discover does not list {MODERN_VERSION}")
+            else:
+                session.request("ping", {})
         except BaseException:
             session.close()
             raise
@@ -460,14 +510,22 @@ class Bench:
         return {"median_ms": statistics.median(samples), "min_ms": min(samples),
                 "max_ms": max(samples), "samples_ms": samples}
 
-    # ----- sequential calls, one outstanding
-
-    def sequential(self) -> dict:
+    def warm_up(self) -> None:
+        """One untimed spawn, as cold_start makes first: it compiles floor's and mcp_min's
+        bytecode into the scratch directory, so that no measured server pays for that."""
         with self.session() as session:
             session.handshake()
-            check_tool_result(session.request(*tool_call("add", {"a": 1, "b": 2})), 3)
+
+    # ----- sequential calls, one outstanding
+
+    def sequential(self, modern: bool = False) -> dict:
+        """`modern`: the same calls with no initialize and the envelope in every request."""
+        with self.session(modern) as session:
+            if not modern:
+                session.handshake()
+            check_call_result(session.request(*tool_call("add", {"a": 1, "b": 2})), 3, modern)
             rss_kib = session.peak_rss_kib()
-            self._check_tool_list(session)
+            self._check_tool_list(session, modern)
             for i in range(min(200, self.settings.calls)):  # warm-up
                 session.request(*tool_call("add", {"a": i, "b": 1}))
 
@@ -492,7 +550,7 @@ class Bench:
                     reply = parse_reply(line)
                     if reply["id"] != request_id:
                         raise BenchError(f"reply to id {reply['id']} while waiting for id {request_id}")
-                    check_tool_result(reply, i + 1)
+                    check_call_result(reply, i + 1, modern)
         calls = self.settings.calls * self.settings.rounds
         return {
             "rss_after_call_kib": rss_kib,
@@ -505,18 +563,21 @@ class Bench:
             "cpu_resolution_us_per_call": 1e6 / CLOCK_TICKS / calls,
         }
 
-    def _check_tool_list(self, session: Session) -> None:
+    def _check_tool_list(self, session: Session, modern: bool = False) -> None:
         reply = session.request("tools/list", {})
         names = {tool.get("name") for tool in reply.get("result", {}).get("tools", [])}
         if not {"add", "echo", "sleep"} <= names:
             raise BenchError(f"tools/list lacks add/echo/sleep: {sorted(names)}")
+        if modern:
+            check_modern_result(reply)
 
     # ----- pipelined calls
 
-    def pipelined(self) -> dict:
+    def pipelined(self, modern: bool = False) -> dict:
+        """`modern`: the same calls with no initialize and the envelope in every request."""
         count = self.settings.pipelined
         rates = []
-        with self.started_session() as session:
+        with self.started_session(modern) as session:
             for _ in range(self.settings.rounds):
                 requests = [session.encode(*tool_call("add", {"a": i, "b": 2 * i})) for i in range(count)]
                 expected = {request_id: 3 * i for i, (request_id, _) in enumerate(requests)}
@@ -539,7 +600,7 @@ class Bench:
                         problems.append(f"reply to unknown id {request_id}")
                         continue
                     try:
-                        check_tool_result(reply, expected[request_id])
+                        check_call_result(reply, expected[request_id], modern)
                     except BenchError as error:
                         problems.append(f"id {request_id}: {error}")
                 missing = [i for i in expected if i not in answers]
@@ -682,20 +743,33 @@ def run_peer(peer: Peer, settings: Settings, workdir: Path) -> dict:
         progress(f"  {peer.name}: {key} ...")
         started = time.perf_counter()
         try:
-            report[key] = function(*args)
+            result = function(*args)
+            if result is not None:           # warm_up measures nothing
+                report[key] = result
         except Exception as error:  # noqa: BLE001 -- a peer's failure must not end the run
             report["errors"][key] = describe(error)
             progress(f"  {peer.name}: {key} FAILED: {describe(error)}")
         progress(f"  {peer.name}: {key} done in {time.perf_counter() - started:.1f} s")
 
-    measure("cold_start", bench.cold_start)
-    if "cold_start" in report["errors"]:
+    phases = settings.phases
+    first = "cold_start" if "cold_start" in phases else "warm_up"
+    measure(first, bench.cold_start if first == "cold_start" else bench.warm_up)
+    if first in report["errors"]:
         report["errors"]["all"] = "the server did not complete the handshake; nothing else measured"
         return report
-    measure("sequential", bench.sequential)
-    measure("pipelined", bench.pipelined)
-    measure("concurrency", bench.concurrency)
-    measure("head_of_line", bench.head_of_line)
+    steps = {
+        "sequential": bench.sequential,
+        "modern_sequential": lambda: bench.sequential(modern=True),
+        "pipelined": bench.pipelined,
+        "modern_pipelined": lambda: bench.pipelined(modern=True),
+        "concurrency": bench.concurrency,
+        "head_of_line": bench.head_of_line,
+    }
+    for key, step in steps.items():     # in PHASE_NAMES order
+        if key in phases and (not key.startswith("modern_") or peer.name in MODERN_PEERS):
+            measure(key, step)
+    if "payload" not in phases:
+        return report
     report["payload"] = {}
     for mib in settings.payload_mib:
         progress(f"  {peer.name}: echo {mib} MiB ...")
@@ -741,6 +815,7 @@ class Metric:
     unit_scale: float = 1.0
     digits: int = 1
     relative: bool = True  # show the ratio to the floor
+    floor_path: tuple | None = None  # the floor's figure to compare with, if not at `path`
 
 
 def metrics(settings: Settings) -> list[Metric]:
@@ -752,6 +827,16 @@ def metrics(settings: Settings) -> list[Metric]:
         Metric("sequential add: calls/s", ("sequential", "calls_per_s"), digits=0),
         Metric("server CPU per call (µs)", ("sequential", "cpu_us_per_call"), digits=0),
         Metric("pipelined add: calls/s", ("pipelined", "calls_per_s"), digits=0),
+        # The floor speaks one era: the 2026-07-28 rows compare with its only figure.
+        Metric(f"sequential add, {MODERN_VERSION}: p50 (µs)", ("modern_sequential", "p50_us"),
+               digits=0, floor_path=("sequential", "p50_us")),
+        Metric(f"sequential add, {MODERN_VERSION}: calls/s", ("modern_sequential", "calls_per_s"),
+               digits=0, floor_path=("sequential", "calls_per_s")),
+        Metric(f"server CPU per call, {MODERN_VERSION} (µs)",
+               ("modern_sequential", "cpu_us_per_call"), digits=0,
+               floor_path=("sequential", "cpu_us_per_call")),
+        Metric(f"pipelined add, {MODERN_VERSION}: calls/s", ("modern_pipelined", "calls_per_s"),
+               digits=0, floor_path=("pipelined", "calls_per_s")),
     ]
     for count in CONCURRENCY:
         rows.append(Metric(f"{count} × sleep({settings.sleep_ms:g} ms): makespan / ideal",
@@ -762,7 +847,7 @@ def metrics(settings: Settings) -> list[Metric]:
     for mib in settings.payload_mib:
         rows.append(Metric(f"echo {mib} MiB: time (ms)", ("payload", f"{mib}MiB", "time_ms")))
         rows.append(Metric(f"echo {mib} MiB: peak RSS (MiB)", ("payload", f"{mib}MiB", "rss_kib"), 1 / 1024))
-    return rows
+    return [row for row in rows if row.path[0] in settings.phases]   # only what was measured
 
 
 def dig(report: dict | None, path: tuple):
@@ -776,7 +861,7 @@ def dig(report: dict | None, path: tuple):
 def cell(metric: Metric, report: dict, floor: dict | None) -> str:
     value = dig(report, metric.path)
     status = dig(report, metric.path[:2] + ("status",)) if metric.path[0] == "payload" else None
-    relative = ratio(report, floor, metric.path)
+    relative = ratio(report, floor, metric.path, metric.floor_path)
     if value is None:
         if status:
             return status
@@ -793,28 +878,32 @@ def cell(metric: Metric, report: dict, floor: dict | None) -> str:
 class Target:
     metric: str
     goal: str
+    phases = ()  # the measurements it judges (set by each kind): shown if any ran
 
     def judge(self, peer: dict, floor: dict | None, ts: dict | None) -> str:
         raise NotImplementedError
 
 
-def ratios(report, reference, path) -> list:
-    """value / reference's value, for each repeat (paired in the order they ran)."""
+def ratios(report, reference, path, reference_path=None) -> list:
+    """value / reference's value (at reference_path, else at path too), for each repeat
+    (paired in the order they ran; a report against itself pairs each repeat with itself)."""
     if not report or not reference:
         return []
+    base = reference_path or path
     pairs = zip(report.get("repeats", [report]), reference.get("repeats", [reference]))
-    return [dig(r, path) / dig(f, path) for r, f in pairs if dig(r, path) is not None and dig(f, path)]
+    return [dig(r, path) / dig(f, base) for r, f in pairs
+            if dig(r, path) is not None and dig(f, base)]
 
 
-def ratio(report, reference, path):
+def ratio(report, reference, path, reference_path=None):
     """The median ratio over the repeats (with one run: the ratio), or None."""
-    values = ratios(report, reference, path)
+    values = ratios(report, reference, path, reference_path)
     return statistics.median(values) if values else None
 
 
-def spread(report, reference, path) -> str:
+def spread(report, reference, path, reference_path=None) -> str:
     """With repeats, the range of their ratios: "; 0.71-1.02× in 5 repeats"."""
-    values = ratios(report, reference, path)
+    values = ratios(report, reference, path, reference_path)
     return f"; {min(values):.2f}–{max(values):.2f}× in {len(values)} repeats" if len(values) > 1 else ""
 
 
@@ -822,6 +911,7 @@ class RatioTarget(Target):
     def __init__(self, metric, goal, path, limit, at_most=True):
         super().__init__(metric, goal)
         self.path, self.limit, self.at_most = path, limit, at_most
+        self.phases = (path[0],)
 
     def judge(self, peer, floor, ts):
         value = ratio(peer, floor, self.path)
@@ -835,6 +925,7 @@ class AbsoluteTarget(Target):
     def __init__(self, metric, goal, path, limit, unit):
         super().__init__(metric, goal)
         self.path, self.limit, self.unit = path, limit, unit
+        self.phases = (path[0],)
 
     def judge(self, peer, floor, ts):
         value = dig(peer, self.path)
@@ -844,6 +935,8 @@ class AbsoluteTarget(Target):
 
 
 class PipelinedTarget(Target):
+    phases = ("pipelined",)
+
     def judge(self, peer, floor, ts):
         path = ("pipelined", "calls_per_s")
         to_floor, to_ts = ratio(peer, floor, path), ratio(peer, ts, path)
@@ -855,7 +948,26 @@ class PipelinedTarget(Target):
         return f"{'met' if met else 'MISSED'} ({detail})"
 
 
+class EraTarget(Target):
+    """A peer's 2026-07-28 calls/s against its own handshake-era calls/s, repeat by repeat."""
+    phases = ("modern_sequential", "modern_pipelined")
+
+    def judge(self, peer, floor, ts):
+        parts, met = [], True
+        for phase in ("sequential", "pipelined"):
+            path, base = (f"modern_{phase}", "calls_per_s"), (phase, "calls_per_s")
+            value = ratio(peer, peer, path, base)
+            if value is not None:
+                met = met and value >= 0.9
+                parts.append(f"{phase} {value:.2f}×{spread(peer, peer, path, base)}")
+        if not parts:
+            return "n/a"
+        return f"{'met' if met else 'MISSED'} ({', '.join(parts)})"
+
+
 class EchoTarget(Target):
+    phases = ("payload",)
+
     def judge(self, peer, floor, ts):
         time_ratio = ratio(peer, floor, ("payload", "10MiB", "time_ms"))
         rss_ratio = ratio(peer, floor, ("payload", "10MiB", "rss_kib"))
@@ -869,6 +981,8 @@ class EchoTarget(Target):
 
 
 class HugeEchoTarget(Target):
+    phases = ("payload",)
+
     def judge(self, peer, floor, ts):
         outcome = dig(peer, ("payload", "100MiB"))
         if outcome is None:
@@ -884,6 +998,7 @@ TARGETS = [
     RatioTarget("spawn → initialize", "≤ 1.5 × floor", ("cold_start", "median_ms"), 1.5),
     RatioTarget("sequential calls/s", "≥ 0.6 × floor", ("sequential", "calls_per_s"), 0.6, at_most=False),
     PipelinedTarget("pipelined calls/s", "≥ 0.3 × floor and ≥ 2 × ts"),
+    EraTarget(f"{MODERN_VERSION} calls/s", "≥ 0.9 × handshake era, sequential and pipelined"),
     RatioTarget("peak RSS after one call", "≤ 1.5 × floor", ("sequential", "rss_after_call_kib"), 1.5),
     AbsoluteTarget("64 concurrent sync sleeps", "makespan ≤ 1.15 × ideal",
                    ("concurrency", "64", "ratio_to_ideal"), 1.15, "×"),
@@ -917,6 +1032,13 @@ def markdown(report: dict, settings: Settings) -> str:
         f"Medians of {settings.repeat} interleaved repeats (every peer once, then again); in brackets the "
         "median of the per-repeat ratios to the floor, and in the targets the range of those ratios.",
         "",
+    ]
+    if any(key in settings.phases for key in ("modern_sequential", "modern_pipelined")):
+        lines += [f"The {MODERN_VERSION} rows: the same calls to a server that never saw "
+                  "initialize, every request carrying the envelope (peers that serve that era "
+                  "only); the floor has one era, so their brackets compare with its one figure.",
+                  ""]
+    lines += [
         "| metric | " + " | ".join(names) + " |",
         "|---|" + "---:|" * len(names),
     ]
@@ -926,7 +1048,7 @@ def markdown(report: dict, settings: Settings) -> str:
     if judged:
         lines += ["", "### Targets", "", "| metric | target | " + " | ".join(judged) + " |",
                   "|---|---|" + "---|" * len(judged)]
-        for target in TARGETS:
+        for target in (t for t in TARGETS if set(t.phases) & set(settings.phases)):
             verdicts = [target.judge(peers[n], floor, peers.get("ts")) for n in judged]
             lines.append(f"| {target.metric} | {target.goal} | " + " | ".join(verdicts) + " |")
     notes = []
@@ -994,6 +1116,11 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Settings]:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--peers", default=",".join(PEER_NAMES),
                         help=f"comma-separated peers to run (default: {','.join(PEER_NAMES)})")
+    parser.add_argument("--phases", default=",".join(PHASE_NAMES),
+                        help="comma-separated measurements to make (default: all, in the order "
+                             "they always run: %(default)s); the modern_ ones "
+                             f"({MODERN_VERSION}, no initialize) run on {', '.join(MODERN_PEERS)} "
+                             "only")
     parser.add_argument("--quick", action="store_true",
                         help="few iterations and no 100 MiB echo: a smoke test, seconds per peer")
     parser.add_argument("--pin", action="store_true",
@@ -1031,6 +1158,11 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Settings]:
     unknown = [name for name in args.peer_names if name not in PEER_NAMES]
     if unknown:
         parser.error(f"unknown peer(s) {', '.join(unknown)}; choose from {', '.join(PEER_NAMES)}")
+    phases = {name.strip() for name in args.phases.split(",") if name.strip()}
+    if not phases or phases - set(PHASE_NAMES):
+        parser.error(f"unknown or no phase(s) {', '.join(sorted(phases - set(PHASE_NAMES)))}; "
+                     f"choose from {', '.join(PHASE_NAMES)}")
+    settings.phases = tuple(name for name in PHASE_NAMES if name in phases)
     if args.out is None:
         args.out = RESULTS_DIR / ("quick.json" if args.quick else "latest.json")
     return args, settings

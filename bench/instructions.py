@@ -14,6 +14,8 @@ handshake cancelled out:
   write, flush);
 - mcp_min: `peers/mcp_min_server.py`'s Server, its real reader loop, worker pool
   and writer, on every thread;
+- modern: the same, with protocol 2026-07-28 requests (no handshake; every request
+  carries the envelope in params._meta, every result says resultType and serverInfo);
 - json: the JSON work alone that mcp_min must do for such a call: decode the
   request, encode the reply it actually sends;
 - ts: `peers/ts_server.cjs` on node, if `bench/setup.sh` installed the SDK;
@@ -34,23 +36,33 @@ import tempfile
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 CACHE = os.path.expanduser(os.environ.get("MCP_MIN_BENCH_CACHE") or "~/.cache/mcp-min-bench")
-CALLS = {"floor": (2000, 4000), "mcp_min": (2000, 4000), "json": (2000, 4000), "ts": (8000, 16000)}
+CALLS = {"floor": (2000, 4000), "mcp_min": (2000, 4000), "modern": (2000, 4000),
+         "json": (2000, 4000), "ts": (8000, 16000)}
+ENVELOPE = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "instructions", "version": "1"}}
 
 
-def requests(count):
-    """The handshake, then `count` pipelined calls, as one block of newline-delimited JSON."""
+def requests(count, modern=False):
+    """Two opening lines (the handshake; for 2026-07-28, server/discover twice), then
+    `count` pipelined calls, as one block of newline-delimited JSON."""
     head = [{"jsonrpc": "2.0", "id": 0, "method": "initialize",
              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                         "clientInfo": {"name": "instructions", "version": "1"}}},
             {"jsonrpc": "2.0", "method": "notifications/initialized"}]
     calls = [{"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
               "params": {"name": "add", "arguments": {"a": i, "b": 2 * i}}} for i in range(count)]
+    if modern:
+        head = [{"jsonrpc": "2.0", "id": f"d{i}", "method": "server/discover",
+                 "params": {"_meta": ENVELOPE}} for i in range(2)]
+        for call in calls:
+            call["params"]["_meta"] = ENVELOPE
     return b"".join(json.dumps(m, separators=(",", ":")).encode() + b"\n" for m in head + calls)
 
 
 def serve(kind, count, replies=os.devnull):
     """Run one Python peer over `count` calls (the child process valgrind watches)."""
-    blob = requests(max(CALLS[kind]))                # the same work before serving, every run
+    blob = requests(max(CALLS[kind]), modern=kind == "modern")   # the same work every run
     lines = blob.splitlines(keepends=True)[:2 + count]
     sys.path[:0] = [os.path.join(BENCH_DIR, "peers"), os.path.dirname(BENCH_DIR)]
     if kind == "floor":
@@ -58,7 +70,7 @@ def serve(kind, count, replies=os.devnull):
         sys.stdout = open(replies, "w")
         import floor_server
         floor_server.main()
-    elif kind == "mcp_min":
+    elif kind in ("mcp_min", "modern"):
         import mcp_min_server
         mcp_min_server.server.grace_period = 3600     # slow under valgrind: never cut a call short
         with tempfile.TemporaryFile() as requests_file:
@@ -111,7 +123,8 @@ def main():
         return serve(*sys.argv[2:3], int(sys.argv[3]), *sys.argv[4:5])   # kind, calls[, replies]
     if not shutil.which("valgrind"):
         raise SystemExit("valgrind is needed: apt-get install valgrind")
-    kinds = ["floor", "mcp_min", "json"] + (["ts"] if node_peer() else [])
+    kinds = ["floor", "mcp_min", "modern", "json"] + (["ts"] if node_peer() else [])
+    kinds = [k for k in kinds if k in (sys.argv[1:] or kinds)]    # e.g. `mcp_min modern`
     if "ts" not in kinds:
         print(f"ts: skipped, the TypeScript SDK is not in {CACHE} (bash bench/setup.sh)")
     per_call = {}
@@ -119,10 +132,14 @@ def main():
         low, high = CALLS[kind]
         per_call[kind] = (instructions(kind, high) - instructions(kind, low)) // (high - low)
         print(f"{kind:8} {per_call[kind]:>9,} instructions per call", flush=True)
-    floor, ours, json_part = per_call["floor"], per_call["mcp_min"], per_call["json"]
-    print(f"\nmcp_min / floor: {ours / floor:.2f}x; of mcp_min's, JSON {json_part:,} "
-          f"({json_part / ours:.0%}), the rest {ours - json_part:,}")
-    if "ts" in per_call:
+    ours = per_call.get("mcp_min")
+    if ours and "floor" in per_call and "json" in per_call:
+        floor, json_part = per_call["floor"], per_call["json"]
+        print(f"\nmcp_min / floor: {ours / floor:.2f}x; of mcp_min's, JSON {json_part:,} "
+              f"({json_part / ours:.0%}), the rest {ours - json_part:,}")
+    if ours and "modern" in per_call:
+        print(f"2026-07-28 / handshake era: {per_call['modern'] / ours:.2f}x")
+    if ours and "ts" in per_call:
         print(f"ts / mcp_min: {per_call['ts'] / ours:.2f}x")
 
 

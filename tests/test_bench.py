@@ -25,8 +25,42 @@ def test_bench_quick_runs_floor_and_mcp_min_and_checks_every_reply(tmp_path):
         assert peer["pipelined"]["all_answered_once"] is True, name
         assert peer["sequential"]["calls_per_s"] > 0 and peer["cold_start"]["median_ms"] > 0
         assert set(peer["concurrency"]) == {"8", "64"}
+    # mcp_min also ran the calls in 2026-07-28 (no initialize, the envelope on every request);
+    # with no error, every reply had the right sum and said resultType and serverInfo
+    modern = report["peers"]["mcp_min"]
+    assert modern["modern_pipelined"]["all_answered_once"] is True
+    assert modern["modern_sequential"]["calls"] == modern["sequential"]["calls"] > 0
+    assert "modern_sequential" not in report["peers"]["floor"]       # one era only
     table = out.with_suffix(".md").read_text()
     assert "| metric |" in table and "mcp_min" in table and "Targets" in table
+    assert "| pipelined add, 2026-07-28: calls/s | — |" in table
+    assert "| 2026-07-28 calls/s | ≥ 0.9 × handshake era, sequential and pipelined | " in table
+
+
+def test_the_modern_driver_sends_no_initialize_and_tells_the_eras_apart(tmp_path, monkeypatch):
+    """The 2026-07-28 figures must come from that era: requests carry the envelope from the
+    first line on, and a handshake-era reply (no resultType, no serverInfo) would fail the run."""
+    bench = load_bench()
+    server = ROOT / "bench" / "peers" / "mcp_min_server.py"
+    peer = bench.Peer("mcp_min", [sys.executable, str(server)])
+    driver = bench.Bench(peer, bench.Settings(calls=40, pipelined=300, rounds=2), tmp_path)
+    monkeypatch.setattr(bench.Session, "handshake", lambda self: pytest.fail("initialize sent"))
+    with driver.started_session(modern=True) as session:
+        _, line = session.encode(*bench.tool_call("add", {"a": 1, "b": 2}))
+        assert json.loads(line)["params"]["_meta"] == {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}
+        session.envelope = None                     # a bare request: the server was never
+        bare = session.request("tools/list", {})    # initialized, so it refuses it
+        assert bare["error"]["code"] == -32600 and "initialize" in bare["error"]["message"]
+    assert driver.sequential(modern=True)["calls"] == 80                # every sum checked
+    assert driver.pipelined(modern=True)["all_answered_once"] is True
+    monkeypatch.undo()
+    with driver.started_session() as session:                          # the handshake era
+        reply = session.request(*bench.tool_call("add", {"a": 2, "b": 2}))
+        bench.check_call_result(reply, 4, modern=False)
+        with pytest.raises(bench.BenchError, match="not a 2026-07-28 result"):
+            bench.check_call_result(reply, 4, modern=True)
 
 
 @pytest.mark.parametrize("kind", ["floor", "mcp_min"])
@@ -63,6 +97,20 @@ def test_repeats_combine_as_medians_and_ratios_pair_repeat_by_repeat():
     assert bench.ratio(peer, floor, path) == 1.0                    # the median of those, not 20 / 30
     assert bench.spread(peer, floor, path) == "; 0.67–2.00× in 3 repeats"
     assert bench.ratio(runs[0], floors[0], path) == 2.0 and bench.spread(runs[0], floors[0], path) == ""
+
+
+def test_the_era_target_pairs_each_repeat_with_its_own_handshake_run():
+    bench = load_bench()
+    runs = [{"errors": {}, "sequential": {"calls_per_s": s}, "pipelined": {"calls_per_s": p},
+             "modern_sequential": {"calls_per_s": m}, "modern_pipelined": {"calls_per_s": q}}
+            for s, m, p, q in ((100, 95, 200, 190), (50, 45, 300, 270), (80, 40, 100, 95))]
+    peer = bench.combine(runs)
+    era = next(t for t in bench.TARGETS if t.metric == "2026-07-28 calls/s")
+    # sequential: 0.95, 0.90, 0.50 -> median 0.90, where the medians' ratio is 45 / 80 = 0.56
+    assert era.judge(peer, None, None) == ("met (sequential 0.90×; 0.50–0.95× in 3 repeats, "
+                                           "pipelined 0.95×; 0.90–0.95× in 3 repeats)")
+    assert era.judge(runs[2], None, None) == "MISSED (sequential 0.50×, pipelined 0.95×)"
+    assert era.judge({"errors": {}, "sequential": {"calls_per_s": 1}}, None, None) == "n/a"
 
 
 def test_an_outcome_that_failed_in_one_repeat_is_reported_as_failed():
