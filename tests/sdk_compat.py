@@ -6,12 +6,16 @@ Shared by tests/test_sdk_python.py and tests/test_sdk_typescript.py, which load 
 * ``Driver`` runs one of the client drivers in tests/clients/ (``py_client.py``,
   ``ts_client.mjs``; the step language is in tests/clients/README.md) on a list of steps and
   returns a ``Run``: its JSON records, looked up by step label.
-* ``SCENARIOS``: the step lists both clients run. Each runs once per client and mode
-  (``Driver.scenario`` caches it); the tests then check one feature each in its records.
+* ``MODES``: every client and mode the tests drive, how the table names it, and the
+  protocol era its runs must end up in: the handshake era (``initialize``) or 2026-07-28.
+* ``SCENARIOS``: the step lists every client runs. Each runs once per client and mode
+  (``Driver.scenario`` caches it); a step marked ``"era"`` runs only in that era (where
+  the eras do a feature differently). The tests then check one feature each in its records.
 * The plugin part: a test marked ``@pytest.mark.compat("feature")`` that uses the
-  ``sdk_client`` fixture adds a row (client, version, mode, feature, result) to the
-  table; at the end of the session ``tests/compat_table.md`` is rewritten from these rows
-  (cells this test run did not check, e.g. another client's, are kept from the last file).
+  ``sdk_client`` fixture adds a row (client, version, mode, what it negotiated, feature,
+  result) to the table; at the end of the session ``tests/compat_table.md`` is rewritten
+  from these rows (cells this test run did not check, e.g. another client's, are kept
+  from the last file).
 """
 
 from __future__ import annotations
@@ -40,6 +44,31 @@ CLIENT_ENV = {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}
 #: Set in the driver's own environment: a server started the way the clients start servers
 #: must not see it.
 SENTINEL = "MCP_MIN_SDK_TEST_SENTINEL"
+
+#: The two eras a run can end up in: the initialize handshake, or stateless 2026-07-28.
+LEGACY, MODERN = "legacy", "2026-07-28"
+
+
+@dataclass(frozen=True)
+class Mode:
+    """How the table names one client in one mode, and the era the suite expects of it."""
+
+    label: str          # the mode, in the summary table
+    short_label: str    # its column in the feature table
+    era: str            # LEGACY or MODERN: which expectations (and era-marked steps) apply
+
+
+#: client -> its name in the table.
+CLIENT_LABELS = {"py": "Python SDK `mcp`", "ts": "TypeScript SDK `@modelcontextprotocol/sdk`"}
+#: (client, mode) -> Mode.
+MODES = {
+    ("py", "auto"): Mode("auto (default): `server/discover` probe, `initialize` if refused",
+                         "Python auto", MODERN),
+    ("py", MODERN): Mode("2026-07-28: no probe, every request enveloped", "Python 2026-07-28",
+                         MODERN),
+    ("py", "legacy"): Mode("legacy: `initialize` only", "Python legacy", LEGACY),
+    ("ts", "legacy"): Mode("initialize (its only handshake)", "TypeScript", LEGACY),
+}
 
 
 # ==========================================================================================
@@ -127,7 +156,7 @@ class Run:
 
 
 class Driver:
-    """One client in one mode: ``py`` (auto or legacy handshake) or ``ts``."""
+    """One client (``CLIENT_LABELS``) in one of its modes (``MODES``)."""
 
     def __init__(self, client, mode):
         self.client, self.mode = client, mode
@@ -139,8 +168,7 @@ class Driver:
 
     @property
     def label(self):
-        return {"py": "Python SDK `mcp`",
-                "ts": "TypeScript SDK `@modelcontextprotocol/sdk`"}[self.client]
+        return CLIENT_LABELS[self.client]
 
     @property
     def version(self):
@@ -148,13 +176,31 @@ class Driver:
 
     @property
     def mode_label(self):
-        if self.client == "ts":
-            return "initialize (its only handshake)"
-        return {"auto": "auto (default): `server/discover` probe, then `initialize`",
-                "legacy": "legacy: `initialize` only"}[self.mode]
+        return MODES[self.client, self.mode].label
+
+    @property
+    def short_label(self):
+        return MODES[self.client, self.mode].short_label
+
+    @property
+    def era(self):
+        return MODES[self.client, self.mode].era
+
+    @property
+    def modern(self):
+        return self.era == MODERN
+
+    def negotiated(self):
+        """What the runs so far negotiated, e.g. "2026-07-28 through `server/discover`"."""
+        found = []
+        for run in self.runs.values():
+            connected = [r for r in run.records if r.get("event") == "connected"]
+            if connected and (text := describe_negotiation(connected[0])) not in found:
+                found.append(text)
+        return "; ".join(found)
 
     def run(self, steps, server=SDK_FEATURES, *, env=None, capabilities=None, trace=True,
-            timeout_ms=15000, cwd=None):
+            timeout_ms=15000, cwd=None, log_level=None):
         """Run the client on `steps` against ``python3 server`` (this interpreter), started
         by the client itself; it must connect, run every step and close cleanly."""
         argv = [*self.command, "--timeout", str(timeout_ms)]
@@ -164,6 +210,8 @@ class Driver:
             argv += ["--capabilities", capabilities]
         if cwd is not None:
             argv += ["--cwd", str(cwd)]
+        if log_level is not None:
+            argv += ["--log-level", log_level]
         if trace:
             argv.append("--trace")
         argv += [json.dumps(steps), "--", sys.executable, str(server)]
@@ -183,12 +231,25 @@ class Driver:
         return run
 
     def scenario(self, name):
-        """Run one of SCENARIOS (once per driver; later calls reuse the records)."""
+        """Run one of SCENARIOS (once per driver; later calls reuse the records), with the
+        steps of this driver's era."""
         if name not in self.runs:
             spec = dict(SCENARIOS[name])
-            steps = spec.pop("steps")
+            steps = [{k: v for k, v in step.items() if k != "era"} for step in spec.pop("steps")
+                     if step.get("era", self.era) == self.era]
             self.runs[name] = self.run(steps, **spec)
         return self.runs[name]
+
+
+def describe_negotiation(connected):
+    """A "connected" record -> e.g. "2026-07-28 through `server/discover`"."""
+    version, handshake = connected.get("protocolVersion"), connected.get("handshake")
+    if not version:
+        return ""
+    how = {"initialize": "through `initialize`", "discover": "through `server/discover`",
+           "none": "pinned, no probe",
+           "prior": "from a kept discover result, no probe"}.get(handshake, handshake)
+    return f"{version} {how}" if how else version
 
 
 def installed_version(client):
@@ -233,6 +294,19 @@ def call(label, name, arguments=None, **extra):
     return {"op": "callTool", "label": label, "name": name, "arguments": arguments or {}, **extra}
 
 
+def legacy(step):
+    """A step only the handshake era runs (its 2026-07-28 counterpart follows it)."""
+    return dict(step, era=LEGACY)
+
+
+def modern(step):
+    """A step only the 2026-07-28 era runs."""
+    return dict(step, era=MODERN)
+
+
+LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
+
+
 PROMPT_REF = {"type": "ref/prompt", "name": "greet"}
 ITEM_REF = {"type": "ref/resource", "uri": "test://sdk/items/{category}/{item_id}"}
 NEW_ROOTS = {"roots": [{"uri": "file:///tmp/mcp-min-new-root", "name": "new root"},
@@ -240,8 +314,12 @@ NEW_ROOTS = {"roots": [{"uri": "file:///tmp/mcp-min-new-root", "name": "new root
 CUSTOM_SAMPLE = {"role": "assistant", "content": {"type": "text", "text": "custom reply"},
                  "model": "custom-model", "stopReason": "endTurn"}
 
+# Where the eras do a feature differently, a step is marked legacy() or modern(); a modern
+# step often keeps the label of the legacy one it replaces, so that a test reads one label.
 FEATURE_STEPS = [
-    {"op": "ping", "label": "ping"},
+    {"op": "ping", "label": "ping"},                # 2026-07-28 removed ping: -32601
+    # the server's own description (a client pinned to 2026-07-28 never asks for it)
+    modern({"op": "request", "method": "server/discover", "label": "discover"}),
     # pagination: two items per page
     {"op": "listTools", "label": "tools.all"},
     call("tool.forged.paged", "forged"),            # on page 4 of the 13 just walked
@@ -281,11 +359,14 @@ FEATURE_STEPS = [
      "context": {"arguments": {"category": "fruit"}}, "label": "complete.template.fruit"},
     {"op": "complete", "ref": ITEM_REF, "argument": {"name": "item_id", "value": "a"},
      "context": {"arguments": {"category": "veg"}}, "label": "complete.template.veg"},
-    # logging
+    # logging: the level a handshake session sets; in 2026-07-28, the level in each request
     {"op": "setLoggingLevel", "level": "warning", "label": "log.set.warning"},
-    call("log.chatty.warning", "chatty"),
+    legacy(call("log.chatty.warning", "chatty")),
+    modern(call("log.chatty.warning", "chatty", meta={LOG_LEVEL_KEY: "warning"})),
     {"op": "setLoggingLevel", "level": "debug", "label": "log.set.debug"},
-    call("log.chatty.debug", "chatty"),
+    legacy(call("log.chatty.debug", "chatty")),
+    modern(call("log.chatty.debug", "chatty", meta={LOG_LEVEL_KEY: "debug"})),
+    modern(call("log.chatty.none", "chatty")),
     {"op": "waitFor", "method": "notifications/message", "count": 13, "timeoutMs": 5000,
      "label": "log.wait"},
     # progress: paced (a pause after each notification), then in a burst
@@ -317,26 +398,37 @@ FEATURE_STEPS = [
     {"op": "onRoots", "result": NEW_ROOTS},
     {"op": "sendRootsListChanged", "label": "roots.changed"},
     call("roots.after-change", "roots"),
-    # subscriptions
+    # subscriptions: resources/subscribe (2026-07-28: -32601), or a subscriptions/listen stream
     {"op": "subscribeResource", "uri": "test://sdk/counter", "label": "sub.subscribe"},
+    modern({"op": "listen", "name": "sub", "resourceSubscriptions": ["test://sdk/counter"],
+            "label": "sub.listen"}),
     call("sub.bump1", "bump"),
-    {"op": "waitFor", "method": "notifications/resources/updated", "timeoutMs": 5000,
-     "label": "sub.wait"},
+    legacy({"op": "waitFor", "method": "notifications/resources/updated", "timeoutMs": 5000,
+            "label": "sub.wait"}),
+    modern({"op": "waitFor", "listen": "sub", "timeoutMs": 5000, "label": "sub.wait"}),
     {"op": "readResource", "uri": "test://sdk/counter", "label": "sub.read"},
     {"op": "unsubscribeResource", "uri": "test://sdk/counter", "label": "sub.unsubscribe"},
+    modern({"op": "stopListen", "listen": "sub", "label": "sub.stop"}),
     call("sub.bump2", "bump"),
-    {"op": "ping"},
-    # list_changed
+    legacy({"op": "ping"}),
+    # list_changed: to a handshake session that was offered it; in 2026-07-28, on a listen
+    modern({"op": "listen", "name": "lc", "toolsListChanged": True, "label": "lc.listen"}),
     call("lc.add", "toggle_extra", {"present": True}),
-    {"op": "waitFor", "method": "notifications/tools/list_changed", "timeoutMs": 5000,
-     "label": "lc.wait1"},
+    legacy({"op": "waitFor", "method": "notifications/tools/list_changed", "timeoutMs": 5000,
+            "label": "lc.wait1"}),
+    modern({"op": "waitFor", "listen": "lc", "timeoutMs": 5000, "label": "lc.wait1"}),
     {"op": "listTools", "label": "lc.list-with"},
     call("lc.call-extra", "extra", {"word": "hi"}),
     call("lc.remove", "toggle_extra", {"present": False}),
-    {"op": "waitFor", "method": "notifications/tools/list_changed", "count": 2, "timeoutMs": 5000,
-     "label": "lc.wait2"},
+    legacy({"op": "waitFor", "method": "notifications/tools/list_changed", "count": 2,
+            "timeoutMs": 5000, "label": "lc.wait2"}),
+    modern({"op": "waitFor", "listen": "lc", "count": 2, "timeoutMs": 5000, "label": "lc.wait2"}),
     {"op": "listTools", "label": "lc.list-without"},
     call("lc.call-removed", "extra"),
+    # once the listen is cancelled, changes reach the client no more
+    modern({"op": "stopListen", "listen": "lc", "label": "lc.stop"}),
+    modern(call("lc.add-after", "toggle_extra", {"present": True})),
+    modern(call("lc.remove-after", "toggle_extra", {"present": False})),
     # how the server was started
     call("env", "environment"),
     {"op": "sleep", "ms": 50},          # let late notifications arrive before the end
@@ -361,6 +453,13 @@ NO_CAPABILITY_STEPS = [
     call("nocap.roots", "roots"),
 ]
 
+#: Run with the client's own log level (Client(log_level="warning")): 2026-07-28 only.
+LOG_LEVEL_STEPS = [
+    call("client-level", "chatty"),
+    call("overridden", "chatty", meta={LOG_LEVEL_KEY: "debug"}),
+    {"op": "waitFor", "method": "notifications/message", "count": 13, "timeoutMs": 5000},
+]
+
 GIFT_STEPS = [
     {"op": "ping", "label": "ping"},
     {"op": "listTools", "label": "tools"},
@@ -371,6 +470,7 @@ GIFT_STEPS = [
     call("suggest.zero", "suggest_gifts", {"occasion": "birthday", "budget": 0}),
     call("suggest.badargs", "suggest_gifts", {"occasion": "funeral", "budget": "a hundred bucks"}),
     call("suggest.none", "suggest_gifts", {"occasion": "wedding", "budget": 5}),
+    call("pick", "pick_gift", {"occasion": "birthday", "budget": 50}),    # asks the user
     {"op": "readResource", "uri": "mcp://gift-server/resources/gift_catalog", "label": "catalog"},
     {"op": "getPrompt", "name": "gift_congrats_style",
      "arguments": {"recipient": "Sam", "occasion": "wedding"}, "label": "prompt"},
@@ -392,6 +492,7 @@ SCENARIOS = {
     "features": {"steps": FEATURE_STEPS, "cwd": "/"},
     "structured": {"steps": STRUCTURED_STEPS, "env": {"SDK_PAGE_SIZE": "0"}},
     "no-capabilities": {"steps": NO_CAPABILITY_STEPS, "capabilities": "none"},
+    "log-level": {"steps": LOG_LEVEL_STEPS, "log_level": "warning"},
     # The examples run as a real client starts them: minimal environment, another cwd.
     "gift_server": {"steps": GIFT_STEPS, "server": EXAMPLES / "gift_server.py", "cwd": "/"},
     "calculator": {"steps": CALCULATOR_STEPS, "server": EXAMPLES / "calculator.py", "cwd": "/"},
@@ -415,14 +516,22 @@ def close(a, b):
 # ==========================================================================================
 
 #: feature key -> (feature, what the tests check). The table lists them in this order.
+#: "2026-07-28:" says how a feature is done, or refused, in that era.
 FEATURES = {
     "handshake": ("Handshake, version negotiation",
-                  "`initialize` at 2025-11-25 agreed; serverInfo, capabilities, instructions; "
-                  "auto mode: the `server/discover` probe gets -32601 at once, then `initialize`"),
-    "ping": ("Ping", "`ping` → `{}`"),
+                  "`initialize` at 2025-11-25 agreed, then `notifications/initialized`; "
+                  "serverInfo, capabilities, instructions. 2026-07-28: auto mode's "
+                  "`server/discover` probe answered with `supportedVersions` [2026-07-28], "
+                  "no `initialize`; the pinned mode sends no probe, its first request is "
+                  "enveloped"),
+    "ping": ("Ping", "`ping` → `{}`. 2026-07-28: removed, -32601"),
     "metadata": ("Metadata", "serverInfo title, description, websiteUrl, icons; tool icons, "
                              "annotations, `_meta`; resource size and annotations; content "
-                             "annotations"),
+                             "annotations. 2026-07-28: serverInfo in `_meta`"),
+    "result-type": ("Result fields of 2026-07-28",
+                    "every result has `resultType` and the serverInfo in `_meta`; list results "
+                    "`ttlMs` 0 and `cacheScope` (so the client caches nothing), other results "
+                    "neither. Handshake era: none of these fields"),
     "pagination": ("Lists with pagination",
                    "tools, resources, templates, prompts walked over 2-item pages; one page; "
                    "a bad cursor → -32602"),
@@ -444,40 +553,56 @@ FEATURES = {
     "tool-errors": ("Tool: errors",
                     "`isError` from `ToolError` and from bad arguments; unknown tool → -32602"),
     "resources": ("Resources and templates",
-                  "text, blob, `{var}` and `{+var}` templates; unknown URI → -32002"),
+                  "text, blob, `{var}` and `{+var}` templates; unknown URI → -32002 "
+                  "(2026-07-28: -32602)"),
     "subscriptions": ("Subscriptions",
-                      "subscribe → `notifications/resources/updated`; none after unsubscribe"),
+                      "subscribe → `notifications/resources/updated`; none after unsubscribe. "
+                      "2026-07-28: `resources/subscribe` → -32601; `subscriptions/listen` with "
+                      "`resourceSubscriptions`: acknowledged, the update tagged with the listen "
+                      "id, none after the listen is cancelled"),
     "prompts": ("Prompts",
                 "arguments (a string converted to int), user and assistant turns, an embedded "
                 "resource; a missing required argument → -32602"),
     "completion": ("Completion", "a prompt argument; a template argument using context arguments"),
-    "logging": ("Logging", "`logging/setLevel` warning, then debug: `notifications/message` filtered"),
+    "logging": ("Logging", "`logging/setLevel` warning, then debug: `notifications/message` "
+                           "filtered. 2026-07-28: `logging/setLevel` → -32601; the level a "
+                           "request (or the client, for all) puts in `_meta`; none without"),
     "progress": ("Progress",
                  "progress token from the client; notifications in order, with total and message, "
                  "all before the response"),
     "cancellation": ("Cancellation",
                      "cancelled by timer and from the progress callback: the tool stops, no "
                      "response; a tool ignoring it: result withheld; a call waiting for "
-                     "sampling: the sampling request cancelled too"),
+                     "sampling: the sampling request cancelled too (2026-07-28: the call is "
+                     "abandoned while the client's callback runs, and never retried)"),
     "sampling": ("Sampling", "`sampling/createMessage` answered by the client callback: default, "
-                             "custom result, error"),
+                             "custom result, error. 2026-07-28: asked in an `input_required` "
+                             "result, retried with `inputResponses` and `requestState`"),
     "elicitation": ("Elicitation",
-                    "`elicitation/create` (form) answered: accept with content, decline"),
+                    "`elicitation/create` (form) answered: accept with content, decline. "
+                    "2026-07-28: through `input_required`, as sampling"),
     "roots": ("Roots", "`roots/list` answered; cached; refreshed after "
-                       "`notifications/roots/list_changed`"),
+                       "`notifications/roots/list_changed`. 2026-07-28: through "
+                       "`input_required`, asked by every call"),
     "undeclared-capabilities": ("Undeclared client capabilities",
-                                "sampling/elicitation/roots tools get `isError`, no request is sent"),
+                                "sampling/elicitation/roots tools get `isError` (2026-07-28: "
+                                "-32021 with `requiredCapabilities`); no request is sent"),
     "list-changed": ("List changed", "a tool added and removed while serving → "
-                                     "`notifications/tools/list_changed`; lists follow"),
+                                     "`notifications/tools/list_changed`; lists follow. "
+                                     "2026-07-28: only on a `subscriptions/listen` stream, "
+                                     "tagged with its id; none after it is cancelled"),
     "environment": ("Minimal environment", "started by the client from `/`: the server sees "
                                            "only the client's whitelisted variables"),
     "example-gift": ("examples/gift_server.py",
-                     "tools, resource, prompt; structured gifts; `isError` for bad budget/arguments"),
+                     "tools, resource, prompt; structured gifts; `isError` for bad "
+                     "budget/arguments; a tool asking the user (elicitation)"),
     "example-calculator": ("examples/calculator.py", "`add` with structured result; bad arguments"),
     "example-weather": ("examples/weather.py", "`get_weather`: text result; unknown city `isError`"),
 }
 
-_ROWS = []          # (client label, version, mode label, feature key, result, note)
+#: The rows of this session: dicts with the keys of ROW_KEYS.
+_ROWS = []
+ROW_KEYS = ("client", "version", "mode", "short", "negotiated", "feature", "result", "note")
 
 
 def pytest_configure(config):
@@ -504,8 +629,10 @@ def pytest_runtest_makereport(item, call):
         if hasattr(report, "wasxfail") and report.wasxfail:
             notes.append(report.wasxfail)
         for feature in marker.args:
-            _ROWS.append((driver.label, driver.version, driver.mode_label, feature, result,
-                          "; ".join(notes)))
+            _ROWS.append({"client": driver.label, "version": driver.version,
+                          "mode": driver.mode_label, "short": driver.short_label,
+                          "negotiated": driver.negotiated(), "feature": feature,
+                          "result": result, "note": "; ".join(notes)})
     return report
 
 
@@ -522,67 +649,88 @@ def pytest_sessionfinish(session, exitstatus):
     # Keep what an earlier run found for the cells this run did not check (another client,
     # a -k selection); drop features that no longer exist.
     for row in read_rows():
-        if row[3] in FEATURES:
-            rows[(row[0], row[2], row[3])] = row
+        if row["feature"] in FEATURES:
+            rows[row_key(row)] = row
     fresh = {}
     for row in _ROWS:
-        key = (row[0], row[2], row[3])
-        # One feature may be checked by several tests: the worst result wins.
-        if key not in fresh or fresh[key][4] == "pass":
-            fresh[key] = row
+        key = row_key(row)
+        # One feature may be checked by several tests: the worst result wins; and what a
+        # client negotiated is known once one of its tests has run it.
+        if key not in fresh or fresh[key]["result"] == "pass":
+            fresh[key] = dict(row, negotiated=row["negotiated"] or
+                              (fresh[key]["negotiated"] if key in fresh else ""))
     rows.update(fresh)
     TABLE.write_text(render_table(list(rows.values())))
 
 
+def row_key(row):
+    return row["client"], row["mode"], row["feature"]
+
+
 def read_rows():
+    """The rows of the last table (rows of another shape, from an older table, are dropped:
+    the next run of their tests writes them again)."""
     if not TABLE.exists():
         return []
     match = re.search(r"<!-- rows\n(.*?)-->", TABLE.read_text(), re.S)
     if not match:
         return []
-    return [tuple(json.loads(line)) for line in match.group(1).splitlines() if line.strip()]
+    rows = [json.loads(line) for line in match.group(1).splitlines() if line.strip()]
+    return [row for row in rows if isinstance(row, dict) and set(row) == set(ROW_KEYS)]
 
 
 def render_table(rows):
-    clients = []                       # (label, version, mode) in a fixed order
-    for row in rows:
-        if row[0:3] not in clients:
-            clients.append(row[0:3])
-    clients.sort(key=lambda c: (not c[0].startswith("Python"), "legacy" in c[2]))
-    short = {c: ("Python " + ("auto" if "auto" in c[2] else "legacy")) if c[0].startswith("Python")
-             else "TypeScript" for c in clients}
-    cells = {(row[0:3], row[3]): (row[4], row[5]) for row in rows}
-    lines = ["<!-- Generated by tests/sdk_compat.py when tests/test_sdk_python.py and "
-             "tests/test_sdk_typescript.py run; do not edit by hand. -->", "",
-             "| client | version | mode | what was exercised | result |",
-             "| --- | --- | --- | --- | --- |"]
-    for c in clients:
-        results = [cells[(c, f)][0] for f in FEATURES if (c, f) in cells]
-        passed = results.count("pass")
-        summary = f"{passed}/{len(results)} pass"
+    """The table for `rows` (dicts of ROW_KEYS): one summary line per client and mode, then
+    one line per feature with a column per client and mode, headed by its short label."""
+    columns = sorted({(row["client"], row["mode"]) for row in rows},
+                     key=lambda c: (c[0], short_label(rows, c)))
+    cells = {(row["client"], row["mode"], row["feature"]): row for row in rows}
+    lines = ["<!-- Generated by tests/sdk_compat.py when the tests/test_sdk_*.py files run; "
+             "do not edit by hand. -->", "",
+             "| client | version | mode | negotiated | what was exercised | result |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for column in columns:
+        mine = [cells[(*column, f)] for f in FEATURES if (*column, f) in cells]
+        results = [row["result"] for row in mine]
+        summary = f"{results.count('pass')}/{len(results)} pass"
         others = {r: results.count(r) for r in sorted(set(results)) if r != "pass"}
         if others:
             summary += ", " + ", ".join(f"{n} {r}" for r, n in others.items())
-        lines.append(f"| {c[0]} | {c[1]} | {c[2]} | {len(results)} features (below), against "
+        negotiated = "; ".join(dict.fromkeys(row["negotiated"] for row in mine
+                                             if row["negotiated"])) or "–"
+        lines.append(f"| {column[0]} | {mine[0]['version']} | {column[1]} | {negotiated} | "
+                     f"{len(results)} features (below), against "
                      f"`tests/servers/sdk_features.py` and the three examples | {summary} |")
-    lines += ["", "| feature | exercised | " + " | ".join(short[c] for c in clients) + " |",
-              "| --- | --- | " + " | ".join("---" for _ in clients) + " |"]
+    lines += ["", "| feature | exercised | " +
+              " | ".join(short_label(rows, c) for c in columns) + " |",
+              "| --- | --- | " + " | ".join("---" for _ in columns) + " |"]
     footnotes = []
     for key, (name, exercised) in FEATURES.items():
-        row = []
-        for c in clients:
-            result, note = cells.get((c, key), ("–", ""))
-            if note:
-                if note not in footnotes:
-                    footnotes.append(note)
-                result += f" [{footnotes.index(note) + 1}]"
-            row.append(result)
-        if any(r != "–" for r in row):
-            lines.append(f"| {name} | {exercised} | " + " | ".join(row) + " |")
+        line = []
+        for column in columns:
+            row = cells.get((*column, key))
+            if row is None:
+                line.append("–")
+                continue
+            result = row["result"]
+            if row["note"]:
+                if row["note"] not in footnotes:
+                    footnotes.append(row["note"])
+                result += f" [{footnotes.index(row['note']) + 1}]"
+            line.append(result)
+        if any(cell != "–" for cell in line):
+            lines.append(f"| {name} | {exercised} | " + " | ".join(line) + " |")
     if footnotes:
         lines.append("")
         lines += [f"[{i}] {note}  " for i, note in enumerate(footnotes, 1)]
     lines += ["", "<!-- rows"]
-    lines += [json.dumps(list(row), ensure_ascii=False) for row in sorted(rows)]
+    lines += [json.dumps({k: row[k] for k in ROW_KEYS}, ensure_ascii=False)
+              for row in sorted(rows, key=row_key)]
     lines += ["-->", ""]
     return "\n".join(lines)
+
+
+def short_label(rows, column):
+    """The column header of a client and mode: its short label (the latest row's)."""
+    labels = [row["short"] for row in rows if (row["client"], row["mode"]) == column]
+    return labels[-1] if labels else column[1]

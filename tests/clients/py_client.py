@@ -9,9 +9,18 @@ step language and the output (one JSON object per line on stdout) are shared
 with ts_client.mjs and described in README.md beside this file.
 
 Options:
-  --mode auto|legacy  ``auto`` (the SDK's default) first probes
-                      ``server/discover`` and falls back to ``initialize`` on
-                      an error reply; ``legacy`` sends ``initialize`` at once
+  --mode MODE         ``auto`` (the SDK's default) first probes
+                      ``server/discover`` and adopts 2026-07-28 if the server
+                      offers it, else falls back to ``initialize``;
+                      ``legacy`` sends ``initialize`` at once; ``2026-07-28``
+                      sends no probe: every request carries the 2026-07-28
+                      ``_meta`` envelope from the first one on
+  --log-level LEVEL   2026-07-28: the ``logLevel`` every request opts in to
+                      (the SDK's ``Client(log_level=...)``; a step's "meta"
+                      may override it); no effect on a handshake connection
+  --no-cache          turn off the SDK's response cache (on by default, as for
+                      any user of the SDK: it keeps 2026-07-28 list and read
+                      results for the ``ttlMs`` the server allows)
   --timeout MS        per-request timeout (default 30000); a step's
                       "timeoutMs" overrides it for callTool and request
   --env NAME=VALUE    extra environment for the server (repeatable); the SDK
@@ -39,14 +48,19 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import mcp_types as types
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from mcp import Client, StdioServerParameters
+from mcp.client.caching import CacheConfig
 from mcp.client.stdio import stdio_client
+from mcp.client.subscriptions import SubscriptionLost
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
-# Ping, logging, subscriptions and roots are deprecated for the 2026 era; mcp_min speaks the 2025 era.
+# Ping, logging/setLevel, resources/subscribe and roots are deprecated by 2026-07-28; the steps
+# still use them, on a handshake connection and to see how a 2026-07-28 server refuses them.
 warnings.simplefilter("ignore", MCPDeprecationWarning)
 
 HERE = Path(__file__).resolve().parent
@@ -54,6 +68,8 @@ CLIENT_INFO = types.Implementation(name="mcp-min-py-driver", version="1.0.0")
 ALL_CAPABILITIES = ("sampling", "elicitation", "roots")
 CANCEL_REASON = "cancelled by test driver"
 MAX_PAGES = 1000
+MODES = ("auto", "legacy", "2026-07-28")
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 # What the client answers to server-initiated requests unless a step
 # ("onSampling", "onElicit", "onRoots") configures something else.
@@ -116,7 +132,9 @@ def parse_command_line(argv: list[str]) -> argparse.Namespace:
     split = argv.index("--")
     parser = argparse.ArgumentParser(prog="py_client.py", add_help=False, exit_on_error=False)
     parser.add_argument("scenario")
-    parser.add_argument("--mode", choices=("auto", "legacy"), default="auto")
+    parser.add_argument("--mode", choices=MODES, default="auto")
+    parser.add_argument("--log-level", choices=LOG_LEVELS)
+    parser.add_argument("--no-cache", action="store_true")
     parser.add_argument("--timeout", type=float, default=30000)
     parser.add_argument("--env", action="append", default=[])
     parser.add_argument("--cwd")
@@ -267,6 +285,29 @@ def default_elicit_result(params: dict[str, Any]) -> dict[str, Any]:
     return {"action": "accept", "content": {key: sample_value(schema) for key, schema in properties.items()}}
 
 
+# ------------------------------------------------------------- listening
+
+
+class Listening:
+    """An open ``subscriptions/listen`` stream (2026-07-28): the SDK's ``Client.listen``
+    context manager, entered by a "listen" step and left by a "stopListen" step, and the
+    events a background task collected from it meanwhile."""
+
+    def __init__(self, name: str, manager: Any, subscription: Any) -> None:
+        self.name, self.manager, self.subscription = name, manager, subscription
+        self.events: list[dict[str, Any]] = []
+        self.end: str | None = None  # "stopped" (by a step), "closed" (by the server), "lost"
+        self.finished = anyio.Event()
+
+
+def describe_event(event: Any) -> dict[str, Any]:
+    """A typed listen event (ToolsListChanged(), ResourceUpdated(uri=...), ...) as JSON."""
+    record: dict[str, Any] = {"type": type(event).__name__}
+    if hasattr(event, "uri"):
+        record["uri"] = event.uri
+    return record
+
+
 # ------------------------------------------------------------------ driver
 
 
@@ -277,6 +318,8 @@ class Driver:
         self.responders: dict[str, dict[str, Any]] = {"sampling": {}, "elicitation": {}, "roots": {}}
         self.notifications: dict[str, list[Any]] = {}
         self.notification_arrived = anyio.Event()
+        self.listens: dict[str, Listening] = {}
+        self.tasks: anyio.abc.TaskGroup | None = None  # where listen events are collected
         self.client = self.build_client()
 
     def build_client(self) -> Client:
@@ -291,8 +334,9 @@ class Driver:
         return Client(
             traced_stdio(params) if self.config.trace else params,
             mode=self.config.mode,
+            log_level=self.config.log_level,
             read_timeout_seconds=self.timeout,
-            cache=None,  # every list and read goes over the wire
+            cache=None if self.config.no_cache else CacheConfig(),
             client_info=CLIENT_INFO,
             sampling_callback=self.on_sampling if "sampling" in declared else None,
             elicitation_callback=self.on_elicit if "elicitation" in declared else None,
@@ -348,13 +392,17 @@ class Driver:
     def connected_record(self) -> dict[str, Any]:
         client = self.client
         session = client.session
+        if session.discover_result is None:
+            handshake = "initialize"
+        else:  # a pinned version adopts a DiscoverResult the SDK made up: nothing was sent
+            handshake = "none" if self.config.mode in MODERN_PROTOCOL_VERSIONS else "discover"
         return {
             "event": "connected",
             "client": "py",
             "sdkVersion": version("mcp"),
             "mode": self.config.mode,
-            "handshake": "discover" if session.discover_result is not None else "initialize",
-            "protocolVersion": client.protocol_version,
+            "handshake": handshake,
+            "protocolVersion": client.protocol_version,  # the one negotiated, or pinned
             "serverInfo": dump(client.server_info),
             "capabilities": dump(client.server_capabilities),
             "instructions": client.instructions,
@@ -445,6 +493,10 @@ class Driver:
             kind = {"onSampling": "sampling", "onElicit": "elicitation", "onRoots": "roots"}[op]
             self.responders[kind] = {key: step.get(key) for key in ("result", "error", "delayMs")}
             return None
+        if op == "listen":
+            return await self.listen(step)
+        if op == "stopListen":
+            return await self.stop_listen(step["listen"])
         if op == "waitFor":
             return await self.wait_for(step)
         if op == "sleep":
@@ -500,17 +552,76 @@ class Driver:
         raise RuntimeError(f"{step['op']}: still a nextCursor after {MAX_PAGES} pages")
 
     async def wait_for(self, step: dict[str, Any]) -> dict[str, Any]:
-        """Wait until `count` (default 1) notifications of `method` have arrived since the start."""
-        method, count = step["method"], step.get("count", 1)
+        """Wait until `count` (default 1) notifications of `method` have arrived since the start,
+        or, with "listen", until that listen stream has delivered `count` events."""
+        count = step.get("count", 1)
+        seen: Callable[[], list[Any]]
+        if "listen" in step:
+            listening = self.listens.get(step["listen"])
+            if listening is None:
+                raise UsageError(f"waitFor: no open listen {step['listen']!r}")
+            what, seen = f"events on listen {step['listen']}", lambda: listening.events
+        else:
+            what, seen = step["method"], lambda: self.notifications.get(step["method"], [])
         timeout_ms = step.get("timeoutMs", self.config.timeout)
         with anyio.move_on_after(timeout_ms / 1000):
-            while len(self.notifications.get(method, [])) < count:
+            while len(seen()) < count:
                 self.notification_arrived = anyio.Event()
                 await self.notification_arrived.wait()
-        seen = self.notifications.get(method, [])
-        if len(seen) < count:
-            raise TimeoutError(f"waited {timeout_ms:g} ms for {count} x {method}, got {len(seen)}")
-        return {"method": method, "count": len(seen), "params": seen}
+        if len(seen()) < count:
+            raise TimeoutError(f"waited {timeout_ms:g} ms for {count} x {what}, got {len(seen())}")
+        if "listen" in step:
+            return {"listen": step["listen"], "count": len(seen()), "events": list(seen())}
+        return {"method": what, "count": len(seen()), "params": seen()}
+
+    # -- subscriptions/listen (2026-07-28)
+
+    async def listen(self, step: dict[str, Any]) -> dict[str, Any]:
+        """Open a listen stream; later steps name it by its "name" (default: its label)."""
+        name = step.get("name") or step.get("label")
+        if not name or name in self.listens:
+            raise UsageError("listen: needs a \"name\" (or \"label\") no open listen uses")
+        assert self.tasks is not None
+        manager = self.client.listen(
+            tools_list_changed=step.get("toolsListChanged", False),
+            prompts_list_changed=step.get("promptsListChanged", False),
+            resources_list_changed=step.get("resourcesListChanged", False),
+            resource_subscriptions=step.get("resourceSubscriptions", ()),
+        )
+        subscription = await manager.__aenter__()  # returns once the server acknowledged it
+        listening = self.listens[name] = Listening(name, manager, subscription)
+        self.tasks.start_soon(self.collect_events, listening)
+        honored = dump(subscription.honored)
+        return {"subscriptionId": subscription.subscription_id, "honored": honored}
+
+    async def collect_events(self, listening: Listening) -> None:
+        try:
+            async for event in listening.subscription:
+                record = describe_event(event)
+                listening.events.append(record)
+                emit({"event": "listenEvent", "listen": listening.name, **record})
+                self.notification_arrived.set()
+            listening.end = listening.end or "closed"
+        except SubscriptionLost:
+            listening.end = "lost"
+        finally:
+            listening.finished.set()
+
+    async def stop_listen(self, name: str) -> dict[str, Any]:
+        """Leave the listen's context manager (the SDK cancels the stream): its events so far."""
+        if name not in self.listens:
+            raise UsageError(f"stopListen: no open listen {name!r}")
+        listening = self.listens.pop(name)
+        await anyio.sleep(0.05)  # let the collector take events that are already in
+        if listening.end is None:
+            listening.end = "stopped"
+        await listening.manager.__aexit__(None, None, None)
+        await listening.finished.wait()
+        return {"events": listening.events, "end": listening.end}
+
+    async def stop_all_listens(self) -> None:
+        for name in list(self.listens):
+            await self.stop_listen(name)
 
 
 # -------------------------------------------------------------------- main
@@ -532,11 +643,14 @@ async def main(argv: list[str]) -> int:
                 emit({"event": "connectFailed", "error": describe_error(exc)})
                 return 1
             emit(driver.connected_record())
-            try:
-                await driver.run(config.steps)
-            except UsageError as exc:
-                print(f"py_client.py: {exc}", file=sys.stderr)
-                status = 2
+            async with anyio.create_task_group() as driver.tasks:
+                try:
+                    await driver.run(config.steps)
+                except UsageError as exc:
+                    print(f"py_client.py: {exc}", file=sys.stderr)
+                    status = 2
+                finally:  # a listen left open by the steps ends before the connection
+                    await driver.stop_all_listens()
     except Exception as exc:  # the transport died (e.g. undecodable output) and shutdown re-raised it
         emit({"event": "closeFailed", "error": describe_error(exc)})
         return 1
