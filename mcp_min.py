@@ -2096,7 +2096,8 @@ class Envelope:
                                f"{', '.join(PROTOCOL_VERSIONS)} after initialize",
                                {"supported": list(MODERN_PROTOCOL_VERSIONS), "requested": version})
         level = meta.get(LOG_LEVEL_KEY)
-        if level is not None and level not in _LEVEL_RANK:
+        if (level is not None or LOG_LEVEL_KEY in meta) and (
+                not isinstance(level, str) or level not in _LEVEL_RANK):
             raise JSONRPCError(INVALID_PARAMS, f"Invalid params: log level {level!r} in "
                                                f"params._meta; use one of {', '.join(LOG_LEVELS)}")
         self.meta, self.version, self.capabilities, self.log_level = meta, version, capabilities, level
@@ -2150,9 +2151,9 @@ class RequestStateSigner:
         import hmac
         version, _, rest = token.partition(".")
         body, _, mac = rest.partition(".")
-        try:
+        try:             # compared as text: a signature written any other way is refused
             genuine = version == "v1" and hmac.compare_digest(
-                _unb64url(mac), self._mac(body.encode("ascii")))
+                mac.encode("ascii"), _b64url(self._mac(body.encode("ascii"))).encode("ascii"))
             payload = json.loads(_unb64url(body)) if genuine else None
         except (ValueError, binascii.Error, UnicodeEncodeError):
             payload = None
@@ -2173,7 +2174,8 @@ def _check_answer(key, method, answer):
     shapes = {"elicitation/create": ("action", str), "sampling/createMessage": ("content", object),
               "roots/list": ("roots", list)}
     field, kind = shapes.get(method, (None, object))
-    if not isinstance(answer, dict) or (field and not isinstance(answer.get(field), kind)):
+    if not isinstance(answer, dict) or (field and (
+            field not in answer or not isinstance(answer[field], kind))):
         raise JSONRPCError(INVALID_PARAMS, f"Invalid params: inputResponses.{key} is not a "
                                            f"{method} result (it needs {field!r})")
     if method == "elicitation/create" and answer["action"] not in ("accept", "decline", "cancel"):
