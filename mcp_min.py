@@ -204,9 +204,9 @@ class InputRequired(BaseException):
     result and runs again, from the top, when the client retries with the answer. A
     BaseException, so that a tool's ``except Exception`` lets it through."""
 
-    def __init__(self, key, request, digest):
-        super().__init__(f"waiting for the client to answer {request['method']}")
-        self.key, self.request, self.digest = key, request, digest
+    def __init__(self, questions):
+        super().__init__(f"waiting for the client to answer {', '.join(questions)}")
+        self.questions = questions            # key -> (the input request, its digest)
 
 
 def _not_json(value):
@@ -1942,7 +1942,23 @@ class Context:
         answer = self.answers.get(key) if self.answers else None
         if answer is not None and answer[0] == digest:
             return answer[1]
-        raise InputRequired(key, question, digest)
+        raise InputRequired({key: (question, digest)})
+
+    def ask_together(self, *asks):
+        """Ask several questions at once and return their answers in order. Each argument is
+        a function that asks one, e.g. ``lambda: ctx.elicit(...)``. In 2026-07-28 those still
+        unanswered travel in one input_required result (one round, not one per question);
+        in the handshake era they are asked one after the other."""
+        answers, waiting = [], {}
+        for ask in asks:
+            try:
+                answers.append(ask())
+            except InputRequired as unanswered:
+                waiting.update(unanswered.questions)
+                answers.append(None)
+        if waiting:
+            raise InputRequired(waiting)
+        return answers
 
     def sample(self, messages, *, max_tokens=1000, system_prompt=None, temperature=None,
                stop_sequences=None, model_preferences=None, include_context=None,
@@ -2476,8 +2492,8 @@ class Server:
         and for whom."""
         try:
             result = _call_handler(handler, ctx)
-        except InputRequired as question:
-            result = self.input_required(ctx, question)
+        except InputRequired as unanswered:
+            result = self.input_required(ctx, unanswered)
         except CapabilityError as e:
             raise JSONRPCError(MISSING_CAPABILITY, f"Missing client capability: {e}",
                                {"requiredCapabilities": e.required}) from None
@@ -2520,17 +2536,20 @@ class Server:
                 answers[key] = [digest, _check_answer(key, method_asked, responses[key])]
         return answers
 
-    def input_required(self, ctx, question):
-        """The result that asks the client ``question``, with the answers so far sealed in
-        requestState for the retry."""
+    def input_required(self, ctx, unanswered):
+        """The result that asks the client the questions it has not answered yet, with the
+        answers so far sealed in requestState for the retry."""
+        questions = unanswered.questions
         if ctx.method not in INPUT_METHODS:
             raise JSONRPCError(INTERNAL_ERROR, f"Internal error: {ctx.method} cannot ask the "
-                               f"client for input ({question.request['method']}); only "
+                               f"client for input ({', '.join(questions)}); only "
                                f"{', '.join(sorted(INPUT_METHODS))} can")
         state = {"call": _call_digest(ctx.method, ctx.params, ctx.principal),
                  "answers": ctx.answers or {},
-                 "asked": {question.key: [question.digest, question.request["method"]]}}
-        return {"resultType": "input_required", "inputRequests": {question.key: question.request},
+                 "asked": {key: [digest, request["method"]]
+                           for key, (request, digest) in questions.items()}}
+        return {"resultType": "input_required",
+                "inputRequests": {key: request for key, (request, _) in questions.items()},
                 "requestState": self.request_state.seal(state)}
 
     def on_initialized(self, ctx, params):

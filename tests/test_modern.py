@@ -286,6 +286,26 @@ def test_three_rounds_three_kinds_each_answer_kept(server):
     assert result["content"][0]["text"] == "Bo / likes it / 2 roots"
 
 
+def test_questions_asked_together_travel_in_one_round(server):
+    params = {"name": "survey", "arguments": {"topic": "tea"}}
+    first = result_of(server, "tools/call", params, capabilities=ALL_CAPS)
+    assert {key: q["method"] for key, q in first["inputRequests"].items()} == {
+        "elicitation-1": "elicitation/create", "sampling-2": "sampling/createMessage",
+        "roots-3": "roots/list"}
+    answers = {"elicitation-1": {"action": "accept", "content": {"name": "Jo"}},
+               "sampling-2": {"role": "assistant", "model": "m",
+                              "content": {"type": "text", "text": "fine"}}}
+    # one answer short: only the missing question is asked again, the others are kept
+    second = result_of(server, "tools/call", dict(params, requestState=first["requestState"],
+                                                  inputResponses=answers),
+                       capabilities=ALL_CAPS)
+    assert list(second["inputRequests"]) == ["roots-3"]
+    done = result_of(server, "tools/call", dict(
+        params, requestState=second["requestState"],
+        inputResponses={"roots-3": {"roots": [{"uri": "file:///a"}]}}), capabilities=ALL_CAPS)
+    assert done["content"][0]["text"] == "Jo / fine / 1 roots"
+
+
 def test_a_retry_without_the_answer_is_asked_again(server):
     first = result_of(server, "tools/call", {"name": "greet"}, capabilities=ALL_CAPS)
     again = result_of(server, "tools/call", {"name": "greet", "requestState": first["requestState"]},

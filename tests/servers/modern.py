@@ -45,6 +45,16 @@ def interview(topic: str, ctx: Context) -> str:
 
 
 @server.tool
+def survey(topic: str, ctx: Context) -> str:
+    """The interview's three questions, asked together: one round."""
+    name, opinion, roots = ctx.ask_together(
+        lambda: ctx.elicit("Your name?", NAME_FORM),
+        lambda: ctx.sample(f"What do you think of {topic}?", max_tokens=20),
+        lambda: ctx.list_roots())
+    return f"{name['content']['name']} / {opinion['content']['text']} / {len(roots)} roots"
+
+
+@server.tool
 def count_runs(ctx: Context) -> dict:
     """Counts its own starts, then asks: every retry runs it again from the top."""
     runs["count"] += 1
