@@ -26,6 +26,16 @@ when a client connects (C is the client, S this server):
     C->S {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}}}
     S->C {"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"5"}],...}}
 
+That is the handshake era (protocol 2024-11-05 to 2025-11-25). Protocol 2026-07-28 drops the
+handshake: each request carries the version and the client's capabilities in params._meta,
+and the server remembers nothing between requests. The same server answers both, decided per
+message:
+
+    C->S {"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":
+          {"a":2,"b":3},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+          "io.modelcontextprotocol/clientCapabilities":{}}}}
+    S->C {"jsonrpc":"2.0","id":1,"result":{"content":[...],"resultType":"complete",...}}
+
 The file reads top to bottom like the protocol, lower layers first:
 
     stdio hygiene      keep stdout for protocol bytes only
@@ -35,6 +45,8 @@ The file reads top to bottom like the protocol, lower layers first:
     registry           tools, resources, prompts
     context            what a handler can do during a call (progress, logs, cancellation,
                        asking the client for sampling, elicitation and roots)
+    stateless requests 2026-07-28: the envelope, and the signed requestState that carries
+                       a handler's questions and answers from one round to the next
     server             the handlers dict: method name -> callable
     session            one connection: the reader loop, the thread pool, shutdown
     client             the same core as a client, for tests, tools and workshops
@@ -2112,11 +2124,11 @@ class Envelope:
                                f"{', '.join(PROTOCOL_VERSIONS)} after initialize",
                                {"supported": list(MODERN_PROTOCOL_VERSIONS), "requested": version})
         level = meta.get(LOG_LEVEL_KEY)
-        if (level is not None or LOG_LEVEL_KEY in meta) and (
-                not isinstance(level, str) or level not in _LEVEL_RANK):
+        if LOG_LEVEL_KEY in meta and (not isinstance(level, str) or level not in _LEVEL_RANK):
             raise JSONRPCError(INVALID_PARAMS, f"Invalid params: log level {level!r} in "
                                                f"params._meta; use one of {', '.join(LOG_LEVELS)}")
-        self.meta, self.version, self.capabilities, self.log_level = meta, version, capabilities, level
+        self.meta, self.version, self.log_level = meta, version, level
+        self.capabilities = capabilities
 
     @property
     def client_info(self):
@@ -3699,7 +3711,8 @@ def _explain_envelope(method, params, problems):
         problems.append(f"{e.message.removeprefix('Invalid params: ')}: a server answers {e.code}")
     if method in HANDSHAKE_ONLY_METHODS:
         problems.append(f"{method} is not part of 2026-07-28: a server answers -32601")
-    return " (2026-07-28: stateless; params._meta carries the version and the client's capabilities)"
+    return (" (2026-07-28: stateless; params._meta carries the version and the client's "
+            "capabilities)")
 
 
 def _explain_input_required(result, problems):
