@@ -1831,11 +1831,11 @@ class Context:
     A tool, resource or prompt function gets one by declaring a parameter annotated
     ``Context`` (any name). Built-in handlers get it as their first argument."""
 
-    def __init__(self, session, request_id, method, params, envelope=None, answers=None):
+    def __init__(self, session, request_id, method, params, envelope=None):
         self.session, self.server = session, session.server
         self.request_id, self.method, self.params = request_id, method, params
         self.envelope = envelope           # 2026-07-28: the request's own envelope, else None
-        self.answers = answers             # 2026-07-28: key -> [question digest, answer]
+        self.answers = None                # 2026-07-28: key -> [question digest, answer]
         self.questions = 0                 # questions asked so far in this run
         self.principal = None              # who the transport says the client is, if anyone
         meta = params.get("_meta")
@@ -1938,12 +1938,12 @@ class Context:
                                   f"so {method} cannot be sent to it", {capability: {}})
         self.check_cancelled()
         if self.envelope is not None:
-            return self.ask(method, params, key)
+            return self._ask(method, params, key)
         if timeout is None:
             timeout = self.server.request_timeout
         return self.session.request(method, params, timeout, owner=self)
 
-    def ask(self, method, params, key=None):
+    def _ask(self, method, params, key=None):
         """2026-07-28: the answer to this question if the retry carries it, else InputRequired.
         Each answer is kept with a digest of its question, so a handler that asks something
         else on a later run (its inputs changed) is asked anew, never handed a stale answer."""
@@ -2199,8 +2199,8 @@ def _invalid_state(why):
 
 def _check_answer(key, method, answer):
     """An inputResponses entry must be the result the question's method returns."""
-    shapes = {"elicitation/create": ("action", str), "sampling/createMessage": ("content", object),
-              "roots/list": ("roots", list)}
+    shapes = {"elicitation/create": ("action", str),
+              "sampling/createMessage": ("content", (dict, list)), "roots/list": ("roots", list)}
     field, kind = shapes.get(method, (None, object))
     if not isinstance(answer, dict) or (field and (
             field not in answer or not isinstance(answer[field], kind))):
@@ -2431,7 +2431,8 @@ class Server:
         2026-07-28 era checks it on every request, having no initialize to remember it by."""
         offered = self._offered
         if offered is None:
-            offered = self._offered = self.capabilities()
+            with self.lock:               # registrations change the registries under it
+                offered = self._offered = self.capabilities()
         return offered
 
     def server_info(self, version):
@@ -2473,7 +2474,7 @@ class Server:
         """server/discover: the versions, capabilities and instructions a client would
         otherwise learn from initialize (the server's name goes into every result's _meta)."""
         result = {"supportedVersions": list(MODERN_PROTOCOL_VERSIONS),
-                  "capabilities": self.offered()}
+                  "capabilities": {kind: dict(c) for kind, c in self.offered().items()}}
         if self.instructions:
             result["instructions"] = self.instructions
         return result
@@ -2503,6 +2504,8 @@ class Server:
         what it is (resultType), who sent it, and, if clients may cache it, for how long
         and for whom."""
         try:
+            if "requestState" in ctx.params:
+                ctx.answers = self.read_answers(ctx.method, ctx.params, ctx.principal)
             result = _call_handler(handler, ctx)
         except InputRequired as unanswered:
             result = self.input_required(ctx, unanswered)
@@ -2513,6 +2516,10 @@ class Server:
             return None
         result = dict(result)                 # the handler's own dict stays as it was
         kind = result.setdefault("resultType", "complete")
+        if kind == "input_required" and ctx.method not in INPUT_METHODS:
+            raise JSONRPCError(INTERNAL_ERROR, f"Internal error: {ctx.method} answered "
+                                               "input_required, which only tools/call, "
+                                               "prompts/get and resources/read may")
         if kind == "complete" and ctx.method in CACHEABLE_METHODS:
             result.setdefault("ttlMs", self.cache_ttl_ms)
             result.setdefault("cacheScope", self.cache_scope)
@@ -2520,13 +2527,12 @@ class Server:
             info = {SERVER_INFO_KEY: self.server_info(V2026_07)}
             self._info_meta = (info, b',"_meta":' + encode_message(info) + b"}}")
         info, tail = self._info_meta
-        meta = result.get("_meta")
-        if meta is None:
+        if "_meta" not in result:
             # The same _meta ends every result: its bytes are encoded once and put in place
             # of the closing braces, which saves a third of the encoding of a small result.
             frame = encode_message({"jsonrpc": "2.0", "id": ctx.request_id, "result": result})
             return frame[:-2] + tail
-        result["_meta"] = {**meta, **info}
+        result["_meta"] = {**(result["_meta"] or {}), **info}
         return encode_message({"jsonrpc": "2.0", "id": ctx.request_id, "result": result})
 
     def read_answers(self, method, params, principal=None):
@@ -2538,7 +2544,7 @@ class Server:
         if not isinstance(token, str):
             raise _invalid_state("it must be the string the server sent")
         state = self.request_state.open(token)
-        if state.get("call") != _call_digest(method, params, principal):
+        if state.get("call") != _call_digest(self.name, method, params, principal):
             raise _invalid_state("it was issued for another call (method, name or arguments)")
         if responses is not None and not isinstance(responses, dict):
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
@@ -2556,7 +2562,7 @@ class Server:
             raise JSONRPCError(INTERNAL_ERROR, f"Internal error: {ctx.method} cannot ask the "
                                f"client for input ({', '.join(questions)}); only "
                                f"{', '.join(sorted(INPUT_METHODS))} can")
-        state = {"call": _call_digest(ctx.method, ctx.params, ctx.principal),
+        state = {"call": _call_digest(self.name, ctx.method, ctx.params, ctx.principal),
                  "answers": ctx.answers or {},
                  "asked": {key: [digest, request["method"]]
                            for key, (request, digest) in questions.items()}}
@@ -2779,10 +2785,15 @@ def _cache_hints(ttl_ms, scope, owner):
     return ttl_ms, scope
 
 
-def _call_digest(method, params, principal):
-    """What a requestState is bound to: the method, its target, its arguments, the caller."""
+def _call_digest(server, method, params, principal):
+    """What a requestState is bound to: the server, the method, its target, its arguments and
+    the caller."""
     target = params.get("uri") if method == "resources/read" else params.get("name")
-    return _digest([method, target, params.get("arguments"), principal])
+    try:
+        return _digest([server, method, target, params.get("arguments"), principal])
+    except (RecursionError, ValueError) as e:      # nested deeper than json.dumps goes
+        raise JSONRPCError(INVALID_PARAMS, f"Invalid params: arguments cannot be read back "
+                                           f"({type(e).__name__})") from None
 
 
 def _open_lifespan(cm):
@@ -3042,19 +3053,19 @@ class Session(Peer):
             if needs and needs not in server.offered():
                 raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method} (this server "
                                                      f"declares no {needs} capability)")
-            answers = server.read_answers(method, params) if "requestState" in params else None
         except JSONRPCError as e:
             return self.reply(rid, error_response(rid, e.code, e.message, e.data), batch)
-        self.start(rid, method, params, handler, batch, envelope, answers)
+        self.start(rid, method, params, handler, batch, envelope)
 
-    def start(self, rid, method, params, handler, batch=None, envelope=None, answers=None):
+    def start(self, rid, method, params, handler, batch=None, envelope=None):
         """Run a handler for a request: inline if it is quick, else on the pool."""
         server = self.server
         with self.lock:
             earlier = self.running.get(rid)
-            duplicate = earlier is not None and not earlier.done    # answered: the id is free
+            # answered, the id is free again; an open listen keeps its id until cancelled
+            duplicate = earlier is not None and not earlier.done or rid in self.listens
             if not duplicate:
-                ctx = self.running[rid] = Context(self, rid, method, params, envelope, answers)
+                ctx = self.running[rid] = Context(self, rid, method, params, envelope)
         if duplicate:
             return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: id {rid!r} is already "
                                     "in use by a request still in progress", batch)
@@ -3063,7 +3074,9 @@ class Session(Peer):
         elif not server.pool.submit(self.run, ctx, handler, batch):
             with self.lock:
                 self.running.pop(rid, None)
-            self.reply_error(rid, SERVER_BUSY, f"Server busy: {server.max_workers} calls running "
+            # 2026-07-28 asks new servers not to use -32000...-32019
+            code = SERVER_BUSY if envelope is None else INTERNAL_ERROR
+            self.reply_error(rid, code, f"Server busy: {server.max_workers} calls running "
                              f"and {server.max_queue} waiting; try again later", batch)
 
     def reply_error(self, rid, code, message, batch=None):
@@ -3152,11 +3165,12 @@ class Session(Peer):
             raise JSONRPCError(INVALID_REQUEST, f"Invalid Request: id {request_id!r} is already "
                                                 "in use by an open subscriptions/listen")
         tag = {SUBSCRIPTION_ID_KEY: request_id}
-        # The acknowledgement comes first: the stream is registered only once it is written.
-        self.notify("notifications/subscriptions/acknowledged",
-                    {"_meta": tag, "notifications": honoured})
+        # Registered and acknowledged under the lock publish() takes for each notification:
+        # the acknowledgement comes first, and no change is missed after it.
         with self.lock:
             self.listens[request_id] = honoured
+            self.notify("notifications/subscriptions/acknowledged",
+                        {"_meta": tag, "notifications": honoured})
 
     def publish(self, method, wanted, params=None):
         """Send a notification on every open listen stream for which ``wanted(filter)`` holds,
@@ -3272,7 +3286,7 @@ class Client(Peer):
                             ("sampling", {}, sampling), ("elicitation", {}, elicitation)) if fn}
         self.capabilities = capabilities
         self.client_info = client_info or {"name": "mcp_min-client", "version": __version__}
-        self.protocol_version = protocol_version
+        self.protocol_version = self.handshake_version = protocol_version
         self.server_info = self.server_capabilities = self.instructions = None
         if initialize:
             try:
@@ -3341,7 +3355,8 @@ class Client(Peer):
         return meta
 
     def initialize(self):
-        result = self.request("initialize", {"protocolVersion": self.protocol_version,
+        self.modern = False                   # the handshake era: no envelopes from here on
+        result = self.request("initialize", {"protocolVersion": self.handshake_version,
                                              "capabilities": self.capabilities,
                                              "clientInfo": self.client_info})
         self.protocol_version = result.get("protocolVersion")
@@ -3592,7 +3607,7 @@ class Subscription:
         try:
             return self.events.get(timeout=self.client.timeout if timeout is None else timeout)
         except queue.Empty:
-            raise TimeoutError(f"no notification on {self.id} within {timeout} s") from None
+            raise TimeoutError(f"no notification on {self.id!r} in time") from None
 
     def close(self):
         if self.client.subscriptions.pop(self.id, None) is not None:
@@ -3892,6 +3907,8 @@ def main(argv=None):
         print(f"mcp_min: cannot start {e.filename or words[0]!r}: {e.strerror}", file=sys.stderr)
     except (ConnectionError, TimeoutError) as e:
         print(f"mcp_min: {e}", file=sys.stderr)
+    except JSONRPCError as e:                      # e.g. --era 2026-07-28 to a server without it
+        print(f"mcp_min: the server answered error {e.code}: {e.message}", file=sys.stderr)
     return 1
 
 

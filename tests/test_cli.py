@@ -1234,3 +1234,19 @@ def test_explain_names_the_2026_07_28_shapes(message, code, summary, problem):
         assert lines[1:] == ["  no problems found"]
     else:
         assert problem in result.stdout, result.stdout
+
+
+def test_client_initialize_after_discover_speaks_the_handshake_from_then_on():
+    everything = [sys.executable, str(ROOT / "tests" / "servers" / "everything.py")]
+    with mcp_min.Client(everything, era="2026-07-28") as client:
+        assert client.modern and client.protocol_version == "2026-07-28"
+        assert client.initialize()["protocolVersion"] == mcp_min.LATEST_PROTOCOL_VERSION
+        assert not client.modern
+        assert "resultType" not in client.request("tools/list")
+
+
+def test_inspect_pinned_to_2026_07_28_on_a_handshake_only_server_says_so():
+    naive = [sys.executable, str(ROOT / "examples" / "naive_server.py")]
+    result = cli("inspect", "--era", "2026-07-28", "--", *naive)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "mcp_min: the server answered error -32601" in result.stderr

@@ -155,7 +155,7 @@ class Error(Outcome):
         return None
 
 
-STATE_REJECTED = Error(-32602, words="requestState", early=True)
+STATE_REJECTED = Error(-32602, words="requestState")     # checked by the worker
 
 
 class Handshake(Outcome):
@@ -460,7 +460,7 @@ def served_outcome(oracle, rid, method, params, caps):
     answer = responses.get(record.key, MISSING) if isinstance(responses, dict) else MISSING
     problem = None if answer is MISSING else answer_problem(record.kind, answer)
     if responses is not None and type(responses) is not dict or problem == "bad":
-        fresh = Error(-32602, early=True)
+        fresh = Error(-32602)
     else:
         fresh = handler_outcome(oracle, rid, method, params, caps, record, answer)
     return Expiring(record, fresh, oracle.stats)

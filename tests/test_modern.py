@@ -522,3 +522,69 @@ def test_no_list_changed_outside_a_listen(server):
     result_of(server, "tools/call", {"name": "toggle", "arguments": {"present": False}})
     server.expect_silence()
     assert server.notifications == []
+
+
+# ============================================================================================
+# Found in review: each failed before its fix
+# ============================================================================================
+
+def test_arguments_too_deep_to_digest_get_an_error_and_the_server_lives(server):
+    first = result_of(server, "tools/call", {"name": "greet"}, capabilities=ALL_CAPS)
+    params = json.dumps({"name": "greet", "arguments": {"a": "DEEP"},
+                         "requestState": first["requestState"], "_meta": envelope(ALL_CAPS)})
+    deep = "[" * 985 + "]" * 985           # the server decodes it, but cannot encode it again
+    server.send('{"jsonrpc":"2.0","id":"deep","method":"tools/call","params":%s}\n'
+                % params.replace('"DEEP"', deep))
+    error = server.response("deep")["error"]
+    assert error["code"] == -32602
+    assert result_of(server, "tools/list")["tools"]
+
+
+def test_a_request_may_not_reuse_the_id_of_an_open_listen(server):
+    listen(server, "L", {"toolsListChanged": True})
+    error = error_of(server, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}},
+                     request_id="L")
+    assert error["code"] == -32600 and "in use" in error["message"]
+    result_of(server, "tools/call", {"name": "toggle", "arguments": {"present": True}})
+    assert [n["params"]["_meta"][SUB_ID] for n in server.notifications] == ["L"]
+
+
+def test_server_busy_is_not_a_reserved_legacy_code_in_this_era(spawn):
+    wire = spawn("modern.py", env={"MODERN_WORKERS": "1", "MODERN_QUEUE": "0"})
+    wire.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "slow", "arguments": {"ms": 500}, "_meta": envelope()}})
+    busy = error_of(wire, "tools/call", {"name": "slow", "arguments": {"ms": 1}})
+    assert busy["code"] == -32603 and "busy" in busy["message"]
+
+
+def test_a_handler_answering_input_required_on_another_method_is_refused(spawn, tmp_path):
+    script = tmp_path / "own.py"
+    script.write_text(
+        "import sys; sys.path.insert(0, %r)\n"
+        "from mcp_min import Server\n"
+        "server = Server('own')\n"
+        "server.tool(lambda: 'x', name='t')\n"
+        "server.handlers['tools/list'] = lambda ctx, params: {'resultType': 'input_required',\n"
+        "                                                     'requestState': 'x'}\n"
+        "server.run()\n" % str(__import__("conftest").ROOT))
+    error = error_of(spawn(str(script)), "tools/list")
+    assert error["code"] == -32603 and "input_required" in error["message"]
+
+
+def test_request_state_is_bound_to_the_server_that_issued_it(spawn, tmp_path):
+    """Two different servers sharing one key: a state of one is refused by the other."""
+    script = tmp_path / "other.py"
+    script.write_text(
+        "import sys; sys.path.insert(0, %r)\n"
+        "import runpy\n"
+        "namespace = runpy.run_path(%r)\n"
+        "namespace['server'].name = 'another'\n"
+        "namespace['server'].run()\n" % (str(__import__("conftest").ROOT),
+                                          str(__import__("conftest").SERVERS / "modern.py")))
+    key = {"MCP_MIN_STATE_KEY": "shared"}
+    one, other = spawn("modern.py", env=key), spawn(str(script), env=key)
+    first = result_of(one, "tools/call", {"name": "greet"}, capabilities=ALL_CAPS)
+    retry = {"name": "greet", "requestState": first["requestState"],
+             "inputResponses": {"user_name": {"action": "decline"}}}
+    assert error_of(other, "tools/call", retry, capabilities=ALL_CAPS)["code"] == -32602
+    assert result_of(one, "tools/call", retry, capabilities=ALL_CAPS)["resultType"] == "complete"

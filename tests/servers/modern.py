@@ -1,6 +1,7 @@
 """A server for the 2026-07-28 wire tests: tools that ask the client for input over several
 rounds, resources with their own cache hints, and a tool that changes the tool list.
-Settings from the environment: MODERN_TTL_MS, MODERN_SCOPE, MODERN_STATE_TTL, MODERN_WORKERS
+Settings from the environment: MODERN_TTL_MS, MODERN_SCOPE, MODERN_STATE_TTL, MODERN_WORKERS,
+MODERN_QUEUE
 (the signing key comes from MCP_MIN_STATE_KEY, as in any mcp_min server)."""
 
 import os
@@ -15,7 +16,8 @@ server = Server("modern", "3.0.0", instructions="Serves both eras.",
                 cache_ttl_ms=int(os.environ.get("MODERN_TTL_MS", "0")),
                 cache_scope=os.environ.get("MODERN_SCOPE", "public"),
                 state_ttl=float(os.environ.get("MODERN_STATE_TTL", "600")),
-                max_workers=int(os.environ.get("MODERN_WORKERS", "8")))
+                max_workers=int(os.environ.get("MODERN_WORKERS", "8")),
+                max_queue=int(os.environ.get("MODERN_QUEUE", "100")))
 runs = {"count": 0}            # how often `count_runs` started: a side effect before a question
 NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
