@@ -2514,6 +2514,17 @@ class Server:
                                {"requiredCapabilities": e.required}) from None
         if result is NO_RESPONSE:
             return None
+        if self._info_meta is None:
+            info = {SERVER_INFO_KEY: self.server_info(V2026_07)}
+            self._info_meta = (info, b',"_meta":' + encode_message(info) + b"}}")
+        info, tail = self._info_meta
+        if type(result) is dict and result and "resultType" not in result and \
+                "_meta" not in result and ctx.method not in CACHEABLE_METHODS:
+            # The usual result (a tool's) ends the same way every time: those bytes are
+            # encoded once and put in place of its closing braces, which saves a third of
+            # the encoding of a small result.
+            frame = encode_message({"jsonrpc": "2.0", "id": ctx.request_id, "result": result})
+            return frame[:-2] + b',"resultType":"complete"' + tail
         result = dict(result)                 # the handler's own dict stays as it was
         kind = result.setdefault("resultType", "complete")
         if kind == "input_required" and ctx.method not in INPUT_METHODS:
@@ -2523,13 +2534,7 @@ class Server:
         if kind == "complete" and ctx.method in CACHEABLE_METHODS:
             result.setdefault("ttlMs", self.cache_ttl_ms)
             result.setdefault("cacheScope", self.cache_scope)
-        if self._info_meta is None:
-            info = {SERVER_INFO_KEY: self.server_info(V2026_07)}
-            self._info_meta = (info, b',"_meta":' + encode_message(info) + b"}}")
-        info, tail = self._info_meta
         if "_meta" not in result:
-            # The same _meta ends every result: its bytes are encoded once and put in place
-            # of the closing braces, which saves a third of the encoding of a small result.
             frame = encode_message({"jsonrpc": "2.0", "id": ctx.request_id, "result": result})
             return frame[:-2] + tail
         result["_meta"] = {**(result["_meta"] or {}), **info}
