@@ -80,6 +80,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Server", "Context", "Client", "Session", "Peer", "WorkerPool", "FramePrinter",
     "ToolError", "JSONRPCError", "Cancelled", "CapabilityError", "SchemaError", "ToolResult",
+    "ResourceNotFound",
     "Content", "text", "image", "audio", "resource_link", "embedded_resource",
     "Signature", "compile_schema", "type_schema", "parse_docstring",
     "PROTOCOL_VERSIONS", "LATEST_PROTOCOL_VERSION", "LOG_LEVELS", "explain", "main",
@@ -195,6 +196,11 @@ class JSONRPCError(Exception):
 
 class ToolError(Exception):
     """Raise in a tool to report a failure the model should see (an ``isError`` result)."""
+
+
+class ResourceNotFound(LookupError):
+    """Raise in a resource function for a URI it does not serve (FileNotFoundError does the
+    same): the client gets the not-found error of its era, -32002 or (2026-07-28) -32602."""
 
 
 class Cancelled(Exception):
@@ -737,6 +743,10 @@ _NOTHING = object()         # "no default" / "no annotation" (None is a real val
 _JSON_TYPES = {type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string",
                list: "array", dict: "object"}
 _DATES = {"datetime": "date-time", "date": "date"}      # classes of the datetime module -> format
+# Classes JSON carries as strings, as the official SDK sends them: (module, class) -> schema
+_AS_STRINGS = {("uuid", "UUID"): {"type": "string", "format": "uuid"},
+               ("decimal", "Decimal"): {"type": ["string", "number"]},
+               ("pathlib", "Path"): {"type": "string"}, ("pathlib", "PurePath"): {"type": "string"}}
 
 # --- docstrings ------------------------------------------------------------
 
@@ -819,7 +829,15 @@ def _dump(value):
         return {f.name: _dump(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if getattr(value, "tzinfo", False) is None and hasattr(value, "astimezone"):
         value = value.astimezone()          # a naive datetime is local time: RFC 3339 wants the offset
-    return value.isoformat() if hasattr(value, "isoformat") else value
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    for module, name in (("uuid", "UUID"), ("decimal", "Decimal")):   # never imported here:
+        cls = getattr(sys.modules.get(module), name, None)              # a value of one means
+        if cls is not None and isinstance(value, cls):                  # its module is loaded
+            return str(value)
+    return value
 
 
 # --- annotations -> schemas and converters ---------------------------------
@@ -850,6 +868,13 @@ class _Types:
             return {}, None
         if hasattr(tp, "__supertype__"):                 # typing.NewType
             return self.translate(tp.__supertype__)
+        if isinstance(tp, type) and (tp.__module__, tp.__name__) in _AS_STRINGS:
+            def parse_string(v):
+                try:
+                    return tp(str(v))
+                except (ValueError, ArithmeticError):       # Decimal raises InvalidOperation
+                    raise ValueError(f"expected a {tp.__name__}, got {_show(v)}") from None
+            return dict(_AS_STRINGS[tp.__module__, tp.__name__]), parse_string
         if isinstance(tp, type) and tp.__module__ == "datetime" and tp.__name__ in _DATES:
             def parse(v):       # Python 3.10's fromisoformat does not read a "Z" suffix
                 try:
@@ -2017,11 +2042,18 @@ class Context:
             if isinstance(declared, dict) and declared and "form" not in declared:
                 raise CapabilityError("the client declared only URL elicitation, not forms",
                                       {"elicitation": {"form": {}}})
-            params = {"message": message,
-                      "requestedSchema": schema or {"type": "object", "properties": {}}}
+            schema = schema or {"type": "object", "properties": {}}
+            _check_form(schema)
+            params = {"message": message, "requestedSchema": schema}
             if (self.protocol_version or "") >= V2025_11:
                 params = {"mode": "form", **params}
-        return self.request("elicitation/create", params, "elicitation", timeout, key)
+        answer = self.request("elicitation/create", params, "elicitation", timeout, key)
+        if url is None and isinstance(answer, dict) and answer.get("action") == "accept":
+            problems = compile_schema(schema)(answer.get("content", {}))
+            if problems:
+                raise JSONRPCError(INVALID_PARAMS, "The client's answer does not fit the form:\n"
+                                                   + _errors_text(problems))
+        return answer
 
     def list_roots(self, timeout=None, key=None):
         """The client's roots (roots/list) as a list of ``{"uri", "name"?}``; in the handshake
@@ -2036,6 +2068,22 @@ class Context:
             if generation == session.roots_generation:   # no list_changed meanwhile
                 session.roots = roots
         return roots
+
+
+def _check_form(schema):
+    """An elicitation form is a flat object of strings, numbers, booleans and lists of
+    enumerated strings, as the spec requires: anything else is a mistake in the tool."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if schema.get("type") != "object" or not isinstance(properties, dict):
+        raise ValueError('an elicitation form is {"type": "object", "properties": {...}}')
+    for name, prop in properties.items():
+        kind = prop.get("type") if isinstance(prop, dict) else None
+        items = prop.get("items") if kind == "array" else None
+        if kind not in ("string", "number", "integer", "boolean", "array") or (
+                kind == "array" and not (isinstance(items, dict) and ("enum" in items
+                                                                        or "anyOf" in items))):
+            raise ValueError(f"elicitation form property {name!r}: forms take strings, numbers, "
+                             "booleans and arrays of enumerated strings, nothing nested")
 
 
 def forward_logging_to_client(name=None):
@@ -2649,10 +2697,13 @@ class Server:
     def read_resource(self, ctx, params):
         uri = _require(params, "uri", str, "resources/read")
         resource, variables = self.find_resource(uri)
-        if resource is None:           # 2026-07-28 retired -32002 for the generic code
-            code = RESOURCE_NOT_FOUND if ctx.envelope is None else INVALID_PARAMS
-            raise JSONRPCError(code, f"Resource not found: {uri}", {"uri": uri})
-        result = {"contents": resource.read(ctx, uri, variables)}
+        try:
+            if resource is None:
+                raise ResourceNotFound(uri)
+            result = {"contents": resource.read(ctx, uri, variables)}
+        except (ResourceNotFound, FileNotFoundError):
+            code = RESOURCE_NOT_FOUND if ctx.envelope is None else INVALID_PARAMS   # 2026-07-28
+            raise JSONRPCError(code, f"Resource not found: {uri}", {"uri": uri}) from None
         if ctx.envelope is not None:
             for key, value in (("ttlMs", resource.ttl_ms), ("cacheScope", resource.cache_scope)):
                 if value is not None:

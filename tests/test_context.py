@@ -1441,3 +1441,38 @@ def test_frame_printer_forgets_requests_never_answered():
     assert len(printer.methods) <= 4096
     printer("in", b'{"jsonrpc":"2.0","id":4999,"result":{}}')
     assert "response 4999 ping" in printer.stream.getvalue()
+
+
+# ============================================================================================
+# Elicitation forms: checked before they are sent, and the answer against them
+# ============================================================================================
+
+def test_an_elicitation_form_must_be_flat_and_the_answer_must_fit_it():
+    from mcp_min import Client, Context, Server
+    server = Server("forms")
+    form = {"type": "object", "properties": {"age": {"type": "integer"},
+                                             "tags": {"type": "array", "items": {
+                                                 "type": "string", "enum": ["a", "b"]}}},
+            "required": ["age"]}
+
+    @server.tool
+    def ask(shape: str, ctx: Context) -> dict:
+        if shape == "nested":
+            return ctx.elicit("?", {"type": "object", "properties": {
+                "address": {"type": "object", "properties": {}}}})
+        return ctx.elicit("How old?", form)
+
+    answers = iter([{"action": "accept", "content": {"age": 7, "tags": ["a"]}},
+                    {"action": "accept", "content": {"age": "seven"}}])
+    for era in ("legacy", "2026-07-28"):
+        with Client(server, era=era, elicitation=lambda params: next(answers)) as client:
+            nested = client.call_tool("ask", {"shape": "nested"})
+            assert nested["isError"] is True
+            assert "property 'address'" in nested["content"][0]["text"]
+            if era == "legacy":
+                assert client.call_tool("ask", {"shape": "flat"})["structuredContent"] == {
+                    "action": "accept", "content": {"age": 7, "tags": ["a"]}}
+                wrong = client.call_tool("ask", {"shape": "flat"})
+                assert wrong["isError"] is True
+                assert "does not fit the form" in wrong["content"][0]["text"]
+                assert "age: expected integer" in wrong["content"][0]["text"]

@@ -18,6 +18,7 @@ import pytest
 
 import mcp_min
 from conftest import SERVERS, Wire
+from mcp_min import Client, JSONRPCError, ResourceNotFound, Server
 
 LATEST = mcp_min.LATEST_PROTOCOL_VERSION
 VERSIONS = mcp_min.PROTOCOL_VERSIONS
@@ -941,3 +942,52 @@ def test_resource_annotations_respect_the_version(servers, version):
     resource = next(r for r in listing(servers(version), "resources/list", "resources")
                     if r["uri"] == "test://meta/full")
     assert resource["annotations"] == {"audience": ["assistant"]}
+
+
+# ============================================================================================
+# Values JSON has no type for, and resources that are not there
+# ============================================================================================
+
+def test_uuid_decimal_and_path_travel_as_strings_both_ways():
+    import decimal
+    import pathlib
+    import uuid
+    server = Server("strings")
+
+    @server.tool
+    def shift(u: uuid.UUID, d: decimal.Decimal, p: pathlib.Path) -> dict:
+        return {"u": u, "d": d + 1, "p": p / "x", "s": {1},
+                "types": [type(u).__name__, type(d).__name__, isinstance(p, pathlib.Path)]}
+
+    with Client(server) as client:
+        schema = client.list_tools()[0]["inputSchema"]["properties"]
+        assert schema["u"] == {"type": "string", "format": "uuid"}
+        assert schema["d"] == {"type": ["string", "number"]}
+        result = client.call_tool("shift", {"u": str(uuid.UUID(int=5)), "d": "1.5", "p": "/a"})
+        assert result["structuredContent"] == {
+            "u": "00000000-0000-0000-0000-000000000005", "d": "2.5", "p": "/a/x", "s": [1],
+            "types": ["UUID", "Decimal", True]}
+        bad = client.call_tool("shift", {"u": "nope", "d": "x", "p": "/a"})
+        assert bad["isError"] is True
+        assert 'u: expected a UUID, got "nope"' in bad["content"][0]["text"]
+        assert 'd: expected a Decimal, got "x"' in bad["content"][0]["text"]
+
+
+@pytest.mark.parametrize("era, code", [("legacy", -32002), ("2026-07-28", -32602)])
+def test_a_resource_function_says_not_found_with_the_code_of_the_era(era, code):
+    server = Server("files")
+
+    @server.resource("file:///notes/{name}")
+    def note(name: str) -> str:
+        if name == "gone":
+            raise ResourceNotFound(name)
+        if name == "missing":
+            raise FileNotFoundError(name)
+        return "here"
+
+    with Client(server, era=era) as client:
+        assert client.read_resource("file:///notes/a")["contents"][0]["text"] == "here"
+        for uri in ("file:///notes/gone", "file:///notes/missing"):
+            with pytest.raises(JSONRPCError) as raised:
+                client.read_resource(uri)
+            assert raised.value.code == code and raised.value.data == {"uri": uri}
