@@ -3367,8 +3367,10 @@ class Client(Peer):
                     code = self.process.wait(1)
                 except Exception:                  # still running: it only closed stdout
                     pass
-            self.fail_pending(ConnectionError("the server closed the connection" +
-                                              (f" (exit code {code})" if code else "")))
+            why = "the server closed the connection" + (f" (exit code {code})" if code else "")
+            if code == 0 and self.server_info is None:     # it ended before saying anything
+                why += ": it exited before answering; does the script call server.run()?"
+            self.fail_pending(ConnectionError(why))
 
     # -- lifecycle -------------------------------------------------------------------------------
     def connect(self):
@@ -3884,9 +3886,10 @@ def repl(command, colour=False, stdin=None):
                                         "content": {"type": "text", "text": "(a sampled reply)"}},
                     elicitation=lambda p: {"action": "decline"},
                     roots=lambda: [{"uri": "file://" + os.getcwd(), "name": "cwd"}])
-    print("mcp_min repl: type a JSON line, or: init (the handshake) or discover (2026-07-28), "
-          "tools, resources, prompts, ping, call NAME {args}, read URI, prompt NAME {args}, "
-          "listen, cancel ID, quit", flush=True)
+    greeting = ("mcp_min repl: type a JSON line, or: init (the handshake) or discover "
+                "(2026-07-28), tools, resources, prompts, ping, call NAME {args}, read URI, "
+                "prompt NAME {args}, listen, cancel ID, help, quit")
+    print(greeting, flush=True)
     commands = {"init": lambda a: client.initialize(), "ping": lambda a: client.ping(),
                 "discover": lambda a: client.discover(),
                 "listen": lambda a: client.listen(tools=True, prompts=True, resources=True),
@@ -3910,6 +3913,9 @@ def repl(command, colour=False, stdin=None):
             name, _, arg = line.partition(" ")
             if line in ("quit", "exit"):
                 break
+            if line == "help":                       # not sent: a reminder of the commands
+                print(greeting, flush=True)
+                continue
             if line.startswith(("{", "[")) or (line and name not in commands):
                 client.send_frame(line.encode())     # verbatim: mistakes included
             elif name in ("init", "discover"):      # the era is set before the next line

@@ -1250,3 +1250,23 @@ def test_inspect_pinned_to_2026_07_28_on_a_handshake_only_server_says_so():
     result = cli("inspect", "--era", "2026-07-28", "--", *naive)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "mcp_min: the server answered error -32601" in result.stderr
+
+
+def test_call_a_script_that_never_runs_its_server_says_so(tmp_path):
+    script = tmp_path / "forgot.py"
+    script.write_text(f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+                      "from mcp_min import Server\nserver = Server('forgot')\n"
+                      "server.tool(lambda: 1, name='one')\n")
+    result = cli("call", "--", sys.executable, script, "one")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "exited before answering; does the script call server.run()?" in result.stderr
+
+
+def test_repl_help_is_answered_by_the_repl_not_sent():
+    weather = [sys.executable, str(ROOT / "examples" / "weather.py")]
+    result = subprocess.run([sys.executable, MCP_MIN, "repl", "--", *weather],
+                            input="help\nquit\n", capture_output=True, text=True, timeout=30,
+                            cwd=ROOT, env=clean_env())
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2 and lines[0] == lines[1] and "help, quit" in lines[1]
+    assert "C->S" not in result.stdout
