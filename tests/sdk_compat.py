@@ -1,11 +1,11 @@
 """Running the official SDK clients against mcp_min servers, and the compatibility table.
 
-Shared by tests/test_sdk_python.py and tests/test_sdk_typescript.py, which load it with
-``pytest_plugins = ["sdk_compat"]``:
+Shared by tests/test_sdk_python.py, tests/test_sdk_typescript.py and
+tests/test_sdk_typescript_v2.py, which load it with ``pytest_plugins = ["sdk_compat"]``:
 
 * ``Driver`` runs one of the client drivers in tests/clients/ (``py_client.py``,
-  ``ts_client.mjs``; the step language is in tests/clients/README.md) on a list of steps and
-  returns a ``Run``: its JSON records, looked up by step label.
+  ``ts_client.mjs``, ``ts2_client.mjs``; the step language is in tests/clients/README.md) on a
+  list of steps and returns a ``Run``: its JSON records, looked up by step label.
 * ``MODES``: every client and mode the tests drive, how the table names it, and the
   protocol era its runs must end up in: the handshake era (``initialize``) or 2026-07-28.
 * ``SCENARIOS``: the step lists every client runs. Each runs once per client and mode
@@ -58,8 +58,11 @@ class Mode:
     era: str            # LEGACY or MODERN: which expectations (and era-marked steps) apply
 
 
+#: The npm package of each TypeScript client, installed in tests/clients/node_modules.
+NODE_PACKAGES = {"ts": "@modelcontextprotocol/sdk", "ts2": "@modelcontextprotocol/client"}
 #: client -> its name in the table.
-CLIENT_LABELS = {"py": "Python SDK `mcp`", "ts": "TypeScript SDK `@modelcontextprotocol/sdk`"}
+CLIENT_LABELS = {"py": "Python SDK `mcp`", "ts": "TypeScript SDK `@modelcontextprotocol/sdk`",
+                 "ts2": "TypeScript v2 client `@modelcontextprotocol/client`"}
 #: (client, mode) -> Mode.
 MODES = {
     ("py", "auto"): Mode("auto (default): `server/discover` probe, `initialize` if refused",
@@ -68,6 +71,19 @@ MODES = {
                          MODERN),
     ("py", "legacy"): Mode("legacy: `initialize` only", "Python legacy", LEGACY),
     ("ts", "legacy"): Mode("initialize (its only handshake)", "TypeScript", LEGACY),
+    ("ts2", "auto"): Mode("auto: `server/discover` probe on a second server process, then "
+                          "2026-07-28", "TS v2 auto", MODERN),
+    ("ts2", "pin"): Mode("pin 2026-07-28: the probe (second process) must offer it",
+                         "TS v2 pin", MODERN),
+    ("ts2", "prior"): Mode("prior discover result: 2026-07-28 with no probe", "TS v2 prior",
+                           MODERN),
+}
+#: How a "connected" record's handshake reads in the table, where a client says it its own
+#: way (the TypeScript v2 client probes a second server process).
+HANDSHAKES = {"initialize": "through `initialize`", "discover": "through `server/discover`",
+              "none": "pinned, no probe", "prior": "from a kept discover result, no probe"}
+CLIENT_HANDSHAKES = {
+    "ts2": {"discover": "through a `server/discover` probe on a second process"},
 }
 
 
@@ -156,15 +172,20 @@ class Run:
 
 
 class Driver:
-    """One client (``CLIENT_LABELS``) in one of its modes (``MODES``)."""
+    """One client (``CLIENT_LABELS``) in one of its modes (``MODES``), running the scenarios
+    of ``scenarios`` (by default ``SCENARIOS``)."""
 
-    def __init__(self, client, mode):
+    def __init__(self, client, mode, scenarios=None):
         self.client, self.mode = client, mode
+        self.scenarios = SCENARIOS if scenarios is None else scenarios
         self.runs = {}
+        node = shutil.which("node") or "node"
         if client == "py":
             self.command = [sys.executable, str(CLIENTS / "py_client.py"), "--mode", mode]
+        elif client == "ts2":
+            self.command = [node, str(CLIENTS / "ts2_client.mjs"), "--mode", mode]
         else:
-            self.command = [shutil.which("node") or "node", str(CLIENTS / "ts_client.mjs")]
+            self.command = [node, str(CLIENTS / "ts_client.mjs")]
 
     @property
     def label(self):
@@ -195,7 +216,9 @@ class Driver:
         found = []
         for run in self.runs.values():
             connected = [r for r in run.records if r.get("event") == "connected"]
-            if connected and (text := describe_negotiation(connected[0])) not in found:
+            if not connected:
+                continue
+            if (text := describe_negotiation(connected[0], self.client)) not in found:
                 found.append(text)
         return "; ".join(found)
 
@@ -214,6 +237,9 @@ class Driver:
             argv += ["--log-level", log_level]
         if trace:
             argv.append("--trace")
+        kept = (str(server), json.dumps(env or {}, sort_keys=True))
+        if self.client == "ts2" and self.mode == "prior":
+            argv += ["--discover", json.dumps(self.kept_discover_result(kept, server, env, cwd))]
         argv += [json.dumps(steps), "--", sys.executable, str(server)]
         parent_env = dict(os.environ, **{SENTINEL: "leaked"})
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=90, env=parent_env,
@@ -228,27 +254,41 @@ class Driver:
         run = Run(self.client, self.mode, records, proc.returncode, proc.stderr)
         assert proc.returncode == 0, f"driver failed: {run.describe()}\n{proc.stdout[-3000:]}"
         assert records and records[-1]["event"] == "closed", run.describe()
+        if self.client == "ts2" and self.mode != "prior":
+            DISCOVERED.setdefault(kept, run.connected["discover"])
         return run
+
+    @staticmethod
+    def kept_discover_result(key, server, env, cwd):
+        """The discover result of an earlier auto connection of the v2 client to this server
+        (made now when no test has made one yet): what a host keeps to connect with
+        ``prior`` next time."""
+        if key not in DISCOVERED:
+            Driver("ts2", "auto").run([], server, env=env, cwd=cwd, trace=False)
+        return DISCOVERED[key]
 
     def scenario(self, name):
         """Run one of SCENARIOS (once per driver; later calls reuse the records), with the
         steps of this driver's era."""
         if name not in self.runs:
-            spec = dict(SCENARIOS[name])
+            spec = dict(self.scenarios[name])
             steps = [{k: v for k, v in step.items() if k != "era"} for step in spec.pop("steps")
                      if step.get("era", self.era) == self.era]
             self.runs[name] = self.run(steps, **spec)
         return self.runs[name]
 
 
-def describe_negotiation(connected):
+#: (server, environment) -> the discover result a v2 client's auto or pin run got.
+DISCOVERED = {}
+
+
+def describe_negotiation(connected, client=None):
     """A "connected" record -> e.g. "2026-07-28 through `server/discover`"."""
     version, handshake = connected.get("protocolVersion"), connected.get("handshake")
     if not version:
         return ""
-    how = {"initialize": "through `initialize`", "discover": "through `server/discover`",
-           "none": "pinned, no probe",
-           "prior": "from a kept discover result, no probe"}.get(handshake, handshake)
+    hows = {**HANDSHAKES, **CLIENT_HANDSHAKES.get(client, {})}
+    how = hows.get(handshake, handshake)
     return f"{version} {how}" if how else version
 
 
@@ -259,7 +299,7 @@ def installed_version(client):
             return version("mcp")
         except PackageNotFoundError:
             return None
-    manifest = CLIENTS / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json"
+    manifest = CLIENTS / "node_modules" / NODE_PACKAGES[client] / "package.json"
     return json.loads(manifest.read_text())["version"] if manifest.exists() else None
 
 
@@ -269,20 +309,22 @@ def pinned_version(client):
         text = (TESTS / "requirements.txt").read_text()
         return re.search(r"^mcp==(\S+)$", text, re.M).group(1)
     manifest = json.loads((CLIENTS / "package.json").read_text())
-    return manifest["dependencies"]["@modelcontextprotocol/sdk"]
+    return manifest["dependencies"][NODE_PACKAGES[client]]
 
 
-def typescript_missing():
-    """Why the TypeScript client cannot run here, or None."""
+def typescript_missing(client="ts"):
+    """Why the TypeScript client ("ts", or the v2 client "ts2") cannot run here, or None."""
+    package = NODE_PACKAGES[client]
     node = shutil.which("node")
     if node is None:
         return "node is not installed (bash tests/run.sh needs node 20 and npm)"
     version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
-    if not re.match(r"v(\d+)", version) or int(re.match(r"v(\d+)", version).group(1)) < 20:
-        return f"node {version or '?'} is too old: the TypeScript SDK client needs node 20 or later"
-    if installed_version("ts") is None:
-        return ("tests/clients/node_modules is missing: bash tests/run.sh installs it "
-                "(or: cd tests/clients && npm ci)")
+    major = re.match(r"v(\d+)", version)
+    if not major or int(major.group(1)) < 20:
+        return f"node {version or '?'} is too old: {package} needs node 20 or later"
+    if installed_version(client) is None:
+        return (f"{package} is not in tests/clients/node_modules: bash tests/run.sh installs "
+                "it (or: cd tests/clients && npm ci)")
     return None
 
 
@@ -314,13 +356,9 @@ NEW_ROOTS = {"roots": [{"uri": "file:///tmp/mcp-min-new-root", "name": "new root
 CUSTOM_SAMPLE = {"role": "assistant", "content": {"type": "text", "text": "custom reply"},
                  "model": "custom-model", "stopReason": "endTurn"}
 
-# Where the eras do a feature differently, a step is marked legacy() or modern(); a modern
-# step often keeps the label of the legacy one it replaces, so that a test reads one label.
-FEATURE_STEPS = [
-    {"op": "ping", "label": "ping"},                # 2026-07-28 removed ping: -32601
-    # the server's own description (a client pinned to 2026-07-28 never asks for it)
-    modern({"op": "request", "method": "server/discover", "label": "discover"}),
-    # pagination: two items per page
+#: The steps of FEATURE_STEPS the TypeScript v2 client's scenario runs too.
+#: Pagination: two items per page.
+LISTING_STEPS = [
     {"op": "listTools", "label": "tools.all"},
     call("tool.forged.paged", "forged"),            # on page 4 of the 13 just walked
     {"op": "listTools", "all": False, "label": "tools.page1"},
@@ -328,8 +366,9 @@ FEATURE_STEPS = [
     {"op": "listResources", "label": "resources.all"},
     {"op": "listResourceTemplates", "label": "templates.all"},
     {"op": "listPrompts", "label": "prompts.all"},
-    # tool results of every kind
-    call("tool.text", "echo", {"text": "héllo ✓ \"quoted\"\nnew line"}),
+]
+#: Tool results beyond text and structured output.
+TOOL_RESULT_STEPS = [
     call("tool.image", "picture"),
     call("tool.audio", "sound"),
     call("tool.link", "link"),
@@ -338,6 +377,9 @@ FEATURE_STEPS = [
     call("tool.isError", "refuse", {"reason": "policy"}),
     call("tool.badargs", "stats", {"numbers": "one two"}),
     call("tool.unknown", "no_such_tool"),
+]
+#: Resources, prompts and completion.
+RESOURCE_PROMPT_COMPLETION_STEPS = [
     # resources
     {"op": "readResource", "uri": "test://sdk/text", "label": "res.text"},
     {"op": "readResource", "uri": "test://sdk/blob", "label": "res.blob"},
@@ -359,6 +401,19 @@ FEATURE_STEPS = [
      "context": {"arguments": {"category": "fruit"}}, "label": "complete.template.fruit"},
     {"op": "complete", "ref": ITEM_REF, "argument": {"name": "item_id", "value": "a"},
      "context": {"arguments": {"category": "veg"}}, "label": "complete.template.veg"},
+]
+
+# Where the eras do a feature differently, a step is marked legacy() or modern(); a modern
+# step often keeps the label of the legacy one it replaces, so that a test reads one label.
+FEATURE_STEPS = [
+    {"op": "ping", "label": "ping"},                # 2026-07-28 removed ping: -32601
+    # the server's own description (a client pinned to 2026-07-28 never asks for it)
+    modern({"op": "request", "method": "server/discover", "label": "discover"}),
+    *LISTING_STEPS,                                 # pagination
+    # tool results of every kind
+    call("tool.text", "echo", {"text": "héllo ✓ \"quoted\"\nnew line"}),
+    *TOOL_RESULT_STEPS,
+    *RESOURCE_PROMPT_COMPLETION_STEPS,
     # logging: the level a handshake session sets; in 2026-07-28, the level in each request
     {"op": "setLoggingLevel", "level": "warning", "label": "log.set.warning"},
     legacy(call("log.chatty.warning", "chatty")),

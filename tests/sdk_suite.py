@@ -184,6 +184,93 @@ def server_info(run, sdk_client):
     return run.connected["serverInfo"]
 
 
+# The checks the TypeScript v2 client's tests (tests/test_sdk_typescript_v2.py, scenarios of
+# their own with the same labels) share with SdkClientTests.
+
+def check_cursor_walk_and_one_page(run):
+    """The client followed each nextCursor of "tools.all": one tools/list per page, each
+    cursor used once; "tools.page1" is the first page alone; a bad cursor is -32602."""
+    cursors = [(m.get("params") or {}).get("cursor") for m in run.sent_requests("tools/list")]
+    walk = cursors[:13]
+    assert walk[0] is None and None not in walk[1:] and len(set(walk[1:])) == 12
+    page = run.ok("tools.page1")
+    assert [t["name"] for t in page["tools"]] == ["echo", "stats"] and page["nextCursor"]
+    error = run.failed("tools.badcursor")
+    assert error["code"] == -32602 and "cursor" in error["message"].lower()
+
+
+def check_text_result(run):
+    result = run.ok("tool.text")
+    assert result["content"] == [{"type": "text", "text": "héllo ✓ \"quoted\"\nnew line"}]
+    assert result.get("isError") is False and "structuredContent" not in result
+
+
+def check_tool_errors(run):
+    """An isError result from ToolError and from bad arguments; an unknown tool is -32602."""
+    refused = run.ok("tool.isError")
+    assert refused["isError"] is True and text_of(refused) == "refused: policy"
+    bad = run.ok("tool.badargs")
+    assert bad["isError"] is True
+    assert "numbers" in text_of(bad) and "expected array" in text_of(bad)
+    unknown = run.failed("tool.unknown")
+    assert unknown["code"] == -32602 and "no_such_tool" in unknown["message"]
+    return unknown
+
+
+def check_prompts(run):
+    listed = {p["name"]: p for p in run.ok("prompts.all")["prompts"]}
+    assert listed["greet"]["arguments"] == [
+        {"name": "name", "description": "who to greet", "required": True},
+        {"name": "style", "description": "how to greet", "required": False}]
+    greet = run.ok("prompt.greet")
+    assert greet["messages"] == [{"role": "user", "content": {
+        "type": "text", "text": "Write a formal greeting for Ada."}}]
+    debate = run.ok("prompt.debate")["messages"]
+    assert [m["role"] for m in debate] == ["user", "assistant", "user"]
+    assert debate[0]["content"]["text"] == "Debate tabs in 3 rounds."   # "3" -> int 3
+    cite = run.ok("prompt.cite")["messages"]
+    assert cite[1] == {"role": "user", "content": {"type": "resource", "resource": {
+        "uri": "test://sdk/text", "mimeType": "text/plain", "text": "hello from sdk_features"}}}
+    missing = run.failed("prompt.missing-arg")
+    assert missing["code"] == -32602 and "'name'" in missing["message"]
+
+
+def check_completion(run):
+    assert run.ok("complete.prompt")["completion"] == {"values": ["formal"], "total": 1,
+                                                       "hasMore": False}
+    assert run.ok("complete.template.fruit")["completion"]["values"] == ["apple", "apricot"]
+    assert run.ok("complete.template.veg")["completion"]["values"] == ["asparagus"]
+
+
+def check_minimal_environment(run):
+    """Started from "/", the server saw only what the client passes on, never the sentinel
+    set in the driver's own environment."""
+    env = run.ok("env")["structuredContent"]
+    names = set(env["names"])
+    assert SENTINEL not in names
+    # Python's locale coercion may add LC_CTYPE when the client passes no LANG.
+    assert names <= CLIENT_ENV | {"LC_CTYPE"}, names - CLIENT_ENV
+    assert {"PATH", "HOME"} <= names
+    assert env["cwd"] == "/"
+
+
+def check_calculator(run):
+    """examples/calculator.py; returns the text of the bad-arguments result."""
+    assert [t["name"] for t in run.ok("tools")["tools"]] == ["add"]
+    result = run.ok("add")
+    assert result["structuredContent"] == {"result": 5.5} and text_of(result) == "5.5"
+    bad = run.ok("add.badargs")
+    assert bad["isError"] is True and "'b'" in text_of(bad)
+    return text_of(bad)
+
+
+def check_weather(run):
+    assert [t["name"] for t in run.ok("tools")["tools"]] == ["get_weather"]
+    assert run.ok("lisbon")["content"] == [{"type": "text", "text": "Sunny, 22°C"}]
+    unknown = run.ok("unknown")
+    assert unknown["isError"] is True and "Known cities" in text_of(unknown)
+
+
 class SdkClientTests:
     """Every capability of an mcp_min server, through one official SDK client."""
 
@@ -312,22 +399,13 @@ class SdkClientTests:
         assert templates["pages"] == 2
         prompts = run.ok("prompts.all")
         assert [p["name"] for p in prompts["prompts"]] == PROMPTS and prompts["pages"] == 2
-        # The client followed each nextCursor: one tools/list per page, each cursor used once.
-        cursors = [(m.get("params") or {}).get("cursor") for m in run.sent_requests("tools/list")]
-        walk = cursors[:13]
-        assert walk[0] is None and None not in walk[1:] and len(set(walk[1:])) == 12
-        page = run.ok("tools.page1")
-        assert [t["name"] for t in page["tools"]] == ["echo", "stats"] and page["nextCursor"]
-        error = run.failed("tools.badcursor")
-        assert error["code"] == -32602 and "cursor" in error["message"].lower()
+        check_cursor_walk_and_one_page(run)
 
     # ------------------------------------------------------------------------ tools
 
     @compat("tool-text")
     def test_text_result(self, sdk_client):
-        result = sdk_client.scenario("features").ok("tool.text")
-        assert result["content"] == [{"type": "text", "text": "héllo ✓ \"quoted\"\nnew line"}]
-        assert result.get("isError") is False and "structuredContent" not in result
+        check_text_result(sdk_client.scenario("features"))
 
     @compat("tool-structured")
     def test_structured_output_checked_by_client(self, sdk_client):
@@ -453,14 +531,7 @@ class SdkClientTests:
 
     @compat("tool-errors")
     def test_tool_errors(self, sdk_client):
-        run = sdk_client.scenario("features")
-        refused = run.ok("tool.isError")
-        assert refused["isError"] is True and text_of(refused) == "refused: policy"
-        bad = run.ok("tool.badargs")
-        assert bad["isError"] is True
-        assert "numbers" in text_of(bad) and "expected array" in text_of(bad)
-        unknown = run.failed("tool.unknown")
-        assert unknown["code"] == -32602 and "no_such_tool" in unknown["message"]
+        check_tool_errors(sdk_client.scenario("features"))
 
     # ------------------------------------------------------------------------ resources
 
@@ -516,30 +587,12 @@ class SdkClientTests:
 
     @compat("prompts")
     def test_prompts(self, sdk_client):
-        run = sdk_client.scenario("features")
-        listed = {p["name"]: p for p in run.ok("prompts.all")["prompts"]}
-        assert listed["greet"]["arguments"] == [
-            {"name": "name", "description": "who to greet", "required": True},
-            {"name": "style", "description": "how to greet", "required": False}]
-        greet = run.ok("prompt.greet")
-        assert greet["messages"] == [{"role": "user", "content": {
-            "type": "text", "text": "Write a formal greeting for Ada."}}]
-        debate = run.ok("prompt.debate")["messages"]
-        assert [m["role"] for m in debate] == ["user", "assistant", "user"]
-        assert debate[0]["content"]["text"] == "Debate tabs in 3 rounds."   # "3" -> int 3
-        cite = run.ok("prompt.cite")["messages"]
-        assert cite[1] == {"role": "user", "content": {"type": "resource", "resource": {
-            "uri": "test://sdk/text", "mimeType": "text/plain", "text": "hello from sdk_features"}}}
-        missing = run.failed("prompt.missing-arg")
-        assert missing["code"] == -32602 and "'name'" in missing["message"]
+        check_prompts(sdk_client.scenario("features"))
 
     @compat("completion")
     def test_completion(self, sdk_client):
         run = sdk_client.scenario("features")
-        assert run.ok("complete.prompt")["completion"] == {"values": ["formal"], "total": 1,
-                                                           "hasMore": False}
-        assert run.ok("complete.template.fruit")["completion"]["values"] == ["apple", "apricot"]
-        assert run.ok("complete.template.veg")["completion"]["values"] == ["asparagus"]
+        check_completion(run)
         sent = run.sent_request("completion/complete", context={"arguments": {"category": "veg"}})
         assert sent["params"]["ref"] == {"type": "ref/resource",
                                          "uri": "test://sdk/items/{category}/{item_id}"}
@@ -797,13 +850,7 @@ class SdkClientTests:
 
     @compat("environment")
     def test_minimal_environment(self, sdk_client):
-        env = sdk_client.scenario("features").ok("env")["structuredContent"]
-        names = set(env["names"])
-        assert SENTINEL not in names
-        # Python's locale coercion may add LC_CTYPE when the client passes no LANG.
-        assert names <= CLIENT_ENV | {"LC_CTYPE"}, names - CLIENT_ENV
-        assert {"PATH", "HOME"} <= names
-        assert env["cwd"] == "/"
+        check_minimal_environment(sdk_client.scenario("features"))
 
     # ------------------------------------------------------------------------ the examples
 
@@ -850,17 +897,8 @@ class SdkClientTests:
 
     @compat("example-calculator")
     def test_calculator(self, sdk_client):
-        run = sdk_client.scenario("calculator")
-        assert [t["name"] for t in run.ok("tools")["tools"]] == ["add"]
-        result = run.ok("add")
-        assert result["structuredContent"] == {"result": 5.5} and text_of(result) == "5.5"
-        bad = run.ok("add.badargs")
-        assert bad["isError"] is True and "'b'" in text_of(bad) and "a: expected number" in text_of(bad)
+        assert "a: expected number" in check_calculator(sdk_client.scenario("calculator"))
 
     @compat("example-weather")
     def test_weather(self, sdk_client):
-        run = sdk_client.scenario("weather")
-        assert [t["name"] for t in run.ok("tools")["tools"]] == ["get_weather"]
-        assert run.ok("lisbon")["content"] == [{"type": "text", "text": "Sunny, 22°C"}]
-        unknown = run.ok("unknown")
-        assert unknown["isError"] is True and "Known cities" in text_of(unknown)
+        check_weather(sdk_client.scenario("weather"))

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import INIT_PARAMS
+from conftest import INIT_PARAMS, ROOT, SERVERS
 
 V = "2026-07-28"
 PV, CAPS = "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientCapabilities"
@@ -41,6 +41,13 @@ def error_of(wire, method, params=None, **kw):
     response = modern(wire, method, params, **kw)
     assert "error" in response and "result" not in response, response
     return response["error"]
+
+
+def write_script(tmp_path, name, body):
+    """A server script in tmp_path that imports mcp_min from this checkout."""
+    script = tmp_path / name
+    script.write_text(f"import sys; sys.path.insert(0, {str(ROOT)!r})\n" + body)
+    return script
 
 
 @pytest.fixture
@@ -196,14 +203,13 @@ def test_cache_hints_come_from_the_server_and_from_each_resource(spawn):
 
 
 def test_every_page_of_a_list_shares_its_scope(spawn, tmp_path):
-    script = tmp_path / "paged.py"
-    script.write_text(
-        "import sys; sys.path.insert(0, %r)\n"
+    script = write_script(
+        tmp_path, "paged.py",
         "from mcp_min import Server\n"
         "server = Server('paged', page_size=2, cache_scope='private', cache_ttl_ms=10)\n"
         "for i in range(5):\n"
         "    server.tool(lambda: 'x', name=f't{i}')\n"
-        "server.run()\n" % str(__import__("conftest").ROOT))
+        "server.run()\n")
     wire = spawn(str(script))
     cursor, scopes, names = None, set(), []
     while True:
@@ -558,29 +564,26 @@ def test_server_busy_is_not_a_reserved_legacy_code_in_this_era(spawn):
 
 
 def test_a_handler_answering_input_required_on_another_method_is_refused(spawn, tmp_path):
-    script = tmp_path / "own.py"
-    script.write_text(
-        "import sys; sys.path.insert(0, %r)\n"
+    script = write_script(
+        tmp_path, "own.py",
         "from mcp_min import Server\n"
         "server = Server('own')\n"
         "server.tool(lambda: 'x', name='t')\n"
         "server.handlers['tools/list'] = lambda ctx, params: {'resultType': 'input_required',\n"
         "                                                     'requestState': 'x'}\n"
-        "server.run()\n" % str(__import__("conftest").ROOT))
+        "server.run()\n")
     error = error_of(spawn(str(script)), "tools/list")
     assert error["code"] == -32603 and "input_required" in error["message"]
 
 
 def test_request_state_is_bound_to_the_server_that_issued_it(spawn, tmp_path):
     """Two different servers sharing one key: a state of one is refused by the other."""
-    script = tmp_path / "other.py"
-    script.write_text(
-        "import sys; sys.path.insert(0, %r)\n"
+    script = write_script(
+        tmp_path, "other.py",
         "import runpy\n"
-        "namespace = runpy.run_path(%r)\n"
+        f"namespace = runpy.run_path({str(SERVERS / 'modern.py')!r})\n"
         "namespace['server'].name = 'another'\n"
-        "namespace['server'].run()\n" % (str(__import__("conftest").ROOT),
-                                          str(__import__("conftest").SERVERS / "modern.py")))
+        "namespace['server'].run()\n")
     key = {"MCP_MIN_STATE_KEY": "shared"}
     one, other = spawn("modern.py", env=key), spawn(str(script), env=key)
     first = result_of(one, "tools/call", {"name": "greet"}, capabilities=ALL_CAPS)

@@ -21,40 +21,25 @@ tests/compat_table.md (sdk_compat.py).
 
 import base64
 import json
-import re
 import shutil
 import subprocess
 import sys
 
 import pytest
 
-pytest.register_assert_rewrite("sdk_compat")
+pytest.register_assert_rewrite("sdk_compat", "sdk_suite")
 
-from sdk_compat import (CLIENT_ENV, CLIENTS, CUSTOM_SAMPLE, EXAMPLES, ITEM_REF,  # noqa: E402
-                        NEW_ROOTS, PROMPT_REF, SDK_FEATURES, SENTINEL, Driver, call, close,
-                        text_of)
+from sdk_compat import (CALCULATOR_STEPS, CLIENTS, CUSTOM_SAMPLE, EXAMPLES,  # noqa: E402
+                        LISTING_STEPS, NEW_ROOTS, RESOURCE_PROMPT_COMPLETION_STEPS,
+                        TOOL_RESULT_STEPS, WEATHER_STEPS, Driver, call, close, pinned_version,
+                        text_of, typescript_missing)
 
-PACKAGE = "@modelcontextprotocol/client"
-MANIFEST = CLIENTS / "node_modules" / "@modelcontextprotocol" / "client" / "package.json"
-
-
-def v2_client_missing():
-    """Why the v2 client cannot run here, or None."""
-    node = shutil.which("node")
-    if node is None:
-        return "node is not installed (bash tests/run.sh needs node 20 and npm)"
-    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
-    major = re.match(r"v(\d+)", version)
-    if not major or int(major.group(1)) < 20:
-        return f"node {version or '?'} is too old: {PACKAGE} needs node 20 or later"
-    if not MANIFEST.exists():
-        return (f"{PACKAGE} is not in tests/clients/node_modules: bash tests/run.sh installs "
-                "it (or: cd tests/clients && npm ci)")
-    return None
-
-
-if (reason := v2_client_missing()) is not None:
+if (reason := typescript_missing("ts2")) is not None:
     pytest.skip(reason, allow_module_level=True)
+
+from sdk_suite import (check_calculator, check_completion,  # noqa: E402
+                       check_cursor_walk_and_one_page, check_minimal_environment, check_prompts,
+                       check_text_result, check_tool_errors, check_weather)
 
 pytest_plugins = ["sdk_compat"]
 pytestmark = pytest.mark.sdk
@@ -89,13 +74,7 @@ DEFAULT_ROOTS = [{"uri": "file:///tmp/mcp-min-root", "name": "test root"}]
 
 FEATURE_STEPS = [
     call("tool.forged.unlisted", "forged"),           # before any tools/list
-    {"op": "listTools", "label": "tools.all"},
-    call("tool.forged.paged", "forged"),              # listed, on page 4 of 13
-    {"op": "listTools", "all": False, "label": "tools.page1"},
-    {"op": "listTools", "cursor": "not-a-cursor", "label": "tools.badcursor"},
-    {"op": "listResources", "label": "resources.all"},
-    {"op": "listResourceTemplates", "label": "templates.all"},
-    {"op": "listPrompts", "label": "prompts.all"},
+    *LISTING_STEPS,
     # tools
     call("tool.text", "echo", {"text": "héllo ✓ \"quoted\"\nnew line"}),
     call("structured.typeddict", "stats", {"numbers": [1, 2, 3.5]}),
@@ -104,35 +83,8 @@ FEATURE_STEPS = [
     call("structured.pair", "pair"),
     call("structured.mismatch", "mismatch"),
     call("structured.error-data", "fail_with_data"),
-    call("tool.image", "picture"),
-    call("tool.audio", "sound"),
-    call("tool.link", "link"),
-    {"op": "readResource", "uri": "test://sdk/text", "label": "tool.link.follow"},
-    call("tool.embed", "embed"),
-    call("tool.isError", "refuse", {"reason": "policy"}),
-    call("tool.badargs", "stats", {"numbers": "one two"}),
-    call("tool.unknown", "no_such_tool"),
-    # resources
-    {"op": "readResource", "uri": "test://sdk/text", "label": "res.text"},
-    {"op": "readResource", "uri": "test://sdk/blob", "label": "res.blob"},
-    {"op": "readResource", "uri": "test://sdk/items/fruit/apple", "label": "res.template"},
-    {"op": "readResource", "uri": "test://sdk/docs/guide/intro.md", "label": "res.template.plus"},
-    {"op": "readResource", "uri": "test://sdk/nothing-here", "label": "res.missing"},
-    # prompts
-    {"op": "getPrompt", "name": "greet", "arguments": {"name": "Ada", "style": "formal"},
-     "label": "prompt.greet"},
-    {"op": "getPrompt", "name": "debate", "arguments": {"topic": "tabs", "rounds": "3"},
-     "label": "prompt.debate"},
-    {"op": "getPrompt", "name": "cite", "label": "prompt.cite"},
-    {"op": "getPrompt", "name": "greet", "arguments": {"style": "formal"},
-     "label": "prompt.missing-arg"},
-    # completion
-    {"op": "complete", "ref": PROMPT_REF, "argument": {"name": "style", "value": "f"},
-     "label": "complete.prompt"},
-    {"op": "complete", "ref": ITEM_REF, "argument": {"name": "item_id", "value": "a"},
-     "context": {"arguments": {"category": "fruit"}}, "label": "complete.template.fruit"},
-    {"op": "complete", "ref": ITEM_REF, "argument": {"name": "item_id", "value": "a"},
-     "context": {"arguments": {"category": "veg"}}, "label": "complete.template.veg"},
+    *TOOL_RESULT_STEPS,
+    *RESOURCE_PROMPT_COMPLETION_STEPS,
     # logging: asked for per request, in the request's _meta
     {"op": "setLoggingLevel", "level": "debug", "label": "log.setLevel"},
     call("log.warning", "chatty", meta={LOG_LEVEL: "warning"}),
@@ -228,16 +180,6 @@ GIFT_STEPS = [
     {"op": "onElicit", "result": RECIPIENT},
     call("pick", "pick_gift", {"occasion": "birthday", "budget": 50}),    # asks the user
 ]
-CALCULATOR_STEPS = [
-    {"op": "listTools", "label": "tools"},
-    call("add", "add", {"a": 2, "b": 3.5}),
-    call("add.badargs", "add", {"a": "two"}),
-]
-WEATHER_STEPS = [
-    {"op": "listTools", "label": "tools"},
-    call("lisbon", "get_weather", {"city": "Lisbon"}),
-    call("unknown", "get_weather", {"city": "Atlantis"}),
-]
 V2_SCENARIOS = {
     "features": {"steps": FEATURE_STEPS, "cwd": "/"},
     "no-capabilities": {"steps": NO_CAPABILITY_STEPS, "capabilities": "none"},
@@ -247,81 +189,10 @@ V2_SCENARIOS = {
     "weather": {"steps": WEATHER_STEPS, "server": EXAMPLES / "weather.py", "cwd": "/"},
 }
 
-#: (server, environment) -> the discover result an auto or pin run got: what a host keeps to
-#: connect with ``prior`` next time.
-DISCOVERED = {}
-
-
-class ClientV2(Driver):
-    """The v2 client in one mode. A ``sdk_compat.Driver`` (its ``run`` and ``Run`` records) so
-    that the compat plugin files its test results; the plugin reads label, version and
-    mode_label, and short_label names the mode's column."""
-
-    label = f"TypeScript v2 client `{PACKAGE}`"
-    era = "2026-07-28"         # what sdk_compat calls MODERN: every run must end up there
-
-    def __init__(self, mode):
-        self.client, self.mode, self.runs = "ts2", mode, {}
-        self.base = [shutil.which("node") or "node", str(CLIENTS / "ts2_client.mjs"),
-                     "--mode", mode]
-        self.command = list(self.base)
-
-    @property
-    def version(self):
-        return json.loads(MANIFEST.read_text())["version"]
-
-    @property
-    def mode_label(self):
-        return {"auto": "auto: `server/discover` probe on a second server process, then "
-                        "2026-07-28",
-                "pin": "pin 2026-07-28: the probe (second process) must offer it",
-                "prior": "prior discover result: 2026-07-28 with no probe"}[self.mode]
-
-    @property
-    def short_label(self):
-        return f"TS v2 {self.mode}"
-
-    def negotiated(self):
-        """What the runs so far negotiated, for the table."""
-        how = {"discover": "through a `server/discover` probe on a second process",
-               "prior": "from a kept discover result, no probe",
-               "initialize": "through `initialize`"}
-        found = {f"{c['protocolVersion']} {how.get(c['handshake'], c['handshake'])}"
-                 for run in self.runs.values() for c in run.records
-                 if c["event"] == "connected"}
-        return "; ".join(sorted(found))
-
-    def run(self, steps, server=SDK_FEATURES, **options):
-        key = (str(server), json.dumps(options.get("env") or {}, sort_keys=True))
-        extra = []
-        if self.mode == "prior":
-            extra = ["--discover", json.dumps(self.discover_result(key, server, options))]
-        self.command = [*self.base, *extra]
-        run = super().run(steps, server, **options)
-        if self.mode != "prior":
-            DISCOVERED.setdefault(key, run.connected["discover"])
-        return run
-
-    @staticmethod
-    def discover_result(key, server, options):
-        """The discover result of an earlier auto connection to this server (made now when
-        no test has made one yet)."""
-        if key not in DISCOVERED:
-            ClientV2("auto").run([], server, env=options.get("env"), cwd=options.get("cwd"),
-                                 trace=False)
-        return DISCOVERED[key]
-
-    def scenario(self, name):
-        if name not in self.runs:
-            spec = dict(V2_SCENARIOS[name])
-            steps = spec.pop("steps")
-            self.runs[name] = self.run(steps, **spec)
-        return self.runs[name]
-
-
 @pytest.fixture(scope="module", params=MODES)
 def sdk_client(request):
-    return ClientV2(request.param)
+    """The v2 client in one mode: a ``sdk_compat.Driver`` running the scenarios above."""
+    return Driver("ts2", request.param, V2_SCENARIOS)
 
 
 # ==========================================================================================
@@ -349,7 +220,7 @@ def assert_modern_session(run, mode, capabilities=DECLARED):
     """2026-07-28 agreed, and the session's first line already an enveloped request: the probe
     (auto, pin) ran on a separate process, and (prior) there was none."""
     connected = run.connected
-    assert connected["sdkVersion"] == pinned_version()
+    assert connected["sdkVersion"] == pinned_version("ts2")
     assert (connected["protocolVersion"], connected["era"]) == (V, "modern"), connected
     sent = run.wire("send")
     assert sent, run.describe()
@@ -380,11 +251,6 @@ def assert_modern_session(run, mode, capabilities=DECLARED):
     # What the client kept is what the probe process said.
     for key in ("supportedVersions", "capabilities", "instructions"):
         assert connected["discover"].get(key) == discovered.get(key)
-
-
-def pinned_version():
-    manifest = json.loads((CLIENTS / "package.json").read_text())
-    return manifest["dependencies"][PACKAGE]
 
 
 # ==========================================================================================
@@ -476,25 +342,18 @@ class TestTypeScriptV2Client:
         tools = run.ok("tools.all")
         assert [t["name"] for t in tools["tools"]] == TOOLS
         assert tools["pages"] == 13 and "nextCursor" not in tools      # 25 tools, 2 a page
-        cursors = [(m["params"]).get("cursor") for m in run.sent_requests("tools/list")][:13]
-        assert cursors[0] is None and None not in cursors[1:] and len(set(cursors[1:])) == 12
         for label, key, pages, count in (("resources.all", "resources", 2, 3),
                                          ("templates.all", "resourceTemplates", 2, 3),
                                          ("prompts.all", "prompts", 2, 3)):
             listed = run.ok(label)
             assert (len(listed[key]), listed["pages"]) == (count, pages), label
-        page = run.ok("tools.page1")
-        assert [t["name"] for t in page["tools"]] == ["echo", "stats"] and page["nextCursor"]
-        error = run.failed("tools.badcursor")
-        assert error["code"] == -32602 and "cursor" in error["message"].lower()
+        check_cursor_walk_and_one_page(run)
 
     # ------------------------------------------------------------------------ tools
 
     @compat("tool-text")
     def test_text_result(self, sdk_client):
-        result = sdk_client.scenario("features").ok("tool.text")
-        assert result["content"] == [{"type": "text", "text": "héllo ✓ \"quoted\"\nnew line"}]
-        assert result["isError"] is False and "structuredContent" not in result
+        check_text_result(sdk_client.scenario("features"))
 
     @compat("tool-structured")
     def test_structured_output_checked_by_client(self, sdk_client):
@@ -554,14 +413,8 @@ class TestTypeScriptV2Client:
 
     @compat("tool-errors")
     def test_tool_errors(self, sdk_client):
-        run = sdk_client.scenario("features")
-        refused = run.ok("tool.isError")
-        assert refused["isError"] is True and text_of(refused) == "refused: policy"
-        bad = run.ok("tool.badargs")
-        assert bad["isError"] is True and "expected array" in text_of(bad)
-        unknown = run.failed("tool.unknown")
-        assert unknown["code"] == -32602 and unknown["type"] == "ProtocolError"
-        assert "no_such_tool" in unknown["message"]
+        unknown = check_tool_errors(sdk_client.scenario("features"))
+        assert unknown["type"] == "ProtocolError"
 
     # ------------------------------------------------------------------------ resources
 
@@ -593,23 +446,12 @@ class TestTypeScriptV2Client:
     @compat("prompts")
     def test_prompts(self, sdk_client):
         run = sdk_client.scenario("features")
+        check_prompts(run)
         assert [p["name"] for p in run.ok("prompts.all")["prompts"]] == ["greet", "debate", "cite"]
-        assert run.ok("prompt.greet")["messages"] == [{"role": "user", "content": {
-            "type": "text", "text": "Write a formal greeting for Ada."}}]
-        debate = run.ok("prompt.debate")["messages"]
-        assert [m["role"] for m in debate] == ["user", "assistant", "user"]
-        assert debate[0]["content"]["text"] == "Debate tabs in 3 rounds."
-        assert run.ok("prompt.cite")["messages"][1]["content"]["type"] == "resource"
-        missing = run.failed("prompt.missing-arg")
-        assert missing["code"] == -32602 and "'name'" in missing["message"]
 
     @compat("completion")
     def test_completion(self, sdk_client):
-        run = sdk_client.scenario("features")
-        assert run.ok("complete.prompt")["completion"] == {"values": ["formal"], "total": 1,
-                                                           "hasMore": False}
-        assert run.ok("complete.template.fruit")["completion"]["values"] == ["apple", "apricot"]
-        assert run.ok("complete.template.veg")["completion"]["values"] == ["asparagus"]
+        check_completion(sdk_client.scenario("features"))
 
     # ------------------------------------------------------------------------ notifications
 
@@ -826,11 +668,7 @@ class TestTypeScriptV2Client:
 
     @compat("environment")
     def test_minimal_environment(self, sdk_client):
-        env = sdk_client.scenario("features").ok("env")["structuredContent"]
-        names = set(env["names"])
-        assert SENTINEL not in names and {"PATH", "HOME"} <= names
-        assert names <= CLIENT_ENV | {"LC_CTYPE"}, names - CLIENT_ENV
-        assert env["cwd"] == "/"
+        check_minimal_environment(sdk_client.scenario("features"))
 
     # ------------------------------------------------------------------------ the examples
 
@@ -871,20 +709,11 @@ class TestTypeScriptV2Client:
 
     @compat("example-calculator")
     def test_calculator(self, sdk_client):
-        run = sdk_client.scenario("calculator")
-        assert [t["name"] for t in run.ok("tools")["tools"]] == ["add"]
-        result = run.ok("add")
-        assert result["structuredContent"] == {"result": 5.5} and text_of(result) == "5.5"
-        bad = run.ok("add.badargs")
-        assert bad["isError"] is True and "'b'" in text_of(bad)
+        check_calculator(sdk_client.scenario("calculator"))
 
     @compat("example-weather")
     def test_weather(self, sdk_client):
-        run = sdk_client.scenario("weather")
-        assert [t["name"] for t in run.ok("tools")["tools"]] == ["get_weather"]
-        assert run.ok("lisbon")["content"] == [{"type": "text", "text": "Sunny, 22°C"}]
-        unknown = run.ok("unknown")
-        assert unknown["isError"] is True and "Known cities" in text_of(unknown)
+        check_weather(sdk_client.scenario("weather"))
 
 
 def test_a_pinned_version_the_server_does_not_serve_is_32022():

@@ -33,20 +33,29 @@
 // Exit status: 0 when every step ran (whatever each returned), 1 when the
 // connection could not be set up, 2 on a usage error.
 
-import { setMaxListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 
 import { Client, ProtocolError, SdkError } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
+import {
+  StepDriver,
+  UsageError,
+  completeParams,
+  declaredCapabilities,
+  defaultElicitResult,
+  emit,
+  parseCommandLine,
+  positiveMs,
+  runDriver,
+  sleep,
+  withMeta,
+} from './driver_common.mjs';
+
 const CLIENT_INFO = { name: 'mcp-min-ts2-driver', version: '1.0.0' };
-const ALL_CAPABILITIES = ['sampling', 'elicitation', 'roots'];
 const MODES = ['auto', 'pin', 'prior', 'legacy'];
-const CANCEL_REASON = 'cancelled by test driver';
 const LIST_METHODS = {
   listTools: ['tools/list', 'tools'],
   listResources: ['resources/list', 'resources'],
@@ -71,115 +80,42 @@ const LISTEN_EVENTS = {
 // McpSubscription.closed -> the "end" py_client.py reports.
 const LISTEN_ENDS = { local: 'stopped', graceful: 'closed', remote: 'lost' };
 
-const DEFAULT_SAMPLING_RESULT = {
-  role: 'assistant',
-  content: { type: 'text', text: 'mock reply' },
-  model: 'mock-model',
-  stopReason: 'endTurn',
-};
-const DEFAULT_ROOTS_RESULT = { roots: [{ uri: 'file:///tmp/mcp-min-root', name: 'test root' }] };
-
 // request() wants a result schema for a method outside the spec; this one takes any result.
 const ANY_RESULT = {
   '~standard': { version: 1, vendor: 'mcp-min-driver', validate: (value) => ({ value }) },
 };
 
-class UsageError extends Error {}
-
-function emit(record) {
-  process.stdout.write(`${JSON.stringify(record)}\n`);
-}
-
-function sleep(ms) {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 // ---------------------------------------------------------------- arguments
 
-function parseCommandLine(argv) {
-  const split = argv.indexOf('--');
-  if (split === -1 || split === argv.length - 1) {
-    throw new UsageError('missing "-- SERVER_CMD [ARG...]"');
-  }
-  const { values, positionals } = parseArgs({
-    args: argv.slice(0, split),
-    allowPositionals: true,
-    options: {
-      mode: { type: 'string', default: 'auto' },
-      pin: { type: 'string', default: '2026-07-28' },
-      discover: { type: 'string' },
-      'probe-timeout': { type: 'string' },
-      timeout: { type: 'string', default: '30000' },
-      env: { type: 'string', multiple: true, default: [] },
-      cwd: { type: 'string' },
-      capabilities: { type: 'string', default: ALL_CAPABILITIES.join(',') },
-      trace: { type: 'boolean', default: false },
-    },
+function parseOptions(argv) {
+  const options = {
+    mode: { type: 'string', default: 'auto' },
+    pin: { type: 'string', default: '2026-07-28' },
+    discover: { type: 'string' },
+    'probe-timeout': { type: 'string' },
+  };
+  const { values, config } = parseCommandLine(argv, options, (values) => {
+    if (!MODES.includes(values.mode)) {
+      throw new UsageError(`--mode ${values.mode}: expected one of ${MODES.join(', ')}`);
+    }
+    if ((values.mode === 'prior') !== (values.discover !== undefined)) {
+      throw new UsageError('--discover goes with --mode prior, and --mode prior needs it');
+    }
   });
-  if (positionals.length !== 1) {
-    throw new UsageError('expected exactly one SCENARIO before "--"');
-  }
-  if (!MODES.includes(values.mode)) {
-    throw new UsageError(`--mode ${values.mode}: expected one of ${MODES.join(', ')}`);
-  }
-  if ((values.mode === 'prior') !== (values.discover !== undefined)) {
-    throw new UsageError('--discover goes with --mode prior, and --mode prior needs it');
-  }
-  const timeout = positiveMs('--timeout', values.timeout);
   const probeTimeout = values['probe-timeout'] === undefined
     ? undefined
     : positiveMs('--probe-timeout', values['probe-timeout']);
-  const env = {};
-  for (const pair of values.env) {
-    const eq = pair.indexOf('=');
-    if (eq <= 0) throw new UsageError(`--env ${pair}: expected NAME=VALUE`);
-    env[pair.slice(0, eq)] = pair.slice(eq + 1);
-  }
-  const capabilities = values.capabilities === 'none'
-    ? []
-    : values.capabilities.split(',').filter(Boolean);
-  for (const name of capabilities) {
-    if (!ALL_CAPABILITIES.includes(name)) throw new UsageError(`unknown capability ${name}`);
-  }
   return {
-    steps: loadSteps(positionals[0]),
-    command: argv[split + 1],
-    args: argv.slice(split + 2),
+    ...config,
     mode: values.mode,
     pin: values.pin,
     discover: values.discover === undefined ? undefined : loadJson(values.discover),
     probeTimeout,
-    timeout,
-    env,
-    cwd: values.cwd,
-    capabilities,
-    trace: values.trace,
   };
-}
-
-function positiveMs(option, text) {
-  const value = Number(text);
-  if (!Number.isFinite(value) || value <= 0) {
-    throw new UsageError(`${option} ${text}: not a positive number of milliseconds`);
-  }
-  return value;
 }
 
 function loadJson(text) {
   return JSON.parse(text.trimStart().startsWith('{') ? text : readFileSync(text, 'utf8'));
-}
-
-function loadSteps(scenario) {
-  const builtIn = JSON.parse(readFileSync(join(HERE, 'scenarios.json'), 'utf8'));
-  let steps;
-  if (Object.hasOwn(builtIn, scenario)) steps = builtIn[scenario];
-  else if (scenario === '-') steps = JSON.parse(readFileSync(0, 'utf8'));
-  else if (scenario.trimStart().startsWith('[')) steps = JSON.parse(scenario);
-  else steps = JSON.parse(readFileSync(scenario, 'utf8'));
-  if (!Array.isArray(steps) || !steps.every((s) => s && typeof s.op === 'string')) {
-    throw new UsageError('SCENARIO must be a JSON array of objects that each have an "op"');
-  }
-  return steps;
 }
 
 function sdkVersion() {
@@ -188,56 +124,9 @@ function sdkVersion() {
   return JSON.parse(readFileSync(join(entry, '..', '..', 'package.json'), 'utf8')).version;
 }
 
-// ------------------------------------------------------------------ errors
-
-function describeError(error) {
-  if (error instanceof ProtocolError) {
-    const described = { code: error.code, message: error.message, type: 'ProtocolError' };
-    if (error.data !== undefined) described.data = error.data;
-    return described;
-  }
-  if (error instanceof SdkError) {
-    // A local failure (timeout, cancellation, a method the era lacks): no JSON-RPC code.
-    const described = { code: null, sdkCode: error.code, message: error.message, type: 'SdkError' };
-    if (error.data !== undefined) described.data = error.data;
-    return described;
-  }
-  if (error instanceof Error) return { code: null, message: error.message, type: error.name };
-  return { code: null, message: String(error), type: typeof error };
-}
-
-// ------------------------------------------------------------ elicitation
-
-function sampleValue(schema) {
-  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
-  if (Array.isArray(schema.oneOf) && schema.oneOf[0]?.const !== undefined) {
-    return schema.oneOf[0].const;
-  }
-  if (schema.default !== undefined) return schema.default;
-  switch (schema.type) {
-    case 'boolean':
-      return true;
-    case 'integer':
-    case 'number':
-      return schema.minimum ?? 1;
-    case 'array':
-      return [];
-    case 'string':
-      if (schema.format === 'email') return 'test@example.com';
-      if (schema.format === 'uri') return 'https://example.com/';
-      if (schema.format === 'date') return '2025-01-01';
-      if (schema.format === 'date-time') return '2025-01-01T00:00:00Z';
-      return 'test';
-    default:
-      return null;
-  }
-}
-
-function defaultElicitResult(params) {
-  if (params.mode === 'url') return { action: 'accept' };
-  const properties = params.requestedSchema?.properties ?? {};
-  const entries = Object.entries(properties).map(([key, schema]) => [key, sampleValue(schema)]);
-  return { action: 'accept', content: Object.fromEntries(entries) };
+// A URL elicitation has no form to fill: accepting it is the whole answer.
+function elicitResult(params) {
+  return params.mode === 'url' ? { action: 'accept' } : defaultElicitResult(params);
 }
 
 // -------------------------------------------------------------- the wire
@@ -269,12 +158,9 @@ function tapStdioTransports(onWire, onStarted) {
 
 // ------------------------------------------------------------------ driver
 
-class Driver {
+class Driver extends StepDriver {
   constructor(config) {
-    this.config = config;
-    this.responders = { sampling: {}, elicitation: {}, roots: {} };
-    this.notificationsSeen = new Map();
-    this.notificationWaiters = new Set();
+    super(config);
     this.sentByMethod = new Map();
     this.listens = new Map();
     this.lastListenId = null;
@@ -296,13 +182,7 @@ class Driver {
   }
 
   buildClient() {
-    const declared = new Set(this.config.capabilities);
-    const capabilities = {};
-    if (declared.has('sampling')) capabilities.sampling = {};
-    if (declared.has('elicitation')) capabilities.elicitation = { form: {}, url: {} };
-    if (declared.has('roots')) capabilities.roots = { listChanged: true };
-
-    const options = { capabilities };
+    const options = { capabilities: declaredCapabilities(new Set(this.config.capabilities)) };
     if (this.config.mode === 'auto' || this.config.mode === 'pin') {
       const mode = this.config.mode === 'auto' ? 'auto' : { pin: this.config.pin };
       options.versionNegotiation = { mode };
@@ -313,26 +193,34 @@ class Driver {
     const client = new Client(CLIENT_INFO, options);
     // The same handlers answer server requests (legacy era) and the input requests of an
     // input_required result (2026-07-28), which the client fulfils before it retries.
-    if (declared.has('sampling')) {
-      client.setRequestHandler('sampling/createMessage', (request) =>
-        this.answer('sampling', request, () => DEFAULT_SAMPLING_RESULT),
-      );
-    }
-    if (declared.has('elicitation')) {
-      client.setRequestHandler('elicitation/create', (request) =>
-        this.answer('elicitation', request, () => defaultElicitResult(request.params)),
-      );
-    }
-    if (declared.has('roots')) {
-      client.setRequestHandler('roots/list', (request) =>
-        this.answer('roots', request, () => DEFAULT_ROOTS_RESULT),
-      );
-    }
-    client.fallbackNotificationHandler = async (notification) => this.onNotification(notification);
-    client.onerror = (error) => {
-      emit({ event: 'transportError', message: describeError(error).message });
-    };
+    this.installHandlers(client, {
+      sampling: 'sampling/createMessage',
+      elicitation: 'elicitation/create',
+      roots: 'roots/list',
+    }, elicitResult);
     return client;
+  }
+
+  describeError(error) {
+    if (error instanceof ProtocolError) {
+      const described = { code: error.code, message: error.message, type: 'ProtocolError' };
+      if (error.data !== undefined) described.data = error.data;
+      return described;
+    }
+    if (error instanceof SdkError) {
+      // A local failure (timeout, cancellation, a method the era lacks): no JSON-RPC code.
+      const described = {
+        code: null, sdkCode: error.code, message: error.message, type: 'SdkError',
+      };
+      if (error.data !== undefined) described.data = error.data;
+      return described;
+    }
+    if (error instanceof Error) return { code: null, message: error.message, type: error.name };
+    return { code: null, message: String(error), type: typeof error };
+  }
+
+  handlerError({ code, message, data }) {
+    return new ProtocolError(code, message, data);
   }
 
   onWire(transport, dir, message) {
@@ -347,24 +235,8 @@ class Driver {
     else emit({ event: 'probeWire', dir, pid: transport.pid, message });
   }
 
-  async answer(kind, request, fallback) {
-    emit({ event: 'request', method: request.method, params: request.params ?? {} });
-    const responder = this.responders[kind];
-    if (responder.delayMs) await sleep(responder.delayMs);
-    if (responder.error) {
-      const { code, message, data } = responder.error;
-      throw new ProtocolError(code, message, data);
-    }
-    return responder.result ?? fallback();
-  }
-
-  onNotification(notification) {
-    const params = notification.params ?? null;
-    emit({ event: 'notification', method: notification.method, params });
-    const seen = this.notificationsSeen.get(notification.method) ?? [];
-    seen.push(params);
-    this.notificationsSeen.set(notification.method, seen);
-    // The client hands listen events to the ordinary handlers; the tag tells whose they are.
+  // The client hands listen events to the ordinary handlers; the tag tells whose they are.
+  noteNotification(notification, params) {
     const tag = params?._meta?.[SUBSCRIPTION_ID];
     const type = LISTEN_EVENTS[notification.method];
     for (const listening of this.listens.values()) {
@@ -374,7 +246,6 @@ class Driver {
       listening.events.push(record);
       emit({ event: 'listenEvent', listen: listening.name, ...record });
     }
-    for (const waiter of this.notificationWaiters) waiter();
   }
 
   async connect() {
@@ -406,61 +277,19 @@ class Driver {
 
   async close() {
     for (const name of [...this.listens.keys()]) await this.stopListen({ listen: name });
-    await this.client.close();
-    emit({ event: 'closed' });
-  }
-
-  async run(steps) {
-    for (const [index, step] of steps.entries()) {
-      const record = { event: 'step', index, op: step.op };
-      if (step.label !== undefined) record.label = step.label;
-      const needed = step.ifCapability;
-      if (needed && !this.client.getServerCapabilities()?.[needed]) {
-        emit({ ...record, ok: null, skipped: `server lacks capability ${needed}` });
-        continue;
-      }
-      const request = this.requestOptions(step, index);
-      try {
-        const result = await this.perform(step, request.options);
-        emit({ ...record, ok: true, result: result ?? null });
-      } catch (error) {
-        if (error instanceof UsageError) throw error;
-        const failed = { ...record, ok: false, error: describeError(error) };
-        if (request.controller.signal.aborted) failed.cancelled = true;
-        emit(failed);
-      } finally {
-        request.dispose();
-      }
-    }
+    await super.close();
   }
 
   requestOptions(step, index) {
-    const controller = new AbortController();
-    setMaxListeners(0, controller.signal);
-    const options = { timeout: step.timeoutMs ?? this.config.timeout, signal: controller.signal };
-    if (step.cacheMode !== undefined) options.cacheMode = step.cacheMode;
-    const cancelOnProgress = step.cancelOnProgress === true ? 1 : step.cancelOnProgress;
-    if (step.progress || cancelOnProgress) {
-      let seen = 0;
-      options.onprogress = (progress) => {
-        emit({ event: 'progress', index, ...progress });
-        seen += 1;
-        if (cancelOnProgress && seen >= cancelOnProgress) controller.abort(CANCEL_REASON);
-      };
-    }
-    let timer;
-    if (step.cancelAfterMs !== undefined) {
-      timer = setTimeout(() => controller.abort(CANCEL_REASON), step.cancelAfterMs);
-    }
-    return { controller, options, dispose: () => clearTimeout(timer) };
+    const request = super.requestOptions(step, index);
+    if (step.cacheMode !== undefined) request.options.cacheMode = step.cacheMode;
+    return request;
   }
 
   async perform(step, options) {
     const client = this.client;
     if (Object.hasOwn(LIST_METHODS, step.op)) return this.list(step, options);
     switch (step.op) {
-      case 'ping':
-        return client.ping(options);
       case 'discover':
         return client.discover(options);
       case 'callTool':
@@ -468,46 +297,16 @@ class Driver {
           withMeta(step, { name: step.name, arguments: step.arguments }),
           options,
         );
-      case 'readResource':
-        return client.readResource(withMeta(step, { uri: step.uri }), options);
-      case 'subscribeResource':
-        return client.subscribeResource({ uri: step.uri }, options);
-      case 'unsubscribeResource':
-        return client.unsubscribeResource({ uri: step.uri }, options);
-      case 'getPrompt':
-        return client.getPrompt(
-          withMeta(step, { name: step.name, arguments: step.arguments }),
-          options,
-        );
       case 'complete':
         return client.complete(withMeta(step, completeParams(step)), options);
-      case 'setLoggingLevel':
-        return client.setLoggingLevel(step.level, options);
       case 'request':
         return client.request({ method: step.method, params: step.params }, ANY_RESULT, options);
-      case 'notify':
-        await client.notification({ method: step.method, params: step.params });
-        return null;
-      case 'sendRootsListChanged':
-        await client.sendRootsListChanged();
-        return null;
       case 'listen':
         return this.listen(step, options);
       case 'stopListen':
         return this.stopListen(step);
-      case 'onSampling':
-        return this.configure('sampling', step);
-      case 'onElicit':
-        return this.configure('elicitation', step);
-      case 'onRoots':
-        return this.configure('roots', step);
-      case 'waitFor':
-        return this.waitFor(step);
-      case 'sleep':
-        await sleep(step.ms ?? 0);
-        return null;
       default:
-        throw new UsageError(`unknown op ${JSON.stringify(step.op)}`);
+        return super.perform(step, options);
     }
   }
 
@@ -552,82 +351,16 @@ class Driver {
     return { events: listening.events, end };
   }
 
-  configure(kind, step) {
-    this.responders[kind] = { result: step.result, error: step.error, delayMs: step.delayMs };
-    return null;
-  }
-
   // Wait for `count` (default 1) notifications of `method` since the start, or with
   // "listen", for that many events on the listen of that name.
   waitFor(step) {
-    const count = step.count ?? 1;
-    const timeout = step.timeoutMs ?? this.config.timeout;
-    let seen = () => this.notificationsSeen.get(step.method) ?? [];
-    let what = step.method;
-    if (step.listen !== undefined) {
-      const listening = this.listens.get(step.listen);
-      if (listening === undefined) throw new UsageError(`waitFor: no open listen ${step.listen}`);
-      seen = () => listening.events;
-      what = `events on listen ${step.listen}`;
-    }
-    const done = () => (step.listen === undefined
-      ? { method: step.method, count: seen().length, params: seen() }
-      : { listen: step.listen, count: seen().length, events: [...seen()] });
-    return new Promise((resolve, reject) => {
-      const check = () => {
-        if (seen().length < count) return false;
-        this.notificationWaiters.delete(check);
-        clearTimeout(timer);
-        resolve(done());
-        return true;
-      };
-      const timer = setTimeout(() => {
-        this.notificationWaiters.delete(check);
-        reject(new Error(`waited ${timeout} ms for ${count} x ${what}, got ${seen().length}`));
-      }, timeout);
-      if (!check()) this.notificationWaiters.add(check);
-    });
+    if (step.listen === undefined) return super.waitFor(step);
+    const listening = this.listens.get(step.listen);
+    if (listening === undefined) throw new UsageError(`waitFor: no open listen ${step.listen}`);
+    const seen = () => listening.events;
+    return this.waitUntil(step, seen, `events on listen ${step.listen}`, () => (
+      { listen: step.listen, count: seen().length, events: [...seen()] }));
   }
 }
 
-function withMeta(step, params) {
-  return step.meta === undefined ? params : { ...params, _meta: step.meta };
-}
-
-function completeParams(step) {
-  const params = { ref: step.ref, argument: step.argument };
-  if (step.context !== undefined) params.context = step.context;
-  return params;
-}
-
-// -------------------------------------------------------------------- main
-
-async function main() {
-  let config;
-  try {
-    config = parseCommandLine(process.argv.slice(2));
-  } catch (error) {
-    process.stderr.write(`ts2_client.mjs: ${error.message}\n`);
-    return 2;
-  }
-  const driver = new Driver(config);
-  try {
-    await driver.connect();
-  } catch (error) {
-    emit({ event: 'connectFailed', error: describeError(error) });
-    await driver.client.close().catch(() => {});
-    return 1;
-  }
-  try {
-    await driver.run(config.steps);
-  } catch (error) {
-    process.stderr.write(`ts2_client.mjs: ${error.message}\n`);
-    await driver.close();
-    return 2;
-  }
-  await driver.close();
-  return 0;
-}
-
-const status = await main();
-process.stdout.write('', () => process.exit(status));
+await runDriver('ts2_client.mjs', parseOptions, Driver);
