@@ -2184,6 +2184,15 @@ class Envelope:
         return info if isinstance(info, dict) else {}
 
 
+def is_stateless(method, meta):
+    """Whether a request is a 2026-07-28 one: it carries an envelope key in params._meta, or
+    its method exists only there. initialize is always the handshake."""
+    if method in MODERN_ONLY_METHODS:
+        return True
+    return type(meta) is dict and method != "initialize" and (
+        PROTOCOL_VERSION_KEY in meta or CLIENT_CAPABILITIES_KEY in meta)
+
+
 def _digest(value):
     """A short, stable fingerprint of a JSON value (its canonical encoding, hashed)."""
     import hashlib
@@ -2582,10 +2591,7 @@ class Server:
         if kind == "complete" and ctx.method in CACHEABLE_METHODS:
             result.setdefault("ttlMs", self.cache_ttl_ms)
             result.setdefault("cacheScope", self.cache_scope)
-        if "_meta" not in result:
-            frame = encode_message({"jsonrpc": "2.0", "id": ctx.request_id, "result": result})
-            return frame[:-2] + tail
-        result["_meta"] = {**(result["_meta"] or {}), **info}
+        result["_meta"] = {**(result.get("_meta") or {}), **info}
         return encode_message({"jsonrpc": "2.0", "id": ctx.request_id, "result": result})
 
     def read_answers(self, method, params, principal=None):
@@ -3074,8 +3080,7 @@ class Session(Peer):
             return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: {method} is a "
                                     "notification; send it without an id", batch)
         meta = params.get("_meta")
-        if method in MODERN_ONLY_METHODS or (type(meta) is dict and method != "initialize" and (
-                PROTOCOL_VERSION_KEY in meta or CLIENT_CAPABILITIES_KEY in meta)):
+        if is_stateless(method, meta):
             return self.handle_stateless(rid, method, params, meta, batch)
         handler = server.handlers.get(method)
         if handler is None:                   # answered at once: clients probe with this (G1)
@@ -3384,8 +3389,7 @@ class Client(Peer):
             if self.era != "auto":
                 raise
             return self.initialize()
-        if result.get("resultType") in (None, "complete") and \
-                V2026_07 in (result.get("supportedVersions") or ()):
+        if self.modern:                          # discover() saw 2026-07-28 offered
             return result
         if self.era != "auto":
             raise ConnectionError(f"the server does not serve {self.era}: it offers "
@@ -3774,9 +3778,7 @@ def _explain_envelope(method, params, problems):
     if method == "notifications/subscriptions/acknowledged":
         return (f" (acknowledges subscriptions/listen {json.dumps(meta.get(SUBSCRIPTION_ID_KEY))}:"
                 " notifications tagged with that id follow)")
-    enveloped = PROTOCOL_VERSION_KEY in meta or CLIENT_CAPABILITIES_KEY in meta
-    if method not in MODERN_ONLY_METHODS and not enveloped or method == "initialize" \
-            or method.startswith("notifications/"):
+    if method.startswith("notifications/") or not is_stateless(method, meta):
         return ""
     try:
         Envelope(params.get("_meta"))
