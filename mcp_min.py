@@ -541,7 +541,8 @@ class Peer:
         if getattr(owner, "cancelled", False):        # cancelled just before we registered
             self.pending.pop(rid, None)
             raise Cancelled("the request that made this one was cancelled")
-        if self.input_ended or not self.send_frame(frame):   # no response could ever arrive
+        outlet = self if owner is None else owner.outlet   # the stream of the request asking
+        if self.input_ended or not outlet.send_frame(frame):   # no response could ever arrive
             self.pending.pop(rid, None)
             raise ConnectionError("the connection is closed")
         if not slot.done.wait(timeout):
@@ -620,7 +621,10 @@ class Peer:
         if slot is not None:
             slot.resolve(error={"code": code, "message": text})
 
-    def handle_message(self, message, batch=None):
+    def handle_message(self, message, outlet=None):
+        """Act on one decoded message. ``outlet`` is where the response to a request goes
+        (see ``respond``): this peer, or a Batch, or an HTTP response."""
+        outlet = outlet or self
         if isinstance(message, list):
             return self.handle_batch(message)
         try:
@@ -631,20 +635,18 @@ class Peer:
                 log.warning("ignored an invalid %s: %s", kind, e.message)   # never answered
                 if kind == "response":
                     self.fail_response(message.get("id"), e.code, e.message)
-                if batch is not None:
-                    batch.skip()
+                outlet.respond(None)
             else:
                 rid = e.data.get("id")
-                self.reply(rid, error_response(rid, e.code, e.message), batch)
+                outlet.respond(encode_message(error_response(rid, e.code, e.message)))
             return
         if kind == "request":
-            return self.handle_request(message, batch)
+            return self.handle_request(message, outlet)
         if kind == "notification":
             self.handle_notification(message)
         else:
             self.handle_response(message)
-        if batch is not None:
-            batch.skip()
+        outlet.respond(None)
 
     def handle_response(self, message):
         rid = message.get("id")
@@ -657,22 +659,22 @@ class Peer:
         else:
             slot.resolve(result=message["result"])
 
-    def reply(self, request_id, message, batch=None):
-        """Send a response (or hand it to the batch it belongs to)."""
-        if batch is not None:
-            batch.add(encode_message(message))
-        else:
-            self.send(message)
+    def respond(self, frame):
+        """Write the encoded response to a request, or nothing for None (a notification, or
+        a request that gets no response). Every request carries an outlet with this method
+        and ``send_frame``: the peer itself, a Batch, or an HTTP response stream."""
+        if frame is not None:
+            self.send_frame(frame)
 
     def handle_batch(self, items):
         """Hook: a JSON array of messages (only protocol 2025-03-26 has them)."""
         self.send(error_response(None, INVALID_REQUEST, "Invalid Request: batches are not "
                                  "supported; send one message per line"))
 
-    def handle_request(self, message, batch=None):
-        """Hook: answer a request."""
-        self.reply(message["id"], error_response(message["id"], METHOD_NOT_FOUND,
-                                                 f"Method not found: {message['method']}"), batch)
+    def handle_request(self, message, outlet):
+        """Hook: answer a request (through ``outlet.respond``)."""
+        outlet.respond(encode_message(error_response(
+            message["id"], METHOD_NOT_FOUND, f"Method not found: {message['method']}")))
 
     def handle_notification(self, message):
         """Hook: act on a notification (never answered)."""
@@ -684,14 +686,11 @@ class Batch:
 
     def __init__(self, peer, size):
         self.peer, self.remaining, self.frames, self.lock = peer, size, [], threading.Lock()
+        self.send_frame = peer.send_frame     # notifications go out at once, not batched
 
-    def add(self, frame):
-        self._settle(frame)
+    send, notify = Peer.send, Peer.notify
 
-    def skip(self):
-        self._settle(None)
-
-    def _settle(self, frame):
+    def respond(self, frame):
         with self.lock:
             if frame is not None:
                 self.frames.append(frame)
@@ -1856,13 +1855,14 @@ class Context:
     A tool, resource or prompt function gets one by declaring a parameter annotated
     ``Context`` (any name). Built-in handlers get it as their first argument."""
 
-    def __init__(self, session, request_id, method, params, envelope=None):
+    def __init__(self, session, request_id, method, params, envelope=None, outlet=None):
         self.session, self.server = session, session.server
+        self.outlet = outlet or session    # where frames about this request go (Peer.respond)
         self.request_id, self.method, self.params = request_id, method, params
         self.envelope = envelope           # 2026-07-28: the request's own envelope, else None
         self.answers = None                # 2026-07-28: key -> [question digest, answer]
         self.questions = 0                 # questions asked so far in this run
-        self.principal = None              # who the transport says the client is, if anyone
+        self.principal = session.principal # who the transport says the client is, if anyone
         meta = params.get("_meta")
         self.meta = meta if isinstance(meta, dict) else {}
         token = self.meta.get("progressToken")
@@ -1921,7 +1921,7 @@ class Context:
             if self.done or self.cancelled:
                 return False
             self.last_progress = progress
-            return self.session.notify("notifications/progress", params)
+            return self.outlet.notify("notifications/progress", params)
 
     # -- logging to the client ---------------------------------------------------------------
     def log(self, level, data, logger=None):
@@ -1929,14 +1929,16 @@ class Context:
         (with logging/setLevel; in 2026-07-28, in this request's ``_meta``, and only before
         its response). ``data`` is any JSON value. Never log secrets."""
         if self.envelope is None:
-            return self.session.log(level, data, logger)
+            session = self.session
+            params = _log_params(level, data, logger, session.version and session.log_level)
+            return params is not None and self.outlet.notify("notifications/message", params)
         params = _log_params(level, data, logger, self.envelope.log_level)
         if params is None:
             return False
         with self.session.lock:               # the response cannot overtake us here
             if self.done or self.cancelled:
                 return False
-            return self.session.notify("notifications/message", params)
+            return self.outlet.notify("notifications/message", params)
 
     # ctx.debug(data), ctx.info(data), ... ctx.emergency(data): one method per level
     def _at_level(level):
@@ -2320,6 +2322,22 @@ class Server:
       state_key=None         2026-07-28: the key that signs requestState (bytes or str; else
                              env MCP_MIN_STATE_KEY, else random per process)
       state_ttl=600          seconds a requestState stays valid
+
+    Over HTTP (``server.wsgi``, ``run(http=...)``):
+      http_path="/mcp"       the MCP endpoint's path
+      allowed_origins=()     browser Origins allowed besides this server's own and, when it
+                             is on this machine, this machine's ("*": any)
+      allowed_hosts=None     Host names to accept (besides localhost); None: any, except a
+                             non-local name on a request from this machine (DNS rebinding)
+      auth=None              ``fn(bearer_token) -> principal or None``: None answers 401;
+                             the principal is ``ctx.principal``
+      authorization_servers=()  where clients get tokens (served as RFC 9728 metadata)
+      http_sessions=True     handshake-era sessions (Mcp-Session-Id) in this process; False
+                             for several worker processes (then no server-to-client requests)
+      max_sessions=1000      sessions kept; past that the longest idle one is ended
+      session_idle=3600      seconds a session may stay unused
+      heartbeat=15.0         seconds between SSE keep-alive lines (they also reveal a client
+                             that went away, which cancels its request)
     """
 
     #: Methods answered on the reader thread; they are quick and never run user code.
@@ -2334,7 +2352,9 @@ class Server:
                  website_url=None, icons=None, lifespan=None, page_size=100, max_workers=64,
                  max_queue=10_000, max_line_bytes=32 << 20, grace_period=5.0, request_timeout=60.0,
                  forward_logging=False, cache_ttl_ms=0, cache_scope="public", state_key=None,
-                 state_ttl=600):
+                 state_ttl=600, http_path="/mcp", allowed_origins=(), allowed_hosts=None,
+                 auth=None, authorization_servers=(), http_sessions=True, max_sessions=1000,
+                 session_idle=3600, heartbeat=15.0):
         self.name, self.version, self.title, self.description = name, version, title, description
         self.instructions, self.website_url, self.icons = instructions, website_url, icons
         self.lifespan, self.lifespan_value, self._lifespan_users = lifespan, None, 0
@@ -2343,6 +2363,12 @@ class Server:
         self.request_timeout, self.forward_logging = request_timeout, forward_logging
         self.cache_ttl_ms, self.cache_scope = _cache_hints(cache_ttl_ms, cache_scope, name)
         self.request_state = RequestStateSigner(state_key, state_ttl)
+        self.http_path, self.allowed_origins = http_path, tuple(allowed_origins)
+        self.allowed_hosts = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
+        self.auth, self.authorization_servers = auth, tuple(authorization_servers)
+        self.http_sessions, self.max_sessions = http_sessions, max_sessions
+        self.session_idle, self.heartbeat = session_idle, heartbeat
+        self._http = None                     # the HttpEndpoint, made by the first request
         self.tools, self.resources, self.prompts, self.completers = {}, {}, {}, {}
         self.sessions = set()                 # open connections (one, over stdio)
         self._info_meta = None                # serverInfo for 2026-07-28 results, made once
@@ -2764,15 +2790,19 @@ class Server:
         return {}
 
     # -- serving -------------------------------------------------------------------------------
-    def serve(self, read_fd=0, write_fd=1, trace=None):
-        """Serve one connection on a pair of file descriptors until end of input, then let
-        in-flight calls finish (``grace_period``). ``run()`` is this on stdin/stdout."""
+    def prepare(self):
+        """Start what serving needs, once: the worker pool, and log forwarding."""
         with self.lock:
             if self.pool is None:
                 self.pool = WorkerPool(self.max_workers, self.max_queue)
                 if self.forward_logging:
                     forward_logging_to_client(self.forward_logging if
                                               isinstance(self.forward_logging, str) else None)
+
+    def serve(self, read_fd=0, write_fd=1, trace=None):
+        """Serve one connection on a pair of file descriptors until end of input, then let
+        in-flight calls finish (``grace_period``). ``run()`` is this on stdin/stdout."""
+        self.prepare()
         session = Session(self, write_fd, trace)
         rfile = open(read_fd, "rb", buffering=1 << 16, closefd=False)
         self._enter_lifespan()
@@ -2808,10 +2838,50 @@ class Server:
             leave, self._lifespan_exit, self.lifespan_value = self._lifespan_exit, None, None
         leave()
 
-    def run(self, trace=None):
+    def wsgi(self, environ, start_response):
+        """The WSGI application that serves MCP over Streamable HTTP at ``http_path``: run it
+        on any WSGI server (``gunicorn 'app:server.wsgi'``), or with ``run(http=...)``.
+        The first request starts the pool and enters the lifespan (left when the process
+        ends)."""
+        endpoint = self._http
+        if endpoint is None:
+            with _http_start_lock:
+                if self._http is None:
+                    self.prepare()
+                    self._enter_lifespan()
+                    self._http = HttpEndpoint(self)
+            endpoint = self._http
+        return endpoint(environ, start_response)
+
+    def run_http(self, address="127.0.0.1:8000"):
+        """Serve ``wsgi`` on wsgiref at ``address`` ("HOST:PORT"; the host defaults to
+        127.0.0.1) until Ctrl+C or SIGTERM. For development and one host: see the README
+        for gunicorn."""
+        import signal
+        host, port = _parse_address(address)
+        httpd = make_http_server(self.wsgi, host, port)
+        shown = f"[{host}]" if ":" in host else host
+        print(f"mcp_min: serving {self.name} on http://{shown}:{httpd.server_port}"
+              f"{self.http_path}", file=sys.stderr, flush=True)
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+        try:
+            httpd.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            httpd.server_close()
+            if self._http is not None:
+                self._exit_lifespan()
+        return 0
+
+    def run(self, trace=None, http=None):
         """Serve MCP over stdin/stdout until end of input, SIGTERM or Ctrl+C; then exit.
+        ``http="HOST:PORT"`` serves Streamable HTTP there instead (``run_http``).
 
         ``trace=True`` (or env MCP_MIN_TRACE=1) logs every frame to stderr as it crosses."""
+        if http is not None:
+            sys.exit(self.run_http(http))
         if trace is None:
             trace = os.environ.get("MCP_MIN_TRACE", "") not in ("", "0")
         read_fd, write_fd = claim_stdio()
@@ -2836,6 +2906,13 @@ class Server:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)   # a late signal must not turn a
             signal.signal(signal.SIGINT, signal.SIG_IGN)    # clean exit into death by signal
         sys.exit(code)
+
+
+_http_start_lock = threading.Lock()
+
+
+def _raise_keyboard_interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def _cache_hints(ttl_ms, scope, owner):
@@ -3055,54 +3132,57 @@ class Session(Peer):
         self.listens = {}                   # id of an open subscriptions/listen -> its filter
         self.deadline = None                # end of the grace period, once input has ended
         self.lock = threading.Lock()        # guards running, and orders progress before replies
+        self.principal = None               # who the transport says the client is (HTTP)
 
     # -- dispatch ------------------------------------------------------------------------------
     def handle_batch(self, items):
-        if self.version != V2025_03:          # batches exist in 2025-03-26 only (B10, B11)
+        if self.version != V2025_03:          # batches exist in protocol 2025-03-26 only
+            version = self.version or "none (not initialized)"
             return self.send(error_response(None, INVALID_REQUEST, "Invalid Request: batches "
-                                            f"are not part of protocol version {self.version or 'none (not initialized)'}"
-                                            "; send one message per line"))
+                                            f"are not part of protocol version {version}; "
+                                            "send one message per line"))
         if not items:
             return self.send(error_response(None, INVALID_REQUEST, "Invalid Request: empty batch"))
         batch = Batch(self, len(items))
         for item in items:
             if isinstance(item, list):            # no batches inside batches
-                self.reply(None, error_response(None, INVALID_REQUEST, "Invalid Request: "
-                                                "a batch inside a batch"), batch)
+                self.reply_error(None, INVALID_REQUEST, "Invalid Request: a batch inside a "
+                                                        "batch", batch)
             else:
                 self.handle_message(item, batch)
 
-    def handle_request(self, message, batch=None):
+    def handle_request(self, message, outlet):
         rid, method = message["id"], message["method"]
         params = message.get("params") or {}
         server = self.server
         if method.startswith("notifications/"):
             return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: {method} is a "
-                                    "notification; send it without an id", batch)
+                                    "notification; send it without an id", outlet)
         meta = params.get("_meta")
         if is_stateless(method, meta):
-            return self.handle_stateless(rid, method, params, meta, batch)
+            return self.handle_stateless(rid, method, params, meta, outlet)
         handler = server.handlers.get(method)
-        if handler is None:                   # answered at once: clients probe with this (G1)
-            return self.reply_error(rid, METHOD_NOT_FOUND, f"Method not found: {method}", batch)
+        if handler is None:                   # answered at once: clients probe with this
+            return self.reply_error(rid, METHOD_NOT_FOUND, f"Method not found: {method}", outlet)
         if self.version is None and method not in ("initialize", "ping"):
             return self.reply_error(rid, INVALID_REQUEST, f"Server not initialized: send "
-                                    f"initialize first (got {method} before initialize)", batch)
-        if method == "initialize" and batch is not None:
-            return self.reply_error(rid, INVALID_REQUEST, "initialize must not be part of a batch", batch)
+                                    f"initialize first (got {method} before initialize)", outlet)
+        if method == "initialize" and isinstance(outlet, Batch):
+            return self.reply_error(rid, INVALID_REQUEST, "initialize must not be part of a "
+                                                          "batch", outlet)
         needs = _NEEDS.get(method)
         if needs and self.version is not None and needs not in self.capabilities:
             return self.reply_error(rid, METHOD_NOT_FOUND, f"Method not found: {method} (this "
-                                    f"server declares no {needs} capability)", batch)
-        self.start(rid, method, params, handler, batch)
+                                    f"server declares no {needs} capability)", outlet)
+        self.start(rid, method, params, handler, outlet)
 
-    def handle_stateless(self, rid, method, params, meta, batch=None):
+    def handle_stateless(self, rid, method, params, meta, outlet):
         """A 2026-07-28 request: everything the server needs to know about the client is in
         the request itself, checked here in the order the spec's errors imply (the envelope,
         then the version, then the method); nothing is read from earlier requests."""
         server = self.server
         try:
-            if batch is not None:
+            if isinstance(outlet, Batch):
                 raise JSONRPCError(INVALID_REQUEST, "Invalid Request: 2026-07-28 requests "
                                                     "cannot be part of a batch")
             envelope = Envelope(meta)
@@ -3115,10 +3195,10 @@ class Session(Peer):
                 raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method} (this server "
                                                      f"declares no {needs} capability)")
         except JSONRPCError as e:
-            return self.reply(rid, error_response(rid, e.code, e.message, e.data), batch)
-        self.start(rid, method, params, handler, batch, envelope)
+            return outlet.respond(self.encode_error(rid, e.code, e.message, e.data))
+        self.start(rid, method, params, handler, outlet, envelope)
 
-    def start(self, rid, method, params, handler, batch=None, envelope=None):
+    def start(self, rid, method, params, handler, outlet, envelope=None):
         """Run a handler for a request: inline if it is quick, else on the pool."""
         server = self.server
         with self.lock:
@@ -3126,25 +3206,25 @@ class Session(Peer):
             # answered, the id is free again; an open listen keeps its id until cancelled
             duplicate = earlier is not None and not earlier.done or rid in self.listens
             if not duplicate:
-                ctx = self.running[rid] = Context(self, rid, method, params, envelope)
+                ctx = self.running[rid] = Context(self, rid, method, params, envelope, outlet)
         if duplicate:
-            return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: id {rid!r} is already "
-                                    "in use by a request still in progress", batch)
+            return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: id {rid!r} is "
+                                    "already in use by a request still in progress", outlet)
         if method in server.inline_methods:
-            self.run(ctx, handler, batch)
-        elif not server.pool.submit(self.run, ctx, handler, batch):
+            self.run(ctx, handler)
+        elif not server.pool.submit(self.run, ctx, handler):
             with self.lock:
                 self.running.pop(rid, None)
             # 2026-07-28 asks new servers not to use -32000...-32019
             code = SERVER_BUSY if envelope is None else INTERNAL_ERROR
             self.reply_error(rid, code, f"Server busy: {server.max_workers} calls running "
-                             f"and {server.max_queue} waiting; try again later", batch)
+                             f"and {server.max_queue} waiting; try again later", outlet)
 
-    def reply_error(self, rid, code, message, batch=None):
-        self.reply(rid, error_response(rid, code, message), batch)
+    def reply_error(self, rid, code, message, outlet):
+        outlet.respond(encode_message(error_response(rid, code, message)))
 
-    def run(self, ctx, handler, batch=None):
-        """Run one handler (on a worker, or inline) and write its reply."""
+    def run(self, ctx, handler):
+        """Run one handler (on a worker, or inline) and write its response to its outlet."""
         rid = ctx.request_id
         _current.ctx = ctx
         try:
@@ -3154,8 +3234,9 @@ class Session(Peer):
                 frame = encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
             else:
                 frame = self.server.run_stateless(ctx, handler)
-        except Cancelled as e:                # silent only if the client cancelled it (§9)
-            frame = None if ctx.cancelled else self.encode_error(rid, INTERNAL_ERROR, f"Cancelled: {e}")
+        except Cancelled as e:                # silent only if the client cancelled it
+            frame = None if ctx.cancelled else self.encode_error(rid, INTERNAL_ERROR,
+                                                                 f"Cancelled: {e}")
         except _Stop:                         # an inline handler, stopped by a signal
             with self.lock:
                 self.running.pop(rid, None)
@@ -3164,21 +3245,16 @@ class Session(Peer):
             frame = self.encode_error(rid, e.code, e.message, e.data)
         except BaseException as e:            # SystemExit and KeyboardInterrupt too
             log.error("%s failed", ctx.method, exc_info=True)
-            frame = self.encode_error(rid, INTERNAL_ERROR, f"Internal error: {type(e).__name__}: {e}")
+            frame = self.encode_error(rid, INTERNAL_ERROR, f"Internal error: "
+                                                           f"{type(e).__name__}: {e}")
         finally:
             _current.ctx = None
         with self.lock:
             ctx.done = True
-            if ctx.cancelled:                  # a cancelled request gets no reply (§9)
+            if ctx.cancelled:                  # a cancelled request gets no response
                 frame = None
         try:
-            if frame is None:
-                if batch is not None:
-                    batch.skip()
-            elif batch is not None:
-                batch.add(frame)
-            else:
-                self.send_frame(frame)
+            ctx.outlet.respond(frame)
         finally:                               # in flight until written: drain() waits for it
             with self.lock:
                 if self.running.get(rid) is ctx:
@@ -3280,6 +3356,541 @@ class Session(Peer):
             import signal
             if signal.getsignal(signal.SIGTERM) is _stop_on_signal:
                 signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
+
+
+# ============================================================================================
+# Streamable HTTP: the same sessions and handlers behind a WSGI application
+# ============================================================================================
+#
+# Over HTTP every client message is one POST to one endpoint (/mcp). A request's response is
+# the POST's response: one JSON body, or an SSE stream (text/event-stream) when something about
+# the request comes first (progress, log lines, and in the handshake era the server's own
+# questions to the client). The dispatch is stdio's: the POST's message goes to a Session's
+# handle_message with an EventStream as its outlet, so the frames about that request land in
+# that response. 2026-07-28 requests need no session (a throwaway one per POST), so any worker
+# of a pool of processes can answer any of them; handshake-era clients get a session of their
+# own (Mcp-Session-Id), kept in this process.
+
+HTTP_STATUS = {200: "200 OK", 202: "202 Accepted", 204: "204 No Content",
+               400: "400 Bad Request", 401: "401 Unauthorized", 403: "403 Forbidden",
+               404: "404 Not Found", 405: "405 Method Not Allowed", 406: "406 Not Acceptable",
+               409: "409 Conflict", 411: "411 Length Required", 413: "413 Content Too Large",
+               415: "415 Unsupported Media Type", 500: "500 Internal Server Error",
+               503: "503 Service Unavailable"}
+#: 2026-07-28 errors that are the client's fault get 400, an unknown method 404 (both with the
+#: JSON-RPC error as the body); other errors are answered 200, as results are.
+_MODERN_ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400,
+                        HEADER_MISMATCH: 400, MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400,
+                        METHOD_NOT_FOUND: 404}
+_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+_END = (None, True)                   # what ends an EventStream that has no response to send
+
+
+class EventStream:
+    """The outlet of one HTTP request: the frames about it and its response, queued as
+    ``(frame, is_response)`` for the thread writing the HTTP response. A listen stream has no
+    response: it stays open until the client goes away."""
+
+    def __init__(self, listen=False):
+        self.frames, self.listen, self.closed = SimpleQueue(), listen, False
+
+    def send_frame(self, frame):
+        if self.closed:
+            return False
+        self.frames.put((frame, False))
+        return True
+
+    send, notify = Peer.send, Peer.notify
+
+    def respond(self, frame):
+        if frame is not None or not self.listen:
+            self.frames.put((frame, True))
+
+    def close(self):
+        self.closed = True
+        self.frames.put(_END)
+
+
+class HttpSession(Session):
+    """A Session whose frames travel in HTTP responses instead of down a file descriptor:
+    those about a request in that request's response (its outlet), the others (list changes,
+    resource updates) in the stream the client opened with GET, if it did."""
+
+    def __init__(self, server, principal=None):
+        super().__init__(server, None)
+        self.principal = principal            # who the bearer token said the client is
+        self.stream = None                    # the GET stream, or a listen's response
+        self.id, self.last_used = None, time.monotonic()
+
+    def send_frame(self, frame):
+        stream = self.stream
+        return stream is not None and stream.send_frame(frame)
+
+    def end(self):
+        """DELETE, eviction or expiry: stop its calls, close its stream."""
+        self.fail_pending(ConnectionError("the session ended"))
+        for request_id in list(self.running):
+            self.cancel(request_id, "the session ended")
+        if self.stream is not None:
+            self.stream.close()
+
+
+def _header_value(raw):
+    """A header value as sent: values that are not plain ASCII travel as =?base64?...?=."""
+    if raw and raw.startswith("=?base64?") and raw.endswith("?="):
+        try:
+            return b64decode(raw[9:-2]).decode("utf-8")
+        except (ValueError, binascii.Error):
+            return None
+    return raw
+
+
+def _host_name(host):
+    """The host name of a Host header or an Origin's netloc, without port or brackets."""
+    if host.startswith("["):
+        return host[1:host.find("]")].lower()
+    return host.rsplit(":", 1)[0].lower() if host.count(":") == 1 else host.lower()
+
+
+class HttpEndpoint:
+    """The WSGI application behind ``server.wsgi``: checks the HTTP layer (path, method,
+    Origin, Host, token, headers, body), then hands the message to a Session."""
+
+    def __init__(self, server):
+        self.server, self.sessions, self.lock = server, {}, threading.Lock()
+
+    # -- the WSGI callable --------------------------------------------------------------------
+    def __call__(self, environ, start_response):
+        server = self.server
+        path, method = environ.get("PATH_INFO") or "/", environ["REQUEST_METHOD"]
+        if path.startswith("/.well-known/oauth-protected-resource") and server.auth:
+            return self.resource_metadata(environ, start_response)
+        if path.rstrip("/") != server.http_path.rstrip("/"):
+            return self.error(start_response, 404, None, INVALID_REQUEST,
+                              f"Not Found: the MCP endpoint is {server.http_path}")
+        refusal = self.check_origin(environ)
+        if refusal:
+            return self.error(start_response, 403, None, INVALID_REQUEST, refusal)
+        principal = None
+        if server.auth is not None:
+            principal = self.authenticate(environ)
+            if principal is None:
+                return self.unauthorized(environ, start_response)
+        if method == "POST":
+            return self.post(environ, start_response, principal)
+        if method in ("GET", "DELETE") and server.http_sessions:
+            session, problem = self.find_session(environ, principal)
+            if problem:
+                return self.error(start_response, *problem)
+            if method == "DELETE":
+                with self.lock:
+                    self.sessions.pop(session.id, None)
+                session.end()
+                return self.reply(start_response, 204, b"")
+            return self.listen_stream(environ, start_response, session)
+        allowed = "GET, POST, DELETE" if server.http_sessions else "POST"
+        return self.error(start_response, 405, None, INVALID_REQUEST, f"Method Not Allowed: "
+                          f"{method} (this endpoint takes {allowed})", [("Allow", allowed)])
+
+    # -- security ---------------------------------------------------------------------------
+    def check_origin(self, environ):
+        """Why the request must be refused (403), or None. A browser names the page that sent
+        a request in Origin: one that is not this server's own, not listed, and not on this
+        machine when the server is, is another site's script. A Host that is not this
+        machine's, on a request from this machine, is DNS rebinding."""
+        server, host = self.server, environ.get("HTTP_HOST", "")
+        remote_local = _host_name(environ.get("REMOTE_ADDR", "")) in ("127.0.0.1", "::1")
+        host_name = _host_name(host)
+        if server.allowed_hosts is not None:
+            if host_name not in _LOOPBACK_NAMES and host_name not in server.allowed_hosts:
+                return f"Forbidden: Host {host!r} is not among the allowed hosts"
+        elif remote_local and host_name not in _LOOPBACK_NAMES:
+            return f"Forbidden: Host {host!r} is not this machine (DNS rebinding?)"
+        origin = environ.get("HTTP_ORIGIN")
+        if origin is None or "*" in server.allowed_origins or origin in server.allowed_origins:
+            return None
+        netloc = origin.partition("://")[2]
+        if netloc == host or (_host_name(netloc) in _LOOPBACK_NAMES and
+                              host_name in _LOOPBACK_NAMES):
+            return None
+        return f"Forbidden: Origin {origin!r} is not allowed (Server(allowed_origins=[...]))"
+
+    def authenticate(self, environ):
+        scheme, _, token = environ.get("HTTP_AUTHORIZATION", "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return None
+        try:
+            return self.server.auth(token.strip())
+        except Exception:                     # the hook failed: no principal; never the token
+            log.error("the auth hook failed (%s)", sys.exc_info()[0].__name__)
+            return None
+
+    def base_url(self, environ):
+        scheme = environ.get("wsgi.url_scheme", "http")
+        return f"{scheme}://{environ.get('HTTP_HOST') or environ.get('SERVER_NAME', '')}"
+
+    def unauthorized(self, environ, start_response):
+        """401, with where to read how to get a token (RFC 9728)."""
+        metadata = (self.base_url(environ) + "/.well-known/oauth-protected-resource"
+                    + self.server.http_path)
+        error = ', error="invalid_token"' if environ.get("HTTP_AUTHORIZATION") else ""
+        return self.error(start_response, 401, None, INVALID_REQUEST, "Unauthorized: send "
+                          "Authorization: Bearer TOKEN", [("WWW-Authenticate", f"Bearer "
+                                                           f'resource_metadata="{metadata}"{error}')])
+
+    def resource_metadata(self, environ, start_response):
+        body = {"resource": self.base_url(environ) + self.server.http_path,
+                "authorization_servers": list(self.server.authorization_servers),
+                "bearer_methods_supported": ["header"]}
+        return self.reply(start_response, 200, encode_message(body), "application/json")
+
+    # -- POST: one client message ---------------------------------------------------------------
+    def post(self, environ, start_response, principal):
+        server = self.server
+        accept = environ.get("HTTP_ACCEPT", "*/*")
+        sse = "text/event-stream" in accept or "*/*" in accept
+        if not (sse or "application/json" in accept or "application/*" in accept):
+            return self.error(start_response, 406, None, INVALID_REQUEST, "Not Acceptable: "
+                              "accept application/json and text/event-stream")
+        if environ.get("CONTENT_TYPE", "").split(";")[0].strip().lower() != "application/json":
+            return self.error(start_response, 415, None, INVALID_REQUEST, "Unsupported Media "
+                              "Type: the body must be application/json")
+        body, problem = self.read_body(environ)
+        if problem:
+            return self.error(start_response, *problem)
+        try:
+            message = decode_message(body)
+            if isinstance(message, list):
+                raise JSONRPCError(INVALID_REQUEST, "Invalid Request: batches are not "
+                                                    "supported over HTTP; POST one message")
+            kind = classify(message)
+        except JSONRPCError as e:
+            rid = e.data.get("id") if isinstance(e.data, dict) else None
+            return self.error(start_response, 400, rid, e.code, e.message)
+        if kind == "request":
+            # The era: 2026-07-28 if the body or the MCP-Protocol-Version header says so (a
+            # handshake client sends no such header with initialize, and its version after).
+            params = message.get("params") or {}
+            if is_stateless(message["method"], params.get("_meta")) or \
+                    environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_PROTOCOL_VERSIONS:
+                problem = self.check_headers(environ, message, params)
+                if problem:
+                    return self.error(start_response, 400, message["id"], HEADER_MISMATCH,
+                                      problem)
+                session = HttpSession(server, principal)
+                return self.exchange(start_response, session, message, sse, modern=True)
+        elif environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_PROTOCOL_VERSIONS:
+            return self.reply(start_response, 202, b"")    # nothing for a stateless server
+        session, extra = None, []
+        if kind == "request" and message["method"] == "initialize":
+            session = HttpSession(server, principal)
+        elif server.http_sessions:
+            session, problem = self.find_session(environ, principal)
+            if problem:
+                return self.error(start_response, *problem)
+        else:                                 # stateless handshake: as if just initialized
+            session = self.stateless_session(environ, principal)
+        session.last_used = time.monotonic()
+        if kind != "request":                 # a notification, or an answer to our question
+            session.handle_message(message)
+            return self.reply(start_response, 202, b"")
+        if message["method"] == "initialize" and server.http_sessions:
+            extra = [("Mcp-Session-Id", self.open_session(session))]
+        return self.exchange(start_response, session, message, sse, headers=extra)
+
+    def read_body(self, environ):
+        limit = self.server.max_line_bytes
+        length = environ.get("CONTENT_LENGTH")
+        try:
+            length = int(length) if length else None
+        except ValueError:
+            return None, (400, None, INVALID_REQUEST, "Bad Request: invalid Content-Length")
+        if length is None and "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", ""):
+            return None, (411, None, INVALID_REQUEST, "Length Required: send Content-Length")
+        if length is not None and length > limit:
+            return None, (413, None, INVALID_REQUEST, f"Content Too Large: {length} bytes is "
+                          f"over the limit of {limit} bytes per message")
+        body = environ["wsgi.input"].read(limit + 1 if length is None else length)
+        if len(body) > limit:
+            return None, (413, None, INVALID_REQUEST, f"Content Too Large: over the limit of "
+                          f"{limit} bytes per message")
+        return body, None
+
+    def check_headers(self, environ, message, params):
+        """2026-07-28 repeats in headers what the body says (so that proxies can route on it):
+        any disagreement is refused, -32020."""
+        meta = params.get("_meta")
+        version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
+        header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+        if isinstance(version, str) and header != version:
+            return (f"Header mismatch: MCP-Protocol-Version is {header!r}, the body's "
+                    f"_meta says {version!r}")
+        method = message["method"]
+        if _header_value(environ.get("HTTP_MCP_METHOD")) != method:
+            return f"Header mismatch: Mcp-Method must be {method!r}"
+        if method in INPUT_METHODS:
+            name = params.get("uri" if method == "resources/read" else "name")
+            if _header_value(environ.get("HTTP_MCP_NAME")) != name:
+                return f"Header mismatch: Mcp-Name must be {name!r}"
+        return None
+
+    # -- handshake-era sessions -----------------------------------------------------------------
+    def open_session(self, session):
+        """Keep a new session; past ``max_sessions``, the one idle longest makes room."""
+        import secrets
+        session.id = secrets.token_urlsafe(24)
+        now, idle = time.monotonic(), self.server.session_idle
+        with self.lock:
+            for old in [s for s in self.sessions.values() if now - s.last_used > idle]:
+                del self.sessions[old.id]
+                old.end()
+            if len(self.sessions) >= self.server.max_sessions:
+                oldest = min(self.sessions.values(), key=lambda s: s.last_used)
+                del self.sessions[oldest.id]
+                oldest.end()
+            self.sessions[session.id] = session
+        return session.id
+
+    def find_session(self, environ, principal):
+        """The session a request names, or the HTTP error to answer with."""
+        session_id = environ.get("HTTP_MCP_SESSION_ID")
+        if not session_id:
+            return None, (400, None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header "
+                          "required (send initialize first)")
+        with self.lock:
+            session = self.sessions.get(session_id)
+        # A session belongs to whoever opened it: another principal is told it does not exist.
+        if session is None or session.principal != principal or \
+                time.monotonic() - session.last_used > self.server.session_idle:
+            return None, (404, None, INVALID_REQUEST, "Session not found: initialize again")
+        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+        if version is not None and version != session.version:
+            return None, (400, None, INVALID_REQUEST, f"Bad Request: MCP-Protocol-Version "
+                          f"{version!r} is not this session's ({session.version})")
+        return session, None
+
+    def stateless_session(self, environ, principal):
+        """A throwaway session for a handshake-era request to a server without sessions: the
+        version from the header (2025-03-26 when absent, as the spec says), nothing else
+        known about the client, so no questions can be asked of it."""
+        session = HttpSession(self.server, principal)
+        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+        session.version = version if version in PROTOCOL_VERSIONS else V2025_03
+        session.capabilities, session.initialized = self.server.capabilities(), True
+        return session
+
+    # -- responses --------------------------------------------------------------------------------
+    def exchange(self, start_response, session, message, sse, modern=False, headers=()):
+        """Dispatch one request and answer with its response: JSON if that comes first, else
+        an SSE stream of what comes before it. A stream also starts when the response takes
+        longer than ``heartbeat`` seconds, so that the server learns of a client that went
+        away (writing to it fails), which cancels the request."""
+        listen = modern and message["method"] == "subscriptions/listen"
+        stream = EventStream(listen)
+        if listen:
+            session.stream = stream
+            self.server.sessions.add(session)
+        if modern:                            # even initialize: it is not part of this era
+            params = message.get("params") or {}
+            session.handle_stateless(message["id"], message["method"], params,
+                                     params.get("_meta"), stream)
+        else:
+            session.handle_message(message, stream)
+        wait = self.server.heartbeat if sse else None
+        frames = stream.frames
+        try:
+            first = frames.get(timeout=wait)
+        except Exception:                     # queue.Empty: nothing yet
+            first = None
+        answered_first = first is not None and first[1]
+        if answered_first or not sse:
+            while first is None or not first[1]:    # JSON only: notifications are dropped
+                first = frames.get()
+            if listen:                        # refused: no stream after all
+                session.stream = None
+                self.server.sessions.discard(session)
+            frame = first[0]
+            if frame is None:                 # cancelled: there is nothing to answer
+                return self.reply(start_response, 202, b"", extra=headers)
+            status = self.status_of(frame, modern)
+            return self.reply(start_response, status, frame, "application/json", headers)
+        start_response(HTTP_STATUS[200], [("Content-Type", "text/event-stream"),
+                                          ("Cache-Control", "no-cache"),
+                                          ("X-Accel-Buffering", "no"), *headers])
+        return self.events(session, stream, message["id"], first)
+
+    def events(self, session, stream, request_id, first=None):
+        """The SSE body: each frame an event, a comment line every ``heartbeat`` seconds while
+        nothing happens, until the response (or, for a listen, the client leaving)."""
+        import queue
+        finished = False
+        try:
+            item = first
+            while True:
+                if item is None:
+                    yield b": keep-alive\n\n"
+                else:
+                    frame, final = item
+                    if frame is not None:
+                        yield b"event: message\ndata: " + frame + b"\n\n"
+                    if final:
+                        finished = True
+                        return
+                try:
+                    item = stream.frames.get(timeout=self.server.heartbeat)
+                except queue.Empty:
+                    item = None
+        finally:                              # the client went away, or the stream ended
+            stream.closed = True
+            if session.stream is stream:      # a GET or listen stream: nothing more for it
+                session.stream = None
+                self.server.sessions.discard(session)
+            if not finished and request_id is not None:
+                session.cancel(request_id, "the client closed the HTTP response")
+
+    def listen_stream(self, environ, start_response, session):
+        """GET: the stream of a handshake-era session's messages that belong to no request."""
+        if "text/event-stream" not in environ.get("HTTP_ACCEPT", ""):
+            return self.error(start_response, 406, None, INVALID_REQUEST, "Not Acceptable: "
+                              "GET opens a text/event-stream")
+        if session.stream is not None:
+            return self.error(start_response, 409, None, INVALID_REQUEST, "Conflict: this "
+                              "session already has a GET stream open")
+        stream = session.stream = EventStream(listen=True)
+        self.server.sessions.add(session)
+        start_response(HTTP_STATUS[200], [("Content-Type", "text/event-stream"),
+                                          ("Cache-Control", "no-cache"),
+                                          ("X-Accel-Buffering", "no")])
+        return self.events(session, stream, None)
+
+    @staticmethod
+    def status_of(frame, modern):
+        if b'"error":{"code":' not in frame:
+            return 200
+        error = json.loads(frame).get("error")
+        if not isinstance(error, dict):       # a result that only mentions such a string
+            return 200
+        if modern:
+            return _MODERN_ERROR_STATUS.get(error.get("code"), 200)
+        return 400 if error.get("code") in (PARSE_ERROR, INVALID_REQUEST) else 200
+
+    @staticmethod
+    def reply(start_response, status, body, content_type=None, extra=()):
+        headers = [("Content-Length", str(len(body)))]
+        if content_type:
+            headers.append(("Content-Type", content_type))
+        start_response(HTTP_STATUS[status], headers + list(extra))
+        return [body]
+
+    def error(self, start_response, status, request_id, code, message, extra=()):
+        body = encode_message(error_response(request_id, code, message))
+        return self.reply(start_response, status, body, "application/json", extra)
+
+
+def make_http_server(app, host="127.0.0.1", port=8000):
+    """A wsgiref server for ``app``: a thread per connection, HTTP/1.1 keep-alive (wsgiref
+    alone answers one request per connection, HTTP/1.0), chunked streams. For development
+    and one host; behind a load balancer, run ``server.wsgi`` on gunicorn instead."""
+    import http.server
+    import socket
+    import socketserver
+    from wsgiref import simple_server
+
+    class Handler(simple_server.ServerHandler):
+        http_version, chunked = "1.1", False
+
+        def cleanup_headers(self):
+            # The connection carries the next request only if this one's body was read
+            # (a request refused early) and the response's length is known: a stream is
+            # sent in chunks for that.
+            if not self.request_handler.body.discard():
+                self.headers["Connection"] = "close"
+                self.request_handler.close_connection = True
+            if "Content-Length" not in self.headers:
+                if self.request_handler.request_version == "HTTP/1.1":
+                    self.headers["Transfer-Encoding"] = "chunked"
+                else:
+                    self.request_handler.close_connection = True
+
+        def send_headers(self):
+            super().send_headers()
+            self.chunked = "Transfer-Encoding" in self.headers
+
+        def _write(self, data):
+            if self.chunked and data:
+                data = b"%X\r\n%s\r\n" % (len(data), data)
+            if data:
+                super()._write(data)
+
+        def finish_content(self):
+            super().finish_content()
+            if self.chunked:
+                self.chunked = False
+                super()._write(b"0\r\n\r\n")
+                self._flush()
+
+    class RequestHandler(simple_server.WSGIRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        # one request after another while the connection is kept alive (wsgiref's handle()
+        # answers one and closes)
+        handle = http.server.BaseHTTPRequestHandler.handle
+
+        def handle_one_request(self):
+            self.raw_requestline = self.rfile.readline(65537)
+            if not self.raw_requestline or len(self.raw_requestline) > 65536:
+                self.close_connection = True
+                return
+            if not self.parse_request():
+                return
+            self.body = _BodyReader(self.rfile, self.headers)
+            handler = Handler(self.body, self.wfile, self.get_stderr(), self.get_environ(),
+                              multithread=True)
+            handler.request_handler = self
+            handler.run(self.server.get_app())
+
+        def log_request(self, code="-", size="-"):
+            log.debug("%s %s %s", self.command, self.path, code)
+
+    class HTTPServer(socketserver.ThreadingMixIn, simple_server.WSGIServer):
+        daemon_threads, allow_reuse_address = True, True
+        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+    httpd = HTTPServer((host, port), RequestHandler)
+    httpd.set_app(app)
+    return httpd
+
+
+class _BodyReader:
+    """wsgi.input for wsgiref: reads no further than Content-Length, and knows what is left."""
+
+    def __init__(self, rfile, headers):
+        length = headers.get("Content-Length", "")
+        self.rfile, self.left = rfile, int(length) if length.isdigit() else 0
+        self.unreadable = "Transfer-Encoding" in headers      # wsgiref cannot read it
+
+    def discard(self, limit=1 << 16):
+        """Read and drop what the application left unread (up to ``limit`` bytes), so that
+        it is not taken for the next request; False if that is not possible."""
+        if 0 < self.left <= limit:
+            self.read()
+        return not (self.left or self.unreadable)
+
+    def read(self, size=-1):
+        size = self.left if size is None or size < 0 else min(size, self.left)
+        data = self.rfile.read(size) if size else b""
+        self.left -= len(data)
+        return data
+
+
+def _parse_address(address):
+    """"HOST:PORT", ":PORT", "PORT" or "[::1]:PORT" -> (host, port); the host defaults to
+    127.0.0.1, so that nothing else can reach the server unless asked."""
+    host, _, port = str(address).rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit():
+        raise ValueError(f"not an address: {address!r} (use HOST:PORT, e.g. 127.0.0.1:8000)")
+    return host, int(port)
 
 
 # ============================================================================================
@@ -3463,7 +4074,7 @@ class Client(Peer):
         self.close()
 
     # -- incoming --------------------------------------------------------------------------------
-    def handle_request(self, message, batch=None):
+    def handle_request(self, message, outlet):
         threading.Thread(target=self._answer, args=(message,), daemon=True).start()
 
     def answer(self, method, params):
@@ -3941,6 +4552,8 @@ def main(argv=None):
     serve = commands.add_parser("serve", help="run the server in a Python file (FILE.py[:NAME])")
     serve.add_argument("target")
     serve.add_argument("--trace", action="store_true", help="log every frame to stderr")
+    serve.add_argument("--http", metavar="[HOST:]PORT", help="serve Streamable HTTP at "
+                       "http://HOST:PORT/mcp (HOST: 127.0.0.1 unless given)")
     commands.add_parser("demo", help="watch a client and the gift server talk, frame by frame"
                         ).add_argument("--era", choices=("legacy", V2026_07),
                                        help="one session in this era (default: one in each)")
@@ -3978,7 +4591,7 @@ def main(argv=None):
 
 def _command(args, words, colour):
     if args.command == "serve":
-        load_server(args.target).run(trace=args.trace or None)
+        load_server(args.target).run(trace=args.trace or None, http=args.http)
     elif args.command == "demo":
         return demo(colour=colour, era=args.era)
     elif args.command == "repl":

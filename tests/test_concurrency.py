@@ -481,6 +481,8 @@ def test_a_signal_while_the_reader_is_stuck_writing_to_a_client_that_reads_nothi
     try:
         proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
                                       "params": INIT_PARAMS}) + "\n").encode())
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 0    # serving: signals handled
         proc.stdin.write(b'{"jsonrpc":"2.0","id":"list","method":"tools/list"}\n' * 3)
         proc.stdin.flush()
         time.sleep(0.5)                 # blocked in write(): nobody reads stdout

@@ -1,0 +1,580 @@
+"""Streamable HTTP: ``server.wsgi`` called in-process for the HTTP rules of both eras, and the
+embedded wsgiref server (``mcp_min.py serve --http``) as a subprocess for what needs a real
+socket: keep-alive, streams, a client that goes away."""
+
+import http.client
+import io
+import json
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import ROOT, SERVERS
+
+import mcp_min
+from mcp_min import Context, Server
+
+V = mcp_min.V2026_07
+ENVELOPE = {"io.modelcontextprotocol/protocolVersion": V,
+            "io.modelcontextprotocol/clientCapabilities": {}}
+ACCEPT = "application/json, text/event-stream"
+
+
+# -- in-process: a WSGI call --------------------------------------------------------------------
+def wsgi_call(app, method="POST", body=None, headers=None, path="/mcp", remote="127.0.0.1"):
+    """Call a WSGI app once; returns (status code, headers dict, body bytes)."""
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode() if body is not None \
+        else b""
+    environ = {"REQUEST_METHOD": method, "PATH_INFO": path, "wsgi.input": io.BytesIO(raw),
+               "CONTENT_LENGTH": str(len(raw)), "CONTENT_TYPE": "application/json",
+               "HTTP_HOST": "127.0.0.1:8000", "HTTP_ACCEPT": ACCEPT, "REMOTE_ADDR": remote,
+               "wsgi.url_scheme": "http", "SERVER_NAME": "127.0.0.1"}
+    for name, value in (headers or {}).items():
+        key = name.upper().replace("-", "_")
+        if key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+            environ[key] = value
+        elif value is None:
+            environ.pop(f"HTTP_{key}", None)
+        else:
+            environ[f"HTTP_{key}"] = value
+    started = {}
+
+    def start_response(status, response_headers, exc_info=None):
+        started["status"] = int(status.split()[0])
+        started["headers"] = {k.lower(): v for k, v in response_headers}
+    result = app(environ, start_response)
+    try:
+        data = b"".join(result)
+    finally:
+        getattr(result, "close", lambda: None)()
+    return started["status"], started["headers"], data
+
+
+def events(data):
+    """The JSON messages of an SSE body."""
+    return [json.loads(line[6:]) for line in data.decode().splitlines()
+            if line.startswith("data: ")]
+
+
+def modern(method, params=None, rid=1, **meta):
+    params = dict(params or {})
+    params["_meta"] = {**ENVELOPE, **meta}
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+
+
+def modern_headers(message):
+    headers = {"MCP-Protocol-Version": V, "Mcp-Method": message["method"]}
+    params = message.get("params", {})
+    if message["method"] in ("tools/call", "prompts/get"):
+        headers["Mcp-Name"] = params.get("name")
+    elif message["method"] == "resources/read":
+        headers["Mcp-Name"] = params.get("uri")
+    return headers
+
+
+def post_modern(app, method, params=None, rid=1, headers=None, **meta):
+    message = modern(method, params, rid, **meta)
+    return wsgi_call(app, body=message, headers={**modern_headers(message), **(headers or {})})
+
+
+def make_server(**settings):
+    server = Server("http-test", "1.0", **settings)
+
+    @server.tool
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    @server.tool
+    def report(steps: int, ctx: Context) -> str:
+        for i in range(1, steps + 1):
+            ctx.report_progress(i, total=steps)
+        ctx.info("halfway there")
+        return "reported"
+
+    @server.tool
+    def whoami(ctx: Context) -> str:
+        return repr(ctx.principal)
+
+    @server.tool
+    def ask_name(ctx: Context) -> str:
+        answer = ctx.elicit("Your name?", {"type": "object",
+                                           "properties": {"name": {"type": "string"}}})
+        return "Hello, " + answer["content"]["name"]
+
+    return server
+
+
+@pytest.fixture
+def app():
+    return make_server().wsgi
+
+
+# -- 2026-07-28 -----------------------------------------------------------------------------------
+def test_modern_call_is_json_with_no_session(app):
+    status, headers, body = post_modern(app, "tools/call", {"name": "add",
+                                                            "arguments": {"a": 2, "b": 3}})
+    assert status == 200 and headers["content-type"] == "application/json"
+    assert "mcp-session-id" not in headers
+    assert int(headers["content-length"]) == len(body)
+    result = json.loads(body)["result"]
+    assert result["structuredContent"] == {"result": 5} and result["resultType"] == "complete"
+
+
+def test_modern_progress_and_logs_stream_before_the_response(app):
+    status, headers, body = post_modern(app, "tools/call", {
+        "name": "report", "arguments": {"steps": 3}, "_meta": {"progressToken": "p"}},
+        **{"io.modelcontextprotocol/logLevel": "info", "progressToken": "p"})
+    assert status == 200 and headers["content-type"] == "text/event-stream"
+    messages = events(body)
+    assert [m.get("method") for m in messages] == ["notifications/progress"] * 3 + [
+        "notifications/message", None]
+    assert [m["params"]["progress"] for m in messages[:3]] == [1, 2, 3]
+    assert messages[-1]["result"]["content"][0]["text"] == "reported"
+
+
+def test_modern_without_log_level_sends_no_log_lines(app):
+    status, headers, body = post_modern(app, "tools/call", {"name": "report",
+                                                            "arguments": {"steps": 0}})
+    assert headers["content-type"] == "application/json"
+    assert json.loads(body)["result"]["content"][0]["text"] == "reported"
+
+
+def test_json_only_client_gets_json_and_loses_only_the_notifications(app):
+    message = modern("tools/call", {"name": "report", "arguments": {"steps": 2}},
+                     progressToken="p")
+    status, headers, body = wsgi_call(app, body=message, headers={
+        **modern_headers(message), "Accept": "application/json"})
+    assert status == 200 and headers["content-type"] == "application/json"
+    assert json.loads(body)["result"]["content"][0]["text"] == "reported"
+
+
+def test_modern_notification_is_202(app):
+    status, _, body = wsgi_call(app, body={"jsonrpc": "2.0", "method": "notifications/whatever"},
+                                headers={"MCP-Protocol-Version": V})
+    assert status == 202 and body == b""
+
+
+@pytest.mark.parametrize("change, expected", [
+    ({"MCP-Protocol-Version": "2025-11-25"}, "MCP-Protocol-Version"),
+    ({"MCP-Protocol-Version": None}, "MCP-Protocol-Version"),
+    ({"Mcp-Method": "tools/list"}, "Mcp-Method"),
+    ({"Mcp-Method": None}, "Mcp-Method"),
+    ({"Mcp-Name": "other"}, "Mcp-Name"),
+])
+def test_modern_headers_must_match_the_body(app, change, expected):
+    message = modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}}, rid=7)
+    status, _, body = wsgi_call(app, body=message, headers={**modern_headers(message), **change})
+    error = json.loads(body)
+    assert status == 400 and error["id"] == 7
+    assert error["error"]["code"] == -32020 and expected in error["error"]["message"]
+
+
+def test_base64_header_values_are_decoded(app):
+    server = Server("names")
+
+    @server.resource("test://café")
+    def cafe() -> str:
+        return "crème"
+    message = modern("resources/read", {"uri": "test://café"})
+    encoded = "=?base64?" + mcp_min.b64encode("test://café".encode()) + "?="
+    status, _, body = wsgi_call(server.wsgi, body=message, headers={
+        **modern_headers(message), "Mcp-Name": encoded})
+    assert status == 200, body
+    assert json.loads(body)["result"]["contents"][0]["text"] == "crème"
+
+
+@pytest.mark.parametrize("method", ["initialize", "ping", "logging/setLevel", "no/such"])
+def test_modern_unknown_or_removed_method_is_404(app, method):
+    status, _, body = post_modern(app, method, rid=9)
+    assert status == 404
+    assert json.loads(body)["error"]["code"] == -32601 and json.loads(body)["id"] == 9
+
+
+def test_modern_envelope_errors_are_400(app):
+    message = {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}
+    status, _, body = wsgi_call(app, body=message, headers=modern_headers(message))
+    assert status == 400 and json.loads(body)["error"]["code"] == -32602
+    message = modern("tools/list")
+    message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "2099-01-01"
+    status, _, body = wsgi_call(app, body=message, headers={
+        **modern_headers(message), "MCP-Protocol-Version": "2099-01-01"})
+    error = json.loads(body)["error"]
+    assert status == 400 and error["code"] == -32022 and error["data"]["requested"] == "2099-01-01"
+
+
+def test_missing_capability_is_400(app):
+    status, _, body = post_modern(app, "tools/call", {"name": "ask_name", "arguments": {}})
+    error = json.loads(body)["error"]
+    assert status == 400 and error["code"] == -32021
+    assert error["data"]["requiredCapabilities"] == {"elicitation": {}}
+
+
+def test_mrtr_round_trip_over_http(app):
+    caps = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+    status, _, body = post_modern(app, "tools/call", {"name": "ask_name", "arguments": {}},
+                                  **caps)
+    first = json.loads(body)["result"]
+    assert status == 200 and first["resultType"] == "input_required"
+    (key,) = first["inputRequests"]
+    status, _, body = post_modern(app, "tools/call", {
+        "name": "ask_name", "arguments": {}, "requestState": first["requestState"],
+        "inputResponses": {key: {"action": "accept", "content": {"name": "Ada"}}}}, **caps)
+    assert json.loads(body)["result"]["content"][0]["text"] == "Hello, Ada"
+
+
+def test_get_and_delete_without_sessions_are_405():
+    app = make_server(http_sessions=False).wsgi
+    for method in ("GET", "DELETE"):
+        status, headers, body = wsgi_call(app, method=method)
+        assert status == 405 and headers["allow"] == "POST"
+        assert json.loads(body)["error"]["code"] == -32600
+
+
+# -- bad input -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("headers, body, status, code", [
+    ({"Accept": "text/html"}, None, 406, -32600),
+    ({"Content-Type": "text/plain"}, None, 415, -32600),
+    ({}, b"{not json", 400, -32700),
+    ({}, b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', 400, -32600),
+    ({}, b'{"jsonrpc":"2.0","id":1}', 400, -32600),
+    ({"Content-Length": "abc"}, None, 400, -32600),
+])
+def test_bad_input_gets_a_status_and_a_jsonrpc_error(app, headers, body, status, code):
+    got, _, data = wsgi_call(app, body=body if body is not None else modern("tools/list"),
+                             headers={"MCP-Protocol-Version": V, "Mcp-Method": "tools/list",
+                                      **headers})
+    assert got == status
+    assert json.loads(data)["error"]["code"] == code
+
+
+def test_oversize_body_is_413_and_not_read():
+    app = make_server(max_line_bytes=100).wsgi
+    message = modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2},
+                                    "padding": "x" * 200})
+    status, _, body = wsgi_call(app, body=message, headers=modern_headers(message))
+    assert status == 413 and "100 bytes" in json.loads(body)["error"]["message"]
+
+
+def test_unknown_path_is_404(app):
+    status, _, body = wsgi_call(app, body=modern("tools/list"), path="/other")
+    assert status == 404 and "/mcp" in json.loads(body)["error"]["message"]
+
+
+def test_endpoint_path_is_a_setting():
+    app = make_server(http_path="/tools/mcp").wsgi
+    status, _, _ = post_modern(app, "server/discover")
+    assert status == 404
+    message = modern("server/discover")
+    status, _, body = wsgi_call(app, body=message, headers=modern_headers(message),
+                                path="/tools/mcp")
+    assert status == 200 and "supportedVersions" in json.loads(body)["result"]
+
+
+# -- security --------------------------------------------------------------------------------------
+def test_foreign_origin_is_403_own_and_listed_ones_pass():
+    app = make_server(allowed_origins=["https://app.example"]).wsgi
+    for origin, expected in (("https://evil.example", 403), ("http://127.0.0.1:8000", 200),
+                             ("http://localhost:3000", 200), ("https://app.example", 200)):
+        status, _, _ = post_modern(app, "server/discover", headers={"Origin": origin})
+        assert status == expected, origin
+
+
+def test_dns_rebinding_host_from_this_machine_is_403(app):
+    status, _, body = post_modern(app, "server/discover", headers={"Host": "evil.example:8000"})
+    assert status == 403 and "Host" in json.loads(body)["error"]["message"]
+    # the same Host from another machine is an ordinary remote client
+    message = modern("server/discover")
+    status, _, _ = wsgi_call(app, body=message, remote="10.1.2.3", headers={
+        **modern_headers(message), "Host": "mcp.example:8000"})
+    assert status == 200
+
+
+def test_allowed_hosts():
+    app = make_server(allowed_hosts=["mcp.example"]).wsgi
+    message = modern("server/discover")
+    for host, expected in (("mcp.example:443", 200), ("other.example", 403), ("localhost", 200)):
+        status, _, _ = wsgi_call(app, body=message, remote="10.1.2.3", headers={
+            **modern_headers(message), "Host": host})
+        assert status == expected, host
+
+
+def test_bearer_auth_401_metadata_and_principal(caplog):
+    tokens = {"s3cret-token": "alice"}
+    app = make_server(auth=tokens.get,
+                      authorization_servers=["https://auth.example"]).wsgi
+    status, headers, body = post_modern(app, "tools/list")
+    assert status == 401
+    assert headers["www-authenticate"] == ('Bearer resource_metadata="http://127.0.0.1:8000'
+                                           '/.well-known/oauth-protected-resource/mcp"')
+    status, headers, _ = post_modern(app, "tools/list",
+                                     headers={"Authorization": "Bearer wrong"})
+    assert status == 401 and 'error="invalid_token"' in headers["www-authenticate"]
+    status, _, body = wsgi_call(app, method="GET",
+                                path="/.well-known/oauth-protected-resource/mcp")
+    assert status == 200 and json.loads(body) == {
+        "resource": "http://127.0.0.1:8000/mcp", "authorization_servers": ["https://auth.example"],
+        "bearer_methods_supported": ["header"]}
+    status, _, body = post_modern(app, "tools/call", {"name": "whoami", "arguments": {}},
+                                  headers={"Authorization": "Bearer s3cret-token"})
+    assert status == 200 and json.loads(body)["result"]["content"][0]["text"] == "'alice'"
+    assert "s3cret" not in caplog.text
+
+
+def test_request_state_is_bound_to_the_principal():
+    tokens = {"a": "alice", "b": "bob"}
+    app = make_server(auth=tokens.get).wsgi
+    caps = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+    _, _, body = post_modern(app, "tools/call", {"name": "ask_name", "arguments": {}},
+                             headers={"Authorization": "Bearer a"}, **caps)
+    first = json.loads(body)["result"]
+    (key,) = first["inputRequests"]
+    retry = {"name": "ask_name", "arguments": {}, "requestState": first["requestState"],
+             "inputResponses": {key: {"action": "accept", "content": {"name": "Eve"}}}}
+    status, _, body = post_modern(app, "tools/call", retry,
+                                  headers={"Authorization": "Bearer b"}, **caps)
+    assert status == 400 and json.loads(body)["error"]["code"] == -32602
+
+
+# -- the handshake era -------------------------------------------------------------------------------
+def initialize(app, headers=None):
+    status, response_headers, body = wsgi_call(app, body={
+        "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "clientInfo": {"name": "t", "version": "1"},
+            "capabilities": {"elicitation": {}}}}, headers=headers)
+    assert status == 200, body
+    session = response_headers["mcp-session-id"]
+    wsgi_call(app, body={"jsonrpc": "2.0", "method": "notifications/initialized"},
+              headers={"Mcp-Session-Id": session, **(headers or {})})
+    return session
+
+
+def test_handshake_session_lifecycle(app):
+    session = initialize(app)
+    assert re.fullmatch(r"[A-Za-z0-9_-]{32}", session)
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "add", "arguments": {"a": 1, "b": 2}}}
+    status, _, body = wsgi_call(app, body=call, headers={"Mcp-Session-Id": session,
+                                                         "MCP-Protocol-Version": "2025-11-25"})
+    assert status == 200 and json.loads(body)["result"]["structuredContent"] == {"result": 3}
+    assert "resultType" not in json.loads(body)["result"]
+    status, _, body = wsgi_call(app, body=call)
+    assert status == 400 and "Mcp-Session-Id" in json.loads(body)["error"]["message"]
+    status, _, _ = wsgi_call(app, body=call, headers={"Mcp-Session-Id": "nope"})
+    assert status == 404
+    status, _, _ = wsgi_call(app, body=call, headers={"Mcp-Session-Id": session,
+                                                      "MCP-Protocol-Version": "2024-11-05"})
+    assert status == 400
+    status, _, _ = wsgi_call(app, method="DELETE", headers={"Mcp-Session-Id": session})
+    assert status == 204
+    status, _, _ = wsgi_call(app, body=call, headers={"Mcp-Session-Id": session})
+    assert status == 404
+
+
+def test_handshake_elicitation_travels_on_the_post_stream(app):
+    session = initialize(app)
+    call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+            "params": {"name": "ask_name", "arguments": {}}}
+    headers = {"Mcp-Session-Id": session}
+    result = {}
+    done = threading.Thread(target=lambda: result.update(
+        answer=wsgi_call(app, body=call, headers=headers)))
+    done.start()                              # the POST waits for its answer meanwhile
+    http_session = app.__self__._http.sessions[session]
+    deadline = time.monotonic() + 5
+    while not http_session.pending and time.monotonic() < deadline:
+        time.sleep(0.01)
+    (question_id,) = http_session.pending     # the server asked: answer with a new POST
+    status, _, _ = wsgi_call(app, body={"jsonrpc": "2.0", "id": question_id, "result": {
+        "action": "accept", "content": {"name": "Grace"}}}, headers=headers)
+    assert status == 202
+    done.join(5)
+    status, response_headers, body = result["answer"]
+    assert response_headers["content-type"] == "text/event-stream"
+    messages = events(body)
+    assert messages[0]["method"] == "elicitation/create"
+    assert messages[-1]["result"]["content"][0]["text"] == "Hello, Grace"
+
+
+def test_sessions_are_bounded_and_expire():
+    app = make_server(max_sessions=2, session_idle=0.2).wsgi
+    first, second = initialize(app), initialize(app)
+    third = initialize(app)                   # evicts the first, the longest idle
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    assert wsgi_call(app, body=ping, headers={"Mcp-Session-Id": first})[0] == 404
+    assert wsgi_call(app, body=ping, headers={"Mcp-Session-Id": third})[0] == 200
+    time.sleep(0.3)
+    assert wsgi_call(app, body=ping, headers={"Mcp-Session-Id": second})[0] == 404
+
+
+def test_session_belongs_to_its_principal():
+    app = make_server(auth={"a": "alice", "b": "bob"}.get).wsgi
+    session = initialize(app, headers={"Authorization": "Bearer a"})
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    assert wsgi_call(app, body=ping, headers={"Mcp-Session-Id": session,
+                                              "Authorization": "Bearer b"})[0] == 404
+    assert wsgi_call(app, body=ping, headers={"Mcp-Session-Id": session,
+                                              "Authorization": "Bearer a"})[0] == 200
+
+
+def test_stateless_handshake_mode_serves_without_initialize():
+    app = make_server(http_sessions=False).wsgi
+    status, headers, body = wsgi_call(app, body={
+        "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}})
+    assert status == 200 and "mcp-session-id" not in headers
+    status, _, body = wsgi_call(app, body={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                           "params": {"name": "add",
+                                                      "arguments": {"a": 4, "b": 5}}},
+                                headers={"MCP-Protocol-Version": "2025-06-18"})
+    assert status == 200 and json.loads(body)["result"]["structuredContent"] == {"result": 9}
+    status, _, body = wsgi_call(app, body={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                           "params": {"name": "ask_name", "arguments": {}}})
+    assert json.loads(body)["result"]["isError"] is True      # no one to ask
+
+
+# -- the embedded server: a real socket ----------------------------------------------------------
+class HttpServerProcess:
+    def __init__(self, script, *extra, env=None):
+        self.proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "mcp_min.py"), "serve", "--http", "127.0.0.1:0",
+             *extra, str(script)], stderr=subprocess.PIPE, cwd=ROOT, env=env)
+        line = self.proc.stderr.readline().decode()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", line)
+        assert match, line
+        self.port = int(match.group(1))
+
+    def connection(self):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+        self.proc.stderr.close()
+
+
+@pytest.fixture(scope="module")
+def served():
+    server = HttpServerProcess(SERVERS / "modern.py")
+    yield server
+    server.close()
+
+
+def send(connection, message, headers=None):
+    body = json.dumps(message)
+    connection.request("POST", "/mcp", body, {"Content-Type": "application/json",
+                                              "Accept": ACCEPT, **modern_headers(message),
+                                              **(headers or {})})
+    return connection.getresponse()
+
+
+def test_keep_alive_serves_many_requests_on_one_connection(served):
+    connection = served.connection()
+    for i in range(20):
+        response = send(connection, modern("tools/call", {"name": "add",
+                                                          "arguments": {"a": i, "b": 1}}, rid=i))
+        assert response.status == 200 and response.version == 11
+        assert json.loads(response.read())["result"]["structuredContent"] == {"result": i + 1}
+    # a stream (chunked) on the same connection, then a JSON response again
+    response = send(connection, modern("tools/call", {"name": "report", "arguments": {"steps": 2}},
+                                       rid=99, progressToken="t"))
+    assert response.getheader("Transfer-Encoding") == "chunked"
+    assert [m.get("method") for m in events(response.read())][:2] == [
+        "notifications/progress"] * 2
+    response = send(connection, modern("tools/list", rid=100))
+    assert response.status == 200 and json.loads(response.read())["result"]["tools"]
+    connection.close()
+
+
+def test_refused_request_does_not_poison_the_connection(served):
+    connection = served.connection()
+    response = send(connection, modern("tools/list"), headers={"Origin": "https://evil.example"})
+    assert response.status == 403
+    response.read()
+    response = send(connection, modern("tools/list", rid=2))
+    assert response.status == 200 and json.loads(response.read())["id"] == 2
+    connection.close()
+
+
+def test_listen_stream_delivers_list_changes(served):
+    listener = served.connection()
+    response = send(listener, modern("subscriptions/listen",
+                                     {"notifications": {"toolsListChanged": True}}, rid="L1"))
+    assert response.status == 200 and response.getheader("Content-Type") == "text/event-stream"
+    lines = []
+
+    def read_events():
+        try:
+            for raw in response:
+                if raw.startswith(b"data: "):
+                    lines.append(json.loads(raw[6:]))
+        except (OSError, ValueError, AttributeError, http.client.HTTPException):
+            pass                              # the test hung up
+    reader = threading.Thread(target=read_events, daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 5
+    while not lines and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert lines and lines[0]["method"] == "notifications/subscriptions/acknowledged"
+    caller = served.connection()
+    for present in (True, False):
+        send(caller, modern("tools/call", {"name": "toggle",
+                                           "arguments": {"present": present}})).read()
+    while len(lines) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [m["method"] for m in lines[1:3]] == ["notifications/tools/list_changed"] * 2
+    assert lines[1]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "L1"
+    listener.sock.shutdown(socket.SHUT_RDWR)
+    reader.join(5)
+    response.close()
+    listener.close()
+    caller.close()
+
+
+SLOW_SERVER = """
+import sys, time
+sys.path.insert(0, {root!r})
+from mcp_min import Server, Context
+server = Server("slow", max_workers=1, heartbeat=0.1)
+
+@server.tool
+def slow(ctx: Context) -> str:
+    while True:
+        ctx.check_cancelled()
+        time.sleep(0.01)
+
+@server.tool
+def add(a: int, b: int) -> int:
+    return a + b
+"""
+
+
+def test_client_that_goes_away_cancels_its_call(tmp_path):
+    script = tmp_path / "slow_server.py"
+    script.write_text(SLOW_SERVER.format(root=str(ROOT)))
+    server = HttpServerProcess(script)
+    try:
+        connection = server.connection()
+        response = send(connection, modern("tools/call", {"name": "slow", "arguments": {}}))
+        assert response.getheader("Content-Type") == "text/event-stream"   # heartbeats
+        connection.sock.shutdown(socket.SHUT_RDWR)
+        response.close()
+        connection.close()
+        # The only worker is busy until the call is cancelled: this call needs it.
+        other = server.connection()
+        response = send(other, modern("tools/call", {
+            "name": "add", "arguments": {"a": 1, "b": 1}}))
+        body = response.read()                # SSE if it waited past a heartbeat, else JSON
+        if response.getheader("Content-Type") == "text/event-stream":
+            (message,) = events(body)
+        else:
+            message = json.loads(body)
+        assert message["result"]["structuredContent"] == {"result": 2}
+        other.close()
+    finally:
+        server.close()
