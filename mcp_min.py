@@ -2348,6 +2348,8 @@ class Server:
         self._info_meta = None                # serverInfo for 2026-07-28 results, made once
         self._offered = None                  # capabilities(), until a registration changes
         self.lock = threading.Lock()
+        # Held while the lifespan is entered or exited, which may register tools (self.lock)
+        self._lifespan_lock = threading.Lock()
         self.pool = None                      # started with the first connection
         self.order = count(1).__next__        # registration order: the order lists use
         self.handlers = {
@@ -2790,7 +2792,7 @@ class Server:
         return session
 
     def _enter_lifespan(self):
-        with self.lock:
+        with self._lifespan_lock:
             self._lifespan_users += 1
             if self._lifespan_users > 1 or self.lifespan is None:
                 return
@@ -2801,12 +2803,12 @@ class Server:
                 raise
 
     def _exit_lifespan(self):
-        with self.lock:
+        with self._lifespan_lock:              # a connection starting now waits for the exit
             self._lifespan_users -= 1
             if self._lifespan_users or self.lifespan is None:
                 return
             leave, self._lifespan_exit, self.lifespan_value = self._lifespan_exit, None, None
-        leave()
+            leave()
 
     def run(self, trace=None):
         """Serve MCP over stdin/stdout until end of input, SIGTERM or Ctrl+C; then exit.

@@ -365,6 +365,23 @@ def test_a_bare_generator_lifespan_is_a_context_manager():
     assert calls == ["enter", "exit"]
 
 
+def test_a_lifespan_may_register_and_remove_tools():
+    """Registering from the lifespan used to deadlock: the server held its registry lock while
+    it entered the lifespan. Tools added there are served; its exit may remove them."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def lifespan(srv):
+        srv.tool(lambda: "added by the lifespan", name="late")
+        yield
+        srv.remove_tool("late")
+
+    srv = server(lifespan=lifespan)
+    with Client(srv, timeout=3) as client:
+        assert client.call_tool("late")["content"][0]["text"] == "added by the lifespan"
+    assert "late" not in srv.tools
+
+
 def test_a_lifespan_that_returns_no_context_manager_says_how_to_fix_it():
     srv = server(lifespan=lambda srv: {"db": 1})
     read_fd, write_fd = os.pipe()
