@@ -60,7 +60,9 @@ from __future__ import annotations
 
 import _thread
 import binascii
+import contextvars
 import enum
+import functools
 import json
 import operator
 import os
@@ -1580,7 +1582,7 @@ class Entry:
         if self.signature.context_param:
             kwargs[self.signature.context_param] = ctx
         value = self.fn(**kwargs)
-        return _run_coroutine(value) if hasattr(value, "__await__") else value
+        return _run_coroutine(value, ctx) if hasattr(value, "__await__") else value
 
     def bind_strings(self, values, what):
         """Bind arguments that arrive as strings (prompt arguments, URI template variables):
@@ -1691,17 +1693,32 @@ def _call_handler(handler, ctx):
     """handler(ctx, params), run to completion if it is a coroutine function."""
     result = handler(ctx, ctx.params)
     if hasattr(result, "__await__"):
-        result = _run_coroutine(result)
+        result = _run_coroutine(result, ctx)
     return result
 
 
-def _run_coroutine(awaitable):
-    """Run an ``async def`` handler to completion on this worker thread."""
-    import asyncio                            # imported only if a handler is async
+def _run_coroutine(awaitable, ctx):
+    """Run an async handler on the shared event loop while this worker thread waits for its
+    result. If the client cancels the request, the coroutine is cancelled: it gets
+    asyncio.CancelledError where it awaits, and this thread stops waiting at once."""
+    import concurrent.futures
+    future = _event_loop().submit(_serving(awaitable, ctx))
+    ctx._on_cancel = future.cancel
+    if ctx.cancelled:                         # cancelled before the hook was in place
+        future.cancel()
+    try:
+        return future.result()
+    except concurrent.futures.CancelledError:
+        if ctx.cancelled:
+            raise Cancelled(f"request {ctx.request_id!r} was cancelled") from None
+        raise
+    finally:
+        ctx._on_cancel = None
 
-    async def wait():
-        return await awaitable
-    return asyncio.run(wait())
+
+async def _serving(awaitable, ctx):
+    _serving_ctx.set(ctx)         # in this task's own context: forwarded logging finds it
+    return await awaitable
 
 
 class Resource(Entry):
@@ -1834,6 +1851,7 @@ def _message(item):
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 _LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
 _current = threading.local()                  # the Context a worker thread is serving
+_serving_ctx = contextvars.ContextVar("mcp_min_ctx", default=None)   # and an async handler
 
 
 
@@ -1854,7 +1872,12 @@ class Context:
     """What a handler knows and can do while it serves one request.
 
     A tool, resource or prompt function gets one by declaring a parameter annotated
-    ``Context`` (any name). Built-in handlers get it as their first argument."""
+    ``Context`` (any name). Built-in handlers get it as their first argument.
+
+    Its methods are plain calls. In an ``async def`` handler (on the event loop) they return
+    awaitables instead, as in FastMCP: ``await ctx.info(...)``, ``await ctx.elicit(...)``."""
+
+    _on_cancel = None       # while an async handler runs: cancels it (called by the reader)
 
     def __init__(self, session, request_id, method, params, envelope=None):
         self.session, self.server = session, session.server
@@ -2070,6 +2093,56 @@ class Context:
         return roots
 
 
+def _awaitable_on_the_loop(method, waits):
+    """``method``, except that called on the event loop (from an async handler) it returns an
+    awaitable, so that ``await ctx.info(...)`` works as in FastMCP. A quick one (``waits``
+    false) is done at once and returns a finished asyncio Future: awaiting it is optional.
+    One that waits for the client returns a coroutine, which waits in a thread of its own:
+    blocking the loop would hold up every other async call meanwhile."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        loop = _loop and _loop.loop
+        if loop is None or threading.current_thread() is not _loop.thread:
+            return method(self, *args, **kwargs)
+        if waits:
+            waiting = _in_a_thread(loop, lambda: method(self, *args, **kwargs))
+            waiting.__qualname__ = method.__qualname__     # "coroutine 'Context.elicit' was
+            return waiting                                  # never awaited", if it is not
+        done = loop.create_future()
+        done.set_result(method(self, *args, **kwargs))
+        return done
+    return call
+
+
+async def _in_a_thread(loop, call):
+    waiter, context = loop.create_future(), contextvars.copy_context()
+
+    def work():
+        try:
+            value, error = context.run(call), None
+        except BaseException as e:            # InputRequired and Cancelled too
+            value, error = None, e
+        loop.call_soon_threadsafe(_settle, waiter, value, error)
+    _thread.start_new_thread(work, ())
+    return await waiter
+
+
+def _settle(waiter, value, error):
+    if waiter.cancelled():                    # the coroutine stopped waiting
+        return
+    if error is None:
+        waiter.set_result(value)
+    else:
+        waiter.set_exception(error)
+
+
+for _method, _waits in (("report_progress", False), ("log", False), ("request", True),
+                        ("ask_together", True), ("sample", True), ("elicit", True),
+                        ("list_roots", True)):
+    setattr(Context, _method, _awaitable_on_the_loop(getattr(Context, _method), _waits))
+del _method, _waits
+
+
 def _check_form(schema):
     """An elicitation form is a flat object of strings, numbers, booleans and lists of
     enumerated strings, as the spec requires: anything else is a mistake in the tool."""
@@ -2095,7 +2168,7 @@ def forward_logging_to_client(name=None):
 
     class ClientLogHandler(logging.Handler):
         def emit(self, record):
-            ctx = getattr(_current, "ctx", None)
+            ctx = getattr(_current, "ctx", None) or _serving_ctx.get()
             if ctx is None or record.name.startswith("mcp_min"):
                 return
             level = levels.get(record.levelno) or ("debug" if record.levelno < 20 else "error")
@@ -2311,7 +2384,8 @@ class Server:
       request_timeout=60.0   seconds to wait for the client to answer sampling/elicitation/roots
       lifespan=None          ``fn(server)`` returning a context manager, sync or async,
                              entered once around serving (a bare generator of either kind
-                             is one); handlers reach what it yields as ``ctx.lifespan``
+                             is one); handlers reach what it yields as ``ctx.lifespan``.
+                             An async one runs on the event loop async handlers run on
       forward_logging=False  True (root logger) or a logger name: Python logging records
                              emitted inside handlers also go to the client
       cache_ttl_ms=0         2026-07-28: how long (ms) clients may reuse a discover, list or
@@ -2875,25 +2949,15 @@ def _open_lifespan(cm):
     if not hasattr(cm, "__aenter__"):
         raise TypeError(f"lifespan returned {type(cm).__name__}, not a context manager: decorate "
                         "it with @contextlib.contextmanager or @contextlib.asynccontextmanager")
-    # An async generator must be finalised on the loop that started it: one loop, kept
-    # running in its own thread (so tasks the lifespan starts keep running), does both.
-    loop = _LoopThread()
-    try:
-        value = loop.run(cm.__aenter__())
-    except BaseException:
-        loop.close()
-        raise
-
-    def leave():
-        try:
-            loop.run(cm.__aexit__(None, None, None))
-        finally:
-            loop.close()
-    return value, leave
+    # An async generator must be finalised on the loop that started it, and what it starts
+    # (tasks, clients) is used by async handlers: all of them run on the one shared loop.
+    loop = _event_loop()
+    value = loop.run(cm.__aenter__())
+    return value, lambda: loop.run(cm.__aexit__(None, None, None))
 
 
 class _LoopThread:
-    """An asyncio event loop running in a daemon thread until ``close()``."""
+    """An asyncio event loop running in a daemon thread."""
 
     def __init__(self):
         import asyncio                        # imported only if something async needs it
@@ -2905,17 +2969,36 @@ class _LoopThread:
 
     async def _main(self):
         self.loop = self.asyncio.get_running_loop()
-        self.done = self.loop.create_future()
         self.ready.set()
-        await self.done           # then asyncio.run cancels what is left and closes the loop
+        await self.loop.create_future()       # never done: the loop runs until the process ends
+
+    def submit(self, coroutine):
+        """Start ``coroutine`` on the loop; returns a concurrent.futures.Future of its result."""
+        if threading.current_thread() is self.thread:
+            coroutine.close()
+            raise RuntimeError("mcp_min's event loop cannot wait for itself: make this call "
+                               "from a plain def, or through asyncio.to_thread")
+        return self.asyncio.run_coroutine_threadsafe(coroutine, self.loop)
 
     def run(self, coroutine):
         """Run ``coroutine`` on the loop and return its result (or raise its exception)."""
-        return self.asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+        return self.submit(coroutine).result()
 
-    def close(self):
-        self.loop.call_soon_threadsafe(self.done.set_result, None)
-        self.thread.join()
+
+_loop = None                                  # the _LoopThread, once something async needs it
+_loop_lock = threading.Lock()
+
+
+def _event_loop():
+    """The one event loop of the process, which runs every async handler (tool, resource,
+    prompt) and async lifespan: asyncio objects they share (a lock, a client the lifespan
+    opened, a task it started) work only on the loop they were made on. It runs in a daemon
+    thread from first use to the end of the process."""
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            _loop = _LoopThread()
+    return _loop
 
 
 def _cursor_position(cursor):
@@ -3216,6 +3299,9 @@ class Session(Peer):
                 return
             ctx.cancelled = True
         self.cancel_pending(ctx, f"request {request_id!r} was cancelled by the client")
+        on_cancel = ctx._on_cancel            # an async handler's: cancel its coroutine
+        if on_cancel is not None:
+            on_cancel()
 
     def log(self, level, data, logger=None):
         """Log to a handshake-era client, at or above the level of its logging/setLevel."""
