@@ -750,6 +750,15 @@ _AS_STRINGS = {("uuid", "UUID"): {"type": "string", "format": "uuid"},
                ("decimal", "Decimal"): {"type": ["string", "number"]},
                ("pathlib", "Path"): {"type": "string"}, ("pathlib", "PurePath"): {"type": "string"}}
 
+# Annotated metadata (pydantic, annotated_types): attribute name -> JSON Schema keyword
+_BOUND_KEYWORDS = {"gt": "exclusiveMinimum", "ge": "minimum", "lt": "exclusiveMaximum",
+                   "le": "maximum", "multiple_of": "multipleOf"}
+_LENGTH_KEYWORDS = {
+    "min_length": {"string": "minLength", "array": "minItems", "object": "minProperties"},
+    "max_length": {"string": "maxLength", "array": "maxItems", "object": "maxProperties"}}
+_METADATA_NAMES = {*_BOUND_KEYWORDS, *_LENGTH_KEYWORDS, "pattern", "description", "title",
+                   "examples", "documentation", "strict", "allow_inf_nan"}
+
 # --- docstrings ------------------------------------------------------------
 
 _SECTION = re.compile(r"[A-Z][A-Za-z ]*:")              # "Args:", "Keyword Args:", "Returns:"
@@ -851,8 +860,9 @@ def _name(tp):
 class _Types:
     """Translates annotations into schemas and converters, sharing one `defs` dict."""
 
-    def __init__(self, defs):
+    def __init__(self, defs, where="a type"):
         self.defs, self.owners, self.converters, self.unions = defs, {}, {}, []
+        self.where = where              # what a warning names: "f: parameter 'n'"
 
     def translate(self, tp):
         """Annotation -> (a fresh schema dict the caller may add to, a function from a *validated*
@@ -862,9 +872,11 @@ class _Types:
         origin, args = _t.get_origin(tp) or tp, _t.get_args(tp)
         if origin is _t.Annotated:     # Annotated[T, "description"] or Annotated[T, {schema keywords}]
             schema, convert = self.translate(args[0])
-            for extra in args[1:]:
+            for extra in args[1:]:     # or pydantic / annotated_types metadata
                 if isinstance(extra, (str, dict)):
                     schema.update({"description": extra} if isinstance(extra, str) else extra)
+                else:
+                    self.metadata(schema, extra)
             return schema, convert
         if tp in (_t.Any, object):
             return {}, None
@@ -927,6 +939,86 @@ class _Types:
             raise SchemaError("bytes is not supported: JSON has no binary type; take a base64 str")
         raise SchemaError(f"the annotation {_name(tp)} is not supported")
 
+    def metadata(self, schema, extra):
+        """Add what Annotated metadata from pydantic (``Field(description=..., le=10)``) or
+        annotated_types (``Ge(0)``, ``MaxLen(9)``, ``Interval(gt=0, lt=1)``, ...) says to
+        ``schema``, so that it is enforced. Both are read by their attribute names, never
+        imported; what cannot become a keyword is warned about, not dropped silently."""
+        if _is_field_info(extra):
+            return self.field_info(schema, extra)
+        if hasattr(type(extra), "__dataclass_fields__"):            # annotated_types, Strict
+            fields = {name: getattr(extra, name) for name in type(extra).__dataclass_fields__}
+        else:                                                       # pydantic's other metadata
+            fields = dict(getattr(extra, "__dict__", None) or {})
+        unknown = [name for name in fields if name not in _METADATA_NAMES]
+        if unknown or not fields:
+            return self.unused(repr(extra), "JSON Schema has no keyword for it")
+        for name, value in fields.items():
+            if value is not None:
+                self.keyword(schema, name, value)
+
+    def keyword(self, schema, name, value):
+        """One constraint or annotation (``le``, ``min_length``, ``pattern``, ...) -> keyword."""
+        if name in _BOUND_KEYWORDS:
+            kinds = self.kinds(schema)
+            if not _is_number(value) or name == "multiple_of" and value <= 0 or \
+                    kinds and not {"integer", "number"} & set(kinds):
+                return self.unused(f"{name}={value!r}", "JSON Schema bounds are numbers, "
+                                                        "and bound numbers only")
+            schema[_BOUND_KEYWORDS[name]] = value
+        elif name in _LENGTH_KEYWORDS:
+            if name == "min_length" and value == 0:
+                return                                  # Len(max_length=5) says min_length=0
+            kinds = [kind for kind in self.kinds(schema) if kind in _LENGTH_KEYWORDS[name]]
+            if type(value) is not int or value < 0 or not kinds:
+                return self.unused(f"{name}={value!r}", "only strings, arrays and objects have "
+                                                        "a length in JSON")
+            schema.update((_LENGTH_KEYWORDS[name][kind], value) for kind in kinds)
+        elif name == "pattern":
+            if not isinstance(value, str):
+                return self.unused(f"pattern={value!r}", "a JSON Schema pattern is a string")
+            schema["pattern"] = value
+        elif name in ("description", "documentation", "title", "examples"):
+            schema["description" if name == "documentation" else name] = value
+        # else strict and allow_inf_nan: JSON arguments are checked strictly, and are finite
+
+    def field_info(self, schema, info, is_default=False):
+        """pydantic's FieldInfo: its annotations, its json_schema_extra, its constraints;
+        ``is_default``: it is the parameter's default (``n: int = Field(3, le=9)``)."""
+        for name in ("description", "title", "examples"):
+            if getattr(info, name, None) is not None:
+                self.keyword(schema, name, getattr(info, name))
+        if getattr(info, "deprecated", None):
+            schema["deprecated"] = True
+        extra = info.json_schema_extra
+        if isinstance(extra, dict):
+            schema.update(extra)
+        elif extra is not None:
+            self.unused("Field(json_schema_extra=<a function>)", "give it a dict")
+        for item in info.metadata:
+            self.metadata(schema, item)
+        if not is_default and _pydantic_default(info)[1] is not None:
+            self.unused("Field(default=...)", "give the parameter its default in the signature")
+        for name in ("alias", "discriminator"):
+            if getattr(info, name, None) is not None:
+                self.unused(f"Field({name}=...)", "arguments are named as the parameters are")
+
+    def kinds(self, schema):
+        """The JSON types a schema this class made admits ([] if it does not say)."""
+        if "type" in schema:
+            return [schema["type"]] if isinstance(schema["type"], str) else list(schema["type"])
+        if "$ref" in schema:
+            return self.kinds(self.defs.get(schema["$ref"].rpartition("/")[2], {}))
+        return [kind for arm in schema.get("anyOf", ()) for kind in self.kinds(arm)]
+
+    def unused(self, what, why):
+        import warnings
+        frame, level = sys._getframe(1), 2         # point at the caller's line, outside this file
+        while frame is not None and frame.f_code.co_filename == __file__:
+            frame, level = frame.f_back, level + 1
+        warnings.warn(f"{self.where}: Annotated metadata {what} is not used by mcp_min ({why}); "
+                      "it is neither in the schema nor checked", stacklevel=level)
+
     def choices(self, values):
         """Schema for a fixed set of JSON scalars (Literal, Enum), typed so clients can show them."""
         kinds = list(dict.fromkeys(map(_jtype, values)))
@@ -976,8 +1068,9 @@ class _Types:
 
     def object(self, fields, docs, where, converters):
         """Object schema for [(name, annotation, required, default, ...)]; converters go in `converters`."""
-        props = {}
+        props, outer = {}, self.where
         for name, hint, _, default, *_ in fields:
+            self.where = where(name)
             schema, converters[name] = ({}, None) if hint is _NOTHING else _blamed(where(name), self.translate, hint)
             props[name] = schema
             if docs.get(name):
@@ -987,6 +1080,7 @@ class _Types:
                     schema["default"] = json.loads(json.dumps(_dump(default), allow_nan=False))
             except (TypeError, ValueError):
                 pass
+        self.where = outer
         required = [field[0] for field in fields if field[2]]
         return {"type": "object", "properties": props, **({"required": required} if required else {}),
                 "additionalProperties": False}
@@ -997,10 +1091,27 @@ class _Types:
             checks.extend(compiler.compile(schema) for schema, _ in arms)
 
 
-def type_schema(tp, defs=None):
+def _is_field_info(value):
+    """Is it pydantic's FieldInfo (what ``Field(...)`` returns)? Known by its attributes."""
+    return (hasattr(value, "json_schema_extra")
+            and isinstance(getattr(value, "metadata", None), list))
+
+
+def _pydantic_default(info):
+    """(the default a schema shows or _NOTHING, a function making it or None) of a FieldInfo."""
+    if getattr(info, "default_factory", None) is not None:
+        return _NOTHING, info.default_factory
+    default = getattr(info, "default", None)
+    if type(default).__name__ == "PydanticUndefinedType":         # Field() or Field(...)
+        return _NOTHING, None
+    return default, lambda: default
+
+
+def type_schema(tp, defs=None, *, where="a type"):
     """Python type hint -> JSON Schema.  Classes go into `defs` and are referenced with $ref;
-    without `defs` the result is a whole schema (with "$defs" when it needs them)."""
-    translator = _Types({} if defs is None else defs)
+    without `defs` the result is a whole schema (with "$defs" when it needs them). A warning
+    about metadata it cannot use names `where`."""
+    translator = _Types({} if defs is None else defs, where)
     schema, _ = translator.translate(tp)
     if defs is not None:
         return schema
@@ -1064,6 +1175,7 @@ class Signature:
         doc, docs = parse_docstring(getattr(fn, "__doc__", None))
         self.description = doc if description is None else description
         fields, rest = [], _NOTHING     # [(name, annotation, required, default)]; the **kwargs annotation
+        given_by_field, self._defaults = {}, {}    # `n: int = Field(...)`: name -> FieldInfo, maker
         for name, kind, default, annotation in parameters:
             # "Context" or "mcp_min.Context" need not resolve, nor anything for a hand-written schema.
             by_name = (context_type and isinstance(annotation, str)
@@ -1079,12 +1191,21 @@ class Signature:
             elif kind == "**":
                 rest = _t.Any if hint is _NOTHING else hint
             else:
-                fields.append((name, hint, default is _NOTHING, default))
+                if _is_field_info(default):             # pydantic's `n: int = Field(3, le=9)`:
+                    given_by_field[name] = default      # Python's default would be the Field
+                    default, make = _pydantic_default(default)
+                    if make is not None:
+                        self._defaults[name] = make
+                required = default is _NOTHING and name not in self._defaults
+                fields.append((name, hint, required, default))
 
-        translator, self._converters, self._rest_converter = _Types({}), {}, None
+        translator, self._converters, self._rest_converter = _Types({}, where), {}, None
         if input_schema is None:
             input_schema = translator.object(fields, {**docs, **(param_descriptions or {})},
                                              lambda name: f"{where}: parameter {name!r}", self._converters)
+            for name, info in given_by_field.items():
+                translator.where = f"{where}: parameter {name!r}"
+                translator.field_info(input_schema["properties"][name], info, is_default=True)
             if rest is not _NOTHING:
                 input_schema["additionalProperties"], self._rest_converter = _blamed(
                     f"{where}: **kwargs", translator.translate, rest)
@@ -1105,7 +1226,9 @@ class Signature:
             ret = self._resolve(returns, "the return value")
             # A str is text content already: wrapping it would double every payload.
             if ret not in (_NOTHING, None, type(None), str) and not _is_content(ret, tuple(content_types)):
-                schema = _blamed(f"{where}: return annotation (structured=False skips it)", type_schema, ret)
+                schema = _blamed(f"{where}: return annotation (structured=False skips it)",
+                                 functools.partial(type_schema, where=f"{where}: return value"),
+                                 ret)
                 self.wrap_output = schema.get("type") != "object"     # MCP wants an object: {"result": value}
                 if self.wrap_output:
                     defs = {"$defs": schema.pop("$defs")} if "$defs" in schema else {}
@@ -1146,6 +1269,9 @@ class Signature:
             except Exception as e:      # a date that isn't one, a __post_init__ that says no
                 problems.append(f"{name}: {e}" if isinstance(e, (ValueError, TypeError))
                                 else f"{name}: {type(e).__name__}: {e}")
+        for name, make in self._defaults.items():
+            if name not in kwargs:
+                kwargs[name] = make()
         return kwargs, problems
 
     def dump_output(self, value):
