@@ -1601,9 +1601,42 @@ def _guess_type(uri):
     return mimetypes.guess_type(uri, strict=False)[0]
 
 
-def to_json(value):
-    """JSON text for humans and models (non-ASCII kept; dataclasses, enums, sets welcome)."""
-    return _encode_text(_dump(value))
+def to_json(value, root="result"):
+    """JSON text for humans and models (non-ASCII kept; dataclasses, enums, sets welcome).
+    What JSON cannot carry raises TypeError (ValueError for NaN) naming where it is in
+    ``value``, as in ``result.items[2].when: a value of type Thing has no JSON form``."""
+    value = _dump(value)
+    try:
+        return _encode_text(value)
+    except (TypeError, ValueError) as e:
+        found = _find_not_json(value, root)
+        raise type(e)(f"{found[0]}: {found[1]}" if found else str(e)) from None
+
+
+def _find_not_json(value, path):
+    """(path, what is wrong) for the first thing in a _dump()ed value that JSON cannot carry,
+    or None."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key is not None and not isinstance(key, (str, int, float)):
+                return path, (f"a key of type {type(key).__name__}, {key!r}; JSON object keys "
+                              "are strings")
+            found = _find_not_json(item, f"{path}.{key}")
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _find_not_json(item, f"{path}[{i}]")
+            if found:
+                return found
+    elif isinstance(value, float) and (value != value or abs(value) == float("inf")):
+        return path, f"{value} has no JSON form (JSON has no NaN or Infinity)"
+    elif value is not None and not isinstance(value, (str, int, float)):
+        hint = "convert it to a str, number, bool, list, dict or dataclass"
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            hint = "send it as image(...), audio(...), embedded_resource(blob=...) or base64 text"
+        return path, f"a value of type {type(value).__name__} has no JSON form; {hint}"
+    return None
 
 
 _encode_text = _json_encoder(False, (", ", ": "))
