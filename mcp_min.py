@@ -4194,12 +4194,21 @@ def main(argv=None):
     for name, text in (("inspect", "list what a server offers"),
                        ("call", "one request: -- CMD... METHOD|TOOL [JSON]"),
                        ("repl", "type frames to a server and watch the replies")):
-        command = commands.add_parser(name, help=text)
+        words = "-- SERVER_CMD... METHOD|TOOL [JSON]" if name == "call" else "-- SERVER_CMD..."
+        command = commands.add_parser(
+            name, help=text, formatter_class=argparse.RawDescriptionHelpFormatter,
+            usage=f"%(prog)s [options] {words}", **(_CALL_HELP if name == "call" else {}))
         if name != "repl":
             command.add_argument("--era", choices=("auto", "legacy") + MODERN_PROTOCOL_VERSIONS,
                                  default="auto", help="auto (the default) speaks 2026-07-28 with "
                                  "servers that offer it, else the handshake (legacy)")
-        command.add_argument("words", nargs=argparse.REMAINDER)
+        if name == "call":
+            command.add_argument("-v", "--verbose", action="store_true",
+                                 help="show the server's log messages and progress on stderr as "
+                                      "they arrive (it is asked for every level)")
+        command.add_argument("words", nargs=argparse.REMAINDER, metavar=words,
+                             help="the command that starts the server (after --)"
+                             + (", then what to call" if name == "call" else ""))
     commands.add_parser("explain", help="what a JSON-RPC/MCP message is, and what is wrong with it"
                         ).add_argument("message")
     args = parser.parse_args(argv)
@@ -4221,6 +4230,44 @@ def main(argv=None):
     except JSONRPCError as e:                      # e.g. --era 2026-07-28 to a server without it
         print(f"mcp_min: the server answered error {e.code}: {e.message}", file=sys.stderr)
     return 1
+
+
+_CALL_HELP = {"description": """\
+Start a server, make one request, print its result as JSON on stdout.
+
+  SERVER_CMD...  the command that starts the server, e.g. python3 server.py
+  METHOD|TOOL    an MCP method (tools/list, resources/read, prompts/get, ping, ...),
+                 or, without a slash, the name of a tool to call
+  JSON           the method's params, or the tool's arguments (default: none)
+""", "epilog": """\
+examples:
+  mcp_min.py call -- python3 server.py tools/list
+  mcp_min.py call -- python3 server.py add '{"a": 2, "b": 3}'
+  mcp_min.py call -- python3 server.py resources/read '{"uri": "file:///notes/a"}'
+  mcp_min.py call -v -- python3 examples/slow_server.py countdown '{"steps": 3}'
+
+A tool that fails still answers with a result (exit 0): its "isError" result is on stdout,
+and its text on stderr, as written. A JSON-RPC error exits 1 with the code and message on
+stderr. This client offers no sampling, elicitation or roots: a tool that asks for them
+fails (error -32021 in 2026-07-28); repl answers them.
+"""}
+
+
+def _show_notification(message):
+    """`call -v`: a log message or progress from the server, on stderr as it arrives."""
+    method, params = message.get("method"), message.get("params") or {}
+    if method == "notifications/message":
+        data = params.get("data")
+        logger = f"{params['logger']}: " if params.get("logger") else ""
+        shown = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+        line = f"[{params.get('level')}] {logger}{shown}"
+    elif method == "notifications/progress":
+        total = f"/{params['total']:g}" if isinstance(params.get("total"), (int, float)) else ""
+        line = f"progress {params.get('progress')}{total}" + (
+            f": {params['message']}" if params.get("message") else "")
+    else:
+        line = f"{method} {json.dumps(params, ensure_ascii=False)}"
+    print(line, file=sys.stderr, flush=True)
 
 
 def _command(args, words, colour):
@@ -4250,13 +4297,24 @@ def _command(args, words, colour):
         era = args.era
         if era == "auto" and method in HANDSHAKE_ONLY_METHODS:     # e.g. ping: only there
             era = "legacy"
-        with Client(command, era=era) as client:
+        verbose = {"on_notification": _show_notification, "log_level": "debug"}
+        with Client(command, era=era, **(verbose if args.verbose else {})) as client:
             try:
+                if args.verbose:
+                    if not client.modern and "logging" in client.server_capabilities:
+                        client.set_logging_level("debug")
+                    params = dict(params or {})
+                    params["_meta"] = {**(params.get("_meta") or {}), "progressToken": "call"}
                 if method in INPUT_METHODS:        # input_required: answered, with no callbacks
                     result = client.request_with_input(method, params or {})
                 else:
                     result = client.request(method, params)
                 print(json.dumps(result, indent=2, ensure_ascii=False))
+                if isinstance(result, dict) and result.get("isError") is True:
+                    shown = [b.get("text") for b in result.get("content") or ()
+                             if isinstance(b, dict) and isinstance(b.get("text"), str)]
+                    print("\n".join(["mcp_min: the tool reported an error:", *shown]),
+                          file=sys.stderr)
             except JSONRPCError as e:
                 print(f"error {e.code}: {e.message}", file=sys.stderr)
                 return 1
