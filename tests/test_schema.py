@@ -678,11 +678,13 @@ def test_metadata_mcp_min_cannot_use_is_a_warning_naming_the_function_and_parame
     def f(a: Annotated[int, at.Predicate(positive)] = 1,
           b: Annotated[str, at.Ge(3)] = "x",
           c: Annotated[int, pydantic.Field(default=3)] = 3,
-          d: Annotated[int, pydantic.Field(alias="dee")] = 4): ...
+          d: Annotated[int, pydantic.Field(alias="dee")] = 4,
+          e: Annotated[int, pydantic.AfterValidator(abs)] = 5): ...
     with pytest.warns(UserWarning) as caught:
         sig = Signature(f)
     messages = [str(w.message).split("<locals>.")[-1] for w in caught]
-    assert len(messages) == 4, messages
+    assert len(messages) == 5, messages
+    assert messages[4].startswith("f: parameter 'e': Annotated metadata AfterValidator(")
     assert messages[0].startswith("f: parameter 'a': Annotated metadata Predicate(") and \
         "is not used by mcp_min" in messages[0]
     assert messages[1].startswith("f: parameter 'b': Annotated metadata ge=3 is not used")
