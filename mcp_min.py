@@ -2260,8 +2260,9 @@ def _awaitable_on_the_loop(method, waits):
     blocking the loop would hold up every other async call meanwhile."""
     @functools.wraps(method)
     def call(self, *args, **kwargs):
+        # by thread id: current_thread() would leave a dummy Thread for each _thread thread
         loop = _loop and _loop.loop
-        if loop is None or threading.current_thread() is not _loop.thread:
+        if loop is None or _thread.get_ident() != _loop.ident:
             return method(self, *args, **kwargs)
         if waits:
             waiting = _in_a_thread(loop, lambda: method(self, *args, **kwargs))
@@ -3125,6 +3126,7 @@ class _LoopThread:
                                        name="mcp_min-event-loop")
         self.thread.start()
         self.ready.wait()
+        self.ident = self.thread.ident
 
     async def _main(self):
         self.loop = self.asyncio.get_running_loop()
@@ -3133,7 +3135,7 @@ class _LoopThread:
 
     def submit(self, coroutine):
         """Start ``coroutine`` on the loop; returns a concurrent.futures.Future of its result."""
-        if threading.current_thread() is self.thread:
+        if _thread.get_ident() == self.ident:
             coroutine.close()
             raise RuntimeError("mcp_min's event loop cannot wait for itself: make this call "
                                "from a plain def, or through asyncio.to_thread")
@@ -3154,9 +3156,10 @@ def _event_loop():
     opened, a task it started) work only on the loop they were made on. It runs in a daemon
     thread from first use to the end of the process."""
     global _loop
-    with _loop_lock:
-        if _loop is None:
-            _loop = _LoopThread()
+    if _loop is None:
+        with _loop_lock:
+            if _loop is None:
+                _loop = _LoopThread()
     return _loop
 
 
