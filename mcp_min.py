@@ -60,7 +60,9 @@ from __future__ import annotations
 
 import _thread
 import binascii
+import contextvars
 import enum
+import functools
 import json
 import operator
 import os
@@ -747,6 +749,15 @@ _AS_STRINGS = {("uuid", "UUID"): {"type": "string", "format": "uuid"},
                ("decimal", "Decimal"): {"type": ["string", "number"]},
                ("pathlib", "Path"): {"type": "string"}, ("pathlib", "PurePath"): {"type": "string"}}
 
+# Annotated metadata (pydantic, annotated_types): attribute name -> JSON Schema keyword
+_BOUND_KEYWORDS = {"gt": "exclusiveMinimum", "ge": "minimum", "lt": "exclusiveMaximum",
+                   "le": "maximum", "multiple_of": "multipleOf"}
+_LENGTH_KEYWORDS = {
+    "min_length": {"string": "minLength", "array": "minItems", "object": "minProperties"},
+    "max_length": {"string": "maxLength", "array": "maxItems", "object": "maxProperties"}}
+_METADATA_NAMES = {*_BOUND_KEYWORDS, *_LENGTH_KEYWORDS, "pattern", "description", "title",
+                   "examples", "documentation", "strict", "allow_inf_nan"}
+
 # --- docstrings ------------------------------------------------------------
 
 _SECTION = re.compile(r"[A-Z][A-Za-z ]*:")              # "Args:", "Keyword Args:", "Returns:"
@@ -848,8 +859,9 @@ def _name(tp):
 class _Types:
     """Translates annotations into schemas and converters, sharing one `defs` dict."""
 
-    def __init__(self, defs):
+    def __init__(self, defs, where="a type"):
         self.defs, self.owners, self.converters, self.unions = defs, {}, {}, []
+        self.where = where              # what a warning names: "f: parameter 'n'"
 
     def translate(self, tp):
         """Annotation -> (a fresh schema dict the caller may add to, a function from a *validated*
@@ -859,9 +871,11 @@ class _Types:
         origin, args = _t.get_origin(tp) or tp, _t.get_args(tp)
         if origin is _t.Annotated:     # Annotated[T, "description"] or Annotated[T, {schema keywords}]
             schema, convert = self.translate(args[0])
-            for extra in args[1:]:
+            for extra in args[1:]:     # or pydantic / annotated_types metadata
                 if isinstance(extra, (str, dict)):
                     schema.update({"description": extra} if isinstance(extra, str) else extra)
+                else:
+                    self.metadata(schema, extra)
             return schema, convert
         if tp in (_t.Any, object):
             return {}, None
@@ -924,6 +938,86 @@ class _Types:
             raise SchemaError("bytes is not supported: JSON has no binary type; take a base64 str")
         raise SchemaError(f"the annotation {_name(tp)} is not supported")
 
+    def metadata(self, schema, extra):
+        """Add what Annotated metadata from pydantic (``Field(description=..., le=10)``) or
+        annotated_types (``Ge(0)``, ``MaxLen(9)``, ``Interval(gt=0, lt=1)``, ...) says to
+        ``schema``, so that it is enforced. Both are read by their attribute names, never
+        imported; what cannot become a keyword is warned about, not dropped silently."""
+        if _is_field_info(extra):
+            return self.field_info(schema, extra)
+        if hasattr(type(extra), "__dataclass_fields__"):            # annotated_types, Strict
+            fields = {name: getattr(extra, name) for name in type(extra).__dataclass_fields__}
+        else:                                                       # pydantic's other metadata
+            fields = dict(getattr(extra, "__dict__", None) or {})
+        unknown = [name for name in fields if name not in _METADATA_NAMES]
+        if unknown or not fields:
+            return self.unused(repr(extra), "JSON Schema has no keyword for it")
+        for name, value in fields.items():
+            if value is not None:
+                self.keyword(schema, name, value)
+
+    def keyword(self, schema, name, value):
+        """One constraint or annotation (``le``, ``min_length``, ``pattern``, ...) -> keyword."""
+        if name in _BOUND_KEYWORDS:
+            kinds = self.kinds(schema)
+            if not _is_number(value) or name == "multiple_of" and value <= 0 or \
+                    kinds and not {"integer", "number"} & set(kinds):
+                return self.unused(f"{name}={value!r}", "JSON Schema bounds are numbers, "
+                                                        "and bound numbers only")
+            schema[_BOUND_KEYWORDS[name]] = value
+        elif name in _LENGTH_KEYWORDS:
+            if name == "min_length" and value == 0:
+                return                                  # Len(max_length=5) says min_length=0
+            kinds = [kind for kind in self.kinds(schema) if kind in _LENGTH_KEYWORDS[name]]
+            if type(value) is not int or value < 0 or not kinds:
+                return self.unused(f"{name}={value!r}", "only strings, arrays and objects have "
+                                                        "a length in JSON")
+            schema.update((_LENGTH_KEYWORDS[name][kind], value) for kind in kinds)
+        elif name == "pattern":
+            if not isinstance(value, str):
+                return self.unused(f"pattern={value!r}", "a JSON Schema pattern is a string")
+            schema["pattern"] = value
+        elif name in ("description", "documentation", "title", "examples"):
+            schema["description" if name == "documentation" else name] = value
+        # else strict and allow_inf_nan: JSON arguments are checked strictly, and are finite
+
+    def field_info(self, schema, info, is_default=False):
+        """pydantic's FieldInfo: its annotations, its json_schema_extra, its constraints;
+        ``is_default``: it is the parameter's default (``n: int = Field(3, le=9)``)."""
+        for name in ("description", "title", "examples"):
+            if getattr(info, name, None) is not None:
+                self.keyword(schema, name, getattr(info, name))
+        if getattr(info, "deprecated", None):
+            schema["deprecated"] = True
+        extra = info.json_schema_extra
+        if isinstance(extra, dict):
+            schema.update(extra)
+        elif extra is not None:
+            self.unused("Field(json_schema_extra=<a function>)", "give it a dict")
+        for item in info.metadata:
+            self.metadata(schema, item)
+        if not is_default and _pydantic_default(info)[1] is not None:
+            self.unused("Field(default=...)", "give the parameter its default in the signature")
+        for name in ("alias", "discriminator"):
+            if getattr(info, name, None) is not None:
+                self.unused(f"Field({name}=...)", "arguments are named as the parameters are")
+
+    def kinds(self, schema):
+        """The JSON types a schema this class made admits ([] if it does not say)."""
+        if "type" in schema:
+            return [schema["type"]] if isinstance(schema["type"], str) else list(schema["type"])
+        if "$ref" in schema:
+            return self.kinds(self.defs.get(schema["$ref"].rpartition("/")[2], {}))
+        return [kind for arm in schema.get("anyOf", ()) for kind in self.kinds(arm)]
+
+    def unused(self, what, why):
+        import warnings
+        frame, level = sys._getframe(1), 2         # point at the caller's line, outside this file
+        while frame is not None and frame.f_code.co_filename == __file__:
+            frame, level = frame.f_back, level + 1
+        warnings.warn(f"{self.where}: Annotated metadata {what} is not used by mcp_min ({why}); "
+                      "it is neither in the schema nor checked", stacklevel=level)
+
     def choices(self, values):
         """Schema for a fixed set of JSON scalars (Literal, Enum), typed so clients can show them."""
         kinds = list(dict.fromkeys(map(_jtype, values)))
@@ -973,8 +1067,9 @@ class _Types:
 
     def object(self, fields, docs, where, converters):
         """Object schema for [(name, annotation, required, default, ...)]; converters go in `converters`."""
-        props = {}
+        props, outer = {}, self.where
         for name, hint, _, default, *_ in fields:
+            self.where = where(name)
             schema, converters[name] = ({}, None) if hint is _NOTHING else _blamed(where(name), self.translate, hint)
             props[name] = schema
             if docs.get(name):
@@ -984,6 +1079,7 @@ class _Types:
                     schema["default"] = json.loads(json.dumps(_dump(default), allow_nan=False))
             except (TypeError, ValueError):
                 pass
+        self.where = outer
         required = [field[0] for field in fields if field[2]]
         return {"type": "object", "properties": props, **({"required": required} if required else {}),
                 "additionalProperties": False}
@@ -994,10 +1090,27 @@ class _Types:
             checks.extend(compiler.compile(schema) for schema, _ in arms)
 
 
-def type_schema(tp, defs=None):
+def _is_field_info(value):
+    """Is it pydantic's FieldInfo (what ``Field(...)`` returns)? Known by its attributes."""
+    return (hasattr(value, "json_schema_extra")
+            and isinstance(getattr(value, "metadata", None), list))
+
+
+def _pydantic_default(info):
+    """(the default a schema shows or _NOTHING, a function making it or None) of a FieldInfo."""
+    if getattr(info, "default_factory", None) is not None:
+        return _NOTHING, info.default_factory
+    default = getattr(info, "default", None)
+    if type(default).__name__ == "PydanticUndefinedType":         # Field() or Field(...)
+        return _NOTHING, None
+    return default, lambda: default
+
+
+def type_schema(tp, defs=None, *, where="a type"):
     """Python type hint -> JSON Schema.  Classes go into `defs` and are referenced with $ref;
-    without `defs` the result is a whole schema (with "$defs" when it needs them)."""
-    translator = _Types({} if defs is None else defs)
+    without `defs` the result is a whole schema (with "$defs" when it needs them). A warning
+    about metadata it cannot use names `where`."""
+    translator = _Types({} if defs is None else defs, where)
     schema, _ = translator.translate(tp)
     if defs is not None:
         return schema
@@ -1061,6 +1174,7 @@ class Signature:
         doc, docs = parse_docstring(getattr(fn, "__doc__", None))
         self.description = doc if description is None else description
         fields, rest = [], _NOTHING     # [(name, annotation, required, default)]; the **kwargs annotation
+        given_by_field, self._defaults = {}, {}    # `n: int = Field(...)`: name -> FieldInfo, maker
         for name, kind, default, annotation in parameters:
             # "Context" or "mcp_min.Context" need not resolve, nor anything for a hand-written schema.
             by_name = (context_type and isinstance(annotation, str)
@@ -1076,12 +1190,21 @@ class Signature:
             elif kind == "**":
                 rest = _t.Any if hint is _NOTHING else hint
             else:
-                fields.append((name, hint, default is _NOTHING, default))
+                if _is_field_info(default):             # pydantic's `n: int = Field(3, le=9)`:
+                    given_by_field[name] = default      # Python's default would be the Field
+                    default, make = _pydantic_default(default)
+                    if make is not None:
+                        self._defaults[name] = make
+                required = default is _NOTHING and name not in self._defaults
+                fields.append((name, hint, required, default))
 
-        translator, self._converters, self._rest_converter = _Types({}), {}, None
+        translator, self._converters, self._rest_converter = _Types({}, where), {}, None
         if input_schema is None:
             input_schema = translator.object(fields, {**docs, **(param_descriptions or {})},
                                              lambda name: f"{where}: parameter {name!r}", self._converters)
+            for name, info in given_by_field.items():
+                translator.where = f"{where}: parameter {name!r}"
+                translator.field_info(input_schema["properties"][name], info, is_default=True)
             if rest is not _NOTHING:
                 input_schema["additionalProperties"], self._rest_converter = _blamed(
                     f"{where}: **kwargs", translator.translate, rest)
@@ -1102,7 +1225,9 @@ class Signature:
             ret = self._resolve(returns, "the return value")
             # A str is text content already: wrapping it would double every payload.
             if ret not in (_NOTHING, None, type(None), str) and not _is_content(ret, tuple(content_types)):
-                schema = _blamed(f"{where}: return annotation (structured=False skips it)", type_schema, ret)
+                schema = _blamed(f"{where}: return annotation (structured=False skips it)",
+                                 functools.partial(type_schema, where=f"{where}: return value"),
+                                 ret)
                 self.wrap_output = schema.get("type") != "object"     # MCP wants an object: {"result": value}
                 if self.wrap_output:
                     defs = {"$defs": schema.pop("$defs")} if "$defs" in schema else {}
@@ -1143,6 +1268,9 @@ class Signature:
             except Exception as e:      # a date that isn't one, a __post_init__ that says no
                 problems.append(f"{name}: {e}" if isinstance(e, (ValueError, TypeError))
                                 else f"{name}: {type(e).__name__}: {e}")
+        for name, make in self._defaults.items():
+            if name not in kwargs:
+                kwargs[name] = make()
         return kwargs, problems
 
     def dump_output(self, value):
@@ -1472,9 +1600,42 @@ def _guess_type(uri):
     return mimetypes.guess_type(uri, strict=False)[0]
 
 
-def to_json(value):
-    """JSON text for humans and models (non-ASCII kept; dataclasses, enums, sets welcome)."""
-    return _encode_text(_dump(value))
+def to_json(value, root="result"):
+    """JSON text for humans and models (non-ASCII kept; dataclasses, enums, sets welcome).
+    What JSON cannot carry raises TypeError (ValueError for NaN) naming where it is in
+    ``value``, as in ``result.items[2].when: a value of type Thing has no JSON form``."""
+    value = _dump(value)
+    try:
+        return _encode_text(value)
+    except (TypeError, ValueError) as e:
+        found = _find_not_json(value, root)
+        raise type(e)(f"{found[0]}: {found[1]}" if found else str(e)) from None
+
+
+def _find_not_json(value, path):
+    """(path, what is wrong) for the first thing in a _dump()ed value that JSON cannot carry,
+    or None."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key is not None and not isinstance(key, (str, int, float)):
+                return path, (f"a key of type {type(key).__name__}, {key!r}; JSON object keys "
+                              "are strings")
+            found = _find_not_json(item, f"{path}.{key}")
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _find_not_json(item, f"{path}[{i}]")
+            if found:
+                return found
+    elif isinstance(value, float) and (value != value or abs(value) == float("inf")):
+        return path, f"{value} has no JSON form (JSON has no NaN or Infinity)"
+    elif value is not None and not isinstance(value, (str, int, float)):
+        hint = "convert it to a str, number, bool, list, dict or dataclass"
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            hint = "send it as image(...), audio(...), embedded_resource(blob=...) or base64 text"
+        return path, f"a value of type {type(value).__name__} has no JSON form; {hint}"
+    return None
 
 
 _encode_text = _json_encoder(False, (", ", ": "))
@@ -1579,7 +1740,7 @@ class Entry:
         if self.signature.context_param:
             kwargs[self.signature.context_param] = ctx
         value = self.fn(**kwargs)
-        return _run_coroutine(value) if hasattr(value, "__await__") else value
+        return _run_coroutine(value, ctx) if hasattr(value, "__await__") else value
 
     def bind_strings(self, values, what):
         """Bind arguments that arrive as strings (prompt arguments, URI template variables):
@@ -1690,17 +1851,32 @@ def _call_handler(handler, ctx):
     """handler(ctx, params), run to completion if it is a coroutine function."""
     result = handler(ctx, ctx.params)
     if hasattr(result, "__await__"):
-        result = _run_coroutine(result)
+        result = _run_coroutine(result, ctx)
     return result
 
 
-def _run_coroutine(awaitable):
-    """Run an ``async def`` handler to completion on this worker thread."""
-    import asyncio                            # imported only if a handler is async
+def _run_coroutine(awaitable, ctx):
+    """Run an async handler on the shared event loop while this worker thread waits for its
+    result. If the client cancels the request, the coroutine is cancelled: it gets
+    asyncio.CancelledError where it awaits, and this thread stops waiting at once."""
+    import concurrent.futures
+    future = _event_loop().submit(_serving(awaitable, ctx))
+    ctx._on_cancel = future.cancel
+    if ctx.cancelled:                         # cancelled before the hook was in place
+        future.cancel()
+    try:
+        return future.result()
+    except concurrent.futures.CancelledError:
+        if ctx.cancelled:
+            raise Cancelled(f"request {ctx.request_id!r} was cancelled") from None
+        raise
+    finally:
+        ctx._on_cancel = None
 
-    async def wait():
-        return await awaitable
-    return asyncio.run(wait())
+
+async def _serving(awaitable, ctx):
+    _serving_ctx.set(ctx)         # in this task's own context: forwarded logging finds it
+    return await awaitable
 
 
 class Resource(Entry):
@@ -1833,6 +2009,7 @@ def _message(item):
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 _LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
 _current = threading.local()                  # the Context a worker thread is serving
+_serving_ctx = contextvars.ContextVar("mcp_min_ctx", default=None)   # and an async handler
 
 
 
@@ -1853,7 +2030,12 @@ class Context:
     """What a handler knows and can do while it serves one request.
 
     A tool, resource or prompt function gets one by declaring a parameter annotated
-    ``Context`` (any name). Built-in handlers get it as their first argument."""
+    ``Context`` (any name). Built-in handlers get it as their first argument.
+
+    Its methods are plain calls. In an ``async def`` handler (on the event loop) they return
+    awaitables instead, as in FastMCP: ``await ctx.info(...)``, ``await ctx.elicit(...)``."""
+
+    _on_cancel = None       # while an async handler runs: cancels it (called by the reader)
 
     def __init__(self, session, request_id, method, params, envelope=None, outlet=None):
         self.session, self.server = session, session.server
@@ -2072,6 +2254,57 @@ class Context:
         return roots
 
 
+def _awaitable_on_the_loop(method, waits):
+    """``method``, except that called on the event loop (from an async handler) it returns an
+    awaitable, so that ``await ctx.info(...)`` works as in FastMCP. A quick one (``waits``
+    false) is done at once and returns a finished asyncio Future: awaiting it is optional.
+    One that waits for the client returns a coroutine, which waits in a thread of its own:
+    blocking the loop would hold up every other async call meanwhile."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        # by thread id: current_thread() would leave a dummy Thread for each _thread thread
+        loop = _loop and _loop.loop
+        if loop is None or _thread.get_ident() != _loop.ident:
+            return method(self, *args, **kwargs)
+        if waits:
+            waiting = _in_a_thread(loop, lambda: method(self, *args, **kwargs))
+            waiting.__qualname__ = method.__qualname__     # "coroutine 'Context.elicit' was
+            return waiting                                  # never awaited", if it is not
+        done = loop.create_future()
+        done.set_result(method(self, *args, **kwargs))
+        return done
+    return call
+
+
+async def _in_a_thread(loop, call):
+    waiter, context = loop.create_future(), contextvars.copy_context()
+
+    def work():
+        try:
+            value, error = context.run(call), None
+        except BaseException as e:            # InputRequired and Cancelled too
+            value, error = None, e
+        loop.call_soon_threadsafe(_settle, waiter, value, error)
+    _thread.start_new_thread(work, ())
+    return await waiter
+
+
+def _settle(waiter, value, error):
+    if waiter.cancelled():                    # the coroutine stopped waiting
+        return
+    if error is None:
+        waiter.set_result(value)
+    else:
+        waiter.set_exception(error)
+
+
+for _method, _waits in (("report_progress", False), ("log", False), ("request", True),
+                        ("ask_together", True), ("sample", True), ("elicit", True),
+                        ("list_roots", True)):
+    setattr(Context, _method, _awaitable_on_the_loop(getattr(Context, _method), _waits))
+del _method, _waits
+
+
 def _check_form(schema):
     """An elicitation form is a flat object of strings, numbers, booleans and lists of
     enumerated strings, as the spec requires: anything else is a mistake in the tool."""
@@ -2097,7 +2330,7 @@ def forward_logging_to_client(name=None):
 
     class ClientLogHandler(logging.Handler):
         def emit(self, record):
-            ctx = getattr(_current, "ctx", None)
+            ctx = getattr(_current, "ctx", None) or _serving_ctx.get()
             if ctx is None or record.name.startswith("mcp_min"):
                 return
             level = levels.get(record.levelno) or ("debug" if record.levelno < 20 else "error")
@@ -2313,7 +2546,8 @@ class Server:
       request_timeout=60.0   seconds to wait for the client to answer sampling/elicitation/roots
       lifespan=None          ``fn(server)`` returning a context manager, sync or async,
                              entered once around serving (a bare generator of either kind
-                             is one); handlers reach what it yields as ``ctx.lifespan``
+                             is one); handlers reach what it yields as ``ctx.lifespan``.
+                             An async one runs on the event loop async handlers run on
       forward_logging=False  True (root logger) or a logger name: Python logging records
                              emitted inside handlers also go to the client
       cache_ttl_ms=0         2026-07-28: how long (ms) clients may reuse a discover, list or
@@ -2374,6 +2608,8 @@ class Server:
         self._info_meta = None                # serverInfo for 2026-07-28 results, made once
         self._offered = None                  # capabilities(), until a registration changes
         self.lock = threading.Lock()
+        # Held while the lifespan is entered or exited, which may register tools (self.lock)
+        self._lifespan_lock = threading.Lock()
         self.pool = None                      # started with the first connection
         self.order = count(1).__next__        # registration order: the order lists use
         self.handlers = {
@@ -2820,7 +3056,7 @@ class Server:
         return session
 
     def _enter_lifespan(self):
-        with self.lock:
+        with self._lifespan_lock:
             self._lifespan_users += 1
             if self._lifespan_users > 1 or self.lifespan is None:
                 return
@@ -2831,12 +3067,12 @@ class Server:
                 raise
 
     def _exit_lifespan(self):
-        with self.lock:
+        with self._lifespan_lock:              # a connection starting now waits for the exit
             self._lifespan_users -= 1
             if self._lifespan_users or self.lifespan is None:
                 return
             leave, self._lifespan_exit, self.lifespan_value = self._lifespan_exit, None, None
-        leave()
+            leave()
 
     def wsgi(self, environ, start_response):
         """The WSGI application that serves MCP over Streamable HTTP at ``http_path``: run it
@@ -2950,25 +3186,15 @@ def _open_lifespan(cm):
     if not hasattr(cm, "__aenter__"):
         raise TypeError(f"lifespan returned {type(cm).__name__}, not a context manager: decorate "
                         "it with @contextlib.contextmanager or @contextlib.asynccontextmanager")
-    # An async generator must be finalised on the loop that started it: one loop, kept
-    # running in its own thread (so tasks the lifespan starts keep running), does both.
-    loop = _LoopThread()
-    try:
-        value = loop.run(cm.__aenter__())
-    except BaseException:
-        loop.close()
-        raise
-
-    def leave():
-        try:
-            loop.run(cm.__aexit__(None, None, None))
-        finally:
-            loop.close()
-    return value, leave
+    # An async generator must be finalised on the loop that started it, and what it starts
+    # (tasks, clients) is used by async handlers: all of them run on the one shared loop.
+    loop = _event_loop()
+    value = loop.run(cm.__aenter__())
+    return value, lambda: loop.run(cm.__aexit__(None, None, None))
 
 
 class _LoopThread:
-    """An asyncio event loop running in a daemon thread until ``close()``."""
+    """An asyncio event loop running in a daemon thread."""
 
     def __init__(self):
         import asyncio                        # imported only if something async needs it
@@ -2977,20 +3203,41 @@ class _LoopThread:
                                        name="mcp_min-event-loop")
         self.thread.start()
         self.ready.wait()
+        self.ident = self.thread.ident
 
     async def _main(self):
         self.loop = self.asyncio.get_running_loop()
-        self.done = self.loop.create_future()
         self.ready.set()
-        await self.done           # then asyncio.run cancels what is left and closes the loop
+        await self.loop.create_future()       # never done: the loop runs until the process ends
+
+    def submit(self, coroutine):
+        """Start ``coroutine`` on the loop; returns a concurrent.futures.Future of its result."""
+        if _thread.get_ident() == self.ident:
+            coroutine.close()
+            raise RuntimeError("mcp_min's event loop cannot wait for itself: make this call "
+                               "from a plain def, or through asyncio.to_thread")
+        return self.asyncio.run_coroutine_threadsafe(coroutine, self.loop)
 
     def run(self, coroutine):
         """Run ``coroutine`` on the loop and return its result (or raise its exception)."""
-        return self.asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+        return self.submit(coroutine).result()
 
-    def close(self):
-        self.loop.call_soon_threadsafe(self.done.set_result, None)
-        self.thread.join()
+
+_loop = None                                  # the _LoopThread, once something async needs it
+_loop_lock = threading.Lock()
+
+
+def _event_loop():
+    """The one event loop of the process, which runs every async handler (tool, resource,
+    prompt) and async lifespan: asyncio objects they share (a lock, a client the lifespan
+    opened, a task it started) work only on the loop they were made on. It runs in a daemon
+    thread from first use to the end of the process."""
+    global _loop
+    if _loop is None:
+        with _loop_lock:
+            if _loop is None:
+                _loop = _LoopThread()
+    return _loop
 
 
 def _cursor_position(cursor):
@@ -3290,6 +3537,9 @@ class Session(Peer):
                 return
             ctx.cancelled = True
         self.cancel_pending(ctx, f"request {request_id!r} was cancelled by the client")
+        on_cancel = ctx._on_cancel            # an async handler's: cancel its coroutine
+        if on_cancel is not None:
+            on_cancel()
 
     def log(self, level, data, logger=None):
         """Log to a handshake-era client, at or above the level of its logging/setLevel."""
@@ -4560,12 +4810,21 @@ def main(argv=None):
     for name, text in (("inspect", "list what a server offers"),
                        ("call", "one request: -- CMD... METHOD|TOOL [JSON]"),
                        ("repl", "type frames to a server and watch the replies")):
-        command = commands.add_parser(name, help=text)
+        words = "-- SERVER_CMD... METHOD|TOOL [JSON]" if name == "call" else "-- SERVER_CMD..."
+        command = commands.add_parser(
+            name, help=text, formatter_class=argparse.RawDescriptionHelpFormatter,
+            usage=f"%(prog)s [options] {words}", **(_CALL_HELP if name == "call" else {}))
         if name != "repl":
             command.add_argument("--era", choices=("auto", "legacy") + MODERN_PROTOCOL_VERSIONS,
                                  default="auto", help="auto (the default) speaks 2026-07-28 with "
                                  "servers that offer it, else the handshake (legacy)")
-        command.add_argument("words", nargs=argparse.REMAINDER)
+        if name == "call":
+            command.add_argument("-v", "--verbose", action="store_true",
+                                 help="show the server's log messages and progress on stderr as "
+                                      "they arrive (it is asked for every level)")
+        command.add_argument("words", nargs=argparse.REMAINDER, metavar=words,
+                             help="the command that starts the server (after --)"
+                             + (", then what to call" if name == "call" else ""))
     commands.add_parser("explain", help="what a JSON-RPC/MCP message is, and what is wrong with it"
                         ).add_argument("message")
     args = parser.parse_args(argv)
@@ -4587,6 +4846,44 @@ def main(argv=None):
     except JSONRPCError as e:                      # e.g. --era 2026-07-28 to a server without it
         print(f"mcp_min: the server answered error {e.code}: {e.message}", file=sys.stderr)
     return 1
+
+
+_CALL_HELP = {"description": """\
+Start a server, make one request, print its result as JSON on stdout.
+
+  SERVER_CMD...  the command that starts the server, e.g. python3 server.py
+  METHOD|TOOL    an MCP method (tools/list, resources/read, prompts/get, ping, ...),
+                 or, without a slash, the name of a tool to call
+  JSON           the method's params, or the tool's arguments (default: none)
+""", "epilog": """\
+examples:
+  mcp_min.py call -- python3 server.py tools/list
+  mcp_min.py call -- python3 server.py add '{"a": 2, "b": 3}'
+  mcp_min.py call -- python3 server.py resources/read '{"uri": "file:///notes/a"}'
+  mcp_min.py call -v -- python3 examples/slow_server.py countdown '{"steps": 3}'
+
+A tool that fails still answers with a result (exit 0): its "isError" result is on stdout,
+and its text on stderr, as written. A JSON-RPC error exits 1 with the code and message on
+stderr. This client offers no sampling, elicitation or roots: a tool that asks for them
+fails (error -32021 in 2026-07-28); repl answers them.
+"""}
+
+
+def _show_notification(message):
+    """`call -v`: a log message or progress from the server, on stderr as it arrives."""
+    method, params = message.get("method"), message.get("params") or {}
+    if method == "notifications/message":
+        data = params.get("data")
+        logger = f"{params['logger']}: " if params.get("logger") else ""
+        shown = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+        line = f"[{params.get('level')}] {logger}{shown}"
+    elif method == "notifications/progress":
+        total = f"/{params['total']:g}" if isinstance(params.get("total"), (int, float)) else ""
+        line = f"progress {params.get('progress')}{total}" + (
+            f": {params['message']}" if params.get("message") else "")
+    else:
+        line = f"{method} {json.dumps(params, ensure_ascii=False)}"
+    print(line, file=sys.stderr, flush=True)
 
 
 def _command(args, words, colour):
@@ -4616,13 +4913,24 @@ def _command(args, words, colour):
         era = args.era
         if era == "auto" and method in HANDSHAKE_ONLY_METHODS:     # e.g. ping: only there
             era = "legacy"
-        with Client(command, era=era) as client:
+        verbose = {"on_notification": _show_notification, "log_level": "debug"}
+        with Client(command, era=era, **(verbose if args.verbose else {})) as client:
             try:
+                if args.verbose:
+                    if not client.modern and "logging" in client.server_capabilities:
+                        client.set_logging_level("debug")
+                    params = dict(params or {})
+                    params["_meta"] = {**(params.get("_meta") or {}), "progressToken": "call"}
                 if method in INPUT_METHODS:        # input_required: answered, with no callbacks
                     result = client.request_with_input(method, params or {})
                 else:
                     result = client.request(method, params)
                 print(json.dumps(result, indent=2, ensure_ascii=False))
+                if isinstance(result, dict) and result.get("isError") is True:
+                    shown = [b.get("text") for b in result.get("content") or ()
+                             if isinstance(b, dict) and isinstance(b.get("text"), str)]
+                    print("\n".join(["mcp_min: the tool reported an error:", *shown]),
+                          file=sys.stderr)
             except JSONRPCError as e:
                 print(f"error {e.code}: {e.message}", file=sys.stderr)
                 return 1

@@ -470,6 +470,51 @@ def test_call_business_error_is_a_result_and_exits_0():
     assert 'budget: expected number, got string "a hundred bucks"' in bad["content"][0]["text"]
 
 
+def test_call_help_explains_its_arguments():
+    result = cli("call", "--help")
+    assert result.returncode == 0
+    usage = "usage: mcp_min.py call [options] -- SERVER_CMD... METHOD|TOOL [JSON]"
+    assert result.stdout.startswith(usage)
+    for words in ("SERVER_CMD...  the command that starts the server",
+                  "METHOD|TOOL    an MCP method", "the name of a tool to call",
+                  "JSON           the method's params, or the tool's arguments",
+                  "-v, --verbose", "--era", "mcp_min.py call -- python3 server.py add '{\"a\": 2"):
+        assert words in result.stdout, words
+
+
+def test_call_prints_a_tools_error_text_with_its_newlines_on_stderr():
+    """The isError result stays JSON on stdout (its text escaped); its text goes to stderr as
+    written, one problem a line."""
+    result = call(*GIFT, "suggest_gifts", '{"occasion": "funeral", "budget": "x"}')
+    assert json.loads(result.stdout)["isError"] is True
+    assert result.stderr.startswith("mcp_min: the tool reported an error:\n"
+                                    "Invalid arguments for tool 'suggest_gifts':\n- occasion: ")
+    assert '\n- budget: expected number, got string "x"\n' in result.stderr
+    assert "\\n" not in result.stderr
+
+
+@pytest.mark.parametrize("era", ["auto", "legacy"])
+def test_call_verbose_shows_logs_and_progress_as_they_arrive(era):
+    """`call -v`: the server's log messages and progress, on stderr while the tool runs (the
+    first long before the result), in both eras; stdout is the result alone."""
+    process = subprocess.Popen(
+        [sys.executable, MCP_MIN, "call", "-v", "--era", era, "--", *SLOW, "countdown",
+         '{"steps": 3, "delay": 0.4}'], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, cwd=ROOT, env=clean_env())
+    start, lines = time.monotonic(), []
+    for line in process.stderr:               # (the result is printed after the last one)
+        lines.append((time.monotonic() - start, line.rstrip("\n")))
+    out = process.stdout.read()
+    assert process.wait(30) == 0, lines
+    assert [line for _, line in lines] == [
+        "progress 1/3: 2 to go", "[info] countdown: step 1 of 3", "progress 2/3: 1 to go",
+        "[info] countdown: step 2 of 3", "progress 3/3: 0 to go", "[info] countdown: step 3 of 3"]
+    assert lines[-1][0] - lines[0][0] > 0.6, lines    # shown as they came, not at the end
+    assert json.loads(out)["content"][0]["text"] == "lift-off after 3 steps"
+    process.stdout.close()
+    process.stderr.close()
+
+
 def test_call_print_in_an_mcp_min_tool_goes_to_stderr():
     result = call(sys.executable, str(EXAMPLES / "print_server.py"), "get_weather", '{"city": "Lisbon"}')
     assert json.loads(result.stdout)["content"][0]["text"] == "Sunny, 22°C"

@@ -179,9 +179,9 @@ def test_context_parameter_never_in_input_schema(spawn):
     assert tool_text(read_until(w, is_response(rid))[0]).startswith("{")
 
 
-def test_async_tools_run_to_completion_on_worker_threads(spawn):
-    """``async def`` tools are run to completion on their worker thread (not the reader), and
-    two of them overlap in time (pain point #3)."""
+def test_async_tools_run_concurrently_on_the_event_loop_thread(spawn):
+    """``async def`` tools run on mcp_min's one event loop (a thread of its own, not the
+    reader's nor the main one), and two of them overlap in time (pain point #3)."""
     w = spawn("live_protocol.py")
     initialize(w)
     start = time.monotonic()
@@ -193,8 +193,171 @@ def test_async_tools_run_to_completion_on_worker_threads(spawn):
     replies = {r["id"]: json.loads(tool_text(r)) for r in (ra, rb)}
     assert replies["a"]["request_id"] == "a" and replies["b"]["request_id"] == "b"
     assert not replies["a"]["is_main"] and not replies["b"]["is_main"]
-    assert replies["a"]["thread"] != replies["b"]["thread"]
+    assert replies["a"]["thread"] == replies["b"]["thread"] == "mcp_min-event-loop"
     assert elapsed < 1.8, f"two 1000 ms async tools took {elapsed:.2f} s: not concurrent"
+
+
+def test_async_handlers_and_an_async_lifespan_share_one_event_loop():
+    """Every async tool, resource and prompt runs on the loop the async lifespan was entered
+    on, so asyncio objects shared between calls work: an asyncio.Lock the lifespan made, held
+    by three calls at once, used to fail with "bound to a different event loop"."""
+    import asyncio
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def lifespan(srv):
+        yield {"loop": asyncio.get_running_loop(), "lock": asyncio.Lock()}
+
+    srv = server(lifespan=lifespan)
+
+    @srv.tool
+    async def hold(ctx: Context) -> bool:
+        async with ctx.lifespan["lock"]:
+            await asyncio.sleep(0.1)
+        return asyncio.get_running_loop() is ctx.lifespan["loop"]
+
+    @srv.resource("test://loop")
+    async def which(ctx: Context) -> str:
+        return str(asyncio.get_running_loop() is ctx.lifespan["loop"])
+
+    @srv.prompt
+    async def where(ctx: Context) -> str:
+        return str(asyncio.get_running_loop() is ctx.lifespan["loop"])
+
+    @srv.tool
+    def plain() -> str:
+        return threading.current_thread().name
+
+    with Client(srv, timeout=5) as client:
+        results = []
+        calls = [threading.Thread(target=lambda: results.append(client.call_tool("hold")))
+                 for _ in range(3)]
+        for call in calls:
+            call.start()
+        for call in calls:
+            call.join()
+        assert [r["content"][0]["text"] for r in results] == ["true"] * 3, results
+        assert client.read_resource("test://loop")["contents"][0]["text"] == "True"
+        assert client.get_prompt("where")["messages"][0]["content"]["text"] == "True"
+        assert client.call_tool("plain")["content"][0]["text"] != "mcp_min-event-loop"
+
+
+def test_cancelling_an_async_tool_cancels_its_coroutine():
+    """notifications/cancelled reaches an async tool as asyncio.CancelledError where it
+    awaits (it used to sleep on to the end), and no reply is written for it."""
+    import asyncio
+    seen = {}
+    srv = server()
+
+    @srv.tool
+    async def sleepy() -> str:
+        seen["started"] = time.monotonic()
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            seen["cancelled"] = time.monotonic()
+            raise
+        return "slept"
+
+    with Client(srv, timeout=5) as client:
+        with pytest.raises(TimeoutError):     # the client gives up: notifications/cancelled
+            client.call_tool("sleepy", timeout=0.3)
+        deadline = time.monotonic() + 2
+        while "cancelled" not in seen and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert "cancelled" in seen, "the coroutine never saw CancelledError"
+        assert seen["cancelled"] - seen["started"] < 1.5
+        assert client.ping() == {}
+    assert not any(m.get("id") is not None for m in client.notifications)
+
+
+@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
+def test_context_methods_are_awaitable_in_async_tools(era):
+    """In an async tool, ``await ctx.info(...)``, ``await ctx.report_progress(...)`` and
+    ``await ctx.elicit(...)`` work as in FastMCP (they used to fail: "object bool can't be
+    used in 'await' expression"). While elicit waits for the client, the event loop keeps
+    serving other async calls. In a plain def the same methods are plain calls."""
+    import asyncio
+    srv = server()
+    form = {"type": "object", "properties": {"name": {"type": "string"}}}
+
+    @srv.tool
+    async def greet(ctx: Context) -> str:
+        sent = await ctx.info("greeting")
+        await ctx.report_progress(1, total=2)
+        answer = await ctx.elicit("Your name?", form)
+        ctx.debug("not awaited: sent all the same, if the level lets it")
+        return f"{sent} {answer['content']['name']}"
+
+    @srv.tool
+    async def quick() -> str:
+        await asyncio.sleep(0)
+        return "quick"
+
+    @srv.tool
+    def plain(ctx: Context) -> str:
+        return repr(ctx.info("plain"))
+
+    asked = threading.Event()
+
+    def elicitation(params):
+        asked.set()
+        time.sleep(0.5)                       # the user thinks it over
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    with Client(srv, timeout=5, era=era, elicitation=elicitation, log_level="debug") as client:
+        client.set_logging_level("debug")
+        progress, result = [], {}
+        call = threading.Thread(target=lambda: result.update(
+            greet=client.call_tool("greet", progress=progress.append)))
+        call.start()
+        assert asked.wait(3)
+        start = time.monotonic()
+        assert client.call_tool("quick")["content"][0]["text"] == "quick"
+        assert time.monotonic() - start < 0.4, "the elicitation held up the event loop"
+        call.join()
+        assert result["greet"]["content"][0]["text"] == "True Ada", result
+        assert progress and progress[0]["progress"] == 1
+        logged = [n["params"]["data"] for n in client.notifications
+                  if n["method"] == "notifications/message"]
+        assert "greeting" in logged and any(d.startswith("not awaited") for d in logged)
+        assert client.call_tool("plain")["content"][0]["text"] == "True"
+
+
+def test_a_waiting_context_call_left_unawaited_is_a_coroutine_named_for_it():
+    """In an async tool, ctx.elicit(...) without await is a coroutine (it would never run):
+    using it as the answer fails at once, and Python's "was never awaited" warning names
+    Context.elicit. Quick calls left unawaited are sent anyway (see above)."""
+    srv = server()
+
+    @srv.tool
+    async def forgetful(ctx: Context) -> str:
+        answer = ctx.elicit("Proceed?")
+        try:
+            return answer["action"]
+        except TypeError as e:
+            return f"{answer.__qualname__}: {e}"
+        finally:
+            answer.close()                    # this test's own: no warning at collection
+
+    with Client(srv, timeout=5, elicitation=lambda p: {"action": "accept"}) as client:
+        assert client.call_tool("forgetful")["content"][0]["text"] == \
+            "Context.elicit: 'coroutine' object is not subscriptable"
+
+
+def test_the_event_loop_refuses_to_wait_for_itself():
+    """A coroutine on the loop that would block waiting for the loop gets an error, not a
+    deadlock."""
+    loop = mcp_min._event_loop()
+
+    async def inner():
+        return "never"
+
+    async def outer():
+        with pytest.raises(RuntimeError, match="cannot wait for itself"):
+            loop.run(inner())
+        return "refused"
+    assert loop.run(outer()) == "refused"
 
 
 def test_context_in_resources_and_prompts_and_async_variants():
@@ -363,6 +526,23 @@ def test_a_bare_generator_lifespan_is_a_context_manager():
     with Client(srv, timeout=5) as client:
         assert client.call_tool("probe")["content"][0]["text"] == "plain"
     assert calls == ["enter", "exit"]
+
+
+def test_a_lifespan_may_register_and_remove_tools():
+    """Registering from the lifespan used to deadlock: the server held its registry lock while
+    it entered the lifespan. Tools added there are served; its exit may remove them."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def lifespan(srv):
+        srv.tool(lambda: "added by the lifespan", name="late")
+        yield
+        srv.remove_tool("late")
+
+    srv = server(lifespan=lifespan)
+    with Client(srv, timeout=3) as client:
+        assert client.call_tool("late")["content"][0]["text"] == "added by the lifespan"
+    assert "late" not in srv.tools
 
 
 def test_a_lifespan_that_returns_no_context_manager_says_how_to_fix_it():
@@ -846,6 +1026,28 @@ def test_forward_logging_in_process():
         got = [n["params"] for n in client.notifications if n["method"] == "notifications/message"]
         assert [(p["level"], p.get("logger")) for p in got] == [("warning", "unit.fwd")]
         assert "forwarded 42" in got[0]["data"]
+
+
+def test_forward_logging_from_an_async_tool():
+    """Records logged by an async tool (on the event loop, and in a thread it starts with
+    asyncio.to_thread) reach the client of the request that logged them."""
+    import asyncio
+    import logging
+    srv = server(forward_logging="unit.async-fwd")
+    logger = logging.getLogger("unit.async-fwd")
+
+    @srv.tool
+    async def emit(label: str) -> str:
+        logger.warning("on the loop for %s", label)
+        await asyncio.to_thread(logger.warning, "in a thread for %s", label)
+        return "ok"
+
+    with Client(srv, timeout=5) as client:
+        client.call_tool("emit", {"label": "one"})
+        time.sleep(0.05)
+        got = [n["params"]["data"] for n in client.notifications
+               if n["method"] == "notifications/message"]
+        assert got == ["on the loop for one", "in a thread for one"], got
 
 
 # ==========================================================================================

@@ -1,10 +1,12 @@
-"""README.md tells the truth: its transcript is what the demo prints, its quick start runs
-as written, and the two commands it promises exist."""
+"""README.md tells the truth: its transcript is what the demo prints, its quick start and
+API examples run as written, and the two commands it promises exist."""
 
 import re
 import shutil
 import subprocess
 import sys
+
+import pytest
 
 from conftest import ROOT
 
@@ -51,3 +53,66 @@ def test_the_client_snippet_works():
     from mcp_min import Client
     with Client(calculator.server) as client:
         assert client.call_tool("add", {"a": 2, "b": 3})["content"][0]["text"] == "5"
+
+
+def example(marker):
+    """The README's Python block containing ``marker``, run; returns its namespace."""
+    (block,) = [block for block in code_blocks("python") if marker in block]
+    namespace = {"__name__": "readme_example"}
+    exec(compile(block, "README.md", "exec"), namespace)
+    return namespace
+
+
+def test_the_annotated_parameters_example_is_enforced():
+    pytest.importorskip("pydantic")
+    pytest.importorskip("annotated_types")
+    from mcp_min import Client
+    server = example("def search(")["server"]
+    with Client(server, timeout=5) as client:
+        properties = client.list_tools()[0]["inputSchema"]["properties"]
+        assert properties["query"]["description"] == "what to look for"
+        assert properties["page"] == {"type": "integer", "description": "the page, from 1",
+                                      "minimum": 1, "default": 1}
+        assert properties["tags"]["maxItems"] == 3
+        assert properties["lang"] == {"type": "string", "default": "en", "pattern": "^[a-z]{2}$"}
+        refused = client.call_tool("search", {"query": "owls", "limit": 99, "page": 0,
+                                              "tags": ["a", "b", "c", "d"], "lang": "eng"})
+        assert refused["isError"] and [line.split(":")[0] for line in
+                                       refused["content"][0]["text"].splitlines()[1:]] == \
+            ["- limit", "- page", "- tags", "- lang"]
+        answer = client.call_tool("search", {"query": "owls"})
+        assert answer["structuredContent"] == {"result": ["owls in en, page 1"]}
+
+
+def test_the_content_blocks_example_runs(tmp_path, monkeypatch):
+    from mcp_min import Client
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rain.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(16))
+    server = example("def rainfall(")["server"]
+    with Client(server, timeout=5) as client:
+        assert [t.get("outputSchema") for t in client.list_tools()] == [None, None, None]
+        blocks = client.call_tool("rainfall", {"city": "Porto"})["content"]
+        assert [b["type"] for b in blocks] == ["text", "image", "resource_link"]
+        assert blocks[1]["mimeType"] == "image/png" and blocks[2]["mimeType"] == "text/csv"
+        averages = client.call_tool("averages", {"city": "Porto"})
+        assert averages["structuredContent"] == {"rain_mm": 61.5, "sun_hours": 5.1}
+        station = client.call_tool("station", {"city": "Porto"})
+        assert station["content"] == [{"type": "text", "text": "Porto: station 42"}]
+        assert station["structuredContent"] == {"id": 42}
+
+
+def test_the_async_context_example_runs():
+    from mcp_min import Client, Context, Server
+    namespace = {"server": Server("readme-async"), "Context": Context}
+    (block,) = [block for block in code_blocks("python") if "async def fetch(" in block]
+    exec(compile(block, "README.md", "exec"), namespace)
+    with Client(namespace["server"], timeout=5,
+                elicitation=lambda params: {"action": "accept", "content": {"ok": True}}) as client:
+        progress = []
+        result = client.call_tool("fetch", {"url": "https://example.com"},
+                                  progress=progress.append)
+        assert result["content"][0]["text"] == "fetched"
+        assert [p["progress"] for p in progress] == [1]
+        assert any(n["method"] == "notifications/message" and
+                   n["params"]["data"] == "fetching https://example.com"
+                   for n in client.notifications)

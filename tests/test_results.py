@@ -12,6 +12,7 @@ import importlib.util
 import json
 import sys
 import time
+import typing
 
 import jsonschema
 import pytest
@@ -247,7 +248,8 @@ def test_no_traceback_file_path_or_internal_name_reaches_the_client(srv):
     ("key", "KeyError: 'missing'"),
     ("custom", "QuotaExceeded: daily quota of 100 calls used up"),
     ("zero", "ZeroDivisionError: division by zero"),
-    ("unserializable", "TypeError: Object of type object is not JSON serializable"),
+    ("unserializable", "TypeError: result.when: a value of type object has no JSON form; "
+                       "convert it to a str, number, bool, list, dict or dataclass"),
 ])
 def test_exceptions_become_iserror_results(srv, kind, message):
     assert error_text(call(srv, "explode", {"kind": kind})) == message
@@ -971,6 +973,55 @@ def test_uuid_decimal_and_path_travel_as_strings_both_ways():
         assert bad["isError"] is True
         assert 'u: expected a UUID, got "nope"' in bad["content"][0]["text"]
         assert 'd: expected a Decimal, got "x"' in bad["content"][0]["text"]
+
+
+def test_sets_frozensets_and_enums_become_lists_and_values():
+    import enum
+
+    class Colour(enum.Enum):
+        RED = "red"
+    server = Server("values")
+
+    @server.tool
+    def values():
+        return {"set": {3}, "frozen": frozenset({"a"}), "colour": Colour.RED,
+                "by_colour": {Colour.RED: [Colour.RED]}}
+
+    with Client(server) as client:
+        result = client.call_tool("values")
+    assert result["structuredContent"] == {"set": [3], "frozen": ["a"], "colour": "red",
+                                           "by_colour": {"red": ["red"]}}
+
+
+class Unencodable:
+    pass
+
+
+@pytest.mark.parametrize("value, message", [
+    ({"items": [1, 2, {"when": Unencodable()}]},
+     "TypeError: result.items[2].when: a value of type Unencodable has no JSON form; convert "
+     "it to a str, number, bool, list, dict or dataclass"),
+    ([1, b"raw"], "TypeError: result[1]: a value of type bytes has no JSON form; send it as "
+                  "image(...), audio(...), embedded_resource(blob=...) or base64 text"),
+    ({"x": [float("nan")]}, "ValueError: result.x[0]: nan has no JSON form (JSON has no NaN "
+                            "or Infinity)"),
+    ({"at": {(1, 2): "pair"}}, "TypeError: result.at: a key of type tuple, (1, 2); JSON object "
+                               "keys are strings"),
+], ids=["object", "bytes", "nan", "key"])
+def test_a_result_json_cannot_encode_names_the_field(value, message):
+    """Not a bare "Object of type X is not JSON serializable": where it is, and what to do."""
+    server = Server("unencodable")
+    server.tool(lambda: value, name="plain")
+
+    @server.tool
+    def annotated() -> typing.Any:
+        return value
+
+    with Client(server) as client:
+        for name in ("plain", "annotated"):
+            result = client.call_tool(name)
+            assert result["isError"] is True
+            assert result["content"][0]["text"] == message
 
 
 @pytest.mark.parametrize("era, code", [("legacy", -32002), ("2026-07-28", -32602)])

@@ -610,3 +610,109 @@ def test_method_docstring_indentation():
                 a: indented twice over
             """
     assert parse_docstring(K.m.__doc__) == ("Method.", {"a": "indented twice over"})
+
+
+# --- pydantic and annotated_types metadata -----------------------------------
+# Read by duck typing (mcp_min imports neither); tested with the real packages.
+
+def test_pydantic_field_in_annotated_goes_into_the_schema_and_is_enforced():
+    pydantic = pytest.importorskip("pydantic")
+    Field = pydantic.Field
+
+    def f(n: Annotated[int, Field(description="how many", ge=1, le=10)],
+          name: Annotated[str, Field(title="Name", min_length=2, max_length=5,
+                                     pattern="^[a-z]+$", examples=["ada"],
+                                     json_schema_extra={"x-secret": False})] = "ada",
+          tags: Annotated[list[str], Field(max_length=2, deprecated="use labels")] = ()):
+        """F.
+
+        Args:
+            n: the docstring loses to the Field
+        """
+    sig = Signature(f)
+    props = sig.input_schema["properties"]
+    assert props["n"] == {"type": "integer", "description": "how many", "minimum": 1, "maximum": 10}
+    assert props["name"] == {"type": "string", "title": "Name", "minLength": 2, "maxLength": 5,
+                             "pattern": "^[a-z]+$", "examples": ["ada"], "x-secret": False,
+                             "default": "ada"}
+    assert props["tags"]["maxItems"] == 2 and props["tags"]["deprecated"] is True
+    jsonschema.Draft202012Validator.check_schema(sig.input_schema)
+    assert sig.bind({"n": 10})[1] == []
+    assert sig.bind({"n": 50, "name": "ADA!!!", "tags": ["a", "b", "c"]})[1] == [
+        "n: must be <= 10, got 50", "name: must be at most 5 characters long, got 6",
+        "name: must match the pattern ^[a-z]+$, got \"ADA!!!\"",
+        "tags: must have at most 2 items, got 3"]
+
+
+def test_annotated_types_constraints_go_into_the_schema_and_are_enforced():
+    at = pytest.importorskip("annotated_types")
+
+    def f(a: Annotated[int, at.Gt(0), at.Lt(10)], b: Annotated[float, at.Interval(ge=0, le=1)],
+          c: Annotated[float, at.MultipleOf(0.25)], d: Annotated[str, at.Len(1, 3)],
+          e: Annotated[Optional[list[int]], at.MinLen(1), at.MaxLen(2)],
+          g: Annotated[dict[str, int], at.MaxLen(1)], h: Annotated[str, at.doc("the h")]): ...
+    props = Signature(f).input_schema["properties"]
+    assert props["a"] == {"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 10}
+    assert props["b"] == {"type": "number", "minimum": 0, "maximum": 1}
+    assert props["c"] == {"type": "number", "multipleOf": 0.25}
+    assert props["d"] == {"type": "string", "minLength": 1, "maxLength": 3}
+    assert props["e"]["minItems"] == 1 and props["e"]["maxItems"] == 2
+    assert props["g"]["maxProperties"] == 1
+    assert props["h"] == {"type": "string", "description": "the h"}
+    problems = Signature(f).bind({"a": 10, "b": 1.5, "c": 0.3, "d": "", "e": [],
+                                  "g": {"x": 1, "y": 2}, "h": ""})[1]
+    assert problems == ["a: must be < 10, got 10", "b: must be <= 1, got 1.5",
+                        "c: must be a multiple of 0.25, got 0.3",
+                        "d: must be at least 1 characters long, got 0",
+                        "e: must have at least 1 items, got 0",
+                        "g: must have at most 1 properties, got 2"]
+
+
+def test_metadata_mcp_min_cannot_use_is_a_warning_naming_the_function_and_parameter():
+    at = pytest.importorskip("annotated_types")
+    pydantic = pytest.importorskip("pydantic")
+
+    def positive(x):
+        return x > 0
+
+    def f(a: Annotated[int, at.Predicate(positive)] = 1,
+          b: Annotated[str, at.Ge(3)] = "x",
+          c: Annotated[int, pydantic.Field(default=3)] = 3,
+          d: Annotated[int, pydantic.Field(alias="dee")] = 4,
+          e: Annotated[int, pydantic.AfterValidator(abs)] = 5): ...
+    with pytest.warns(UserWarning) as caught:
+        sig = Signature(f)
+    messages = [str(w.message).split("<locals>.")[-1] for w in caught]
+    assert len(messages) == 5, messages
+    assert messages[4].startswith("f: parameter 'e': Annotated metadata AfterValidator(")
+    assert messages[0].startswith("f: parameter 'a': Annotated metadata Predicate(") and \
+        "is not used by mcp_min" in messages[0]
+    assert messages[1].startswith("f: parameter 'b': Annotated metadata ge=3 is not used")
+    assert messages[2].startswith("f: parameter 'c': Annotated metadata Field(default=...)") \
+        and "in the signature" in messages[2]
+    assert messages[3].startswith("f: parameter 'd': Annotated metadata Field(alias=...)")
+    assert all(w.filename == __file__ for w in caught)      # the warning points at the caller
+    assert sig.input_schema["properties"]["b"] == {"type": "string", "default": "x"}
+
+
+def test_pydantic_field_as_the_default_value():
+    """FastMCP's other spelling, ``q: str = Field(description=...)``: the Field's metadata goes
+    into the schema, and the function gets the Field's default, never the Field itself."""
+    pydantic = pytest.importorskip("pydantic")
+    Field = pydantic.Field
+
+    def f(q: str = Field(description="the query", min_length=1), k: int = Field(3, le=5),
+          tags: list[str] = Field(default_factory=list)):
+        return q, k, tags
+    sig = Signature(f)
+    assert sig.input_schema == {
+        "type": "object", "required": ["q"], "additionalProperties": False, "properties": {
+            "q": {"type": "string", "description": "the query", "minLength": 1},
+            "k": {"type": "integer", "default": 3, "maximum": 5},
+            "tags": {"type": "array", "items": {"type": "string"}}}}
+    kwargs, problems = sig.bind({"q": "owls"})
+    assert problems == [] and f(**kwargs) == ("owls", 3, [])
+    first, second = sig.bind({"q": "a"})[0]["tags"], sig.bind({"q": "b"})[0]["tags"]
+    assert first == [] and first is not second                 # a new list for each call
+    assert sig.bind({"q": "", "k": 6})[1] == ["q: must be at least 1 characters long, got 0",
+                                             "k: must be <= 5, got 6"]

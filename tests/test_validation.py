@@ -383,3 +383,26 @@ def test_bind_is_fast_enough_for_every_call():
     for _ in range(1000):
         SHOP.bind(arguments)
     assert (time.perf_counter() - start) / 1000 < 0.001
+
+
+def test_a_pydantic_bound_is_enforced_on_a_tool_call():
+    """Annotated[int, Field(le=10)]: n=50 is refused before the tool runs, and the client
+    sees the bound and the description in tools/list."""
+    pydantic = pytest.importorskip("pydantic")
+    from mcp_min import Client, Server
+    server, calls = Server("bounds"), []
+
+    @server.tool
+    def repeat(n: Annotated[int, pydantic.Field(description="how many times", le=10)]) -> str:
+        calls.append(n)
+        return "ok" * n
+
+    with Client(server, timeout=5) as client:
+        (tool,) = client.list_tools()
+        assert tool["inputSchema"]["properties"]["n"] == {
+            "type": "integer", "description": "how many times", "maximum": 10}
+        refused = client.call_tool("repeat", {"n": 50})
+        assert refused["isError"] and refused["content"][0]["text"] == \
+            "Invalid arguments for tool 'repeat':\n- n: must be <= 10, got 50"
+        assert client.call_tool("repeat", {"n": 2})["content"][0]["text"] == "okok"
+    assert calls == [2]
