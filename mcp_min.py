@@ -2455,7 +2455,7 @@ class RequestStateSigner:
         key = key if key is not None else os.environ.get("MCP_MIN_STATE_KEY")
         if isinstance(key, str):
             key = key.encode("utf-8")
-        self.key, self.ttl = key or os.urandom(32), ttl
+        self.key, self.ttl, self.shared = key or os.urandom(32), ttl, bool(key)
 
     def _mac(self, body):
         import hashlib
@@ -2566,8 +2566,11 @@ class Server:
       auth=None              ``fn(bearer_token) -> principal or None``: None answers 401;
                              the principal is ``ctx.principal``
       authorization_servers=()  where clients get tokens (served as RFC 9728 metadata)
-      http_sessions=True     handshake-era sessions (Mcp-Session-Id) in this process; False
-                             for several worker processes (then no server-to-client requests)
+      http_sessions=True     handshake-era sessions (Mcp-Session-Id) in this process. False
+                             for several worker processes: no sessions, so no requests to
+                             the client in that era, and no list-change or resource-update
+                             notifications in either (a change in one process would not
+                             reach the clients of the others)
       max_sessions=1000      sessions kept; past that the longest idle one is ended
       session_idle=3600      seconds a session may stay unused
       heartbeat=15.0         seconds between SSE keep-alive lines (they also reveal a client
@@ -2733,14 +2736,15 @@ class Server:
 
     # -- what the server says about itself ---------------------------------------------------
     def capabilities(self):
-        """The server capabilities, derived from what is registered (§5.1)."""
-        caps = {"logging": {}}
+        """The server capabilities, derived from what is registered. Changes are offered only
+        by a server that can deliver them: one process (``http_sessions=True``)."""
+        caps, changes = {"logging": {}}, {"listChanged": True} if self.http_sessions else {}
         if self.tools:
-            caps["tools"] = {"listChanged": True}
+            caps["tools"] = dict(changes)
         if self.resources:
-            caps["resources"] = {"subscribe": True, "listChanged": True}
+            caps["resources"] = {"subscribe": True, **changes} if changes else {}
         if self.prompts:
-            caps["prompts"] = {"listChanged": True}
+            caps["prompts"] = dict(changes)
         if self.completers:
             caps["completions"] = {}
         return caps
@@ -2804,14 +2808,18 @@ class Server:
         and no thread waits on it."""
         wanted = _require(params, "notifications", dict, "subscriptions/listen")
         offered = self.offered()
+        if not any(kind.get("listChanged") or kind.get("subscribe") for kind in offered.values()):
+            raise JSONRPCError(METHOD_NOT_FOUND, "Method not found: subscriptions/listen (this "
+                                                 "server sends no change notifications)")
         honoured = {f"{kind}ListChanged": True for kind in ("tools", "prompts", "resources")
-                    if wanted.get(f"{kind}ListChanged") is True and kind in offered}
+                    if wanted.get(f"{kind}ListChanged") is True
+                    and offered.get(kind, {}).get("listChanged")}
         uris = wanted.get("resourceSubscriptions")
         if uris is not None:
             if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
                 raise JSONRPCError(INVALID_PARAMS, "subscriptions/listen: "
                                    "notifications.resourceSubscriptions must be a list of URIs")
-            if "resources" in offered:
+            if offered.get("resources", {}).get("subscribe"):
                 honoured["resourceSubscriptions"] = list(dict.fromkeys(uris))
         ctx.session.listen(ctx.request_id, honoured)
         return NO_RESPONSE
@@ -2979,6 +2987,9 @@ class Server:
         return result
 
     def subscribe(self, ctx, params):
+        if not ctx.session.capabilities["resources"].get("subscribe"):
+            raise JSONRPCError(METHOD_NOT_FOUND, "Method not found: resources/subscribe (this "
+                                                 "server offers no subscriptions)")
         ctx.session.subscriptions.add(_require(params, "uri", str, "resources/subscribe"))
         return {}
 
@@ -3086,6 +3097,10 @@ class Server:
                     self.prepare()
                     self._enter_lifespan()
                     self._http = HttpEndpoint(self)
+                    if not self.http_sessions and not self.request_state.shared:
+                        log.warning("requestState is signed with a key of this process alone: "
+                                    "give every worker the same MCP_MIN_STATE_KEY, or a retry "
+                                    "that reaches another worker is refused")
             endpoint = self._http
         return endpoint(environ, start_response)
 

@@ -578,3 +578,26 @@ def test_client_that_goes_away_cancels_its_call(tmp_path):
         other.close()
     finally:
         server.close()
+
+
+def test_several_processes_offer_no_changes_they_cannot_deliver(caplog):
+    server = make_server(http_sessions=False)
+
+    @server.resource("test://r")
+    def r() -> str:
+        return "r"
+
+    @server.prompt
+    def p() -> str:
+        return "p"
+    status, _, body = post_modern(server.wsgi, "server/discover")
+    assert json.loads(body)["result"]["capabilities"] == {
+        "logging": {}, "tools": {}, "resources": {}, "prompts": {}}
+    assert "MCP_MIN_STATE_KEY" in caplog.text     # a retry may reach another worker
+    _, _, body = wsgi_call(server.wsgi, body={
+        "jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": "test://r"}},
+        headers={"MCP-Protocol-Version": "2025-11-25"})
+    assert json.loads(body)["error"]["code"] == -32601
+    status, _, body = post_modern(server.wsgi, "subscriptions/listen", {
+        "notifications": {"toolsListChanged": True, "resourceSubscriptions": ["test://r"]}})
+    assert status == 404 and json.loads(body)["error"]["code"] == -32601
