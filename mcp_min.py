@@ -3691,6 +3691,10 @@ class HttpSession(Session):
         stream = self.stream
         return stream is not None and stream.send_frame(frame)
 
+    def idle(self, now):
+        """Seconds since it was last used; none while it has a stream open or calls running."""
+        return 0 if self.stream is not None or self.running else now - self.last_used
+
     def end(self):
         """DELETE, eviction or expiry: stop its calls, close its stream."""
         self.fail_pending(ConnectionError("the session ended"))
@@ -3906,11 +3910,11 @@ class HttpEndpoint:
         session.id = secrets.token_urlsafe(24)
         now, idle = time.monotonic(), self.server.session_idle
         with self.lock:
-            for old in [s for s in self.sessions.values() if now - s.last_used > idle]:
+            for old in [s for s in self.sessions.values() if s.idle(now) > idle]:
                 del self.sessions[old.id]
                 old.end()
             if len(self.sessions) >= self.server.max_sessions:
-                oldest = min(self.sessions.values(), key=lambda s: s.last_used)
+                oldest = max(self.sessions.values(), key=lambda s: s.idle(now))
                 del self.sessions[oldest.id]
                 oldest.end()
             self.sessions[session.id] = session
@@ -3926,7 +3930,7 @@ class HttpEndpoint:
             session = self.sessions.get(session_id)
         # A session belongs to whoever opened it: another principal is told it does not exist.
         if session is None or session.principal != principal or \
-                time.monotonic() - session.last_used > self.server.session_idle:
+                session.idle(time.monotonic()) > self.server.session_idle:
             return None, (404, None, INVALID_REQUEST, "Session not found: initialize again")
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         if version is not None and version != session.version:
@@ -3951,6 +3955,9 @@ class HttpEndpoint:
         longer than ``heartbeat`` seconds, so that the server learns of a client that went
         away (writing to it fails), which cancels the request."""
         listen = modern and message["method"] == "subscriptions/listen"
+        if listen and not sse:
+            return self.error(start_response, 406, message["id"], INVALID_REQUEST, "Not "
+                              "Acceptable: subscriptions/listen answers with text/event-stream")
         stream = EventStream(listen)
         if listen:
             session.stream = stream

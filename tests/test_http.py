@@ -601,3 +601,10 @@ def test_several_processes_offer_no_changes_they_cannot_deliver(caplog):
     status, _, body = post_modern(server.wsgi, "subscriptions/listen", {
         "notifications": {"toolsListChanged": True, "resourceSubscriptions": ["test://r"]}})
     assert status == 404 and json.loads(body)["error"]["code"] == -32601
+
+
+def test_listen_needs_an_event_stream(app):
+    message = modern("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+    status, _, body = wsgi_call(app, body=message, headers={**modern_headers(message),
+                                                            "Accept": "application/json"})
+    assert status == 406 and "text/event-stream" in json.loads(body)["error"]["message"]
