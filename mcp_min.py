@@ -218,6 +218,13 @@ class CapabilityError(Exception):
         self.required = required or {}
 
 
+class InvalidAnswer(JSONRPCError):
+    """The client's answer to a question does not fit it (-32602)."""
+
+    def __init__(self, message):
+        super().__init__(INVALID_PARAMS, message)
+
+
 class InputRequired(BaseException):
     """Raised by ``ctx.elicit()``, ``ctx.sample()`` and ``ctx.list_roots()`` in a 2026-07-28
     request whose client has not answered yet: the call ends with an ``input_required``
@@ -1792,8 +1799,8 @@ class Tool(Entry):
         except (Cancelled, InputRequired):
             raise
         except BaseException as e:       # SystemExit and KeyboardInterrupt too: never exit
-            if isinstance(e, CapabilityError) and ctx.envelope is not None:
-                raise                    # 2026-07-28: a protocol error, -32021
+            if isinstance(e, (CapabilityError, InvalidAnswer)) and ctx.envelope is not None:
+                raise                    # 2026-07-28: protocol errors, -32021 and -32602
             expected = isinstance(e, (CapabilityError, TimeoutError, JSONRPCError))
             log.error("tool %r failed: %s", self.name, e, exc_info=not expected)
             return _error_result(f"{type(e).__name__}: {e}")
@@ -2163,6 +2170,8 @@ class Context:
         answer = self.answers.get(key) if self.answers else None
         if answer is not None and answer[0] == digest:
             return answer[1]
+        if answer is not None and answer[0] is None:   # sent before it was asked: check it
+            return _check_answer(key, method, answer[1])
         raise InputRequired({key: (question, digest)})
 
     def ask_together(self, *asks):
@@ -2235,7 +2244,7 @@ class Context:
         if url is None and isinstance(answer, dict) and answer.get("action") == "accept":
             problems = compile_schema(schema)(answer.get("content", {}))
             if problems:
-                raise JSONRPCError(INVALID_PARAMS, "The client's answer does not fit the form:\n"
+                raise InvalidAnswer("The client's answer does not fit the form:\n"
                                                    + _errors_text(problems))
         return answer
 
@@ -2496,11 +2505,11 @@ def _check_answer(key, method, answer):
     field, kind = shapes.get(method, (None, object))
     if not isinstance(answer, dict) or (field and (
             field not in answer or not isinstance(answer[field], kind))):
-        raise JSONRPCError(INVALID_PARAMS, f"Invalid params: inputResponses.{key} is not a "
-                                           f"{method} result (it needs {field!r})")
+        raise InvalidAnswer(f"Invalid params: inputResponses.{key} is not a result of "
+                            f"{method} (it needs {field!r})")
     if method == "elicitation/create" and answer["action"] not in ("accept", "decline", "cancel"):
-        raise JSONRPCError(INVALID_PARAMS, f"Invalid params: inputResponses.{key}.action must "
-                                           'be "accept", "decline" or "cancel"')
+        raise InvalidAnswer(f'Invalid params: inputResponses.{key}.action must be "accept", '
+                            '"decline" or "cancel"')
     return answer
 
 
@@ -2833,6 +2842,11 @@ class Server:
         try:
             if "requestState" in ctx.params:
                 ctx.answers = self.read_answers(ctx.method, ctx.params, ctx.principal)
+            elif isinstance(ctx.params.get("inputResponses"), dict):
+                # Answers without a state: a client may answer a question it expects before
+                # it is asked; those the handler asks in this run are taken (and checked).
+                ctx.answers = {key: [None, answer]
+                               for key, answer in ctx.params["inputResponses"].items()}
             result = _call_handler(handler, ctx)
         except InputRequired as unanswered:
             result = self.input_required(ctx, unanswered)
@@ -3505,6 +3519,9 @@ class Session(Peer):
             raise
         except JSONRPCError as e:
             frame = self.encode_error(rid, e.code, e.message, e.data)
+        except CapabilityError as e:          # the client's doing, not a fault of the server
+            frame = self.encode_error(rid, INVALID_REQUEST, f"Invalid Request: {e}",
+                                      {"requiredCapabilities": e.required})
         except BaseException as e:            # SystemExit and KeyboardInterrupt too
             log.error("%s failed", ctx.method, exc_info=True)
             frame = self.encode_error(rid, INTERNAL_ERROR, f"Internal error: "

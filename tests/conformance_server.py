@@ -8,6 +8,14 @@ looks for tools, resources and prompts with fixed names. This server has all of 
     CONFORMANCE_INCLUDE_PENDING=1 bash ../shared/conformance/run.sh ...   # + json-schema-2020-12
     CONFORMANCE_OUT=/tmp/conf bash ../shared/conformance/run.sh ...       # keep checks.json
 
+Over Streamable HTTP, 0.2.0-alpha.12 tests both eras: the handshake era's scenarios and those
+of 2026-07-28 (stateless requests, subscriptions/listen, input_required results), for which
+the fixtures at the end of this file exist:
+
+    python3 mcp_min.py serve --http 127.0.0.1:8790 tests/conformance_server.py &
+    bash ../shared/conformance/run-http.sh http://127.0.0.1:8790/mcp 2026-07-28
+    bash ../shared/conformance/run-http.sh http://127.0.0.1:8790/mcp 2025-11-25
+
 Each fixture is marked with the scenario that uses it. The values are the ones the scenario
 descriptions give; the suite itself checks only some of them (see the comments).
 Protocol methods the suite also exercises need no code here: initialize, ping,
@@ -22,6 +30,7 @@ import json
 import os
 import struct
 import sys
+import threading
 import time
 import wave
 import zlib
@@ -380,6 +389,222 @@ ARG1_SUGGESTIONS = ("testValue1", "testValue2", "paris", "park", "party")
 @server.completion("arg1", prompt="test_prompt_with_arguments")
 def complete_arg1(value, context_arguments):
     return [word for word in ARG1_SUGGESTIONS if word.startswith(value)]
+
+
+# ---------------------------------------------------------------------------------------------
+# 2026-07-28: stateless diagnostics (server-stateless)
+# ---------------------------------------------------------------------------------------------
+# The suite calls these over HTTP at 2026-07-28, where a question for the client is an
+# input_required result. Written with the ordinary Context calls, they work in the handshake
+# era too, where the same calls send real requests to the client.
+
+# The scenario calls it declaring no capabilities and wants error -32021 whose
+# data.requiredCapabilities is {"sampling": {}}: ctx.sample raises CapabilityError, which
+# mcp_min turns into exactly that.
+@server.tool
+def test_missing_capability(ctx: Context) -> Content:
+    """Needs the client's sampling capability: asks its model one question."""
+    reply = ctx.sample("Reply with the word 'ready'.", max_tokens=10)
+    return mcp_min.text(f"Sampling capability is declared; the model said: "
+                        f"{_text_of(reply.get('content')) or 'nothing'}")
+
+
+# Called declaring elicitation: the response stream must carry no server request, only the
+# result (here input_required, with the question inside it).
+@server.tool
+def test_streaming_elicitation(ctx: Context) -> Content:
+    """Asks the user to confirm (at 2026-07-28 inside the result, never as a request)."""
+    reply = ctx.elicit("Please confirm to continue", _form(ok="boolean"))
+    return mcp_min.text(f"Streaming elicitation completed: action={reply.get('action')}")
+
+
+# Called without a logLevel in _meta: no notifications/message may reach the client. The tool
+# logs anyway; mcp_min sends a message only at or above the level the request asked for.
+@server.tool
+def test_logging_tool(ctx: Context) -> Content:
+    """Logs an info message (sent only if the request asked for log messages)."""
+    ctx.info("test_logging_tool ran")
+    return mcp_min.text("Logging tool executed")
+
+
+# With a subscriptions/listen stream open, these must make notifications/tools/list_changed
+# (or prompts) arrive on it, and nothing on a stream that did not ask for that kind. Each adds
+# a throwaway entry and removes it again: the list really changes (twice), and every other
+# scenario still sees the same list.
+def _throwaway_tool() -> Content:
+    """A tool that exists only while test_trigger_tool_change runs."""
+    return mcp_min.text("Throwaway tool")
+
+
+def _throwaway_prompt():
+    """A prompt that exists only while test_trigger_prompt_change runs."""
+    return "Throwaway prompt"
+
+
+_changing = threading.Lock()       # two calls at once must not add the same name twice
+
+
+def _add_and_remove(register, remove, fn, name):
+    """Register ``fn`` as ``name``, then remove it: two list changes, the list as before."""
+    with _changing:
+        register(fn, name=name)
+        remove(name)
+
+
+@server.tool
+def test_trigger_tool_change() -> Content:
+    """Changes the tool list (adds a tool, then removes it), so list_changed is sent."""
+    _add_and_remove(server.tool, server.remove_tool, _throwaway_tool, "test_throwaway_tool")
+    return mcp_min.text("Tool list changed")
+
+
+@server.tool
+def test_trigger_prompt_change() -> Content:
+    """Changes the prompt list (adds a prompt, then removes it), so list_changed is sent."""
+    _add_and_remove(server.prompt, server.remove_prompt, _throwaway_prompt,
+                    "test_throwaway_prompt")
+    return mcp_min.text("Prompt list changed")
+
+
+# ---------------------------------------------------------------------------------------------
+# 2026-07-28: asking the client for input (input-required-result-*)
+# ---------------------------------------------------------------------------------------------
+# Each scenario names the inputRequests key it expects; key= gives the question that name.
+# At 2026-07-28 mcp_min signs requestState itself (HMAC), so a tampered one is refused with
+# -32602 before the tool runs, and an answer counts only for a question the server asked.
+
+def _form(**properties):
+    """An elicitation form whose properties (name=JSON type) are all required."""
+    return {"type": "object", "properties": {name: {"type": kind}
+                                             for name, kind in properties.items()},
+            "required": list(properties)}
+
+
+def _ask_name(ctx):
+    return ctx.elicit("What is your name?", _form(name="string"), key="user_name")
+
+
+def _accepted(reply, field, default):
+    """The answer to a one-field form, or ``default`` if the user did not accept it."""
+    if reply.get("action") != "accept":
+        return default
+    return (reply.get("content") or {}).get(field, default)
+
+
+# input-required-result-basic-elicitation, and (same tool) -missing-input-response,
+# -result-type, -ignore-extra-params and -validate-input: round 1 asks key "user_name",
+# round 2 answers "Hello, <name>!".
+@server.tool
+def test_input_required_result_elicitation(ctx: Context) -> Content:
+    """Asks the user's name (elicitation), then greets them."""
+    name = _accepted(_ask_name(ctx), "name", "stranger")
+    return mcp_min.text(f"Hello, {name}!")
+
+
+# input-required-result-basic-sampling: key "capital_question", the user message below and
+# maxTokens 100; round 2 returns the model's answer.
+@server.tool
+def test_input_required_result_sampling(ctx: Context) -> Content:
+    """Asks the client's model a question (sampling) and returns its answer."""
+    reply = ctx.sample("What is the capital of France?", max_tokens=100, key="capital_question")
+    return mcp_min.text(f"The model answered: {_text_of(reply.get('content')) or 'nothing'}")
+
+
+# input-required-result-basic-list-roots: key "client_roots"; round 2 names the roots.
+@server.tool
+def test_input_required_result_list_roots(ctx: Context) -> Content:
+    """Asks for the client's roots and lists them."""
+    roots = ctx.list_roots(key="client_roots")
+    listed = ", ".join(root.get("uri", "?") for root in roots) or "none"
+    return mcp_min.text(f"Client roots: {listed}")
+
+
+# input-required-result-request-state: round 1 carries inputRequests ("confirm") and a
+# requestState; round 2's text must contain "state-ok". At 2026-07-28 the answer reaches the
+# tool only through a requestState that passed the signature check; the handshake era has no
+# requestState, so the text does not claim one there.
+@server.tool
+def test_input_required_result_request_state(ctx: Context) -> Content:
+    """Asks for a confirmation; at 2026-07-28 through a signed requestState."""
+    reply = ctx.elicit("Please confirm", _form(ok="boolean"), key="confirm")
+    checked = "state-ok: requestState verified" if "requestState" in ctx.params \
+        else "no requestState in this protocol version"
+    return mcp_min.text(f"{checked}; ok={_accepted(reply, 'ok', False)}")
+
+
+# input-required-result-multiple-input-requests: one round with an elicitation, a sampling
+# request and roots/list (keys user_name, greeting, client_roots) plus requestState.
+@server.tool
+def test_input_required_result_multiple_inputs(ctx: Context) -> Content:
+    """Asks for a name, a model-written greeting and the roots, all in one round."""
+    reply, greeting, roots = ctx.ask_together(
+        lambda: _ask_name(ctx),
+        lambda: ctx.sample("Generate a greeting", max_tokens=50, key="greeting"),
+        lambda: ctx.list_roots(key="client_roots"))
+    return mcp_min.text(f"{_text_of(greeting.get('content')) or 'Hello'} "
+                        f"{_accepted(reply, 'name', 'stranger')} "
+                        f"({len(roots)} root(s))")
+
+
+# input-required-result-multi-round: three rounds. Round 1 asks "step1", round 2 "step2"
+# with a new requestState (it now carries the first answer), round 3 completes.
+@server.tool
+def test_input_required_result_multi_round(ctx: Context) -> Content:
+    """Asks two questions, one round each, then answers with both."""
+    name = _accepted(ctx.elicit("Step 1: What is your name?", _form(name="string"),
+                                key="step1"), "name", "stranger")
+    color = _accepted(ctx.elicit("Step 2: What is your favorite color?", _form(color="string"),
+                                 key="step2"), "color", "no colour")
+    return mcp_min.text(f"{name}'s favorite color is {color}")
+
+
+# input-required-result-tampered-state: round 1 needs a requestState; a retry whose state
+# was altered must be an error (mcp_min: -32602, the signature does not match).
+@server.tool
+def test_input_required_result_tampered_state(ctx: Context) -> Content:
+    """Asks for a confirmation; a retry with an altered requestState is refused."""
+    reply = ctx.elicit("Please confirm", _form(ok="boolean"), key="confirm")
+    return mcp_min.text(f"Confirmed: ok={_accepted(reply, 'ok', False)}")
+
+
+def _if_declared(ask):
+    """``ask`` as a function that returns None, rather than raising CapabilityError, when
+    the client did not declare what the question needs."""
+    def run():
+        try:
+            return ask()
+        except mcp_min.CapabilityError:
+            return None
+    return run
+
+
+# input-required-result-capability-check: called declaring only sampling; the result may ask
+# only what the client declared (here: the sampling question, never the elicitation).
+@server.tool
+def test_input_required_result_capabilities(ctx: Context) -> Content:
+    """Asks the user (if the client can elicit) and its model (if it can sample)."""
+    reply, answer = ctx.ask_together(
+        _if_declared(lambda: ctx.elicit("What is your name?", _form(name="string"),
+                                        key="user_name")),
+        _if_declared(lambda: ctx.sample("Say hello", max_tokens=20, key="model_hello")))
+    if reply is None and answer is None:
+        return mcp_min.text("Nothing asked: the client declared neither elicitation nor sampling")
+    parts = []
+    if reply is not None:
+        parts.append(f"name={_accepted(reply, 'name', 'stranger')}")
+    if answer is not None:
+        parts.append(f"model={_text_of(answer.get('content')) or 'nothing'}")
+    return mcp_min.text("Asked what the client declared: " + ", ".join(parts))
+
+
+# input-required-result-non-tool-request: prompts/get may ask too. Key "user_context"; round 2
+# returns the prompt's messages.
+@server.prompt
+def test_input_required_result_prompt(ctx: Context):
+    """A prompt that first asks the user what context to use."""
+    reply = ctx.elicit("What context should the prompt use?", _form(context="string"),
+                       key="user_context")
+    return f"Answer using this context: {_accepted(reply, 'context', 'none given')}"
 
 
 if __name__ == "__main__":

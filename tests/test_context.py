@@ -1678,3 +1678,39 @@ def test_an_elicitation_form_must_be_flat_and_the_answer_must_fit_it():
                 assert wrong["isError"] is True
                 assert "does not fit the form" in wrong["content"][0]["text"]
                 assert "age: expected integer" in wrong["content"][0]["text"]
+
+
+def test_answers_sent_before_the_question_are_taken_and_checked():
+    server = Server("early")
+
+    @server.tool
+    def hello(ctx: Context) -> str:
+        answer = ctx.elicit("Name?", {"type": "object", "properties": {"name": {"type": "string"}}},
+                            key="user_name")
+        return "Hello, " + answer["content"]["name"]
+    with Client(server, era=mcp_min.V2026_07, elicitation=lambda p: {"action": "decline"}) as c:
+        meta = {"_meta": {**c.envelope(), "io.modelcontextprotocol/clientCapabilities": {
+            "elicitation": {}}}}
+        result = c.request("tools/call", {"name": "hello", "arguments": {}, **meta,
+                                          "inputResponses": {"user_name": {
+                                              "action": "accept", "content": {"name": "Ann"}},
+                                              "unexpected": {"x": 1}}})
+        assert result["content"][0]["text"] == "Hello, Ann"
+        with pytest.raises(mcp_min.JSONRPCError) as wrong:
+            c.request("tools/call", {"name": "hello", "arguments": {}, **meta,
+                                     "inputResponses": {"user_name": {
+                                         "action": "accept", "content": {"name": 5}}}})
+        assert wrong.value.code == -32602 and "does not fit the form" in wrong.value.message
+
+
+def test_handshake_prompt_needing_a_capability_is_a_clear_error():
+    server = Server("caps")
+
+    @server.prompt
+    def needs_roots(ctx: Context) -> str:
+        return str(ctx.list_roots())
+    with Client(server, era="legacy") as client:
+        with pytest.raises(mcp_min.JSONRPCError) as error:
+            client.get_prompt("needs_roots")
+        assert error.value.code == -32600 and "roots" in error.value.message
+        assert error.value.data == {"requiredCapabilities": {"roots": {}}}
