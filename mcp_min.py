@@ -2996,7 +2996,7 @@ class _Worker:
     __slots__ = ("since", "quick", "parked", "wake")
 
     def __init__(self):
-        self.since = None             # when its current call started; None: about to take one
+        self.since = None             # when its current call started; None: between calls
         self.quick = False            # its last call took less than the pool's threshold
         self.parked = False
         self.wake = _thread.allocate_lock()
@@ -3072,22 +3072,25 @@ class WorkerPool:
         new workers to start, and in how many seconds to look again (None: no need).
 
         ``prompt``: the caller ran when it meant to, so no thread held the GIL for long, and
-        the workers that look blocked are: the pool may grow fast. Otherwise they may only be
-        waiting for the GIL (held by the reader, or by a call that computes)."""
+        workers that look blocked really are: the pool may grow fast. Otherwise they may only
+        be waiting for the GIL (held by the reader, or by a call that computes)."""
         if not self.jobs:
             self.growth = 1
             return (), None
-        due = None
+        ready, due = 0, None                  # workers between calls; the oldest young call
         for worker in self.workers:
             if worker.parked:
                 continue
-            # a worker between calls takes the next one at once; give it time to show
-            # whether that one blocks too
-            ready = now if worker.since is None else worker.since
-            if now - ready < self.blocking_after and (due is None or ready < due):
-                due = ready
-        if due is not None:                   # it will take the next call soon
-            return (), max(due + self.blocking_after - now, 1e-4)
+            if worker.since is None:
+                ready += 1
+            elif now - worker.since < self.blocking_after and (due is None or worker.since < due):
+                due = worker.since
+        if len(self.jobs) <= ready:
+            return (), None                   # each queued call has a worker about to take it
+        if ready or due is not None:
+            # a worker takes the next call soon: give it time to show whether that blocks
+            start = now if due is None else due
+            return (), max(start + self.blocking_after - now, 1e-4)
         if not self.parked and self.threads >= self.max_workers:
             return (), None                   # nobody to wake: a worker that parks says so
         if not prompt:
@@ -3162,12 +3165,13 @@ class WorkerPool:
                 now = clock()
                 if ran:
                     self.outstanding -= 1
-                    me.quick = now - me.since < blocking_after
+                    me.quick = now - started < blocking_after
                     if me.quick:
                         self.growth = 1
                 if jobs and not (self.awake > 1 and self._surplus(me, now)):
                     fn, args = jobs.popleft()
-                    me.since, ran = now, True
+                    me.since = started = now
+                    ran = True
                 else:
                     me.since, me.parked, ran = None, True, False
                     self.awake -= 1
@@ -3182,6 +3186,7 @@ class WorkerPool:
             except BaseException:
                 log.exception("worker job failed")
             fn = args = None                  # don't keep the last call's data alive while idle
+            me.since = None                   # between calls (one store: no need for the lock)
 
     def _watch(self, watcher):
         """The watcher's loop: while calls are queued, look again when the youngest running
