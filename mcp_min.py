@@ -71,8 +71,8 @@ import sys
 import threading
 import time
 import types
+from collections import deque
 from itertools import count
-from queue import SimpleQueue
 
 # Startup time matters (clients spawn servers often), so modules that take milliseconds
 # to import (logging, typing, inspect, dataclasses, signal, asyncio, ...) are imported
@@ -3344,51 +3344,222 @@ def _release_signals(held):
 # Session: one connection, its reader loop, the worker pool, shutdown
 # ============================================================================================
 
+class _Worker:
+    """One pool thread, as the pool sees it (read and written under the pool's lock)."""
+    __slots__ = ("since", "quick", "parked", "wake")
+
+    def __init__(self):
+        self.since = None             # when its current call started; None: between calls
+        self.quick = False            # its last call took less than the pool's threshold
+        self.parked = False
+        self.wake = _thread.allocate_lock()
+        self.wake.acquire()           # held while it runs: a parked worker waits for its release
+
+
 class WorkerPool:
     """Threads for handler work only. The reader thread never runs user code, and never
     waits for the pool: a call that finds ``max_workers`` busy and ``max_queue`` waiting is
-    refused at once. Threads start on demand and never delay exit, so a tool that never
-    returns cannot keep the process alive after shutdown."""
+    refused at once. ``submit`` may be called from any thread.
+
+    Only the threads the work needs are awake. Quick calls run on one thread, one after the
+    other: each extra thread awake would fight it for the GIL, and passing the GIL from one
+    core to another costs more than such a call. Another worker is woken, or started (up to
+    ``max_workers``), only while calls are queued and every awake worker is busy on a call
+    that has run for ``blocking_after`` seconds, and so is taken to be blocking. Then as many
+    are woken as are blocked, so the pool doubles; while calls keep blocking with no quick
+    one in between, four times as many each time, so that 64 blocking calls all run after
+    three rounds (doubling takes six). But when the GIL is busy, the workers may only seem
+    blocked, waiting for it: then one more is woken, enough for the queue to move.
+
+    While calls are queued, a watcher thread looks again whenever the youngest running call
+    comes of that age, so no queued call waits much longer than that behind blocking ones,
+    even when no other request arrives; with nothing queued it sleeps on a lock and costs
+    nothing. A worker that finds another one running quick calls goes back to sleep.
+    Threads never delay exit, so a tool that never returns cannot keep the process alive
+    after shutdown."""
+
+    #: A call still running after this many seconds is taken to be blocking (threads read it
+    #: when they start: change it before the first submit).
+    blocking_after = 0.002
 
     def __init__(self, max_workers, max_queue):
         self.max_workers, self.limit = max_workers, max_workers + max_queue
-        self.jobs, self.lock = SimpleQueue(), threading.Lock()
-        self.threads = self.idle = self.outstanding = 0
+        self.lock = threading.Lock()
+        self.jobs = deque()
+        self.workers = []             # a _Worker for each thread, parked or not
+        self.parked = []              # those waiting for work, the most recently busy last
+        self.threads = self.awake = self.outstanding = 0
+        self.growth = 1               # workers to wake per blocked one; grows while all block
+        self.watching = False         # the watcher is awake and will look at the queue again
+        self.watcher = None           # the lock the watcher sleeps on, once it is started
 
     def submit(self, fn, *args):
+        """Queue ``fn(*args)`` for a worker; False, with nothing queued, when the pool is full."""
+        job = (fn, args)
         with self.lock:
             if self.outstanding >= self.limit:
                 return False
             self.outstanding += 1
-            if self.idle:
-                self.idle -= 1                # an idle worker will take this job
-            elif self.threads < self.max_workers:
-                # _thread, not threading.Thread: start() would make the reader wait until
-                # the new thread runs. Such threads are daemons: they never delay exit.
-                try:
-                    _thread.start_new_thread(self._work, ())
-                except RuntimeError:          # out of threads: the running ones take it,
-                    log.error("cannot start a worker thread (%d running)", self.threads)
-                    if not self.threads:      # or, with none, refuse it as when full
-                        self.outstanding -= 1
-                        return False
-                else:
-                    self.threads += 1
-        self.jobs.put((fn, args))
+            self.jobs.append(job)
+            starting = ()
+            if not self.awake:
+                starting = self._wake(1)
+            elif not self.watching and (self.parked or self.threads < self.max_workers):
+                starting, again = self._check(time.monotonic(), prompt=False)
+                if again is not None:
+                    self._watch_queue()
+        if starting and not self._start(starting):
+            with self.lock:
+                if not self.threads:          # no worker at all: refuse it, as when full
+                    for index, queued in enumerate(self.jobs):
+                        if queued is job:
+                            del self.jobs[index]
+                            break
+                    self.outstanding -= 1
+                    return False
         return True
 
-    def _work(self):
-        get = self.jobs.get
+    # -- under the lock ----------------------------------------------------------------------
+    def _check(self, now, prompt):
+        """Wake workers if every awake one is blocked while calls are queued. Returns the
+        new workers to start, and in how many seconds to look again (None: no need).
+
+        ``prompt``: the caller ran when it meant to, so no thread held the GIL for long, and
+        workers that look blocked really are: the pool may grow fast. Otherwise they may only
+        be waiting for the GIL (held by the reader, or by a call that computes)."""
+        if not self.jobs:
+            self.growth = 1
+            return (), None
+        ready, due = 0, None                  # workers between calls; the oldest young call
+        for worker in self.workers:
+            if worker.parked:
+                continue
+            if worker.since is None:
+                ready += 1
+            elif now - worker.since < self.blocking_after and (due is None or worker.since < due):
+                due = worker.since
+        if len(self.jobs) <= ready:
+            return (), None                   # each queued call has a worker about to take it
+        if ready or due is not None:
+            # a worker takes the next call soon: give it time to show whether that blocks
+            start = now if due is None else due
+            return (), max(start + self.blocking_after - now, 1e-4)
+        if not self.parked and self.threads >= self.max_workers:
+            return (), None                   # nobody to wake: a worker that parks says so
+        if not prompt:
+            return self._wake(1), self.blocking_after
+        wanted = min(len(self.jobs), max(1, self.awake) * self.growth)
+        self.growth = min(self.growth * 4, self.max_workers)
+        return self._wake(wanted), self.blocking_after
+
+    def _wake(self, wanted):
+        """Unpark up to ``wanted`` workers, the most recently busy first; the rest are new
+        workers, returned for _start (outside the lock: starting a thread takes a while)."""
+        while wanted and self.parked:
+            worker = self.parked.pop()
+            worker.parked, worker.since = False, None
+            self.awake += 1
+            wanted -= 1
+            worker.wake.release()
+        new = [_Worker() for _ in range(min(wanted, self.max_workers - self.threads))]
+        self.workers += new
+        self.threads += len(new)
+        self.awake += len(new)
+        return new
+
+    def _watch_queue(self):
+        """Have the watcher look at the queue (it was asleep or never started)."""
+        self.watching = True
+        if self.watcher is not None:
+            self.watcher.release()
+            return
+        watcher = _thread.allocate_lock()
+        watcher.acquire()
+        try:
+            _thread.start_new_thread(self._watch, (watcher,))
+        except RuntimeError:                  # the awake workers still empty the queue
+            log.error("cannot start the worker pool's watcher thread")
+            self.watching = False
+        else:
+            self.watcher = watcher
+
+    def _surplus(self, me, now):
+        """Another awake worker is running quick calls: it will get through the queue."""
+        for worker in self.workers:
+            if worker is not me and worker.quick and not worker.parked \
+                    and worker.since is not None and now - worker.since < self.blocking_after:
+                return True
+        return False
+
+    # -- threads -------------------------------------------------------------------------------
+    def _start(self, workers):
+        """Start a thread for each new worker; False if one could not be started."""
+        for started, worker in enumerate(workers):
+            try:
+                # _thread, not threading.Thread: start() would make the caller wait until
+                # the new thread runs. Such threads are daemons: they never delay exit.
+                _thread.start_new_thread(self._work, (worker,))
+            except RuntimeError:              # out of threads: the running ones do the work
+                failed = set(map(id, workers[started:]))
+                with self.lock:
+                    self.workers = [w for w in self.workers if id(w) not in failed]
+                    self.threads -= len(failed)
+                    self.awake -= len(failed)
+                log.error("cannot start a worker thread (%d running)", self.threads)
+                return False
+        return True
+
+    def _work(self, me):
+        jobs, lock, clock = self.jobs, self.lock, time.monotonic
+        blocking_after = self.blocking_after
+        ran = False
         while True:
-            fn, args = get()
+            with lock:
+                now = clock()
+                if ran:
+                    self.outstanding -= 1
+                    me.quick = now - started < blocking_after
+                    if me.quick:
+                        self.growth = 1
+                if jobs and not (self.awake > 1 and self._surplus(me, now)):
+                    fn, args = jobs.popleft()
+                    me.since = started = now
+                    ran = True
+                else:
+                    me.since, me.parked, ran = None, True, False
+                    self.awake -= 1
+                    self.parked.append(me)
+                    if jobs and not self.watching:    # someone to wake, should calls block
+                        self._watch_queue()
+            if not ran:
+                me.wake.acquire()             # until _wake releases it
+                continue
             try:
                 fn(*args)
             except BaseException:
                 log.exception("worker job failed")
             fn = args = None                  # don't keep the last call's data alive while idle
+            me.since = None                   # between calls (one store: no need for the lock)
+
+    def _watch(self, watcher):
+        """The watcher's loop: while calls are queued, look again when the youngest running
+        call comes of age; else sleep on ``watcher`` until _watch_queue releases it."""
+        clock, late = time.monotonic, self.blocking_after / 2
+        planned = None                        # when it meant to look; None: just woken
+        while True:
             with self.lock:
-                self.outstanding -= 1
-                self.idle += 1
+                now = clock()
+                starting, again = self._check(now, planned is not None and now - planned < late)
+                if again is None:
+                    self.watching = False
+            if starting:
+                self._start(starting)
+            if again is None:
+                watcher.acquire()
+                planned = None
+            else:
+                planned = clock() + again
+                time.sleep(again)
 
 
 class Session(Peer):

@@ -4,6 +4,7 @@ figures live in bench/results/ and README.md."""
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 
@@ -22,9 +23,17 @@ def test_bench_quick_runs_floor_and_mcp_min_and_checks_every_reply(tmp_path):
     assert report["command"] and report["machine"] and set(report["peers"]) == {"floor", "mcp_min"}
     for name, peer in report["peers"].items():
         assert peer["errors"] == {}, (name, peer["errors"])
+        assert peer["peer"] == name and peer["pinned"] is False
         assert peer["pipelined"]["all_answered_once"] is True, name
+        assert peer["pipelined"]["cpu_us_per_call"] >= 0
         assert peer["sequential"]["calls_per_s"] > 0 and peer["cold_start"]["median_ms"] > 0
         assert set(peer["concurrency"]) == {"8", "64"}
+        cancelled = peer["cancellation"]        # exact, or it would be an error
+        assert cancelled["exact"] is True and cancelled["calls"] == 200
+        assert 0 < cancelled["cancelled"] < 200
+    # mcp_min never answers a call cancelled in time; the floor ignores cancellations
+    assert report["peers"]["mcp_min"]["cancellation"]["cancelled_unanswered"] > 0
+    assert report["peers"]["floor"]["cancellation"]["cancelled_unanswered"] == 0
     # mcp_min also ran the calls in 2026-07-28 (no initialize, the envelope on every request);
     # with no error, every reply had the right sum and said resultType and serverInfo
     modern = report["peers"]["mcp_min"]
@@ -35,6 +44,30 @@ def test_bench_quick_runs_floor_and_mcp_min_and_checks_every_reply(tmp_path):
     assert "| metric |" in table and "mcp_min" in table and "Targets" in table
     assert "| pipelined add, 2026-07-28: calls/s | — |" in table
     assert "| 2026-07-28 calls/s | ≥ 0.9 × handshake era, sequential and pipelined | " in table
+    assert "| server CPU per pipelined call (µs) |" in table
+    assert "| random cancellations | exact: every call answered at most once, " in table
+    assert "| 200 calls cancelled at random: cancelled, not answered | 0 |" in table
+
+
+@pytest.mark.skipif(not {0, 1} <= getattr(os, "sched_getaffinity", lambda pid: set())(0),
+                    reason="pinning needs CPUs 0 and 1")
+def test_pin_both_measures_every_peer_pinned_and_unpinned_side_by_side(tmp_path):
+    out = tmp_path / "both.json"
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "bench.py"), "--quick",
+                             "--peers", "floor,mcp_min", "--pin", "both", "--phases", "pipelined",
+                             "--out", str(out)], capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["pinning"] == "both"
+    assert list(report["peers"]) == ["floor (pinned)", "floor (unpinned)",
+                                     "mcp_min (pinned)", "mcp_min (unpinned)"]
+    for label, peer in report["peers"].items():
+        assert peer["errors"] == {} and peer["pipelined"]["all_answered_once"] is True, label
+        assert peer["pinned"] is label.endswith("(pinned)") and label.startswith(peer["peer"])
+    table = out.with_suffix(".md").read_text()
+    header = "| floor (pinned) | floor (unpinned) | mcp_min (pinned) | mcp_min (unpinned) |"
+    assert "| metric " + header in table
+    assert "| metric | target | mcp_min (pinned) | mcp_min (unpinned) |" in table
 
 
 def test_the_modern_driver_sends_no_initialize_and_tells_the_eras_apart(tmp_path, monkeypatch):
@@ -128,3 +161,41 @@ def test_an_outcome_that_failed_in_one_repeat_is_reported_as_failed():
     echo = next(t for t in bench.TARGETS if t.metric == "10 MiB echo")
     assert echo.judge(peer, floor, None) == "MISSED (refused)"
     assert echo.judge(floor, floor, None).startswith("met")
+
+
+def test_each_column_is_compared_with_the_floor_measured_the_same_way():
+    """--pin both: a pinned peer's ratios are to the pinned floor, an unpinned one's to the
+    unpinned floor, and so are the targets'."""
+    bench = load_bench()
+
+    def run(name, pinned, calls_per_s, cpu):
+        return {"peer": name, "pinned": pinned, "errors": {}, "command": name, "interpreter": "",
+                "pipelined": {"calls_per_s": calls_per_s, "cpu_us_per_call": cpu}}
+    report = {"date": "today", "command": "bench.py --pin both", "duration_s": 1.0, "skipped": {},
+              "pinning": "both",
+              "machine": {"nproc": 2, "cpu": "cpu", "kernel": "k", "python": "3",
+                          "busy_before_run": 0},
+              "peers": {"floor (pinned)": run("floor", True, 40_000, 20),
+                        "floor (unpinned)": run("floor", False, 50_000, 20),
+                        "mcp_min (pinned)": run("mcp_min", True, 20_000, 50),
+                        "mcp_min (unpinned)": run("mcp_min", False, 30_000, 30)}}
+    table = bench.markdown(report, bench.Settings(phases=("pipelined",)))
+    assert "| pipelined add: calls/s | 40,000 | 50,000 | 20,000 (0.50×) | 30,000 (0.60×) |" in table
+    assert "| server CPU per pipelined call (µs) | 20 | 20 | 50 (2.50×) | 30 (1.50×) |" in table
+    assert ("| server CPU per pipelined call | ≤ 2 × floor | MISSED (2.50×) | met (1.50×) |"
+            in table)
+    assert "pinned: both, side by side" in table
+    assert table.count("- mcp_min: ") == 1          # each peer's command once
+
+
+def test_the_cancellation_target_is_missed_if_any_repeat_was_not_exact():
+    bench = load_bench()
+    exact = {"calls": 1000, "cancelled": 700, "cancelled_unanswered": 650, "exact": True}
+    runs = [{"errors": {}, "cancellation": dict(exact)},
+            {"errors": {"cancellation": "not exact: 1 calls answered more than once"}},
+            {"errors": {}, "cancellation": dict(exact)}]
+    target = next(t for t in bench.TARGETS if t.metric == "random cancellations")
+    assert target.judge(bench.combine(runs), None, None).startswith(
+        "MISSED (repeat 2 of 3: not exact: 1 calls answered more than once")
+    assert target.judge(bench.combine([runs[0], runs[2]]), None, None) == \
+        "met (exact; 650 of 700 cancelled calls not answered)"

@@ -1,20 +1,25 @@
 """The worker pool, the writer lock and shutdown (spec checklist T8-T10, B5; pain points 3,
 5): slow tools run in parallel and never block the reader, replies are correlated by id and
 never interleave, work past the queue limit is refused at once, and the server exits cleanly
-on stdin EOF, SIGTERM, Ctrl+C and a closed stdout.
+on stdin EOF, SIGTERM, Ctrl+C and a closed stdout. The pool wakes only the threads the work
+needs: quick calls run on one thread, blocking ones get as many as they need, fast.
 
-Everything here drives tests/servers/everything.py as a subprocess; its lifespan prints
-"lifespan: start" / "lifespan: stop" to stderr."""
+The wire tests drive tests/servers/everything.py as a subprocess; its lifespan prints
+"lifespan: start" / "lifespan: stop" to stderr. The pool's own rules are tested in-process.
+Time bounds are generous (the machines are shared): they fail a pool that never grows, grows
+only as calls finish, or waits for the next request, not one that is merely slow today."""
 
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
+import mcp_min
 from conftest import INIT_PARAMS, SERVERS
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and pipes")
@@ -114,6 +119,60 @@ def test_writer_lock_many_large_concurrent_replies_stay_intact(wire):
     assert sorted(big) == list(range(16))
     assert all(text_of(r) == "x" * size for r in big.values())
     assert sorted(r["id"] for r in replies if isinstance(r["id"], str)) == sorted(f"p{i}" for i in range(16))
+
+
+def test_64_blocking_calls_run_together(wire):
+    """They arrive at once and each blocks its thread for 200 ms: the pool must grow to 64
+    threads within a few milliseconds, not one call (or one doubling) per 200 ms."""
+    start = time.monotonic()
+    for i in range(64):
+        wire.send(call(i, "block", {"ms": 200}))
+    arrivals = {}
+    for _ in range(64):
+        reply = wire.recv()
+        arrivals[reply["id"]] = time.monotonic() - start
+        assert text_of(reply) == "woke"
+    assert sorted(arrivals) == list(range(64))
+    spread = max(arrivals.values()) - min(arrivals.values())
+    assert max(arrivals.values()) < 0.7, f"64 x 200 ms took {max(arrivals.values()):.2f} s"
+    assert spread < 0.35, f"replies spread over {spread:.2f} s: the calls did not start together"
+
+
+def test_a_call_queued_behind_a_blocking_one_runs_with_no_further_input(wire):
+    """One worker is busy in a 3 s call; the quick call queued behind it must not wait for
+    it, nor for another request to arrive: nothing more is sent."""
+    wire.send(call("slow", "block", {"ms": 3000}))
+    wire.send(call("quick", "echo", {"text": "not stuck"}))
+    start = time.monotonic()
+    reply = wire.recv(timeout=5)
+    assert reply["id"] == "quick" and text_of(reply) == "not stuck", reply
+    assert time.monotonic() - start < 1.0
+    assert wire.recv(timeout=5)["id"] == "slow"
+
+
+def voluntary_switches(pid):
+    """Context switches the threads of ``pid`` made by sleeping, so far (Linux)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/status") as status:
+            total += sum(int(line.split()[1]) for line in status
+                         if line.startswith("voluntary_ctxt_switches"))
+    return total
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads /proc")
+def test_an_idle_server_sleeps_after_a_burst(wire):
+    """Once the queue is empty nothing polls: no thread wakes up while no request arrives
+    (a watcher that looked every few milliseconds would wake hundreds of times a second)."""
+    for i in range(64):
+        wire.send(call(i, "block", {"ms": 50}))
+    collect(wire, 64)
+    time.sleep(0.2)                                     # the workers and the watcher park
+    before = voluntary_switches(wire.proc.pid)
+    time.sleep(1.0)
+    woke = voluntary_switches(wire.proc.pid) - before
+    assert woke < 20, f"{woke} wake-ups in 1 s with nothing to do"
+    assert wire.request("ping")["result"] == {}
 
 
 # ============================================================================================
@@ -583,3 +642,129 @@ def test_closed_stdout_with_a_slow_call_in_flight():
                 stream.close()
             except OSError:
                 pass
+
+
+# ============================================================================================
+# The pool in-process: one thread for quick calls, many fast for blocking ones
+# ============================================================================================
+
+def wait_until(condition, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
+def test_quick_calls_run_on_one_thread():
+    """A flood of quick calls from one thread: none of them runs long enough to count as
+    blocking (the threshold is raised, so that a loaded machine cannot make one look so),
+    and so they all run on the one worker, in order."""
+    pool = mcp_min.WorkerPool(max_workers=64, max_queue=100_000)
+    pool.blocking_after = 60.0
+    ran = []
+    for i in range(20_000):
+        assert pool.submit(lambda i=i: ran.append((i, threading.get_ident())))
+    assert wait_until(lambda: len(ran) == 20_000)
+    assert [i for i, _ in ran] == list(range(20_000))
+    assert len({thread for _, thread in ran}) == 1 and pool.threads == 1
+
+
+def test_quick_calls_from_many_threads_each_run_once():
+    """submit is safe from any thread: 8 threads submit 2,000 calls each, at once."""
+    pool = mcp_min.WorkerPool(max_workers=64, max_queue=100_000)
+    counts, lock = [0] * 16_000, threading.Lock()
+
+    def bump(i):
+        with lock:
+            counts[i] += 1
+
+    def submitter(first):
+        for i in range(first, first + 2000):
+            assert pool.submit(bump, i)
+    threads = [threading.Thread(target=submitter, args=(n * 2000,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert wait_until(lambda: pool.outstanding == 0)
+    assert counts == [1] * 16_000
+
+
+def test_blocking_calls_grow_the_pool_fast():
+    """64 calls that block (on an event, here) all start long before any of them ends, on 64
+    threads; the pool grows while they block, not as they finish."""
+    pool = mcp_min.WorkerPool(max_workers=64, max_queue=100)
+    gate, started, lock = threading.Event(), [], threading.Lock()
+
+    def block():
+        with lock:
+            started.append(time.monotonic())
+        gate.wait(10)
+    begin = time.monotonic()
+    for _ in range(64):
+        assert pool.submit(block)
+    try:
+        assert wait_until(lambda: len(started) == 64, timeout=3)
+        assert max(started) - begin < 0.5, f"the 64th started after {max(started) - begin:.3f} s"
+        assert pool.threads == 64
+    finally:
+        gate.set()
+    assert wait_until(lambda: pool.outstanding == 0)
+
+
+def test_a_queued_call_never_waits_long_behind_blocking_ones():
+    """With every worker blocked, a queued call gets a thread of its own within about the
+    threshold, with no other submit to prompt it; so does one queued behind a call that
+    computes (holding the GIL, not blocking), though only once the GIL lets the watcher run."""
+    pool = mcp_min.WorkerPool(max_workers=8, max_queue=100)
+    gate = threading.Event()
+    for _ in range(3):
+        assert pool.submit(gate.wait, 10)
+    try:
+        time.sleep(0.05)                              # by now they run, and block
+        done, begin = threading.Event(), time.monotonic()
+        assert pool.submit(done.set)
+        assert done.wait(1.0), "the queued call never ran"
+        assert time.monotonic() - begin < 0.5
+    finally:
+        gate.set()
+    assert wait_until(lambda: pool.outstanding == 0)
+
+    def compute(seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            sum(range(100))
+    done, begin = threading.Event(), time.monotonic()
+    assert pool.submit(compute, 2.5) and pool.submit(done.set)
+    assert done.wait(1.5), "a call queued behind one that computes waited for it to end"
+    assert wait_until(lambda: pool.outstanding == 0)
+
+
+def test_past_the_limit_submit_refuses_and_queues_nothing():
+    pool = mcp_min.WorkerPool(max_workers=2, max_queue=2)
+    gate, ran = threading.Event(), []
+    try:
+        assert all(pool.submit(gate.wait, 10) for _ in range(4))   # 2 running + 2 queued
+        assert pool.submit(ran.append, "late") is False
+        assert pool.outstanding == 4
+        assert wait_until(lambda: pool.threads == 2)            # the limit: never a third
+        time.sleep(0.05)
+        assert pool.threads == 2
+    finally:
+        gate.set()
+    assert wait_until(lambda: pool.outstanding == 0)
+    assert ran == []
+    assert pool.submit(ran.append, "room again") and wait_until(lambda: ran == ["room again"])
+
+
+def test_the_watcher_sleeps_once_the_queue_is_empty():
+    pool = mcp_min.WorkerPool(max_workers=8, max_queue=100)
+    gate = threading.Event()
+    for _ in range(4):
+        pool.submit(gate.wait, 10)
+    assert wait_until(lambda: pool.threads == 4)              # it watched, and woke them
+    gate.set()
+    assert wait_until(lambda: pool.outstanding == 0)
+    assert wait_until(lambda: not pool.watching and pool.awake == 0)
