@@ -73,6 +73,7 @@ import time
 import types
 from collections import deque
 from itertools import count
+from queue import Empty, SimpleQueue
 
 # Startup time matters (clients spawn servers often), so modules that take milliseconds
 # to import (logging, typing, inspect, dataclasses, signal, asyncio, ...) are imported
@@ -4160,7 +4161,7 @@ class HttpEndpoint:
         frames = stream.frames
         try:
             first = frames.get(timeout=wait)
-        except Exception:                     # queue.Empty: nothing yet
+        except Empty:                         # nothing yet
             first = None
         answered_first = first is not None and first[1]
         if answered_first or not sse:
@@ -4182,7 +4183,6 @@ class HttpEndpoint:
     def events(self, session, stream, request_id, first=None):
         """The SSE body: each frame an event, a comment line every ``heartbeat`` seconds while
         nothing happens, until the response (or, for a listen, the client leaving)."""
-        import queue
         finished = False
         try:
             item = first
@@ -4198,7 +4198,7 @@ class HttpEndpoint:
                         return
                 try:
                     item = stream.frames.get(timeout=self.server.heartbeat)
-                except queue.Empty:
+                except Empty:
                     item = None
         finally:                              # the client went away, or the stream ended
             stream.closed = True
@@ -4731,15 +4731,13 @@ class Subscription:
     ``with`` block) cancels it."""
 
     def __init__(self, client, request_id):
-        import queue
-        self.client, self.id, self.honoured, self.events = client, request_id, None, queue.Queue()
+        self.client, self.id, self.honoured, self.events = client, request_id, None, SimpleQueue()
 
     def next(self, timeout=None):
         """The next notification on this stream; TimeoutError if none comes in time."""
-        import queue
         try:
             return self.events.get(timeout=self.client.timeout if timeout is None else timeout)
-        except queue.Empty:
+        except Empty:
             raise TimeoutError(f"no notification on {self.id!r} in time") from None
 
     def close(self):
