@@ -3102,7 +3102,8 @@ class Server:
 
     def wsgi(self, environ, start_response):
         """The WSGI application that serves MCP over Streamable HTTP at ``http_path``: run it
-        on any WSGI server (``gunicorn 'app:server.wsgi'``), or with ``run(http=...)``.
+        on any WSGI server, or with ``run(http=...)``. The server itself is this application
+        too (``gunicorn 'app:server'``), as WSGI servers want a plain name.
         The first request starts the pool and enters the lifespan (left when the process
         ends)."""
         endpoint = self._http
@@ -3118,6 +3119,8 @@ class Server:
                                     "that reaches another worker is refused")
             endpoint = self._http
         return endpoint(environ, start_response)
+
+    __call__ = wsgi
 
     def run_http(self, address="127.0.0.1:8000"):
         """Serve ``wsgi`` on wsgiref at ``address`` ("HOST:PORT"; the host defaults to
@@ -4036,7 +4039,8 @@ class HttpEndpoint:
                     return self.error(start_response, 400, message["id"], HEADER_MISMATCH,
                                       problem)
                 session = HttpSession(server, principal)
-                return self.exchange(start_response, session, message, sse, modern=True)
+                return self.exchange(environ, start_response, session, message, sse,
+                                     modern=True)
         elif environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_PROTOCOL_VERSIONS:
             return self.reply(start_response, 202, b"")    # nothing for a stateless server
         session, extra = None, []
@@ -4054,7 +4058,7 @@ class HttpEndpoint:
             return self.reply(start_response, 202, b"")
         if message["method"] == "initialize" and server.http_sessions:
             extra = [("Mcp-Session-Id", self.open_session(session))]
-        return self.exchange(start_response, session, message, sse, headers=extra)
+        return self.exchange(environ, start_response, session, message, sse, headers=extra)
 
     def read_body(self, environ):
         limit = self.server.max_line_bytes
@@ -4138,49 +4142,69 @@ class HttpEndpoint:
         return session
 
     # -- responses --------------------------------------------------------------------------------
-    def exchange(self, start_response, session, message, sse, modern=False, headers=()):
+    def exchange(self, environ, start_response, session, message, sse, modern=False,
+                 headers=()):
         """Dispatch one request and answer with its response: JSON if that comes first, else
         an SSE stream of what comes before it. A stream also starts when the response takes
-        longer than ``heartbeat`` seconds, so that the server learns of a client that went
-        away (writing to it fails), which cancels the request."""
-        listen = modern and message["method"] == "subscriptions/listen"
+        longer than ``heartbeat`` seconds: its keep-alive lines fail once the client has gone,
+        which cancels the request (on the embedded server, closing the connection does)."""
+        rid, listen = message["id"], modern and message["method"] == "subscriptions/listen"
         if listen and not sse:
-            return self.error(start_response, 406, message["id"], INVALID_REQUEST, "Not "
-                              "Acceptable: subscriptions/listen answers with text/event-stream")
-        stream = EventStream(listen)
+            return self.error(start_response, 406, rid, INVALID_REQUEST, "Not Acceptable: "
+                              "subscriptions/listen answers with text/event-stream")
+        stream, gone = EventStream(listen), environ.get("mcp_min.client_gone")
         if listen:
             session.stream = stream
             self.server.sessions.add(session)
         if modern:                            # even initialize: it is not part of this era
             params = message.get("params") or {}
-            session.handle_stateless(message["id"], message["method"], params,
-                                     params.get("_meta"), stream)
+            session.handle_stateless(rid, message["method"], params, params.get("_meta"),
+                                     stream)
         else:
             session.handle_message(message, stream)
-        wait = self.server.heartbeat if sse else None
-        frames = stream.frames
+        left = False
         try:
-            first = frames.get(timeout=wait)
-        except Empty:                         # nothing yet
-            first = None
-        answered_first = first is not None and first[1]
-        if answered_first or not sse:
-            while first is None or not first[1]:    # JSON only: notifications are dropped
-                first = frames.get()
-            if listen:                        # refused: no stream after all
+            first = self.next_item(stream, self.server.heartbeat if sse else None, gone)
+            if not sse:                       # JSON only: notifications are dropped
+                while not first[1]:
+                    first = self.next_item(stream, None, gone)
+        except ConnectionAbortedError:
+            left = True
+            session.cancel(rid, "the client closed the connection")
+        if left or first is not None and first[1]:
+            if listen:                        # refused, or gone: no stream after all
                 session.stream = None
                 self.server.sessions.discard(session)
-            frame = first[0]
-            if frame is None:                 # cancelled: there is nothing to answer
+            if not left and first[0] is not None:
+                status = self.status_of(first[0], modern)
+                return self.reply(start_response, status, first[0], "application/json", headers)
+            if left or not sse:               # no one to answer, or no way to say "nothing"
                 return self.reply(start_response, 202, b"", extra=headers)
-            status = self.status_of(frame, modern)
-            return self.reply(start_response, status, frame, "application/json", headers)
+            # cancelled: a stream that ends with no response (a request is never 202)
         start_response(HTTP_STATUS[200], [("Content-Type", "text/event-stream"),
                                           ("Cache-Control", "no-cache"),
                                           ("X-Accel-Buffering", "no"), *headers])
-        return self.events(session, stream, message["id"], first)
+        return self.events(session, stream, rid, first, gone)
 
-    def events(self, session, stream, request_id, first=None):
+    def next_item(self, stream, timeout, gone):
+        """The stream's next ``(frame, is_response)``, or None after ``timeout`` seconds (None:
+        no limit). ConnectionAbortedError if ``gone()`` says the client closed the connection
+        meanwhile (checked every quarter of a second)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            wait = 0.25 if gone else None
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                wait = left if wait is None else min(wait, left)
+            try:
+                return stream.frames.get(timeout=wait)
+            except Empty:
+                if gone and gone():
+                    raise ConnectionAbortedError from None
+
+    def events(self, session, stream, request_id, first=None, gone=None):
         """The SSE body: each frame an event, a comment line every ``heartbeat`` seconds while
         nothing happens, until the response (or, for a listen, the client leaving)."""
         finished = False
@@ -4196,10 +4220,9 @@ class HttpEndpoint:
                     if final:
                         finished = True
                         return
-                try:
-                    item = stream.frames.get(timeout=self.server.heartbeat)
-                except Empty:
-                    item = None
+                item = self.next_item(stream, self.server.heartbeat, gone)
+        except ConnectionAbortedError:
+            pass
         finally:                              # the client went away, or the stream ended
             stream.closed = True
             if session.stream is stream:      # a GET or listen stream: nothing more for it
@@ -4221,7 +4244,7 @@ class HttpEndpoint:
         start_response(HTTP_STATUS[200], [("Content-Type", "text/event-stream"),
                                           ("Cache-Control", "no-cache"),
                                           ("X-Accel-Buffering", "no")])
-        return self.events(session, stream, None)
+        return self.events(session, stream, None, gone=environ.get("mcp_min.client_gone"))
 
     @staticmethod
     def status_of(frame, modern):
@@ -4252,6 +4275,7 @@ def make_http_server(app, host="127.0.0.1", port=8000):
     alone answers one request per connection, HTTP/1.0), chunked streams. For development
     and one host; behind a load balancer, run ``server.wsgi`` on gunicorn instead."""
     import http.server
+    import select
     import socket
     import socketserver
     from wsgiref import simple_server
@@ -4291,13 +4315,19 @@ def make_http_server(app, host="127.0.0.1", port=8000):
 
     class RequestHandler(simple_server.WSGIRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body go out in separate writes: with Nagle's algorithm the body would
+        # wait for the client's delayed acknowledgement (40 ms) on a kept-alive connection.
+        disable_nagle_algorithm = True
 
         # one request after another while the connection is kept alive (wsgiref's handle()
         # answers one and closes)
         handle = http.server.BaseHTTPRequestHandler.handle
 
         def handle_one_request(self):
-            self.raw_requestline = self.rfile.readline(65537)
+            try:
+                self.raw_requestline = self.rfile.readline(65537)
+            except ConnectionError:           # the client reset an idle connection
+                self.raw_requestline = b""
             if not self.raw_requestline or len(self.raw_requestline) > 65536:
                 self.close_connection = True
                 return
@@ -4308,6 +4338,19 @@ def make_http_server(app, host="127.0.0.1", port=8000):
                               multithread=True)
             handler.request_handler = self
             handler.run(self.server.get_app())
+
+        def get_environ(self):
+            environ = super().get_environ()
+            environ["mcp_min.client_gone"] = self.client_gone
+            return environ
+
+        def client_gone(self):
+            """Whether the client closed its end: readable, with nothing to read."""
+            try:
+                readable = select.select([self.connection], [], [], 0)[0]
+                return bool(readable) and not self.connection.recv(1, socket.MSG_PEEK)
+            except (OSError, ValueError):
+                return True
 
         def log_request(self, code="-", size="-"):
             log.debug("%s %s %s", self.command, self.path, code)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install the third-party peers of the benchmark into a cache OUTSIDE the project.
+# Install the third-party peers of the benchmarks (bench.py, http_bench.py) into a cache
+# OUTSIDE the project.
 #
 # Nothing here becomes a dependency of mcp_min: each Python peer gets its own
 # clean virtual environment, the TypeScript peer its own node_modules.
@@ -16,6 +17,7 @@ PYTHON="${PYTHON:-python3}"
 
 MCP_VERSION=2.3.0
 FASTMCP_VERSION=4.2.3
+GUNICORN_VERSION=27.0.1  # serves mcp_min's server.wsgi in http_bench.py
 TS_SDK_VERSION=1.32.2
 ZOD_VERSION=4.6.7  # the SDK takes zod ^3.25 or ^4
 
@@ -35,6 +37,7 @@ python_peer() {  # python_peer VENV_NAME REQUIREMENT
 
 python_peer venv-sdk "mcp==$MCP_VERSION"
 python_peer venv-fastmcp "fastmcp==$FASTMCP_VERSION"
+python_peer venv-gunicorn "gunicorn==$GUNICORN_VERSION"   # mcp_min itself needs no install
 
 if command -v npm >/dev/null 2>&1; then
     echo "== installing @modelcontextprotocol/sdk@$TS_SDK_VERSION into $CACHE/ts"

@@ -105,6 +105,22 @@ class Run:
         self.by_label = {r["label"]: r for r in self.records
                          if r.get("event") == "step" and "label" in r}
 
+    @classmethod
+    def of(cls, client, mode, proc):
+        """The run of a finished driver process, which must have printed only JSON records,
+        ended with "closed" and exited 0."""
+        records = []
+        for line in proc.stdout.splitlines():
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                raise AssertionError(f"the driver printed a non-JSON line {line[:200]!r}; "
+                                     f"stderr:\n{proc.stderr[-2000:]}") from None
+        run = cls(client, mode, records, proc.returncode, proc.stderr)
+        assert proc.returncode == 0, f"driver failed: {run.describe()}\n{proc.stdout[-3000:]}"
+        assert records and records[-1]["event"] == "closed", run.describe()
+        return run
+
     def describe(self):
         return f"{self.client}/{self.mode} exit {self.returncode}; stderr tail:\n{self.stderr[-2000:]}"
 
@@ -244,16 +260,7 @@ class Driver:
         parent_env = dict(os.environ, **{SENTINEL: "leaked"})
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=90, env=parent_env,
                               cwd=ROOT)
-        records = []
-        for line in proc.stdout.splitlines():
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                raise AssertionError(f"the driver printed a non-JSON line {line[:200]!r}; "
-                                     f"stderr:\n{proc.stderr[-2000:]}") from None
-        run = Run(self.client, self.mode, records, proc.returncode, proc.stderr)
-        assert proc.returncode == 0, f"driver failed: {run.describe()}\n{proc.stdout[-3000:]}"
-        assert records and records[-1]["event"] == "closed", run.describe()
+        run = Run.of(self.client, self.mode, proc)
         if self.client == "ts2" and self.mode != "prior":
             DISCOVERED.setdefault(kept, run.connected["discover"])
         return run

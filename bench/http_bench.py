@@ -1,0 +1,636 @@
+#!/usr/bin/env python3
+"""Benchmark MCP over Streamable HTTP: requests/s and latency of `tools/call add`.
+
+    bash bench/setup.sh                  # once: the SDK's venv and gunicorn's, in a cache
+    python3 bench/http_bench.py          # every server found, 3 interleaved rounds
+    python3 bench/http_bench.py --quick --servers wsgiref   # smoke test, needs no setup
+
+The servers, all serving bench/peers' tools on 127.0.0.1 in 2026-07-28 (stateless: every
+request carries the envelope in params._meta and the MCP-Protocol-Version, Mcp-Method and
+Mcp-Name headers; no initialize, no session):
+
+    wsgiref     mcp_min.py serve --http (one process, a thread per connection)
+    gunicorn-1  server.wsgi on gunicorn, 1 gthread worker
+    gunicorn-2  the same with 2 workers, sharing MCP_MIN_STATE_KEY
+    sdk         the official Python SDK (MCPServer.streamable_http_app with stateless_http
+                and json_response) on uvicorn
+
+The driver holds N keep-alive connections, a thread each, on raw sockets with every request
+encoded before the clock starts; each window counts the replies that arrived before it
+closed. Every reply is checked afterwards (status 200, the right sum, a 2026-07-28 result).
+Rounds are interleaved (every server once, then again) and each figure is the median over
+rounds, each ratio the median of the per-round ratios. See bench/README.md.
+
+Standard library only; Python 3.10+; Linux (reads /proc).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import re
+import resource
+import shlex
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench  # noqa: E402  (the stdio benchmark: shared helpers and conventions)
+from bench import (BUSY_WARNING, DEFAULT_CACHE, ENVELOPE, MODERN_VERSION, PEERS_DIR,  # noqa: E402
+                   REPO_ROOT, BenchError, machine_info, percentile, progress, warn)
+
+SERVER_NAMES = ("wsgiref", "gunicorn-1", "gunicorn-2", "sdk")
+STATE_KEY = "http-bench-state-key"   # shared by gunicorn's workers, as in any multi-worker setup
+START_TIMEOUT = 30.0
+REPLY_TIMEOUT = 10.0
+# A server that fails a window (an error status, a wrong or unparsable reply, a closed or
+# stuck connection) costs that window, never the run.
+FAILURES = (BenchError, OSError, ValueError, AttributeError, KeyError, TypeError)
+
+# Tiny modules written into the run's scratch directory: gunicorn and uvicorn import an
+# attribute of a module, and the peers' files only define `server`.
+GUNICORN_APP = """import sys
+sys.path.insert(0, {peers!r})
+from mcp_min_server import server
+"""
+SDK_APP = """import sys
+sys.path.insert(0, {peers!r})
+from sdk_server import server
+app = server.streamable_http_app(stateless_http=True, json_response=True)
+"""
+
+
+@dataclass
+class Settings:
+    # keep-alive connections in the throughput windows: gunicorn's workers take connections
+    # as they race to accept them, so with few, one worker may get none (see the README)
+    connections: int = 16
+    seconds: float = 3.0        # length of each throughput window
+    sequential_seconds: float = 1.5   # length of each one-connection latency window
+    warmup_seconds: float = 1.0
+    rounds: int = 3
+    threads: int = 4            # gunicorn --threads per worker
+    pin: bool = False
+
+
+QUICK = dict(seconds=0.5, sequential_seconds=0.3, warmup_seconds=0.3, rounds=1)
+
+
+@dataclass
+class ServerSpec:
+    name: str
+    argv: list[str] = field(default_factory=list)
+    port_pattern: str = ""      # the line of its log that gives the port
+    workers: int = 0            # gunicorn: worker processes to wait for
+    env: dict | None = None
+    interpreter: str = ""
+    missing: str = ""
+
+
+# --------------------------------------------------------------------------- the servers
+
+def gunicorn_python(cache: Path) -> tuple[str | None, str]:
+    """The interpreter that has gunicorn: setup.sh's venv, else the one running the driver."""
+    venv = cache / "venv-gunicorn" / "bin" / "python"
+    if venv.exists():
+        return str(venv), f"venv {venv.parent.parent}"
+    if importlib.util.find_spec("gunicorn") is not None:
+        return sys.executable, "the driver's interpreter"
+    return None, f"no venv at {venv.parent.parent} (run bench/setup.sh) and no gunicorn here"
+
+
+def installed_version(python: str, package: str) -> str:
+    code = f"import importlib.metadata as m; print(m.version({package!r}))"
+    out = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, timeout=60)
+    return out.stdout.strip() or "?"
+
+
+def find_servers(names: list[str], cache: Path, workdir: Path, settings: Settings):
+    specs = []
+    for name in names:
+        spec = ServerSpec(name)
+        if name == "wsgiref":
+            # as in bench.py: a venv without packages, -I, bytecode in the scratch directory
+            python, how = bench.make_bare_venv(workdir / "venv")
+            spec.argv = [*python, "-X", f"pycache_prefix={workdir / 'pycache'}",
+                         str(REPO_ROOT / "mcp_min.py"), "serve", "--http", "127.0.0.1:0",
+                         str(PEERS_DIR / "mcp_min_server.py")]
+            spec.port_pattern = r"http://127\.0\.0\.1:(\d+)/mcp"
+            spec.interpreter = f"Python {bench.python_version(python[0])} ({how})"
+        elif name.startswith("gunicorn-"):
+            python, how = gunicorn_python(cache)
+            if python is None:
+                spec.missing = how
+            else:
+                (workdir / "mcp_min_wsgi.py").write_text(GUNICORN_APP.format(peers=str(PEERS_DIR)))
+                spec.workers = int(name.split("-")[1])
+                spec.argv = [python, "-I", "-m", "gunicorn", "--workers", str(spec.workers),
+                             "--worker-class", "gthread", "--threads", str(settings.threads),
+                             "--bind", "127.0.0.1:0", "--chdir", str(workdir)]
+                help_text = subprocess.run([python, "-I", "-m", "gunicorn", "--help"],
+                                           capture_output=True, text=True, timeout=60).stdout
+                if "--no-control-socket" in help_text:   # else one socket shared by every run
+                    spec.argv.append("--no-control-socket")
+                spec.argv.append("mcp_min_wsgi:server")
+                spec.port_pattern = r"Listening at: http://127\.0\.0\.1:(\d+)"
+                spec.env = {**os.environ, "MCP_MIN_STATE_KEY": STATE_KEY,
+                            "PYTHONPYCACHEPREFIX": str(workdir / "pycache")}
+                spec.interpreter = (f"Python {bench.python_version(python)} ({how}), gunicorn "
+                                    f"{installed_version(python, 'gunicorn')}")
+        elif name == "sdk":
+            python = cache / "venv-sdk" / "bin" / "python"
+            if not python.exists():
+                spec.missing = f"no venv at {python.parent.parent} (run bench/setup.sh)"
+            else:
+                (workdir / "sdk_http.py").write_text(SDK_APP.format(peers=str(PEERS_DIR)))
+                spec.argv = [str(python), "-I", "-m", "uvicorn", "--app-dir", str(workdir),
+                             "sdk_http:app", "--host", "127.0.0.1", "--port", "0",
+                             "--no-access-log"]
+                spec.port_pattern = r"Uvicorn running on http://127\.0\.0\.1:(\d+)"
+                spec.interpreter = (f"Python {bench.python_version(str(python))} (venv "
+                                    f"{python.parent.parent}, -I), uvicorn "
+                                    f"{installed_version(str(python), 'uvicorn')}, mcp "
+                                    f"{installed_version(str(python), 'mcp')}")
+        specs.append(spec)
+    return specs
+
+
+class RunningServer:
+    """A server process (for gunicorn, its master) and the port its log names."""
+
+    def __init__(self, spec: ServerSpec, workdir: Path):
+        self.spec = spec
+        self.log_path = workdir / f"{spec.name}.log"
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(spec.argv, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=self.log, env=spec.env,
+                                     cwd=workdir)
+        deadline = time.monotonic() + START_TIMEOUT
+        self.port = None
+        while True:
+            text = self.log_path.read_text(errors="replace")
+            found = re.search(spec.port_pattern, text)
+            booted = len(re.findall(r"Booting worker with pid", text))
+            if found and booted >= spec.workers:
+                self.port = int(found.group(1))
+                return
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                raise BenchError(f"{spec.name} did not start: {text[-600:]}")
+            time.sleep(0.05)
+
+    def pids(self) -> list[int]:
+        """The process and its children (gunicorn's workers)."""
+        pids = [self.proc.pid]
+        try:
+            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as children:
+                pids += [int(pid) for pid in children.read().split()]
+        except OSError:
+            pass
+        return pids
+
+    def cpu_seconds(self) -> float:
+        total = 0.0
+        for pid in self.pids():
+            try:
+                with open(f"/proc/{pid}/stat") as stat:
+                    fields = stat.read().rpartition(")")[2].split()
+                total += (int(fields[11]) + int(fields[12])) / bench.CLOCK_TICKS
+            except (OSError, ValueError, IndexError):
+                pass                  # a worker that just exited
+        return total
+
+    def connections_per_worker(self) -> list[int]:
+        """Established connections on the port held by each worker (gunicorn): whether the
+        kernel spread the driver's connections evenly."""
+        inodes = set()
+        try:
+            with open("/proc/net/tcp") as table:
+                for line in table.readlines()[1:]:
+                    fields = line.split()
+                    if fields[1].endswith(f":{self.port:04X}") and fields[3] == "01":
+                        inodes.add(fields[9])
+        except OSError:
+            return []
+        counts = []
+        for pid in self.pids()[1:]:
+            try:
+                links = [os.readlink(f"/proc/{pid}/fd/{fd}")
+                         for fd in os.listdir(f"/proc/{pid}/fd")]
+            except OSError:
+                continue
+            counts.append(sum(link.startswith("socket:[") and link[8:-1] in inodes
+                              for link in links))
+        return counts
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        self.log.close()
+
+
+# --------------------------------------------------------------------------- the driver
+
+def encode_requests(port: int, connection: int, count: int = 500) -> list[tuple[bytes, int]]:
+    """`count` HTTP requests for one connection, each with the sum it must get back."""
+    requests = []
+    for i in range(count):
+        message = {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                   "params": {"name": "add", "arguments": {"a": i, "b": connection},
+                              "_meta": ENVELOPE}}
+        body = json.dumps(message, separators=(",", ":")).encode()
+        head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                f"Content-Type: application/json\r\nAccept: application/json, text/event-stream"
+                f"\r\nMCP-Protocol-Version: {MODERN_VERSION}\r\nMcp-Method: tools/call\r\n"
+                f"Mcp-Name: add\r\nContent-Length: {len(body)}\r\n\r\n")
+        requests.append((head.encode() + body, i + connection))
+    return requests
+
+
+class Connection:
+    """One keep-alive connection on a raw socket: send a request, read one response."""
+
+    def __init__(self, port: int):
+        self.port = port
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=REPLY_TIMEOUT)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buffer = b""
+        self.reconnects = 0
+
+    def _fill(self) -> None:
+        data = self.sock.recv(65536)
+        if not data:
+            raise ConnectionError("the server closed the connection")
+        self.buffer += data
+
+    def exchange(self, request: bytes) -> tuple[int, bytes]:
+        self.sock.sendall(request)
+        while (end := self.buffer.find(b"\r\n\r\n")) < 0:
+            self._fill()
+        head, self.buffer = self.buffer[:end].lower(), self.buffer[end + 4:]
+        status = int(head[9:12])
+        if b"transfer-encoding: chunked" in head:
+            body = self._read_chunked()
+        else:
+            found = re.search(rb"content-length: *(\d+)", head)
+            if found is None:
+                raise BenchError(f"a response with neither length nor chunks: {head[:200]!r}")
+            length = int(found.group(1))
+            while len(self.buffer) < length:
+                self._fill()
+            body, self.buffer = self.buffer[:length], self.buffer[length:]
+        if b"connection: close" in head:          # the server will not take another request
+            self.close()
+            self.__init__(self.port)
+            self.reconnects += 1
+        return status, body
+
+    def _read_chunked(self) -> bytes:
+        body = b""
+        while True:
+            while (end := self.buffer.find(b"\r\n")) < 0:
+                self._fill()
+            size = int(self.buffer[:end].split(b";")[0], 16)
+            while len(self.buffer) < end + 2 + size + 2:
+                self._fill()
+            body += self.buffer[end + 2:end + 2 + size]
+            self.buffer = self.buffer[end + 2 + size + 2:]
+            if size == 0:
+                return body
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def load(server: RunningServer, connections: int, seconds: float) -> dict:
+    """`connections` clients, each sending `add` back to back on its own connection for
+    `seconds`: requests/s (replies that arrived within the window), the latency of each, the
+    server's and the driver's CPU time per request. Every reply is checked afterwards."""
+    port = server.port
+    plans = [encode_requests(port, c) for c in range(connections)]
+    sockets, spread, opened = open_connections(server, plans)
+    results = [[] for _ in range(connections)]        # (slot, sent, answered, status, body)
+    failures = []
+    start = threading.Barrier(connections + 1)
+    window = {}
+
+    def client(number):
+        plan, sock, out = plans[number], sockets[number], results[number]
+        try:
+            start.wait(30)
+            end, k = window["end"], 0
+            while True:
+                sent = time.perf_counter()
+                if sent >= end:
+                    return
+                request, _ = plan[k % len(plan)]
+                status, body = sock.exchange(request)
+                out.append((k % len(plan), sent, time.perf_counter(), status, body))
+                k += 1
+        except Exception as error:                      # reported with the window's results
+            failures.append(f"connection {number}: {error!r}")
+
+    threads = [threading.Thread(target=client, args=(n,), daemon=True)
+               for n in range(connections)]
+    for thread in threads:
+        thread.start()
+    cpu_before, driver_before = server.cpu_seconds(), driver_cpu_seconds()
+    window["start"] = time.perf_counter()
+    window["end"] = window["start"] + seconds
+    start.wait(30)
+    for thread in threads:
+        thread.join(seconds + REPLY_TIMEOUT + 5)
+    cpu_used = server.cpu_seconds() - cpu_before
+    driver_used = driver_cpu_seconds() - driver_before
+    for sock in sockets:
+        sock.close()
+    if failures:
+        raise BenchError("; ".join(failures[:3]))
+    latencies, answered = [], 0
+    for number, out in enumerate(results):
+        for slot, sent, done, status, body in out:
+            check_reply(status, body, plans[number][slot][1], slot)
+            if done <= window["end"]:
+                answered += 1
+                latencies.append(done - sent)
+    if not answered:
+        raise BenchError("no reply within the window")
+    return {"requests": answered, "requests_per_s": answered / seconds,
+            "p50_ms": percentile(latencies, 0.5) * 1000,
+            "p99_ms": percentile(latencies, 0.99) * 1000,
+            "server_cpu_us_per_request": cpu_used / answered * 1e6,
+            "driver_cpu_share": driver_used / seconds,
+            "reconnects": sum(sock.reconnects for sock in sockets),
+            "connections_per_worker": spread, "connection_openings": opened}
+
+
+def open_connections(server: RunningServer, plans: list) -> tuple[list, list, int]:
+    """One connection per plan, opened one after the other, each sending its first request
+    (untimed) before the next opens. gunicorn's workers race to accept connections, and with
+    a few long-lived ones a worker may get none, which would measure one worker fewer: then
+    all are closed and opened again (up to 5 times). Returns the connections, how many each
+    worker holds, and how many openings that took."""
+    for opening in range(1, 6):
+        sockets = []
+        for number, plan in enumerate(plans):
+            sockets.append(Connection(server.port))
+            request, expected = plan[-1]
+            check_reply(*sockets[-1].exchange(request), expected, len(plan) - 1)
+        spread = server.connections_per_worker() if server.spec.workers else []
+        if 0 not in spread or len(plans) < server.spec.workers or opening == 5:
+            return sockets, spread, opening
+        for sock in sockets:
+            sock.close()
+
+
+def check_reply(status: int, body: bytes, expected: int, request_id: int) -> None:
+    if status != 200:
+        raise BenchError(f"HTTP {status}: {body[:200]!r}")
+    message = json.loads(body)
+    if message.get("id") != request_id:
+        raise BenchError(f"reply to id {message.get('id')}, expected {request_id}")
+    bench.check_call_result(message, expected, modern=True)
+
+
+def driver_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+# --------------------------------------------------------------------------- the run
+
+def measure(servers: dict, settings: Settings) -> dict:
+    """Warm every server up, then the rounds: in each, every server's throughput window and
+    its one-connection window, one server after the other."""
+    rounds, ready = {}, {}
+    for name, server in servers.items():
+        progress(f"{name}: warming up")
+        rounds[name] = []
+        try:
+            load(server, settings.connections, settings.warmup_seconds)
+            ready[name] = server
+        except FAILURES as error:      # a server that fails this is left out of the rounds
+            rounds[name].append({"error": f"warm-up: {str(error)[:500]}"})
+    for number in range(settings.rounds):
+        for name, server in ready.items():
+            progress(f"{name}: round {number + 1} of {settings.rounds}")
+            try:
+                figures = load(server, settings.connections, settings.seconds)
+                figures["sequential"] = load(server, 1, settings.sequential_seconds)
+            except FAILURES as error:
+                figures = {"error": str(error)[:500]}
+            rounds[name].append(figures)
+    return rounds
+
+
+def summarise(rounds: dict) -> dict:
+    summary = {}
+    for name, runs in rounds.items():
+        good = [run for run in runs if "error" not in run]
+        errors = [run["error"] for run in runs if "error" in run]
+        if not good:
+            summary[name] = {"errors": errors}
+            continue
+        median = lambda key, runs=good: statistics.median(run[key] for run in runs)  # noqa: E731
+        summary[name] = {
+            "requests_per_s": median("requests_per_s"), "p50_ms": median("p50_ms"),
+            "p99_ms": median("p99_ms"),
+            "server_cpu_us_per_request": median("server_cpu_us_per_request"),
+            "driver_cpu_share": median("driver_cpu_share"),
+            "sequential_p50_ms": statistics.median(run["sequential"]["p50_ms"] for run in good),
+            "sequential_requests_per_s": statistics.median(
+                run["sequential"]["requests_per_s"] for run in good),
+            "reconnects": sum(run["reconnects"] for run in good),
+            "connections_per_worker": [run["connections_per_worker"] for run in good],
+            "reopened": sum(run["connection_openings"] - 1 for run in good),
+            "errors": errors}
+    return summary
+
+
+RATIOS = (  # (label, server, reference, target or None)
+    ("mcp_min 1 worker (gunicorn) vs the SDK", "gunicorn-1", "sdk", 2.0),
+    ("mcp_min on wsgiref vs the SDK", "wsgiref", "sdk", None),
+    ("mcp_min 2 workers vs 1 worker", "gunicorn-2", "gunicorn-1", 1.6),
+)
+
+
+def ratio_figures(rounds: dict, server: str, reference: str) -> list[float]:
+    """requests/s ratios, one per round in which both ran."""
+    pairs = zip(rounds.get(server, []), rounds.get(reference, []))
+    return [a["requests_per_s"] / b["requests_per_s"] for a, b in pairs
+            if "error" not in a and "error" not in b]
+
+
+def markdown(report: dict, settings: Settings) -> str:
+    summary, machine = report["summary"], report["machine"]
+    lines = [f"## HTTP benchmark {report['date']}", "",
+             f"Machine: {machine['nproc']} × {machine['cpu']}, Linux {machine['kernel']}, driver "
+             f"Python {machine['python']}; pinned: {'yes' if settings.pin else 'no'}; "
+             f"the run took {report['duration_s']:.0f} s.",
+             f"Command: `{report['command']}`", ""]
+    busy = machine["busy_before_run"]
+    if busy is not None and busy > BUSY_WARNING:
+        lines += [f"**Warning: the CPUs were {busy:.0%} busy with other work just before the "
+                  "run; expect noisy figures.**", ""]
+    lines += [f"`tools/call add`, {MODERN_VERSION}, over keep-alive HTTP/1.1: "
+              f"{settings.connections} connections for {settings.seconds:g} s, then one "
+              f"connection for {settings.sequential_seconds:g} s, per server and round; medians "
+              f"of {settings.rounds} interleaved rounds.", "",
+              "| server | requests/s | p50 ms | p99 ms | 1 connection: p50 ms | "
+              "server CPU µs/request | driver CPU | connections per worker |",
+              "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for name, figures in summary.items():
+        if "requests_per_s" not in figures:
+            lines.append(f"| {name} | failed | | | | | | |")
+            continue
+        spread = ", ".join("+".join(map(str, counts))
+                           for counts in figures["connections_per_worker"] if counts)
+        lines.append(f"| {name} | {figures['requests_per_s']:,.0f} | {figures['p50_ms']:.2f} | "
+                     f"{figures['p99_ms']:.2f} | {figures['sequential_p50_ms']:.2f} | "
+                     f"{figures['server_cpu_us_per_request']:,.0f} | "
+                     f"{figures['driver_cpu_share']:.0%} | {spread or '—'} |")
+    ratio_rows = []
+    for label, server, reference, goal in RATIOS:
+        figures = ratio_figures(report["rounds"], server, reference)
+        if not figures:
+            continue
+        middle = statistics.median(figures)
+        verdict = "—"
+        if server == "gunicorn-2" and len(report.get("server_cpus", [0, 1])) < 2:
+            verdict = "— (pinned: both workers on one CPU, so no scaling to see)"
+        elif goal is not None:
+            verdict = f"≥ {goal:g}: {'met' if middle >= goal else 'missed'}"
+        ratio_rows.append(f"| {label} | {middle:.2f} | "
+                          f"{', '.join(f'{r:.2f}' for r in figures)} | {verdict} |")
+    if ratio_rows:
+        lines += ["", "| ratio of requests/s | median | by round | target |",
+                  "|---|---:|---|---|", *ratio_rows]
+    notes = [f"- {name}: skipped: {reason}" for name, reason in report["skipped"].items()]
+    for name, figures in summary.items():
+        notes += [f"- {name}: a round failed: {error}" for error in figures["errors"]]
+        idle = sum(0 in counts for counts in figures.get("connections_per_worker", []))
+        if idle:
+            notes.append(f"- {name}: in {idle} round(s) a worker got none of the connections")
+        if figures.get("reopened"):
+            notes.append(f"- {name}: connections opened again {figures['reopened']} time(s) "
+                         "until every worker held one")
+        if figures.get("reconnects"):
+            notes.append(f"- {name}: the server closed keep-alive connections "
+                         f"{figures['reconnects']} times")
+    if notes:
+        lines += ["", "Notes:", ""] + notes
+    lines += ["", "Servers:", ""] + [f"- {name}: {info['interpreter']}: `{info['command']}`"
+                                     for name, info in report["servers"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Settings]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--servers", default=",".join(SERVER_NAMES),
+                        help="comma-separated servers to run (default: %(default)s)")
+    parser.add_argument("--quick", action="store_true", help="short windows, one round")
+    parser.add_argument("--pin", action="store_true",
+                        help="the driver on CPU 0, the servers on the other CPUs (on two cores "
+                             "both gunicorn workers then share CPU 1)")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE,
+                        help="where bench/setup.sh installed the peers (default: %(default)s)")
+    parser.add_argument("--out", type=Path,
+                        help="also write a JSON report there, and the table beside it as .md")
+    defaults = Settings()
+    parser.add_argument("--connections", type=int,
+                        help=f"keep-alive connections (default {defaults.connections})")
+    parser.add_argument("--seconds", type=float, help="throughput window per server and round "
+                                                      f"(default {defaults.seconds:g})")
+    parser.add_argument("--rounds", type=int,
+                        help=f"interleaved rounds (default {defaults.rounds})")
+    parser.add_argument("--threads", type=int,
+                        help=f"gunicorn --threads per worker (default {defaults.threads})")
+    args = parser.parse_args(argv)
+    settings = Settings(**QUICK) if args.quick else Settings()
+    for name in ("connections", "seconds", "rounds", "threads"):
+        value = getattr(args, name)
+        if value is not None:
+            if value <= 0:
+                parser.error(f"--{name} must be positive")
+            setattr(settings, name, value)
+    settings.pin = args.pin
+    args.server_names = [name.strip() for name in args.servers.split(",") if name.strip()]
+    unknown = set(args.server_names) - set(SERVER_NAMES)
+    if unknown:
+        parser.error(f"unknown server(s) {', '.join(sorted(unknown))}; "
+                     f"choose from {', '.join(SERVER_NAMES)}")
+    return args, settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, settings = parse_args(sys.argv[1:] if argv is None else argv)
+    if not sys.platform.startswith("linux"):
+        progress("http_bench.py reads /proc: it runs on Linux only")
+        return 2
+    cpus = sorted(os.sched_getaffinity(0))
+    if settings.pin and len(cpus) < 2:
+        warn("--pin needs two CPUs; running unpinned")
+        settings.pin = False
+    began = time.perf_counter()
+    report = {"command": shlex.join([Path(sys.executable).name, *sys.argv]) if argv is None
+              else shlex.join(["http_bench.py", *argv]),
+              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+              "machine": machine_info(),
+              "settings": {key: getattr(settings, key) for key in Settings.__dataclass_fields__},
+              "skipped": {}, "servers": {}}
+    servers = {}
+    with tempfile.TemporaryDirectory(prefix="mcp-min-http-bench-") as tmp:
+        workdir = Path(tmp)
+        if settings.pin:              # the servers inherit these CPUs; the driver then moves
+            os.sched_setaffinity(0, cpus[1:])
+            report["server_cpus"] = cpus[1:]
+        try:
+            for spec in find_servers(args.server_names, args.cache, workdir, settings):
+                if spec.missing:
+                    progress(f"skipping {spec.name}: {spec.missing}")
+                    report["skipped"][spec.name] = spec.missing
+                    continue
+                progress(f"{spec.name}: {shlex.join(spec.argv)}")
+                try:
+                    servers[spec.name] = RunningServer(spec, workdir)
+                except BenchError as error:
+                    report["skipped"][spec.name] = str(error)
+                    continue
+                report["servers"][spec.name] = {"command": shlex.join(spec.argv),
+                                                "interpreter": spec.interpreter}
+            if settings.pin:
+                os.sched_setaffinity(0, cpus[:1])
+            report["rounds"] = measure(servers, settings) if servers else {}
+        finally:
+            for server in servers.values():
+                server.close()
+    report["summary"] = summarise(report["rounds"])
+    report["duration_s"] = time.perf_counter() - began
+    table = markdown(report, settings)
+    report["markdown"] = table
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=2) + "\n")
+        args.out.with_suffix(".md").write_text(table)
+        progress(f"report: {args.out} and {args.out.with_suffix('.md')}")
+    print(table)
+    return 0 if any("requests_per_s" in s for s in report["summary"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
