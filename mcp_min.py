@@ -233,13 +233,24 @@ def _not_json(value):
 
 def _json_encoder(ensure_ascii, separators=(",", ":")):
     """A JSON encoder built once: json.dumps builds one for every call, which costs more
-    than encoding a small reply. json's own C encoder where there is one."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return json.JSONEncoder(ensure_ascii=ensure_ascii, separators=separators, allow_nan=False).encode
+    than encoding a small reply. json's own C encoder where there is one, called directly:
+    it is not public API, so it is tried on a sample first, and if a Python changed it, the
+    public encoder is used instead."""
     escape = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
-    encode = make(None, _not_json, escape, None, separators[1], separators[0], False, False, False)
-    return lambda value: "".join(encode(value, 0))
+    items, keys = separators
+    expected = "{" + escape("é\n") + keys + "[null" + items + "2.5]}"
+
+    def fast(value):
+        return "".join(encode(value, 0))
+    try:
+        encode = json.encoder.c_make_encoder(None, _not_json, escape, None, keys, items, False,
+                                             False, False)
+        if fast({"é\n": [None, 2.5]}) == expected:
+            return fast
+    except Exception:                     # absent (None), or called differently
+        pass
+    return json.JSONEncoder(ensure_ascii=ensure_ascii, separators=separators,
+                            allow_nan=False).encode
 
 
 _encode_compact, _encode_ascii = _json_encoder(False), _json_encoder(True)
@@ -259,7 +270,12 @@ def _reject_constant(name):
 
 
 _decoder = json.JSONDecoder(parse_constant=_reject_constant)
-_scan = _decoder.scan_once
+_scan = _decoder.raw_decode               # the public way: (value, end), or ValueError
+try:                                      # the scanner it calls, without its checks; not public
+    if _decoder.scan_once('{"a":[1]}\n', 0) == ({"a": [1]}, 9):
+        _scan = _decoder.scan_once
+except Exception:                         # renamed, or called differently, in this Python
+    pass
 
 
 def _decode(text):
@@ -1025,15 +1041,27 @@ def _is_content(tp, content_types):
 def _parameters(fn):
     """([(name, kind, default, annotation)], return annotation, globals) of a callable; kind
     is "/", "*", "**" or "" (named); _NOTHING stands for no default or no annotation. Plain
-    functions are read straight from their code object: inspect is slow to import."""
-    if type(fn) is not types.FunctionType or hasattr(fn, "__wrapped__"):
-        import inspect
-        sig, empty = inspect.signature(fn), inspect.Parameter.empty
-        kinds = {"POSITIONAL_ONLY": "/", "VAR_POSITIONAL": "*", "VAR_KEYWORD": "**"}
-        params = [(p.name, kinds.get(p.kind.name, ""), _NOTHING if p.default is empty else p.default,
-                   _NOTHING if p.annotation is empty else p.annotation) for p in sig.parameters.values()]
-        returns = _NOTHING if sig.return_annotation is empty else sig.return_annotation
-        return params, returns, getattr(inspect.unwrap(fn), "__globals__", {})
+    functions are read straight from their code object: inspect is slow to import. Python
+    3.14 evaluates annotations when they are first read: NameError for a class not defined
+    yet."""
+    if type(fn) is types.FunctionType and not hasattr(fn, "__wrapped__"):
+        try:
+            return _code_parameters(fn)
+        except (AttributeError, TypeError, ValueError):     # code objects changed: use inspect
+            pass
+    import inspect
+    sig, empty = inspect.signature(fn), inspect.Parameter.empty
+    kinds = {"POSITIONAL_ONLY": "/", "VAR_POSITIONAL": "*", "VAR_KEYWORD": "**"}
+    params = [(p.name, kinds.get(p.kind.name, ""), _NOTHING if p.default is empty else p.default,
+               _NOTHING if p.annotation is empty else p.annotation)
+              for p in sig.parameters.values()]
+    returns = _NOTHING if sig.return_annotation is empty else sig.return_annotation
+    return params, returns, getattr(inspect.unwrap(fn), "__globals__", {})
+
+
+def _code_parameters(fn):
+    """_parameters() of a plain function, from its code object (the data model documents
+    its co_* attributes)."""
     code, hints = fn.__code__, fn.__annotations__
     names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
     defaults = dict(zip(reversed(names[:code.co_argcount]), reversed(fn.__defaults__ or ())))
@@ -1058,7 +1086,11 @@ class Signature:
                  input_schema=None, output_schema=None, structured=None, content_types=()):
         self.fn, self.context_param, self.wrap_output, self.output_schema = fn, None, False, output_schema
         self._where = where = getattr(fn, "__qualname__", None) or repr(fn)
-        parameters, returns, self._globals = _parameters(fn)
+        try:
+            parameters, returns, self._globals = _parameters(fn)
+        except NameError as e:
+            raise SchemaError(f"{where}: an annotation names {e.name!r}, which is not defined "
+                              f"when it is registered: define {e.name} first") from None
         doc, docs = parse_docstring(getattr(fn, "__doc__", None))
         self.description = doc if description is None else description
         fields, rest = [], _NOTHING     # [(name, annotation, required, default)]; the **kwargs annotation

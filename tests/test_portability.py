@@ -1,0 +1,208 @@
+"""mcp_min on setups other than the one it is developed on: Windows-like platforms (the
+POSIX-only functions removed in a test, as no Windows machine is at hand), future Pythons
+that change CPython internals the file uses for speed, Python 3.14's lazily evaluated
+annotations, and free-threaded builds (lazily initialised globals hammered from threads)."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import mcp_min
+from conftest import INIT_PARAMS, ROOT
+from mcp_min import SchemaError, Server, Signature
+
+
+def run_python(*code, cwd=None, timeout=30):
+    """Run the pieces of ``code`` in a fresh interpreter that imports mcp_min from here."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-c", "".join(map(textwrap.dedent, code))],
+                          capture_output=True, text=True, timeout=timeout, cwd=cwd or ROOT,
+                          env=env)
+
+
+ROUND_TRIP = """
+    import json
+    message = {"jsonrpc": "2.0", "id": 1, "result": {"text": "é\\n\\u2028", "n": [1, 2.5, None]}}
+    frame = mcp_min.encode_message(message)
+    assert frame == json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode(), frame
+    assert mcp_min.encode_message({"s": "\\ud800"}) == b'{"s":"\\\\ud800"}'   # lone surrogate
+    assert mcp_min.decode_message(frame + b"\\n") == message
+    assert mcp_min.to_json({"a": [1]}) == '{"a": [1]}'
+    for bad in (b'{"a": NaN}', b'{"a": 1} x', b"[1,"):
+        try:
+            mcp_min.decode_message(bad)
+        except mcp_min.JSONRPCError as e:
+            assert e.code == -32700, e.code
+        else:
+            raise AssertionError(bad)
+    try:
+        mcp_min.encode_message({"x": float("nan")})
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("NaN encoded")
+    print("ok")
+"""
+
+
+# ============================================================================================
+# CPython internals used for speed: a changed one never breaks `import mcp_min`
+# ============================================================================================
+
+@pytest.mark.parametrize("change", ["raises", "misbehaves", "absent"])
+def test_import_survives_a_changed_c_make_encoder(change):
+    """json.encoder.c_make_encoder is called at import with positional arguments. If a future
+    Python changes it, mcp_min falls back to json's public encoder (which that Python keeps
+    working: here the original is put back once mcp_min is imported)."""
+    fake = {"raises": "def changed(*args): raise TypeError('takes 10 positional arguments')",
+            "misbehaves": "changed = lambda *args: (lambda value, level: ['changed'])",
+            "absent": "changed = None"}[change]
+    result = run_python(f"""
+        import json.encoder
+        original = json.encoder.c_make_encoder
+        {fake}
+        json.encoder.c_make_encoder = changed
+        import mcp_min
+        if "{change}" != "absent":
+            json.encoder.c_make_encoder = original
+        """, ROUND_TRIP)
+    assert result.returncode == 0 and result.stdout == "ok\n", result.stderr
+
+
+SCANNER = """
+import json, json.decoder
+
+def raw_decode(self, s, idx=0):             # as json's, with the scanner of its own name
+    try:
+        return self.scanner(s, idx)
+    except StopIteration as e:
+        raise json.JSONDecodeError("Expecting value", s, e.value) from None
+"""
+
+
+@pytest.mark.parametrize("change", ["renamed", "called differently"])
+def test_import_survives_a_changed_scanner(change):
+    """JSONDecoder.scan_once (the scanner, used directly for speed) is not public: a Python
+    that renames it, or calls it differently, must still import mcp_min, which then decodes
+    with the public raw_decode."""
+    result = run_python(SCANNER, f"""
+        class Changed(json.decoder.JSONDecoder):
+            raw_decode = raw_decode
+
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                self.scanner = self.__dict__.pop("scan_once")
+                if "{change}" == "called differently":
+                    self.scan_once = lambda s, idx, strict: self.scanner(s, idx)
+        json.JSONDecoder = json.decoder.JSONDecoder = Changed
+        import mcp_min
+        """, ROUND_TRIP)
+    assert result.returncode == 0 and result.stdout == "ok\n", result.stderr
+
+
+def test_parameters_fall_back_to_inspect_when_code_objects_change(monkeypatch):
+    """Plain functions are read from their code object (inspect is slow to import); if that
+    fails on some Python, inspect.signature reads them instead, with the same result."""
+    def tool(a: int, b: str = "x", *, c: bool = False) -> int:
+        return a
+
+    fast = Signature(tool)
+
+    def changed(fn):
+        raise AttributeError("'code' object has no attribute 'co_posonlyargcount'")
+    monkeypatch.setattr(mcp_min, "_code_parameters", changed)
+    slow = Signature(tool)
+    assert slow.input_schema == fast.input_schema and slow.output_schema == fast.output_schema
+    assert slow.bind({"a": 1, "c": True}) == ({"a": 1, "c": True}, [])
+
+
+# ============================================================================================
+# Python 3.14: annotations evaluated lazily, when first read
+# ============================================================================================
+
+class LazyAnnotations(dict):
+    """What Python 3.14 does on reading a function's annotations when one names a class that
+    is not defined yet: NameError."""
+
+    def get(self, *args):
+        raise NameError("name 'Later' is not defined", name="Later")
+
+    __getitem__ = items = get
+
+
+def test_a_lazy_annotation_naming_a_later_class_is_a_schema_error_naming_it():
+    server = Server("lazy")
+
+    def plan(when: int) -> int:
+        return when
+    plan.__annotations__ = LazyAnnotations()
+    with pytest.raises(SchemaError) as caught:
+        server.tool(plan)
+    assert "plan" in str(caught.value) and "'Later'" in str(caught.value)
+    assert "not defined" in str(caught.value)
+
+
+def test_a_lazy_signature_naming_a_later_class_is_a_schema_error_naming_it():
+    """A callable that is not a plain function goes through inspect.signature, which in 3.14
+    evaluates the annotations too."""
+    class Planner:
+        @property
+        def __signature__(self):
+            raise NameError("name 'Later' is not defined", name="Later")
+
+        def __call__(self, when):
+            return when
+
+    with pytest.raises(SchemaError) as caught:
+        Server("lazy").tool(Planner(), name="plan")
+    assert "'Later'" in str(caught.value) and "Planner" in str(caught.value)
+
+
+def test_a_postponed_annotation_naming_an_undefined_class_is_a_schema_error_naming_it(tmp_path):
+    (tmp_path / "postponed.py").write_text(textwrap.dedent("""
+        from __future__ import annotations
+        from mcp_min import Server
+        server = Server("postponed")
+
+        @server.tool
+        def plan(when: Later) -> int:
+            return 1
+        """))
+    result = run_python("import postponed", cwd=tmp_path)
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("mcp_min.SchemaError: plan: ") and "'Later'" in last, result.stderr
+
+
+@pytest.mark.skipif(sys.version_info < (3, 14), reason="annotations are lazy from Python 3.14")
+def test_python_3_14_forward_references(tmp_path):
+    """Registered before the class exists: a SchemaError naming both. Registered after it:
+    a working schema."""
+    (tmp_path / "forward.py").write_text(textwrap.dedent("""
+        from typing import TypedDict
+        from mcp_min import SchemaError, Server
+        server = Server("forward")
+
+        def later(when: Later) -> int:
+            return 1
+        try:
+            server.tool(later)
+        except SchemaError as e:
+            print(e)
+
+        class Later(TypedDict):
+            day: int
+
+        server.tool(later)
+        print(server.tools["later"].signature.input_schema["$defs"]["Later"]["required"])
+        """))
+    result = run_python("import forward", cwd=tmp_path)
+    first, second = result.stdout.splitlines()
+    assert "later" in first and "'Later'" in first
+    assert second == "['day']"
