@@ -884,13 +884,15 @@ class _Types:
             return {}, None
         if hasattr(tp, "__supertype__"):                 # typing.NewType
             return self.translate(tp.__supertype__)
-        if isinstance(tp, type) and (tp.__module__, tp.__name__) in _AS_STRINGS:
+        # By package: Python 3.13 defines pathlib's classes in pathlib._local.
+        named = isinstance(tp, type) and (tp.__module__.partition(".")[0], tp.__name__)
+        if named in _AS_STRINGS:
             def parse_string(v):
                 try:
                     return tp(str(v))
                 except (ValueError, ArithmeticError):       # Decimal raises InvalidOperation
                     raise ValueError(f"expected a {tp.__name__}, got {_show(v)}") from None
-            return dict(_AS_STRINGS[tp.__module__, tp.__name__]), parse_string
+            return dict(_AS_STRINGS[named]), parse_string
         if isinstance(tp, type) and tp.__module__ == "datetime" and tp.__name__ in _DATES:
             def parse(v):       # Python 3.10's fromisoformat does not read a "Z" suffix
                 try:
