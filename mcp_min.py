@@ -95,15 +95,19 @@ class _Log:
     def __getattr__(self, name):
         global log
         import logging
-        log = logging.getLogger("mcp_min")
-        if not logging.getLogger().handlers and not log.handlers:
-            handler = logging.StreamHandler(sys.stderr)
-            handler.setFormatter(logging.Formatter("mcp_min %(levelname)s: %(message)s"))
-            log.addHandler(handler)
-            log.setLevel(logging.INFO)
-        return getattr(log, name)
+        with _first_use:                  # threads that log first at once set it up once
+            logger = logging.getLogger("mcp_min")
+            if not logging.getLogger().handlers and not logger.handlers:
+                handler = logging.StreamHandler(sys.stderr)
+                handler.setFormatter(logging.Formatter("mcp_min %(levelname)s: %(message)s"))
+                logger.addHandler(handler)
+                logger.setLevel(logging.INFO)
+            log = logger
+        return getattr(logger, name)
 
 
+# Guards what is set up on first use, as above: on a free-threaded build nothing else would.
+_first_use = threading.Lock()
 log = _Log()
 
 #: Handshake-era revisions this server speaks, oldest first.
@@ -127,6 +131,8 @@ V2026_07 = MODERN_PROTOCOL_VERSIONS[0]
 
 def claim_stdio():
     """Take stdin and stdout for the protocol; return private (read_fd, write_fd) for it."""
+    global _tune_allocator
+    _tune_allocator = True
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -364,18 +370,21 @@ def read_lines(rfile, max_bytes):
         yield LineTooLong(size, head, tail.rstrip(b"\r\n"))
 
 
-_big_blocks_apart = False
+_tune_allocator = False     # set by claim_stdio(): the process is the server's
 
 
 def _keep_big_blocks_apart():
     """glibc raises its mmap threshold once a large block is freed, so later multi-MiB
     messages are carved from per-thread heaps that keep the memory: with a reader and workers
     on different threads, peak memory grows with each large message. Pin the threshold at
-    1 MiB (done once, on the first large message; elsewhere a no-op)."""
-    global _big_blocks_apart
-    if _big_blocks_apart:
+    1 MiB, once, on the first large message; only on Linux (the parameter is glibc's), and
+    only in a process that serves stdio: an application that embeds a Server or a Client
+    keeps its allocator as it set it."""
+    global _tune_allocator
+    with _first_use:
+        tune, _tune_allocator = _tune_allocator, False
+    if not tune or not sys.platform.startswith("linux"):
         return
-    _big_blocks_apart = True
     try:
         import ctypes
         ctypes.CDLL(None).mallopt(-3, 1 << 20)    # M_MMAP_THRESHOLD

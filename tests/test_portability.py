@@ -206,3 +206,76 @@ def test_python_3_14_forward_references(tmp_path):
     first, second = result.stdout.splitlines()
     assert "later" in first and "'Later'" in first
     assert second == "['day']"
+
+
+# ============================================================================================
+# Free-threaded builds: lazily initialised globals
+# ============================================================================================
+
+def test_the_logger_is_set_up_once_when_threads_race_for_it():
+    """The "mcp_min" logger is set up on first use; threads that all log first at once must
+    not each add a stderr handler (a slow handler constructor widens the window, as a free-
+    threaded build would without one)."""
+    result = run_python("""
+        import logging, threading, time
+        import mcp_min
+        made = logging.StreamHandler.__init__
+        def slowly(self, *args):
+            time.sleep(0.05)
+            made(self, *args)
+        logging.StreamHandler.__init__ = slowly
+        start = threading.Barrier(8)
+        def first_use():
+            lazy = mcp_min.log                 # what every function sees before it is set up
+            start.wait()
+            lazy.debug("hello")
+        threads = [threading.Thread(target=first_use) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        print(len(logging.getLogger("mcp_min").handlers))
+        """)
+    assert result.returncode == 0 and result.stdout == "1\n", result.stdout + result.stderr
+
+
+def test_the_allocator_is_set_once_when_threads_race_for_it():
+    result = run_python("""
+        import ctypes, threading, time, types
+        import mcp_min
+        calls = []
+        def library(name):
+            def mallopt(*args):
+                time.sleep(0.02)
+                calls.append(args)
+            return types.SimpleNamespace(mallopt=mallopt)
+        ctypes.CDLL = library
+        mcp_min.claim_stdio()                # a server process: the allocator is its own
+        start = threading.Barrier(8)
+        def first_big_message():
+            start.wait()
+            mcp_min._keep_big_blocks_apart()
+        threads = [threading.Thread(target=first_big_message) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        print(calls, file=__import__("sys").stderr)
+        """)
+    expected = "[(-3, 1048576)]" if sys.platform.startswith("linux") else "[]"
+    assert result.returncode == 0 and result.stderr.strip() == expected, result.stderr
+
+
+# ============================================================================================
+# Windows and other non-POSIX platforms: the POSIX-only functions taken away
+# ============================================================================================
+
+def test_the_allocator_is_left_alone_off_linux(monkeypatch):
+    """mallopt's parameter numbers are glibc's: elsewhere it is not called."""
+    import ctypes
+    calls = []
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: calls.append(name))
+    monkeypatch.setattr(sys, "platform", "darwin")
+    monkeypatch.setattr(mcp_min, "_tune_allocator", True)
+    mcp_min._keep_big_blocks_apart()
+    assert calls == []
