@@ -455,6 +455,16 @@ def describe_frame(message, answers=None):
     return label + " (isError)" if isinstance(result, dict) and result.get("isError") else label
 
 
+def _shows_colour(stream):
+    """Does ``stream`` show ANSI colours? A terminal, unless NO_COLOR is set; on Windows only
+    a terminal known to read them (the classic console prints them raw)."""
+    isatty = getattr(stream, "isatty", None)         # pythonw has no stdout at all
+    if not isatty or not isatty() or os.environ.get("NO_COLOR"):
+        return False
+    return sys.platform != "win32" or any(
+        name in os.environ for name in ("WT_SESSION", "TERM", "ANSICON"))
+
+
 class FramePrinter:
     """A trace for a Peer: prints each frame as it crosses, one line each, labelled with
     who sent it (``labels`` maps "in"/"out" to e.g. "C->S"), what it is (a response names
@@ -465,7 +475,7 @@ class FramePrinter:
     def __init__(self, labels, stream=None, colour=None):
         self.labels, self.stream = labels, stream or sys.stdout
         if colour is None:
-            colour = self.stream.isatty() and not os.environ.get("NO_COLOR")
+            colour = _shows_colour(self.stream)
         self.colour, self.lock, self.methods = colour, threading.Lock(), {}
 
     def __call__(self, direction, raw):
@@ -3926,11 +3936,12 @@ def _parse_call(words):
 def repl(command, colour=False, stdin=None):
     """Type JSON lines (sent verbatim) or commands; every frame is printed as it crosses.
     The client's side of sampling, elicitation and roots is answered with canned replies."""
+    import pathlib                        # the roots: the working directory, as a file URI
     client = Client(command, trace=_client_trace(colour), initialize=False,
                     sampling=lambda p: {"role": "assistant", "model": "repl",
                                         "content": {"type": "text", "text": "(a sampled reply)"}},
                     elicitation=lambda p: {"action": "decline"},
-                    roots=lambda: [{"uri": "file://" + os.getcwd(), "name": "cwd"}])
+                    roots=lambda: [{"uri": pathlib.Path.cwd().as_uri(), "name": "cwd"}])
     greeting = ("mcp_min repl: type a JSON line, or: init (the handshake) or discover "
                 "(2026-07-28), tools, resources, prompts, ping, call NAME {args}, read URI, "
                 "prompt NAME {args}, listen, cancel ID, help, quit")
@@ -4007,7 +4018,7 @@ def main(argv=None):
     if args.command in ("inspect", "call", "repl") and not words:
         parser.error(f"{args.command} needs a server command: {args.command} -- SERVER_CMD ...")
     try:
-        return _command(args, words, sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
+        return _command(args, words, _shows_colour(sys.stdout))
     except json.JSONDecodeError as e:              # a JSON argument that isn't JSON
         parser.error(f"not valid JSON: {e}")
     except FileNotFoundError as e:

@@ -270,6 +270,65 @@ def test_the_allocator_is_set_once_when_threads_race_for_it():
 # Windows and other non-POSIX platforms: the POSIX-only functions taken away
 # ============================================================================================
 
+def test_the_repl_offers_its_directory_as_a_valid_file_uri(tmp_path):
+    """The repl's roots/list answer: the working directory as a file URI, escaped (a space is
+    %20), as pathlib writes it on every platform ("file://" + a Windows path is no URI)."""
+    here = tmp_path / "my project"
+    here.mkdir()
+    (here / "server.py").write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from mcp_min import Context, Server
+        server = Server("roots")
+
+        @server.tool
+        def where(ctx: Context) -> str:
+            return ctx.list_roots()[0]["uri"]
+        server.run()
+        """))
+    result = subprocess.run([sys.executable, str(ROOT / "mcp_min.py"), "repl", "--",
+                             sys.executable, "server.py"], input="init\ncall where\nquit\n",
+                            capture_output=True, text=True, timeout=30, cwd=here,
+                            env=dict(os.environ, NO_COLOR="1"))
+    assert result.returncode == 0, result.stderr
+    assert f'"text":"{here.as_uri()}"' in result.stdout, result.stdout
+    assert "my%20project" in here.as_uri()
+
+
+@pytest.mark.parametrize("platform, env, expected", [
+    ("linux", {}, True), ("linux", {"NO_COLOR": "1"}, False),
+    ("win32", {}, False), ("win32", {"WT_SESSION": "1"}, True)])
+def test_colour_only_where_the_terminal_shows_it(monkeypatch, platform, env, expected):
+    """ANSI colours on a terminal, unless NO_COLOR; on Windows only in a terminal known to
+    read them (Windows Terminal sets WT_SESSION), as the classic console prints them raw."""
+    class Terminal:
+        def isatty(self):
+            return True
+    for name in ("NO_COLOR", "WT_SESSION", "TERM", "ANSICON"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(sys, "platform", platform)
+    assert mcp_min.FramePrinter({"in": "<", "out": ">"}, Terminal()).colour is expected
+
+
+def test_no_colour_and_no_error_for_a_stream_that_is_no_terminal():
+    """pythonw on Windows has no stdout (None); other streams may lack isatty."""
+    assert mcp_min.FramePrinter({"in": "<", "out": ">"}, object()).colour is False
+
+
+def test_writes_go_out_whole_without_writev(monkeypatch):
+    """os.writev does not exist on Windows: the frame and its newline go out with write."""
+    monkeypatch.setattr(mcp_min, "_writev", None)
+    read, write = os.pipe()
+    try:
+        mcp_min.write_all(write, b'{"x":1}')
+        assert os.read(read, 100) == b'{"x":1}\n'
+    finally:
+        os.close(read)
+        os.close(write)
+
+
 def test_the_allocator_is_left_alone_off_linux(monkeypatch):
     """mallopt's parameter numbers are glibc's: elsewhere it is not called."""
     import ctypes
