@@ -2139,31 +2139,41 @@ def _check_form(schema):
                              "booleans and arrays of enumerated strings, nothing nested")
 
 
-def forward_logging_to_client(name=None):
-    """Forward Python logging records (of logger ``name``, or all) emitted while a handler
-    runs to the client as notifications/message (``Server(forward_logging=...)``)."""
+_forwarding = {"servers": 0}   # how many servers that forward logging are serving; the factory
+
+
+def _forward_logging(server, serving):
+    """Server(forward_logging=...): while such a server serves, each logging record made in one
+    of its handlers also goes to that handler's client as notifications/message. One wrapper
+    of the log record factory does it for every server: no handler is added anywhere, so the
+    application's loggers (the root logger above all) stay as they are."""
+    if not server.forward_logging:
+        return
     import logging
-    levels = {logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warning",
-              logging.ERROR: "error", logging.CRITICAL: "critical"}
+    with _first_use:
+        _forwarding["servers"] += 1 if serving else -1
+        if serving and _forwarding["servers"] == 1:
+            _forwarding["make"], _forwarding["format"] = (logging.getLogRecordFactory(),
+                                                          logging.Formatter().format)
+            logging.setLogRecordFactory(_forwarded_record)
+        elif not _forwarding["servers"] and logging.getLogRecordFactory() is _forwarded_record:
+            logging.setLogRecordFactory(_forwarding["make"])   # else it is wrapped: it passes
 
-    class ClientLogHandler(logging.Handler):
-        def emit(self, record):
-            ctx = getattr(_current, "ctx", None)
-            if ctx is None or record.name.startswith("mcp_min"):
-                return
-            level = levels.get(record.levelno) or ("debug" if record.levelno < 20 else "error")
-            try:
-                ctx.log(level, self.format(record), record.name)
-            except Exception:
-                self.handleError(record)
-    logger = logging.getLogger(name)
-    if name is None and not logger.handlers:      # keep stderr logging as lastResort did,
-        stderr = logging.StreamHandler(sys.stderr)  # but not twice for mcp_min's own records
-        stderr.addFilter(lambda r: not (r.name.startswith("mcp_min") and
-                                        logging.getLogger("mcp_min").handlers))
-        logger.addHandler(stderr)
-    logger.addHandler(ClientLogHandler())
 
+def _forwarded_record(*args, **kwargs):
+    record = _forwarding["make"](*args, **kwargs)
+    ctx = getattr(_current, "ctx", None)
+    wanted = ctx.server.forward_logging if ctx is not None else None
+    name = record.name
+    if wanted and not name.startswith("mcp_min") and (
+            wanted is True or name == wanted or name.startswith(wanted + ".")):
+        level = {10: "debug", 20: "info", 30: "warning", 40: "error", 50: "critical"}.get(
+            record.levelno, "debug" if record.levelno < 20 else "error")
+        try:
+            ctx.log(level, _forwarding["format"](record), name)
+        except Exception:                 # logging must never fail the call that logs
+            pass
+    return record
 
 
 # ============================================================================================
@@ -2365,8 +2375,8 @@ class Server:
       lifespan=None          ``fn(server)`` returning a context manager, sync or async,
                              entered once around serving (a bare generator of either kind
                              is one); handlers reach what it yields as ``ctx.lifespan``
-      forward_logging=False  True (root logger) or a logger name: Python logging records
-                             emitted inside handlers also go to the client
+      forward_logging=False  True (every logger) or a logger name: Python logging records
+                             made inside handlers also go to the client
       cache_ttl_ms=0         2026-07-28: how long (ms) clients may reuse a discover, list or
       cache_scope="public"   resource result, and whether it may be shared between users
                              ("public") or not ("private"); a resource can say otherwise
@@ -2823,9 +2833,6 @@ class Server:
         with self.lock:
             if self.pool is None:
                 self.pool = WorkerPool(self.max_workers, self.max_queue)
-                if self.forward_logging:
-                    forward_logging_to_client(self.forward_logging if
-                                              isinstance(self.forward_logging, str) else None)
         session = Session(self, write_fd, trace)
         rfile = open(read_fd, "rb", buffering=1 << 16, closefd=False)
         self._enter_lifespan()
@@ -2843,38 +2850,40 @@ class Server:
         return session
 
     def _enter_lifespan(self):
+        """The first connection enters the lifespan, and starts the forwarding of logging."""
         with self.lock:
             self._lifespan_users += 1
-            if self._lifespan_users > 1 or self.lifespan is None:
+            if self._lifespan_users > 1:
                 return
+            _forward_logging(self, True)
             try:
-                self.lifespan_value, self._lifespan_exit = _open_lifespan(self.lifespan(self))
+                if self.lifespan is not None:
+                    self.lifespan_value, self._lifespan_exit = _open_lifespan(self.lifespan(self))
             except BaseException:
                 self._lifespan_users -= 1     # not entered: the next connection tries again
+                _forward_logging(self, False)
                 raise
 
     def _exit_lifespan(self):
         with self.lock:
             self._lifespan_users -= 1
-            if self._lifespan_users or self.lifespan is None:
+            if self._lifespan_users:
+                return
+            _forward_logging(self, False)
+            if self.lifespan is None:
                 return
             leave, self._lifespan_exit, self.lifespan_value = self._lifespan_exit, None, None
         leave()
 
     def run(self, trace=None):
-        """Serve MCP over stdin/stdout until end of input, SIGTERM or Ctrl+C; then exit.
+        """Serve MCP over stdin/stdout until end of input, SIGTERM or Ctrl+C; then exit
+        (SystemExit: an application that catches it gets its signal handlers back).
 
         ``trace=True`` (or env MCP_MIN_TRACE=1) logs every frame to stderr as it crosses."""
         if trace is None:
             trace = os.environ.get("MCP_MIN_TRACE", "") not in ("", "0")
         read_fd, write_fd = claim_stdio()
-        if threading.current_thread() is threading.main_thread():
-            import signal
-            _signals.clear()
-            _signals["grace"] = self.grace_period
-            signal.signal(signal.SIGTERM, _stop_on_signal)
-            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-                signal.signal(signal.SIGINT, _stop_on_signal)
+        _catch_stop_signals(self.grace_period, write_fd)
         code = 0
         try:
             self.serve(read_fd, write_fd, trace=trace and FramePrinter(
@@ -2883,12 +2892,11 @@ class Server:
             pass
         except KeyboardInterrupt:
             code = 130
-        if _signals.get("stop") == 2:         # SIGINT: exit as an interrupted program does
+        finally:
+            first, saved = _release_stop_signals()
+        if first == 2:                        # SIGINT: exit as an interrupted program does
             code = 130
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)   # a late signal must not turn a
-            signal.signal(signal.SIGINT, signal.SIG_IGN)    # clean exit into death by signal
-        sys.exit(code)
+        raise _Exit(code, saved)
 
 
 def _cache_hints(ttl_ms, scope, owner):
@@ -2992,7 +3000,63 @@ class _Stop(BaseException):
 
 
 _MAIN_THREAD = threading.main_thread().ident
-_signals = {}   # "stop": the first signal; "count"; "raised"; "held": sections open where one must wait
+# The signal state of the run() in progress: a new dict for each, so that nothing carries over
+# to a later run(), or to a serve() the application runs itself. "wire": run()'s write fd;
+# "saved": the application's handlers, while ours are in; "stop": the first signal; "count";
+# "raised"; "held": sections open where one must wait; "over": run() is returning.
+_signals = {}
+
+
+def _catch_stop_signals(grace, wire):
+    """run(): SIGTERM, and Ctrl+C unless the application handles it, stop serving gracefully
+    (only on the main thread: Python delivers signals there alone)."""
+    global _signals
+    _signals = {"grace": grace, "wire": wire}
+    if threading.current_thread() is not threading.main_thread():
+        return
+    import signal
+    saved = _signals["saved"] = {signum: signal.getsignal(signum)
+                                 for signum in (signal.SIGTERM, signal.SIGINT)}
+    signal.signal(signal.SIGTERM, _stop_on_signal)
+    if saved[signal.SIGINT] is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _stop_on_signal)
+
+
+def _release_stop_signals():
+    """After run(): this run's signal state ends (its watchdog too), and the two signals are
+    ignored until the application is back in control (see _Exit). Returns the first signal,
+    if one came, and the application's handlers."""
+    global _signals
+    state, saved = _signals, _signals.get("saved")
+    state["over"] = True
+    if saved:
+        import signal
+        for signum in saved:
+            signal.signal(signum, signal.SIG_IGN)
+    _signals = {}
+    return state.get("stop"), saved
+
+
+class _Exit(SystemExit):
+    """How run() ends: SystemExit, holding the application's SIGTERM and SIGINT handlers.
+    While the program exits they stay ignored: a late signal must not turn a clean exit into
+    death by signal. An application that catches the exception gets them back when it lets
+    the exception go: it is then freed with the application's code still running."""
+
+    def __init__(self, code, saved):
+        super().__init__(code)
+        self.saved = saved
+
+    def __del__(self):
+        try:
+            sys._getframe(1)                  # no Python caller: the interpreter is exiting
+        except ValueError:
+            return
+        if self.saved and threading.current_thread() is threading.main_thread():
+            import signal
+            for signum, handler in self.saved.items():
+                if handler is not None:       # None: set outside Python; it cannot be put back
+                    signal.signal(signum, handler)
 
 
 def _stop_on_signal(signum, frame):
@@ -3001,13 +3065,16 @@ def _stop_on_signal(signum, frame):
     # no such section is open, else by the reader before its next line. A later signal ends
     # the grace period (drain() watches the count) and otherwise waits; a section still open
     # a grace period later (a client that reads nothing, a shutdown that hangs) is cut short.
-    _signals.setdefault("stop", signum)       # the first decides the exit code
-    _signals["count"] = _signals.get("count", 0) + 1
-    if _signals.get("force") or not (_signals.get("held") or _signals.get("raised")):
+    state = _signals
+    if state.get("over"):                     # run() is returning: nothing is left to stop
+        return
+    state.setdefault("stop", signum)          # the first decides the exit code
+    state["count"] = state.get("count", 0) + 1
+    if state.get("force") or not (state.get("held") or state.get("raised")):
         _raise_stop()
-    if "at" not in _signals:
-        _signals["at"] = time.monotonic()
-        _thread.start_new_thread(_stop_if_stuck, ())
+    if "at" not in state:
+        state["at"] = time.monotonic()
+        _thread.start_new_thread(_stop_if_stuck, (state,))
 
 
 def _raise_stop():
@@ -3015,29 +3082,41 @@ def _raise_stop():
     raise _Stop()
 
 
-def _stop_if_stuck():
-    grace = _signals.get("grace", 5.0)
-    while not (_signals.get("held") and
-               time.monotonic() - max(_signals["at"], _signals["since"]) > grace):
+def _stop_if_stuck(state):
+    while not (state.get("held") and
+               time.monotonic() - max(state["at"], state["since"]) > state["grace"]):
+        if state.get("over"):
+            return
         time.sleep(0.05)
+    state["force"] = True
+    _interrupt_main()
+
+
+def _interrupt_main():
+    """SIGTERM to the main thread. pthread_kill interrupts a read or write it is blocked in;
+    where there is none (Windows), the handler runs when the main thread next runs Python."""
     import signal
-    _signals["force"] = True
-    signal.pthread_kill(_MAIN_THREAD, signal.SIGTERM)
+    if hasattr(signal, "pthread_kill"):
+        signal.pthread_kill(_MAIN_THREAD, signal.SIGTERM)
+    else:
+        _thread.interrupt_main(signal.SIGTERM)
 
 
 def _hold_signals():
-    """Open a section (on the main thread) that a stop signal must wait for."""
+    """Open a section (on the main thread) that a stop signal must wait for; returns what
+    _release_signals() needs to close it."""
     if _thread.get_ident() != _MAIN_THREAD:
-        return False
-    if not _signals.get("held"):
-        _signals["since"] = time.monotonic()
-    _signals["held"] = _signals.get("held", 0) + 1
-    return True
+        return None
+    state = _signals
+    if not state.get("held"):
+        state["since"] = time.monotonic()
+    state["held"] = state.get("held", 0) + 1
+    return state
 
 
 def _release_signals(held):
-    if held:
-        _signals["held"] -= 1
+    if held is not None:
+        held["held"] -= 1
 
 
 # ============================================================================================
@@ -3309,9 +3388,11 @@ class Session(Peer):
         calls ``grace_period`` seconds to finish and write their replies."""
         self.fail_pending(ConnectionError("the client closed the connection"))
         deadline = self.deadline = time.monotonic() + self.server.grace_period
-        signals = _signals.get("count", 0)    # one more signal ends the grace period
+        # One more signal ends the grace period of the connection run() serves (no other).
+        watched = _signals if self.write_fd == _signals.get("wire") else {}
+        signals = watched.get("count", 0)
         while self.running and not self.closed and time.monotonic() < deadline \
-                and _signals.get("count", 0) == signals:
+                and watched.get("count", 0) == signals:
             time.sleep(0.01)
         if self.running and not self.closed:
             log.warning("exiting with %d call(s) unfinished after the %.1f s grace period",
@@ -3327,12 +3408,11 @@ class Session(Peer):
             self.write_lock.release()
 
     def on_closed(self):
-        # stdout is gone: stop reading too. The reader may be blocked in read(), so when
-        # serving stdio in the main thread, interrupt it with a signal.
-        if self.server.sessions and threading.current_thread() is not threading.main_thread():
-            import signal
-            if signal.getsignal(signal.SIGTERM) is _stop_on_signal:
-                signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
+        # stdout is gone: stop reading too. The reader may be blocked in read(), so if this is
+        # the connection run() serves on the main thread, interrupt it with a signal.
+        if "saved" in _signals and self.write_fd == _signals.get("wire") \
+                and self in self.server.sessions and _thread.get_ident() != _MAIN_THREAD:
+            _interrupt_main()
 
 
 # ============================================================================================

@@ -270,6 +270,85 @@ def test_the_allocator_is_set_once_when_threads_race_for_it():
 # Windows and other non-POSIX platforms: the POSIX-only functions taken away
 # ============================================================================================
 
+NO_PTHREAD_KILL = """
+import signal, sys
+sys.path.insert(0, {root!r})
+del signal.pthread_kill                  # as on Windows
+"""
+
+
+def test_a_closed_stdout_without_pthread_kill_stops_cleanly(tmp_path):
+    """The client closes our stdout while a worker writes: without pthread_kill the reader
+    is not interrupted, but nothing fails, and it stops at the next line."""
+    script = tmp_path / "server.py"
+    script.write_text(NO_PTHREAD_KILL.format(root=str(ROOT)) + textwrap.dedent("""
+        import time
+        from mcp_min import Server
+        server = Server("no-pthread-kill")
+
+        @server.tool
+        def slow() -> str:
+            time.sleep(0.3)
+            return "x" * 100_000
+        server.run()
+        """))
+    with open(tmp_path / "stderr", "w+") as stderr:
+        proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=stderr)
+        try:
+            initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                          "params": dict(INIT_PARAMS)}
+            call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "slow", "arguments": {}}}
+            proc.stdin.write((json.dumps(initialize) + "\n").encode())
+            proc.stdin.flush()
+            assert json.loads(proc.stdout.readline())["id"] == 1
+            proc.stdin.write((json.dumps(call) + "\n").encode())
+            proc.stdin.flush()
+            proc.stdout.close()                   # the reply cannot be written
+            time.sleep(0.6)
+            proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+            proc.stdin.flush()
+            assert proc.wait(10) == 0
+        finally:
+            proc.kill()
+            proc.wait()
+            proc.stdin.close()
+        stderr.seek(0)
+        text = stderr.read()
+    assert "Traceback" not in text and "AttributeError" not in text, text
+
+
+def test_a_stuck_shutdown_is_cut_short_without_pthread_kill(tmp_path, spawn):
+    """A lifespan whose shutdown hangs, and a second SIGTERM: a grace period later the
+    watchdog interrupts the main thread another way, instead of dying with an AttributeError
+    and leaving the server hanging."""
+    script = tmp_path / "server.py"
+    script.write_text(NO_PTHREAD_KILL.format(root=str(ROOT)) + textwrap.dedent("""
+        import contextlib, time
+        from mcp_min import Server
+
+        @contextlib.contextmanager
+        def lifespan(server):
+            yield
+            print("lifespan: stopping", file=sys.stderr, flush=True)
+            while True:                   # a shutdown that never ends
+                time.sleep(0.01)
+        server = Server("stuck", lifespan=lifespan, grace_period=0.5)
+        server.run()
+        """))
+    wire = spawn(str(script))
+    wire.initialize()
+    time.sleep(0.2)                           # the reader waits in read(): the signal cuts it
+    wire.proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 5
+    while "lifespan: stopping" not in wire.stderr and time.monotonic() < deadline:
+        time.sleep(0.02)
+    wire.proc.send_signal(signal.SIGTERM)
+    assert wire.wait(10) == 0
+    assert "AttributeError" not in wire.stderr, wire.stderr
+
+
 def test_the_repl_offers_its_directory_as_a_valid_file_uri(tmp_path):
     """The repl's roots/list answer: the working directory as a file URI, escaped (a space is
     %20), as pathlib writes it on every platform ("file://" + a Windows path is no URI)."""
