@@ -3819,9 +3819,10 @@ class Subscription:
 # Command line
 # ============================================================================================
 #
-# Tools for seeing the protocol: `demo` plays a whole session with the gift server,
-# `inspect` lists what a server offers, `call` makes one request, `repl` lets you type
-# frames, `explain` says what a message is and what is wrong with it.
+# Tools for seeing the protocol: `demo` plays a whole session with the gift server (built in,
+# demo_server(): `serve` with no file serves it too), `inspect` lists what a server offers,
+# `call` makes one request, `repl` lets you type frames, `explain` says what a message is and
+# what is wrong with it.
 
 # Every method of the handshake era, with the params it requires.
 MCP_METHODS = {
@@ -3938,11 +3939,79 @@ def _client_trace(colour):
     return FramePrinter({"out": "C->S", "in": "S->C"}, sys.stdout, colour)
 
 
+def demo_server():
+    """The gift server that `demo` talks to and `serve` with no file serves: the one of
+    examples/gift_server.py with a shorter catalogue, built in so that a lone copy of this
+    file has it."""
+    import typing
+    server = Server("gift-server", "1.0.0", title="Gift picker", instructions=(
+        "Suggests gifts from a small catalogue. Call suggest_gifts with the occasion, a budget "
+        "in dollars and a few words about the recipient; read the gift_catalog resource for "
+        "everything on offer."))
+    catalog = [  # name, price in dollars, the occasions and the interests it suits
+        ("Board game: Catan", 45, "birthday housewarming", "board games|games|strategy"),
+        ("Dice set with velvet bag", 20, "birthday thank-you", "board games|games|roleplaying"),
+        ("Cooperative game: Pandemic", 40, "birthday graduation", "board games|games|teamwork"),
+        ("Cast-iron skillet", 35, "wedding housewarming", "cooking|food|kitchen"),
+        ("Chef's knife", 90, "wedding housewarming anniversary", "cooking|food|kitchen"),
+        ("Houseplant in a ceramic pot", 28, "housewarming thank-you", "plants|gardening|home")]
+
+    def suggest_gifts(occasion, budget: float, recipient: str = "") -> dict:
+        """Suggest gift ideas for an occasion, a budget in dollars and a few words about the
+        recipient ("friend who loves board games")."""
+        if budget <= 0:
+            raise ToolError("The budget must be more than $0.")
+        scored = []
+        for name, price, occasions, interests in catalog:
+            matched = sorted(i for i in interests.split("|") if i in recipient.lower())
+            if price <= budget and occasion in occasions.split():
+                scored.append((len(matched), -price, name, price, matched))
+        if not scored:
+            raise ToolError(f"No gifts in the catalogue for a {occasion} within ${budget:g}. "
+                            "Try a larger budget or another occasion.")
+        gifts = [{"name": name, "price": price, "why": f"matches {', '.join(matched)}"
+                  if matched else f"a safe {occasion} pick"}
+                 for _, _, name, price, matched in sorted(scored, reverse=True)[:3]]
+        return {"occasion": occasion, "budget": budget, "gifts": gifts}
+
+    def pick_gift(occasion, budget: float, ctx: Context) -> dict:
+        """Pick one gift for an occasion and a budget, asking the user who it is for."""
+        try:
+            answer = ctx.elicit("Who is the gift for?", {"type": "object", "required": [
+                "recipient"], "properties": {"recipient": {"type": "string"}}})
+        except CapabilityError:           # a client that cannot ask its user: pick anyway
+            answer = {"action": "decline"}
+        recipient = answer.get("content", {}).get("recipient", "")
+        accepted = answer["action"] == "accept"
+        return suggest_gifts(occasion, budget, recipient if accepted else "")["gifts"][0]
+
+    for tool, title in ((suggest_gifts, "Gift ideas generator"), (pick_gift, "Pick one gift")):
+        # This module's annotations are strings, read in its globals: this one is a local.
+        tool.__annotations__["occasion"] = typing.Literal[
+            "birthday", "wedding", "anniversary", "graduation", "housewarming", "thank-you"]
+        server.tool(tool, title=title, annotations={"readOnlyHint": True, "openWorldHint": False})
+
+    @server.resource("mcp://gift-server/resources/gift_catalog", name="gift_catalog",
+                     description="Base catalog of gifts with categories and prices",
+                     mime_type="application/json")
+    def gift_catalog() -> dict:
+        return {"gifts": [{"name": name, "price": price, "occasions": occasions.split(),
+                           "interests": interests.split("|")}
+                          for name, price, occasions, interests in catalog]}
+
+    @server.prompt(title="Congratulations style")
+    def gift_congrats_style(recipient: str = "a friend", occasion: str = "birthday") -> str:
+        """Style guide for congratulations in a friendly tone."""
+        return (f"You are a friendly assistant that writes short, warm {occasion} "
+                f"congratulations for {recipient}. Two or three sentences, no clichés, one "
+                "personal touch, and end with a wish for the year ahead.")
+    return server
+
+
 def demo(colour=False, era=None):
-    """Play sessions with the gift server, printing every frame with a note: one in the
-    handshake era (``era="legacy"``), one in 2026-07-28, or (the default) both."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    command = [sys.executable, os.path.join(here, "examples", "gift_server.py")]
+    """Play sessions with the gift server (demo_server()), printing every frame with a note:
+    one in the handshake era (``era="legacy"``), one in 2026-07-28, or (the default) both."""
+    command = [sys.executable, os.path.abspath(__file__), "serve"]
     info = {"name": "mcp_min-demo", "version": __version__}
 
     def note(text):
@@ -4072,8 +4141,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="mcp_min.py", description=__doc__.split("\n")[0])
     parser.add_argument("--version", action="version", version=f"mcp_min {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    serve = commands.add_parser("serve", help="run the server in a Python file (FILE.py[:NAME])")
-    serve.add_argument("target")
+    serve = commands.add_parser("serve", help="run the server in a Python file (FILE.py[:NAME]); "
+                                "with none, the demo's gift server")
+    serve.add_argument("target", nargs="?")
     serve.add_argument("--trace", action="store_true", help="log every frame to stderr")
     commands.add_parser("demo", help="watch a client and the gift server talk, frame by frame"
                         ).add_argument("--era", choices=("legacy", V2026_07),
@@ -4111,7 +4181,12 @@ def main(argv=None):
 
 
 def _command(args, words, colour):
-    if args.command == "serve":
+    if args.command == "serve" and not args.target:
+        if sys.stdin and sys.stdin.isatty():       # typed at a prompt: say what this is
+            print("mcp_min: serving the demo's gift server over stdin/stdout (serve FILE.py "
+                  "serves yours); Ctrl+D ends it", file=sys.stderr)
+        demo_server().run(trace=args.trace or None)
+    elif args.command == "serve":
         load_server(args.target).run(trace=args.trace or None)
     elif args.command == "demo":
         return demo(colour=colour, era=args.era)
