@@ -98,15 +98,19 @@ class _Log:
     def __getattr__(self, name):
         global log
         import logging
-        log = logging.getLogger("mcp_min")
-        if not logging.getLogger().handlers and not log.handlers:
-            handler = logging.StreamHandler(sys.stderr)
-            handler.setFormatter(logging.Formatter("mcp_min %(levelname)s: %(message)s"))
-            log.addHandler(handler)
-            log.setLevel(logging.INFO)
-        return getattr(log, name)
+        with _first_use:                  # threads that log first at once set it up once
+            logger = logging.getLogger("mcp_min")
+            if not logging.getLogger().handlers and not logger.handlers:
+                handler = logging.StreamHandler(sys.stderr)
+                handler.setFormatter(logging.Formatter("mcp_min %(levelname)s: %(message)s"))
+                logger.addHandler(handler)
+                logger.setLevel(logging.INFO)
+            log = logger
+        return getattr(logger, name)
 
 
+# Guards what is set up on first use, as above: on a free-threaded build nothing else would.
+_first_use = threading.Lock()
 log = _Log()
 
 #: Handshake-era revisions this server speaks, oldest first.
@@ -130,6 +134,8 @@ V2026_07 = MODERN_PROTOCOL_VERSIONS[0]
 
 def claim_stdio():
     """Take stdin and stdout for the protocol; return private (read_fd, write_fd) for it."""
+    global _tune_allocator
+    _tune_allocator = True
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -243,13 +249,24 @@ def _not_json(value):
 
 def _json_encoder(ensure_ascii, separators=(",", ":")):
     """A JSON encoder built once: json.dumps builds one for every call, which costs more
-    than encoding a small reply. json's own C encoder where there is one."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return json.JSONEncoder(ensure_ascii=ensure_ascii, separators=separators, allow_nan=False).encode
+    than encoding a small reply. json's own C encoder where there is one, called directly:
+    it is not public API, so it is tried on a sample first, and if a Python changed it, the
+    public encoder is used instead."""
     escape = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
-    encode = make(None, _not_json, escape, None, separators[1], separators[0], False, False, False)
-    return lambda value: "".join(encode(value, 0))
+    items, keys = separators
+    expected = "{" + escape("é\n") + keys + "[null" + items + "2.5]}"
+
+    def fast(value):
+        return "".join(encode(value, 0))
+    try:
+        encode = json.encoder.c_make_encoder(None, _not_json, escape, None, keys, items, False,
+                                             False, False)
+        if fast({"é\n": [None, 2.5]}) == expected:
+            return fast
+    except Exception:                     # absent (None), or called differently
+        pass
+    return json.JSONEncoder(ensure_ascii=ensure_ascii, separators=separators,
+                            allow_nan=False).encode
 
 
 _encode_compact, _encode_ascii = _json_encoder(False), _json_encoder(True)
@@ -269,7 +286,12 @@ def _reject_constant(name):
 
 
 _decoder = json.JSONDecoder(parse_constant=_reject_constant)
-_scan = _decoder.scan_once
+_scan = _decoder.raw_decode               # the public way: (value, end), or ValueError
+try:                                      # the scanner it calls, without its checks; not public
+    if _decoder.scan_once('{"a":[1]}\n', 0) == ({"a": [1]}, 9):
+        _scan = _decoder.scan_once
+except Exception:                         # renamed, or called differently, in this Python
+    pass
 
 
 def _decode(text):
@@ -358,18 +380,21 @@ def read_lines(rfile, max_bytes):
         yield LineTooLong(size, head, tail.rstrip(b"\r\n"))
 
 
-_big_blocks_apart = False
+_tune_allocator = False     # set by claim_stdio(): the process is the server's
 
 
 def _keep_big_blocks_apart():
     """glibc raises its mmap threshold once a large block is freed, so later multi-MiB
     messages are carved from per-thread heaps that keep the memory: with a reader and workers
     on different threads, peak memory grows with each large message. Pin the threshold at
-    1 MiB (done once, on the first large message; elsewhere a no-op)."""
-    global _big_blocks_apart
-    if _big_blocks_apart:
+    1 MiB, once, on the first large message; only on Linux (the parameter is glibc's), and
+    only in a process that serves stdio: an application that embeds a Server or a Client
+    keeps its allocator as it set it."""
+    global _tune_allocator
+    with _first_use:
+        tune, _tune_allocator = _tune_allocator, False
+    if not tune or not sys.platform.startswith("linux"):
         return
-    _big_blocks_apart = True
     try:
         import ctypes
         ctypes.CDLL(None).mallopt(-3, 1 << 20)    # M_MMAP_THRESHOLD
@@ -440,6 +465,16 @@ def describe_frame(message, answers=None):
     return label + " (isError)" if isinstance(result, dict) and result.get("isError") else label
 
 
+def _shows_colour(stream):
+    """Does ``stream`` show ANSI colours? A terminal, unless NO_COLOR is set; on Windows only
+    a terminal known to read them (the classic console prints them raw)."""
+    isatty = getattr(stream, "isatty", None)         # pythonw has no stdout at all
+    if not isatty or not isatty() or os.environ.get("NO_COLOR"):
+        return False
+    return sys.platform != "win32" or any(
+        name in os.environ for name in ("WT_SESSION", "TERM", "ANSICON"))
+
+
 class FramePrinter:
     """A trace for a Peer: prints each frame as it crosses, one line each, labelled with
     who sent it (``labels`` maps "in"/"out" to e.g. "C->S"), what it is (a response names
@@ -450,7 +485,7 @@ class FramePrinter:
     def __init__(self, labels, stream=None, colour=None):
         self.labels, self.stream = labels, stream or sys.stdout
         if colour is None:
-            colour = self.stream.isatty() and not os.environ.get("NO_COLOR")
+            colour = _shows_colour(self.stream)
         self.colour, self.lock, self.methods = colour, threading.Lock(), {}
 
     def __call__(self, direction, raw):
@@ -889,13 +924,15 @@ class _Types:
             return {}, None
         if hasattr(tp, "__supertype__"):                 # typing.NewType
             return self.translate(tp.__supertype__)
-        if isinstance(tp, type) and (tp.__module__, tp.__name__) in _AS_STRINGS:
+        # By package: Python 3.13 defines pathlib's classes in pathlib._local.
+        named = isinstance(tp, type) and (tp.__module__.partition(".")[0], tp.__name__)
+        if named in _AS_STRINGS:
             def parse_string(v):
                 try:
                     return tp(str(v))
                 except (ValueError, ArithmeticError):       # Decimal raises InvalidOperation
                     raise ValueError(f"expected a {tp.__name__}, got {_show(v)}") from None
-            return dict(_AS_STRINGS[tp.__module__, tp.__name__]), parse_string
+            return dict(_AS_STRINGS[named]), parse_string
         if isinstance(tp, type) and tp.__module__ == "datetime" and tp.__name__ in _DATES:
             def parse(v):       # Python 3.10's fromisoformat does not read a "Z" suffix
                 try:
@@ -1145,15 +1182,27 @@ def _is_content(tp, content_types):
 def _parameters(fn):
     """([(name, kind, default, annotation)], return annotation, globals) of a callable; kind
     is "/", "*", "**" or "" (named); _NOTHING stands for no default or no annotation. Plain
-    functions are read straight from their code object: inspect is slow to import."""
-    if type(fn) is not types.FunctionType or hasattr(fn, "__wrapped__"):
-        import inspect
-        sig, empty = inspect.signature(fn), inspect.Parameter.empty
-        kinds = {"POSITIONAL_ONLY": "/", "VAR_POSITIONAL": "*", "VAR_KEYWORD": "**"}
-        params = [(p.name, kinds.get(p.kind.name, ""), _NOTHING if p.default is empty else p.default,
-                   _NOTHING if p.annotation is empty else p.annotation) for p in sig.parameters.values()]
-        returns = _NOTHING if sig.return_annotation is empty else sig.return_annotation
-        return params, returns, getattr(inspect.unwrap(fn), "__globals__", {})
+    functions are read straight from their code object: inspect is slow to import. Python
+    3.14 evaluates annotations when they are first read: NameError for a class not defined
+    yet."""
+    if type(fn) is types.FunctionType and not hasattr(fn, "__wrapped__"):
+        try:
+            return _code_parameters(fn)
+        except (AttributeError, TypeError, ValueError):     # code objects changed: use inspect
+            pass
+    import inspect
+    sig, empty = inspect.signature(fn), inspect.Parameter.empty
+    kinds = {"POSITIONAL_ONLY": "/", "VAR_POSITIONAL": "*", "VAR_KEYWORD": "**"}
+    params = [(p.name, kinds.get(p.kind.name, ""), _NOTHING if p.default is empty else p.default,
+               _NOTHING if p.annotation is empty else p.annotation)
+              for p in sig.parameters.values()]
+    returns = _NOTHING if sig.return_annotation is empty else sig.return_annotation
+    return params, returns, getattr(inspect.unwrap(fn), "__globals__", {})
+
+
+def _code_parameters(fn):
+    """_parameters() of a plain function, from its code object (the data model documents
+    its co_* attributes)."""
     code, hints = fn.__code__, fn.__annotations__
     names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
     defaults = dict(zip(reversed(names[:code.co_argcount]), reversed(fn.__defaults__ or ())))
@@ -1178,7 +1227,11 @@ class Signature:
                  input_schema=None, output_schema=None, structured=None, content_types=()):
         self.fn, self.context_param, self.wrap_output, self.output_schema = fn, None, False, output_schema
         self._where = where = getattr(fn, "__qualname__", None) or repr(fn)
-        parameters, returns, self._globals = _parameters(fn)
+        try:
+            parameters, returns, self._globals = _parameters(fn)
+        except NameError as e:
+            raise SchemaError(f"{where}: an annotation names {e.name!r}, which is not defined "
+                              f"when it is registered: define {e.name} first") from None
         doc, docs = parse_docstring(getattr(fn, "__doc__", None))
         self.description = doc if description is None else description
         fields, rest = [], _NOTHING     # [(name, annotation, required, default)]; the **kwargs annotation
@@ -2331,31 +2384,41 @@ def _check_form(schema):
                              "booleans and arrays of enumerated strings, nothing nested")
 
 
-def forward_logging_to_client(name=None):
-    """Forward Python logging records (of logger ``name``, or all) emitted while a handler
-    runs to the client as notifications/message (``Server(forward_logging=...)``)."""
+_forwarding = {"servers": 0}   # how many servers that forward logging are serving; the factory
+
+
+def _forward_logging(server, serving):
+    """Server(forward_logging=...): while such a server serves, each logging record made in one
+    of its handlers also goes to that handler's client as notifications/message. One wrapper
+    of the log record factory does it for every server: no handler is added anywhere, so the
+    application's loggers (the root logger above all) stay as they are."""
+    if not server.forward_logging:
+        return
     import logging
-    levels = {logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warning",
-              logging.ERROR: "error", logging.CRITICAL: "critical"}
+    with _first_use:
+        _forwarding["servers"] += 1 if serving else -1
+        if serving and _forwarding["servers"] == 1:
+            _forwarding["make"], _forwarding["format"] = (logging.getLogRecordFactory(),
+                                                          logging.Formatter().format)
+            logging.setLogRecordFactory(_forwarded_record)
+        elif not _forwarding["servers"] and logging.getLogRecordFactory() is _forwarded_record:
+            logging.setLogRecordFactory(_forwarding["make"])   # else it is wrapped: it passes
 
-    class ClientLogHandler(logging.Handler):
-        def emit(self, record):
-            ctx = getattr(_current, "ctx", None) or _serving_ctx.get()
-            if ctx is None or record.name.startswith("mcp_min"):
-                return
-            level = levels.get(record.levelno) or ("debug" if record.levelno < 20 else "error")
-            try:
-                ctx.log(level, self.format(record), record.name)
-            except Exception:
-                self.handleError(record)
-    logger = logging.getLogger(name)
-    if name is None and not logger.handlers:      # keep stderr logging as lastResort did,
-        stderr = logging.StreamHandler(sys.stderr)  # but not twice for mcp_min's own records
-        stderr.addFilter(lambda r: not (r.name.startswith("mcp_min") and
-                                        logging.getLogger("mcp_min").handlers))
-        logger.addHandler(stderr)
-    logger.addHandler(ClientLogHandler())
 
+def _forwarded_record(*args, **kwargs):
+    record = _forwarding["make"](*args, **kwargs)
+    ctx = getattr(_current, "ctx", None) or _serving_ctx.get()
+    wanted = ctx.server.forward_logging if ctx is not None else None
+    name = record.name
+    if wanted and not name.startswith("mcp_min") and (
+            wanted is True or name == wanted or name.startswith(wanted + ".")):
+        level = {10: "debug", 20: "info", 30: "warning", 40: "error", 50: "critical"}.get(
+            record.levelno, "debug" if record.levelno < 20 else "error")
+        try:
+            ctx.log(level, _forwarding["format"](record), name)
+        except Exception:                 # logging must never fail the call that logs
+            pass
+    return record
 
 
 # ============================================================================================
@@ -2558,8 +2621,8 @@ class Server:
                              entered once around serving (a bare generator of either kind
                              is one); handlers reach what it yields as ``ctx.lifespan``.
                              An async one runs on the event loop async handlers run on
-      forward_logging=False  True (root logger) or a logger name: Python logging records
-                             emitted inside handlers also go to the client
+      forward_logging=False  True (every logger) or a logger name: Python logging records
+                             made inside handlers also go to the client
       cache_ttl_ms=0         2026-07-28: how long (ms) clients may reuse a discover, list or
       cache_scope="public"   resource result, and whether it may be shared between users
                              ("public") or not ("private"); a resource can say otherwise
@@ -3053,13 +3116,10 @@ class Server:
 
     # -- serving -------------------------------------------------------------------------------
     def prepare(self):
-        """Start what serving needs, once: the worker pool, and log forwarding."""
+        """Start what serving needs, once: the worker pool."""
         with self.lock:
             if self.pool is None:
                 self.pool = WorkerPool(self.max_workers, self.max_queue)
-                if self.forward_logging:
-                    forward_logging_to_client(self.forward_logging if
-                                              isinstance(self.forward_logging, str) else None)
 
     def serve(self, read_fd=0, write_fd=1, trace=None):
         """Serve one connection on a pair of file descriptors until end of input, then let
@@ -3082,20 +3142,27 @@ class Server:
         return session
 
     def _enter_lifespan(self):
+        """The first connection enters the lifespan, and starts the forwarding of logging."""
         with self._lifespan_lock:
             self._lifespan_users += 1
-            if self._lifespan_users > 1 or self.lifespan is None:
+            if self._lifespan_users > 1:
                 return
+            _forward_logging(self, True)
             try:
-                self.lifespan_value, self._lifespan_exit = _open_lifespan(self.lifespan(self))
+                if self.lifespan is not None:
+                    self.lifespan_value, self._lifespan_exit = _open_lifespan(self.lifespan(self))
             except BaseException:
                 self._lifespan_users -= 1     # not entered: the next connection tries again
+                _forward_logging(self, False)
                 raise
 
     def _exit_lifespan(self):
         with self._lifespan_lock:              # a connection starting now waits for the exit
             self._lifespan_users -= 1
-            if self._lifespan_users or self.lifespan is None:
+            if self._lifespan_users:
+                return
+            _forward_logging(self, False)
+            if self.lifespan is None:
                 return
             leave, self._lifespan_exit, self.lifespan_value = self._lifespan_exit, None, None
             leave()
@@ -3145,7 +3212,8 @@ class Server:
         return 0
 
     def run(self, trace=None, http=None):
-        """Serve MCP over stdin/stdout until end of input, SIGTERM or Ctrl+C; then exit.
+        """Serve MCP over stdin/stdout until end of input, SIGTERM or Ctrl+C; then exit
+        (SystemExit: an application that catches it gets its signal handlers back).
         ``http="HOST:PORT"`` serves Streamable HTTP there instead (``run_http``).
 
         ``trace=True`` (or env MCP_MIN_TRACE=1) logs every frame to stderr as it crosses."""
@@ -3154,13 +3222,7 @@ class Server:
         if trace is None:
             trace = os.environ.get("MCP_MIN_TRACE", "") not in ("", "0")
         read_fd, write_fd = claim_stdio()
-        if threading.current_thread() is threading.main_thread():
-            import signal
-            _signals.clear()
-            _signals["grace"] = self.grace_period
-            signal.signal(signal.SIGTERM, _stop_on_signal)
-            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-                signal.signal(signal.SIGINT, _stop_on_signal)
+        _catch_stop_signals(self.grace_period, write_fd)
         code = 0
         try:
             self.serve(read_fd, write_fd, trace=trace and FramePrinter(
@@ -3169,12 +3231,11 @@ class Server:
             pass
         except KeyboardInterrupt:
             code = 130
-        if _signals.get("stop") == 2:         # SIGINT: exit as an interrupted program does
+        finally:
+            first, saved = _release_stop_signals()
+        if first == 2:                        # SIGINT: exit as an interrupted program does
             code = 130
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)   # a late signal must not turn a
-            signal.signal(signal.SIGINT, signal.SIG_IGN)    # clean exit into death by signal
-        sys.exit(code)
+        raise _Exit(code, saved)
 
 
 _http_start_lock = threading.Lock()
@@ -3296,7 +3357,63 @@ class _Stop(BaseException):
 
 
 _MAIN_THREAD = threading.main_thread().ident
-_signals = {}   # "stop": the first signal; "count"; "raised"; "held": sections open where one must wait
+# The signal state of the run() in progress: a new dict for each, so that nothing carries over
+# to a later run(), or to a serve() the application runs itself. "wire": run()'s write fd;
+# "saved": the application's handlers, while ours are in; "stop": the first signal; "count";
+# "raised"; "held": sections open where one must wait; "over": run() is returning.
+_signals = {}
+
+
+def _catch_stop_signals(grace, wire):
+    """run(): SIGTERM, and Ctrl+C unless the application handles it, stop serving gracefully
+    (only on the main thread: Python delivers signals there alone)."""
+    global _signals
+    _signals = {"grace": grace, "wire": wire}
+    if threading.current_thread() is not threading.main_thread():
+        return
+    import signal
+    saved = _signals["saved"] = {signum: signal.getsignal(signum)
+                                 for signum in (signal.SIGTERM, signal.SIGINT)}
+    signal.signal(signal.SIGTERM, _stop_on_signal)
+    if saved[signal.SIGINT] is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _stop_on_signal)
+
+
+def _release_stop_signals():
+    """After run(): this run's signal state ends (its watchdog too), and the two signals are
+    ignored until the application is back in control (see _Exit). Returns the first signal,
+    if one came, and the application's handlers."""
+    global _signals
+    state, saved = _signals, _signals.get("saved")
+    state["over"] = True
+    if saved:
+        import signal
+        for signum in saved:
+            signal.signal(signum, signal.SIG_IGN)
+    _signals = {}
+    return state.get("stop"), saved
+
+
+class _Exit(SystemExit):
+    """How run() ends: SystemExit, holding the application's SIGTERM and SIGINT handlers.
+    While the program exits they stay ignored: a late signal must not turn a clean exit into
+    death by signal. An application that catches the exception gets them back when it lets
+    the exception go: it is then freed with the application's code still running."""
+
+    def __init__(self, code, saved):
+        super().__init__(code)
+        self.saved = saved
+
+    def __del__(self):
+        try:
+            sys._getframe(1)                  # no Python caller: the interpreter is exiting
+        except ValueError:
+            return
+        if self.saved and threading.current_thread() is threading.main_thread():
+            import signal
+            for signum, handler in self.saved.items():
+                if handler is not None:       # None: set outside Python; it cannot be put back
+                    signal.signal(signum, handler)
 
 
 def _stop_on_signal(signum, frame):
@@ -3305,13 +3422,16 @@ def _stop_on_signal(signum, frame):
     # no such section is open, else by the reader before its next line. A later signal ends
     # the grace period (drain() watches the count) and otherwise waits; a section still open
     # a grace period later (a client that reads nothing, a shutdown that hangs) is cut short.
-    _signals.setdefault("stop", signum)       # the first decides the exit code
-    _signals["count"] = _signals.get("count", 0) + 1
-    if _signals.get("force") or not (_signals.get("held") or _signals.get("raised")):
+    state = _signals
+    if state.get("over"):                     # run() is returning: nothing is left to stop
+        return
+    state.setdefault("stop", signum)          # the first decides the exit code
+    state["count"] = state.get("count", 0) + 1
+    if state.get("force") or not (state.get("held") or state.get("raised")):
         _raise_stop()
-    if "at" not in _signals:
-        _signals["at"] = time.monotonic()
-        _thread.start_new_thread(_stop_if_stuck, ())
+    if "at" not in state:
+        state["at"] = time.monotonic()
+        _thread.start_new_thread(_stop_if_stuck, (state,))
 
 
 def _raise_stop():
@@ -3319,29 +3439,41 @@ def _raise_stop():
     raise _Stop()
 
 
-def _stop_if_stuck():
-    grace = _signals.get("grace", 5.0)
-    while not (_signals.get("held") and
-               time.monotonic() - max(_signals["at"], _signals["since"]) > grace):
+def _stop_if_stuck(state):
+    while not (state.get("held") and
+               time.monotonic() - max(state["at"], state["since"]) > state["grace"]):
+        if state.get("over"):
+            return
         time.sleep(0.05)
+    state["force"] = True
+    _interrupt_main()
+
+
+def _interrupt_main():
+    """SIGTERM to the main thread. pthread_kill interrupts a read or write it is blocked in;
+    where there is none (Windows), the handler runs when the main thread next runs Python."""
     import signal
-    _signals["force"] = True
-    signal.pthread_kill(_MAIN_THREAD, signal.SIGTERM)
+    if hasattr(signal, "pthread_kill"):
+        signal.pthread_kill(_MAIN_THREAD, signal.SIGTERM)
+    else:
+        _thread.interrupt_main(signal.SIGTERM)
 
 
 def _hold_signals():
-    """Open a section (on the main thread) that a stop signal must wait for."""
+    """Open a section (on the main thread) that a stop signal must wait for; returns what
+    _release_signals() needs to close it."""
     if _thread.get_ident() != _MAIN_THREAD:
-        return False
-    if not _signals.get("held"):
-        _signals["since"] = time.monotonic()
-    _signals["held"] = _signals.get("held", 0) + 1
-    return True
+        return None
+    state = _signals
+    if not state.get("held"):
+        state["since"] = time.monotonic()
+    state["held"] = state.get("held", 0) + 1
+    return state
 
 
 def _release_signals(held):
-    if held:
-        _signals["held"] -= 1
+    if held is not None:
+        held["held"] -= 1
 
 
 # ============================================================================================
@@ -3789,9 +3921,11 @@ class Session(Peer):
         calls ``grace_period`` seconds to finish and write their replies."""
         self.fail_pending(ConnectionError("the client closed the connection"))
         deadline = self.deadline = time.monotonic() + self.server.grace_period
-        signals = _signals.get("count", 0)    # one more signal ends the grace period
+        # One more signal ends the grace period of the connection run() serves (no other).
+        watched = _signals if self.write_fd == _signals.get("wire") else {}
+        signals = watched.get("count", 0)
         while self.running and not self.closed and time.monotonic() < deadline \
-                and _signals.get("count", 0) == signals:
+                and watched.get("count", 0) == signals:
             time.sleep(0.01)
         if self.running and not self.closed:
             log.warning("exiting with %d call(s) unfinished after the %.1f s grace period",
@@ -3807,12 +3941,11 @@ class Session(Peer):
             self.write_lock.release()
 
     def on_closed(self):
-        # stdout is gone: stop reading too. The reader may be blocked in read(), so when
-        # serving stdio in the main thread, interrupt it with a signal.
-        if self.server.sessions and threading.current_thread() is not threading.main_thread():
-            import signal
-            if signal.getsignal(signal.SIGTERM) is _stop_on_signal:
-                signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
+        # stdout is gone: stop reading too. The reader may be blocked in read(), so if this is
+        # the connection run() serves on the main thread, interrupt it with a signal.
+        if "saved" in _signals and self.write_fd == _signals.get("wire") \
+                and self in self.server.sessions and _thread.get_ident() != _MAIN_THREAD:
+            _interrupt_main()
 
 
 # ============================================================================================
@@ -4798,9 +4931,10 @@ class Subscription:
 # Command line
 # ============================================================================================
 #
-# Tools for seeing the protocol: `demo` plays a whole session with the gift server,
-# `inspect` lists what a server offers, `call` makes one request, `repl` lets you type
-# frames, `explain` says what a message is and what is wrong with it.
+# Tools for seeing the protocol: `demo` plays a whole session with the gift server (built in,
+# demo_server(): `serve` with no file serves it too), `inspect` lists what a server offers,
+# `call` makes one request, `repl` lets you type frames, `explain` says what a message is and
+# what is wrong with it.
 
 # Every method of the handshake era, with the params it requires.
 MCP_METHODS = {
@@ -4917,11 +5051,79 @@ def _client_trace(colour):
     return FramePrinter({"out": "C->S", "in": "S->C"}, sys.stdout, colour)
 
 
+def demo_server():
+    """The gift server that `demo` talks to and `serve` with no file serves: the one of
+    examples/gift_server.py with a shorter catalogue, built in so that a lone copy of this
+    file has it."""
+    import typing
+    server = Server("gift-server", "1.0.0", title="Gift picker", instructions=(
+        "Suggests gifts from a small catalogue. Call suggest_gifts with the occasion, a budget "
+        "in dollars and a few words about the recipient; read the gift_catalog resource for "
+        "everything on offer."))
+    catalog = [  # name, price in dollars, the occasions and the interests it suits
+        ("Board game: Catan", 45, "birthday housewarming", "board games|games|strategy"),
+        ("Dice set with velvet bag", 20, "birthday thank-you", "board games|games|roleplaying"),
+        ("Cooperative game: Pandemic", 40, "birthday graduation", "board games|games|teamwork"),
+        ("Cast-iron skillet", 35, "wedding housewarming", "cooking|food|kitchen"),
+        ("Chef's knife", 90, "wedding housewarming anniversary", "cooking|food|kitchen"),
+        ("Houseplant in a ceramic pot", 28, "housewarming thank-you", "plants|gardening|home")]
+
+    def suggest_gifts(occasion, budget: float, recipient: str = "") -> dict:
+        """Suggest gift ideas for an occasion, a budget in dollars and a few words about the
+        recipient ("friend who loves board games")."""
+        if budget <= 0:
+            raise ToolError("The budget must be more than $0.")
+        scored = []
+        for name, price, occasions, interests in catalog:
+            matched = sorted(i for i in interests.split("|") if i in recipient.lower())
+            if price <= budget and occasion in occasions.split():
+                scored.append((len(matched), -price, name, price, matched))
+        if not scored:
+            raise ToolError(f"No gifts in the catalogue for a {occasion} within ${budget:g}. "
+                            "Try a larger budget or another occasion.")
+        gifts = [{"name": name, "price": price, "why": f"matches {', '.join(matched)}"
+                  if matched else f"a safe {occasion} pick"}
+                 for _, _, name, price, matched in sorted(scored, reverse=True)[:3]]
+        return {"occasion": occasion, "budget": budget, "gifts": gifts}
+
+    def pick_gift(occasion, budget: float, ctx: Context) -> dict:
+        """Pick one gift for an occasion and a budget, asking the user who it is for."""
+        try:
+            answer = ctx.elicit("Who is the gift for?", {"type": "object", "required": [
+                "recipient"], "properties": {"recipient": {"type": "string"}}})
+        except CapabilityError:           # a client that cannot ask its user: pick anyway
+            answer = {"action": "decline"}
+        recipient = answer.get("content", {}).get("recipient", "")
+        accepted = answer["action"] == "accept"
+        return suggest_gifts(occasion, budget, recipient if accepted else "")["gifts"][0]
+
+    for tool, title in ((suggest_gifts, "Gift ideas generator"), (pick_gift, "Pick one gift")):
+        # This module's annotations are strings, read in its globals: this one is a local.
+        tool.__annotations__["occasion"] = typing.Literal[
+            "birthday", "wedding", "anniversary", "graduation", "housewarming", "thank-you"]
+        server.tool(tool, title=title, annotations={"readOnlyHint": True, "openWorldHint": False})
+
+    @server.resource("mcp://gift-server/resources/gift_catalog", name="gift_catalog",
+                     description="Base catalog of gifts with categories and prices",
+                     mime_type="application/json")
+    def gift_catalog() -> dict:
+        return {"gifts": [{"name": name, "price": price, "occasions": occasions.split(),
+                           "interests": interests.split("|")}
+                          for name, price, occasions, interests in catalog]}
+
+    @server.prompt(title="Congratulations style")
+    def gift_congrats_style(recipient: str = "a friend", occasion: str = "birthday") -> str:
+        """Style guide for congratulations in a friendly tone."""
+        return (f"You are a friendly assistant that writes short, warm {occasion} "
+                f"congratulations for {recipient}. Two or three sentences, no clichés, one "
+                "personal touch, and end with a wish for the year ahead.")
+    return server
+
+
 def demo(colour=False, era=None):
-    """Play sessions with the gift server, printing every frame with a note: one in the
-    handshake era (``era="legacy"``), one in 2026-07-28, or (the default) both."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    command = [sys.executable, os.path.join(here, "examples", "gift_server.py")]
+    """Play sessions with the gift server (demo_server()), printing every frame with a note:
+    one in the handshake era (``era="legacy"``), one in 2026-07-28, or (the default) both."""
+    command = [sys.executable, os.path.abspath(__file__), "serve"]
     info = {"name": "mcp_min-demo", "version": __version__}
 
     def note(text):
@@ -4995,11 +5197,12 @@ def _parse_call(words):
 def repl(command, colour=False, stdin=None):
     """Type JSON lines (sent verbatim) or commands; every frame is printed as it crosses.
     The client's side of sampling, elicitation and roots is answered with canned replies."""
+    import pathlib                        # the roots: the working directory, as a file URI
     client = Client(command, trace=_client_trace(colour), initialize=False,
                     sampling=lambda p: {"role": "assistant", "model": "repl",
                                         "content": {"type": "text", "text": "(a sampled reply)"}},
                     elicitation=lambda p: {"action": "decline"},
-                    roots=lambda: [{"uri": "file://" + os.getcwd(), "name": "cwd"}])
+                    roots=lambda: [{"uri": pathlib.Path.cwd().as_uri(), "name": "cwd"}])
     greeting = ("mcp_min repl: type a JSON line, or: init (the handshake) or discover "
                 "(2026-07-28), tools, resources, prompts, ping, call NAME {args}, read URI, "
                 "prompt NAME {args}, listen, cancel ID, help, quit")
@@ -5050,8 +5253,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="mcp_min.py", description=__doc__.split("\n")[0])
     parser.add_argument("--version", action="version", version=f"mcp_min {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    serve = commands.add_parser("serve", help="run the server in a Python file (FILE.py[:NAME])")
-    serve.add_argument("target")
+    serve = commands.add_parser("serve", help="run the server in a Python file (FILE.py[:NAME]); "
+                                "with none, the demo's gift server")
+    serve.add_argument("target", nargs="?")
     serve.add_argument("--trace", action="store_true", help="log every frame to stderr")
     serve.add_argument("--http", metavar="[HOST:]PORT", help="serve Streamable HTTP at "
                        "http://HOST:PORT/mcp (HOST: 127.0.0.1 unless given)")
@@ -5087,7 +5291,7 @@ def main(argv=None):
     if args.command in ("inspect", "call", "repl") and not words:
         parser.error(f"{args.command} needs a server command: {args.command} -- SERVER_CMD ...")
     try:
-        return _command(args, words, sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
+        return _command(args, words, _shows_colour(sys.stdout))
     except json.JSONDecodeError as e:              # a JSON argument that isn't JSON
         parser.error(f"not valid JSON: {e}")
     except FileNotFoundError as e:
@@ -5139,7 +5343,14 @@ def _show_notification(message):
 
 def _command(args, words, colour):
     if args.command == "serve":
-        load_server(args.target).run(trace=args.trace or None, http=args.http)
+        if args.target:
+            server = load_server(args.target)
+        else:
+            if sys.stdin and sys.stdin.isatty() and not args.http:   # typed at a prompt
+                print("mcp_min: serving the demo's gift server over stdin/stdout (serve "
+                      "FILE.py serves yours); Ctrl+D ends it", file=sys.stderr)
+            server = demo_server()
+        server.run(trace=args.trace or None, http=args.http)
     elif args.command == "demo":
         return demo(colour=colour, era=args.era)
     elif args.command == "repl":

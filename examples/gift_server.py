@@ -1,7 +1,8 @@
 """The gift picker: a tool, a resource and a prompt, as in the MCP message-format lessons.
 
     python3 examples/gift_server.py                 # serve over stdio (for a client)
-    python3 mcp_min.py demo                         # watch a client talk to it
+    python3 mcp_min.py demo                         # watch a client talk to its built-in
+                                                    # copy (a shorter catalogue)
 
 Tool      suggest_gifts(occasion, budget, recipient) -> gift ideas, with structured output
 Tool      pick_gift(occasion, budget)               -> one gift, after asking the user who

@@ -15,6 +15,7 @@ import pty
 import queue
 import re
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -338,6 +339,58 @@ def test_demo_on_a_terminal_respects_no_color(demo):
 
 
 # ============================================================================================
+# A lone copy: mcp_min.py copied into an empty folder, the way the README installs it
+# ============================================================================================
+
+def test_every_command_works_from_a_lone_copy(tmp_path):
+    """demo, inspect, call, explain and serve with nothing but mcp_min.py in the folder: the
+    demo's gift server is built in (`serve` with no file serves it, so inspect and call can
+    reach it too), and serve runs a server file put next to the copy."""
+    shutil.copy(MCP_MIN, tmp_path)
+
+    def run(*args, input=None):
+        return subprocess.run([sys.executable, "mcp_min.py", *args], input=input, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60, env=clean_env())
+    demo = run("demo")
+    assert demo.returncode == 0 and demo.stderr == "", demo.stderr
+    assert "S->C response 9 tools/call (isError): " in demo.stdout
+    assert '"structuredContent":{"name":"Cast-iron skillet","price":35,' in demo.stdout
+
+    gift_server = [sys.executable, "mcp_min.py", "serve"]
+    inspected = run("inspect", "--", *gift_server)
+    assert inspected.returncode == 0, inspected.stderr
+    report = json.loads(inspected.stdout)
+    assert report["serverInfo"] == {"name": "gift-server", "version": "1.0.0",
+                                    "title": "Gift picker"}
+    assert [t["name"] for t in report["tools"]] == ["suggest_gifts", "pick_gift"]
+    assert [r["uri"] for r in report["resources"]] == [CATALOG]
+
+    called = run("call", "--", *gift_server, "suggest_gifts",
+                 '{"occasion": "wedding", "budget": 50}')
+    assert called.returncode == 0, called.stderr
+    gifts = json.loads(called.stdout)["structuredContent"]["gifts"]
+    assert gifts[0]["name"] == "Cast-iron skillet"
+
+    explained = run("explain", '{"jsonrpc":"2.0","id":1,"method":"tools/lsit"}')
+    assert explained.returncode == 1 and "did you mean 'tools/list'?" in explained.stdout
+
+    shutil.copy(EXAMPLES / "calculator.py", tmp_path / "server.py")
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                             "clientInfo": {"name": "lone", "version": "1"}}}
+    add = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+           "params": {"name": "add", "arguments": {"a": 2, "b": 3}}}
+    for target, name, answer in (("server.py", "calculator", '"text": "5"'),
+                                 (None, "gift-server", '"message": "Unknown tool: \'add\'"')):
+        served = run("serve", *[target] * bool(target),
+                     input=json.dumps(initialize) + "\n" + json.dumps(add) + "\n")
+        assert served.returncode == 0, served.stderr
+        first, second = map(json.loads, served.stdout.splitlines())
+        assert first["result"]["serverInfo"]["name"] == name
+        assert answer in json.dumps(second), second
+
+
+# ============================================================================================
 # inspect
 # ============================================================================================
 
@@ -353,7 +406,8 @@ def inspect(*command, era=None):
 def test_inspect_gift_server_lists_tools_with_schemas_resources_and_prompts(era, version):
     report, stderr = inspect(*GIFT, era=era)
     assert stderr == ""
-    assert report["serverInfo"] == {"name": "gift-server", "version": "1.0.0", "title": "Gift picker"}
+    assert report["serverInfo"] == {"name": "gift-server", "version": "1.0.0",
+                                    "title": "Gift picker"}
     assert report["protocolVersion"] == version
     assert report["instructions"].startswith("Suggests gifts")
     tool, pick = report["tools"]
