@@ -449,7 +449,13 @@ def served_outcome(oracle, rid, method, params, caps):
     if method not in oracle.profile.methods or method in HANDSHAKE_ONLY:
         return Error(-32601, early=True)
     if "requestState" not in params:
-        return handler_outcome(oracle, rid, method, params, caps, None, MISSING)
+        outcome = handler_outcome(oracle, rid, method, params, caps, None, MISSING)
+        early = params.get("inputResponses")
+        if method in INPUT_METHODS and isinstance(early, dict) and early:
+            # Answers sent before their question are taken if the handler asks it (checked:
+            # -32602 if one does not fit), so the handler may get further than round one.
+            return Either(outcome, Modern(oracle, method, None, (-32021, -32602, -32603)))
+        return outcome
     record = oracle.registry.find(params["requestState"])
     if record is None or record.issuer != oracle.issuer or record.call != call_key(
             method, params):
@@ -542,6 +548,7 @@ def call_outcome(oracle, method, params, caps, ask, arguments, record, answer, h
         return served(asks(*ask.questions[0]))
     if not answered:
         return served(asks_again(record.question))
+    broken += (-32602,)                          # an answer that does not fit its form
     if asked + 1 == len(ask.questions):
         text = ask.result(answer) if ask.result else None
         return served(says(text) if text is not None else complete)
