@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """mcp_min: a Model Context Protocol server in one file, standard library only.
 
-An MCP server is a program that a client (Claude Desktop, Claude Code, an IDE, an agent)
-starts as a subprocess and talks to over stdin and stdout: one JSON-RPC 2.0 message per
-line, in both directions. This module is such a server, and a small client besides:
+A client (Claude Desktop, Claude Code, an IDE, an agent) starts an MCP server as a subprocess
+and talks JSON-RPC 2.0 with it over stdin and stdout, one message per line each way. This
+module is such a server, and a small client besides. Copy it next to your code:
 
     from mcp_min import Server
 
@@ -17,43 +17,48 @@ line, in both directions. This module is such a server, and a small client besid
     if __name__ == "__main__":
         server.run()
 
-Copy this file next to yours and that is the whole installation. What happens on the wire
-when a client connects (C is the client, S this server):
+After the handshake (initialize, then notifications/initialized), the client calls the tool:
 
-    C->S {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",...}}
-    S->C {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":...}}}
-    C->S {"jsonrpc":"2.0","method":"notifications/initialized"}
-    C->S {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}}}
+    C->S {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add",...}}
     S->C {"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"5"}],...}}
 
-That is the handshake era (protocol 2024-11-05 to 2025-11-25). Protocol 2026-07-28 drops the
-handshake: each request carries the version and the client's capabilities in params._meta,
-and the server remembers nothing between requests. The same server answers both, decided per
-message:
+That request's way through this file, from its line on stdin to the reply's line on stdout:
 
-    C->S {"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":
-          {"a":2,"b":3},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
-          "io.modelcontextprotocol/clientCapabilities":{}}}}
-    S->C {"jsonrpc":"2.0","id":1,"result":{"content":[...],"resultType":"complete",...}}
+    read_lines              Server.run -> Session.serve -> Peer.read_loop reads stdin with it
+    Peer.handle_line        decode_message: the bytes -> JSON, or a parse error
+    Peer.handle_message     classify: a request, a notification or a response?
+    Session.handle_request  checks the session (initialized? the capability declared?); a
+                            2026-07-28 request, which names its protocol version in
+                            params._meta and needs no handshake, goes to handle_stateless
+    Session.start           a Context for the call; run inline, or queued on the WorkerPool
+    Session.run             calls the handler from server.handlers: Server.call_tool, which
+                            checks the arguments with the tool's Signature and calls add()
+    encode_message          the result -> one compact line
+    outlet.respond          the outlet is where the reply goes: the Session, or a Batch
+    Peer.send_frame         writes the line under the write lock: replies from several
+                            workers never interleave
 
-The file reads top to bottom like the protocol, lower layers first:
+Over HTTP, HttpEndpoint hands each POST's message to the same handle_message (a 2026-07-28
+request to handle_stateless) with an EventStream as the outlet, which carries the reply back
+as the POST's response. Every method is an entry in ``server.handlers``: a callable taking
+``(ctx, params)`` and returning the result; replace or add entries to change the server.
 
-    stdio hygiene      keep stdout for protocol bytes only
-    JSON-RPC core      framing, errors, the Peer both ends are built on
-    schemas            Python type hints -> JSON Schema, and a validator
-    content            helpers for the blocks tools and prompts return
-    registry           tools, resources, prompts
-    context            what a handler can do during a call (progress, logs, cancellation,
-                       asking the client for sampling, elicitation and roots)
-    stateless requests 2026-07-28: the envelope, and the signed requestState that carries
-                       a handler's questions and answers from one round to the next
-    server             the handlers dict: method name -> callable
-    session            one connection: the reader loop, the thread pool, shutdown
-    client             the same core as a client, for tests, tools and workshops
-    command line       `python3 mcp_min.py --help`
+The sections, lower layers first:
 
-Every method the server answers is an entry in ``server.handlers``; replace or add entries
-to change it. Handlers take ``(ctx, params)`` and return the JSON-RPC result.
+    Stdio hygiene       keep stdout for protocol bytes only
+    JSON-RPC core       framing, errors, the Peer both ends are built on
+    Schemas             Python type hints -> JSON Schema, and a validator
+    Content             the blocks tools and prompts return
+    Registry            tools, resources, prompts
+    Context             what a handler can do during a call: progress, logs, cancellation,
+                        asking the client for sampling, elicitation and roots
+    Stateless requests  (2026-07-28) the envelope, and the signed requestState that carries
+                        a handler's questions and answers from one round to the next
+    Server              the handlers dict: method name -> callable
+    Session             one connection: its reader loop, the worker pool, shutdown
+    Streamable HTTP     the same sessions and handlers behind a WSGI application
+    Client              the same core as a client, for tests, tools and workshops
+    Command line        `python3 mcp_min.py --help`
 """
 
 from __future__ import annotations
@@ -91,9 +96,8 @@ __all__ = [
 
 
 class _Log:
-    """The "mcp_min" logger, set up on first use: logging is slow to import, and a server
-    that logs nothing should not pay for it. It writes to stderr, unless the application
-    configured logging itself (a library never configures the root logger)."""
+    """The "mcp_min" logger, set up on first use (logging is slow to import). It writes to
+    stderr, unless the application configured logging itself."""
 
     def __getattr__(self, name):
         global log
