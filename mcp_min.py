@@ -162,17 +162,13 @@ def claim_stdio():
 def write_all(fd, frame):
     """Write a frame and its newline, every byte: pipes take large writes in pieces, and a
     signal can cut one short. writev adds the newline without copying a large frame."""
-    written = _writev(fd, (frame, b"\n")) if _writev else 0
-    if written == len(frame) + 1:
-        return                                   # the common case: all of it at once
     pending = [memoryview(frame), memoryview(b"\n")]
-    while True:
+    while pending:
+        written = _writev(fd, pending) if _writev else os.write(fd, pending[0])
         while pending and written >= len(pending[0]):      # drop what went out
             written -= len(pending.pop(0))
-        if not pending:
-            return
-        pending[0] = pending[0][written:]
-        written = _writev(fd, pending) if _writev else os.write(fd, pending[0])
+        if pending:
+            pending[0] = pending[0][written:]
 
 
 _writev = getattr(os, "writev", None)        # not on Windows
@@ -182,8 +178,7 @@ def b64encode(data):
     return binascii.b2a_base64(data, newline=False).decode("ascii")
 
 
-def b64decode(text):
-    return binascii.a2b_base64(text)
+b64decode = binascii.a2b_base64
 
 
 # ============================================================================================
@@ -238,9 +233,8 @@ class InvalidAnswer(JSONRPCError):
 
 class InputRequired(BaseException):
     """Raised by ``ctx.elicit()``, ``ctx.sample()`` and ``ctx.list_roots()`` in a 2026-07-28
-    request whose client has not answered yet: the call ends with an ``input_required``
-    result and runs again, from the top, when the client retries with the answer. A
-    BaseException, so that a tool's ``except Exception`` lets it through."""
+    request the client has not answered yet: the call ends ``input_required``, and runs again
+    when the client retries with the answer. A BaseException: ``except Exception`` passes it."""
 
     def __init__(self, questions):
         super().__init__(f"waiting for the client to answer {', '.join(questions)}")
@@ -252,20 +246,17 @@ def _not_json(value):
 
 
 def _json_encoder(ensure_ascii, separators=(",", ":")):
-    """A JSON encoder built once: json.dumps builds one for every call, which costs more
-    than encoding a small reply. json's own C encoder where there is one, called directly:
-    it is not public API, so it is tried on a sample first, and if a Python changed it, the
-    public encoder is used instead."""
-    escape = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
-    items, keys = separators
-    expected = "{" + escape("é\n") + keys + "[null" + items + "2.5]}"
+    """A JSON encoder built once (json.dumps builds one per call): json's C encoder where it
+    exists and still works as this expects on a sample (it is not public API), else json's."""
+    encoder, (items, keys) = json.encoder, separators
+    escape = encoder.encode_basestring_ascii if ensure_ascii else encoder.encode_basestring
 
     def fast(value):
         return "".join(encode(value, 0))
     try:
-        encode = json.encoder.c_make_encoder(None, _not_json, escape, None, keys, items, False,
-                                             False, False)
-        if fast({"é\n": [None, 2.5]}) == expected:
+        encode = encoder.c_make_encoder(None, _not_json, escape, None, keys, items, False,
+                                        False, False)
+        if fast({"é\n": [None, 2.5]}) == "{" + escape("é\n") + keys + "[null" + items + "2.5]}":
             return fast
     except Exception:                     # absent (None), or called differently
         pass
@@ -277,8 +268,8 @@ _encode_compact, _encode_ascii = _json_encoder(False), _json_encoder(True)
 
 
 def encode_message(message):
-    """One message -> UTF-8 bytes (the newline is added when written). Compact, and never
-    with a raw newline inside (T2). Raises ValueError or TypeError if it is not JSON."""
+    """One message -> UTF-8 bytes (the newline is added when written): compact, and never
+    with a raw newline inside. Raises ValueError or TypeError if it is not JSON."""
     try:
         return _encode_compact(message).encode("utf-8")
     except UnicodeEncodeError:            # a lone surrogate: escape it rather than send bad UTF-8
@@ -314,15 +305,21 @@ def _decode(text):
 def decode_message(line):
     """One line of bytes -> a parsed message, or JSONRPCError(PARSE_ERROR) saying why not."""
     try:
-        text = line.decode("utf-8")
+        return _decode(line.decode("utf-8"))
     except UnicodeDecodeError as e:
-        raise JSONRPCError(PARSE_ERROR, f"Parse error: not valid UTF-8 (byte {e.start})") from None
-    try:
-        return _decode(text)
+        why = f"not valid UTF-8 (byte {e.start})"
     except RecursionError:                # e.g. 100,000 nested '['
-        raise JSONRPCError(PARSE_ERROR, "Parse error: JSON nested too deeply") from None
+        why = "JSON nested too deeply"
     except ValueError as e:
-        raise JSONRPCError(PARSE_ERROR, f"Parse error: {e}") from None
+        why = e
+    raise JSONRPCError(PARSE_ERROR, f"Parse error: {why}")
+
+
+# What the first and last bytes of an over-long line tell (the README's "Protocol behaviour").
+_FIRST_KEY = rb'\s*\{(?:\s*"(?:jsonrpc|id)"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,)*\s*"(\w+)"\s*:'
+_AN_ID = rb'(-?\d{1,18}|"[^"\\]{0,200}")'
+_LEADING_ID = rb'\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*' + _AN_ID + rb'\s*,'
+_TRAILING_ID = rb',\s*"id"\s*:\s*' + _AN_ID + rb'\s*\}\s*$'
 
 
 class LineTooLong:
@@ -335,8 +332,7 @@ class LineTooLong:
     def kind(self):
         """Best effort: "request", "notification" or "response", from the bytes we kept."""
         ends = self.head + b" " + self.tail
-        first = re.match(rb'\s*\{(?:\s*"(?:jsonrpc|id)"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,)*\s*"(\w+)"\s*:',
-                         self.head)            # the first key after "jsonrpc" and "id"
+        first = re.match(_FIRST_KEY, self.head)      # the first key after "jsonrpc" and "id"
         if first and first[1] in (b"result", b"error"):
             return "response"
         if not re.search(rb'"method"\s*:', ends):
@@ -345,42 +341,34 @@ class LineTooLong:
 
     def request_id(self):
         """Best effort: the id, if the line starts or ends with it (as the SDK clients write)."""
-        value = rb'(-?\d{1,18}|"[^"\\]{0,200}")'
-        match = (re.match(rb'\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*' + value + rb'\s*,', self.head)
-                 or re.search(rb',\s*"id"\s*:\s*' + value + rb'\s*\}\s*$', self.tail))
+        match = re.match(_LEADING_ID, self.head) or re.search(_TRAILING_ID, self.tail)
         try:
-            rid = json.loads(match.group(1)) if match else None
+            rid = json.loads(match[1]) if match else None
         except ValueError:                      # not valid JSON after all: no id, then
             return None
         return rid if valid_id(rid) else None
 
 
 def read_lines(rfile, max_bytes):
-    """Yield each line of a binary stream, its LF or CR LF still on: JSON reads them as
-    whitespace, and slicing them off would copy a large line.
-
-    Splits on b"\\n" only: str.splitlines() would also split on U+2028, U+0085 and friends,
-    which may appear raw inside JSON strings. A line longer than ``max_bytes`` is never held
-    whole: it is read past in pieces and yielded as a LineTooLong."""
+    """Yield each line, its LF or CR LF still on (JSON reads it as whitespace), split on b"\\n"
+    only: JSON strings may hold U+2028 and friends raw. A line over ``max_bytes`` is never
+    held whole: it is read past in pieces, and yielded as a LineTooLong."""
     readline = rfile.readline
-    while True:
-        line = readline(max_bytes + 2)        # room for the longest line plus CR LF
-        if not line:
-            return
-        if len(line) <= max_bytes:            # the usual line: within the limit, ending and all
+    while line := readline(max_bytes + 2):            # room for the longest line and CR LF
+        size = len(line)
+        if line[-1:] == b"\n":
+            size -= 1
+        if line[size - 1:size] == b"\r":               # of CR LF, or where the limit cut it
+            size -= 1
+        if size <= max_bytes:
             yield line
             continue
-        complete = line[-1:] == b"\n" or len(line) < max_bytes + 2     # or ends at EOF
-        ending = 2 if line[-2:] == b"\r\n" else 1 if line[-1:] in (b"\n", b"\r") else 0
-        if len(line) - ending <= max_bytes:
-            yield line
-            continue
-        head, tail, size = line[:512], line[-512:], len(line) - ending
-        while not complete:
+        head, tail = line[:512], line[-512:]
+        more = line[-1:] != b"\n" and len(line) == max_bytes + 2     # else it ends here or EOF
+        while more:
             piece = readline(1 << 20)
-            size += len(piece)
-            tail = (tail + piece)[-512:]
-            complete = not piece or piece[-1:] == b"\n"
+            size, tail = size + len(piece), (tail + piece)[-512:]
+            more = piece and piece[-1:] != b"\n"
         yield LineTooLong(size, head, tail.rstrip(b"\r\n"))
 
 
@@ -388,12 +376,9 @@ _tune_allocator = False     # set by claim_stdio(): the process is the server's
 
 
 def _keep_big_blocks_apart():
-    """glibc raises its mmap threshold once a large block is freed, so later multi-MiB
-    messages are carved from per-thread heaps that keep the memory: with a reader and workers
-    on different threads, peak memory grows with each large message. Pin the threshold at
-    1 MiB, once, on the first large message; only on Linux (the parameter is glibc's), and
-    only in a process that serves stdio: an application that embeds a Server or a Client
-    keeps its allocator as it set it."""
+    """Pin glibc's mmap threshold at 1 MiB on the first large message: glibc raises it once a
+    large block is freed, and then each multi-MiB message grows a per-thread heap that keeps
+    the memory. Only on Linux, and only in a process serving stdio (see claim_stdio)."""
     global _tune_allocator
     with _first_use:
         tune, _tune_allocator = _tune_allocator, False
@@ -407,13 +392,13 @@ def _keep_big_blocks_apart():
 
 
 def valid_id(value):
-    """MCP request ids are strings or integers; never null, booleans or floats (B2, B3)."""
+    """MCP request ids are strings or integers: never null, booleans or floats."""
     return type(value) is str or type(value) is int
 
 
 def error_response(request_id, code, message, data=None):
-    """The error object for a reply. An unreadable request id is omitted, as the 2025-11-25
-    schema allows (G7): JSON-RPC's ``"id": null`` is rejected by some SDK clients."""
+    """The error object for a reply. An unreadable request id is left out, as the 2025-11-25
+    schema allows: JSON-RPC's ``"id": null`` is rejected by some SDK clients."""
     error = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
@@ -428,19 +413,23 @@ def classify(message):
     what the message meant to be, if that much is clear."""
     if not isinstance(message, dict):
         raise JSONRPCError(INVALID_REQUEST, "Invalid Request: a message must be a JSON object", {})
-    rid = message.get("id")
+    rid, problem = message.get("id"), None
     if "method" in message:
         kind = "request" if "id" in message else "notification"
-        problem = ('"method" must be a string' if not isinstance(message["method"], str) else
-                   '"params" must be an object' if not isinstance(message.get("params", {}), dict) else
-                   '"id" must be a string or an integer (not null, a boolean, a float or an object)'
-                   if kind == "request" and not valid_id(rid) else None)
+        if not isinstance(message["method"], str):
+            problem = '"method" must be a string'
+        elif not isinstance(message.get("params", {}), dict):
+            problem = '"params" must be an object'
+        elif kind == "request" and not valid_id(rid):
+            problem = ('"id" must be a string or an integer (not null, a boolean, a float or '
+                       'an object)')
     else:
         kind = "response" if "result" in message or "error" in message else None
-        problem = None if ("result" in message) != ("error" in message) and (
-            valid_id(rid) or "error" in message and rid is None) else (   # an error may lack the id (G7)
-            'expected "method" (a request or notification), or "id" with exactly one of '
-            '"result" and "error" (a response)')
+        one_of_them = ("result" in message) != ("error" in message)
+        # An error answering a request whose id was unreadable has no id.
+        if not one_of_them or not (valid_id(rid) or "error" in message and rid is None):
+            problem = ('expected "method" (a request or notification), or "id" with exactly one '
+                       'of "result" and "error" (a response)')
     if message.get("jsonrpc") != "2.0":
         problem = '"jsonrpc" must be "2.0"'
     if problem is None:
@@ -458,13 +447,15 @@ def describe_frame(message, answers=None):
     if not isinstance(message, dict):
         return "not a message"
     rid = json.dumps(message["id"]) if "id" in message else "(no id)"
+    if "method" in message and "id" in message:
+        return f"request {rid} {message['method']}"
     if "method" in message:
-        kind = "request" if "id" in message else "notification"
-        return f"{kind} {rid} {message['method']}" if "id" in message else f"{kind} {message['method']}"
+        return f"notification {message['method']}"
     label = f"response {rid}"
     if isinstance(message.get("error"), dict):
         label = f"error {rid} {message['error'].get('code')}"
-    label += f" {answers}" if answers else ""
+    if answers:
+        label += f" {answers}"
     result = message.get("result")
     return label + " (isError)" if isinstance(result, dict) and result.get("isError") else label
 
@@ -480,9 +471,8 @@ def _shows_colour(stream):
 
 
 class FramePrinter:
-    """A trace for a Peer: prints each frame as it crosses, one line each, labelled with
-    who sent it (``labels`` maps "in"/"out" to e.g. "C->S"), what it is (a response names
-    the method it answers) and its bytes verbatim; coloured on a terminal."""
+    """A Peer's trace: one line a frame, with who sent it (``labels`` maps "in" and "out" to,
+    say, "C->S"), what it is (see describe_frame) and its bytes; coloured on a terminal."""
 
     _COLOURS = {"request": "36", "notification": "33", "response": "32", "error": "31"}
 
@@ -497,20 +487,29 @@ class FramePrinter:
         try:
             message = json.loads(raw)
         except (ValueError, RecursionError):
-            message = label = "blank" if not body.strip() else "unparsable"
+            message = _NOT_JSON
         with self.lock:
-            if isinstance(message, dict) and valid_id(message.get("id")):
-                if "method" in message:            # remember it, to name it in the response
-                    self.methods[direction, message["id"]] = message["method"]
-                    if len(self.methods) > 4096:       # some requests are never answered
-                        del self.methods[next(iter(self.methods))]
-                else:
-                    other = "out" if direction == "in" else "in"
-                    message = describe_frame(message, self.methods.pop((other, message["id"]), None))
-            label = message if isinstance(message, str) else describe_frame(message)
+            if message is _NOT_JSON:
+                label = "unparsable" if body.strip() else "blank"
+            else:
+                label = describe_frame(message, self.answered(direction, message))
             if self.colour:
                 label = f"\x1b[{self._COLOURS.get(label.split(' ')[0], '35')}m{label}\x1b[0m"
             print(f"{self.labels[direction]} {label}: {body}", file=self.stream, flush=True)
+
+    def answered(self, direction, message):
+        """The method a response answers; a request is noted for its response."""
+        if not isinstance(message, dict) or not valid_id(message.get("id")):
+            return None
+        if "method" not in message:
+            return self.methods.pop(("out" if direction == "in" else "in", message["id"]), None)
+        self.methods[direction, message["id"]] = message["method"]
+        if len(self.methods) > 4096:       # some requests are never answered
+            del self.methods[next(iter(self.methods))]
+        return None
+
+
+_NOT_JSON = object()
 
 
 class _Pending:
@@ -526,12 +525,9 @@ class _Pending:
 
 
 class Peer:
-    """One end of a JSON-RPC connection over newline-delimited JSON.
-
-    It writes whole frames under one lock (concurrent writers never interleave), sends
-    requests with their own id space and a table of pending responses, and reads lines,
-    handing each message to ``handle_request``, ``handle_notification`` or the pending
-    table. The server's Session and the Client are both Peers."""
+    """One end of a JSON-RPC connection, one message a line: the server's Session and the
+    Client are Peers. It writes each frame whole under a lock, sends requests and waits for
+    their responses, and reads lines, handing each message to a handle_* hook."""
 
     def __init__(self, write_fd, trace=None):
         self.write_fd = write_fd
@@ -545,10 +541,10 @@ class Peer:
     # -- writing ---------------------------------------------------------------------------
     def send_frame(self, frame):
         """Write one encoded frame; False if the other side has gone away."""
-        if self.closed:
+        if self.closed:                       # not waiting for a write stuck on a closed wire
             return False
         with self.write_lock:
-            if self.closed or self.write_fd is None:    # checked again: closed under this lock
+            if self.closed or self.write_fd is None:    # closed while we waited
                 return False
             if self.trace:
                 self.trace("out", frame)
@@ -608,7 +604,7 @@ class Peer:
         return slot.result
 
     def cancel_pending(self, owner, reason):
-        """Give up the outbound requests an owner made, telling the other side (§9)."""
+        """Give up the outbound requests an owner made, telling the other side."""
         for rid, slot in list(self.pending.items()):
             if slot.owner is owner and self.pending.pop(rid, None) is not None:
                 self.notify("notifications/cancelled", {"requestId": rid, "reason": reason})
@@ -655,14 +651,14 @@ class Peer:
         self.send(error_response(None, error.code, error.message))
 
     def handle_too_long(self, line, limit):
-        text, rid = f"Message too large: {line.size} bytes is over the limit of {limit} bytes " \
-                    "per line; it was skipped", line.request_id()
+        text = (f"Message too large: {line.size} bytes is over the limit of {limit} bytes per "
+                "line; it was skipped")
         kind = line.kind()
         if kind == "request":
-            return self.send(error_response(rid, INVALID_REQUEST, text))
+            return self.send(error_response(line.request_id(), INVALID_REQUEST, text))
         log.warning("%s (an over-long %s, not answered)", text, kind)
         if kind == "response":
-            self.fail_response(rid, INVALID_REQUEST, text)
+            self.fail_response(line.request_id(), INVALID_REQUEST, text)
 
     def fail_response(self, rid, code, text):
         """A response we could not read: its request fails (a response is never answered)."""
@@ -671,8 +667,9 @@ class Peer:
             slot.resolve(error={"code": code, "message": text})
 
     def handle_message(self, message, outlet=None):
-        """Act on one decoded message. ``outlet`` is where the response to a request goes
-        (see ``respond``): this peer, or a Batch, or an HTTP response."""
+        """Act on one decoded message. ``outlet`` is where the response goes, through its
+        ``respond`` (and other frames about the request through ``send_frame``): this peer,
+        a Batch, or an HTTP EventStream."""
         outlet = outlet or self
         if isinstance(message, list):
             return self.handle_batch(message)
@@ -680,15 +677,13 @@ class Peer:
             kind = classify(message)
         except JSONRPCError as e:
             kind = e.data.get("kind")
-            if kind in ("notification", "response"):
-                log.warning("ignored an invalid %s: %s", kind, e.message)   # never answered
-                if kind == "response":
-                    self.fail_response(message.get("id"), e.code, e.message)
-                outlet.respond(None)
-            else:
-                rid = e.data.get("id")
-                outlet.respond(encode_message(error_response(rid, e.code, e.message)))
-            return
+            if kind not in ("notification", "response"):
+                return outlet.respond(encode_message(error_response(e.data.get("id"), e.code,
+                                                                    e.message)))
+            log.warning("ignored an invalid %s: %s", kind, e.message)   # never answered
+            if kind == "response":
+                self.fail_response(message.get("id"), e.code, e.message)
+            return outlet.respond(None)
         if kind == "request":
             return self.handle_request(message, outlet)
         if kind == "notification":
@@ -709,9 +704,7 @@ class Peer:
             slot.resolve(result=message["result"])
 
     def respond(self, frame):
-        """Write the encoded response to a request, or nothing for None (a notification, or
-        a request that gets no response). Every request carries an outlet with this method
-        and ``send_frame``: the peer itself, a Batch, or an HTTP response stream."""
+        """As an outlet: write a response, or nothing for None (no response is due)."""
         if frame is not None:
             self.send_frame(frame)
 
@@ -730,8 +723,8 @@ class Peer:
 
 
 class Batch:
-    """Collects the replies to one JSON-RPC batch (2025-03-26 only, B10) and sends them as
-    one array once every member has been answered or turned out to need no answer."""
+    """Collects the replies to one JSON-RPC batch (protocol 2025-03-26 only) and sends them
+    as one array once every member has been answered or turned out to need no answer."""
 
     def __init__(self, peer, size):
         self.peer, self.remaining, self.frames, self.lock = peer, size, [], threading.Lock()
