@@ -1646,20 +1646,18 @@ class Content(dict):
     """A content block: text, image, audio, resource_link or resource (embedded)."""
 
 
-def _block(fields, annotations, meta):
-    block = Content((k, v) for k, v in fields.items() if v is not None)
-    if annotations:
-        block["annotations"] = annotations    # {"audience": [...], "priority": 0..1, "lastModified": ...}
-    if meta:
-        block["_meta"] = meta
-    return block
+def _block(annotations, meta, **fields):
+    """A Content of the fields that are not None. ``annotations`` are {"audience": [...],
+    "priority": 0..1, "lastModified": ...}."""
+    fields.update(annotations=annotations or None, _meta=meta or None)
+    return Content((k, v) for k, v in fields.items() if v is not None)
 
 
 def text(value, *, annotations=None, meta=None):
     """A text block."""
     if annotations is None and meta is None:          # the common case, kept quick
         return Content(type="text", text=str(value))
-    return _block({"type": "text", "text": str(value)}, annotations, meta)
+    return _block(annotations, meta, type="text", text=str(value))
 
 
 _MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
@@ -1668,7 +1666,7 @@ _MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
 
 
 def _sniff(data):
-    if data[:4] == b"RIFF":                         # a container: what it holds is named at offset 8
+    if data[:4] == b"RIFF":                 # a container: what it holds is named at offset 8
         return {b"WEBP": "image/webp", b"WAVE": "audio/wav"}.get(data[8:12])
     return next((mime for magic, mime in _MAGIC if data.startswith(magic)), None)
 
@@ -1680,8 +1678,7 @@ def _media(kind, data, path, mime_type, annotations, meta):
         with open(path, "rb") as f:
             data = f.read()
     if isinstance(data, str):                     # already base64
-        encoded = data
-        raw = b64decode(data[:64]) if mime_type is None else b""
+        encoded, raw = data, b64decode(data[:64]) if mime_type is None else b""
     else:
         raw = bytes(data)
         encoded = b64encode(raw)
@@ -1689,7 +1686,7 @@ def _media(kind, data, path, mime_type, annotations, meta):
         mime_type = _sniff(raw) or (path and _guess_type(str(path)))
         if not (mime_type or "").startswith(kind + "/"):
             raise ValueError(f"{kind}(): cannot tell the MIME type; pass mime_type=")
-    return _block({"type": kind, "data": encoded, "mimeType": mime_type}, annotations, meta)
+    return _block(annotations, meta, type=kind, data=encoded, mimeType=mime_type)
 
 
 def image(data=None, *, path=None, mime_type=None, annotations=None, meta=None):
@@ -1705,17 +1702,17 @@ def audio(data=None, *, path=None, mime_type=None, annotations=None, meta=None):
 def resource_link(uri, name=None, *, title=None, description=None, mime_type=None, size=None,
                   annotations=None, icons=None, meta=None):
     """A link to a resource the client can read with resources/read (2025-06-18+)."""
-    return _block({"type": "resource_link", "uri": uri, "name": name or uri, "title": title,
-                   "description": description, "mimeType": mime_type, "size": size,
-                   "icons": icons}, annotations, meta)
+    return _block(annotations, meta, type="resource_link", uri=uri, name=name or uri,
+                  title=title, description=description, mimeType=mime_type, size=size,
+                  icons=icons)
 
 
 def embedded_resource(uri, *, text=None, blob=None, mime_type=None, annotations=None, meta=None):
     """A resource's contents inline: ``text`` (str) or ``blob`` (bytes)."""
     if (text is None) == (blob is None):
         raise TypeError("embedded_resource() takes either text or blob")
-    return _block({"type": "resource", "resource": _contents(uri, blob if text is None else text,
-                                                             mime_type)}, annotations, meta)
+    contents = _contents(uri, blob if text is None else text, mime_type)
+    return _block(annotations, meta, type="resource", resource=contents)
 
 
 def _guess_type(uri):
@@ -1736,20 +1733,17 @@ def to_json(value, root="result"):
 
 
 def _find_not_json(value, path):
-    """(path, what is wrong) for the first thing in a _dump()ed value that JSON cannot carry,
-    or None."""
+    """(path, what is wrong) for the first thing in a _dump()ed value JSON cannot carry."""
     if isinstance(value, dict):
         for key, item in value.items():
             if key is not None and not isinstance(key, (str, int, float)):
                 return path, (f"a key of type {type(key).__name__}, {key!r}; JSON object keys "
                               "are strings")
-            found = _find_not_json(item, f"{path}.{key}")
-            if found:
+            if found := _find_not_json(item, f"{path}.{key}"):
                 return found
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            found = _find_not_json(item, f"{path}[{i}]")
-            if found:
+            if found := _find_not_json(item, f"{path}[{i}]"):
                 return found
     elif isinstance(value, float) and (value != value or abs(value) == float("inf")):
         return path, f"{value} has no JSON form (JSON has no NaN or Infinity)"
@@ -1767,7 +1761,8 @@ _encode_text = _json_encoder(False, (", ", ": "))
 def _contents(uri, value, mime_type=None):
     """A resource value -> a TextResourceContents or BlobResourceContents dict."""
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return {"uri": uri, "mimeType": mime_type or "application/octet-stream", "blob": b64encode(value)}
+        return {"uri": uri, "mimeType": mime_type or "application/octet-stream",
+                "blob": b64encode(value)}
     if isinstance(value, str):
         return {"uri": uri, "mimeType": mime_type or "text/plain", "text": value}
     return {"uri": uri, "mimeType": mime_type or "application/json", "text": to_json(value)}
@@ -1798,10 +1793,11 @@ def _shape_block(block, version):
     kind = block.get("type")
     if kind == "resource_link" and version < V2025_06:
         return {"type": "text", "text": f"Resource: {block['uri']} ({block.get('name')})"}
+    if kind == "audio" and version < V2025_03:
+        return {"type": "text",
+                "text": f"[{block.get('mimeType')} audio omitted: not in {version}]"}
     if kind == "resource_link" and "icons" in block:       # icons are new in 2025-11-25
         block = {k: v for k, v in block.items() if k != "icons"}
-    if kind == "audio" and version < V2025_03:
-        return {"type": "text", "text": f"[{block.get('mimeType')} audio omitted: not in {version}]"}
     if version < V2025_06 and ("_meta" in block or "annotations" in block):
         block = {k: v for k, v in block.items() if k != "_meta"}
         if "annotations" in block:
