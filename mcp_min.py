@@ -116,6 +116,7 @@ class _Log:
 # Guards what is set up on first use, as above: on a free-threaded build nothing else would.
 _first_use = threading.Lock()
 log = _Log()
+_NOTHING = object()     # no value, where None is one: no default, no annotation, not JSON
 
 #: Handshake-era revisions this server speaks, oldest first.
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -487,9 +488,9 @@ class FramePrinter:
         try:
             message = json.loads(raw)
         except (ValueError, RecursionError):
-            message = _NOT_JSON
+            message = _NOTHING
         with self.lock:
-            if message is _NOT_JSON:
+            if message is _NOTHING:
                 label = "unparsable" if body.strip() else "blank"
             else:
                 label = describe_frame(message, self.answered(direction, message))
@@ -507,9 +508,6 @@ class FramePrinter:
         if len(self.methods) > 4096:       # some requests are never answered
             del self.methods[next(iter(self.methods))]
         return None
-
-
-_NOT_JSON = object()
 
 
 class _Pending:
@@ -782,7 +780,6 @@ class _Typing:
 
 
 _typing = _Typing()
-_NOTHING = object()         # "no default" / "no annotation" (None is a real value for both)
 _JSON_TYPES = {type(None): "null", bool: "boolean", int: "integer", float: "number",
                str: "string", list: "array", dict: "object"}
 # Classes JSON carries as strings, as the official SDK sends them: (package, class) -> schema
