@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """mcp_min: a Model Context Protocol server in one file, standard library only.
 
-An MCP server is a program that a client (Claude Desktop, Claude Code, an IDE, an agent)
-starts as a subprocess and talks to over stdin and stdout: one JSON-RPC 2.0 message per
-line, in both directions. This module is such a server, and a small client besides:
+A client (Claude Desktop, Claude Code, an IDE, an agent) starts an MCP server as a subprocess
+and talks JSON-RPC 2.0 with it over stdin and stdout, one message per line each way. This
+module is such a server, and a small client besides. Copy it next to your code:
 
     from mcp_min import Server
 
@@ -17,43 +17,48 @@ line, in both directions. This module is such a server, and a small client besid
     if __name__ == "__main__":
         server.run()
 
-Copy this file next to yours and that is the whole installation. What happens on the wire
-when a client connects (C is the client, S this server):
+After the handshake (initialize, then notifications/initialized), the client calls the tool:
 
-    C->S {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",...}}
-    S->C {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":...}}}
-    C->S {"jsonrpc":"2.0","method":"notifications/initialized"}
-    C->S {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}}}
+    C->S {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add",...}}
     S->C {"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"5"}],...}}
 
-That is the handshake era (protocol 2024-11-05 to 2025-11-25). Protocol 2026-07-28 drops the
-handshake: each request carries the version and the client's capabilities in params._meta,
-and the server remembers nothing between requests. The same server answers both, decided per
-message:
+That request's way through this file, from its line on stdin to the reply's line on stdout:
 
-    C->S {"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":
-          {"a":2,"b":3},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
-          "io.modelcontextprotocol/clientCapabilities":{}}}}
-    S->C {"jsonrpc":"2.0","id":1,"result":{"content":[...],"resultType":"complete",...}}
+    read_lines              Server.run -> Session.serve -> Peer.read_loop reads stdin with it
+    Peer.handle_line        decode_message: the bytes -> JSON, or a parse error
+    Peer.handle_message     classify: a request, a notification or a response?
+    Session.handle_request  checks the session (initialized? the capability declared?); a
+                            2026-07-28 request, which names its protocol version in
+                            params._meta and needs no handshake, goes to handle_stateless
+    Session.start           a Context for the call; run inline, or queued on the WorkerPool
+    Session.run             calls the handler from server.handlers: Server.call_tool, which
+                            checks the arguments with the tool's Signature and calls add()
+    encode_message          the result -> one compact line
+    outlet.respond          the outlet is where the reply goes: the Session, or a Batch
+    Peer.send_frame         writes the line under the write lock: replies from several
+                            workers never interleave
 
-The file reads top to bottom like the protocol, lower layers first:
+Over HTTP, HttpEndpoint hands each POST's message to the same handle_message (a 2026-07-28
+request to handle_stateless) with an EventStream as the outlet, which carries the reply back
+as the POST's response. Every method is an entry in ``server.handlers``: a callable taking
+``(ctx, params)`` and returning the result; replace or add entries to change the server.
 
-    stdio hygiene      keep stdout for protocol bytes only
-    JSON-RPC core      framing, errors, the Peer both ends are built on
-    schemas            Python type hints -> JSON Schema, and a validator
-    content            helpers for the blocks tools and prompts return
-    registry           tools, resources, prompts
-    context            what a handler can do during a call (progress, logs, cancellation,
-                       asking the client for sampling, elicitation and roots)
-    stateless requests 2026-07-28: the envelope, and the signed requestState that carries
-                       a handler's questions and answers from one round to the next
-    server             the handlers dict: method name -> callable
-    session            one connection: the reader loop, the thread pool, shutdown
-    client             the same core as a client, for tests, tools and workshops
-    command line       `python3 mcp_min.py --help`
+The sections, lower layers first:
 
-Every method the server answers is an entry in ``server.handlers``; replace or add entries
-to change it. Handlers take ``(ctx, params)`` and return the JSON-RPC result.
+    Stdio hygiene       keep stdout for protocol bytes only
+    JSON-RPC core       framing, errors, the Peer both ends are built on
+    Schemas             Python type hints -> JSON Schema, and a validator
+    Content             the blocks tools and prompts return
+    Registry            tools, resources, prompts
+    Context             what a handler can do during a call: progress, logs, cancellation,
+                        asking the client for sampling, elicitation and roots
+    Stateless requests  (2026-07-28) the envelope, and the signed requestState that carries
+                        a handler's questions and answers from one round to the next
+    Server              the handlers dict: method name -> callable
+    Session             one connection: its reader loop, the worker pool, shutdown
+    Streamable HTTP     the same sessions and handlers behind a WSGI application
+    Client              the same core as a client, for tests, tools and workshops
+    Command line        `python3 mcp_min.py --help`
 """
 
 from __future__ import annotations
@@ -91,9 +96,8 @@ __all__ = [
 
 
 class _Log:
-    """The "mcp_min" logger, set up on first use: logging is slow to import, and a server
-    that logs nothing should not pay for it. It writes to stderr, unless the application
-    configured logging itself (a library never configures the root logger)."""
+    """The "mcp_min" logger, set up on first use (logging is slow to import). It writes to
+    stderr, unless the application configured logging itself."""
 
     def __getattr__(self, name):
         global log
@@ -112,6 +116,7 @@ class _Log:
 # Guards what is set up on first use, as above: on a free-threaded build nothing else would.
 _first_use = threading.Lock()
 log = _Log()
+_NOTHING = object()     # no value, where None is one: no default, no annotation, not JSON
 
 #: Handshake-era revisions this server speaks, oldest first.
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -158,17 +163,13 @@ def claim_stdio():
 def write_all(fd, frame):
     """Write a frame and its newline, every byte: pipes take large writes in pieces, and a
     signal can cut one short. writev adds the newline without copying a large frame."""
-    written = _writev(fd, (frame, b"\n")) if _writev else 0
-    if written == len(frame) + 1:
-        return                                   # the common case: all of it at once
     pending = [memoryview(frame), memoryview(b"\n")]
-    while True:
+    while pending:
+        written = _writev(fd, pending) if _writev else os.write(fd, pending[0])
         while pending and written >= len(pending[0]):      # drop what went out
             written -= len(pending.pop(0))
-        if not pending:
-            return
-        pending[0] = pending[0][written:]
-        written = _writev(fd, pending) if _writev else os.write(fd, pending[0])
+        if pending:
+            pending[0] = pending[0][written:]
 
 
 _writev = getattr(os, "writev", None)        # not on Windows
@@ -178,8 +179,7 @@ def b64encode(data):
     return binascii.b2a_base64(data, newline=False).decode("ascii")
 
 
-def b64decode(text):
-    return binascii.a2b_base64(text)
+b64decode = binascii.a2b_base64
 
 
 # ============================================================================================
@@ -234,9 +234,8 @@ class InvalidAnswer(JSONRPCError):
 
 class InputRequired(BaseException):
     """Raised by ``ctx.elicit()``, ``ctx.sample()`` and ``ctx.list_roots()`` in a 2026-07-28
-    request whose client has not answered yet: the call ends with an ``input_required``
-    result and runs again, from the top, when the client retries with the answer. A
-    BaseException, so that a tool's ``except Exception`` lets it through."""
+    request the client has not answered yet: the call ends ``input_required``, and runs again
+    when the client retries with the answer. A BaseException: ``except Exception`` passes it."""
 
     def __init__(self, questions):
         super().__init__(f"waiting for the client to answer {', '.join(questions)}")
@@ -248,20 +247,17 @@ def _not_json(value):
 
 
 def _json_encoder(ensure_ascii, separators=(",", ":")):
-    """A JSON encoder built once: json.dumps builds one for every call, which costs more
-    than encoding a small reply. json's own C encoder where there is one, called directly:
-    it is not public API, so it is tried on a sample first, and if a Python changed it, the
-    public encoder is used instead."""
-    escape = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
-    items, keys = separators
-    expected = "{" + escape("é\n") + keys + "[null" + items + "2.5]}"
+    """A JSON encoder built once (json.dumps builds one per call): json's C encoder where it
+    exists and still works as this expects on a sample (it is not public API), else json's."""
+    encoder, (items, keys) = json.encoder, separators
+    escape = encoder.encode_basestring_ascii if ensure_ascii else encoder.encode_basestring
 
     def fast(value):
         return "".join(encode(value, 0))
     try:
-        encode = json.encoder.c_make_encoder(None, _not_json, escape, None, keys, items, False,
-                                             False, False)
-        if fast({"é\n": [None, 2.5]}) == expected:
+        encode = encoder.c_make_encoder(None, _not_json, escape, None, keys, items, False,
+                                        False, False)
+        if fast({"é\n": [None, 2.5]}) == "{" + escape("é\n") + keys + "[null" + items + "2.5]}":
             return fast
     except Exception:                     # absent (None), or called differently
         pass
@@ -273,8 +269,8 @@ _encode_compact, _encode_ascii = _json_encoder(False), _json_encoder(True)
 
 
 def encode_message(message):
-    """One message -> UTF-8 bytes (the newline is added when written). Compact, and never
-    with a raw newline inside (T2). Raises ValueError or TypeError if it is not JSON."""
+    """One message -> UTF-8 bytes (the newline is added when written): compact, and never
+    with a raw newline inside. Raises ValueError or TypeError if it is not JSON."""
     try:
         return _encode_compact(message).encode("utf-8")
     except UnicodeEncodeError:            # a lone surrogate: escape it rather than send bad UTF-8
@@ -310,15 +306,21 @@ def _decode(text):
 def decode_message(line):
     """One line of bytes -> a parsed message, or JSONRPCError(PARSE_ERROR) saying why not."""
     try:
-        text = line.decode("utf-8")
+        return _decode(line.decode("utf-8"))
     except UnicodeDecodeError as e:
-        raise JSONRPCError(PARSE_ERROR, f"Parse error: not valid UTF-8 (byte {e.start})") from None
-    try:
-        return _decode(text)
+        why = f"not valid UTF-8 (byte {e.start})"
     except RecursionError:                # e.g. 100,000 nested '['
-        raise JSONRPCError(PARSE_ERROR, "Parse error: JSON nested too deeply") from None
+        why = "JSON nested too deeply"
     except ValueError as e:
-        raise JSONRPCError(PARSE_ERROR, f"Parse error: {e}") from None
+        why = e
+    raise JSONRPCError(PARSE_ERROR, f"Parse error: {why}")
+
+
+# What the first and last bytes of an over-long line tell (the README's "Protocol behaviour").
+_FIRST_KEY = rb'\s*\{(?:\s*"(?:jsonrpc|id)"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,)*\s*"(\w+)"\s*:'
+_AN_ID = rb'(-?\d{1,18}|"[^"\\]{0,200}")'
+_LEADING_ID = rb'\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*' + _AN_ID + rb'\s*,'
+_TRAILING_ID = rb',\s*"id"\s*:\s*' + _AN_ID + rb'\s*\}\s*$'
 
 
 class LineTooLong:
@@ -331,8 +333,7 @@ class LineTooLong:
     def kind(self):
         """Best effort: "request", "notification" or "response", from the bytes we kept."""
         ends = self.head + b" " + self.tail
-        first = re.match(rb'\s*\{(?:\s*"(?:jsonrpc|id)"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,)*\s*"(\w+)"\s*:',
-                         self.head)            # the first key after "jsonrpc" and "id"
+        first = re.match(_FIRST_KEY, self.head)      # the first key after "jsonrpc" and "id"
         if first and first[1] in (b"result", b"error"):
             return "response"
         if not re.search(rb'"method"\s*:', ends):
@@ -341,42 +342,34 @@ class LineTooLong:
 
     def request_id(self):
         """Best effort: the id, if the line starts or ends with it (as the SDK clients write)."""
-        value = rb'(-?\d{1,18}|"[^"\\]{0,200}")'
-        match = (re.match(rb'\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*' + value + rb'\s*,', self.head)
-                 or re.search(rb',\s*"id"\s*:\s*' + value + rb'\s*\}\s*$', self.tail))
+        match = re.match(_LEADING_ID, self.head) or re.search(_TRAILING_ID, self.tail)
         try:
-            rid = json.loads(match.group(1)) if match else None
+            rid = json.loads(match[1]) if match else None
         except ValueError:                      # not valid JSON after all: no id, then
             return None
         return rid if valid_id(rid) else None
 
 
 def read_lines(rfile, max_bytes):
-    """Yield each line of a binary stream, its LF or CR LF still on: JSON reads them as
-    whitespace, and slicing them off would copy a large line.
-
-    Splits on b"\\n" only: str.splitlines() would also split on U+2028, U+0085 and friends,
-    which may appear raw inside JSON strings. A line longer than ``max_bytes`` is never held
-    whole: it is read past in pieces and yielded as a LineTooLong."""
+    """Yield each line, its LF or CR LF still on (JSON reads it as whitespace), split on b"\\n"
+    only: JSON strings may hold U+2028 and friends raw. A line over ``max_bytes`` is never
+    held whole: it is read past in pieces, and yielded as a LineTooLong."""
     readline = rfile.readline
-    while True:
-        line = readline(max_bytes + 2)        # room for the longest line plus CR LF
-        if not line:
-            return
-        if len(line) <= max_bytes:            # the usual line: within the limit, ending and all
+    while line := readline(max_bytes + 2):            # room for the longest line and CR LF
+        size = len(line)
+        if line[-1:] == b"\n":
+            size -= 1
+        if line[size - 1:size] == b"\r":               # of CR LF, or where the limit cut it
+            size -= 1
+        if size <= max_bytes:
             yield line
             continue
-        complete = line[-1:] == b"\n" or len(line) < max_bytes + 2     # or ends at EOF
-        ending = 2 if line[-2:] == b"\r\n" else 1 if line[-1:] in (b"\n", b"\r") else 0
-        if len(line) - ending <= max_bytes:
-            yield line
-            continue
-        head, tail, size = line[:512], line[-512:], len(line) - ending
-        while not complete:
+        head, tail = line[:512], line[-512:]
+        more = line[-1:] != b"\n" and len(line) == max_bytes + 2     # else it ends here or EOF
+        while more:
             piece = readline(1 << 20)
-            size += len(piece)
-            tail = (tail + piece)[-512:]
-            complete = not piece or piece[-1:] == b"\n"
+            size, tail = size + len(piece), (tail + piece)[-512:]
+            more = piece and piece[-1:] != b"\n"
         yield LineTooLong(size, head, tail.rstrip(b"\r\n"))
 
 
@@ -384,12 +377,9 @@ _tune_allocator = False     # set by claim_stdio(): the process is the server's
 
 
 def _keep_big_blocks_apart():
-    """glibc raises its mmap threshold once a large block is freed, so later multi-MiB
-    messages are carved from per-thread heaps that keep the memory: with a reader and workers
-    on different threads, peak memory grows with each large message. Pin the threshold at
-    1 MiB, once, on the first large message; only on Linux (the parameter is glibc's), and
-    only in a process that serves stdio: an application that embeds a Server or a Client
-    keeps its allocator as it set it."""
+    """Pin glibc's mmap threshold at 1 MiB on the first large message: glibc raises it once a
+    large block is freed, and then each multi-MiB message grows a per-thread heap that keeps
+    the memory. Only on Linux, and only in a process serving stdio (see claim_stdio)."""
     global _tune_allocator
     with _first_use:
         tune, _tune_allocator = _tune_allocator, False
@@ -403,13 +393,13 @@ def _keep_big_blocks_apart():
 
 
 def valid_id(value):
-    """MCP request ids are strings or integers; never null, booleans or floats (B2, B3)."""
+    """MCP request ids are strings or integers: never null, booleans or floats."""
     return type(value) is str or type(value) is int
 
 
 def error_response(request_id, code, message, data=None):
-    """The error object for a reply. An unreadable request id is omitted, as the 2025-11-25
-    schema allows (G7): JSON-RPC's ``"id": null`` is rejected by some SDK clients."""
+    """The error object for a reply. An unreadable request id is left out, as the 2025-11-25
+    schema allows: JSON-RPC's ``"id": null`` is rejected by some SDK clients."""
     error = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
@@ -424,19 +414,23 @@ def classify(message):
     what the message meant to be, if that much is clear."""
     if not isinstance(message, dict):
         raise JSONRPCError(INVALID_REQUEST, "Invalid Request: a message must be a JSON object", {})
-    rid = message.get("id")
+    rid, problem = message.get("id"), None
     if "method" in message:
         kind = "request" if "id" in message else "notification"
-        problem = ('"method" must be a string' if not isinstance(message["method"], str) else
-                   '"params" must be an object' if not isinstance(message.get("params", {}), dict) else
-                   '"id" must be a string or an integer (not null, a boolean, a float or an object)'
-                   if kind == "request" and not valid_id(rid) else None)
+        if not isinstance(message["method"], str):
+            problem = '"method" must be a string'
+        elif not isinstance(message.get("params", {}), dict):
+            problem = '"params" must be an object'
+        elif kind == "request" and not valid_id(rid):
+            problem = ('"id" must be a string or an integer (not null, a boolean, a float or '
+                       'an object)')
     else:
         kind = "response" if "result" in message or "error" in message else None
-        problem = None if ("result" in message) != ("error" in message) and (
-            valid_id(rid) or "error" in message and rid is None) else (   # an error may lack the id (G7)
-            'expected "method" (a request or notification), or "id" with exactly one of '
-            '"result" and "error" (a response)')
+        one_of_them = ("result" in message) != ("error" in message)
+        # An error answering a request whose id was unreadable has no id.
+        if not one_of_them or not (valid_id(rid) or "error" in message and rid is None):
+            problem = ('expected "method" (a request or notification), or "id" with exactly one '
+                       'of "result" and "error" (a response)')
     if message.get("jsonrpc") != "2.0":
         problem = '"jsonrpc" must be "2.0"'
     if problem is None:
@@ -454,13 +448,15 @@ def describe_frame(message, answers=None):
     if not isinstance(message, dict):
         return "not a message"
     rid = json.dumps(message["id"]) if "id" in message else "(no id)"
+    if "method" in message and "id" in message:
+        return f"request {rid} {message['method']}"
     if "method" in message:
-        kind = "request" if "id" in message else "notification"
-        return f"{kind} {rid} {message['method']}" if "id" in message else f"{kind} {message['method']}"
+        return f"notification {message['method']}"
     label = f"response {rid}"
     if isinstance(message.get("error"), dict):
         label = f"error {rid} {message['error'].get('code')}"
-    label += f" {answers}" if answers else ""
+    if answers:
+        label += f" {answers}"
     result = message.get("result")
     return label + " (isError)" if isinstance(result, dict) and result.get("isError") else label
 
@@ -476,9 +472,8 @@ def _shows_colour(stream):
 
 
 class FramePrinter:
-    """A trace for a Peer: prints each frame as it crosses, one line each, labelled with
-    who sent it (``labels`` maps "in"/"out" to e.g. "C->S"), what it is (a response names
-    the method it answers) and its bytes verbatim; coloured on a terminal."""
+    """A Peer's trace: one line a frame, with who sent it (``labels`` maps "in" and "out" to,
+    say, "C->S"), what it is (see describe_frame) and its bytes; coloured on a terminal."""
 
     _COLOURS = {"request": "36", "notification": "33", "response": "32", "error": "31"}
 
@@ -493,20 +488,26 @@ class FramePrinter:
         try:
             message = json.loads(raw)
         except (ValueError, RecursionError):
-            message = label = "blank" if not body.strip() else "unparsable"
+            message = _NOTHING
         with self.lock:
-            if isinstance(message, dict) and valid_id(message.get("id")):
-                if "method" in message:            # remember it, to name it in the response
-                    self.methods[direction, message["id"]] = message["method"]
-                    if len(self.methods) > 4096:       # some requests are never answered
-                        del self.methods[next(iter(self.methods))]
-                else:
-                    other = "out" if direction == "in" else "in"
-                    message = describe_frame(message, self.methods.pop((other, message["id"]), None))
-            label = message if isinstance(message, str) else describe_frame(message)
+            if message is _NOTHING:
+                label = "unparsable" if body.strip() else "blank"
+            else:
+                label = describe_frame(message, self.answered(direction, message))
             if self.colour:
                 label = f"\x1b[{self._COLOURS.get(label.split(' ')[0], '35')}m{label}\x1b[0m"
             print(f"{self.labels[direction]} {label}: {body}", file=self.stream, flush=True)
+
+    def answered(self, direction, message):
+        """The method a response answers; a request is noted for its response."""
+        if not isinstance(message, dict) or not valid_id(message.get("id")):
+            return None
+        if "method" not in message:
+            return self.methods.pop(("out" if direction == "in" else "in", message["id"]), None)
+        self.methods[direction, message["id"]] = message["method"]
+        if len(self.methods) > 4096:       # some requests are never answered
+            del self.methods[next(iter(self.methods))]
+        return None
 
 
 class _Pending:
@@ -522,12 +523,9 @@ class _Pending:
 
 
 class Peer:
-    """One end of a JSON-RPC connection over newline-delimited JSON.
-
-    It writes whole frames under one lock (concurrent writers never interleave), sends
-    requests with their own id space and a table of pending responses, and reads lines,
-    handing each message to ``handle_request``, ``handle_notification`` or the pending
-    table. The server's Session and the Client are both Peers."""
+    """One end of a JSON-RPC connection, one message a line: the server's Session and the
+    Client are Peers. It writes each frame whole under a lock, sends requests and waits for
+    their responses, and reads lines, handing each message to a handle_* hook."""
 
     def __init__(self, write_fd, trace=None):
         self.write_fd = write_fd
@@ -541,10 +539,10 @@ class Peer:
     # -- writing ---------------------------------------------------------------------------
     def send_frame(self, frame):
         """Write one encoded frame; False if the other side has gone away."""
-        if self.closed:
+        if self.closed:                       # not waiting for a write stuck on a closed wire
             return False
         with self.write_lock:
-            if self.closed or self.write_fd is None:    # checked again: closed under this lock
+            if self.closed or self.write_fd is None:    # closed while we waited
                 return False
             if self.trace:
                 self.trace("out", frame)
@@ -604,7 +602,7 @@ class Peer:
         return slot.result
 
     def cancel_pending(self, owner, reason):
-        """Give up the outbound requests an owner made, telling the other side (§9)."""
+        """Give up the outbound requests an owner made, telling the other side."""
         for rid, slot in list(self.pending.items()):
             if slot.owner is owner and self.pending.pop(rid, None) is not None:
                 self.notify("notifications/cancelled", {"requestId": rid, "reason": reason})
@@ -651,14 +649,14 @@ class Peer:
         self.send(error_response(None, error.code, error.message))
 
     def handle_too_long(self, line, limit):
-        text, rid = f"Message too large: {line.size} bytes is over the limit of {limit} bytes " \
-                    "per line; it was skipped", line.request_id()
+        text = (f"Message too large: {line.size} bytes is over the limit of {limit} bytes per "
+                "line; it was skipped")
         kind = line.kind()
         if kind == "request":
-            return self.send(error_response(rid, INVALID_REQUEST, text))
+            return self.send(error_response(line.request_id(), INVALID_REQUEST, text))
         log.warning("%s (an over-long %s, not answered)", text, kind)
         if kind == "response":
-            self.fail_response(rid, INVALID_REQUEST, text)
+            self.fail_response(line.request_id(), INVALID_REQUEST, text)
 
     def fail_response(self, rid, code, text):
         """A response we could not read: its request fails (a response is never answered)."""
@@ -667,8 +665,9 @@ class Peer:
             slot.resolve(error={"code": code, "message": text})
 
     def handle_message(self, message, outlet=None):
-        """Act on one decoded message. ``outlet`` is where the response to a request goes
-        (see ``respond``): this peer, or a Batch, or an HTTP response."""
+        """Act on one decoded message. ``outlet`` is where the response goes, through its
+        ``respond`` (and other frames about the request through ``send_frame``): this peer,
+        a Batch, or an HTTP EventStream."""
         outlet = outlet or self
         if isinstance(message, list):
             return self.handle_batch(message)
@@ -676,15 +675,13 @@ class Peer:
             kind = classify(message)
         except JSONRPCError as e:
             kind = e.data.get("kind")
-            if kind in ("notification", "response"):
-                log.warning("ignored an invalid %s: %s", kind, e.message)   # never answered
-                if kind == "response":
-                    self.fail_response(message.get("id"), e.code, e.message)
-                outlet.respond(None)
-            else:
-                rid = e.data.get("id")
-                outlet.respond(encode_message(error_response(rid, e.code, e.message)))
-            return
+            if kind not in ("notification", "response"):
+                return outlet.respond(encode_message(error_response(e.data.get("id"), e.code,
+                                                                    e.message)))
+            log.warning("ignored an invalid %s: %s", kind, e.message)   # never answered
+            if kind == "response":
+                self.fail_response(message.get("id"), e.code, e.message)
+            return outlet.respond(None)
         if kind == "request":
             return self.handle_request(message, outlet)
         if kind == "notification":
@@ -705,9 +702,7 @@ class Peer:
             slot.resolve(result=message["result"])
 
     def respond(self, frame):
-        """Write the encoded response to a request, or nothing for None (a notification, or
-        a request that gets no response). Every request carries an outlet with this method
-        and ``send_frame``: the peer itself, a Batch, or an HTTP response stream."""
+        """As an outlet: write a response, or nothing for None (no response is due)."""
         if frame is not None:
             self.send_frame(frame)
 
@@ -726,8 +721,8 @@ class Peer:
 
 
 class Batch:
-    """Collects the replies to one JSON-RPC batch (2025-03-26 only, B10) and sends them as
-    one array once every member has been answered or turned out to need no answer."""
+    """Collects the replies to one JSON-RPC batch (protocol 2025-03-26 only) and sends them
+    as one array once every member has been answered or turned out to need no answer."""
 
     def __init__(self, peer, size):
         self.peer, self.remaining, self.frames, self.lock = peer, size, [], threading.Lock()
@@ -749,48 +744,50 @@ class Batch:
 # Schemas
 # ============================================================================================
 #
-# Python annotations -> JSON Schema 2020-12 (J1), and a validator for it. The costly work
-# happens once, when a handler is registered: annotations are translated into a schema and
+# Python annotations -> JSON Schema 2020-12, and a validator for it. The costly work happens
+# once, when a handler is registered: annotations are translated into a schema and
 # converters, and the schema is compiled into nested closures. A call then costs one
 # validation walk plus the conversions it needs. Dataclass, TypedDict and Enum classes go into
 # "$defs" under their name, used through {"$ref": "#/$defs/Name"}: one rule, and it
 # terminates on recursive classes.
 
 class SchemaError(TypeError):
-    """A handler's annotations or schema can't become a usable JSON Schema.
-    Raised when the handler is registered, never while a call is served."""
+    """A handler's annotations or schema can't become a usable JSON Schema. Raised when the
+    handler is registered, never while a call is served."""
 
 
-def _blamed(where, make, *args):
-    """make(*args), with `where` put in front of a SchemaError it raises: "f: parameter 'x': ..."."""
+def _blamed(label, make, *args, **kwargs):
+    """make(...), with `label` put in front of a SchemaError it raises: "f: parameter 'x': ..."."""
     try:
-        return make(*args)
+        return make(*args, **kwargs)
     except SchemaError as e:
-        raise SchemaError(f"{where}: {e}") from None
+        raise SchemaError(f"{label}: {e}") from None
 
 
 class _Typing:
-    """The typing module's names and groups of them, imported on first use: plain classes never pay."""
+    """The typing module's names, and groups of them, imported on first use: plain classes
+    never pay for it."""
 
     def __getattr__(self, name):
-        import collections.abc
+        import collections.abc as abc
         import typing
+        required = {getattr(typing, "Required", 1): True,      # Python 3.11+
+                    getattr(typing, "NotRequired", 2): False}
         self.__dict__.update(
-            vars(typing), UNIONS=(typing.Union, types.UnionType), OBJECTS=(dict, collections.abc.Mapping),
-            ARRAYS=(list, collections.abc.Sequence, set, frozenset),    # Required is Python 3.11+:
-            REQUIRED={getattr(typing, "Required", 1): True, getattr(typing, "NotRequired", 2): False})
+            vars(typing), UNIONS=(typing.Union, types.UnionType), OBJECTS=(dict, abc.Mapping),
+            ARRAYS=(list, abc.Sequence, set, frozenset), REQUIRED=required)
         return object.__getattribute__(self, name)
 
 
-_t = _Typing()
-_NOTHING = object()         # "no default" / "no annotation" (None is a real value for both)
-_JSON_TYPES = {type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string",
-               list: "array", dict: "object"}
-_DATES = {"datetime": "date-time", "date": "date"}      # classes of the datetime module -> format
-# Classes JSON carries as strings, as the official SDK sends them: (module, class) -> schema
+_typing = _Typing()
+_JSON_TYPES = {type(None): "null", bool: "boolean", int: "integer", float: "number",
+               str: "string", list: "array", dict: "object"}
+# Classes JSON carries as strings, as the official SDK sends them: (package, class) -> schema
 _AS_STRINGS = {("uuid", "UUID"): {"type": "string", "format": "uuid"},
                ("decimal", "Decimal"): {"type": ["string", "number"]},
-               ("pathlib", "Path"): {"type": "string"}, ("pathlib", "PurePath"): {"type": "string"}}
+               ("pathlib", "Path"): {"type": "string"}, ("pathlib", "PurePath"): {"type": "string"},
+               ("datetime", "datetime"): {"type": "string", "format": "date-time"},
+               ("datetime", "date"): {"type": "string", "format": "date"}}
 
 # Annotated metadata (pydantic, annotated_types): attribute name -> JSON Schema keyword
 _BOUND_KEYWORDS = {"gt": "exclusiveMinimum", "ge": "minimum", "lt": "exclusiveMaximum",
@@ -804,21 +801,23 @@ _METADATA_NAMES = {*_BOUND_KEYWORDS, *_LENGTH_KEYWORDS, "pattern", "description"
 # --- docstrings ------------------------------------------------------------
 
 _SECTION = re.compile(r"[A-Z][A-Za-z ]*:")              # "Args:", "Keyword Args:", "Returns:"
-_PARAM_SECTIONS = {"Args", "Arguments", "Parameters", "Params", "Keyword Args", "Keyword Arguments",
-                   "Other Parameters", "Attributes"}    # Attributes: the fields of a dataclass
+_PARAM_SECTIONS = {"Args", "Arguments", "Parameters", "Params", "Keyword Args",
+                   "Keyword Arguments", "Other Parameters",
+                   "Attributes"}                        # the fields of a dataclass
 _GOOGLE_ITEM = re.compile(r"\**(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)")         # "name (type): text"
-_SPHINX_ITEM = re.compile(r":(?:param|parameter|arg|argument|key|keyword)\s+(?:[^:]*\s)?\**(\w+)\s*:\s*(.*)")
+_SPHINX_ITEM = re.compile(                                                 # ":param type name:"
+    r":(?:param|parameter|arg|argument|key|keyword)\s+(?:[^:]*\s)?\**(\w+)\s*:\s*(.*)")
 
 
 def parse_docstring(doc):
     """Docstring -> (first paragraph, {parameter: description}), the latter from Google-style
-    `Args:` sections and Sphinx `:param [type] name:` fields.  Whitespace is normalised."""
+    `Args:` sections and Sphinx `:param [type] name:` fields. Whitespace is normalised."""
     first, *rest = (doc or "").expandtabs().strip().splitlines() or [""]
     margin = min((len(line) - len(line.lstrip()) for line in rest if line.strip()), default=0)
-    lines = [first.rstrip()] + [line[margin:].rstrip() for line in rest]      # as inspect.cleandoc does
+    lines = [first.rstrip()] + [line[margin:].rstrip() for line in rest]   # as inspect.cleandoc
     # The first paragraph ends at a blank line, a section or a field.
-    end = next((i for i, line in enumerate(lines) if not line or _SECTION.fullmatch(line) or line[0] == ":"),
-               len(lines))
+    end = next((i for i, line in enumerate(lines)
+                if not line or _SECTION.fullmatch(line) or line[0] == ":"), len(lines))
     params, current, indent, section = {}, None, 0, None
     for line in lines[end:]:
         text, depth = line.strip(), len(line) - len(line.lstrip())
@@ -828,47 +827,53 @@ def parse_docstring(doc):
         current = None
         if depth == 0 and _SECTION.fullmatch(text):
             section = text[:-1]
-        elif m := _SPHINX_ITEM.match(text) or (section in _PARAM_SECTIONS and _GOOGLE_ITEM.fullmatch(text)):
-            current, indent, params[m[1]] = m[1], depth, m[2]
-    return " ".join(" ".join(lines[:end]).split()) or None, {k: " ".join(v.split()) for k, v in params.items()}
+        elif item := _SPHINX_ITEM.match(text) or (
+                section in _PARAM_SECTIONS and _GOOGLE_ITEM.fullmatch(text)):
+            current, indent, params[item[1]] = item[1], depth, item[2]
+    summary = " ".join(" ".join(lines[:end]).split()) or None
+    return summary, {name: " ".join(words.split()) for name, words in params.items()}
 
 
 # --- JSON values -----------------------------------------------------------
 
-_IS = {  # JSON type -> test; exact types, for speed: json gives int, float, str... and bool is no number
+# JSON type -> its test. Exact types, for speed (json gives int, float, str...); a bool is no
+# number, and 1.0 is an integer.
+_TYPE_TESTS = {
     "null": lambda v: v is None, "boolean": lambda v: isinstance(v, bool),
-    "integer": lambda v: type(v) is int or type(v) is float and v.is_integer(),    # 1.0 is an integer
+    "integer": lambda v: type(v) is int or type(v) is float and v.is_integer(),
     "number": lambda v: type(v) is int or type(v) is float,
     "string": lambda v: isinstance(v, str), "array": lambda v: isinstance(v, list),
     "object": lambda v: isinstance(v, dict)}
-_is_number = _IS["number"]
+_is_number = _TYPE_TESTS["number"]
 
 
-def _jtype(v):
-    return _JSON_TYPES.get(type(v)) or type(v).__name__
+def _json_type(value):
+    return _JSON_TYPES.get(type(value)) or type(value).__name__
 
 
-def _key(v):
-    """A hashable stand-in with JSON equality: 1 == 1.0, True != 1, arrays and objects item by item."""
-    if isinstance(v, (list, tuple)):
-        return (list, tuple(map(_key, v)))
-    if isinstance(v, dict):
-        return (dict, frozenset((k, _key(x)) for k, x in v.items()))
-    return (float if _is_number(v) else type(v), v)     # str, bool, None: equal only to themselves
+def _json_key(value):
+    """A hashable stand-in with JSON's equality: 1 == 1.0, True != 1, arrays and objects
+    item by item; strings, booleans and null equal only themselves."""
+    if isinstance(value, (list, tuple)):
+        return (list, tuple(map(_json_key, value)))
+    if isinstance(value, dict):
+        return (dict, frozenset((k, _json_key(x)) for k, x in value.items()))
+    return (float if _is_number(value) else type(value), value)
 
 
-def _show(v, limit=60):
-    text = json.dumps(v, ensure_ascii=False, default=repr)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+def _preview(value):
+    text = json.dumps(value, ensure_ascii=False, default=repr)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
-def _got(v):
-    return "null" if v is None else f"{_jtype(v)} {_show(v)}"
+def _typed_preview(value):
+    """A value as a problem names what it got: 'null', 'integer 5', 'string "x"'."""
+    return "null" if value is None else f"{_json_type(value)} {_preview(value)}"
 
 
 def _dump(value):
     """Python value -> JSON value: dataclasses field by field, Enums by value, tuples and sets
-    as lists, dates as ISO strings.  Anything else is left for json.dumps to judge."""
+    as lists, dates as ISO strings. Anything else is left for json.dumps to judge."""
     if isinstance(value, enum.Enum):
         return _dump(value.value)
     if value is None or isinstance(value, (str, int, float)):
@@ -881,7 +886,7 @@ def _dump(value):
         import dataclasses
         return {f.name: _dump(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if getattr(value, "tzinfo", False) is None and hasattr(value, "astimezone"):
-        value = value.astimezone()          # a naive datetime is local time: RFC 3339 wants the offset
+        value = value.astimezone()    # a naive datetime is local time: RFC 3339 wants the offset
     if hasattr(value, "isoformat"):
         return value.isoformat()
     if isinstance(value, os.PathLike):
@@ -895,8 +900,31 @@ def _dump(value):
 
 # --- annotations -> schemas and converters ---------------------------------
 
-def _name(tp):
+def _type_name(tp):
     return tp.__qualname__ if isinstance(tp, type) else repr(tp).replace("typing.", "")
+
+
+def _is_subclass(tp, classes):
+    """issubclass() for an annotation, which may be no class (list[int] is a type in 3.10)."""
+    return isinstance(tp, type) and not isinstance(tp, types.GenericAlias) \
+        and issubclass(tp, classes)
+
+
+def _from_string(cls):
+    """The converter to a class of _AS_STRINGS; its ValueError says what was expected."""
+    is_date = cls.__module__ == "datetime"
+    expected = f"a {cls.__name__}"
+    if is_date:
+        expected = f"an ISO 8601 {_AS_STRINGS['datetime', cls.__name__]['format']} string"
+
+    def convert(v):
+        try:
+            if is_date:         # Python 3.10's fromisoformat does not read a "Z" suffix
+                return cls.fromisoformat(v[:-1] + "+00:00" if v[-1:] == "Z" else v)
+            return cls(str(v))
+        except (ValueError, ArithmeticError):       # Decimal raises InvalidOperation
+            raise ValueError(f"expected {expected}, got {_preview(v)}") from None
+    return convert
 
 
 class _Types:
@@ -907,46 +935,37 @@ class _Types:
         self.where = where              # what a warning names: "f: parameter 'n'"
 
     def translate(self, tp):
-        """Annotation -> (a fresh schema dict the caller may add to, a function from a *validated*
-        JSON value to what `tp` asks for, or None when the JSON value will do)."""
+        """Annotation -> (a fresh schema dict the caller may add to, a function from a
+        *validated* JSON value to what `tp` asks for, or None when the JSON value will do)."""
         if tp is None or isinstance(tp, type) and tp in _JSON_TYPES:
-            return {"type": _JSON_TYPES[type(None) if tp is None else tp]}, int if tp is int else None
-        origin, args = _t.get_origin(tp) or tp, _t.get_args(tp)
-        if origin is _t.Annotated:     # Annotated[T, "description"] or Annotated[T, {schema keywords}]
-            schema, convert = self.translate(args[0])
-            for extra in args[1:]:     # or pydantic / annotated_types metadata
-                if isinstance(extra, (str, dict)):
-                    schema.update({"description": extra} if isinstance(extra, str) else extra)
+            schema = {"type": _JSON_TYPES[type(None) if tp is None else tp]}
+            return schema, int if tp is int else None                   # 1.0 -> 1
+        origin, args = _typing.get_origin(tp) or tp, _typing.get_args(tp)
+        if origin is _typing.Annotated:     # Annotated[T, "description"], [T, {keywords}],
+            schema, convert = self.translate(args[0])   # or pydantic / annotated_types metadata
+            for extra in args[1:]:
+                if isinstance(extra, str):
+                    schema["description"] = extra
+                elif isinstance(extra, dict):
+                    schema.update(extra)
                 else:
                     self.metadata(schema, extra)
             return schema, convert
-        if tp in (_t.Any, object):
+        if tp in (_typing.Any, object):
             return {}, None
         if hasattr(tp, "__supertype__"):                 # typing.NewType
             return self.translate(tp.__supertype__)
         # By package: Python 3.13 defines pathlib's classes in pathlib._local.
         named = isinstance(tp, type) and (tp.__module__.partition(".")[0], tp.__name__)
         if named in _AS_STRINGS:
-            def parse_string(v):
-                try:
-                    return tp(str(v))
-                except (ValueError, ArithmeticError):       # Decimal raises InvalidOperation
-                    raise ValueError(f"expected a {tp.__name__}, got {_show(v)}") from None
-            return dict(_AS_STRINGS[named]), parse_string
-        if isinstance(tp, type) and tp.__module__ == "datetime" and tp.__name__ in _DATES:
-            def parse(v):       # Python 3.10's fromisoformat does not read a "Z" suffix
-                try:
-                    return tp.fromisoformat(v[:-1] + "+00:00" if v[-1:] == "Z" and tp.__name__ == "datetime" else v)
-                except ValueError:
-                    raise ValueError(f"expected an ISO 8601 {_DATES[tp.__name__]} string, got {_show(v)}") from None
-            return {"type": "string", "format": _DATES[tp.__name__]}, parse
-        if isinstance(tp, type) and (issubclass(tp, enum.Enum) or hasattr(tp, "__dataclass_fields__")
-                                     or _t.is_typeddict(tp)):
+            return dict(_AS_STRINGS[named]), _from_string(tp)
+        if _is_subclass(tp, enum.Enum) or _typing.is_typeddict(tp) \
+                or isinstance(tp, type) and hasattr(tp, "__dataclass_fields__"):
             return self._named(tp)
-        if origin is _t.Literal:            # converted to the literal itself: 1.0 -> 1, "red" -> Colour.RED
-            table = {_key(_dump(v)): v for v in args}
-            return self.choices([_dump(v) for v in args]), lambda v: table[_key(v)]
-        if origin in _t.UNIONS:         # converted as the first alternative the value is valid for
+        if origin is _typing.Literal:   # converted to the literal itself: "red" -> Colour.RED
+            table = {_json_key(_dump(v)): v for v in args}
+            return self.choices([_dump(v) for v in args]), lambda v: table[_json_key(v)]
+        if origin in _typing.UNIONS:    # converted as the first alternative the value fits
             arms, checks = [self.translate(arg) for arg in args], []
             schema = {"anyOf": [schema for schema, _ in arms]}
             if not any(convert for _, convert in arms):
@@ -958,11 +977,12 @@ class _Types:
                     if not _problems(check, v, ""):
                         return arm(v) if arm else v
             return schema, convert
-        if origin is tuple and args and args[-1] is not ...:    # no "items": false, draft-07 misreads it
-            arms = [self.translate(arg) for arg in args]
-            return ({"type": "array", "prefixItems": [schema for schema, _ in arms], "minItems": len(args),
-                     "maxItems": len(args)}, lambda v: tuple(c(x) if c else x for (_, c), x in zip(arms, v)))
-        if origin is tuple or origin in _t.ARRAYS:
+        if origin is tuple and args and args[-1] is not ...:
+            arms = [self.translate(arg) for arg in args]   # not "items": false, which draft-07
+            schema = {"type": "array", "prefixItems": [schema for schema, _ in arms],   # misreads
+                      "minItems": len(args), "maxItems": len(args)}
+            return schema, lambda v: tuple(c(x) if c else x for (_, c), x in zip(arms, v))
+        if origin is tuple or origin in _typing.ARRAYS:
             schema, item = {"type": "array"}, None
             if args:
                 schema["items"], item = self.translate(args[0])
@@ -971,31 +991,31 @@ class _Types:
             if origin in (tuple, set, frozenset):
                 return schema, (lambda v: origin(map(item, v))) if item else origin
             return schema, item and (lambda v: [item(x) for x in v])
-        if origin in _t.OBJECTS:
+        if origin in _typing.OBJECTS:
             if not args:
                 return {"type": "object"}, None
-            if args[0] not in (str, _t.Any):
-                raise SchemaError(f"{_name(tp)} is not supported: JSON object keys are strings")
+            if args[0] not in (str, _typing.Any):
+                raise SchemaError(f"{_type_name(tp)} is not supported: JSON object keys are "
+                                  "strings")
             schema, item = self.translate(args[1])
-            return {"type": "object", "additionalProperties": schema}, item and (
-                lambda v: {k: item(x) for k, x in v.items()})
+            convert = item and (lambda v: {k: item(x) for k, x in v.items()})
+            return {"type": "object", "additionalProperties": schema}, convert
         if tp in (bytes, bytearray):
             raise SchemaError("bytes is not supported: JSON has no binary type; take a base64 str")
-        raise SchemaError(f"the annotation {_name(tp)} is not supported")
+        raise SchemaError(f"the annotation {_type_name(tp)} is not supported")
 
     def metadata(self, schema, extra):
-        """Add what Annotated metadata from pydantic (``Field(description=..., le=10)``) or
-        annotated_types (``Ge(0)``, ``MaxLen(9)``, ``Interval(gt=0, lt=1)``, ...) says to
-        ``schema``, so that it is enforced. Both are read by their attribute names, never
-        imported; what cannot become a keyword is warned about, not dropped silently."""
+        """Put what Annotated metadata from pydantic (``Field(description=..., le=10)``) or
+        annotated_types (``Ge(0)``, ``MaxLen(9)``, ``Interval(gt=0, lt=1)``, ...) says into
+        ``schema``, so that it is enforced. Both are read by attribute name, never imported;
+        what cannot become a keyword is warned about, not dropped silently."""
         if _is_field_info(extra):
             return self.field_info(schema, extra)
         if hasattr(type(extra), "__dataclass_fields__"):            # annotated_types, Strict
             fields = {name: getattr(extra, name) for name in type(extra).__dataclass_fields__}
         else:                                                       # pydantic's other metadata
             fields = dict(getattr(extra, "__dict__", None) or {})
-        unknown = [name for name in fields if name not in _METADATA_NAMES]
-        if unknown or not fields:
+        if not fields or not fields.keys() <= _METADATA_NAMES:
             return self.unused(repr(extra), "JSON Schema has no keyword for it")
         for name, value in fields.items():
             if value is not None:
@@ -1003,20 +1023,20 @@ class _Types:
 
     def keyword(self, schema, name, value):
         """One constraint or annotation (``le``, ``min_length``, ``pattern``, ...) -> keyword."""
+        kinds = _types_of(schema, {"$defs": self.defs}) or []
         if name in _BOUND_KEYWORDS:
-            kinds = self.kinds(schema)
-            if not _is_number(value) or name == "multiple_of" and value <= 0 or \
-                    kinds and not {"integer", "number"} & set(kinds):
-                return self.unused(f"{name}={value!r}", "JSON Schema bounds are numbers, "
-                                                        "and bound numbers only")
+            if not _is_number(value) or name == "multiple_of" and value <= 0 \
+                    or kinds and not {"integer", "number"} & set(kinds):
+                return self.unused(f"{name}={value!r}",
+                                   "JSON Schema bounds are numbers, and bound numbers only")
             schema[_BOUND_KEYWORDS[name]] = value
         elif name in _LENGTH_KEYWORDS:
             if name == "min_length" and value == 0:
                 return                                  # Len(max_length=5) says min_length=0
-            kinds = [kind for kind in self.kinds(schema) if kind in _LENGTH_KEYWORDS[name]]
+            kinds = [kind for kind in kinds if kind in _LENGTH_KEYWORDS[name]]
             if type(value) is not int or value < 0 or not kinds:
-                return self.unused(f"{name}={value!r}", "only strings, arrays and objects have "
-                                                        "a length in JSON")
+                return self.unused(f"{name}={value!r}",
+                                   "only strings, arrays and objects have a length in JSON")
             schema.update((_LENGTH_KEYWORDS[name][kind], value) for kind in kinds)
         elif name == "pattern":
             if not isinstance(value, str):
@@ -1047,14 +1067,6 @@ class _Types:
             if getattr(info, name, None) is not None:
                 self.unused(f"Field({name}=...)", "arguments are named as the parameters are")
 
-    def kinds(self, schema):
-        """The JSON types a schema this class made admits ([] if it does not say)."""
-        if "type" in schema:
-            return [schema["type"]] if isinstance(schema["type"], str) else list(schema["type"])
-        if "$ref" in schema:
-            return self.kinds(self.defs.get(schema["$ref"].rpartition("/")[2], {}))
-        return [kind for arm in schema.get("anyOf", ()) for kind in self.kinds(arm)]
-
     def unused(self, what, why):
         import warnings
         frame, level = sys._getframe(1), 2         # point at the caller's line, outside this file
@@ -1064,37 +1076,46 @@ class _Types:
                       "it is neither in the schema nor checked", stacklevel=level)
 
     def choices(self, values):
-        """Schema for a fixed set of JSON scalars (Literal, Enum), typed so clients can show them."""
-        kinds = list(dict.fromkeys(map(_jtype, values)))
+        """Schema for a fixed set of JSON scalars (Literal, Enum), typed for clients to show."""
+        kinds = list(dict.fromkeys(map(_json_type, values)))
         if not set(kinds) <= {"null", "boolean", "integer", "number", "string"}:
-            raise SchemaError(f"the values {values!r} are not all JSON strings, numbers, booleans or null")
-        return {"type": kinds[0] if len(kinds) == 1 else kinds,
-                **({"const": values[0]} if len(values) == 1 else {"enum": values})}
+            raise SchemaError(f"the values {values!r} are not all JSON strings, numbers, "
+                              "booleans or null")
+        if len(values) == 1:
+            return {"type": kinds[0], "const": values[0]}
+        return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": values}
 
     def fields(self, cls):
         """[(name, annotation, required, default, init)] of a dataclass or TypedDict."""
         try:
-            hints = _t.get_type_hints(cls, include_extras=True)
+            hints = _typing.get_type_hints(cls, include_extras=True)
         except Exception as e:
             raise SchemaError(f"cannot resolve the annotations of {cls.__name__}: {e}") from None
         if hasattr(cls, "__dataclass_fields__"):
             import dataclasses
             no = dataclasses.MISSING
             return [(f.name, hints[f.name], f.init and f.default is no and f.default_factory is no,
-                     _NOTHING if f.default is no else f.default, f.init) for f in dataclasses.fields(cls)]
-        marked = _t.REQUIRED    # {Required: True, NotRequired: False}: marks win (3.11 misses them in strings)
-        return [(name, _t.get_args(hint)[0], marked[_t.get_origin(hint)], _NOTHING, True)
-                if _t.get_origin(hint) in marked else (name, hint, name in cls.__required_keys__, _NOTHING, True)
-                for name, hint in hints.items()]
+                     _NOTHING if f.default is no else f.default, f.init)
+                    for f in dataclasses.fields(cls)]
+        fields = []
+        for name, hint in hints.items():
+            required, mark = name in cls.__required_keys__, _typing.get_origin(hint)
+            if mark in _typing.REQUIRED:    # Required[...]: Python 3.11 misses it in a string
+                hint, required = _typing.get_args(hint)[0], _typing.REQUIRED[mark]
+            fields.append((name, hint, required, _NOTHING, True))
+        return fields
 
     def _named(self, cls):
         """A $ref to `cls` and its converter; the class's schema goes into defs the first time."""
         name = cls.__name__
         if self.owners.setdefault(name, cls) is not cls:
-            raise SchemaError(f"two classes are named {name!r}: {_name(self.owners[name])} and {_name(cls)}")
+            raise SchemaError(f"two classes are named {name!r}: "
+                              f"{_type_name(self.owners[name])} and {_type_name(cls)}")
         if name not in self.defs:
-            doc = cls.__dict__.get("__doc__") or ""         # not the one dataclass makes up: "Point(x: int)"
-            description, docs = parse_docstring("" if doc.startswith(name + "(") or doc == "An enumeration." else doc)
+            doc = cls.__dict__.get("__doc__") or ""
+            if doc.startswith(name + "(") or doc == "An enumeration.":
+                doc = ""                # made up by dataclass ("Point(x: int)") or by Enum
+            description, docs = parse_docstring(doc)
             # The entry goes in first, so that a class containing itself terminates.
             self.defs[name] = schema = {"description": description} if description else {}
             if issubclass(cls, enum.Enum):
@@ -1102,32 +1123,36 @@ class _Types:
                 schema.update(self.choices([_dump(member.value) for member in cls]))
             else:
                 fields, converters = self.fields(cls), {}
-                accepted = {field for field, *_, init in fields if init}     # init=False: no argument
+                accepted = {field for field, *_, init in fields if init}  # init=False: no argument
 
                 def convert(v):
-                    return cls(**{k: converters[k](x) if converters[k] else x for k, x in v.items() if k in accepted})
+                    return cls(**{k: converters[k](x) if converters[k] else x
+                                  for k, x in v.items() if k in accepted})
                 self.converters[cls] = convert
-                schema.update(self.object(fields, docs, lambda field: f"field {field!r} of {name}", converters))
+                schema.update(self.object(fields, docs, lambda field: f"field {field!r} of {name}",
+                                          converters))
         return {"$ref": f"#/$defs/{name}"}, self.converters.get(cls)
 
     def object(self, fields, docs, where, converters):
-        """Object schema for [(name, annotation, required, default, ...)]; converters go in `converters`."""
+        """Object schema for [(name, annotation, required, default, ...)]; the converters go
+        into `converters`, and where(name) names a field in errors and warnings."""
         props, outer = {}, self.where
         for name, hint, _, default, *_ in fields:
             self.where = where(name)
-            schema, converters[name] = ({}, None) if hint is _NOTHING else _blamed(where(name), self.translate, hint)
-            props[name] = schema
+            props[name], converters[name] = {}, None
+            if hint is not _NOTHING:
+                props[name], converters[name] = _blamed(where(name), self.translate, hint)
             if docs.get(name):
-                schema.setdefault("description", docs[name])     # one from Annotated wins
+                props[name].setdefault("description", docs[name])     # one from Annotated wins
             try:            # a default with no JSON form (say object()) is just not advertised
                 if default is not _NOTHING:
-                    schema["default"] = json.loads(json.dumps(_dump(default), allow_nan=False))
+                    props[name]["default"] = json.loads(json.dumps(_dump(default), allow_nan=False))
             except (TypeError, ValueError):
                 pass
         self.where = outer
         required = [field[0] for field in fields if field[2]]
-        return {"type": "object", "properties": props, **({"required": required} if required else {}),
-                "additionalProperties": False}
+        return {"type": "object", "properties": props,
+                **({"required": required} if required else {}), "additionalProperties": False}
 
     def finish(self, compiler):
         """Compile the alternatives of the unions to convert, once the whole schema is known."""
@@ -1137,8 +1162,8 @@ class _Types:
 
 def _is_field_info(value):
     """Is it pydantic's FieldInfo (what ``Field(...)`` returns)? Known by its attributes."""
-    return (hasattr(value, "json_schema_extra")
-            and isinstance(getattr(value, "metadata", None), list))
+    return hasattr(value, "json_schema_extra") \
+        and isinstance(getattr(value, "metadata", None), list)
 
 
 def _pydantic_default(info):
@@ -1152,7 +1177,7 @@ def _pydantic_default(info):
 
 
 def type_schema(tp, defs=None, *, where="a type"):
-    """Python type hint -> JSON Schema.  Classes go into `defs` and are referenced with $ref;
+    """Python type hint -> JSON Schema. Classes go into `defs` and are referenced with $ref;
     without `defs` the result is a whole schema (with "$defs" when it needs them). A warning
     about metadata it cannot use names `where`."""
     translator = _Types({} if defs is None else defs, where)
@@ -1163,17 +1188,20 @@ def type_schema(tp, defs=None, *, where="a type"):
     if schema.get("$ref", "").startswith("#/$defs/"):       # a class on top is written out in place
         name = schema.pop("$ref")[len("#/$defs/"):]
         schema = {**defs[name], **schema}
-        if f"'#/$defs/{name}'" not in repr(defs):           # and needs no entry, unless it is recursive
+        if f"'#/$defs/{name}'" not in repr(defs):           # and needs no entry, unless recursive
             del defs[name]
     return {**schema, "$defs": defs} if defs else schema
 
 
 def _is_content(tp, content_types):
     """Does a return annotation name content blocks (or a list or union of them)?"""
-    if isinstance(tp, type) and not isinstance(tp, types.GenericAlias):    # list[X] is a type in 3.10
-        return issubclass(tp, content_types)
-    origin, args = _t.get_origin(tp), _t.get_args(tp)
-    args = args[:1] if origin is _t.Annotated else args if origin in _t.UNIONS or origin in _t.ARRAYS else ()
+    if _is_subclass(tp, content_types):
+        return True
+    origin, args = _typing.get_origin(tp), _typing.get_args(tp)
+    if origin is _typing.Annotated:
+        args = args[:1]
+    elif origin not in _typing.UNIONS and origin not in _typing.ARRAYS:
+        return False
     return bool(args) and all(arg is type(None) or _is_content(arg, content_types) for arg in args)
 
 
@@ -1182,9 +1210,8 @@ def _is_content(tp, content_types):
 def _parameters(fn):
     """([(name, kind, default, annotation)], return annotation, globals) of a callable; kind
     is "/", "*", "**" or "" (named); _NOTHING stands for no default or no annotation. Plain
-    functions are read straight from their code object: inspect is slow to import. Python
-    3.14 evaluates annotations when they are first read: NameError for a class not defined
-    yet."""
+    functions are read from their code object: inspect is slow to import. (Python 3.14
+    evaluates annotations when first read: NameError for a class not defined yet.)"""
     if type(fn) is types.FunctionType and not hasattr(fn, "__wrapped__"):
         try:
             return _code_parameters(fn)
@@ -1201,15 +1228,16 @@ def _parameters(fn):
 
 
 def _code_parameters(fn):
-    """_parameters() of a plain function, from its code object (the data model documents
-    its co_* attributes)."""
+    """_parameters() of a plain function, from its code object (the co_* attributes are in
+    the data model)."""
     code, hints = fn.__code__, fn.__annotations__
     names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
     defaults = dict(zip(reversed(names[:code.co_argcount]), reversed(fn.__defaults__ or ())))
     defaults.update(fn.__kwdefaults__ or {})
     params = [(name, "/" if i < code.co_posonlyargcount else "", defaults.get(name, _NOTHING),
                hints.get(name, _NOTHING)) for i, name in enumerate(names)]
-    stars = [kind for flag, kind in ((4, "*"), (8, "**")) if code.co_flags & flag]  # CO_VARARGS, CO_VARKEYWORDS
+    # CO_VARARGS and CO_VARKEYWORDS
+    stars = [kind for flag, kind in ((4, "*"), (8, "**")) if code.co_flags & flag]
     params += [(name, kind, _NOTHING, hints.get(name, _NOTHING))
                for name, kind in zip(code.co_varnames[len(names):], stars)]
     return params, hints.get("return", _NOTHING), fn.__globals__
@@ -1217,15 +1245,15 @@ def _code_parameters(fn):
 
 class Signature:
     """What mcp_min needs to know about a handler, worked out once when it is registered:
-    .description, .input_schema, .output_schema, .wrap_output, .context_param, .bind(arguments)
-    -> (kwargs, problems) and .dump_output(value). A parameter annotated `context_type` (or a
-    string naming it) is left out of the schema. A return annotation naming `content_types` (or
-    a list or union of them) gets no output schema, nor does any with structured=False;
-    input_schema / output_schema, when given, are used exactly as they are."""
+    .description, .input_schema, .output_schema, .wrap_output, .context_param,
+    .bind(arguments) -> (kwargs, problems) and .dump_output(value). A parameter annotated
+    `context_type` (or a string naming it) is left out of the schema. A return annotation
+    naming `content_types` (or a list or union of them) gets no output schema, nor does any
+    with structured=False; input_schema and output_schema, when given, are used as given."""
 
     def __init__(self, fn, *, context_type=None, description=None, param_descriptions=None,
                  input_schema=None, output_schema=None, structured=None, content_types=()):
-        self.fn, self.context_param, self.wrap_output, self.output_schema = fn, None, False, output_schema
+        self.fn, self.context_param, self.wrap_output = fn, None, False
         self._where = where = getattr(fn, "__qualname__", None) or repr(fn)
         try:
             parameters, returns, self._globals = _parameters(fn)
@@ -1234,25 +1262,26 @@ class Signature:
                               f"when it is registered: define {e.name} first") from None
         doc, docs = parse_docstring(getattr(fn, "__doc__", None))
         self.description = doc if description is None else description
-        fields, rest = [], _NOTHING     # [(name, annotation, required, default)]; the **kwargs annotation
-        given_by_field, self._defaults = {}, {}    # `n: int = Field(...)`: name -> FieldInfo, maker
+        fields, rest = [], _NOTHING     # [(name, annotation, required, default)], **kwargs's
+        by_field, self._defaults = {}, {}   # `n: int = Field(...)`: name -> FieldInfo, -> maker
         for name, kind, default, annotation in parameters:
-            # "Context" or "mcp_min.Context" need not resolve, nor anything for a hand-written schema.
-            by_name = (context_type and isinstance(annotation, str)
-                       and annotation.rpartition(".")[2] == context_type.__name__)
-            hint = (annotation if by_name or input_schema is not None
-                    else self._resolve(annotation, f"parameter {name!r}"))
-            if by_name or context_type and isinstance(hint, type) and not isinstance(hint, types.GenericAlias) \
-                    and issubclass(hint, context_type):
+            # "Context" or "mcp_min.Context" need not resolve, nor anything for a given schema.
+            by_name = context_type and isinstance(annotation, str) \
+                and annotation.rpartition(".")[2] == context_type.__name__
+            hint = annotation
+            if not by_name and input_schema is None:
+                hint = self._resolve(annotation, f"parameter {name!r}")
+            if by_name or context_type and _is_subclass(hint, context_type):
                 self.context_param = name
             elif kind in ("*", "/"):
-                raise SchemaError(f"{where}: parameter {name!r} can't be passed by name, and JSON "
-                                  f"arguments are named: *args and positional-only are not supported")
+                raise SchemaError(f"{where}: parameter {name!r} can't be passed by name, and "
+                                  "JSON arguments are named: *args and positional-only are "
+                                  "not supported")
             elif kind == "**":
-                rest = _t.Any if hint is _NOTHING else hint
+                rest = _typing.Any if hint is _NOTHING else hint
             else:
                 if _is_field_info(default):             # pydantic's `n: int = Field(3, le=9)`:
-                    given_by_field[name] = default      # Python's default would be the Field
+                    by_field[name] = default            # Python's default would be the Field
                     default, make = _pydantic_default(default)
                     if make is not None:
                         self._defaults[name] = make
@@ -1262,8 +1291,9 @@ class Signature:
         translator, self._converters, self._rest_converter = _Types({}, where), {}, None
         if input_schema is None:
             input_schema = translator.object(fields, {**docs, **(param_descriptions or {})},
-                                             lambda name: f"{where}: parameter {name!r}", self._converters)
-            for name, info in given_by_field.items():
+                                             lambda name: f"{where}: parameter {name!r}",
+                                             self._converters)
+            for name, info in by_field.items():
                 translator.where = f"{where}: parameter {name!r}"
                 translator.field_info(input_schema["properties"][name], info, is_default=True)
             if rest is not _NOTHING:
@@ -1271,29 +1301,33 @@ class Signature:
                     f"{where}: **kwargs", translator.translate, rest)
             if translator.defs:
                 input_schema["$defs"] = translator.defs
-        self.input_schema = input_schema        # a hand-written one exactly as given ($schema, $defs, ...)
+        self.input_schema = input_schema    # one given is kept exactly ($schema, $defs, ...)
         compiler = _blamed(f"{where}: input schema", _Compiler, input_schema)
         translator.finish(compiler)
         self._validate = compiler.validate
         typed = {name: kinds for name, sub in input_schema.get("properties", {}).items()
-                 if (kinds := compiler.types_of(sub)) and "string" not in kinds}
+                 if (kinds := _types_of(sub, input_schema)) and "string" not in kinds}
         # Prompt arguments and URI variables are always strings: parse those typed otherwise.
         self.parse_strings = set(typed)
         # Claude Desktop sends object and array arguments as JSON text: these may need parsing.
-        self._coerce = [(name, kinds) for name, kinds in typed.items() if {"object", "array"} & set(kinds)]
+        self._coerce = [(name, kinds) for name, kinds in typed.items()
+                        if {"object", "array"} & set(kinds)]
 
+        self.output_schema = output_schema
+        ret = _NOTHING
         if output_schema is None and structured is not False:
             ret = self._resolve(returns, "the return value")
-            # A str is text content already: wrapping it would double every payload.
-            if ret not in (_NOTHING, None, type(None), str) and not _is_content(ret, tuple(content_types)):
-                schema = _blamed(f"{where}: return annotation (structured=False skips it)",
-                                 functools.partial(type_schema, where=f"{where}: return value"),
-                                 ret)
-                self.wrap_output = schema.get("type") != "object"     # MCP wants an object: {"result": value}
-                if self.wrap_output:
-                    defs = {"$defs": schema.pop("$defs")} if "$defs" in schema else {}
-                    schema = {"type": "object", "properties": {"result": schema}, "required": ["result"], **defs}
-                self.output_schema = schema
+        # A str is text content already: wrapping it would double every payload.
+        if ret not in (_NOTHING, None, type(None), str) \
+                and not _is_content(ret, tuple(content_types)):
+            schema = _blamed(f"{where}: return annotation (structured=False skips it)",
+                             type_schema, ret, where=f"{where}: return value")
+            self.wrap_output = schema.get("type") != "object"    # MCP wants an object:
+            if self.wrap_output:                                # {"result": value}
+                defs = {"$defs": schema.pop("$defs")} if "$defs" in schema else {}
+                schema = {"type": "object", "properties": {"result": schema},
+                          "required": ["result"], **defs}
+            self.output_schema = schema
 
     def _resolve(self, annotation, label):
         """Evaluate a (possibly postponed: a string) annotation in the function's module."""
@@ -1301,34 +1335,36 @@ class Signature:
             return annotation
         try:
             holder = types.SimpleNamespace(__annotations__={"_": annotation})
-            return _t.get_type_hints(holder, self._globals, include_extras=True)["_"]
+            return _typing.get_type_hints(holder, self._globals, include_extras=True)["_"]
         except Exception as e:          # NameError for a missing name, SyntaxError, TypeError, ...
-            raise SchemaError(f"{self._where}: cannot resolve the annotation {annotation!r} of {label}: {e}") from None
+            raise SchemaError(f"{self._where}: cannot resolve the annotation {annotation!r} of "
+                              f"{label}: {e}") from None
 
     def bind(self, arguments):
         """tools/call arguments -> (kwargs for the function, problems: if any, report them all)."""
         args = {} if arguments is None else arguments
         if not isinstance(args, dict):
-            return {}, [f"Expected the arguments to be an object, got {_got(args)}"]
+            return {}, [f"Expected the arguments to be an object, got {_typed_preview(args)}"]
         for name, kinds in self._coerce:
             if isinstance(args.get(name), str):
                 try:
                     parsed = json.loads(args[name])
                 except ValueError:
                     continue                    # validation will say what is wrong with it
-                if isinstance(parsed, (dict, list)) and _jtype(parsed) in kinds:
+                if isinstance(parsed, (dict, list)) and _json_type(parsed) in kinds:
                     args = {**args, name: parsed}   # a copy: the caller's dict stays as it was
         problems = self._validate(args)
         if problems:
             return {}, problems
         kwargs = {}
         for name, value in args.items():
-            convert = self._converters.get(name, self._rest_converter)      # not a parameter: **kwargs
+            convert = self._converters.get(name, self._rest_converter)  # not a parameter: **kwargs
             try:
                 kwargs[name] = convert(value) if convert else value
-            except Exception as e:      # a date that isn't one, a __post_init__ that says no
-                problems.append(f"{name}: {e}" if isinstance(e, (ValueError, TypeError))
-                                else f"{name}: {type(e).__name__}: {e}")
+            except (ValueError, TypeError) as e:    # a date that isn't one, a __post_init__
+                problems.append(f"{name}: {e}")     # that says no
+            except Exception as e:
+                problems.append(f"{name}: {type(e).__name__}: {e}")
         for name, make in self._defaults.items():
             if name not in kwargs:
                 kwargs[name] = make()
@@ -1343,10 +1379,12 @@ class Signature:
 # A schema is compiled once into nested closures check(value, path, problems); validating
 # is calling them. A problem reads "path: what, got what".
 
-def _is_multiple(v, m):
+def _is_multiple(value, factor):
+    if type(value) is int and type(factor) is int:
+        return value % factor == 0
     from fractions import Fraction      # exact, on the decimals as written: 19.99 / 0.01
     try:
-        return v % m == 0 if type(v) is int and type(m) is int else Fraction(repr(v)) % Fraction(repr(m)) == 0
+        return Fraction(repr(value)) % Fraction(repr(factor)) == 0
     except (ValueError, OverflowError):     # inf, nan
         return False
 
@@ -1357,16 +1395,17 @@ _BOUNDS = [  # keyword, applies to, measure (None: the value), passes, message
     ("exclusiveMinimum", _is_number, None, operator.gt, "must be > {}"),
     ("exclusiveMaximum", _is_number, None, operator.lt, "must be < {}"),
     ("multipleOf", _is_number, None, _is_multiple, "must be a multiple of {}"),
-    ("minLength", _IS["string"], len, operator.ge, "must be at least {} characters long"),  # code points
-    ("maxLength", _IS["string"], len, operator.le, "must be at most {} characters long"),
-    ("minItems", _IS["array"], len, operator.ge, "must have at least {} items"),
-    ("maxItems", _IS["array"], len, operator.le, "must have at most {} items"),
-    ("minProperties", _IS["object"], len, operator.ge, "must have at least {} properties"),
-    ("maxProperties", _IS["object"], len, operator.le, "must have at most {} properties"),
+    # lengths of strings count code points
+    ("minLength", _TYPE_TESTS["string"], len, operator.ge, "must be at least {} characters long"),
+    ("maxLength", _TYPE_TESTS["string"], len, operator.le, "must be at most {} characters long"),
+    ("minItems", _TYPE_TESTS["array"], len, operator.ge, "must have at least {} items"),
+    ("maxItems", _TYPE_TESTS["array"], len, operator.le, "must have at most {} items"),
+    ("minProperties", _TYPE_TESTS["object"], len, operator.ge, "must have at least {} properties"),
+    ("maxProperties", _TYPE_TESTS["object"], len, operator.le, "must have at most {} properties"),
 ]
 
 
-def _msg(path, text):
+def _at_path(path, text):
     """"where: text", or "Text" at the root. A path is built as nested (parent, key) pairs and
     spelled out only for a problem: ((("", "a"), 2), "b") -> "a[2].b"."""
     keys = []
@@ -1380,11 +1419,11 @@ def _either(names):
     return " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
 
-def _problems(check, v, path):
-    out = []
+def _problems(check, value, path):
+    problems = []
     if check:
-        check(v, path, out)
-    return out
+        check(value, path, problems)
+    return problems
 
 
 def _rule(passes, arg, text, applies=lambda v: True, measure=None):
@@ -1393,19 +1432,48 @@ def _rule(passes, arg, text, applies=lambda v: True, measure=None):
         if applies(v):
             got = measure(v) if measure else v
             if not passes(got, arg):
-                out.append(_msg(path, f"{text}, got {_show(got)}"))
+                out.append(_at_path(path, f"{text}, got {_preview(got)}"))
     return rule
 
 
-def _all(checks):
+def _all_of(checks):
     """One check doing all of `checks` (None if there are none)."""
     if len(checks) < 2:
         return checks[0] if checks else None
 
-    def all_(v, path, out):
+    def all_of(v, path, out):
         for check in checks:
             check(v, path, out)
-    return all_
+    return all_of
+
+
+def _resolve_ref(root, ref):
+    """A JSON pointer within the document: "#", "#/$defs/Name", "#/definitions/Name", ..."""
+    if not isinstance(ref, str) or not (ref + "/").startswith("#/"):      # "#" or "#/..."
+        raise SchemaError(f"$ref {ref!r} is not supported: only references within the schema "
+                          "(#/...)")
+    node = root
+    try:
+        for part in ref.split("/")[1:]:
+            part = part.replace("~1", "/").replace("~0", "~")
+            node = node[int(part)] if isinstance(node, list) else node[part]
+    except (KeyError, IndexError, ValueError, TypeError):
+        raise SchemaError(f"$ref {ref!r} points to nothing") from None
+    return node
+
+
+def _types_of(schema, root, seen=()):
+    """The JSON types `schema` admits by its `type` keywords (through $ref, anyOf and oneOf),
+    or None if it does not say."""
+    schema = schema if isinstance(schema, dict) else {}
+    if "type" in schema:
+        return [schema["type"]] if isinstance(schema["type"], str) else list(schema["type"])
+    if "$ref" in schema and schema["$ref"] not in seen:
+        return _types_of(_resolve_ref(root, schema["$ref"]), root, (*seen, schema["$ref"]))
+    kinds = [_types_of(sub, root, seen) for sub in schema.get("anyOf") or schema.get("oneOf") or ()]
+    if not kinds or None in kinds:
+        return None
+    return list(dict.fromkeys(kind for arm in kinds for kind in arm))
 
 
 class _Compiler:
@@ -1414,96 +1482,104 @@ class _Compiler:
     def __init__(self, root):
         self.root, self.refs = root, {}
         dialect = root.get("$schema", "") if isinstance(root, dict) else ""
-        if dialect and not any(d in dialect for d in ("2020-12", "2019-09", "draft-07", "draft-06")):
-            raise SchemaError(f"unsupported JSON Schema dialect {dialect!r}; use 2020-12 or draft-07")
+        known = ("2020-12", "2019-09", "draft-07", "draft-06")
+        if dialect and not any(name in dialect for name in known):
+            raise SchemaError(f"unsupported JSON Schema dialect {dialect!r}; use 2020-12 or "
+                              "draft-07")
         self.check = self.compile(root)
 
     def validate(self, value):
-        problems = []
-        if self.check:
-            self.check(value, "", problems)
+        problems = _problems(self.check, value, "")
         return list(dict.fromkeys(problems)) if len(problems) > 1 else problems
 
-    def compile(self, s):
+    def compile(self, schema):
         """Schema -> check(value, path, problems), or None when the schema accepts anything."""
-        if s is True or s == {}:
+        if schema is True or schema == {}:
             return None
-        if s is False:
+        if schema is False:
             return _rule(lambda v, _: False, None, "not allowed")
-        if not isinstance(s, dict):
-            raise SchemaError(f"a schema must be an object or a boolean, not {_show(s)}")
-        if "patternProperties" in s:
+        if not isinstance(schema, dict):
+            raise SchemaError(f"a schema must be an object or a boolean, not {_preview(schema)}")
+        if "patternProperties" in schema:
             raise SchemaError("patternProperties is not supported: name the properties")
-        checks = [check] if "$ref" in s and (check := self.ref(s["$ref"])) else []
+        checks = [self.ref(schema["$ref"])] if "$ref" in schema else []
         for keyword, applies, measure, passes, text in _BOUNDS:
-            if keyword in s:
-                if not _is_number(s[keyword]):
-                    raise SchemaError(f"{keyword} must be a number, not {_show(s[keyword])}")
-                checks.append(_rule(passes, s[keyword], text.format(_show(s[keyword])), applies, measure))
-        if "enum" in s:
-            checks.append(_rule(lambda v, keys: _key(v) in keys, {_key(x) for x in s["enum"]},
-                                "must be one of " + ", ".join(map(_show, s["enum"]))))
-        if "const" in s:
-            checks.append(_rule(lambda v, key: _key(v) == key, _key(s["const"]), f"must be {_show(s['const'])}"))
-        if "pattern" in s:
+            if keyword in schema:
+                bound = schema[keyword]
+                if not _is_number(bound):
+                    raise SchemaError(f"{keyword} must be a number, not {_preview(bound)}")
+                checks.append(_rule(passes, bound, text.format(_preview(bound)), applies, measure))
+        if "enum" in schema:
+            checks.append(_rule(lambda v, keys: _json_key(v) in keys,
+                                {_json_key(x) for x in schema["enum"]},
+                                "must be one of " + ", ".join(map(_preview, schema["enum"]))))
+        if "const" in schema:
+            checks.append(_rule(lambda v, key: _json_key(v) == key, _json_key(schema["const"]),
+                                f"must be {_preview(schema['const'])}"))
+        if "pattern" in schema:
             try:        # Python's re, as the `jsonschema` package uses; ECMA-only syntax is refused
-                rx = re.compile(s["pattern"])
+                regex = re.compile(schema["pattern"])
             except (re.error, TypeError) as e:
-                raise SchemaError(f"invalid pattern {s['pattern']!r}: {e}") from None
-            checks.append(_rule(lambda v, rx: rx.search(v), rx, f"must match the pattern {s['pattern']}",
-                                _IS["string"]))
-        if s.get("uniqueItems") is True:
-            checks.append(_rule(lambda v, _: len({_key(x) for x in v}) == len(v), None,
-                                "must not contain duplicates", _IS["array"]))
-        if any(k in s for k in ("required", "properties", "additionalProperties")):
-            checks.append(self._object(s))
-        if "prefixItems" in s or "items" in s:
-            checks.append(self._array(s))
-        checks += [check for check in map(self.compile, s.get("allOf", ())) if check]
-        checks += [self._alternatives(s[k], k == "oneOf") for k in ("anyOf", "oneOf") if k in s]
-        if "not" in s:
-            checks.append(_rule(lambda v, check: _problems(check, v, ""), self.compile(s["not"]),
-                                f"must not match {_show(s['not'])}"))
-        if "type" not in s:
-            return _all(checks)
-        names = self.types_of(s)
-        if not names or not set(names) <= _IS.keys():
-            raise SchemaError(f"unknown type {_show(s['type'])}")
-        tests, expected, rest = [_IS[name] for name in names], _either(names), _all(checks)
-        ok = tests[0] if len(tests) == 1 else lambda v: any(test(v) for test in tests)
-        # What json gives is of these exact types: most values pass without calling ok().
-        sure = {t for t, name in _JSON_TYPES.items() if name in names or name == "integer" and "number" in names}
+                raise SchemaError(f"invalid pattern {schema['pattern']!r}: {e}") from None
+            checks.append(_rule(lambda v, regex: regex.search(v), regex, f"must match the "
+                                f"pattern {schema['pattern']}", _TYPE_TESTS["string"]))
+        if schema.get("uniqueItems") is True:
+            checks.append(_rule(lambda v, _: len({_json_key(x) for x in v}) == len(v), None,
+                                "must not contain duplicates", _TYPE_TESTS["array"]))
+        if any(k in schema for k in ("required", "properties", "additionalProperties")):
+            checks.append(self._object(schema))
+        if "prefixItems" in schema or "items" in schema:
+            checks.append(self._array(schema))
+        checks += map(self.compile, schema.get("allOf", ()))
+        checks += [self._alternatives(schema[k], k == "oneOf") for k in ("anyOf", "oneOf")
+                   if k in schema]
+        if "not" in schema:
+            checks.append(_rule(lambda v, check: _problems(check, v, ""),
+                                self.compile(schema["not"]),
+                                f"must not match {_preview(schema['not'])}"))
+        rest = _all_of([check for check in checks if check])
+        if "type" not in schema:
+            return rest
+        names = _types_of(schema, self.root)
+        if not names or not set(names) <= _TYPE_TESTS.keys():
+            raise SchemaError(f"unknown type {_preview(schema['type'])}")
+        tests, expected = [_TYPE_TESTS[name] for name in names], _either(names)
+        fits = tests[0] if len(tests) == 1 else lambda v: any(test(v) for test in tests)
+        # What json gives is of these exact types: most values pass without calling fits().
+        sure = {cls for cls, name in _JSON_TYPES.items()
+                if name in names or name == "integer" and "number" in names}
 
         def check(v, path, out):
-            if type(v) not in sure and not ok(v):   # the other keywords would only repeat the complaint
-                out.append(_msg(path, f"expected {expected}, got {_got(v)}"))
+            if type(v) not in sure and not fits(v):  # the other keywords would only repeat it
+                out.append(_at_path(path, f"expected {expected}, got {_typed_preview(v)}"))
             elif rest:
                 rest(v, path, out)
         return check
 
-    def _object(self, s):
-        props = {k: self.compile(sub) for k, sub in s.get("properties", {}).items()}
-        required, extra = s.get("required", ()), s.get("additionalProperties", True)
+    def _object(self, schema):
+        props = {k: self.compile(sub) for k, sub in schema.get("properties", {}).items()}
+        required, extra = schema.get("required", ()), schema.get("additionalProperties", True)
         extra_check = None if extra is False else self.compile(extra)
 
         def object_(v, path, out):
             if isinstance(v, dict):
                 for k in required:
                     if k not in v:
-                        out.append(_msg(path, f"missing required property '{k}'"))
+                        out.append(_at_path(path, f"missing required property '{k}'"))
                 for k, x in v.items():
                     check = props.get(k, extra_check)
                     if check:
                         check(x, (path, k), out)
                     elif extra is False and k not in props:
-                        out.append(_msg(path, f"unexpected property '{k}'"))
+                        out.append(_at_path(path, f"unexpected property '{k}'"))
         return object_
 
-    def _array(self, s):
-        prefix, items = s.get("prefixItems", []), s.get("items", True)
+    def _array(self, schema):
+        prefix, items = schema.get("prefixItems", []), schema.get("items", True)
         if isinstance(items, list):         # the draft-07 spelling of prefixItems
-            prefix, items = items, s.get("additionalItems", True)
-        prefix, rest = [self.compile(sub) for sub in prefix], None if items is False else self.compile(items)
+            prefix, items = items, schema.get("additionalItems", True)
+        prefix = [self.compile(sub) for sub in prefix]
+        rest = None if items is False else self.compile(items)
 
         def array(v, path, out):
             if isinstance(v, list):
@@ -1512,62 +1588,45 @@ class _Compiler:
                     if check:
                         check(x, (path, i), out)
                 if items is False and len(v) > len(prefix):
-                    out.append(_msg(path, f"must have at most {len(prefix)} items, got {len(v)}"))
+                    out.append(_at_path(path, f"must have at most {len(prefix)} items, "
+                                              f"got {len(v)}"))
         return array
 
     def _alternatives(self, schemas, exactly_one):
         """anyOf, or oneOf when `exactly_one`. When nothing matches, one useful account: the
         problems of the alternative meant for this kind of value, else the kinds expected."""
-        arms = [(self.compile(sub), self.types_of(sub)) for sub in schemas]
+        arms = [(self.compile(sub), _types_of(sub, self.root)) for sub in schemas]
         expected = _either(list(dict.fromkeys(k for _, kinds in arms for k in kinds or ())))
 
         def alternatives(v, path, out):
             results = [_problems(check, v, path) for check, _ in arms]
             matching = [str(i) for i, problems in enumerate(results) if not problems]
             if not matching:
-                fitting = [r for (_, kinds), r in zip(arms, results) if kinds is None or any(_IS[k](v) for k in kinds)]
-                out.extend(min(fitting, key=len) if fitting else [_msg(path, f"expected {expected}, got {_got(v)}")])
+                fitting = [problems for (_, kinds), problems in zip(arms, results)
+                           if kinds is None or any(_TYPE_TESTS[k](v) for k in kinds)]
+                if fitting:
+                    out.extend(min(fitting, key=len))
+                else:
+                    out.append(_at_path(path, f"expected {expected}, got {_typed_preview(v)}"))
             elif exactly_one and len(matching) > 1:
-                out.append(_msg(path, f"must match exactly one oneOf alternative, but matches "
-                                      f"alternatives {', '.join(matching)}, got {_show(v)}"))
+                out.append(_at_path(path, "must match exactly one oneOf alternative, but matches "
+                                          f"alternatives {', '.join(matching)}, got {_preview(v)}"))
         return alternatives
 
     def ref(self, ref):
-        """The check for a $ref, compiled once; meanwhile recursion gets one calling it via a slot."""
+        """The check for a $ref, compiled once; meanwhile recursion gets one calling it."""
         if ref not in self.refs:
             slot = []
             self.refs[ref] = lambda v, path, out: slot[0] and slot[0](v, path, out)
-            slot.append(self.compile(self.resolve(ref)))
+            slot.append(self.compile(_resolve_ref(self.root, ref)))
             self.refs[ref] = slot[0]
         return self.refs[ref]
-
-    def resolve(self, ref):
-        """A JSON pointer within the document: "#", "#/$defs/Name", "#/definitions/Name", ..."""
-        if not isinstance(ref, str) or not (ref + "/").startswith("#/"):      # "#" or "#/..."
-            raise SchemaError(f"$ref {ref!r} is not supported: only references within the schema (#/...)")
-        node = self.root
-        try:
-            for part in ref.split("/")[1:]:
-                node = node[int(part)] if isinstance(node, list) else node[part.replace("~1", "/").replace("~0", "~")]
-        except (KeyError, IndexError, ValueError, TypeError):
-            raise SchemaError(f"$ref {ref!r} points to nothing") from None
-        return node
-
-    def types_of(self, s, seen=()):
-        """The JSON types `s` admits according to its `type` keywords, or None if it doesn't say."""
-        s = s if isinstance(s, dict) else {}
-        if "type" in s:
-            return [s["type"]] if isinstance(s["type"], str) else list(s["type"])
-        if "$ref" in s and s["$ref"] not in seen:
-            return self.types_of(self.resolve(s["$ref"]), (*seen, s["$ref"]))
-        kinds = [self.types_of(sub, seen) for sub in s.get("anyOf") or s.get("oneOf") or ()]
-        return list(dict.fromkeys(k for ks in kinds for k in ks)) if kinds and None not in kinds else None
 
 
 def compile_schema(schema):
     """Compile a JSON Schema once into validate(value) -> list of problems (empty: valid), each
-    like `items[2].name: expected string, got integer 5`. Equality (enum, const, uniqueItems) is
-    JSON's: 1 == 1.0, True != 1. Keywords compile() doesn't check (format, if, contains, ...) are
+    like `items[2].name: expected string, got integer 5`. Equality (enum, const, uniqueItems)
+    is JSON's: 1 == 1.0, True != 1. Keywords it does not check (format, if, contains, ...) are
     annotations to it, as the spec allows; patternProperties is refused."""
     return _Compiler(schema).validate
 
@@ -1584,20 +1643,18 @@ class Content(dict):
     """A content block: text, image, audio, resource_link or resource (embedded)."""
 
 
-def _block(fields, annotations, meta):
-    block = Content((k, v) for k, v in fields.items() if v is not None)
-    if annotations:
-        block["annotations"] = annotations    # {"audience": [...], "priority": 0..1, "lastModified": ...}
-    if meta:
-        block["_meta"] = meta
-    return block
+def _block(annotations, meta, **fields):
+    """A Content of the fields that are not None. ``annotations`` are {"audience": [...],
+    "priority": 0..1, "lastModified": ...}."""
+    fields.update(annotations=annotations or None, _meta=meta or None)
+    return Content((k, v) for k, v in fields.items() if v is not None)
 
 
 def text(value, *, annotations=None, meta=None):
     """A text block."""
     if annotations is None and meta is None:          # the common case, kept quick
         return Content(type="text", text=str(value))
-    return _block({"type": "text", "text": str(value)}, annotations, meta)
+    return _block(annotations, meta, type="text", text=str(value))
 
 
 _MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
@@ -1606,7 +1663,7 @@ _MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
 
 
 def _sniff(data):
-    if data[:4] == b"RIFF":                         # a container: what it holds is named at offset 8
+    if data[:4] == b"RIFF":                 # a container: what it holds is named at offset 8
         return {b"WEBP": "image/webp", b"WAVE": "audio/wav"}.get(data[8:12])
     return next((mime for magic, mime in _MAGIC if data.startswith(magic)), None)
 
@@ -1618,8 +1675,7 @@ def _media(kind, data, path, mime_type, annotations, meta):
         with open(path, "rb") as f:
             data = f.read()
     if isinstance(data, str):                     # already base64
-        encoded = data
-        raw = b64decode(data[:64]) if mime_type is None else b""
+        encoded, raw = data, b64decode(data[:64]) if mime_type is None else b""
     else:
         raw = bytes(data)
         encoded = b64encode(raw)
@@ -1627,7 +1683,7 @@ def _media(kind, data, path, mime_type, annotations, meta):
         mime_type = _sniff(raw) or (path and _guess_type(str(path)))
         if not (mime_type or "").startswith(kind + "/"):
             raise ValueError(f"{kind}(): cannot tell the MIME type; pass mime_type=")
-    return _block({"type": kind, "data": encoded, "mimeType": mime_type}, annotations, meta)
+    return _block(annotations, meta, type=kind, data=encoded, mimeType=mime_type)
 
 
 def image(data=None, *, path=None, mime_type=None, annotations=None, meta=None):
@@ -1643,17 +1699,17 @@ def audio(data=None, *, path=None, mime_type=None, annotations=None, meta=None):
 def resource_link(uri, name=None, *, title=None, description=None, mime_type=None, size=None,
                   annotations=None, icons=None, meta=None):
     """A link to a resource the client can read with resources/read (2025-06-18+)."""
-    return _block({"type": "resource_link", "uri": uri, "name": name or uri, "title": title,
-                   "description": description, "mimeType": mime_type, "size": size,
-                   "icons": icons}, annotations, meta)
+    return _block(annotations, meta, type="resource_link", uri=uri, name=name or uri,
+                  title=title, description=description, mimeType=mime_type, size=size,
+                  icons=icons)
 
 
 def embedded_resource(uri, *, text=None, blob=None, mime_type=None, annotations=None, meta=None):
     """A resource's contents inline: ``text`` (str) or ``blob`` (bytes)."""
     if (text is None) == (blob is None):
         raise TypeError("embedded_resource() takes either text or blob")
-    return _block({"type": "resource", "resource": _contents(uri, blob if text is None else text,
-                                                             mime_type)}, annotations, meta)
+    contents = _contents(uri, blob if text is None else text, mime_type)
+    return _block(annotations, meta, type="resource", resource=contents)
 
 
 def _guess_type(uri):
@@ -1674,20 +1730,17 @@ def to_json(value, root="result"):
 
 
 def _find_not_json(value, path):
-    """(path, what is wrong) for the first thing in a _dump()ed value that JSON cannot carry,
-    or None."""
+    """(path, what is wrong) for the first thing in a _dump()ed value JSON cannot carry."""
     if isinstance(value, dict):
         for key, item in value.items():
             if key is not None and not isinstance(key, (str, int, float)):
                 return path, (f"a key of type {type(key).__name__}, {key!r}; JSON object keys "
                               "are strings")
-            found = _find_not_json(item, f"{path}.{key}")
-            if found:
+            if found := _find_not_json(item, f"{path}.{key}"):
                 return found
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            found = _find_not_json(item, f"{path}[{i}]")
-            if found:
+            if found := _find_not_json(item, f"{path}[{i}]"):
                 return found
     elif isinstance(value, float) and (value != value or abs(value) == float("inf")):
         return path, f"{value} has no JSON form (JSON has no NaN or Infinity)"
@@ -1705,7 +1758,8 @@ _encode_text = _json_encoder(False, (", ", ": "))
 def _contents(uri, value, mime_type=None):
     """A resource value -> a TextResourceContents or BlobResourceContents dict."""
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return {"uri": uri, "mimeType": mime_type or "application/octet-stream", "blob": b64encode(value)}
+        return {"uri": uri, "mimeType": mime_type or "application/octet-stream",
+                "blob": b64encode(value)}
     if isinstance(value, str):
         return {"uri": uri, "mimeType": mime_type or "text/plain", "text": value}
     return {"uri": uri, "mimeType": mime_type or "application/json", "text": to_json(value)}
@@ -1736,10 +1790,11 @@ def _shape_block(block, version):
     kind = block.get("type")
     if kind == "resource_link" and version < V2025_06:
         return {"type": "text", "text": f"Resource: {block['uri']} ({block.get('name')})"}
+    if kind == "audio" and version < V2025_03:
+        return {"type": "text",
+                "text": f"[{block.get('mimeType')} audio omitted: not in {version}]"}
     if kind == "resource_link" and "icons" in block:       # icons are new in 2025-11-25
         block = {k: v for k, v in block.items() if k != "icons"}
-    if kind == "audio" and version < V2025_03:
-        return {"type": "text", "text": f"[{block.get('mimeType')} audio omitted: not in {version}]"}
     if version < V2025_06 and ("_meta" in block or "annotations" in block):
         block = {k: v for k, v in block.items() if k != "_meta"}
         if "annotations" in block:
