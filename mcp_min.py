@@ -2163,8 +2163,10 @@ class Context:
             params = _log_params(level, data, logger, session.version and session.log_level)
             return params is not None and self.outlet.notify("notifications/message", params)
         params = _log_params(level, data, logger, self.envelope.log_level)
+        if params is None:
+            return False
         with self.session.lock:               # the response cannot overtake us here
-            if params is None or self.done or self.cancelled:
+            if self.done or self.cancelled:
                 return False
             return self.outlet.notify("notifications/message", params)
 
@@ -2314,8 +2316,9 @@ async def _in_a_thread(call):
     future, context = concurrent.futures.Future(), contextvars.copy_context()
 
     def work():
-        if not future.set_running_or_notify_cancel():    # else cancel() leaves it alone
-            return                                        # the coroutine stopped waiting
+        # Once running, the future ignores cancel(): setting it below cannot fail.
+        if not future.set_running_or_notify_cancel():       # the coroutine stopped waiting
+            return
         try:
             future.set_result(context.run(call))
         except BaseException as e:            # InputRequired and Cancelled too
@@ -2571,6 +2574,24 @@ def _require(params, key, kind, method):
                        + _did_you_mean(key, params=params))
 
 
+def _named(registry, what, params, method):
+    """The tool or prompt params.name names; else -32602 (a protocol error, as in the spec's
+    example) naming it, and the names it may have meant."""
+    name = _require(params, "name", str, method)
+    entry = registry.get(name)
+    if entry is None:
+        raise JSONRPCError(INVALID_PARAMS, f"Unknown {what}: {name!r}"
+                           + _did_you_mean(name, registry), {"name": name})
+    return entry
+
+
+def _arguments(params, method):
+    """params.arguments: an object, or {} when there is none (nor one under another name)."""
+    if params.get("arguments") is None and not _did_you_mean("arguments", params=params):
+        return {}
+    return _require(params, "arguments", dict, method)
+
+
 class Server:
     """An MCP server: a registry of tools, resources and prompts, and ``handlers``, the
     dict from method name to ``handler(ctx, params) -> result`` that answers the client.
@@ -2606,6 +2627,8 @@ class Server:
       heartbeat=15.0         seconds between SSE keep-alive lines (which reveal a client
                              that went away, cancelling its request)
     """
+
+    _http_start_lock = threading.Lock()      # for the first request of any server's wsgi
 
     #: Methods answered on the reader thread; they are quick and never run user code.
     #: Everything else (tools/call, resources/read, prompts/get, completion/complete and
@@ -2904,7 +2927,7 @@ class Server:
         if not isinstance(token, str):
             raise _invalid_state("it must be the string the server sent")
         state = self.request_state.open(token)
-        if state.get("call") != _call_digest(self.name, method, params, principal):
+        if state.get("call") != self.call_digest(method, params, principal):
             raise _invalid_state("it was issued for another call (method, name or arguments)")
         if responses is not None and not isinstance(responses, dict):
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
@@ -2914,6 +2937,15 @@ class Server:
                 answers[key] = [digest, _check_answer(key, method_asked, responses[key])]
         return answers
 
+    def call_digest(self, method, params, principal):
+        """What a requestState is bound to: server, method, target, arguments and caller."""
+        target = params.get("uri") if method == "resources/read" else params.get("name")
+        try:
+            return _digest([self.name, method, target, params.get("arguments"), principal])
+        except (RecursionError, ValueError) as e:      # nested deeper than json.dumps goes
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: arguments cannot be read "
+                                               f"back ({type(e).__name__})") from None
+
     def input_required(self, ctx, unanswered):
         """The result asking the unanswered questions, the answers so far in requestState."""
         questions = unanswered.questions
@@ -2921,7 +2953,7 @@ class Server:
             raise JSONRPCError(INTERNAL_ERROR, f"Internal error: {ctx.method} cannot ask the "
                                f"client for input ({', '.join(questions)}); only "
                                f"{', '.join(sorted(INPUT_METHODS))} can")
-        state = {"call": _call_digest(self.name, ctx.method, ctx.params, ctx.principal),
+        state = {"call": self.call_digest(ctx.method, ctx.params, ctx.principal),
                  "answers": ctx.answers or {},
                  "asked": {key: [digest, request["method"]]
                            for key, (request, digest) in questions.items()}}
@@ -2958,17 +2990,8 @@ class Server:
 
     # -- built-in handlers: tools, resources, prompts ---------------------------------------------
     def call_tool(self, ctx, params):
-        name = _require(params, "name", str, "tools/call")
-        tool = self.tools.get(name)
-        if tool is None:           # a protocol error, as in the spec's example
-            raise JSONRPCError(INVALID_PARAMS, f"Unknown tool: {name!r}"
-                               + _did_you_mean(name, self.tools), {"name": name})
-        arguments = params.get("arguments")
-        if arguments is None and not _did_you_mean("arguments", params=params):
-            arguments = {}
-        elif not isinstance(arguments, dict):
-            _require(params, "arguments", dict, "tools/call")     # says what is wrong
-        return tool.call(ctx, arguments)
+        tool = _named(self.tools, "tool", params, "tools/call")
+        return tool.call(ctx, _arguments(params, "tools/call"))
 
     def find_resource(self, uri):
         """The resource serving ``uri`` and its template variables, or (None, None)."""
@@ -3008,15 +3031,8 @@ class Server:
         return {}
 
     def get_prompt(self, ctx, params):
-        name = _require(params, "name", str, "prompts/get")
-        prompt = self.prompts.get(name)
-        if prompt is None:
-            raise JSONRPCError(INVALID_PARAMS, f"Unknown prompt: {name!r}"
-                               + _did_you_mean(name, self.prompts), {"name": name})
-        arguments = params.get("arguments") or {}
-        if not isinstance(arguments, dict):
-            raise JSONRPCError(INVALID_PARAMS, "prompts/get: params.arguments must be an object")
-        return prompt.get(ctx, arguments)
+        prompt = _named(self.prompts, "prompt", params, "prompts/get")
+        return prompt.get(ctx, _arguments(params, "prompts/get"))
 
     def complete(self, ctx, params):
         ref = _require(params, "ref", dict, "completion/complete")
@@ -3109,7 +3125,7 @@ class Server:
         too: ``gunicorn app:server``). The first request enters the lifespan for good."""
         endpoint = self._http
         if endpoint is None:
-            with _http_start_lock:
+            with Server._http_start_lock:
                 if self._http is None:
                     self.prepare()
                     self._enter_lifespan()
@@ -3169,9 +3185,6 @@ class Server:
         raise _Exit(code, saved)
 
 
-_http_start_lock = threading.Lock()
-
-
 def _cache_hints(ttl_ms, scope, owner):
     """Check a ttlMs and cacheScope setting (None: not set) and return them."""
     if ttl_ms is not None and (type(ttl_ms) is not int or ttl_ms < 0):
@@ -3179,16 +3192,6 @@ def _cache_hints(ttl_ms, scope, owner):
     if scope not in (None, "public", "private"):
         raise ValueError(f'{owner}: cache_scope must be "public" or "private"')
     return ttl_ms, scope
-
-
-def _call_digest(server, method, params, principal):
-    """What a requestState is bound to: server, method, target, arguments and caller."""
-    target = params.get("uri") if method == "resources/read" else params.get("name")
-    try:
-        return _digest([server, method, target, params.get("arguments"), principal])
-    except (RecursionError, ValueError) as e:      # nested deeper than json.dumps goes
-        raise JSONRPCError(INVALID_PARAMS, f"Invalid params: arguments cannot be read back "
-                                           f"({type(e).__name__})") from None
 
 
 def _cursor_position(cursor):
