@@ -2004,11 +2004,12 @@ class Resource(Entry):
         """The template variables of a URI this resource serves, or None."""
         if not self.is_template:
             return {} if uri == self.uri else None
-        m = self.pattern.match(uri)
-        if m is None:
+        found = self.pattern.match(uri)
+        if found is None:
             return None
         from urllib.parse import unquote
-        return {k: (v if k in self.plus_vars else unquote(v)) for k, v in m.groupdict().items()}
+        return {var: value if var in self.plus_vars else unquote(value)
+                for var, value in found.groupdict().items()}
 
     def read(self, ctx, uri, variables):
         value = self.invoke(ctx, self.bind_strings(variables, f"resource {uri}"))
@@ -2398,11 +2399,12 @@ def _forwarded_record(*args, **kwargs):
 # it is signed: the client holds it, and it must not be able to alter it or move it to
 # another call.
 
-_MCP = "io.modelcontextprotocol/"
-PROTOCOL_VERSION_KEY = _MCP + "protocolVersion"
-CLIENT_CAPABILITIES_KEY = _MCP + "clientCapabilities"
-CLIENT_INFO_KEY, LOG_LEVEL_KEY = _MCP + "clientInfo", _MCP + "logLevel"
-SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY = _MCP + "serverInfo", _MCP + "subscriptionId"
+_MCP_PREFIX = "io.modelcontextprotocol/"
+PROTOCOL_VERSION_KEY = _MCP_PREFIX + "protocolVersion"
+CLIENT_CAPABILITIES_KEY = _MCP_PREFIX + "clientCapabilities"
+CLIENT_INFO_KEY, LOG_LEVEL_KEY = _MCP_PREFIX + "clientInfo", _MCP_PREFIX + "logLevel"
+SERVER_INFO_KEY = _MCP_PREFIX + "serverInfo"
+SUBSCRIPTION_ID_KEY = _MCP_PREFIX + "subscriptionId"
 
 #: Methods of one era only. A 2026-07-28 request for a handshake-only method gets -32601.
 MODERN_ONLY_METHODS = frozenset({"server/discover", "subscriptions/listen"})
@@ -2605,8 +2607,8 @@ class Server:
       request_timeout=60.0   seconds to wait for the client's answer (sampling, elicitation...)
       lifespan=None          ``fn(server)`` returning a context manager, sync or async (or a
                              bare generator), entered once around serving: ``ctx.lifespan``
-      forward_logging=False  True (every logger) or a logger name: logging records made in
-                             handlers also go to the client
+      forward_logging=False  True, or a logger name: logging records made in handlers also go
+                             to the client
       cache_ttl_ms=0         2026-07-28: how long (ms) clients may reuse a discover, list or
       cache_scope="public"   resource result, and whether users may share it ("private": no)
       state_key=None         2026-07-28: the key that signs requestState (bytes or str; else
@@ -2617,15 +2619,15 @@ class Server:
                              on this machine, this machine's ("*": any)
       allowed_hosts=None     Host names accepted besides localhost; None: any, but not a
                              non-local name on a request from this machine (DNS rebinding)
-      auth=None              ``fn(bearer_token) -> principal or None`` (401), ``ctx.principal``
+      auth=None              ``fn(bearer_token)`` -> principal (``ctx.principal``), None: 401
       authorization_servers=()  where clients get tokens (served as RFC 9728 metadata)
       http_sessions=True     handshake-era sessions in this process; False for several worker
                              processes: no sessions, no requests to the client in that era,
                              no change notifications in either
       max_sessions=1000      sessions kept; past that the longest idle one is ended
       session_idle=3600      seconds a session may stay unused
-      heartbeat=15.0         seconds between SSE keep-alive lines (which reveal a client
-                             that went away, cancelling its request)
+      heartbeat=15.0         seconds between SSE keep-alive lines (they reveal a client gone
+                             away, which cancels its request)
     """
 
     _http_start_lock = threading.Lock()      # for the first request of any server's wsgi
