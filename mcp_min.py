@@ -1824,7 +1824,7 @@ def _shape_result(result, version):
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
 
 
-def _put(entry, key, value, version, since=""):
+def _add_optional(entry, key, value, version="", since=""):
     """Add an optional field if it is set and the negotiated version defines it."""
     if value is not None and version >= since:
         entry[key] = value
@@ -1832,6 +1832,14 @@ def _put(entry, key, value, version, since=""):
 
 def _errors_text(problems):
     return "\n".join(f"- {p}" for p in problems)
+
+
+def _as_blocks(value):
+    """``value`` as a list of content blocks, if it is one or a list of them; else None."""
+    blocks = [value] if isinstance(value, Content) else value
+    if isinstance(blocks, list) and blocks and all(isinstance(b, Content) for b in blocks):
+        return blocks
+    return None
 
 
 class Entry:
@@ -1843,13 +1851,14 @@ class Entry:
         self.name = getattr(fn, "__name__", None) if name is None else name
         if not isinstance(self.name, str):
             raise TypeError(f"{fn!r} has no __name__ to name it by: pass name=...")
-        self.signature = Signature(fn, context_type=Context, description=description, **signature_options)
+        self.signature = Signature(fn, context_type=Context, description=description,
+                                   **signature_options)
 
     def describe_common(self, entry, version):
-        _put(entry, "title", self.title, version, V2025_06)
-        _put(entry, "description", self.signature.description, version)
-        _put(entry, "icons", self.icons, version, V2025_11)
-        _put(entry, "_meta", self.meta, version, V2025_06)
+        _add_optional(entry, "title", self.title, version, V2025_06)
+        _add_optional(entry, "description", self.signature.description, version)
+        _add_optional(entry, "icons", self.icons, version, V2025_11)
+        _add_optional(entry, "_meta", self.meta, version, V2025_06)
         return entry
 
     def invoke(self, ctx, kwargs):
@@ -1861,20 +1870,23 @@ class Entry:
     def bind_strings(self, values, what):
         """Bind arguments that arrive as strings (prompt arguments, URI template variables):
         a parameter typed int, float, bool, list... gets its string parsed as JSON first."""
+        values = dict(values)
         for key, value in values.items():
             if isinstance(value, str) and key in self.signature.parse_strings:
                 try:
-                    values = {**values, key: json.loads(value)}
+                    values[key] = json.loads(value)
                 except ValueError:
                     pass                          # validation says what is wrong with it
         kwargs, problems = self.signature.bind(values)
         if problems:
-            raise JSONRPCError(INVALID_PARAMS, f"Invalid arguments for {what}:\n{_errors_text(problems)}")
+            raise JSONRPCError(INVALID_PARAMS, f"Invalid arguments for {what}:\n"
+                                               + _errors_text(problems))
         return kwargs
 
 
 class Tool(Entry):
     """A registered tool: the function, its schemas, and what tools/list says about it."""
+    registry_name = "tools"
 
     def __init__(self, fn, *, name=None, title=None, description=None, annotations=None,
                  input_schema=None, output_schema=None, structured=None, icons=None, meta=None):
@@ -1891,16 +1903,18 @@ class Tool(Entry):
     def describe(self, version):
         if version not in self.described:
             entry = {"name": self.name, "inputSchema": self.signature.input_schema}
-            _put(entry, "outputSchema", self.signature.output_schema, version, V2025_06)
-            _put(entry, "annotations", self.annotations, version, V2025_03)
+            _add_optional(entry, "outputSchema", self.signature.output_schema, version, V2025_06)
+            _add_optional(entry, "annotations", self.annotations, version, V2025_03)
             self.described[version] = self.describe_common(entry, version)
         return self.described[version]
 
     def call(self, ctx, arguments):
-        """Run the tool; every outcome is a CallToolResult (tool failures are results, R2)."""
+        """Run the tool. Its failures are results with isError, for the model to read, as
+        the spec has it; only protocol errors are JSON-RPC errors."""
         kwargs, problems = self.signature.bind(arguments)
         if problems:
-            return _error_result(f"Invalid arguments for tool '{self.name}':\n{_errors_text(problems)}")
+            return _error_result(f"Invalid arguments for tool '{self.name}':\n"
+                                 + _errors_text(problems))
         try:
             result = self.result(self.invoke(ctx, kwargs))
         except ToolError as e:
@@ -1917,18 +1931,14 @@ class Tool(Entry):
 
     def result(self, value):
         """Turn what the function returned into a CallToolResult dict."""
-        if isinstance(value, ToolResult):
-            result = value.to_dict()
-            if self.check_output is None or value.is_error:
+        blocks = _as_blocks(value)
+        if isinstance(value, ToolResult) or blocks:
+            result = value.to_dict() if blocks is None else {"content": blocks, "isError": False}
+            if self.check_output is None or result["isError"]:
                 return result
-            problems = (self.check_output(result["structuredContent"])
-                        if "structuredContent" in result else _NO_STRUCTURED)
+            structured = result.get("structuredContent")
+            problems = _NO_STRUCTURED if structured is None else self.check_output(structured)
             return self.mismatch(problems) if problems else result
-        if isinstance(value, Content) or (isinstance(value, list) and value
-                                          and all(isinstance(v, Content) for v in value)):
-            if self.check_output is not None:
-                return self.mismatch(_NO_STRUCTURED)
-            return {"content": value if isinstance(value, list) else [value], "isError": False}
         if self.check_output is not None:
             structured = self.signature.dump_output(value)
             problems = self.check_output(structured)
@@ -1936,19 +1946,18 @@ class Tool(Entry):
                 return self.mismatch(problems)
             shown = structured["result"] if self.signature.wrap_output else structured
         elif value is None or isinstance(value, str):
-            return {"content": [text(value)] if value is not None else [], "isError": False}
+            return {"content": [] if value is None else [text(value)], "isError": False}
         else:
             shown = structured = _dump(value)
             if not isinstance(structured, dict):  # only objects are structured content
                 return {"content": [text(to_json(shown))], "isError": False}
         # str and int are their own JSON text; anything else is encoded
-        shown = shown if type(shown) is str else str(shown) if type(shown) is int else to_json(shown)
+        shown = str(shown) if type(shown) in (str, int) else to_json(shown)
         return {"content": [{"type": "text", "text": shown}], "structuredContent": structured,
                 "isError": False}
 
-
     def mismatch(self, problems):
-        """Output that breaks the tool's own outputSchema is a server bug (R5): say so."""
+        """Output that breaks the tool's own outputSchema is a server bug: say so."""
         log.error("tool %r returned output that does not match its outputSchema:\n%s",
                   self.name, _errors_text(problems))
         return _error_result(f"Tool '{self.name}' produced output that does not match its "
@@ -1966,17 +1975,18 @@ def _error_result(message):
 def _call_handler(handler, ctx):
     """handler(ctx, params), run to completion if it is a coroutine function."""
     result = handler(ctx, ctx.params)
-    if hasattr(result, "__await__"):
-        result = _run_coroutine(result, ctx)
-    return result
+    return _run_coroutine(result, ctx) if hasattr(result, "__await__") else result
 
 
 def _run_coroutine(awaitable, ctx):
-    """Run an async handler on the shared event loop while this worker thread waits for its
-    result. If the client cancels the request, the coroutine is cancelled: it gets
-    asyncio.CancelledError where it awaits, and this thread stops waiting at once."""
+    """Run an async handler on the shared event loop while this thread waits. If the client
+    cancels the request, the coroutine gets asyncio.CancelledError where it awaits."""
     import concurrent.futures
-    future = _event_loop().submit(_serving(awaitable, ctx))
+
+    async def serving():
+        _serving_ctx.set(ctx)         # in this task's own context: forwarded logging finds it
+        return await awaitable
+    future = _event_loop().submit(serving())
     ctx._on_cancel = future.cancel
     if ctx.cancelled:                         # cancelled before the hook was in place
         future.cancel()
@@ -1990,14 +2000,10 @@ def _run_coroutine(awaitable, ctx):
         ctx._on_cancel = None
 
 
-async def _serving(awaitable, ctx):
-    _serving_ctx.set(ctx)         # in this task's own context: forwarded logging finds it
-    return await awaitable
-
-
 class Resource(Entry):
     """A resource at a fixed URI, or a family of them under an RFC 6570 template: ``{var}``
     matches one path segment (percent-decoded), ``{+var}`` matches the rest, slashes too."""
+    registry_name = "resources"
 
     def __init__(self, fn, uri, *, name=None, title=None, description=None, mime_type=None,
                  size=None, annotations=None, icons=None, meta=None, ttl_ms=None,
@@ -2008,25 +2014,7 @@ class Resource(Entry):
             raise ValueError(f"resource {uri!r} has no scheme: start it with one, as in "
                              f"{'file:///' + uri.lstrip('/')!r}")
         if "{" in uri or "}" in uri:
-            parts = re.split(r"\{(\+?)([A-Za-z_][A-Za-z0-9_]*)\}", uri)  # literal, +, name, ...
-            for literal in parts[::3]:
-                if "{" in literal or "}" in literal:
-                    raise ValueError(_template_brace_error(uri, literal))
-            pattern = [re.escape(parts[0])]
-            for i in range(1, len(parts), 3):
-                plus, var, literal = parts[i:i + 3]
-                if var in self.variables:
-                    raise ValueError(f"resource {uri!r}: variable {var!r} appears twice; "
-                                     "give each variable a name of its own")
-                if not literal and i + 3 < len(parts):     # where would one end, the next start?
-                    raise ValueError(f"resource {uri!r}: variables {var!r} and {parts[i + 4]!r} "
-                                     "are next to each other; put a literal between them, such "
-                                     "as '/' or '-'")
-                self.variables.append(var)
-                if plus:
-                    self.plus_vars.add(var)
-                pattern += [f"(?P<{var}>.+)" if plus else f"(?P<{var}>[^/?#]+)", re.escape(literal)]
-            self.pattern = re.compile("".join(pattern) + r"\Z")
+            self.compile_template(uri)
         self.is_template = bool(self.variables)
         params = set(self.signature.input_schema.get("properties", ()))
         if params != set(self.variables):
@@ -2037,34 +2025,58 @@ class Resource(Entry):
         # 2026-07-28 cache hints for resources/read, where they differ from the server's
         self.ttl_ms, self.cache_scope = _cache_hints(ttl_ms, cache_scope, f"resource {uri!r}")
 
+    def compile_template(self, uri):
+        parts = re.split(r"\{(\+?)([A-Za-z_][A-Za-z0-9_]*)\}", uri)  # literal, +, name, ...
+        for literal in parts[::3]:
+            if "{" in literal or "}" in literal:
+                raise ValueError(_template_brace_error(uri, literal))
+        pattern = [re.escape(parts[0])]
+        for i in range(1, len(parts), 3):
+            plus, var, literal = parts[i:i + 3]
+            if var in self.variables:
+                raise ValueError(f"resource {uri!r}: variable {var!r} appears twice; "
+                                 "give each variable a name of its own")
+            if not literal and i + 3 < len(parts):     # where would one end, the next start?
+                raise ValueError(f"resource {uri!r}: variables {var!r} and {parts[i + 4]!r} "
+                                 "are next to each other; put a literal between them, such "
+                                 "as '/' or '-'")
+            self.variables.append(var)
+            if plus:
+                self.plus_vars.add(var)
+            pattern += [f"(?P<{var}>{'.+' if plus else '[^/?#]+'})", re.escape(literal)]
+        self.pattern = re.compile("".join(pattern) + r"\Z")
+
     def describe(self, version):
         entry = {"uriTemplate" if self.is_template else "uri": self.uri, "name": self.name}
-        _put(entry, "mimeType", self.mime_type, version)
-        _put(entry, "size", None if self.is_template else self.size, version)
-        _put(entry, "annotations", self.annotations and _shape_annotations(self.annotations, version), version)
+        _add_optional(entry, "mimeType", self.mime_type, version)
+        if not self.is_template:
+            _add_optional(entry, "size", self.size, version)
+        if self.annotations is not None:
+            entry["annotations"] = _shape_annotations(self.annotations, version)
         return self.describe_common(entry, version)
 
     def match(self, uri):
         """The template variables of a URI this resource serves, or None."""
         if not self.is_template:
             return {} if uri == self.uri else None
-        m = self.pattern.match(uri)
-        if m is None:
+        found = self.pattern.match(uri)
+        if found is None:
             return None
         from urllib.parse import unquote
-        return {k: (v if k in self.plus_vars else unquote(v)) for k, v in m.groupdict().items()}
+        return {var: value if var in self.plus_vars else unquote(value)
+                for var, value in found.groupdict().items()}
 
     def read(self, ctx, uri, variables):
         value = self.invoke(ctx, self.bind_strings(variables, f"resource {uri}"))
-        if isinstance(value, Content):
-            value = [value]
-        if isinstance(value, list) and value and all(isinstance(v, Content) for v in value):
-            for v in value:
-                if v.get("type") != "resource":
-                    raise TypeError(f"resource {uri!r} returned a {v.get('type')!r} content block; "
-                                    "return str, bytes, JSON data, or embedded_resource(...) blocks")
-            return [v["resource"] for v in value]          # embedded_resource(...) blocks
-        return [_contents(uri, value, self.mime_type or _guess_type(uri))]
+        blocks = _as_blocks(value)
+        if blocks is None:
+            return [_contents(uri, value, self.mime_type or _guess_type(uri))]
+        for block in blocks:
+            if block.get("type") != "resource":
+                raise TypeError(f"resource {uri!r} returned a {block.get('type')!r} content "
+                                "block; return str, bytes, JSON data, or "
+                                "embedded_resource(...) blocks")
+        return [block["resource"] for block in blocks]
 
 
 def _template_brace_error(uri, literal):
@@ -2083,13 +2095,14 @@ def _template_brace_error(uri, literal):
 class Prompt(Entry):
     """A registered prompt: a function returning messages; its parameters are the prompt's
     arguments (required when they have no default)."""
+    registry_name = "prompts"
 
     def __init__(self, fn, *, name=None, title=None, description=None, icons=None, meta=None):
         super().__init__(fn, name, title, description, icons, meta, structured=False)
         schema = self.signature.input_schema
         required = set(schema.get("required", ()))
-        self.arguments = [dict({"name": arg, "required": arg in required},
-                               **({"description": prop["description"]} if "description" in prop else {}))
+        self.arguments = [{"name": arg, "required": arg in required,
+                           **{k: v for k, v in prop.items() if k == "description"}}
                           for arg, prop in schema.get("properties", {}).items()]
 
     def describe(self, version):
@@ -2098,24 +2111,25 @@ class Prompt(Entry):
     def get(self, ctx, arguments):
         value = self.invoke(ctx, self.bind_strings(arguments, f"prompt '{self.name}'"))
         version = ctx.protocol_version or LATEST_PROTOCOL_VERSION
-        messages = [_message(item) for item in (value if isinstance(value, list) else [value])]
+        items = value if isinstance(value, list) else [value]
+        messages = [_prompt_message(item) for item in items]
         for message in messages:
             message["content"] = _shape_block(message["content"], version)
         result = {"messages": messages}
-        _put(result, "description", self.signature.description, version)
+        _add_optional(result, "description", self.signature.description, version)
         return result
 
 
-def _message(item):
+def _prompt_message(item):
     """A prompt's return item -> a PromptMessage: str or a content block is a user message;
     a dict with "role" passes through (its str content becomes a text block)."""
     if isinstance(item, (str, Content)):
-        return {"role": "user", "content": text(item) if isinstance(item, str) else item}
-    if isinstance(item, dict) and "role" in item:
-        content = item.get("content")
-        return dict(item, content=text(content) if isinstance(content, str) else content)
-    raise TypeError(f"a prompt returned {type(item).__name__}; expected str, a content block "
-                    'or {"role": ..., "content": ...}')
+        item = {"role": "user", "content": item}
+    elif not isinstance(item, dict) or "role" not in item:
+        raise TypeError(f"a prompt returned {type(item).__name__}; expected str, a content "
+                        'block or {"role": ..., "content": ...}')
+    content = item.get("content")
+    return dict(item, content=text(content) if isinstance(content, str) else content)
 
 
 # ============================================================================================
@@ -2126,7 +2140,6 @@ LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert"
 _LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
 _current = threading.local()                  # the Context a worker thread is serving
 _serving_ctx = contextvars.ContextVar("mcp_min_ctx", default=None)   # and an async handler
-
 
 
 def _log_params(level, data, logger, threshold):
@@ -2143,13 +2156,10 @@ def _log_params(level, data, logger, threshold):
 
 
 class Context:
-    """What a handler knows and can do while it serves one request.
-
-    A tool, resource or prompt function gets one by declaring a parameter annotated
-    ``Context`` (any name). Built-in handlers get it as their first argument.
-
-    Its methods are plain calls. In an ``async def`` handler (on the event loop) they return
-    awaitables instead, as in FastMCP: ``await ctx.info(...)``, ``await ctx.elicit(...)``."""
+    """What a handler knows and can do while it serves one request (see the README). A tool,
+    resource or prompt function gets one by declaring a parameter annotated ``Context``;
+    built-in handlers get it as their first argument. In an ``async def`` handler its
+    methods return awaitables, as in FastMCP: ``await ctx.info(...)``."""
 
     _on_cancel = None       # while an async handler runs: cancels it (called by the reader)
 
@@ -2169,41 +2179,22 @@ class Context:
         self.done = False                  # set once the response is written
         self.last_progress = None
 
-    # In the handshake era these come from initialize; in 2026-07-28, from this request.
-    @property
-    def protocol_version(self):
-        if self.envelope is not None:
-            return self.envelope.version
-        return self.session.version
+    # In the handshake era these come from initialize (the session); in 2026-07-28, from the
+    # request's own envelope.
+    protocol_version = property(lambda self: (self.envelope or self.session).version)
+    client_info = property(lambda self: (self.envelope or self.session).client_info)
+    client_capabilities = property(
+        lambda self: (self.envelope or self.session).client_capabilities)
+    lifespan = property(lambda self: self.server.lifespan_value, doc="What the lifespan yielded.")
 
-    @property
-    def client_info(self):
-        if self.envelope is not None:
-            return self.envelope.client_info
-        return self.session.client_info
-
-    @property
-    def client_capabilities(self):
-        if self.envelope is not None:
-            return self.envelope.capabilities
-        return self.session.client_capabilities
-
-    @property
-    def lifespan(self):
-        """The value the server's lifespan context manager yielded."""
-        return self.server.lifespan_value
-
-    # -- cancellation ----------------------------------------------------------------------
     def check_cancelled(self):
         """Raise Cancelled if the client cancelled this request: call it between steps."""
         if self.cancelled:
             raise Cancelled(f"request {self.request_id!r} was cancelled")
 
-    # -- progress --------------------------------------------------------------------------
     def report_progress(self, progress, total=None, message=None):
-        """Send notifications/progress, if the request asked for it with a progressToken.
-        Values must increase strictly (G9); nothing is sent after the response.
-        Returns whether a notification was sent."""
+        """Send notifications/progress, if the request has a progressToken; returns whether
+        it was sent. Progress must increase, as the spec requires."""
         if isinstance(progress, bool) or not isinstance(progress, (int, float)):
             raise TypeError(f"progress must be a number, not {type(progress).__name__}")
         if self.last_progress is not None and progress <= self.last_progress:
@@ -2211,21 +2202,18 @@ class Context:
         if self.progress_token is None:
             return False
         params = {"progressToken": self.progress_token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None and (self.protocol_version or "") >= V2025_03:
-            params["message"] = message
+        _add_optional(params, "total", total)
+        _add_optional(params, "message", message, self.protocol_version or "", V2025_03)
         with self.session.lock:               # the response cannot overtake us here
-            if self.done or self.cancelled:
+            if self.done or self.cancelled:   # nothing about a request after its response
                 return False
             self.last_progress = progress
             return self.outlet.notify("notifications/progress", params)
 
-    # -- logging to the client ---------------------------------------------------------------
     def log(self, level, data, logger=None):
         """Send notifications/message if ``level`` is at or above what the client asked for
-        (with logging/setLevel; in 2026-07-28, in this request's ``_meta``, and only before
-        its response). ``data`` is any JSON value. Never log secrets."""
+        (logging/setLevel; in 2026-07-28, this request's ``_meta``, and only before the
+        response). ``data`` is any JSON value. Never log secrets."""
         if self.envelope is None:
             session = self.session
             params = _log_params(level, data, logger, session.version and session.log_level)
@@ -2244,17 +2232,11 @@ class Context:
     debug, info, notice, warning, error, critical, alert, emergency = map(_at_level, LOG_LEVELS)
     del _at_level
 
-    # -- asking the client -------------------------------------------------------------------
+    # -- asking the client (the README says how each era carries the question) ---------------
     def request(self, method, params=None, capability=None, timeout=None, key=None):
-        """Ask the client (sampling, elicitation, roots) and return its answer.
-
-        Only if the client declared ``capability``; otherwise CapabilityError, which a tool
-        reports as an ``isError`` result (in 2026-07-28, as error -32021) unless it catches
-        it. In the handshake era this sends a request and waits for the response (only
-        after notifications/initialized). In 2026-07-28 the server never sends requests: the
-        question ends this run with an ``input_required`` result, and the client's retry
-        runs the handler again from the top, this time with the answer, which is returned
-        here. ``key`` names the question in that result (default: its kind and number)."""
+        """Ask the client and return its answer, if it declared ``capability`` (else
+        CapabilityError). In 2026-07-28 an unanswered question ends this run with an
+        input_required result; ``key`` names it there (default: its kind and number)."""
         if self.envelope is None and not self.session.initialized:
             raise CapabilityError(f"cannot send {method} before the client has sent "
                                   "notifications/initialized")
@@ -2284,10 +2266,8 @@ class Context:
         raise InputRequired({key: (question, digest)})
 
     def ask_together(self, *asks):
-        """Ask several questions at once and return their answers in order. Each argument is
-        a function that asks one, e.g. ``lambda: ctx.elicit(...)``. In 2026-07-28 those still
-        unanswered travel in one input_required result (one round, not one per question);
-        in the handshake era they are asked one after the other."""
+        """Ask several questions (``lambda: ctx.elicit(...)``, ...) and return their answers:
+        in 2026-07-28 those unanswered share one round, not one round each."""
         answers, waiting = [], {}
         for ask in asks:
             try:
@@ -2302,20 +2282,19 @@ class Context:
     def sample(self, messages, *, max_tokens=1000, system_prompt=None, temperature=None,
                stop_sequences=None, model_preferences=None, include_context=None,
                metadata=None, tools=None, tool_choice=None, timeout=None, key=None):
-        """Ask the client's model for a completion (sampling/createMessage). ``messages``
-        is a string, or a list of strings (user turns) and ``{"role", "content"}`` dicts.
-        Returns the result: ``{"role", "content", "model", "stopReason"}``."""
+        """sampling/createMessage: ``messages`` is a string, or a list of strings (user turns)
+        and ``{"role", "content"}`` dicts. Returns ``{"role", "content", "model", ...}``."""
         if isinstance(messages, str):
             messages = [messages]
-        params = {"messages": [_message(m) for m in messages], "maxTokens": max_tokens}
-        for field, value in (("systemPrompt", system_prompt), ("temperature", temperature),
-                           ("stopSequences", stop_sequences), ("includeContext", include_context),
-                           ("modelPreferences", model_preferences), ("metadata", metadata),
-                           ("tools", tools), ("toolChoice", tool_choice)):
-            if value is not None:
-                params[field] = value
-        if (tools or tool_choice) and ("tools" not in self.client_capabilities.get("sampling", {})
-                                       or (self.protocol_version or "") < V2025_11):
+        params = {"messages": [_prompt_message(m) for m in messages], "maxTokens": max_tokens}
+        optional = {"systemPrompt": system_prompt, "temperature": temperature,
+                    "stopSequences": stop_sequences, "includeContext": include_context,
+                    "modelPreferences": model_preferences, "metadata": metadata,
+                    "tools": tools, "toolChoice": tool_choice}
+        params.update((field, value) for field, value in optional.items() if value is not None)
+        if (tools or tool_choice) and (
+                "tools" not in self.client_capabilities.get("sampling", {})
+                or (self.protocol_version or "") < V2025_11):
             raise CapabilityError("the client did not declare sampling.tools (2025-11-25), so a "
                                   "sampling request cannot offer tools",
                                   {"sampling": {"tools": {}}})
@@ -2323,17 +2302,14 @@ class Context:
 
     def elicit(self, message, schema=None, *, url=None, elicitation_id=None, timeout=None,
                key=None):
-        """Ask the user for input (elicitation/create). Form mode takes a flat object
-        ``schema`` of primitive properties; URL mode (2025-11-25, ``url=``) sends the user to
-        a page, and is for anything secret. Returns ``{"action": "accept"|"decline"|"cancel",
-        "content": {...}}``."""
-        declared = self.client_capabilities.get("elicitation")
-        if (self.protocol_version or "") < V2025_06:
+        """elicitation/create: a flat form ``schema``, or (2025-11-25) a page at ``url``, for
+        anything secret. Returns ``{"action": "accept"|"decline"|"cancel", "content"}``."""
+        declared, version = self.client_capabilities.get("elicitation"), self.protocol_version
+        if (version or "") < V2025_06:
             raise CapabilityError(f"elicitation arrived in protocol 2025-06-18; this session "
-                                  f"speaks {self.protocol_version}")
+                                  f"speaks {version}")
         if url is not None:
-            if not isinstance(declared, dict) or "url" not in declared or \
-                    (self.protocol_version or "") < V2025_11:
+            if not isinstance(declared, dict) or "url" not in declared or version < V2025_11:
                 raise CapabilityError("the client did not declare elicitation.url (2025-11-25)",
                                       {"elicitation": {"url": {}}})
             params = {"mode": "url", "message": message, "url": url}
@@ -2347,23 +2323,22 @@ class Context:
             schema = schema or {"type": "object", "properties": {}}
             _check_form(schema)
             params = {"message": message, "requestedSchema": schema}
-            if (self.protocol_version or "") >= V2025_11:
+            if version >= V2025_11:
                 params = {"mode": "form", **params}
         answer = self.request("elicitation/create", params, "elicitation", timeout, key)
         if url is None and isinstance(answer, dict) and answer.get("action") == "accept":
             problems = compile_schema(schema)(answer.get("content", {}))
             if problems:
                 raise InvalidAnswer("The client's answer does not fit the form:\n"
-                                                   + _errors_text(problems))
+                                    + _errors_text(problems))
         return answer
 
     def list_roots(self, timeout=None, key=None):
-        """The client's roots (roots/list) as a list of ``{"uri", "name"?}``; in the handshake
-        era cached until the client sends notifications/roots/list_changed."""
+        """roots/list: ``[{"uri", "name"?}, ...]``; in the handshake era cached until the
+        client sends notifications/roots/list_changed."""
         if self.envelope is not None:              # stateless: asked for each request
             return self.request("roots/list", None, "roots", timeout, key).get("roots", [])
-        session = self.session
-        roots = session.roots
+        session, roots = self.session, self.session.roots
         if roots is None:
             generation = session.roots_generation
             roots = self.request("roots/list", None, "roots", timeout).get("roots", [])
@@ -2373,47 +2348,39 @@ class Context:
 
 
 def _awaitable_on_the_loop(method, waits):
-    """``method``, except that called on the event loop (from an async handler) it returns an
-    awaitable, so that ``await ctx.info(...)`` works as in FastMCP. A quick one (``waits``
-    false) is done at once and returns a finished asyncio Future: awaiting it is optional.
-    One that waits for the client returns a coroutine, which waits in a thread of its own:
-    blocking the loop would hold up every other async call meanwhile."""
+    """``method``, except that on the event loop (in an async handler) it returns an awaitable:
+    at once a finished Future for a quick one; for one that waits for the client, a coroutine
+    that waits in a thread of its own, as blocking the loop would hold up every async call."""
     @functools.wraps(method)
     def call(self, *args, **kwargs):
         # by thread id: current_thread() would leave a dummy Thread for each _thread thread
-        loop = _loop and _loop.loop
-        if loop is None or _thread.get_ident() != _loop.ident:
+        if _loop_thread is None or _thread.get_ident() != _loop_thread.ident:
             return method(self, *args, **kwargs)
         if waits:
-            waiting = _in_a_thread(loop, lambda: method(self, *args, **kwargs))
+            waiting = _in_a_thread(lambda: method(self, *args, **kwargs))
             waiting.__qualname__ = method.__qualname__     # "coroutine 'Context.elicit' was
             return waiting                                  # never awaited", if it is not
-        done = loop.create_future()
+        done = _loop_thread.loop.create_future()
         done.set_result(method(self, *args, **kwargs))
         return done
     return call
 
 
-async def _in_a_thread(loop, call):
-    waiter, context = loop.create_future(), contextvars.copy_context()
+async def _in_a_thread(call):
+    import asyncio
+    import concurrent.futures
+    future, context = concurrent.futures.Future(), contextvars.copy_context()
 
     def work():
+        # Once running, the future ignores cancel(): setting it below cannot fail.
+        if not future.set_running_or_notify_cancel():       # the coroutine stopped waiting
+            return
         try:
-            value, error = context.run(call), None
+            future.set_result(context.run(call))
         except BaseException as e:            # InputRequired and Cancelled too
-            value, error = None, e
-        loop.call_soon_threadsafe(_settle, waiter, value, error)
+            future.set_exception(e)
     _thread.start_new_thread(work, ())
-    return await waiter
-
-
-def _settle(waiter, value, error):
-    if waiter.cancelled():                    # the coroutine stopped waiting
-        return
-    if error is None:
-        waiter.set_result(value)
-    else:
-        waiter.set_exception(error)
+    return await asyncio.wrap_future(future)
 
 
 for _method, _waits in (("report_progress", False), ("log", False), ("request", True),
@@ -2427,14 +2394,13 @@ def _check_form(schema):
     """An elicitation form is a flat object of strings, numbers, booleans and lists of
     enumerated strings, as the spec requires: anything else is a mistake in the tool."""
     properties = schema.get("properties") if isinstance(schema, dict) else None
-    if schema.get("type") != "object" or not isinstance(properties, dict):
+    if not isinstance(properties, dict) or schema.get("type") != "object":
         raise ValueError('an elicitation form is {"type": "object", "properties": {...}}')
     for name, prop in properties.items():
         kind = prop.get("type") if isinstance(prop, dict) else None
         items = prop.get("items") if kind == "array" else None
-        if kind not in ("string", "number", "integer", "boolean", "array") or (
-                kind == "array" and not (isinstance(items, dict) and ("enum" in items
-                                                                        or "anyOf" in items))):
+        enumerated = isinstance(items, dict) and ("enum" in items or "anyOf" in items)
+        if kind not in ("string", "number", "integer", "boolean") and not enumerated:
             raise ValueError(f"elicitation form property {name!r}: forms take strings, numbers, "
                              "booleans and arrays of enumerated strings, nothing nested")
 
@@ -2443,10 +2409,9 @@ _forwarding = {"servers": 0}   # how many servers that forward logging are servi
 
 
 def _forward_logging(server, serving):
-    """Server(forward_logging=...): while such a server serves, each logging record made in one
-    of its handlers also goes to that handler's client as notifications/message. One wrapper
-    of the log record factory does it for every server: no handler is added anywhere, so the
-    application's loggers (the root logger above all) stay as they are."""
+    """Server(forward_logging=...): logging records made in a handler also go to its client.
+    One wrapper of the log record factory does it for every server while one serves: no
+    handler is added anywhere, so the application's loggers stay as they are."""
     if not server.forward_logging:
         return
     import logging
@@ -2489,11 +2454,12 @@ def _forwarded_record(*args, **kwargs):
 # it is signed: the client holds it, and it must not be able to alter it or move it to
 # another call.
 
-_MCP = "io.modelcontextprotocol/"
-PROTOCOL_VERSION_KEY = _MCP + "protocolVersion"
-CLIENT_CAPABILITIES_KEY = _MCP + "clientCapabilities"
-CLIENT_INFO_KEY, LOG_LEVEL_KEY = _MCP + "clientInfo", _MCP + "logLevel"
-SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY = _MCP + "serverInfo", _MCP + "subscriptionId"
+_MCP_PREFIX = "io.modelcontextprotocol/"
+PROTOCOL_VERSION_KEY = _MCP_PREFIX + "protocolVersion"
+CLIENT_CAPABILITIES_KEY = _MCP_PREFIX + "clientCapabilities"
+CLIENT_INFO_KEY, LOG_LEVEL_KEY = _MCP_PREFIX + "clientInfo", _MCP_PREFIX + "logLevel"
+SERVER_INFO_KEY = _MCP_PREFIX + "serverInfo"
+SUBSCRIPTION_ID_KEY = _MCP_PREFIX + "subscriptionId"
 
 #: Methods of one era only. A 2026-07-28 request for a handshake-only method gets -32601.
 MODERN_ONLY_METHODS = frozenset({"server/discover", "subscriptions/listen"})
@@ -2510,25 +2476,23 @@ NO_RESPONSE = object()
 
 
 class Envelope:
-    """What a 2026-07-28 request says about its client, in ``params._meta``: the protocol
-    version, the client's capabilities and name, and the log level it wants for this request
-    only (the handshake era learns the same once, from initialize). Made from the request's
-    _meta, it raises the JSON-RPC error the request deserves: -32602 for a missing or
-    malformed key, -32022 for a version this server does not serve."""
-    __slots__ = ("meta", "version", "capabilities", "log_level")
+    """What a 2026-07-28 request says about its client in ``params._meta`` (the handshake era
+    learns it from initialize): the protocol version, the client's capabilities and name,
+    and the log level for this request. -32602 for a malformed _meta, -32022 for a version
+    this server does not serve."""
+    __slots__ = ("meta", "version", "client_capabilities", "log_level")
 
     def __init__(self, meta):
         if not isinstance(meta, dict):
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: this method is part of "
                                "protocol 2026-07-28, whose requests carry params._meta with "
                                f'"{PROTOCOL_VERSION_KEY}" and "{CLIENT_CAPABILITIES_KEY}"')
-        version, capabilities = meta.get(PROTOCOL_VERSION_KEY), meta.get(CLIENT_CAPABILITIES_KEY)
-        if not isinstance(version, str):
-            raise JSONRPCError(INVALID_PARAMS, f'Invalid params: params._meta needs '
-                                               f'"{PROTOCOL_VERSION_KEY}" (a string)')
-        if not isinstance(capabilities, dict):
-            raise JSONRPCError(INVALID_PARAMS, f'Invalid params: params._meta needs '
-                               f'"{CLIENT_CAPABILITIES_KEY}" (an object; {{}} for none)')
+        for key, kind, what in ((PROTOCOL_VERSION_KEY, str, "a string"),
+                                (CLIENT_CAPABILITIES_KEY, dict, "an object; {} for none")):
+            if not isinstance(meta.get(key), kind):
+                raise JSONRPCError(INVALID_PARAMS, f'Invalid params: params._meta needs '
+                                                   f'"{key}" ({what})')
+        version = meta[PROTOCOL_VERSION_KEY]
         if version not in MODERN_PROTOCOL_VERSIONS:
             raise JSONRPCError(UNSUPPORTED_VERSION, f"Unsupported protocol version {version!r}: "
                                f"requests are served at {', '.join(MODERN_PROTOCOL_VERSIONS)}; "
@@ -2539,7 +2503,7 @@ class Envelope:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid params: log level {level!r} in "
                                                f"params._meta; use one of {', '.join(LOG_LEVELS)}")
         self.meta, self.version, self.log_level = meta, version, level
-        self.capabilities = capabilities
+        self.client_capabilities = meta[CLIENT_CAPABILITIES_KEY]
 
     @property
     def client_info(self):
@@ -2564,13 +2528,7 @@ def _digest(value):
 
 
 def _b64url(data):
-    return binascii.b2a_base64(data, newline=False).rstrip(b"=").decode("ascii") \
-        .replace("+", "-").replace("/", "_")
-
-
-def _unb64url(text):
-    text = text.replace("-", "+").replace("_", "/")
-    return binascii.a2b_base64(text + "=" * (-len(text) % 4))
+    return b64encode(data).rstrip("=").replace("+", "-").replace("/", "_")
 
 
 class RequestStateSigner:
@@ -2585,14 +2543,14 @@ class RequestStateSigner:
             key = key.encode("utf-8")
         self.key, self.ttl, self.shared = key or os.urandom(32), ttl, bool(key)
 
-    def _mac(self, body):
+    def signature(self, body):
         import hashlib
         import hmac
-        return hmac.new(self.key, body, hashlib.sha256).digest()
+        return _b64url(hmac.new(self.key, body.encode("ascii"), hashlib.sha256).digest())
 
     def seal(self, payload):
         body = _b64url(encode_message(dict(payload, exp=int(time.time() + self.ttl))))
-        return f"v1.{body}.{_b64url(self._mac(body.encode('ascii')))}"
+        return f"v1.{body}.{self.signature(body)}"
 
     def open(self, token):
         """The payload of a state this server sealed, or -32602 saying why not."""
@@ -2601,8 +2559,9 @@ class RequestStateSigner:
         body, _, mac = rest.partition(".")
         try:             # compared as text: a signature written any other way is refused
             genuine = version == "v1" and hmac.compare_digest(
-                mac.encode("ascii"), _b64url(self._mac(body.encode("ascii"))).encode("ascii"))
-            payload = json.loads(_unb64url(body)) if genuine else None
+                mac.encode("ascii"), self.signature(body).encode("ascii"))
+            body = body.replace("-", "+").replace("_", "/")
+            payload = json.loads(b64decode(body + "=" * (-len(body) % 4))) if genuine else None
         except (ValueError, binascii.Error, UnicodeEncodeError):
             payload = None
         if not isinstance(payload, dict):
@@ -2636,8 +2595,8 @@ def _check_answer(key, method, answer):
 # Server
 # ============================================================================================
 
-# The capability each built-in method needs: a method the server did not declare is
-# answered -32601 (§5.1).
+# The capability each built-in method needs: a server that did not declare it answers the
+# method -32601, as the spec says of a capability it does not offer.
 _NEEDS = {"tools/list": "tools", "tools/call": "tools", "resources/list": "resources",
           "resources/templates/list": "resources", "resources/read": "resources",
           "resources/subscribe": "resources", "resources/unsubscribe": "resources",
@@ -2650,60 +2609,83 @@ _DID_YOU_MEAN = {"tool": "name", "toolName": "name", "args": "arguments", "param
                  "prompt": "name", "promptName": "name"}
 
 
+def _did_you_mean(name, known=None, params=None):
+    """The hint that ends an error about ``name``: the names in ``known`` spelled closest to
+    it, as in `` (did you mean 'add'?)``; or, for a parameter missing from ``params``, the
+    key they hold instead, as in `` (found "tool": did you mean "name"?)``. Else ''."""
+    if params is not None:
+        found = next((k for k, v in _DID_YOU_MEAN.items() if v == name and k in params), None)
+        return f' (found "{found}": did you mean "{name}"?)' if found else ""
+    import difflib
+    close = difflib.get_close_matches(name, list(known), n=3)
+    return f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+
+
 def _require(params, key, kind, method):
     """params[key] as ``kind`` or -32602 saying what was expected (and what was meant)."""
     value = params.get(key)
     if isinstance(value, kind):
         return value
-    hint = next((f' (found "{k}": did you mean "{key}"?)' for k, v in _DID_YOU_MEAN.items()
-                 if v == key and k in params), "")
-    raise JSONRPCError(INVALID_PARAMS, f'{method} needs params.{key} '
-                                       f'({"a string" if kind is str else "an object"}){hint}')
+    raise JSONRPCError(INVALID_PARAMS, f"{method} needs params.{key} "
+                       f"({'a string' if kind is str else 'an object'})"
+                       + _did_you_mean(key, params=params))
+
+
+def _named(registry, what, params, method):
+    """The tool or prompt params.name names; else -32602 (a protocol error, as in the spec's
+    example) naming it, and the names it may have meant."""
+    name = _require(params, "name", str, method)
+    entry = registry.get(name)
+    if entry is None:
+        raise JSONRPCError(INVALID_PARAMS, f"Unknown {what}: {name!r}"
+                           + _did_you_mean(name, registry), {"name": name})
+    return entry
+
+
+def _arguments(params, method):
+    """params.arguments: an object, or {} when there is none (nor one under another name)."""
+    if params.get("arguments") is None and not _did_you_mean("arguments", params=params):
+        return {}
+    return _require(params, "arguments", dict, method)
 
 
 class Server:
     """An MCP server: a registry of tools, resources and prompts, and ``handlers``, the
     dict from method name to ``handler(ctx, params) -> result`` that answers the client.
 
-    Settings (all keyword arguments, with their defaults):
+    Settings (keyword arguments, with their defaults; the README says more):
       page_size=100          items per page of every list method (None: one page)
       max_workers=64         threads running handlers (tools, resource reads, prompts)
       max_queue=10000        calls that may wait for a thread; past that, refused at once
       max_line_bytes=32 MiB  the longest message accepted; longer ones get an error
       grace_period=5.0       seconds in-flight calls may finish after end of input
-      request_timeout=60.0   seconds to wait for the client to answer sampling/elicitation/roots
-      lifespan=None          ``fn(server)`` returning a context manager, sync or async,
-                             entered once around serving (a bare generator of either kind
-                             is one); handlers reach what it yields as ``ctx.lifespan``.
-                             An async one runs on the event loop async handlers run on
-      forward_logging=False  True (every logger) or a logger name: Python logging records
-                             made inside handlers also go to the client
+      request_timeout=60.0   seconds to wait for the client's answer (sampling, elicitation...)
+      lifespan=None          ``fn(server)`` returning a context manager, sync or async (or a
+                             bare generator), entered once around serving: ``ctx.lifespan``
+      forward_logging=False  True, or a logger name: logging records made in handlers also go
+                             to the client
       cache_ttl_ms=0         2026-07-28: how long (ms) clients may reuse a discover, list or
-      cache_scope="public"   resource result, and whether it may be shared between users
-                             ("public") or not ("private"); a resource can say otherwise
+      cache_scope="public"   resource result, and whether users may share it ("private": no)
       state_key=None         2026-07-28: the key that signs requestState (bytes or str; else
-                             env MCP_MIN_STATE_KEY, else random per process)
-      state_ttl=600          seconds a requestState stays valid
-
+      state_ttl=600          env MCP_MIN_STATE_KEY, else random per process); its lifetime (s)
     Over HTTP (``server.wsgi``, ``run(http=...)``):
       http_path="/mcp"       the MCP endpoint's path
-      allowed_origins=()     browser Origins allowed besides this server's own and, when it
-                             is on this machine, this machine's ("*": any)
-      allowed_hosts=None     Host names to accept (besides localhost); None: any, except a
+      allowed_origins=()     browser Origins allowed besides the server's own and, when it is
+                             on this machine, this machine's ("*": any)
+      allowed_hosts=None     Host names accepted besides localhost; None: any, but not a
                              non-local name on a request from this machine (DNS rebinding)
-      auth=None              ``fn(bearer_token) -> principal or None``: None answers 401;
-                             the principal is ``ctx.principal``
+      auth=None              ``fn(bearer_token)`` -> principal (``ctx.principal``), None: 401
       authorization_servers=()  where clients get tokens (served as RFC 9728 metadata)
-      http_sessions=True     handshake-era sessions (Mcp-Session-Id) in this process. False
-                             for several worker processes: no sessions, so no requests to
-                             the client in that era, and no list-change or resource-update
-                             notifications in either (a change in one process would not
-                             reach the clients of the others)
+      http_sessions=True     handshake-era sessions in this process; False for several worker
+                             processes: no sessions, no requests to the client in that era,
+                             no change notifications in either
       max_sessions=1000      sessions kept; past that the longest idle one is ended
       session_idle=3600      seconds a session may stay unused
-      heartbeat=15.0         seconds between SSE keep-alive lines (they also reveal a client
-                             that went away, which cancels its request)
+      heartbeat=15.0         seconds between SSE keep-alive lines (they reveal a client gone
+                             away, which cancels its request)
     """
+
+    _http_start_lock = threading.Lock()      # for the first request of any server's wsgi
 
     #: Methods answered on the reader thread; they are quick and never run user code.
     #: Everything else (tools/call, resources/read, prompts/get, completion/complete and
@@ -2715,11 +2697,11 @@ class Server:
 
     def __init__(self, name, version="0.1.0", *, title=None, description=None, instructions=None,
                  website_url=None, icons=None, lifespan=None, page_size=100, max_workers=64,
-                 max_queue=10_000, max_line_bytes=32 << 20, grace_period=5.0, request_timeout=60.0,
-                 forward_logging=False, cache_ttl_ms=0, cache_scope="public", state_key=None,
-                 state_ttl=600, http_path="/mcp", allowed_origins=(), allowed_hosts=None,
-                 auth=None, authorization_servers=(), http_sessions=True, max_sessions=1000,
-                 session_idle=3600, heartbeat=15.0):
+                 max_queue=10_000, max_line_bytes=32 << 20, grace_period=5.0,
+                 request_timeout=60.0, forward_logging=False, cache_ttl_ms=0,
+                 cache_scope="public", state_key=None, state_ttl=600, http_path="/mcp",
+                 allowed_origins=(), allowed_hosts=None, auth=None, authorization_servers=(),
+                 http_sessions=True, max_sessions=1000, session_idle=3600, heartbeat=15.0):
         self.name, self.version, self.title, self.description = name, version, title, description
         self.instructions, self.website_url, self.icons = instructions, website_url, icons
         self.lifespan, self.lifespan_value, self._lifespan_users = lifespan, None, 0
@@ -2744,62 +2726,61 @@ class Server:
         self.pool = None                      # started with the first connection
         self.order = count(1).__next__        # registration order: the order lists use
         self.handlers = {
-            "initialize": self.initialize,
-            "ping": self.ping,
-            "tools/list": self.list_tools,
-            "tools/call": self.call_tool,
+            "initialize": self.initialize, "ping": self.ping,
+            "tools/list": self.list_tools, "tools/call": self.call_tool,
             "resources/list": self.list_resources,
             "resources/templates/list": self.list_resource_templates,
-            "resources/read": self.read_resource,
-            "resources/subscribe": self.subscribe,
+            "resources/read": self.read_resource, "resources/subscribe": self.subscribe,
             "resources/unsubscribe": self.unsubscribe,
-            "prompts/list": self.list_prompts,
-            "prompts/get": self.get_prompt,
-            "completion/complete": self.complete,
-            "logging/setLevel": self.set_logging_level,
-            "server/discover": self.discover,
-            "subscriptions/listen": self.listen,
+            "prompts/list": self.list_prompts, "prompts/get": self.get_prompt,
+            "completion/complete": self.complete, "logging/setLevel": self.set_logging_level,
+            "server/discover": self.discover, "subscriptions/listen": self.listen,
             "notifications/initialized": self.on_initialized,
             "notifications/cancelled": self.on_cancelled,
             "notifications/roots/list_changed": self.on_roots_list_changed,
         }
 
     # -- registration ----------------------------------------------------------------------
+    # A name or URI registered twice is an error, unless replace=True says it is on purpose.
     def tool(self, fn=None, *, replace=False, **options):
-        """Register a function as a tool: ``@server.tool`` or ``@server.tool(name=..., title=...,
-        description=..., annotations={...}, input_schema=..., output_schema=...,
-        structured=..., icons=..., meta=...)``. A name already registered is an error;
-        ``replace=True`` replaces that tool."""
-        if fn is None:
-            return lambda f: self.tool(f, replace=replace, **options)
-        self._add(self.tools, Tool(fn, **options), "name", "tools", replace)
-        return fn
+        """``@server.tool`` or ``@server.tool(name=..., title=..., description=...,
+        annotations={...}, input_schema=..., output_schema=..., structured=..., icons=...,
+        meta=...)``: register a function as a tool."""
+        return self._register(Tool, fn, replace, options)
 
     def resource(self, uri, *, replace=False, **options):
-        """Register a function as the resource at ``uri`` (or a URI template with {vars}):
-        ``@server.resource(uri, name=..., title=..., description=..., mime_type=..., ...)``.
-        A URI already registered is an error; ``replace=True`` replaces that resource."""
+        """``@server.resource(uri, name=..., title=..., description=..., mime_type=..., ...)``:
+        register a function as the resource at ``uri`` (or a URI template with {vars})."""
         if not isinstance(uri, str):
-            raise TypeError("@server.resource needs the URI first: @server.resource(\"file:///notes\")")
-
-        def register(fn):
-            self._add(self.resources, Resource(fn, uri, **options), "uri", "resources", replace)
-            return fn
-        return register
+            raise TypeError('@server.resource needs the URI first: '
+                            '@server.resource("file:///notes")')
+        return self._register(Resource, None, replace, dict(options, uri=uri))
 
     def prompt(self, fn=None, *, replace=False, **options):
-        """Register a function as a prompt: ``@server.prompt`` or ``@server.prompt(name=...,
-        title=..., description=..., icons=..., meta=...)``. A name already registered is an
-        error; ``replace=True`` replaces that prompt."""
+        """``@server.prompt`` or ``@server.prompt(name=..., title=..., description=...,
+        icons=..., meta=...)``: register a function as a prompt."""
+        return self._register(Prompt, fn, replace, options)
+
+    def _register(self, kind, fn, replace, options):
+        """Add ``kind(fn, **options)`` to its registry; without ``fn``, a decorator that does."""
         if fn is None:
-            return lambda f: self.prompt(f, replace=replace, **options)
-        self._add(self.prompts, Prompt(fn, **options), "name", "prompts", replace)
+            return lambda fn: self._register(kind, fn, replace, options)
+        item, registry_name = kind(fn, **options), kind.registry_name
+        key, other = (item.uri, "URI") if kind is Resource else (item.name, "name")
+        item.order = self.order()
+        with self.lock:
+            registry = getattr(self, registry_name)
+            if key in registry and not replace:
+                raise ValueError(f"{registry_name[:-1]} {key!r} is already registered: pass "
+                                 f"replace=True to replace it, or give this one another {other}")
+            registry[key] = item
+        self._offered = None
+        self.notify_list_changed(registry_name)
         return fn
 
     def completion(self, argument, *, prompt=None, template=None):
-        """Register ``fn(value, arguments) -> list of str`` completing ``argument`` of a prompt
-        (``prompt=name``) or of a resource template (``template=uri_template``);
-        ``arguments`` holds the other arguments the client already knows (2025-06-18+)."""
+        """Register ``fn(value, arguments) -> [str, ...]`` completing ``argument`` of a prompt
+        or resource template; ``arguments``: the others the client knows (2025-06-18+)."""
         if (prompt is None) == (template is None):
             raise TypeError("completion() takes exactly one of prompt= or template=")
         key = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", template)
@@ -2810,25 +2791,6 @@ class Server:
             return fn
         return register
 
-    def _add(self, registry, item, key, kind, replace):
-        item.order, value = self.order(), getattr(item, key)
-        with self.lock:
-            if value in registry and not replace:
-                other = "URI" if key == "uri" else key
-                raise ValueError(f"{kind[:-1]} {value!r} is already registered: pass replace=True "
-                                 f"to replace it, or give this one another {other}")
-            registry[value] = item
-        self._offered = None
-        self.notify_list_changed(kind)
-
-    def _remove(self, registry, key, kind):
-        with self.lock:
-            item = registry.pop(key, None)
-        if item is None:
-            raise KeyError(f"no {kind[:-1]} {key!r}")
-        self._offered = None
-        self.notify_list_changed(kind)
-
     def remove_tool(self, name):
         self._remove(self.tools, name, "tools")
 
@@ -2838,11 +2800,18 @@ class Server:
     def remove_prompt(self, name):
         self._remove(self.prompts, name, "prompts")
 
+    def _remove(self, registry, key, registry_name):
+        with self.lock:
+            item = registry.pop(key, None)
+        if item is None:
+            raise KeyError(f"no {registry_name[:-1]} {key!r}")
+        self._offered = None
+        self.notify_list_changed(registry_name)
+
     # -- server-initiated notifications ------------------------------------------------------
     def notify_list_changed(self, kind):
-        """Tell every client that declared interest that the tools, resources or prompts
-        changed: handshake-era sessions that were offered ``listChanged``, and 2026-07-28
-        subscriptions/listen streams that asked for this kind."""
+        """Tell the clients that asked (handshake-era sessions offered ``listChanged``,
+        2026-07-28 listen streams) that the tools, resources or prompts changed."""
         method, flag = f"notifications/{kind}/list_changed", f"{kind}ListChanged"
         for session in list(self.sessions):
             if session.capabilities.get(kind, {}).get("listChanged"):
@@ -2851,8 +2820,8 @@ class Server:
                 session.publish(method, lambda honoured: honoured.get(flag))
 
     def notify_resource_updated(self, uri):
-        """Send notifications/resources/updated to the clients subscribed to ``uri`` (or, on
-        a listen stream, to a resource it is part of: ``file:///dir`` covers ``file:///dir/a``)."""
+        """Tell the clients subscribed to ``uri`` (or, on a listen stream, to a resource
+        containing it: ``file:///dir`` covers ``file:///dir/a``) that it changed."""
         def covers(honoured):
             return any(uri == s or uri.startswith(s.rstrip("/") + "/")
                        for s in honoured.get("resourceSubscriptions", ()))
@@ -2864,8 +2833,8 @@ class Server:
 
     # -- what the server says about itself ---------------------------------------------------
     def capabilities(self):
-        """The server capabilities, derived from what is registered. Changes are offered only
-        by a server that can deliver them: one process (``http_sessions=True``)."""
+        """The capabilities, from what is registered. Changes are offered only by a server
+        that can deliver them: one process (``http_sessions=True``)."""
         caps, changes = {"logging": {}}, {"listChanged": True} if self.http_sessions else {}
         if self.tools:
             caps["tools"] = dict(changes)
@@ -2878,8 +2847,8 @@ class Server:
         return caps
 
     def offered(self):
-        """capabilities(), worked out again only after a registration changed it: the
-        2026-07-28 era checks it on every request, having no initialize to remember it by."""
+        """capabilities(), remembered until a registration changes it (2026-07-28 checks it
+        on every request)."""
         offered = self._offered
         if offered is None:
             with self.lock:               # registrations change the registries under it
@@ -2888,20 +2857,20 @@ class Server:
 
     def server_info(self, version):
         info = {"name": self.name, "version": self.version}
-        _put(info, "title", self.title, version, V2025_06)
-        _put(info, "description", self.description, version, V2025_11)
-        _put(info, "icons", self.icons, version, V2025_11)
-        _put(info, "websiteUrl", self.website_url, version, V2025_11)
+        _add_optional(info, "title", self.title, version, V2025_06)
+        _add_optional(info, "description", self.description, version, V2025_11)
+        _add_optional(info, "icons", self.icons, version, V2025_11)
+        _add_optional(info, "websiteUrl", self.website_url, version, V2025_11)
         return info
 
-    # -- built-in handlers: lifecycle (§4) ------------------------------------------------------
+    # -- built-in handlers: lifecycle ----------------------------------------------------------
     def initialize(self, ctx, params):
         session = ctx.session
         if session.version is not None:
             raise JSONRPCError(INVALID_REQUEST, "Already initialized: initialize may be sent "
                                                 "only once per connection")
         requested = _require(params, "protocolVersion", str, "initialize")
-        # Echo a version we speak; otherwise counter-offer our latest (L4): never an error.
+        # Echo a version we speak; else counter-offer our latest, as the spec says: no error.
         version = requested if requested in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
         info, caps = params.get("clientInfo"), params.get("capabilities")
         session.client_info = info if isinstance(info, dict) else {}
@@ -2920,10 +2889,23 @@ class Server:
     def ping(self, ctx, params):
         return {}
 
+    def on_initialized(self, ctx, params):
+        ctx.session.initialized = True
+
+    def on_cancelled(self, ctx, params):
+        ctx.session.cancel(params.get("requestId"), params.get("reason"))
+
+    def on_roots_list_changed(self, ctx, params):
+        ctx.session.roots = None                  # the next ctx.list_roots() asks again
+        ctx.session.roots_generation += 1
+        self.roots_changed(ctx.session)
+
+    def roots_changed(self, session):
+        """Hook: the client's roots changed (override to react)."""
+
     # -- built-in handlers: the 2026-07-28 era ---------------------------------------------------
     def discover(self, ctx, params):
-        """server/discover: the versions, capabilities and instructions a client would
-        otherwise learn from initialize (the server's name goes into every result's _meta)."""
+        """server/discover: what initialize would tell (the name is in every result's _meta)."""
         result = {"supportedVersions": list(MODERN_PROTOCOL_VERSIONS),
                   "capabilities": {kind: dict(c) for kind, c in self.offered().items()}}
         if self.instructions:
@@ -2931,9 +2913,8 @@ class Server:
         return result
 
     def listen(self, ctx, params):
-        """subscriptions/listen: list and resource changes on a stream that stays open until
-        the client cancels it. Acknowledged with the kinds this server will send; no response,
-        and no thread waits on it."""
+        """subscriptions/listen: changes on a stream open until the client cancels it,
+        acknowledged with the kinds this server will send; no response, no thread held."""
         wanted = _require(params, "notifications", dict, "subscriptions/listen")
         offered = self.offered()
         if not any(kind.get("listChanged") or kind.get("subscribe") for kind in offered.values()):
@@ -2954,10 +2935,9 @@ class Server:
 
     def run_stateless(self, ctx, handler):
         """Run a handler for a 2026-07-28 request and return its response frame (None for
-        none), the result finished for that era: a question for the client becomes an
-        input_required result, a missing capability error -32021, and every result says
-        what it is (resultType), who sent it, and, if clients may cache it, for how long
-        and for whom."""
+        none): a question for the client becomes an input_required result, a missing
+        capability error -32021, and every result says its resultType, who sent it, and
+        whether and for how long clients may cache it."""
         try:
             if "requestState" in ctx.params:
                 ctx.answers = self.read_answers(ctx.method, ctx.params, ctx.principal)
@@ -2998,15 +2978,13 @@ class Server:
         return encode_message({"jsonrpc": "2.0", "id": ctx.request_id, "result": result})
 
     def read_answers(self, method, params, principal=None):
-        """The answers a 2026-07-28 retry brings: those of earlier rounds from its signed
-        requestState, and this round's from inputResponses (only for the questions that were
-        asked; other keys are ignored). -32602 for a requestState that was forged, altered,
-        has expired, or was issued for another call."""
+        """The answers a retry brings: earlier rounds' in its signed requestState (-32602 if
+        forged, altered, expired or another call's), this round's in inputResponses."""
         token, responses = params.get("requestState"), params.get("inputResponses")
         if not isinstance(token, str):
             raise _invalid_state("it must be the string the server sent")
         state = self.request_state.open(token)
-        if state.get("call") != _call_digest(self.name, method, params, principal):
+        if state.get("call") != self.call_digest(method, params, principal):
             raise _invalid_state("it was issued for another call (method, name or arguments)")
         if responses is not None and not isinstance(responses, dict):
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
@@ -3016,15 +2994,23 @@ class Server:
                 answers[key] = [digest, _check_answer(key, method_asked, responses[key])]
         return answers
 
+    def call_digest(self, method, params, principal):
+        """What a requestState is bound to: server, method, target, arguments and caller."""
+        target = params.get("uri") if method == "resources/read" else params.get("name")
+        try:
+            return _digest([self.name, method, target, params.get("arguments"), principal])
+        except (RecursionError, ValueError) as e:      # nested deeper than json.dumps goes
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: arguments cannot be read "
+                                               f"back ({type(e).__name__})") from None
+
     def input_required(self, ctx, unanswered):
-        """The result that asks the client the questions it has not answered yet, with the
-        answers so far sealed in requestState for the retry."""
+        """The result asking the unanswered questions, the answers so far in requestState."""
         questions = unanswered.questions
         if ctx.method not in INPUT_METHODS:
             raise JSONRPCError(INTERNAL_ERROR, f"Internal error: {ctx.method} cannot ask the "
                                f"client for input ({', '.join(questions)}); only "
                                f"{', '.join(sorted(INPUT_METHODS))} can")
-        state = {"call": _call_digest(self.name, ctx.method, ctx.params, ctx.principal),
+        state = {"call": self.call_digest(ctx.method, ctx.params, ctx.principal),
                  "answers": ctx.answers or {},
                  "asked": {key: [digest, request["method"]]
                            for key, (request, digest) in questions.items()}}
@@ -3032,25 +3018,10 @@ class Server:
                 "inputRequests": {key: request for key, (request, _) in questions.items()},
                 "requestState": self.request_state.seal(state)}
 
-    def on_initialized(self, ctx, params):
-        ctx.session.initialized = True
-
-    def on_cancelled(self, ctx, params):
-        ctx.session.cancel(params.get("requestId"), params.get("reason"))
-
-    def on_roots_list_changed(self, ctx, params):
-        ctx.session.roots = None                  # the next ctx.list_roots() asks again
-        ctx.session.roots_generation += 1
-        self.roots_changed(ctx.session)
-
-    def roots_changed(self, session):
-        """Hook: the client's roots changed (override to react)."""
-
-    # -- built-in handlers: lists (with cursor pagination, §8) -----------------------------------
+    # -- built-in handlers: lists (with cursor pagination) ---------------------------------------
     def paginate(self, ctx, params, items, key):
-        """One page of ``items`` (in registration order) after the cursor, if any. The
-        cursor names the last item shown, so adding or removing items between pages
-        neither repeats nor skips the others."""
+        """One page of ``items`` in registration order. The cursor names the last item shown,
+        so items added or removed between pages make none repeat or go missing."""
         cursor = params.get("cursor")
         after = 0 if cursor is None else _cursor_position(cursor)
         entries = sorted((i for i in items if i.order > after), key=lambda i: i.order)
@@ -3076,21 +3047,8 @@ class Server:
 
     # -- built-in handlers: tools, resources, prompts ---------------------------------------------
     def call_tool(self, ctx, params):
-        name = _require(params, "name", str, "tools/call")
-        tool = self.tools.get(name)
-        if tool is None:           # a protocol error, as in the spec's example (G3)
-            raise JSONRPCError(INVALID_PARAMS, f"Unknown tool: {name!r}{_suggest(name, self.tools)}",
-                               {"name": name})
-        arguments = params.get("arguments")
-        if arguments is None:
-            hint = next((f" (found \"{k}\": did you mean \"arguments\"?)" for k in ("args", "input")
-                         if k in params), "")
-            if hint:
-                raise JSONRPCError(INVALID_PARAMS, f"tools/call needs params.arguments{hint}")
-            arguments = {}
-        elif not isinstance(arguments, dict):
-            raise JSONRPCError(INVALID_PARAMS, "tools/call: params.arguments must be an object")
-        return tool.call(ctx, arguments)
+        tool = _named(self.tools, "tool", params, "tools/call")
+        return tool.call(ctx, _arguments(params, "tools/call"))
 
     def find_resource(self, uri):
         """The resource serving ``uri`` and its template variables, or (None, None)."""
@@ -3114,9 +3072,8 @@ class Server:
             code = RESOURCE_NOT_FOUND if ctx.envelope is None else INVALID_PARAMS   # 2026-07-28
             raise JSONRPCError(code, f"Resource not found: {uri}", {"uri": uri}) from None
         if ctx.envelope is not None:
-            for key, value in (("ttlMs", resource.ttl_ms), ("cacheScope", resource.cache_scope)):
-                if value is not None:
-                    result[key] = value
+            _add_optional(result, "ttlMs", resource.ttl_ms)
+            _add_optional(result, "cacheScope", resource.cache_scope)
         return result
 
     def subscribe(self, ctx, params):
@@ -3131,28 +3088,26 @@ class Server:
         return {}
 
     def get_prompt(self, ctx, params):
-        name = _require(params, "name", str, "prompts/get")
-        prompt = self.prompts.get(name)
-        if prompt is None:
-            raise JSONRPCError(INVALID_PARAMS, f"Unknown prompt: {name!r}{_suggest(name, self.prompts)}",
-                               {"name": name})
-        arguments = params.get("arguments") or {}
-        if not isinstance(arguments, dict):
-            raise JSONRPCError(INVALID_PARAMS, "prompts/get: params.arguments must be an object")
-        return prompt.get(ctx, arguments)
+        prompt = _named(self.prompts, "prompt", params, "prompts/get")
+        return prompt.get(ctx, _arguments(params, "prompts/get"))
 
     def complete(self, ctx, params):
         ref = _require(params, "ref", dict, "completion/complete")
         argument = _require(params, "argument", dict, "completion/complete")
-        kind = ref.get("type")
-        key = ref.get("name") if kind == "ref/prompt" else ref.get("uri")
+        kind, name = ref.get("type"), argument.get("name")
+        if kind == "ref/prompt":
+            key, registry, what = ref.get("name"), self.prompts, "prompt"
+        else:
+            key, registry, what = ref.get("uri"), self.resources, "resource template"
         if kind not in ("ref/prompt", "ref/resource") or not isinstance(key, str) \
-                or not isinstance(argument.get("name"), str):
-            raise JSONRPCError(INVALID_PARAMS, 'completion/complete needs ref {"type": "ref/prompt", '
-                               '"name"} or {"type": "ref/resource", "uri"}, and argument.name')
-        if key not in (self.prompts if kind == "ref/prompt" else self.resources):
-            raise JSONRPCError(INVALID_PARAMS, f"Unknown {'prompt' if kind == 'ref/prompt' else 'resource template'}: {key!r}")
-        completer = self.completers.get((kind, key, argument.get("name")))
+                or not isinstance(name, str):
+            raise JSONRPCError(INVALID_PARAMS, 'completion/complete needs ref {"type": '
+                               '"ref/prompt", "name"} or {"type": "ref/resource", "uri"}, '
+                               "and argument.name")
+        if key not in registry:
+            raise JSONRPCError(INVALID_PARAMS, f"Unknown {what}: {key!r}"
+                               + _did_you_mean(key, registry))
+        completer = self.completers.get((kind, key, name))
         values = []
         if completer is not None:
             context = params.get("context")
@@ -3178,7 +3133,7 @@ class Server:
 
     def serve(self, read_fd=0, write_fd=1, trace=None):
         """Serve one connection on a pair of file descriptors until end of input, then let
-        in-flight calls finish (``grace_period``). ``run()`` is this on stdin/stdout."""
+        in-flight calls finish (``grace_period``): ``run()`` on stdin/stdout."""
         self.prepare()
         session = Session(self, write_fd, trace)
         rfile = open(read_fd, "rb", buffering=1 << 16, closefd=False)
@@ -3223,14 +3178,11 @@ class Server:
             leave()
 
     def wsgi(self, environ, start_response):
-        """The WSGI application that serves MCP over Streamable HTTP at ``http_path``: run it
-        on any WSGI server, or with ``run(http=...)``. The server itself is this application
-        too (``gunicorn 'app:server'``), as WSGI servers want a plain name.
-        The first request starts the pool and enters the lifespan (left when the process
-        ends)."""
+        """The WSGI application serving Streamable HTTP at ``http_path`` (the server is one
+        too: ``gunicorn app:server``). The first request enters the lifespan for good."""
         endpoint = self._http
         if endpoint is None:
-            with _http_start_lock:
+            with Server._http_start_lock:
                 if self._http is None:
                     self.prepare()
                     self._enter_lifespan()
@@ -3245,9 +3197,8 @@ class Server:
     __call__ = wsgi
 
     def run_http(self, address="127.0.0.1:8000"):
-        """Serve ``wsgi`` on wsgiref at ``address`` ("HOST:PORT"; the host defaults to
-        127.0.0.1) until Ctrl+C or SIGTERM. For development and one host: see the README
-        for gunicorn."""
+        """Serve ``wsgi`` on wsgiref at "HOST:PORT" until Ctrl+C or SIGTERM: for development
+        and one host (the README says how to use gunicorn)."""
         import signal
         host, port = _parse_address(address)
         httpd = make_http_server(self.wsgi, host, port)
@@ -3255,7 +3206,7 @@ class Server:
         print(f"mcp_min: serving {self.name} on http://{shown}:{httpd.server_port}"
               f"{self.http_path}", file=sys.stderr, flush=True)
         if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+            signal.signal(signal.SIGTERM, signal.default_int_handler)   # KeyboardInterrupt
         try:
             httpd.serve_forever()
         except KeyboardInterrupt:
@@ -3267,11 +3218,9 @@ class Server:
         return 0
 
     def run(self, trace=None, http=None):
-        """Serve MCP over stdin/stdout until end of input, SIGTERM or Ctrl+C; then exit
-        (SystemExit: an application that catches it gets its signal handlers back).
-        ``http="HOST:PORT"`` serves Streamable HTTP there instead (``run_http``).
-
-        ``trace=True`` (or env MCP_MIN_TRACE=1) logs every frame to stderr as it crosses."""
+        """Serve stdin/stdout until end of input, SIGTERM or Ctrl+C, then exit (SystemExit:
+        catching it gives back the signal handlers); ``http="HOST:PORT"``: ``run_http``.
+        ``trace=True`` (or env MCP_MIN_TRACE=1) logs every frame to stderr."""
         if http is not None:
             sys.exit(self.run_http(http))
         if trace is None:
@@ -3293,13 +3242,6 @@ class Server:
         raise _Exit(code, saved)
 
 
-_http_start_lock = threading.Lock()
-
-
-def _raise_keyboard_interrupt(signum, frame):
-    raise KeyboardInterrupt
-
-
 def _cache_hints(ttl_ms, scope, owner):
     """Check a ttlMs and cacheScope setting (None: not set) and return them."""
     if ttl_ms is not None and (type(ttl_ms) is not int or ttl_ms < 0):
@@ -3309,21 +3251,20 @@ def _cache_hints(ttl_ms, scope, owner):
     return ttl_ms, scope
 
 
-def _call_digest(server, method, params, principal):
-    """What a requestState is bound to: the server, the method, its target, its arguments and
-    the caller."""
-    target = params.get("uri") if method == "resources/read" else params.get("name")
+def _cursor_position(cursor):
     try:
-        return _digest([server, method, target, params.get("arguments"), principal])
-    except (RecursionError, ValueError) as e:      # nested deeper than json.dumps goes
-        raise JSONRPCError(INVALID_PARAMS, f"Invalid params: arguments cannot be read back "
-                                           f"({type(e).__name__})") from None
+        raw = b64decode(cursor)
+        if raw.startswith(b"after:"):
+            return int(raw[6:])
+    except (ValueError, AttributeError, TypeError, binascii.Error):
+        pass
+    raise JSONRPCError(INVALID_PARAMS, f"Invalid cursor: {cursor!r} is not a nextCursor "
+                                       "from this server")
 
 
 def _open_lifespan(cm):
-    """Enter what the lifespan function returned: a context manager, sync or async, or a bare
-    generator of either kind (taken as @contextmanager / @asynccontextmanager would). Returns
-    what it yields and a function that exits it."""
+    """Enter what the lifespan function returned (a context manager or a bare generator,
+    sync or async): returns what it yields, and a function that exits it."""
     if isinstance(cm, (types.GeneratorType, types.AsyncGeneratorType)):
         import contextlib
         generator = cm
@@ -3343,21 +3284,17 @@ def _open_lifespan(cm):
 
 
 class _LoopThread:
-    """An asyncio event loop running in a daemon thread."""
+    """The one asyncio event loop of the process, running in a daemon thread from first use
+    to the end of the process. Every async handler and async lifespan runs on it: asyncio
+    objects they share (a lock, a client the lifespan opened) work only on their own loop."""
 
     def __init__(self):
         import asyncio                        # imported only if something async needs it
-        self.asyncio, self.ready = asyncio, threading.Event()
-        self.thread = threading.Thread(target=asyncio.run, args=(self._main(),), daemon=True,
-                                       name="mcp_min-event-loop")
-        self.thread.start()
-        self.ready.wait()
-        self.ident = self.thread.ident
-
-    async def _main(self):
-        self.loop = self.asyncio.get_running_loop()
-        self.ready.set()
-        await self.loop.create_future()       # never done: the loop runs until the process ends
+        self.asyncio, self.loop = asyncio, asyncio.new_event_loop()
+        thread = threading.Thread(target=self.loop.run_forever, daemon=True,
+                                  name="mcp_min-event-loop")
+        thread.start()
+        self.ident = thread.ident
 
     def submit(self, coroutine):
         """Start ``coroutine`` on the loop; returns a concurrent.futures.Future of its result."""
@@ -3372,38 +3309,17 @@ class _LoopThread:
         return self.submit(coroutine).result()
 
 
-_loop = None                                  # the _LoopThread, once something async needs it
+_loop_thread = None                           # the _LoopThread, once something async needs it
 _loop_lock = threading.Lock()
 
 
 def _event_loop():
-    """The one event loop of the process, which runs every async handler (tool, resource,
-    prompt) and async lifespan: asyncio objects they share (a lock, a client the lifespan
-    opened, a task it started) work only on the loop they were made on. It runs in a daemon
-    thread from first use to the end of the process."""
-    global _loop
-    if _loop is None:
+    global _loop_thread
+    if _loop_thread is None:
         with _loop_lock:
-            if _loop is None:
-                _loop = _LoopThread()
-    return _loop
-
-
-def _cursor_position(cursor):
-    try:
-        raw = b64decode(cursor)
-        if raw.startswith(b"after:"):
-            return int(raw[6:])
-    except (ValueError, AttributeError, TypeError, binascii.Error):
-        pass
-    raise JSONRPCError(INVALID_PARAMS, f"Invalid cursor: {cursor!r} is not a nextCursor "
-                                       "from this server")
-
-
-def _suggest(name, registry):
-    import difflib
-    close = difflib.get_close_matches(name, list(registry), n=3)
-    return f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+            if _loop_thread is None:
+                _loop_thread = _LoopThread()
+    return _loop_thread
 
 
 class _Stop(BaseException):
@@ -3421,7 +3337,7 @@ _signals = {}
 
 def _catch_stop_signals(grace, wire):
     """run(): SIGTERM, and Ctrl+C unless the application handles it, stop serving gracefully
-    (only on the main thread: Python delivers signals there alone)."""
+    (on the main thread: Python delivers signals there alone)."""
     global _signals
     _signals = {"grace": grace, "wire": wire}
     if threading.current_thread() is not threading.main_thread():
@@ -3435,9 +3351,9 @@ def _catch_stop_signals(grace, wire):
 
 
 def _release_stop_signals():
-    """After run(): this run's signal state ends (its watchdog too), and the two signals are
-    ignored until the application is back in control (see _Exit). Returns the first signal,
-    if one came, and the application's handlers."""
+    """After run(): end this run's signal state (and its watchdog), and ignore the two
+    signals until the application is back in control (see _Exit). Returns the first signal
+    that came, if any, and the application's handlers."""
     global _signals
     state, saved = _signals, _signals.get("saved")
     state["over"] = True
