@@ -499,8 +499,7 @@ def handler_outcome(oracle, rid, method, params, caps, record, answer):
         arguments = params.get("arguments")
         if target not in profile.tools | profile.maybe_tools:
             return Error(-32602, {"name": target})
-        if arguments is None and ("args" in params or "input" in params) or \
-                arguments is not None and type(arguments) is not dict:
+        if wrong_arguments(params):
             return Error(-32602)                       # arguments that are not an object
         outcome = Modern(oracle, method, complete) if ask is None else call_outcome(
             oracle, method, params, caps, ask, arguments or {}, record, answer, hints)
@@ -516,12 +515,21 @@ def handler_outcome(oracle, rid, method, params, caps, record, answer):
         return Error(-32602, {"uri": target})          # never -32002 in this era
     if target not in profile.prompts:
         return Error(-32602)
-    arguments = params.get("arguments") or {}
-    if type(arguments) is not dict:
+    if wrong_arguments(params):
         return Error(-32602)
+    arguments = params.get("arguments") or {}
     if ask is not None:
         return call_outcome(oracle, method, params, caps, ask, arguments, record, answer, hints)
     return Modern(oracle, method, complete, (-32602, -32603))
+
+
+def wrong_arguments(params):
+    """Arguments that are not an object, or none but some under a name people write by
+    mistake ("args", "params", "input")."""
+    arguments = params.get("arguments")
+    if arguments is None:
+        return any(name in params for name in ("args", "params", "input"))
+    return type(arguments) is not dict
 
 
 def call_outcome(oracle, method, params, caps, ask, arguments, record, answer, hints):
