@@ -3486,36 +3486,27 @@ class _Worker:
 
     def __init__(self):
         self.since = None             # when its current call started; None: between calls
-        self.quick = False            # its last call took less than the pool's threshold
+        self.quick = False            # its last call took less than ``blocking_after``
         self.parked = False
         self.wake = _thread.allocate_lock()
-        self.wake.acquire()           # held while it runs: a parked worker waits for its release
+        self.wake.acquire()           # a parked worker waits for its release
 
 
 class WorkerPool:
-    """Threads for handler work only. The reader thread never runs user code, and never
-    waits for the pool: a call that finds ``max_workers`` busy and ``max_queue`` waiting is
-    refused at once. ``submit`` may be called from any thread.
+    """Threads for handler work only: the reader thread never runs user code and never waits
+    for the pool; a call that finds ``max_workers`` busy and ``max_queue`` waiting is refused
+    at once. ``submit`` may be called from any thread.
 
-    Only the threads the work needs are awake. Quick calls run on one thread, one after the
-    other: each extra thread awake would fight it for the GIL, and passing the GIL from one
-    core to another costs more than such a call. Another worker is woken, or started (up to
-    ``max_workers``), only while calls are queued and every awake worker is busy on a call
-    that has run for ``blocking_after`` seconds, and so is taken to be blocking. Then as many
-    are woken as are blocked, so the pool doubles; while calls keep blocking with no quick
-    one in between, four times as many each time, so that 64 blocking calls all run after
-    three rounds (doubling takes six). But when the GIL is busy, the workers may only seem
-    blocked, waiting for it: then one more is woken, enough for the queue to move.
+    Quick calls run on one thread, one after the other: another awake thread would fight it
+    for the GIL, and handing the GIL between cores costs more than such a call. More workers
+    are woken (or started) only while calls are queued and every awake one is on a call older
+    than ``blocking_after``, so taken to be blocking: as many as are blocked, then four times
+    as many each round while calls keep blocking (64 blocking calls all run after three
+    rounds). When the GIL is busy the workers may only seem blocked: then one more is woken.
+    While calls are queued, a watcher thread looks again when the youngest call comes of that
+    age, so none waits long behind blocking ones. Threads never delay exit."""
 
-    While calls are queued, a watcher thread looks again whenever the youngest running call
-    comes of that age, so no queued call waits much longer than that behind blocking ones,
-    even when no other request arrives; with nothing queued it sleeps on a lock and costs
-    nothing. A worker that finds another one running quick calls goes back to sleep.
-    Threads never delay exit, so a tool that never returns cannot keep the process alive
-    after shutdown."""
-
-    #: A call still running after this many seconds is taken to be blocking (threads read it
-    #: when they start: change it before the first submit).
+    #: Seconds after which a running call is taken to be blocking (set before the first submit).
     blocking_after = 0.002
 
     def __init__(self, max_workers, max_queue):
@@ -3557,12 +3548,9 @@ class WorkerPool:
 
     # -- under the lock ----------------------------------------------------------------------
     def _check(self, now, prompt):
-        """Wake workers if every awake one is blocked while calls are queued. Returns the
-        new workers to start, and in how many seconds to look again (None: no need).
-
-        ``prompt``: the caller ran when it meant to, so no thread held the GIL for long, and
-        workers that look blocked really are: the pool may grow fast. Otherwise they may only
-        be waiting for the GIL (held by the reader, or by a call that computes)."""
+        """Wake workers if every awake one is blocked while calls are queued: returns the new
+        workers to start, and in how many seconds to look again (None: no need). ``prompt``:
+        the caller ran on time, so no thread held the GIL long and the pool may grow fast."""
         if not self.jobs:
             self.growth = 1
             return (), None
@@ -3589,8 +3577,8 @@ class WorkerPool:
         return self._wake(wanted), self.blocking_after
 
     def _wake(self, wanted):
-        """Unpark up to ``wanted`` workers, the most recently busy first; the rest are new
-        workers, returned for _start (outside the lock: starting a thread takes a while)."""
+        """Unpark up to ``wanted`` workers, the most recently busy first; returns the new ones
+        to start (outside the lock: starting a thread takes a while)."""
         while wanted and self.parked:
             worker = self.parked.pop()
             worker.parked, worker.since = False, None
@@ -3604,7 +3592,6 @@ class WorkerPool:
         return new
 
     def _watch_queue(self):
-        """Have the watcher look at the queue (it was asleep or never started)."""
         self.watching = True
         if self.watcher is not None:
             self.watcher.release()
@@ -3620,7 +3607,7 @@ class WorkerPool:
             self.watcher = watcher
 
     def _surplus(self, me, now):
-        """Another awake worker is running quick calls: it will get through the queue."""
+        """Whether another awake worker is running quick calls (it will empty the queue)."""
         for worker in self.workers:
             if worker is not me and worker.quick and not worker.parked \
                     and worker.since is not None and now - worker.since < self.blocking_after:
@@ -3631,9 +3618,7 @@ class WorkerPool:
     def _start(self, workers):
         """Start a thread for each new worker; False if one could not be started."""
         for started, worker in enumerate(workers):
-            try:
-                # _thread, not threading.Thread: start() would make the caller wait until
-                # the new thread runs. Such threads are daemons: they never delay exit.
+            try:              # not threading.Thread: its start() waits for the thread to run
                 _thread.start_new_thread(self._work, (worker,))
             except RuntimeError:              # out of threads: the running ones do the work
                 failed = set(map(id, workers[started:]))
@@ -3678,8 +3663,9 @@ class WorkerPool:
             me.since = None                   # between calls (one store: no need for the lock)
 
     def _watch(self, watcher):
-        """The watcher's loop: while calls are queued, look again when the youngest running
-        call comes of age; else sleep on ``watcher`` until _watch_queue releases it."""
+        """While calls are queued, look again when the youngest call comes of age; else sleep
+        on ``watcher`` until _watch_queue releases it."""
+
         clock, late = time.monotonic, self.blocking_after / 2
         planned = None                        # when it meant to look; None: just woken
         while True:
