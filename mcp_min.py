@@ -3707,11 +3707,11 @@ class Session(Peer):
     def handle_batch(self, items):
         if self.version != V2025_03:          # batches exist in protocol 2025-03-26 only
             version = self.version or "none (not initialized)"
-            return self.send(error_response(None, INVALID_REQUEST, "Invalid Request: batches "
-                                            f"are not part of protocol version {version}; "
-                                            "send one message per line"))
+            return self.reply_error(None, INVALID_REQUEST, "Invalid Request: batches are not "
+                                    f"part of protocol version {version}; send one message "
+                                    "per line", self)
         if not items:
-            return self.send(error_response(None, INVALID_REQUEST, "Invalid Request: empty batch"))
+            return self.reply_error(None, INVALID_REQUEST, "Invalid Request: empty batch", self)
         batch = Batch(self, len(items))
         for item in items:
             if isinstance(item, list):            # no batches inside batches
@@ -3739,32 +3739,30 @@ class Session(Peer):
         if method == "initialize" and isinstance(outlet, Batch):
             return self.reply_error(rid, INVALID_REQUEST, "initialize must not be part of a "
                                                           "batch", outlet)
-        needs = _NEEDS.get(method)
-        if needs and self.version is not None and needs not in self.capabilities:
+        needs = _NEEDS.get(method)            # none for initialize and ping, allowed before it
+        if needs and needs not in self.capabilities:
             return self.reply_error(rid, METHOD_NOT_FOUND, f"Method not found: {method} (this "
                                     f"server declares no {needs} capability)", outlet)
         self.start(rid, method, params, handler, outlet)
 
     def handle_stateless(self, rid, method, params, meta, outlet):
-        """A 2026-07-28 request: everything the server needs to know about the client is in
-        the request itself, checked here in the order the spec's errors imply (the envelope,
-        then the version, then the method); nothing is read from earlier requests."""
-        server = self.server
+        """A 2026-07-28 request: all the server knows about the client is in the request,
+        checked in the order the spec's errors imply (envelope, version, method)."""
         try:
             if isinstance(outlet, Batch):
                 raise JSONRPCError(INVALID_REQUEST, "Invalid Request: 2026-07-28 requests "
                                                     "cannot be part of a batch")
             envelope = Envelope(meta)
-            handler = server.handlers.get(method)
+            handler = self.server.handlers.get(method)
             if handler is None or method in HANDSHAKE_ONLY_METHODS:
                 removed = " (not part of protocol 2026-07-28)" if handler else ""
                 raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method}{removed}")
             needs = _NEEDS.get(method)
-            if needs and needs not in server.offered():
+            if needs and needs not in self.server.offered():
                 raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method} (this server "
                                                      f"declares no {needs} capability)")
         except JSONRPCError as e:
-            return outlet.respond(self.encode_error(rid, e.code, e.message, e.data))
+            return self.reply_error(rid, e.code, e.message, outlet, e.data)
         self.start(rid, method, params, handler, outlet, envelope)
 
     def start(self, rid, method, params, handler, outlet, envelope=None):
@@ -3789,8 +3787,8 @@ class Session(Peer):
             self.reply_error(rid, code, f"Server busy: {server.max_workers} calls running "
                              f"and {server.max_queue} waiting; try again later", outlet)
 
-    def reply_error(self, rid, code, message, outlet):
-        outlet.respond(encode_message(error_response(rid, code, message)))
+    def reply_error(self, rid, code, message, outlet, data=None):
+        outlet.respond(self.encode_error(rid, code, message, data))
 
     def run(self, ctx, handler):
         """Run one handler (on a worker, or inline) and write its response to its outlet."""
@@ -3803,9 +3801,8 @@ class Session(Peer):
                 frame = encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
             else:
                 frame = self.server.run_stateless(ctx, handler)
-        except Cancelled as e:                # silent only if the client cancelled it
-            frame = None if ctx.cancelled else self.encode_error(rid, INTERNAL_ERROR,
-                                                                 f"Cancelled: {e}")
+        except Cancelled as e:                # silent (below) only if the client cancelled it
+            frame = self.encode_error(rid, INTERNAL_ERROR, f"Cancelled: {e}")
         except _Stop:                         # an inline handler, stopped by a signal
             with self.lock:
                 self.running.pop(rid, None)
@@ -3834,6 +3831,7 @@ class Session(Peer):
 
     @staticmethod
     def encode_error(rid, code, message, data=None):
+        """An error response; without ``data`` if that is not JSON."""
         try:
             return encode_message(error_response(rid, code, message, data))
         except (TypeError, ValueError):
@@ -3842,7 +3840,7 @@ class Session(Peer):
     def handle_notification(self, message):
         handler = self.server.handlers.get(message["method"])
         if handler is None or not message["method"].startswith("notifications/"):
-            return                              # unknown notifications are ignored (B9)
+            return                              # unknown notifications are ignored
         params = message.get("params") or {}
         try:
             handler(Context(self, None, message["method"], params), params)
@@ -3850,8 +3848,8 @@ class Session(Peer):
             log.error("%s handler failed", message["method"], exc_info=True)
 
     def cancel(self, request_id, reason=None):
-        """Mark a running request cancelled, or close the listen stream it opened; unknown,
-        finished and initialize ids are ignored."""
+        """Cancel a running request, or close the listen stream it opened; unknown, finished
+        and initialize ids are ignored."""
         if not valid_id(request_id):
             return
         with self.lock:
@@ -3903,8 +3901,8 @@ class Session(Peer):
             self.drain()
 
     def drain(self):
-        """End of input: no answers can come back for our own requests; give in-flight
-        calls ``grace_period`` seconds to finish and write their replies."""
+        """End of input: fail our own requests, and give calls in flight ``grace_period``
+        seconds to finish and write their replies."""
         self.fail_pending(ConnectionError("the client closed the connection"))
         deadline = self.deadline = time.monotonic() + self.server.grace_period
         # One more signal ends the grace period of the connection run() serves (no other).
