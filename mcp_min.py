@@ -3957,6 +3957,8 @@ _MODERN_ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 
                         HEADER_MISMATCH: 400, MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400,
                         METHOD_NOT_FOUND: 404}
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+_SSE_HEADERS = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
+                ("X-Accel-Buffering", "no"))
 _END = (None, True)                   # what ends an EventStream that has no response to send
 
 
@@ -3986,9 +3988,9 @@ class EventStream:
 
 
 class HttpSession(Session):
-    """A Session whose frames travel in HTTP responses instead of down a file descriptor:
-    those about a request in that request's response (its outlet), the others (list changes,
-    resource updates) in the stream the client opened with GET, if it did."""
+    """A Session whose frames travel in HTTP responses: those about a request in that
+    request's response (its outlet), the others (list changes, resource updates) in the
+    stream the client opened with GET, if it did."""
 
     def __init__(self, server, principal=None):
         super().__init__(server, None)
@@ -4011,6 +4013,14 @@ class HttpSession(Session):
             self.cancel(request_id, "the session ended")
         if self.stream is not None:
             self.stream.close()
+
+
+class _HttpRefusal(Exception):
+    """An answer with an error status, and a JSON-RPC error (the exception's text) as body."""
+
+    def __init__(self, status, message, request_id=None, code=INVALID_REQUEST, headers=()):
+        super().__init__(message)
+        self.status, self.request_id, self.code, self.headers = status, request_id, code, headers
 
 
 def _header_value(raw):
@@ -4037,90 +4047,83 @@ class HttpEndpoint:
     def __init__(self, server):
         self.server, self.sessions, self.lock = server, {}, threading.Lock()
 
-    # -- the WSGI callable --------------------------------------------------------------------
     def __call__(self, environ, start_response):
+        try:
+            return self.route(environ, start_response)
+        except _HttpRefusal as refusal:
+            body = encode_message(error_response(refusal.request_id, refusal.code, str(refusal)))
+            return self.reply(start_response, refusal.status, body, refusal.headers)
+
+    def route(self, environ, start_response):
         server = self.server
         path, method = environ.get("PATH_INFO") or "/", environ["REQUEST_METHOD"]
         if path.startswith("/.well-known/oauth-protected-resource") and server.auth:
-            return self.resource_metadata(environ, start_response)
+            return self.reply(start_response, 200, encode_message({       # RFC 9728
+                "resource": self.base_url(environ) + server.http_path,
+                "authorization_servers": list(server.authorization_servers),
+                "bearer_methods_supported": ["header"]}))
         if path.rstrip("/") != server.http_path.rstrip("/"):
-            return self.error(start_response, 404, None, INVALID_REQUEST,
-                              f"Not Found: the MCP endpoint is {server.http_path}")
-        refusal = self.check_origin(environ)
-        if refusal:
-            return self.error(start_response, 403, None, INVALID_REQUEST, refusal)
-        principal = None
-        if server.auth is not None:
-            principal = self.authenticate(environ)
-            if principal is None:
-                return self.unauthorized(environ, start_response)
+            raise _HttpRefusal(404, f"Not Found: the MCP endpoint is {server.http_path}")
+        self.check_origin(environ)
+        principal = None if server.auth is None else self.authenticate(environ)
         if method == "POST":
             return self.post(environ, start_response, principal)
         if method in ("GET", "DELETE") and server.http_sessions:
-            session, problem = self.find_session(environ, principal)
-            if problem:
-                return self.error(start_response, *problem)
-            if method == "DELETE":
-                with self.lock:
-                    self.sessions.pop(session.id, None)
-                session.end()
-                return self.reply(start_response, 204, b"")
-            return self.listen_stream(environ, start_response, session)
+            session = self.find_session(environ, principal)
+            if method == "GET":
+                return self.listen_stream(environ, start_response, session)
+            with self.lock:
+                self.sessions.pop(session.id, None)
+            session.end()
+            return self.reply(start_response, 204, b"")
         allowed = "GET, POST, DELETE" if server.http_sessions else "POST"
-        return self.error(start_response, 405, None, INVALID_REQUEST, f"Method Not Allowed: "
-                          f"{method} (this endpoint takes {allowed})", [("Allow", allowed)])
+        raise _HttpRefusal(405, f"Method Not Allowed: {method} (this endpoint takes {allowed})",
+                           headers=[("Allow", allowed)])
 
     # -- security ---------------------------------------------------------------------------
     def check_origin(self, environ):
-        """Why the request must be refused (403), or None. A browser names the page that sent
+        """403 for another site's script or DNS rebinding. A browser names the page that sent
         a request in Origin: one that is not this server's own, not listed, and not on this
         machine when the server is, is another site's script. A Host that is not this
         machine's, on a request from this machine, is DNS rebinding."""
         server, host = self.server, environ.get("HTTP_HOST", "")
-        remote_local = _host_name(environ.get("REMOTE_ADDR", "")) in ("127.0.0.1", "::1")
         host_name = _host_name(host)
         if server.allowed_hosts is not None:
             if host_name not in _LOOPBACK_NAMES and host_name not in server.allowed_hosts:
-                return f"Forbidden: Host {host!r} is not among the allowed hosts"
-        elif remote_local and host_name not in _LOOPBACK_NAMES:
-            return f"Forbidden: Host {host!r} is not this machine (DNS rebinding?)"
+                raise _HttpRefusal(403, f"Forbidden: Host {host!r} is not among the allowed hosts")
+        elif _host_name(environ.get("REMOTE_ADDR", "")) in ("127.0.0.1", "::1") \
+                and host_name not in _LOOPBACK_NAMES:
+            raise _HttpRefusal(403, f"Forbidden: Host {host!r} is not this machine (DNS rebinding?)")
         origin = environ.get("HTTP_ORIGIN")
         if origin is None or "*" in server.allowed_origins or origin in server.allowed_origins:
-            return None
+            return
         netloc = origin.partition("://")[2]
-        if netloc == host or (_host_name(netloc) in _LOOPBACK_NAMES and
-                              host_name in _LOOPBACK_NAMES):
-            return None
-        return f"Forbidden: Origin {origin!r} is not allowed (Server(allowed_origins=[...]))"
+        local = _host_name(netloc) in _LOOPBACK_NAMES and host_name in _LOOPBACK_NAMES
+        if netloc != host and not local:
+            raise _HttpRefusal(403, f"Forbidden: Origin {origin!r} is not allowed "
+                                    "(Server(allowed_origins=[...]))")
 
     def authenticate(self, environ):
+        """Who the bearer token belongs to, by the auth hook; else 401, with where to read how
+        to get a token (RFC 9728)."""
         scheme, _, token = environ.get("HTTP_AUTHORIZATION", "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            return None
-        try:
-            return self.server.auth(token.strip())
-        except Exception:                     # the hook failed: no principal; never the token
-            log.error("the auth hook failed (%s)", sys.exc_info()[0].__name__)
-            return None
+        principal = None
+        if scheme.lower() == "bearer" and token.strip():
+            try:
+                principal = self.server.auth(token.strip())
+            except Exception:                 # the hook failed: no principal; never the token
+                log.error("the auth hook failed (%s)", sys.exc_info()[0].__name__)
+        if principal is not None:
+            return principal
+        metadata = (f"{self.base_url(environ)}/.well-known/oauth-protected-resource"
+                    f"{self.server.http_path}")
+        error = ', error="invalid_token"' if environ.get("HTTP_AUTHORIZATION") else ""
+        raise _HttpRefusal(401, "Unauthorized: send Authorization: Bearer TOKEN", headers=[
+            ("WWW-Authenticate", f'Bearer resource_metadata="{metadata}"{error}')])
 
     def base_url(self, environ):
         scheme = environ.get("wsgi.url_scheme", "http")
         return f"{scheme}://{environ.get('HTTP_HOST') or environ.get('SERVER_NAME', '')}"
-
-    def unauthorized(self, environ, start_response):
-        """401, with where to read how to get a token (RFC 9728)."""
-        metadata = (self.base_url(environ) + "/.well-known/oauth-protected-resource"
-                    + self.server.http_path)
-        error = ', error="invalid_token"' if environ.get("HTTP_AUTHORIZATION") else ""
-        return self.error(start_response, 401, None, INVALID_REQUEST, "Unauthorized: send "
-                          "Authorization: Bearer TOKEN", [("WWW-Authenticate", f"Bearer "
-                                                           f'resource_metadata="{metadata}"{error}')])
-
-    def resource_metadata(self, environ, start_response):
-        body = {"resource": self.base_url(environ) + self.server.http_path,
-                "authorization_servers": list(self.server.authorization_servers),
-                "bearer_methods_supported": ["header"]}
-        return self.reply(start_response, 200, encode_message(body), "application/json")
 
     # -- POST: one client message ---------------------------------------------------------------
     def post(self, environ, start_response, principal):
@@ -4128,14 +4131,11 @@ class HttpEndpoint:
         accept = environ.get("HTTP_ACCEPT", "*/*")
         sse = "text/event-stream" in accept or "*/*" in accept
         if not (sse or "application/json" in accept or "application/*" in accept):
-            return self.error(start_response, 406, None, INVALID_REQUEST, "Not Acceptable: "
-                              "accept application/json and text/event-stream")
+            raise _HttpRefusal(406, "Not Acceptable: accept application/json and "
+                                    "text/event-stream")
         if environ.get("CONTENT_TYPE", "").split(";")[0].strip().lower() != "application/json":
-            return self.error(start_response, 415, None, INVALID_REQUEST, "Unsupported Media "
-                              "Type: the body must be application/json")
-        body, problem = self.read_body(environ)
-        if problem:
-            return self.error(start_response, *problem)
+            raise _HttpRefusal(415, "Unsupported Media Type: the body must be application/json")
+        body = self.read_body(environ)
         try:
             message = decode_message(body)
             if isinstance(message, list):
@@ -4144,74 +4144,67 @@ class HttpEndpoint:
             kind = classify(message)
         except JSONRPCError as e:
             rid = e.data.get("id") if isinstance(e.data, dict) else None
-            return self.error(start_response, 400, rid, e.code, e.message)
-        if kind == "request":
-            # The era: 2026-07-28 if the body or the MCP-Protocol-Version header says so (a
-            # handshake client sends no such header with initialize, and its version after).
-            params = message.get("params") or {}
-            if is_stateless(message["method"], params.get("_meta")) or \
-                    environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_PROTOCOL_VERSIONS:
-                problem = self.check_headers(environ, message, params)
-                if problem:
-                    return self.error(start_response, 400, message["id"], HEADER_MISMATCH,
-                                      problem)
-                session = HttpSession(server, principal)
-                return self.exchange(environ, start_response, session, message, sse,
-                                     modern=True)
-        elif environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_PROTOCOL_VERSIONS:
+            raise _HttpRefusal(400, e.message, rid, e.code) from None
+        # The era: 2026-07-28 if the body or the MCP-Protocol-Version header says so (a
+        # handshake client sends no such header with initialize, and its version after).
+        modern = environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_PROTOCOL_VERSIONS
+        if kind != "request" and modern:
             return self.reply(start_response, 202, b"")    # nothing for a stateless server
-        session, extra = None, []
-        if kind == "request" and message["method"] == "initialize":
+        if kind == "request":
+            params = message.get("params") or {}
+            if modern or is_stateless(message["method"], params.get("_meta")):
+                self.check_headers(environ, message, params)
+                return self.exchange(environ, start_response, HttpSession(server, principal),
+                                     message, sse, modern=True)
+        initialize = kind == "request" and message["method"] == "initialize"
+        if initialize:
             session = HttpSession(server, principal)
         elif server.http_sessions:
-            session, problem = self.find_session(environ, principal)
-            if problem:
-                return self.error(start_response, *problem)
+            session = self.find_session(environ, principal)
         else:                                 # stateless handshake: as if just initialized
             session = self.stateless_session(environ, principal)
         session.last_used = time.monotonic()
         if kind != "request":                 # a notification, or an answer to our question
             session.handle_message(message)
             return self.reply(start_response, 202, b"")
-        if message["method"] == "initialize" and server.http_sessions:
-            extra = [("Mcp-Session-Id", self.open_session(session))]
-        return self.exchange(environ, start_response, session, message, sse, headers=extra)
+        headers = ()
+        if initialize and server.http_sessions:
+            headers = [("Mcp-Session-Id", self.open_session(session))]
+        return self.exchange(environ, start_response, session, message, sse, headers=headers)
 
     def read_body(self, environ):
-        limit = self.server.max_line_bytes
-        length = environ.get("CONTENT_LENGTH")
+        limit, length = self.server.max_line_bytes, environ.get("CONTENT_LENGTH")
         try:
             length = int(length) if length else None
         except ValueError:
-            return None, (400, None, INVALID_REQUEST, "Bad Request: invalid Content-Length")
+            raise _HttpRefusal(400, "Bad Request: invalid Content-Length") from None
         if length is None and "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", ""):
-            return None, (411, None, INVALID_REQUEST, "Length Required: send Content-Length")
+            raise _HttpRefusal(411, "Length Required: send Content-Length")
         if length is not None and length > limit:
-            return None, (413, None, INVALID_REQUEST, f"Content Too Large: {length} bytes is "
-                          f"over the limit of {limit} bytes per message")
+            raise _HttpRefusal(413, f"Content Too Large: {length} bytes is over the limit of "
+                                    f"{limit} bytes per message")
         body = environ["wsgi.input"].read(limit + 1 if length is None else length)
         if len(body) > limit:
-            return None, (413, None, INVALID_REQUEST, f"Content Too Large: over the limit of "
-                          f"{limit} bytes per message")
-        return body, None
+            raise _HttpRefusal(413, f"Content Too Large: over the limit of {limit} bytes per "
+                                    "message")
+        return body
 
     def check_headers(self, environ, message, params):
-        """2026-07-28 repeats in headers what the body says (so that proxies can route on it):
-        any disagreement is refused, -32020."""
-        meta = params.get("_meta")
+        """2026-07-28 repeats in headers what the body says, so that proxies can route on it:
+        any disagreement is refused (-32020)."""
+        meta, method = params.get("_meta"), message["method"]
         version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
         header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+        name = params.get("uri" if method == "resources/read" else "name")
+        problem = None
         if isinstance(version, str) and header != version:
-            return (f"Header mismatch: MCP-Protocol-Version is {header!r}, the body's "
-                    f"_meta says {version!r}")
-        method = message["method"]
-        if _header_value(environ.get("HTTP_MCP_METHOD")) != method:
-            return f"Header mismatch: Mcp-Method must be {method!r}"
-        if method in INPUT_METHODS:
-            name = params.get("uri" if method == "resources/read" else "name")
-            if _header_value(environ.get("HTTP_MCP_NAME")) != name:
-                return f"Header mismatch: Mcp-Name must be {name!r}"
-        return None
+            problem = f"MCP-Protocol-Version is {header!r}, the body's _meta says {version!r}"
+        elif _header_value(environ.get("HTTP_MCP_METHOD")) != method:
+            problem = f"Mcp-Method must be {method!r}"
+        elif method in INPUT_METHODS and _header_value(environ.get("HTTP_MCP_NAME")) != name:
+            problem = f"Mcp-Name must be {name!r}"
+        if problem:
+            raise _HttpRefusal(400, f"Header mismatch: {problem}", message["id"], HEADER_MISMATCH)
 
     # -- handshake-era sessions -----------------------------------------------------------------
     def open_session(self, session):
@@ -4231,22 +4224,22 @@ class HttpEndpoint:
         return session.id
 
     def find_session(self, environ, principal):
-        """The session a request names, or the HTTP error to answer with."""
+        """The session a request names. It belongs to whoever opened it: to another principal
+        it does not exist."""
         session_id = environ.get("HTTP_MCP_SESSION_ID")
         if not session_id:
-            return None, (400, None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header "
-                          "required (send initialize first)")
+            raise _HttpRefusal(400, "Bad Request: Mcp-Session-Id header required (send "
+                                    "initialize first)")
         with self.lock:
             session = self.sessions.get(session_id)
-        # A session belongs to whoever opened it: another principal is told it does not exist.
         if session is None or session.principal != principal or \
                 session.idle(time.monotonic()) > self.server.session_idle:
-            return None, (404, None, INVALID_REQUEST, "Session not found: initialize again")
+            raise _HttpRefusal(404, "Session not found: initialize again")
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         if version is not None and version != session.version:
-            return None, (400, None, INVALID_REQUEST, f"Bad Request: MCP-Protocol-Version "
-                          f"{version!r} is not this session's ({session.version})")
-        return session, None
+            raise _HttpRefusal(400, f"Bad Request: MCP-Protocol-Version {version!r} is not this "
+                                    f"session's ({session.version})")
+        return session
 
     def stateless_session(self, environ, principal):
         """A throwaway session for a handshake-era request to a server without sessions: the
@@ -4267,8 +4260,8 @@ class HttpEndpoint:
         which cancels the request (on the embedded server, closing the connection does)."""
         rid, listen = message["id"], modern and message["method"] == "subscriptions/listen"
         if listen and not sse:
-            return self.error(start_response, 406, rid, INVALID_REQUEST, "Not Acceptable: "
-                              "subscriptions/listen answers with text/event-stream")
+            raise _HttpRefusal(406, "Not Acceptable: subscriptions/listen answers with "
+                                    "text/event-stream", rid)
         stream, gone = EventStream(listen), environ.get("mcp_min.client_gone")
         if listen:
             session.stream = stream
@@ -4282,9 +4275,8 @@ class HttpEndpoint:
         left = False
         try:
             first = self.next_item(stream, self.server.heartbeat if sse else None, gone)
-            if not sse:                       # JSON only: notifications are dropped
-                while not first[1]:
-                    first = self.next_item(stream, None, gone)
+            while not sse and not first[1]:   # JSON only: notifications are dropped
+                first = self.next_item(stream, None, gone)
         except ConnectionAbortedError:
             left = True
             session.cancel(rid, "the client closed the connection")
@@ -4294,13 +4286,11 @@ class HttpEndpoint:
                 self.server.sessions.discard(session)
             if not left and first[0] is not None:
                 status = self.status_of(first[0], modern)
-                return self.reply(start_response, status, first[0], "application/json", headers)
+                return self.reply(start_response, status, first[0], headers)
             if left or not sse:               # no one to answer, or no way to say "nothing"
-                return self.reply(start_response, 202, b"", extra=headers)
+                return self.reply(start_response, 202, b"", headers)
             # cancelled: a stream that ends with no response (a request is never 202)
-        start_response(HTTP_STATUS[200], [("Content-Type", "text/event-stream"),
-                                          ("Cache-Control", "no-cache"),
-                                          ("X-Accel-Buffering", "no"), *headers])
+        start_response(HTTP_STATUS[200], [*_SSE_HEADERS, *headers])
         return self.events(session, stream, rid, first, gone)
 
     def next_item(self, stream, timeout, gone):
@@ -4351,16 +4341,12 @@ class HttpEndpoint:
     def listen_stream(self, environ, start_response, session):
         """GET: the stream of a handshake-era session's messages that belong to no request."""
         if "text/event-stream" not in environ.get("HTTP_ACCEPT", ""):
-            return self.error(start_response, 406, None, INVALID_REQUEST, "Not Acceptable: "
-                              "GET opens a text/event-stream")
+            raise _HttpRefusal(406, "Not Acceptable: GET opens a text/event-stream")
         if session.stream is not None:
-            return self.error(start_response, 409, None, INVALID_REQUEST, "Conflict: this "
-                              "session already has a GET stream open")
+            raise _HttpRefusal(409, "Conflict: this session already has a GET stream open")
         stream = session.stream = EventStream(listen=True)
         self.server.sessions.add(session)
-        start_response(HTTP_STATUS[200], [("Content-Type", "text/event-stream"),
-                                          ("Cache-Control", "no-cache"),
-                                          ("X-Accel-Buffering", "no")])
+        start_response(HTTP_STATUS[200], list(_SSE_HEADERS))
         return self.events(session, stream, None, gone=environ.get("mcp_min.client_gone"))
 
     @staticmethod
@@ -4375,22 +4361,17 @@ class HttpEndpoint:
         return 400 if error.get("code") in (PARSE_ERROR, INVALID_REQUEST) else 200
 
     @staticmethod
-    def reply(start_response, status, body, content_type=None, extra=()):
-        headers = [("Content-Length", str(len(body)))]
-        if content_type:
-            headers.append(("Content-Type", content_type))
-        start_response(HTTP_STATUS[status], headers + list(extra))
+    def reply(start_response, status, body, headers=()):
+        """A whole response: ``body`` is JSON, or empty."""
+        content_type = [("Content-Type", "application/json")] if body else []
+        start_response(HTTP_STATUS[status], [("Content-Length", str(len(body))), *content_type,
+                                             *headers])
         return [body]
-
-    def error(self, start_response, status, request_id, code, message, extra=()):
-        body = encode_message(error_response(request_id, code, message))
-        return self.reply(start_response, status, body, "application/json", extra)
 
 
 def make_http_server(app, host="127.0.0.1", port=8000):
-    """A wsgiref server for ``app``: a thread per connection, HTTP/1.1 keep-alive (wsgiref
-    alone answers one request per connection, HTTP/1.0), chunked streams. For development
-    and one host; behind a load balancer, run ``server.wsgi`` on gunicorn instead."""
+    """A wsgiref server for ``app`` with a thread per connection, HTTP/1.1 keep-alive and
+    chunked streams (wsgiref alone answers one HTTP/1.0 request per connection)."""
     import http.server
     import select
     import socket
@@ -4401,9 +4382,8 @@ def make_http_server(app, host="127.0.0.1", port=8000):
         http_version, chunked = "1.1", False
 
         def cleanup_headers(self):
-            # The connection carries the next request only if this one's body was read
-            # (a request refused early) and the response's length is known: a stream is
-            # sent in chunks for that.
+            # Keep the connection only if this request's body was all read and the response's
+            # length is known (a stream is sent in chunks for that).
             if not self.request_handler.body.discard():
                 self.headers["Connection"] = "close"
                 self.request_handler.close_connection = True
@@ -4435,10 +4415,7 @@ def make_http_server(app, host="127.0.0.1", port=8000):
         # Headers and body go out in separate writes: with Nagle's algorithm the body would
         # wait for the client's delayed acknowledgement (40 ms) on a kept-alive connection.
         disable_nagle_algorithm = True
-
-        # one request after another while the connection is kept alive (wsgiref's handle()
-        # answers one and closes)
-        handle = http.server.BaseHTTPRequestHandler.handle
+        handle = http.server.BaseHTTPRequestHandler.handle     # not wsgiref's: one, then close
 
         def handle_one_request(self):
             try:
@@ -4490,8 +4467,8 @@ class _BodyReader:
         self.unreadable = "Transfer-Encoding" in headers      # wsgiref cannot read it
 
     def discard(self, limit=1 << 16):
-        """Read and drop what the application left unread (up to ``limit`` bytes), so that
-        it is not taken for the next request; False if that is not possible."""
+        """Drop what the application left unread (up to ``limit`` bytes), lest it be taken
+        for the next request; False if that is not possible."""
         if 0 < self.left <= limit:
             self.read()
         return not (self.left or self.unreadable)
