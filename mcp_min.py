@@ -4495,30 +4495,21 @@ def _parse_address(address):
 # ============================================================================================
 
 class Client(Peer):
-    """An MCP client on the same JSON-RPC core: for tests, scripts and workshops.
-
-        with Client(["python3", "server.py"]) as client:     # a server command...
-            print(client.call_tool("add", {"a": 2, "b": 3}))
-        with Client(server) as client:                       # ...or a Server in memory
-            ...
-
-    ``era`` picks the protocol: "legacy" performs the handshake (initialize), which every
-    server speaks; "2026-07-28" sends server/discover and then stamps every request with
-    the envelope (and fails if the server does not serve that revision); "auto" tries
-    2026-07-28 and falls back to the handshake. The client's side of sampling, elicitation
-    and roots is the ``sampling``, ``elicitation`` and ``roots`` callbacks in either era:
-    as answers to the server's requests (on threads of their own), or to the questions of
-    ``input_required`` results, which ``call_tool``, ``get_prompt`` and ``read_resource``
-    retry until the result is complete. Every notification received is kept in
-    ``notifications``."""
+    """An MCP client on the same JSON-RPC core, for tests, scripts and workshops: ``target``
+    is a server command or a Server in memory. ``era``: "legacy" performs the handshake,
+    "2026-07-28" sends server/discover and stamps every request with the envelope, "auto"
+    tries 2026-07-28 and falls back to the handshake. The ``sampling``, ``elicitation`` and
+    ``roots`` callbacks answer the server's requests, or the questions of input_required
+    results. Every notification received is kept in ``notifications``."""
 
     def __init__(self, target, *, roots=None, sampling=None, elicitation=None,
                  protocol_version=LATEST_PROTOCOL_VERSION, client_info=None, capabilities=None,
                  timeout=30.0, env=None, cwd=None, stderr=None, trace=None,
                  on_notification=None, initialize=True, era="legacy", log_level=None,
                  max_rounds=10):
-        if era not in ("legacy", "auto") + MODERN_PROTOCOL_VERSIONS:
-            raise ValueError(f"era must be 'legacy', 'auto' or one of {MODERN_PROTOCOL_VERSIONS}")
+        eras = ("legacy", "auto") + MODERN_PROTOCOL_VERSIONS
+        if era not in eras:
+            raise ValueError(f"era must be one of {eras}")
         self.era, self.modern, self.log_level, self.max_rounds = era, False, log_level, max_rounds
         self.subscriptions = {}                  # listen id -> Subscription
         self.timeout, self.on_notification = timeout, on_notification
@@ -4538,21 +4529,24 @@ class Client(Peer):
                 finally:
                     os.close(to_server)
                     os.close(from_server)
-            self.server_thread = threading.Thread(target=serve, daemon=True, name="mcp_min-server")
+            self.server_thread = threading.Thread(target=serve, daemon=True,
+                                                  name="mcp_min-server")
             self.server_thread.start()
             write_fd, rfile = from_client, open(to_client, "rb", buffering=1 << 16)
         else:
             import subprocess
-            self.process = subprocess.Popen(target, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                            stderr=stderr, env=env, cwd=cwd)
+            self.process = subprocess.Popen(target, stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=stderr, env=env,
+                                            cwd=cwd)
             write_fd, rfile = self.process.stdin.fileno(), self.process.stdout
         super().__init__(write_fd, trace)
         self.reader = threading.Thread(target=self._read, args=(rfile,), daemon=True,
                                        name="mcp_min-client-reader")
         self.reader.start()
         if capabilities is None:                # those of the callbacks given
-            capabilities = {name: offer for name, offer, fn in (("roots", {"listChanged": True}, roots),
-                            ("sampling", {}, sampling), ("elicitation", {}, elicitation)) if fn}
+            offers = (("roots", roots, {"listChanged": True}), ("sampling", sampling, {}),
+                      ("elicitation", elicitation, {}))
+            capabilities = {name: offer for name, callback, offer in offers if callback}
         self.capabilities = capabilities
         self.client_info = client_info or {"name": "mcp_min-client", "version": __version__}
         self.protocol_version = self.handshake_version = protocol_version
@@ -4587,8 +4581,7 @@ class Client(Peer):
 
     # -- lifecycle -------------------------------------------------------------------------------
     def connect(self):
-        """Open the session in the client's ``era`` (see the class); returns the result of
-        initialize or server/discover."""
+        """Open the session in the client's ``era``: the result of initialize or discover."""
         if self.era == "legacy":
             return self.initialize()
         try:
@@ -4605,8 +4598,8 @@ class Client(Peer):
         return self.initialize()
 
     def discover(self, timeout=None):
-        """server/discover; if the server serves 2026-07-28, every later request is
-        stamped with the envelope and the server's name and capabilities are taken from it."""
+        """server/discover; if the server serves 2026-07-28, every later request carries the
+        envelope."""
         result = super().request("server/discover", {"_meta": self.envelope(V2026_07)},
                                  self.timeout if timeout is None else timeout)
         if V2026_07 in (result.get("supportedVersions") or ()):
@@ -4799,17 +4792,11 @@ class Client(Peer):
                 return items
             params = {"cursor": result["nextCursor"]}
 
-    def list_tools(self):
-        return self.list_all("tools/list", "tools")
-
-    def list_resources(self):
-        return self.list_all("resources/list", "resources")
-
-    def list_resource_templates(self):
-        return self.list_all("resources/templates/list", "resourceTemplates")
-
-    def list_prompts(self):
-        return self.list_all("prompts/list", "prompts")
+    list_tools = functools.partialmethod(list_all, "tools/list", "tools")
+    list_resources = functools.partialmethod(list_all, "resources/list", "resources")
+    list_resource_templates = functools.partialmethod(list_all, "resources/templates/list",
+                                                      "resourceTemplates")
+    list_prompts = functools.partialmethod(list_all, "prompts/list", "prompts")
 
     def call_tool(self, name, arguments=None, *, progress=None, meta=None, timeout=None):
         """Call a tool; ``progress`` is called with each notifications/progress params.
@@ -4829,7 +4816,10 @@ class Client(Peer):
 
     def cancel(self, request_id, reason=None):
         """Cancel a request of ours: tell the server, and stop waiting for the answer."""
-        self.notify("notifications/cancelled", {"requestId": request_id, **({"reason": reason} if reason else {})})
+        params = {"requestId": request_id}
+        if reason:
+            params["reason"] = reason
+        self.notify("notifications/cancelled", params)
         slot = self.pending.pop(request_id, None)
         if slot is not None:
             slot.resolve(error=Cancelled(f"request {request_id!r} was cancelled"))
@@ -4838,7 +4828,8 @@ class Client(Peer):
         return self.request_with_input("resources/read", {"uri": uri})
 
     def get_prompt(self, name, arguments=None):
-        return self.request_with_input("prompts/get", {"name": name, "arguments": arguments or {}})
+        return self.request_with_input("prompts/get", {"name": name,
+                                                       "arguments": arguments or {}})
 
     def complete(self, ref, argument, value, context=None):
         """Completion for a prompt argument (``ref={"type": "ref/prompt", "name": ...}``) or a
@@ -4868,7 +4859,8 @@ class Subscription:
     ``with`` block) cancels it."""
 
     def __init__(self, client, request_id):
-        self.client, self.id, self.honoured, self.events = client, request_id, None, SimpleQueue()
+        self.client, self.id, self.honoured = client, request_id, None
+        self.events = SimpleQueue()
 
     def next(self, timeout=None):
         """The next notification on this stream; TimeoutError if none comes in time."""
