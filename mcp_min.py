@@ -4093,7 +4093,8 @@ class HttpEndpoint:
                 raise _HttpRefusal(403, f"Forbidden: Host {host!r} is not among the allowed hosts")
         elif _host_name(environ.get("REMOTE_ADDR", "")) in ("127.0.0.1", "::1") \
                 and host_name not in _LOOPBACK_NAMES:
-            raise _HttpRefusal(403, f"Forbidden: Host {host!r} is not this machine (DNS rebinding?)")
+            raise _HttpRefusal(403, f"Forbidden: Host {host!r} is not this machine (DNS "
+                                    "rebinding?)")
         origin = environ.get("HTTP_ORIGIN")
         if origin is None or "*" in server.allowed_origins or origin in server.allowed_origins:
             return
@@ -4889,19 +4890,20 @@ class Subscription:
 # `call` makes one request, `repl` lets you type frames, `explain` says what a message is and
 # what is wrong with it.
 
-# Every method of the handshake era, with the params it requires.
+# Every method of both eras, with the params it requires.
 MCP_METHODS = {
     "initialize": ("protocolVersion", "capabilities", "clientInfo"), "ping": (),
-    "tools/list": (), "tools/call": ("name",), "resources/list": (), "resources/templates/list": (),
-    "resources/read": ("uri",), "resources/subscribe": ("uri",), "resources/unsubscribe": ("uri",),
-    "prompts/list": (), "prompts/get": ("name",), "completion/complete": ("ref", "argument"),
-    "logging/setLevel": ("level",), "sampling/createMessage": ("messages", "maxTokens"),
-    "elicitation/create": ("message",), "roots/list": (),
-    "notifications/initialized": (), "notifications/cancelled": ("requestId",),
-    "notifications/progress": ("progressToken", "progress"), "notifications/message": ("level", "data"),
-    "notifications/resources/updated": ("uri",), "notifications/resources/list_changed": (),
-    "notifications/tools/list_changed": (), "notifications/prompts/list_changed": (),
-    "notifications/roots/list_changed": (), "notifications/elicitation/complete": ("elicitationId",),
+    "tools/list": (), "tools/call": ("name",), "resources/list": (),
+    "resources/templates/list": (), "resources/read": ("uri",), "resources/subscribe": ("uri",),
+    "resources/unsubscribe": ("uri",), "prompts/list": (), "prompts/get": ("name",),
+    "completion/complete": ("ref", "argument"), "logging/setLevel": ("level",),
+    "sampling/createMessage": ("messages", "maxTokens"), "elicitation/create": ("message",),
+    "roots/list": (), "notifications/initialized": (), "notifications/cancelled": ("requestId",),
+    "notifications/progress": ("progressToken", "progress"),
+    "notifications/message": ("level", "data"), "notifications/resources/updated": ("uri",),
+    "notifications/resources/list_changed": (), "notifications/tools/list_changed": (),
+    "notifications/prompts/list_changed": (), "notifications/roots/list_changed": (),
+    "notifications/elicitation/complete": ("elicitationId",),
     # 2026-07-28
     "server/discover": (), "subscriptions/listen": ("notifications",),
     "notifications/subscriptions/acknowledged": ("notifications",),
@@ -4917,57 +4919,64 @@ def explain(raw):
         return "not JSON", [f"not valid JSON ({e}): a receiver answers -32700 Parse error"]
     if isinstance(message, list):
         return f"a batch of {len(message)}", [
-            "a JSON array is a batch: only protocol 2025-03-26 has batches (B10); from "
-            "2025-06-18 send one message per line (B11)"]
+            "a JSON array is a batch: only protocol 2025-03-26 has batches; from 2025-06-18 "
+            "send one message per line"]
     problems, kind = [], "invalid message"
     try:
         kind = classify(message)
     except JSONRPCError as e:
-        problems.append(e.message.replace("Invalid Request: ", ""))
+        problems.append(e.message.removeprefix("Invalid Request: "))
     if not isinstance(message, dict):
         return kind, problems
-    if "method" in message and message.get("id", 0) is None:
-        problems.append("a null id is not allowed in MCP (B3): give a request a string or "
-                        "integer id, or drop the id to make it a notification")
-    if "result" in message and "error" in message:
-        problems.append("a response carries result or error, never both (B6)")
-    method, params = message.get("method"), message.get("params")
+    method, params, error = message.get("method"), message.get("params"), message.get("error")
     params = params if isinstance(params, dict) else {}
-    if isinstance(method, str) and method not in MCP_METHODS:
-        close = difflib.get_close_matches(method, MCP_METHODS, n=1, cutoff=0.6)
-        close = close or [m for m in MCP_METHODS if m.endswith("/" + method)]
-        problems.append(f"{method!r} is not an MCP method" + (f": did you mean {close[0]!r}?" if close else ""))
-    elif isinstance(method, str):
-        if method.startswith("notifications/") and "id" in message:
-            problems.append(f"{method} is a notification: it must not carry an id, or the "
-                            "receiver has to answer it as a request (B9)")
-        elif not method.startswith("notifications/") and "id" not in message:
-            problems.append(f"{method} is a request: without an id it is a notification and "
-                            "gets no answer")
-        for key in MCP_METHODS[method] + (("arguments",) if method == "tools/call" else ()):
-            wrong = [k for k, v in _DID_YOU_MEAN.items() if v == key and k in params]
-            if key not in params and (wrong or key != "arguments"):
-                problems.append(f"params.{key} is missing" +
-                                (f' (found "{wrong[0]}": did you mean "{key}"?)' if wrong else ""))
-    if kind == "response":
-        error = message.get("error")
-        if message.get("id", 0) is None:
-            problems.append('"id": null: the 2025-11-25 schema omits the id of an error to an '
-                            "unreadable request instead, and some clients reject null (G7)")
-        if isinstance(error, dict) and (type(error.get("code")) is not int
-                                        or not isinstance(error.get("message"), str)):
-            problems.append("error needs an integer code and a string message (B6)")
-        summary = describe_frame(message)
-        result = message.get("result")
-        if isinstance(result, dict) and result.get("resultType") == "input_required":
-            return summary + " " + _explain_input_required(result, problems), problems
-        if summary.endswith(" (isError)"):
-            return summary.removesuffix(" (isError)") + " (a tool result with isError: a business " \
-                "error, not a protocol error)", problems
-        return summary + (" (a protocol error)" if "error" in message else ""), problems
+    known = isinstance(method, str) and method in MCP_METHODS
+    notification = known and method.startswith("notifications/")
+    null_id = message.get("id", 0) is None
+    bad_error = isinstance(error, dict) and (type(error.get("code")) is not int
+                                             or not isinstance(error.get("message"), str))
+    problems += [problem for found, problem in (
+        ("method" in message and null_id, "a null id is not allowed in MCP: give a request a "
+         "string or integer id, or drop the id to make it a notification"),
+        ("result" in message and "error" in message,
+         "a response carries result or error, never both"),
+        (notification and "id" in message, f"{method} is a notification: it must not carry an "
+         "id, or the receiver has to answer it as a request"),
+        (known and not notification and "id" not in message,
+         f"{method} is a request: without an id it is a notification and gets no answer"),
+        (kind == "response" and null_id, '"id": null: the 2025-11-25 schema omits the id of an '
+         "error to an unreadable request instead, and some clients reject null"),
+        (kind == "response" and bad_error, "error needs an integer code and a string message"),
+    ) if found]
+    if isinstance(method, str) and not known:
+        close = difflib.get_close_matches(method, MCP_METHODS, n=1, cutoff=0.6) or [
+            m for m in MCP_METHODS if m.endswith("/" + method)]
+        hint = f": did you mean {close[0]!r}?" if close else ""
+        problems.append(f"{method!r} is not an MCP method{hint}")
+    required = MCP_METHODS[method] if known else ()
+    for key in required + (("arguments",) if method == "tools/call" else ()):
+        hint = _misnamed(params, key)        # arguments is optional: missing only if misnamed
+        if key not in params and (hint or key != "arguments"):
+            problems.append(f"params.{key} is missing{hint}")
     if kind == "invalid message":
         return kind, problems
-    return describe_frame(message) + _explain_envelope(method, params, problems), problems
+    summary, result = describe_frame(message), message.get("result")
+    if kind != "response":
+        return summary + _explain_envelope(method, params, problems), problems
+    if isinstance(result, dict) and result.get("resultType") == "input_required":
+        return f"{summary} {_explain_input_required(result, problems)}", problems
+    if summary.endswith(" (isError)"):
+        return (summary.removesuffix(" (isError)") + " (a tool result with isError: a business "
+                "error, not a protocol error)"), problems
+    if "error" in message:
+        summary += " (a protocol error)"
+    return summary, problems
+
+
+def _misnamed(params, key):
+    """' (found "args": did you mean "arguments"?)' if params has a usual wrong name for key."""
+    wrong = [k for k, v in _DID_YOU_MEAN.items() if v == key and k in params]
+    return f' (found "{wrong[0]}": did you mean "{key}"?)' if wrong else ""
 
 
 def _explain_envelope(method, params, problems):
@@ -4975,8 +4984,9 @@ def _explain_envelope(method, params, problems):
     line (empty for a handshake-era message), and the envelope's problems."""
     meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
     if method == "notifications/subscriptions/acknowledged":
-        return (f" (acknowledges subscriptions/listen {json.dumps(meta.get(SUBSCRIPTION_ID_KEY))}:"
-                " notifications tagged with that id follow)")
+        listen = json.dumps(meta.get(SUBSCRIPTION_ID_KEY))
+        return (f" (acknowledges subscriptions/listen {listen}: notifications tagged with that "
+                "id follow)")
     if method.startswith("notifications/") or not is_stateless(method, meta):
         return ""
     try:
@@ -4995,9 +5005,11 @@ def _explain_input_required(result, problems):
         problems.append("an input_required result needs inputRequests, requestState or both")
     asked = ", ".join(f"{key}: {q.get('method')}" for key, q in questions.items()
                       if isinstance(q, dict))
-    return (f"(input_required: the server asks the client {len(questions)} question(s)"
-            f"{' (' + asked + ')' if asked else ''}; the client sends the request again, with a "
-            "new id, the answers in inputResponses and requestState echoed)")
+    if asked:
+        asked = f" ({asked})"
+    return (f"(input_required: the server asks the client {len(questions)} question(s){asked}; "
+            "the client sends the request again, with a new id, the answers in inputResponses "
+            "and requestState echoed)")
 
 
 def _client_trace(colour):
@@ -5006,8 +5018,7 @@ def _client_trace(colour):
 
 def demo_server():
     """The gift server that `demo` talks to and `serve` with no file serves: the one of
-    examples/gift_server.py with a shorter catalogue, built in so that a lone copy of this
-    file has it."""
+    examples/gift_server.py with a shorter catalogue, built in for a lone copy of this file."""
     import typing
     server = Server("gift-server", "1.0.0", title="Gift picker", instructions=(
         "Suggests gifts from a small catalogue. Call suggest_gifts with the occasion, a budget "
@@ -5034,9 +5045,10 @@ def demo_server():
         if not scored:
             raise ToolError(f"No gifts in the catalogue for a {occasion} within ${budget:g}. "
                             "Try a larger budget or another occasion.")
-        gifts = [{"name": name, "price": price, "why": f"matches {', '.join(matched)}"
-                  if matched else f"a safe {occasion} pick"}
-                 for _, _, name, price, matched in sorted(scored, reverse=True)[:3]]
+        gifts = []
+        for _, _, name, price, matched in sorted(scored, reverse=True)[:3]:
+            why = f"matches {', '.join(matched)}" if matched else f"a safe {occasion} pick"
+            gifts.append({"name": name, "price": price, "why": why})
         return {"occasion": occasion, "budget": budget, "gifts": gifts}
 
     def pick_gift(occasion, budget: float, ctx: Context) -> dict:
@@ -5073,64 +5085,63 @@ def demo_server():
     return server
 
 
+_BOARD_GAME_BIRTHDAY = {"occasion": "birthday", "budget": 100,
+                        "recipient": "friend who loves board games"}
+# The demo's two sessions, one in each era: the Client's options, then the steps, each a note
+# to print (or None) and the Client method to call (if any) with its arguments.
+_DEMO_SESSIONS = {
+    "legacy": ({}, [
+        ("The client starts the server as a subprocess and opens with initialize.", "initialize"),
+        ("initialized was a notification: no id, so no reply. Now discovery:",
+         "request", "tools/list"),
+        ("A tool call. structuredContent is for programs, the text block for the model.",
+         "call_tool", "suggest_gifts", _BOARD_GAME_BIRTHDAY),
+        ("A resource is addressable data, read by URI.",
+         "read_resource", "mcp://gift-server/resources/gift_catalog"),
+        ("A prompt is a reusable template the client can fill in.",
+         "get_prompt", "gift_congrats_style", {"recipient": "Sam", "occasion": "birthday"}),
+        ("A protocol error: a method that does not exist gets a JSON-RPC error.",
+         "request", "tools/col"),
+        (None, "request", "tools/call", {"name": "suggest_gift"}),
+        ("Business errors are results with isError: the tool ran and said no.",
+         "call_tool", "suggest_gifts", {"occasion": "wedding", "budget": 5}),
+        (None, "call_tool", "suggest_gifts", {"occasion": "funeral", "budget": "a hundred bucks"}),
+        ("Closing stdin ends the session; the server exits.",)]),
+    V2026_07: ({"era": V2026_07, "elicitation": lambda question: {
+        "action": "accept", "content": {"recipient": "a friend who loves cooking"}}}, [
+        ("Protocol 2026-07-28 has no handshake. The client may ask what the server speaks:",
+         "discover"),
+        ("Each request carries the envelope in params._meta: the version, the client's "
+         "capabilities and name. The server remembers nothing between requests.",
+         "call_tool", "suggest_gifts", _BOARD_GAME_BIRTHDAY),
+        ("pick_gift must ask the user. The server sends no request: it answers input_required, "
+         "with the question and a signed requestState. The client asks its user and sends the "
+         "request again (a new id) with the answer; the tool runs again from the top, and this "
+         "time gets the answer where it asked.",
+         "call_tool", "pick_gift", {"occasion": "housewarming", "budget": 60}),
+        ("Closing stdin ends it; the server exits.",)]),
+}
+
+
 def demo(colour=False, era=None):
-    """Play sessions with the gift server (demo_server()), printing every frame with a note:
-    one in the handshake era (``era="legacy"``), one in 2026-07-28, or (the default) both."""
+    """Play the _DEMO_SESSIONS with the gift server (demo_server()), printing every frame:
+    both, or the one of ``era``."""
     command = [sys.executable, os.path.abspath(__file__), "serve"]
     info = {"name": "mcp_min-demo", "version": __version__}
-
-    def note(text):
-        print(f"\n\x1b[1m# {text}\x1b[0m" if colour else f"\n# {text}", flush=True)
-    if era in (None, "legacy"):
-        _demo_handshake(command, info, note, colour)
-    if era in (None, V2026_07):
-        _demo_stateless(command, info, note, colour)
+    for session_era, (options, steps) in _DEMO_SESSIONS.items():
+        if era not in (None, session_era):
+            continue
+        with Client(command, trace=_client_trace(colour), initialize=False, client_info=info,
+                    **options) as client:
+            for note, *call in steps:
+                if note:
+                    print(f"\n\x1b[1m# {note}\x1b[0m" if colour else f"\n# {note}", flush=True)
+                try:
+                    if call:
+                        getattr(client, call[0])(*call[1:])
+                except JSONRPCError:      # an error the demo shows: the frames say it all
+                    pass
     return 0
-
-
-def _demo_handshake(command, info, note, colour):
-    note("The client starts the server as a subprocess and opens with initialize.")
-    with Client(command, trace=_client_trace(colour), initialize=False,
-                client_info=info) as client:
-        client.initialize()
-        note("initialized was a notification: no id, so no reply. Now discovery:")
-        client.request("tools/list")
-        note("A tool call. structuredContent is for programs, the text block for the model.")
-        client.call_tool("suggest_gifts", {"occasion": "birthday", "budget": 100,
-                                           "recipient": "friend who loves board games"})
-        note("A resource is addressable data, read by URI.")
-        client.read_resource("mcp://gift-server/resources/gift_catalog")
-        note("A prompt is a reusable template the client can fill in.")
-        client.get_prompt("gift_congrats_style", {"recipient": "Sam", "occasion": "birthday"})
-        note("A protocol error: a method that does not exist gets a JSON-RPC error.")
-        for method, params in (("tools/col", None), ("tools/call", {"name": "suggest_gift"})):
-            try:
-                client.request(method, params)
-            except JSONRPCError:
-                pass
-        note("Business errors are results with isError: the tool ran and said no.")
-        client.call_tool("suggest_gifts", {"occasion": "wedding", "budget": 5})
-        client.call_tool("suggest_gifts", {"occasion": "funeral", "budget": "a hundred bucks"})
-        note("Closing stdin ends the session; the server exits.")
-
-
-def _demo_stateless(command, info, note, colour):
-    def the_user_says(question):
-        return {"action": "accept", "content": {"recipient": "a friend who loves cooking"}}
-    note("Protocol 2026-07-28 has no handshake. The client may ask what the server speaks:")
-    with Client(command, trace=_client_trace(colour), initialize=False, client_info=info,
-                era=V2026_07, elicitation=the_user_says) as client:
-        client.discover()
-        note("Each request carries the envelope in params._meta: the version, the client's "
-             "capabilities and name. The server remembers nothing between requests.")
-        client.call_tool("suggest_gifts", {"occasion": "birthday", "budget": 100,
-                                           "recipient": "friend who loves board games"})
-        note("pick_gift must ask the user. The server sends no request: it answers "
-             "input_required, with the question and a signed requestState. The client asks its "
-             "user and sends the request again (a new id) with the answer; the tool runs again "
-             "from the top, and this time gets the answer where it asked.")
-        client.call_tool("pick_gift", {"occasion": "housewarming", "budget": 60})
-        note("Closing stdin ends it; the server exits.")
 
 
 def _parse_call(words):
@@ -5191,7 +5202,8 @@ def repl(command, colour=False, stdin=None):
             elif name in ("init", "discover"):      # the era is set before the next line
                 run(commands[name], arg)
             elif line:
-                threading.Thread(target=run, args=(commands[name], arg.strip()), daemon=True).start()
+                threading.Thread(target=run, args=(commands[name], arg.strip()),
+                                 daemon=True).start()
             time.sleep(0.2)                          # let the reply print before the next prompt
     return 0
 
@@ -5315,8 +5327,10 @@ def _command(args, words, colour):
         return 1 if problems else 0
     elif args.command == "inspect":
         with Client(words, era=args.era) as client:
-            report = {"serverInfo": client.server_info, "protocolVersion": client.protocol_version,
-                      "capabilities": client.server_capabilities, "instructions": client.instructions}
+            report = {"serverInfo": client.server_info,
+                      "protocolVersion": client.protocol_version,
+                      "capabilities": client.server_capabilities,
+                      "instructions": client.instructions}
             for method, key in (("tools/list", "tools"), ("resources/list", "resources"),
                                 ("resources/templates/list", "resourceTemplates"),
                                 ("prompts/list", "prompts")):
@@ -5332,7 +5346,7 @@ def _command(args, words, colour):
         with Client(command, era=era, **(verbose if args.verbose else {})) as client:
             try:
                 if args.verbose:
-                    if not client.modern and "logging" in client.server_capabilities:
+                    if "logging" in client.server_capabilities:    # (2026-07-28: already)
                         client.set_logging_level("debug")
                     params = dict(params or {})
                     params["_meta"] = {**(params.get("_meta") or {}), "progressToken": "call"}
@@ -5351,7 +5365,8 @@ def _command(args, words, colour):
                 return 1
             finally:
                 for line in client.junk:           # e.g. a print() in a hand-rolled server
-                    print(f"mcp_min: the server wrote a line that is not JSON-RPC: {line}", file=sys.stderr)
+                    print(f"mcp_min: the server wrote a line that is not JSON-RPC: {line}",
+                          file=sys.stderr)
         return 1 if client.junk else 0
     return 0
 
