@@ -3874,13 +3874,12 @@ class Session(Peer):
         if request_id in self.listens:
             raise JSONRPCError(INVALID_REQUEST, f"Invalid Request: id {request_id!r} is already "
                                                 "in use by an open subscriptions/listen")
-        tag = {SUBSCRIPTION_ID_KEY: request_id}
         # Registered and acknowledged under the lock publish() takes for each notification:
         # the acknowledgement comes first, and no change is missed after it.
         with self.lock:
             self.listens[request_id] = honoured
             self.notify("notifications/subscriptions/acknowledged",
-                        {"_meta": tag, "notifications": honoured})
+                        {"_meta": {SUBSCRIPTION_ID_KEY: request_id}, "notifications": honoured})
 
     def publish(self, method, wanted, params=None):
         """Send a notification on every open listen stream for which ``wanted(filter)`` holds,
@@ -3949,8 +3948,7 @@ HTTP_STATUS = {200: "200 OK", 202: "202 Accepted", 204: "204 No Content",
                400: "400 Bad Request", 401: "401 Unauthorized", 403: "403 Forbidden",
                404: "404 Not Found", 405: "405 Method Not Allowed", 406: "406 Not Acceptable",
                409: "409 Conflict", 411: "411 Length Required", 413: "413 Content Too Large",
-               415: "415 Unsupported Media Type", 500: "500 Internal Server Error",
-               503: "503 Service Unavailable"}
+               415: "415 Unsupported Media Type"}
 #: 2026-07-28 errors that are the client's fault get 400, an unknown method 404 (both with the
 #: JSON-RPC error as the body); other errors are answered 200, as results are.
 _MODERN_ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400,
@@ -4243,9 +4241,8 @@ class HttpEndpoint:
         return session
 
     def stateless_session(self, environ, principal):
-        """A throwaway session for a handshake-era request to a server without sessions: the
-        version from the header (2025-03-26 when absent, as the spec says), nothing else
-        known about the client, so no questions can be asked of it."""
+        """A throwaway handshake-era session, for a server without sessions: the version from
+        the header (2025-03-26 when absent, as the spec says), the client otherwise unknown."""
         session = HttpSession(self.server, principal)
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         session.version = version if version in PROTOCOL_VERSIONS else V2025_03
@@ -4296,8 +4293,7 @@ class HttpEndpoint:
 
     def next_item(self, stream, timeout, gone):
         """The stream's next ``(frame, is_response)``, or None after ``timeout`` seconds (None:
-        no limit). ConnectionAbortedError if ``gone()`` says the client closed the connection
-        meanwhile (checked every quarter of a second)."""
+        no limit); ConnectionAbortedError once ``gone()`` (asked every 0.25 s) says so."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             wait = 0.25 if gone else None
@@ -4631,9 +4627,8 @@ class Client(Peer):
         return result
 
     def close(self, timeout=5.0):
-        """Close the server's input (the MCP shutdown signal) and wait for it to end."""
-        # Between frames, so none is cut and none starts after; a frame stuck on a server that
-        # reads nothing is given up after `timeout` (the server is then stopped below).
+        """Close the server's input (the MCP shutdown signal) and wait for it to end: between
+        frames, unless one is stuck for ``timeout`` on a server that reads nothing."""
         got = self.write_lock.acquire(timeout=timeout)
         fd, self.write_fd = self.write_fd, None
         if got:
