@@ -3957,7 +3957,7 @@ _MODERN_ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 _SSE_HEADERS = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
                 ("X-Accel-Buffering", "no"))
-_END = (None, True)                   # what ends an EventStream that has no response to send
+_STREAM_END = (None, True)            # what ends an EventStream that has no response to send
 
 
 class EventStream:
@@ -3982,7 +3982,7 @@ class EventStream:
 
     def close(self):
         self.closed = True
-        self.frames.put(_END)
+        self.frames.put(_STREAM_END)
 
 
 class HttpSession(Session):
@@ -4562,14 +4562,13 @@ class Client(Peer):
         try:
             self.read_loop(rfile, 1 << 30)
         finally:
+            self.closed, code = True, None
             if self.process is None:          # our end of the in-memory pipe
                 rfile.close()
-            self.closed = True
-            code = None
-            if self.process is not None:
+            else:
                 try:
                     code = self.process.wait(1)
-                except Exception:                  # still running: it only closed stdout
+                except Exception:             # still running: it only closed stdout
                     pass
             why = "the server closed the connection" + (f" (exit code {code})" if code else "")
             if code == 0 and self.server_info is None:     # it ended before saying anything
@@ -4684,7 +4683,7 @@ class Client(Peer):
             reply = error_response(rid, e.code, e.message, e.data)
         except Exception as e:
             reply = error_response(rid, INTERNAL_ERROR, f"{type(e).__name__}: {e}")
-        if rid in self.cancelled_requests:        # the server cancelled it: no reply (§9)
+        if rid in self.cancelled_requests:  # cancelled by the server: the spec forbids a reply
             self.cancelled_requests.discard(rid)
             return
         try:
@@ -5251,7 +5250,7 @@ def main(argv=None):
     if args.command in ("inspect", "call", "repl") and not words:
         parser.error(f"{args.command} needs a server command: {args.command} -- SERVER_CMD ...")
     try:
-        return _command(args, words, _shows_colour(sys.stdout))
+        return _run_command(args, words, _shows_colour(sys.stdout))
     except json.JSONDecodeError as e:              # a JSON argument that isn't JSON
         parser.error(f"not valid JSON: {e}")
     except FileNotFoundError as e:
@@ -5301,7 +5300,7 @@ def _show_notification(message):
     print(line, file=sys.stderr, flush=True)
 
 
-def _command(args, words, colour):
+def _run_command(args, words, colour):
     if args.command == "serve":
         if args.target:
             server = load_server(args.target)
