@@ -3457,36 +3457,27 @@ class _Worker:
 
     def __init__(self):
         self.since = None             # when its current call started; None: between calls
-        self.quick = False            # its last call took less than the pool's threshold
+        self.quick = False            # its last call took less than ``blocking_after``
         self.parked = False
         self.wake = _thread.allocate_lock()
-        self.wake.acquire()           # held while it runs: a parked worker waits for its release
+        self.wake.acquire()           # a parked worker waits for its release
 
 
 class WorkerPool:
-    """Threads for handler work only. The reader thread never runs user code, and never
-    waits for the pool: a call that finds ``max_workers`` busy and ``max_queue`` waiting is
-    refused at once. ``submit`` may be called from any thread.
+    """Threads for handler work only: the reader thread never runs user code and never waits
+    for the pool; a call that finds ``max_workers`` busy and ``max_queue`` waiting is refused
+    at once. ``submit`` may be called from any thread.
 
-    Only the threads the work needs are awake. Quick calls run on one thread, one after the
-    other: each extra thread awake would fight it for the GIL, and passing the GIL from one
-    core to another costs more than such a call. Another worker is woken, or started (up to
-    ``max_workers``), only while calls are queued and every awake worker is busy on a call
-    that has run for ``blocking_after`` seconds, and so is taken to be blocking. Then as many
-    are woken as are blocked, so the pool doubles; while calls keep blocking with no quick
-    one in between, four times as many each time, so that 64 blocking calls all run after
-    three rounds (doubling takes six). But when the GIL is busy, the workers may only seem
-    blocked, waiting for it: then one more is woken, enough for the queue to move.
+    Quick calls run on one thread, one after the other: another awake thread would fight it
+    for the GIL, and handing the GIL between cores costs more than such a call. More workers
+    are woken (or started) only while calls are queued and every awake one is on a call older
+    than ``blocking_after``, so taken to be blocking: as many as are blocked, then four times
+    as many each round while calls keep blocking (64 blocking calls all run after three
+    rounds). When the GIL is busy the workers may only seem blocked: then one more is woken.
+    While calls are queued, a watcher thread looks again when the youngest call comes of that
+    age, so none waits long behind blocking ones. Threads never delay exit."""
 
-    While calls are queued, a watcher thread looks again whenever the youngest running call
-    comes of that age, so no queued call waits much longer than that behind blocking ones,
-    even when no other request arrives; with nothing queued it sleeps on a lock and costs
-    nothing. A worker that finds another one running quick calls goes back to sleep.
-    Threads never delay exit, so a tool that never returns cannot keep the process alive
-    after shutdown."""
-
-    #: A call still running after this many seconds is taken to be blocking (threads read it
-    #: when they start: change it before the first submit).
+    #: Seconds after which a running call is taken to be blocking (set before the first submit).
     blocking_after = 0.002
 
     def __init__(self, max_workers, max_queue):
@@ -3528,12 +3519,9 @@ class WorkerPool:
 
     # -- under the lock ----------------------------------------------------------------------
     def _check(self, now, prompt):
-        """Wake workers if every awake one is blocked while calls are queued. Returns the
-        new workers to start, and in how many seconds to look again (None: no need).
-
-        ``prompt``: the caller ran when it meant to, so no thread held the GIL for long, and
-        workers that look blocked really are: the pool may grow fast. Otherwise they may only
-        be waiting for the GIL (held by the reader, or by a call that computes)."""
+        """Wake workers if every awake one is blocked while calls are queued: returns the new
+        workers to start, and in how many seconds to look again (None: no need). ``prompt``:
+        the caller ran on time, so no thread held the GIL long and the pool may grow fast."""
         if not self.jobs:
             self.growth = 1
             return (), None
@@ -3560,8 +3548,8 @@ class WorkerPool:
         return self._wake(wanted), self.blocking_after
 
     def _wake(self, wanted):
-        """Unpark up to ``wanted`` workers, the most recently busy first; the rest are new
-        workers, returned for _start (outside the lock: starting a thread takes a while)."""
+        """Unpark up to ``wanted`` workers, the most recently busy first; returns the new ones
+        to start (outside the lock: starting a thread takes a while)."""
         while wanted and self.parked:
             worker = self.parked.pop()
             worker.parked, worker.since = False, None
@@ -3575,7 +3563,6 @@ class WorkerPool:
         return new
 
     def _watch_queue(self):
-        """Have the watcher look at the queue (it was asleep or never started)."""
         self.watching = True
         if self.watcher is not None:
             self.watcher.release()
@@ -3591,7 +3578,7 @@ class WorkerPool:
             self.watcher = watcher
 
     def _surplus(self, me, now):
-        """Another awake worker is running quick calls: it will get through the queue."""
+        """Whether another awake worker is running quick calls (it will empty the queue)."""
         for worker in self.workers:
             if worker is not me and worker.quick and not worker.parked \
                     and worker.since is not None and now - worker.since < self.blocking_after:
@@ -3602,9 +3589,7 @@ class WorkerPool:
     def _start(self, workers):
         """Start a thread for each new worker; False if one could not be started."""
         for started, worker in enumerate(workers):
-            try:
-                # _thread, not threading.Thread: start() would make the caller wait until
-                # the new thread runs. Such threads are daemons: they never delay exit.
+            try:              # not threading.Thread: its start() waits for the thread to run
                 _thread.start_new_thread(self._work, (worker,))
             except RuntimeError:              # out of threads: the running ones do the work
                 failed = set(map(id, workers[started:]))
@@ -3649,8 +3634,9 @@ class WorkerPool:
             me.since = None                   # between calls (one store: no need for the lock)
 
     def _watch(self, watcher):
-        """The watcher's loop: while calls are queued, look again when the youngest running
-        call comes of age; else sleep on ``watcher`` until _watch_queue releases it."""
+        """While calls are queued, look again when the youngest call comes of age; else sleep
+        on ``watcher`` until _watch_queue releases it."""
+
         clock, late = time.monotonic, self.blocking_after / 2
         planned = None                        # when it meant to look; None: just woken
         while True:
@@ -3692,11 +3678,11 @@ class Session(Peer):
     def handle_batch(self, items):
         if self.version != V2025_03:          # batches exist in protocol 2025-03-26 only
             version = self.version or "none (not initialized)"
-            return self.send(error_response(None, INVALID_REQUEST, "Invalid Request: batches "
-                                            f"are not part of protocol version {version}; "
-                                            "send one message per line"))
+            return self.reply_error(None, INVALID_REQUEST, "Invalid Request: batches are not "
+                                    f"part of protocol version {version}; send one message "
+                                    "per line", self)
         if not items:
-            return self.send(error_response(None, INVALID_REQUEST, "Invalid Request: empty batch"))
+            return self.reply_error(None, INVALID_REQUEST, "Invalid Request: empty batch", self)
         batch = Batch(self, len(items))
         for item in items:
             if isinstance(item, list):            # no batches inside batches
@@ -3724,32 +3710,30 @@ class Session(Peer):
         if method == "initialize" and isinstance(outlet, Batch):
             return self.reply_error(rid, INVALID_REQUEST, "initialize must not be part of a "
                                                           "batch", outlet)
-        needs = _NEEDS.get(method)
-        if needs and self.version is not None and needs not in self.capabilities:
+        needs = _NEEDS.get(method)            # none for initialize and ping, allowed before it
+        if needs and needs not in self.capabilities:
             return self.reply_error(rid, METHOD_NOT_FOUND, f"Method not found: {method} (this "
                                     f"server declares no {needs} capability)", outlet)
         self.start(rid, method, params, handler, outlet)
 
     def handle_stateless(self, rid, method, params, meta, outlet):
-        """A 2026-07-28 request: everything the server needs to know about the client is in
-        the request itself, checked here in the order the spec's errors imply (the envelope,
-        then the version, then the method); nothing is read from earlier requests."""
-        server = self.server
+        """A 2026-07-28 request: all the server knows about the client is in the request,
+        checked in the order the spec's errors imply (envelope, version, method)."""
         try:
             if isinstance(outlet, Batch):
                 raise JSONRPCError(INVALID_REQUEST, "Invalid Request: 2026-07-28 requests "
                                                     "cannot be part of a batch")
             envelope = Envelope(meta)
-            handler = server.handlers.get(method)
+            handler = self.server.handlers.get(method)
             if handler is None or method in HANDSHAKE_ONLY_METHODS:
                 removed = " (not part of protocol 2026-07-28)" if handler else ""
                 raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method}{removed}")
             needs = _NEEDS.get(method)
-            if needs and needs not in server.offered():
+            if needs and needs not in self.server.offered():
                 raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method} (this server "
                                                      f"declares no {needs} capability)")
         except JSONRPCError as e:
-            return outlet.respond(self.encode_error(rid, e.code, e.message, e.data))
+            return self.reply_error(rid, e.code, e.message, outlet, e.data)
         self.start(rid, method, params, handler, outlet, envelope)
 
     def start(self, rid, method, params, handler, outlet, envelope=None):
@@ -3774,8 +3758,8 @@ class Session(Peer):
             self.reply_error(rid, code, f"Server busy: {server.max_workers} calls running "
                              f"and {server.max_queue} waiting; try again later", outlet)
 
-    def reply_error(self, rid, code, message, outlet):
-        outlet.respond(encode_message(error_response(rid, code, message)))
+    def reply_error(self, rid, code, message, outlet, data=None):
+        outlet.respond(self.encode_error(rid, code, message, data))
 
     def run(self, ctx, handler):
         """Run one handler (on a worker, or inline) and write its response to its outlet."""
@@ -3788,9 +3772,8 @@ class Session(Peer):
                 frame = encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
             else:
                 frame = self.server.run_stateless(ctx, handler)
-        except Cancelled as e:                # silent only if the client cancelled it
-            frame = None if ctx.cancelled else self.encode_error(rid, INTERNAL_ERROR,
-                                                                 f"Cancelled: {e}")
+        except Cancelled as e:                # silent (below) only if the client cancelled it
+            frame = self.encode_error(rid, INTERNAL_ERROR, f"Cancelled: {e}")
         except _Stop:                         # an inline handler, stopped by a signal
             with self.lock:
                 self.running.pop(rid, None)
@@ -3819,6 +3802,7 @@ class Session(Peer):
 
     @staticmethod
     def encode_error(rid, code, message, data=None):
+        """An error response; without ``data`` if that is not JSON."""
         try:
             return encode_message(error_response(rid, code, message, data))
         except (TypeError, ValueError):
@@ -3827,7 +3811,7 @@ class Session(Peer):
     def handle_notification(self, message):
         handler = self.server.handlers.get(message["method"])
         if handler is None or not message["method"].startswith("notifications/"):
-            return                              # unknown notifications are ignored (B9)
+            return                              # unknown notifications are ignored
         params = message.get("params") or {}
         try:
             handler(Context(self, None, message["method"], params), params)
@@ -3835,8 +3819,8 @@ class Session(Peer):
             log.error("%s handler failed", message["method"], exc_info=True)
 
     def cancel(self, request_id, reason=None):
-        """Mark a running request cancelled, or close the listen stream it opened; unknown,
-        finished and initialize ids are ignored."""
+        """Cancel a running request, or close the listen stream it opened; unknown, finished
+        and initialize ids are ignored."""
         if not valid_id(request_id):
             return
         with self.lock:
@@ -3861,13 +3845,12 @@ class Session(Peer):
         if request_id in self.listens:
             raise JSONRPCError(INVALID_REQUEST, f"Invalid Request: id {request_id!r} is already "
                                                 "in use by an open subscriptions/listen")
-        tag = {SUBSCRIPTION_ID_KEY: request_id}
         # Registered and acknowledged under the lock publish() takes for each notification:
         # the acknowledgement comes first, and no change is missed after it.
         with self.lock:
             self.listens[request_id] = honoured
             self.notify("notifications/subscriptions/acknowledged",
-                        {"_meta": tag, "notifications": honoured})
+                        {"_meta": {SUBSCRIPTION_ID_KEY: request_id}, "notifications": honoured})
 
     def publish(self, method, wanted, params=None):
         """Send a notification on every open listen stream for which ``wanted(filter)`` holds,
@@ -3888,8 +3871,8 @@ class Session(Peer):
             self.drain()
 
     def drain(self):
-        """End of input: no answers can come back for our own requests; give in-flight
-        calls ``grace_period`` seconds to finish and write their replies."""
+        """End of input: fail our own requests, and give calls in flight ``grace_period``
+        seconds to finish and write their replies."""
         self.fail_pending(ConnectionError("the client closed the connection"))
         deadline = self.deadline = time.monotonic() + self.server.grace_period
         # One more signal ends the grace period of the connection run() serves (no other).
@@ -3936,15 +3919,16 @@ HTTP_STATUS = {200: "200 OK", 202: "202 Accepted", 204: "204 No Content",
                400: "400 Bad Request", 401: "401 Unauthorized", 403: "403 Forbidden",
                404: "404 Not Found", 405: "405 Method Not Allowed", 406: "406 Not Acceptable",
                409: "409 Conflict", 411: "411 Length Required", 413: "413 Content Too Large",
-               415: "415 Unsupported Media Type", 500: "500 Internal Server Error",
-               503: "503 Service Unavailable"}
+               415: "415 Unsupported Media Type"}
 #: 2026-07-28 errors that are the client's fault get 400, an unknown method 404 (both with the
 #: JSON-RPC error as the body); other errors are answered 200, as results are.
 _MODERN_ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400,
                         HEADER_MISMATCH: 400, MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400,
                         METHOD_NOT_FOUND: 404}
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
-_END = (None, True)                   # what ends an EventStream that has no response to send
+_SSE_HEADERS = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
+                ("X-Accel-Buffering", "no"))
+_STREAM_END = (None, True)            # what ends an EventStream that has no response to send
 
 
 class EventStream:
@@ -3969,13 +3953,13 @@ class EventStream:
 
     def close(self):
         self.closed = True
-        self.frames.put(_END)
+        self.frames.put(_STREAM_END)
 
 
 class HttpSession(Session):
-    """A Session whose frames travel in HTTP responses instead of down a file descriptor:
-    those about a request in that request's response (its outlet), the others (list changes,
-    resource updates) in the stream the client opened with GET, if it did."""
+    """A Session whose frames travel in HTTP responses: those about a request in that
+    request's response (its outlet), the others (list changes, resource updates) in the
+    stream the client opened with GET, if it did."""
 
     def __init__(self, server, principal=None):
         super().__init__(server, None)
@@ -3998,6 +3982,14 @@ class HttpSession(Session):
             self.cancel(request_id, "the session ended")
         if self.stream is not None:
             self.stream.close()
+
+
+class _HttpRefusal(Exception):
+    """An answer with an error status, and a JSON-RPC error (the exception's text) as body."""
+
+    def __init__(self, status, message, request_id=None, code=INVALID_REQUEST, headers=()):
+        super().__init__(message)
+        self.status, self.request_id, self.code, self.headers = status, request_id, code, headers
 
 
 def _header_value(raw):
@@ -4024,90 +4016,84 @@ class HttpEndpoint:
     def __init__(self, server):
         self.server, self.sessions, self.lock = server, {}, threading.Lock()
 
-    # -- the WSGI callable --------------------------------------------------------------------
     def __call__(self, environ, start_response):
+        try:
+            return self.route(environ, start_response)
+        except _HttpRefusal as refusal:
+            body = encode_message(error_response(refusal.request_id, refusal.code, str(refusal)))
+            return self.reply(start_response, refusal.status, body, refusal.headers)
+
+    def route(self, environ, start_response):
         server = self.server
         path, method = environ.get("PATH_INFO") or "/", environ["REQUEST_METHOD"]
         if path.startswith("/.well-known/oauth-protected-resource") and server.auth:
-            return self.resource_metadata(environ, start_response)
+            return self.reply(start_response, 200, encode_message({       # RFC 9728
+                "resource": self.base_url(environ) + server.http_path,
+                "authorization_servers": list(server.authorization_servers),
+                "bearer_methods_supported": ["header"]}))
         if path.rstrip("/") != server.http_path.rstrip("/"):
-            return self.error(start_response, 404, None, INVALID_REQUEST,
-                              f"Not Found: the MCP endpoint is {server.http_path}")
-        refusal = self.check_origin(environ)
-        if refusal:
-            return self.error(start_response, 403, None, INVALID_REQUEST, refusal)
-        principal = None
-        if server.auth is not None:
-            principal = self.authenticate(environ)
-            if principal is None:
-                return self.unauthorized(environ, start_response)
+            raise _HttpRefusal(404, f"Not Found: the MCP endpoint is {server.http_path}")
+        self.check_origin(environ)
+        principal = None if server.auth is None else self.authenticate(environ)
         if method == "POST":
             return self.post(environ, start_response, principal)
         if method in ("GET", "DELETE") and server.http_sessions:
-            session, problem = self.find_session(environ, principal)
-            if problem:
-                return self.error(start_response, *problem)
-            if method == "DELETE":
-                with self.lock:
-                    self.sessions.pop(session.id, None)
-                session.end()
-                return self.reply(start_response, 204, b"")
-            return self.listen_stream(environ, start_response, session)
+            session = self.find_session(environ, principal)
+            if method == "GET":
+                return self.listen_stream(environ, start_response, session)
+            with self.lock:
+                self.sessions.pop(session.id, None)
+            session.end()
+            return self.reply(start_response, 204, b"")
         allowed = "GET, POST, DELETE" if server.http_sessions else "POST"
-        return self.error(start_response, 405, None, INVALID_REQUEST, f"Method Not Allowed: "
-                          f"{method} (this endpoint takes {allowed})", [("Allow", allowed)])
+        raise _HttpRefusal(405, f"Method Not Allowed: {method} (this endpoint takes {allowed})",
+                           headers=[("Allow", allowed)])
 
     # -- security ---------------------------------------------------------------------------
     def check_origin(self, environ):
-        """Why the request must be refused (403), or None. A browser names the page that sent
+        """403 for another site's script or DNS rebinding. A browser names the page that sent
         a request in Origin: one that is not this server's own, not listed, and not on this
         machine when the server is, is another site's script. A Host that is not this
         machine's, on a request from this machine, is DNS rebinding."""
         server, host = self.server, environ.get("HTTP_HOST", "")
-        remote_local = _host_name(environ.get("REMOTE_ADDR", "")) in ("127.0.0.1", "::1")
         host_name = _host_name(host)
         if server.allowed_hosts is not None:
             if host_name not in _LOOPBACK_NAMES and host_name not in server.allowed_hosts:
-                return f"Forbidden: Host {host!r} is not among the allowed hosts"
-        elif remote_local and host_name not in _LOOPBACK_NAMES:
-            return f"Forbidden: Host {host!r} is not this machine (DNS rebinding?)"
+                raise _HttpRefusal(403, f"Forbidden: Host {host!r} is not among the allowed hosts")
+        elif _host_name(environ.get("REMOTE_ADDR", "")) in ("127.0.0.1", "::1") \
+                and host_name not in _LOOPBACK_NAMES:
+            raise _HttpRefusal(403, f"Forbidden: Host {host!r} is not this machine (DNS "
+                                    "rebinding?)")
         origin = environ.get("HTTP_ORIGIN")
         if origin is None or "*" in server.allowed_origins or origin in server.allowed_origins:
-            return None
+            return
         netloc = origin.partition("://")[2]
-        if netloc == host or (_host_name(netloc) in _LOOPBACK_NAMES and
-                              host_name in _LOOPBACK_NAMES):
-            return None
-        return f"Forbidden: Origin {origin!r} is not allowed (Server(allowed_origins=[...]))"
+        local = _host_name(netloc) in _LOOPBACK_NAMES and host_name in _LOOPBACK_NAMES
+        if netloc != host and not local:
+            raise _HttpRefusal(403, f"Forbidden: Origin {origin!r} is not allowed "
+                                    "(Server(allowed_origins=[...]))")
 
     def authenticate(self, environ):
+        """Who the bearer token belongs to, by the auth hook; else 401, with where to read how
+        to get a token (RFC 9728)."""
         scheme, _, token = environ.get("HTTP_AUTHORIZATION", "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            return None
-        try:
-            return self.server.auth(token.strip())
-        except Exception:                     # the hook failed: no principal; never the token
-            log.error("the auth hook failed (%s)", sys.exc_info()[0].__name__)
-            return None
+        principal = None
+        if scheme.lower() == "bearer" and token.strip():
+            try:
+                principal = self.server.auth(token.strip())
+            except Exception:                 # the hook failed: no principal; never the token
+                log.error("the auth hook failed (%s)", sys.exc_info()[0].__name__)
+        if principal is not None:
+            return principal
+        metadata = (f"{self.base_url(environ)}/.well-known/oauth-protected-resource"
+                    f"{self.server.http_path}")
+        error = ', error="invalid_token"' if environ.get("HTTP_AUTHORIZATION") else ""
+        raise _HttpRefusal(401, "Unauthorized: send Authorization: Bearer TOKEN", headers=[
+            ("WWW-Authenticate", f'Bearer resource_metadata="{metadata}"{error}')])
 
     def base_url(self, environ):
         scheme = environ.get("wsgi.url_scheme", "http")
         return f"{scheme}://{environ.get('HTTP_HOST') or environ.get('SERVER_NAME', '')}"
-
-    def unauthorized(self, environ, start_response):
-        """401, with where to read how to get a token (RFC 9728)."""
-        metadata = (self.base_url(environ) + "/.well-known/oauth-protected-resource"
-                    + self.server.http_path)
-        error = ', error="invalid_token"' if environ.get("HTTP_AUTHORIZATION") else ""
-        return self.error(start_response, 401, None, INVALID_REQUEST, "Unauthorized: send "
-                          "Authorization: Bearer TOKEN", [("WWW-Authenticate", f"Bearer "
-                                                           f'resource_metadata="{metadata}"{error}')])
-
-    def resource_metadata(self, environ, start_response):
-        body = {"resource": self.base_url(environ) + self.server.http_path,
-                "authorization_servers": list(self.server.authorization_servers),
-                "bearer_methods_supported": ["header"]}
-        return self.reply(start_response, 200, encode_message(body), "application/json")
 
     # -- POST: one client message ---------------------------------------------------------------
     def post(self, environ, start_response, principal):
@@ -4115,14 +4101,11 @@ class HttpEndpoint:
         accept = environ.get("HTTP_ACCEPT", "*/*")
         sse = "text/event-stream" in accept or "*/*" in accept
         if not (sse or "application/json" in accept or "application/*" in accept):
-            return self.error(start_response, 406, None, INVALID_REQUEST, "Not Acceptable: "
-                              "accept application/json and text/event-stream")
+            raise _HttpRefusal(406, "Not Acceptable: accept application/json and "
+                                    "text/event-stream")
         if environ.get("CONTENT_TYPE", "").split(";")[0].strip().lower() != "application/json":
-            return self.error(start_response, 415, None, INVALID_REQUEST, "Unsupported Media "
-                              "Type: the body must be application/json")
-        body, problem = self.read_body(environ)
-        if problem:
-            return self.error(start_response, *problem)
+            raise _HttpRefusal(415, "Unsupported Media Type: the body must be application/json")
+        body = self.read_body(environ)
         try:
             message = decode_message(body)
             if isinstance(message, list):
@@ -4131,74 +4114,67 @@ class HttpEndpoint:
             kind = classify(message)
         except JSONRPCError as e:
             rid = e.data.get("id") if isinstance(e.data, dict) else None
-            return self.error(start_response, 400, rid, e.code, e.message)
-        if kind == "request":
-            # The era: 2026-07-28 if the body or the MCP-Protocol-Version header says so (a
-            # handshake client sends no such header with initialize, and its version after).
-            params = message.get("params") or {}
-            if is_stateless(message["method"], params.get("_meta")) or \
-                    environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_PROTOCOL_VERSIONS:
-                problem = self.check_headers(environ, message, params)
-                if problem:
-                    return self.error(start_response, 400, message["id"], HEADER_MISMATCH,
-                                      problem)
-                session = HttpSession(server, principal)
-                return self.exchange(environ, start_response, session, message, sse,
-                                     modern=True)
-        elif environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_PROTOCOL_VERSIONS:
+            raise _HttpRefusal(400, e.message, rid, e.code) from None
+        # The era: 2026-07-28 if the body or the MCP-Protocol-Version header says so (a
+        # handshake client sends no such header with initialize, and its version after).
+        modern = environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_PROTOCOL_VERSIONS
+        if kind != "request" and modern:
             return self.reply(start_response, 202, b"")    # nothing for a stateless server
-        session, extra = None, []
-        if kind == "request" and message["method"] == "initialize":
+        if kind == "request":
+            params = message.get("params") or {}
+            if modern or is_stateless(message["method"], params.get("_meta")):
+                self.check_headers(environ, message, params)
+                return self.exchange(environ, start_response, HttpSession(server, principal),
+                                     message, sse, modern=True)
+        initialize = kind == "request" and message["method"] == "initialize"
+        if initialize:
             session = HttpSession(server, principal)
         elif server.http_sessions:
-            session, problem = self.find_session(environ, principal)
-            if problem:
-                return self.error(start_response, *problem)
+            session = self.find_session(environ, principal)
         else:                                 # stateless handshake: as if just initialized
             session = self.stateless_session(environ, principal)
         session.last_used = time.monotonic()
         if kind != "request":                 # a notification, or an answer to our question
             session.handle_message(message)
             return self.reply(start_response, 202, b"")
-        if message["method"] == "initialize" and server.http_sessions:
-            extra = [("Mcp-Session-Id", self.open_session(session))]
-        return self.exchange(environ, start_response, session, message, sse, headers=extra)
+        headers = ()
+        if initialize and server.http_sessions:
+            headers = [("Mcp-Session-Id", self.open_session(session))]
+        return self.exchange(environ, start_response, session, message, sse, headers=headers)
 
     def read_body(self, environ):
-        limit = self.server.max_line_bytes
-        length = environ.get("CONTENT_LENGTH")
+        limit, length = self.server.max_line_bytes, environ.get("CONTENT_LENGTH")
         try:
             length = int(length) if length else None
         except ValueError:
-            return None, (400, None, INVALID_REQUEST, "Bad Request: invalid Content-Length")
+            raise _HttpRefusal(400, "Bad Request: invalid Content-Length") from None
         if length is None and "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", ""):
-            return None, (411, None, INVALID_REQUEST, "Length Required: send Content-Length")
+            raise _HttpRefusal(411, "Length Required: send Content-Length")
         if length is not None and length > limit:
-            return None, (413, None, INVALID_REQUEST, f"Content Too Large: {length} bytes is "
-                          f"over the limit of {limit} bytes per message")
+            raise _HttpRefusal(413, f"Content Too Large: {length} bytes is over the limit of "
+                                    f"{limit} bytes per message")
         body = environ["wsgi.input"].read(limit + 1 if length is None else length)
         if len(body) > limit:
-            return None, (413, None, INVALID_REQUEST, f"Content Too Large: over the limit of "
-                          f"{limit} bytes per message")
-        return body, None
+            raise _HttpRefusal(413, f"Content Too Large: over the limit of {limit} bytes per "
+                                    "message")
+        return body
 
     def check_headers(self, environ, message, params):
-        """2026-07-28 repeats in headers what the body says (so that proxies can route on it):
-        any disagreement is refused, -32020."""
-        meta = params.get("_meta")
+        """2026-07-28 repeats in headers what the body says, so that proxies can route on it:
+        any disagreement is refused (-32020)."""
+        meta, method = params.get("_meta"), message["method"]
         version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
         header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+        name = params.get("uri" if method == "resources/read" else "name")
+        problem = None
         if isinstance(version, str) and header != version:
-            return (f"Header mismatch: MCP-Protocol-Version is {header!r}, the body's "
-                    f"_meta says {version!r}")
-        method = message["method"]
-        if _header_value(environ.get("HTTP_MCP_METHOD")) != method:
-            return f"Header mismatch: Mcp-Method must be {method!r}"
-        if method in INPUT_METHODS:
-            name = params.get("uri" if method == "resources/read" else "name")
-            if _header_value(environ.get("HTTP_MCP_NAME")) != name:
-                return f"Header mismatch: Mcp-Name must be {name!r}"
-        return None
+            problem = f"MCP-Protocol-Version is {header!r}, the body's _meta says {version!r}"
+        elif _header_value(environ.get("HTTP_MCP_METHOD")) != method:
+            problem = f"Mcp-Method must be {method!r}"
+        elif method in INPUT_METHODS and _header_value(environ.get("HTTP_MCP_NAME")) != name:
+            problem = f"Mcp-Name must be {name!r}"
+        if problem:
+            raise _HttpRefusal(400, f"Header mismatch: {problem}", message["id"], HEADER_MISMATCH)
 
     # -- handshake-era sessions -----------------------------------------------------------------
     def open_session(self, session):
@@ -4218,27 +4194,26 @@ class HttpEndpoint:
         return session.id
 
     def find_session(self, environ, principal):
-        """The session a request names, or the HTTP error to answer with."""
+        """The session a request names. It belongs to whoever opened it: to another principal
+        it does not exist."""
         session_id = environ.get("HTTP_MCP_SESSION_ID")
         if not session_id:
-            return None, (400, None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header "
-                          "required (send initialize first)")
+            raise _HttpRefusal(400, "Bad Request: Mcp-Session-Id header required (send "
+                                    "initialize first)")
         with self.lock:
             session = self.sessions.get(session_id)
-        # A session belongs to whoever opened it: another principal is told it does not exist.
         if session is None or session.principal != principal or \
                 session.idle(time.monotonic()) > self.server.session_idle:
-            return None, (404, None, INVALID_REQUEST, "Session not found: initialize again")
+            raise _HttpRefusal(404, "Session not found: initialize again")
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         if version is not None and version != session.version:
-            return None, (400, None, INVALID_REQUEST, f"Bad Request: MCP-Protocol-Version "
-                          f"{version!r} is not this session's ({session.version})")
-        return session, None
+            raise _HttpRefusal(400, f"Bad Request: MCP-Protocol-Version {version!r} is not this "
+                                    f"session's ({session.version})")
+        return session
 
     def stateless_session(self, environ, principal):
-        """A throwaway session for a handshake-era request to a server without sessions: the
-        version from the header (2025-03-26 when absent, as the spec says), nothing else
-        known about the client, so no questions can be asked of it."""
+        """A throwaway handshake-era session, for a server without sessions: the version from
+        the header (2025-03-26 when absent, as the spec says), the client otherwise unknown."""
         session = HttpSession(self.server, principal)
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         session.version = version if version in PROTOCOL_VERSIONS else V2025_03
@@ -4254,8 +4229,8 @@ class HttpEndpoint:
         which cancels the request (on the embedded server, closing the connection does)."""
         rid, listen = message["id"], modern and message["method"] == "subscriptions/listen"
         if listen and not sse:
-            return self.error(start_response, 406, rid, INVALID_REQUEST, "Not Acceptable: "
-                              "subscriptions/listen answers with text/event-stream")
+            raise _HttpRefusal(406, "Not Acceptable: subscriptions/listen answers with "
+                                    "text/event-stream", rid)
         stream, gone = EventStream(listen), environ.get("mcp_min.client_gone")
         if listen:
             session.stream = stream
@@ -4269,9 +4244,8 @@ class HttpEndpoint:
         left = False
         try:
             first = self.next_item(stream, self.server.heartbeat if sse else None, gone)
-            if not sse:                       # JSON only: notifications are dropped
-                while not first[1]:
-                    first = self.next_item(stream, None, gone)
+            while not sse and not first[1]:   # JSON only: notifications are dropped
+                first = self.next_item(stream, None, gone)
         except ConnectionAbortedError:
             left = True
             session.cancel(rid, "the client closed the connection")
@@ -4281,19 +4255,16 @@ class HttpEndpoint:
                 self.server.sessions.discard(session)
             if not left and first[0] is not None:
                 status = self.status_of(first[0], modern)
-                return self.reply(start_response, status, first[0], "application/json", headers)
+                return self.reply(start_response, status, first[0], headers)
             if left or not sse:               # no one to answer, or no way to say "nothing"
-                return self.reply(start_response, 202, b"", extra=headers)
+                return self.reply(start_response, 202, b"", headers)
             # cancelled: a stream that ends with no response (a request is never 202)
-        start_response(HTTP_STATUS[200], [("Content-Type", "text/event-stream"),
-                                          ("Cache-Control", "no-cache"),
-                                          ("X-Accel-Buffering", "no"), *headers])
+        start_response(HTTP_STATUS[200], [*_SSE_HEADERS, *headers])
         return self.events(session, stream, rid, first, gone)
 
     def next_item(self, stream, timeout, gone):
         """The stream's next ``(frame, is_response)``, or None after ``timeout`` seconds (None:
-        no limit). ConnectionAbortedError if ``gone()`` says the client closed the connection
-        meanwhile (checked every quarter of a second)."""
+        no limit); ConnectionAbortedError once ``gone()`` (asked every 0.25 s) says so."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             wait = 0.25 if gone else None
@@ -4338,16 +4309,12 @@ class HttpEndpoint:
     def listen_stream(self, environ, start_response, session):
         """GET: the stream of a handshake-era session's messages that belong to no request."""
         if "text/event-stream" not in environ.get("HTTP_ACCEPT", ""):
-            return self.error(start_response, 406, None, INVALID_REQUEST, "Not Acceptable: "
-                              "GET opens a text/event-stream")
+            raise _HttpRefusal(406, "Not Acceptable: GET opens a text/event-stream")
         if session.stream is not None:
-            return self.error(start_response, 409, None, INVALID_REQUEST, "Conflict: this "
-                              "session already has a GET stream open")
+            raise _HttpRefusal(409, "Conflict: this session already has a GET stream open")
         stream = session.stream = EventStream(listen=True)
         self.server.sessions.add(session)
-        start_response(HTTP_STATUS[200], [("Content-Type", "text/event-stream"),
-                                          ("Cache-Control", "no-cache"),
-                                          ("X-Accel-Buffering", "no")])
+        start_response(HTTP_STATUS[200], list(_SSE_HEADERS))
         return self.events(session, stream, None, gone=environ.get("mcp_min.client_gone"))
 
     @staticmethod
@@ -4362,22 +4329,17 @@ class HttpEndpoint:
         return 400 if error.get("code") in (PARSE_ERROR, INVALID_REQUEST) else 200
 
     @staticmethod
-    def reply(start_response, status, body, content_type=None, extra=()):
-        headers = [("Content-Length", str(len(body)))]
-        if content_type:
-            headers.append(("Content-Type", content_type))
-        start_response(HTTP_STATUS[status], headers + list(extra))
+    def reply(start_response, status, body, headers=()):
+        """A whole response: ``body`` is JSON, or empty."""
+        content_type = [("Content-Type", "application/json")] if body else []
+        start_response(HTTP_STATUS[status], [("Content-Length", str(len(body))), *content_type,
+                                             *headers])
         return [body]
-
-    def error(self, start_response, status, request_id, code, message, extra=()):
-        body = encode_message(error_response(request_id, code, message))
-        return self.reply(start_response, status, body, "application/json", extra)
 
 
 def make_http_server(app, host="127.0.0.1", port=8000):
-    """A wsgiref server for ``app``: a thread per connection, HTTP/1.1 keep-alive (wsgiref
-    alone answers one request per connection, HTTP/1.0), chunked streams. For development
-    and one host; behind a load balancer, run ``server.wsgi`` on gunicorn instead."""
+    """A wsgiref server for ``app`` with a thread per connection, HTTP/1.1 keep-alive and
+    chunked streams (wsgiref alone answers one HTTP/1.0 request per connection)."""
     import http.server
     import select
     import socket
@@ -4388,9 +4350,8 @@ def make_http_server(app, host="127.0.0.1", port=8000):
         http_version, chunked = "1.1", False
 
         def cleanup_headers(self):
-            # The connection carries the next request only if this one's body was read
-            # (a request refused early) and the response's length is known: a stream is
-            # sent in chunks for that.
+            # Keep the connection only if this request's body was all read and the response's
+            # length is known (a stream is sent in chunks for that).
             if not self.request_handler.body.discard():
                 self.headers["Connection"] = "close"
                 self.request_handler.close_connection = True
@@ -4422,10 +4383,7 @@ def make_http_server(app, host="127.0.0.1", port=8000):
         # Headers and body go out in separate writes: with Nagle's algorithm the body would
         # wait for the client's delayed acknowledgement (40 ms) on a kept-alive connection.
         disable_nagle_algorithm = True
-
-        # one request after another while the connection is kept alive (wsgiref's handle()
-        # answers one and closes)
-        handle = http.server.BaseHTTPRequestHandler.handle
+        handle = http.server.BaseHTTPRequestHandler.handle     # not wsgiref's: one, then close
 
         def handle_one_request(self):
             try:
@@ -4477,8 +4435,8 @@ class _BodyReader:
         self.unreadable = "Transfer-Encoding" in headers      # wsgiref cannot read it
 
     def discard(self, limit=1 << 16):
-        """Read and drop what the application left unread (up to ``limit`` bytes), so that
-        it is not taken for the next request; False if that is not possible."""
+        """Drop what the application left unread (up to ``limit`` bytes), lest it be taken
+        for the next request; False if that is not possible."""
         if 0 < self.left <= limit:
             self.read()
         return not (self.left or self.unreadable)
@@ -4505,30 +4463,21 @@ def _parse_address(address):
 # ============================================================================================
 
 class Client(Peer):
-    """An MCP client on the same JSON-RPC core: for tests, scripts and workshops.
-
-        with Client(["python3", "server.py"]) as client:     # a server command...
-            print(client.call_tool("add", {"a": 2, "b": 3}))
-        with Client(server) as client:                       # ...or a Server in memory
-            ...
-
-    ``era`` picks the protocol: "legacy" performs the handshake (initialize), which every
-    server speaks; "2026-07-28" sends server/discover and then stamps every request with
-    the envelope (and fails if the server does not serve that revision); "auto" tries
-    2026-07-28 and falls back to the handshake. The client's side of sampling, elicitation
-    and roots is the ``sampling``, ``elicitation`` and ``roots`` callbacks in either era:
-    as answers to the server's requests (on threads of their own), or to the questions of
-    ``input_required`` results, which ``call_tool``, ``get_prompt`` and ``read_resource``
-    retry until the result is complete. Every notification received is kept in
-    ``notifications``."""
+    """An MCP client on the same JSON-RPC core, for tests, scripts and workshops: ``target``
+    is a server command or a Server in memory. ``era``: "legacy" performs the handshake,
+    "2026-07-28" sends server/discover and stamps every request with the envelope, "auto"
+    tries 2026-07-28 and falls back to the handshake. The ``sampling``, ``elicitation`` and
+    ``roots`` callbacks answer the server's requests, or the questions of input_required
+    results. Every notification received is kept in ``notifications``."""
 
     def __init__(self, target, *, roots=None, sampling=None, elicitation=None,
                  protocol_version=LATEST_PROTOCOL_VERSION, client_info=None, capabilities=None,
                  timeout=30.0, env=None, cwd=None, stderr=None, trace=None,
                  on_notification=None, initialize=True, era="legacy", log_level=None,
                  max_rounds=10):
-        if era not in ("legacy", "auto") + MODERN_PROTOCOL_VERSIONS:
-            raise ValueError(f"era must be 'legacy', 'auto' or one of {MODERN_PROTOCOL_VERSIONS}")
+        eras = ("legacy", "auto") + MODERN_PROTOCOL_VERSIONS
+        if era not in eras:
+            raise ValueError(f"era must be one of {eras}")
         self.era, self.modern, self.log_level, self.max_rounds = era, False, log_level, max_rounds
         self.subscriptions = {}                  # listen id -> Subscription
         self.timeout, self.on_notification = timeout, on_notification
@@ -4548,21 +4497,24 @@ class Client(Peer):
                 finally:
                     os.close(to_server)
                     os.close(from_server)
-            self.server_thread = threading.Thread(target=serve, daemon=True, name="mcp_min-server")
+            self.server_thread = threading.Thread(target=serve, daemon=True,
+                                                  name="mcp_min-server")
             self.server_thread.start()
             write_fd, rfile = from_client, open(to_client, "rb", buffering=1 << 16)
         else:
             import subprocess
-            self.process = subprocess.Popen(target, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                            stderr=stderr, env=env, cwd=cwd)
+            self.process = subprocess.Popen(target, stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=stderr, env=env,
+                                            cwd=cwd)
             write_fd, rfile = self.process.stdin.fileno(), self.process.stdout
         super().__init__(write_fd, trace)
         self.reader = threading.Thread(target=self._read, args=(rfile,), daemon=True,
                                        name="mcp_min-client-reader")
         self.reader.start()
         if capabilities is None:                # those of the callbacks given
-            capabilities = {name: offer for name, offer, fn in (("roots", {"listChanged": True}, roots),
-                            ("sampling", {}, sampling), ("elicitation", {}, elicitation)) if fn}
+            offers = (("roots", roots, {"listChanged": True}), ("sampling", sampling, {}),
+                      ("elicitation", elicitation, {}))
+            capabilities = {name: offer for name, callback, offer in offers if callback}
         self.capabilities = capabilities
         self.client_info = client_info or {"name": "mcp_min-client", "version": __version__}
         self.protocol_version = self.handshake_version = protocol_version
@@ -4581,14 +4533,13 @@ class Client(Peer):
         try:
             self.read_loop(rfile, 1 << 30)
         finally:
+            self.closed, code = True, None
             if self.process is None:          # our end of the in-memory pipe
                 rfile.close()
-            self.closed = True
-            code = None
-            if self.process is not None:
+            else:
                 try:
                     code = self.process.wait(1)
-                except Exception:                  # still running: it only closed stdout
+                except Exception:             # still running: it only closed stdout
                     pass
             why = "the server closed the connection" + (f" (exit code {code})" if code else "")
             if code == 0 and self.server_info is None:     # it ended before saying anything
@@ -4597,8 +4548,7 @@ class Client(Peer):
 
     # -- lifecycle -------------------------------------------------------------------------------
     def connect(self):
-        """Open the session in the client's ``era`` (see the class); returns the result of
-        initialize or server/discover."""
+        """Open the session in the client's ``era``: the result of initialize or discover."""
         if self.era == "legacy":
             return self.initialize()
         try:
@@ -4615,8 +4565,8 @@ class Client(Peer):
         return self.initialize()
 
     def discover(self, timeout=None):
-        """server/discover; if the server serves 2026-07-28, every later request is
-        stamped with the envelope and the server's name and capabilities are taken from it."""
+        """server/discover; if the server serves 2026-07-28, every later request carries the
+        envelope."""
         result = super().request("server/discover", {"_meta": self.envelope(V2026_07)},
                                  self.timeout if timeout is None else timeout)
         if V2026_07 in (result.get("supportedVersions") or ()):
@@ -4647,9 +4597,8 @@ class Client(Peer):
         return result
 
     def close(self, timeout=5.0):
-        """Close the server's input (the MCP shutdown signal) and wait for it to end."""
-        # Between frames, so none is cut and none starts after; a frame stuck on a server that
-        # reads nothing is given up after `timeout` (the server is then stopped below).
+        """Close the server's input (the MCP shutdown signal) and wait for it to end: between
+        frames, unless one is stuck for ``timeout`` on a server that reads nothing."""
         got = self.write_lock.acquire(timeout=timeout)
         fd, self.write_fd = self.write_fd, None
         if got:
@@ -4705,7 +4654,7 @@ class Client(Peer):
             reply = error_response(rid, e.code, e.message, e.data)
         except Exception as e:
             reply = error_response(rid, INTERNAL_ERROR, f"{type(e).__name__}: {e}")
-        if rid in self.cancelled_requests:        # the server cancelled it: no reply (§9)
+        if rid in self.cancelled_requests:  # cancelled by the server: the spec forbids a reply
             self.cancelled_requests.discard(rid)
             return
         try:
@@ -4809,17 +4758,11 @@ class Client(Peer):
                 return items
             params = {"cursor": result["nextCursor"]}
 
-    def list_tools(self):
-        return self.list_all("tools/list", "tools")
-
-    def list_resources(self):
-        return self.list_all("resources/list", "resources")
-
-    def list_resource_templates(self):
-        return self.list_all("resources/templates/list", "resourceTemplates")
-
-    def list_prompts(self):
-        return self.list_all("prompts/list", "prompts")
+    list_tools = functools.partialmethod(list_all, "tools/list", "tools")
+    list_resources = functools.partialmethod(list_all, "resources/list", "resources")
+    list_resource_templates = functools.partialmethod(list_all, "resources/templates/list",
+                                                      "resourceTemplates")
+    list_prompts = functools.partialmethod(list_all, "prompts/list", "prompts")
 
     def call_tool(self, name, arguments=None, *, progress=None, meta=None, timeout=None):
         """Call a tool; ``progress`` is called with each notifications/progress params.
@@ -4839,7 +4782,10 @@ class Client(Peer):
 
     def cancel(self, request_id, reason=None):
         """Cancel a request of ours: tell the server, and stop waiting for the answer."""
-        self.notify("notifications/cancelled", {"requestId": request_id, **({"reason": reason} if reason else {})})
+        params = {"requestId": request_id}
+        if reason:
+            params["reason"] = reason
+        self.notify("notifications/cancelled", params)
         slot = self.pending.pop(request_id, None)
         if slot is not None:
             slot.resolve(error=Cancelled(f"request {request_id!r} was cancelled"))
@@ -4848,7 +4794,8 @@ class Client(Peer):
         return self.request_with_input("resources/read", {"uri": uri})
 
     def get_prompt(self, name, arguments=None):
-        return self.request_with_input("prompts/get", {"name": name, "arguments": arguments or {}})
+        return self.request_with_input("prompts/get", {"name": name,
+                                                       "arguments": arguments or {}})
 
     def complete(self, ref, argument, value, context=None):
         """Completion for a prompt argument (``ref={"type": "ref/prompt", "name": ...}``) or a
@@ -4878,7 +4825,8 @@ class Subscription:
     ``with`` block) cancels it."""
 
     def __init__(self, client, request_id):
-        self.client, self.id, self.honoured, self.events = client, request_id, None, SimpleQueue()
+        self.client, self.id, self.honoured = client, request_id, None
+        self.events = SimpleQueue()
 
     def next(self, timeout=None):
         """The next notification on this stream; TimeoutError if none comes in time."""
@@ -4907,19 +4855,20 @@ class Subscription:
 # `call` makes one request, `repl` lets you type frames, `explain` says what a message is and
 # what is wrong with it.
 
-# Every method of the handshake era, with the params it requires.
+# Every method of both eras, with the params it requires.
 MCP_METHODS = {
     "initialize": ("protocolVersion", "capabilities", "clientInfo"), "ping": (),
-    "tools/list": (), "tools/call": ("name",), "resources/list": (), "resources/templates/list": (),
-    "resources/read": ("uri",), "resources/subscribe": ("uri",), "resources/unsubscribe": ("uri",),
-    "prompts/list": (), "prompts/get": ("name",), "completion/complete": ("ref", "argument"),
-    "logging/setLevel": ("level",), "sampling/createMessage": ("messages", "maxTokens"),
-    "elicitation/create": ("message",), "roots/list": (),
-    "notifications/initialized": (), "notifications/cancelled": ("requestId",),
-    "notifications/progress": ("progressToken", "progress"), "notifications/message": ("level", "data"),
-    "notifications/resources/updated": ("uri",), "notifications/resources/list_changed": (),
-    "notifications/tools/list_changed": (), "notifications/prompts/list_changed": (),
-    "notifications/roots/list_changed": (), "notifications/elicitation/complete": ("elicitationId",),
+    "tools/list": (), "tools/call": ("name",), "resources/list": (),
+    "resources/templates/list": (), "resources/read": ("uri",), "resources/subscribe": ("uri",),
+    "resources/unsubscribe": ("uri",), "prompts/list": (), "prompts/get": ("name",),
+    "completion/complete": ("ref", "argument"), "logging/setLevel": ("level",),
+    "sampling/createMessage": ("messages", "maxTokens"), "elicitation/create": ("message",),
+    "roots/list": (), "notifications/initialized": (), "notifications/cancelled": ("requestId",),
+    "notifications/progress": ("progressToken", "progress"),
+    "notifications/message": ("level", "data"), "notifications/resources/updated": ("uri",),
+    "notifications/resources/list_changed": (), "notifications/tools/list_changed": (),
+    "notifications/prompts/list_changed": (), "notifications/roots/list_changed": (),
+    "notifications/elicitation/complete": ("elicitationId",),
     # 2026-07-28
     "server/discover": (), "subscriptions/listen": ("notifications",),
     "notifications/subscriptions/acknowledged": ("notifications",),
@@ -4935,57 +4884,64 @@ def explain(raw):
         return "not JSON", [f"not valid JSON ({e}): a receiver answers -32700 Parse error"]
     if isinstance(message, list):
         return f"a batch of {len(message)}", [
-            "a JSON array is a batch: only protocol 2025-03-26 has batches (B10); from "
-            "2025-06-18 send one message per line (B11)"]
+            "a JSON array is a batch: only protocol 2025-03-26 has batches; from 2025-06-18 "
+            "send one message per line"]
     problems, kind = [], "invalid message"
     try:
         kind = classify(message)
     except JSONRPCError as e:
-        problems.append(e.message.replace("Invalid Request: ", ""))
+        problems.append(e.message.removeprefix("Invalid Request: "))
     if not isinstance(message, dict):
         return kind, problems
-    if "method" in message and message.get("id", 0) is None:
-        problems.append("a null id is not allowed in MCP (B3): give a request a string or "
-                        "integer id, or drop the id to make it a notification")
-    if "result" in message and "error" in message:
-        problems.append("a response carries result or error, never both (B6)")
-    method, params = message.get("method"), message.get("params")
+    method, params, error = message.get("method"), message.get("params"), message.get("error")
     params = params if isinstance(params, dict) else {}
-    if isinstance(method, str) and method not in MCP_METHODS:
-        close = difflib.get_close_matches(method, MCP_METHODS, n=1, cutoff=0.6)
-        close = close or [m for m in MCP_METHODS if m.endswith("/" + method)]
-        problems.append(f"{method!r} is not an MCP method" + (f": did you mean {close[0]!r}?" if close else ""))
-    elif isinstance(method, str):
-        if method.startswith("notifications/") and "id" in message:
-            problems.append(f"{method} is a notification: it must not carry an id, or the "
-                            "receiver has to answer it as a request (B9)")
-        elif not method.startswith("notifications/") and "id" not in message:
-            problems.append(f"{method} is a request: without an id it is a notification and "
-                            "gets no answer")
-        for key in MCP_METHODS[method] + (("arguments",) if method == "tools/call" else ()):
-            wrong = [k for k, v in _DID_YOU_MEAN.items() if v == key and k in params]
-            if key not in params and (wrong or key != "arguments"):
-                problems.append(f"params.{key} is missing" +
-                                (f' (found "{wrong[0]}": did you mean "{key}"?)' if wrong else ""))
-    if kind == "response":
-        error = message.get("error")
-        if message.get("id", 0) is None:
-            problems.append('"id": null: the 2025-11-25 schema omits the id of an error to an '
-                            "unreadable request instead, and some clients reject null (G7)")
-        if isinstance(error, dict) and (type(error.get("code")) is not int
-                                        or not isinstance(error.get("message"), str)):
-            problems.append("error needs an integer code and a string message (B6)")
-        summary = describe_frame(message)
-        result = message.get("result")
-        if isinstance(result, dict) and result.get("resultType") == "input_required":
-            return summary + " " + _explain_input_required(result, problems), problems
-        if summary.endswith(" (isError)"):
-            return summary.removesuffix(" (isError)") + " (a tool result with isError: a business " \
-                "error, not a protocol error)", problems
-        return summary + (" (a protocol error)" if "error" in message else ""), problems
+    known = isinstance(method, str) and method in MCP_METHODS
+    notification = known and method.startswith("notifications/")
+    null_id = message.get("id", 0) is None
+    bad_error = isinstance(error, dict) and (type(error.get("code")) is not int
+                                             or not isinstance(error.get("message"), str))
+    problems += [problem for found, problem in (
+        ("method" in message and null_id, "a null id is not allowed in MCP: give a request a "
+         "string or integer id, or drop the id to make it a notification"),
+        ("result" in message and "error" in message,
+         "a response carries result or error, never both"),
+        (notification and "id" in message, f"{method} is a notification: it must not carry an "
+         "id, or the receiver has to answer it as a request"),
+        (known and not notification and "id" not in message,
+         f"{method} is a request: without an id it is a notification and gets no answer"),
+        (kind == "response" and null_id, '"id": null: the 2025-11-25 schema omits the id of an '
+         "error to an unreadable request instead, and some clients reject null"),
+        (kind == "response" and bad_error, "error needs an integer code and a string message"),
+    ) if found]
+    if isinstance(method, str) and not known:
+        close = difflib.get_close_matches(method, MCP_METHODS, n=1, cutoff=0.6) or [
+            m for m in MCP_METHODS if m.endswith("/" + method)]
+        hint = f": did you mean {close[0]!r}?" if close else ""
+        problems.append(f"{method!r} is not an MCP method{hint}")
+    required = MCP_METHODS[method] if known else ()
+    for key in required + (("arguments",) if method == "tools/call" else ()):
+        hint = _misnamed(params, key)        # arguments is optional: missing only if misnamed
+        if key not in params and (hint or key != "arguments"):
+            problems.append(f"params.{key} is missing{hint}")
     if kind == "invalid message":
         return kind, problems
-    return describe_frame(message) + _explain_envelope(method, params, problems), problems
+    summary, result = describe_frame(message), message.get("result")
+    if kind != "response":
+        return summary + _explain_envelope(method, params, problems), problems
+    if isinstance(result, dict) and result.get("resultType") == "input_required":
+        return f"{summary} {_explain_input_required(result, problems)}", problems
+    if summary.endswith(" (isError)"):
+        return (summary.removesuffix(" (isError)") + " (a tool result with isError: a business "
+                "error, not a protocol error)"), problems
+    if "error" in message:
+        summary += " (a protocol error)"
+    return summary, problems
+
+
+def _misnamed(params, key):
+    """' (found "args": did you mean "arguments"?)' if params has a usual wrong name for key."""
+    wrong = [k for k, v in _DID_YOU_MEAN.items() if v == key and k in params]
+    return f' (found "{wrong[0]}": did you mean "{key}"?)' if wrong else ""
 
 
 def _explain_envelope(method, params, problems):
@@ -4993,8 +4949,9 @@ def _explain_envelope(method, params, problems):
     line (empty for a handshake-era message), and the envelope's problems."""
     meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
     if method == "notifications/subscriptions/acknowledged":
-        return (f" (acknowledges subscriptions/listen {json.dumps(meta.get(SUBSCRIPTION_ID_KEY))}:"
-                " notifications tagged with that id follow)")
+        listen = json.dumps(meta.get(SUBSCRIPTION_ID_KEY))
+        return (f" (acknowledges subscriptions/listen {listen}: notifications tagged with that "
+                "id follow)")
     if method.startswith("notifications/") or not is_stateless(method, meta):
         return ""
     try:
@@ -5013,9 +4970,11 @@ def _explain_input_required(result, problems):
         problems.append("an input_required result needs inputRequests, requestState or both")
     asked = ", ".join(f"{key}: {q.get('method')}" for key, q in questions.items()
                       if isinstance(q, dict))
-    return (f"(input_required: the server asks the client {len(questions)} question(s)"
-            f"{' (' + asked + ')' if asked else ''}; the client sends the request again, with a "
-            "new id, the answers in inputResponses and requestState echoed)")
+    if asked:
+        asked = f" ({asked})"
+    return (f"(input_required: the server asks the client {len(questions)} question(s){asked}; "
+            "the client sends the request again, with a new id, the answers in inputResponses "
+            "and requestState echoed)")
 
 
 def _client_trace(colour):
@@ -5024,8 +4983,7 @@ def _client_trace(colour):
 
 def demo_server():
     """The gift server that `demo` talks to and `serve` with no file serves: the one of
-    examples/gift_server.py with a shorter catalogue, built in so that a lone copy of this
-    file has it."""
+    examples/gift_server.py with a shorter catalogue, built in for a lone copy of this file."""
     import typing
     server = Server("gift-server", "1.0.0", title="Gift picker", instructions=(
         "Suggests gifts from a small catalogue. Call suggest_gifts with the occasion, a budget "
@@ -5052,9 +5010,10 @@ def demo_server():
         if not scored:
             raise ToolError(f"No gifts in the catalogue for a {occasion} within ${budget:g}. "
                             "Try a larger budget or another occasion.")
-        gifts = [{"name": name, "price": price, "why": f"matches {', '.join(matched)}"
-                  if matched else f"a safe {occasion} pick"}
-                 for _, _, name, price, matched in sorted(scored, reverse=True)[:3]]
+        gifts = []
+        for _, _, name, price, matched in sorted(scored, reverse=True)[:3]:
+            why = f"matches {', '.join(matched)}" if matched else f"a safe {occasion} pick"
+            gifts.append({"name": name, "price": price, "why": why})
         return {"occasion": occasion, "budget": budget, "gifts": gifts}
 
     def pick_gift(occasion, budget: float, ctx: Context) -> dict:
@@ -5091,64 +5050,63 @@ def demo_server():
     return server
 
 
+_BOARD_GAME_BIRTHDAY = {"occasion": "birthday", "budget": 100,
+                        "recipient": "friend who loves board games"}
+# The demo's two sessions, one in each era: the Client's options, then the steps, each a note
+# to print (or None) and the Client method to call (if any) with its arguments.
+_DEMO_SESSIONS = {
+    "legacy": ({}, [
+        ("The client starts the server as a subprocess and opens with initialize.", "initialize"),
+        ("initialized was a notification: no id, so no reply. Now discovery:",
+         "request", "tools/list"),
+        ("A tool call. structuredContent is for programs, the text block for the model.",
+         "call_tool", "suggest_gifts", _BOARD_GAME_BIRTHDAY),
+        ("A resource is addressable data, read by URI.",
+         "read_resource", "mcp://gift-server/resources/gift_catalog"),
+        ("A prompt is a reusable template the client can fill in.",
+         "get_prompt", "gift_congrats_style", {"recipient": "Sam", "occasion": "birthday"}),
+        ("A protocol error: a method that does not exist gets a JSON-RPC error.",
+         "request", "tools/col"),
+        (None, "request", "tools/call", {"name": "suggest_gift"}),
+        ("Business errors are results with isError: the tool ran and said no.",
+         "call_tool", "suggest_gifts", {"occasion": "wedding", "budget": 5}),
+        (None, "call_tool", "suggest_gifts", {"occasion": "funeral", "budget": "a hundred bucks"}),
+        ("Closing stdin ends the session; the server exits.",)]),
+    V2026_07: ({"era": V2026_07, "elicitation": lambda question: {
+        "action": "accept", "content": {"recipient": "a friend who loves cooking"}}}, [
+        ("Protocol 2026-07-28 has no handshake. The client may ask what the server speaks:",
+         "discover"),
+        ("Each request carries the envelope in params._meta: the version, the client's "
+         "capabilities and name. The server remembers nothing between requests.",
+         "call_tool", "suggest_gifts", _BOARD_GAME_BIRTHDAY),
+        ("pick_gift must ask the user. The server sends no request: it answers input_required, "
+         "with the question and a signed requestState. The client asks its user and sends the "
+         "request again (a new id) with the answer; the tool runs again from the top, and this "
+         "time gets the answer where it asked.",
+         "call_tool", "pick_gift", {"occasion": "housewarming", "budget": 60}),
+        ("Closing stdin ends it; the server exits.",)]),
+}
+
+
 def demo(colour=False, era=None):
-    """Play sessions with the gift server (demo_server()), printing every frame with a note:
-    one in the handshake era (``era="legacy"``), one in 2026-07-28, or (the default) both."""
+    """Play the _DEMO_SESSIONS with the gift server (demo_server()), printing every frame:
+    both, or the one of ``era``."""
     command = [sys.executable, os.path.abspath(__file__), "serve"]
     info = {"name": "mcp_min-demo", "version": __version__}
-
-    def note(text):
-        print(f"\n\x1b[1m# {text}\x1b[0m" if colour else f"\n# {text}", flush=True)
-    if era in (None, "legacy"):
-        _demo_handshake(command, info, note, colour)
-    if era in (None, V2026_07):
-        _demo_stateless(command, info, note, colour)
+    for session_era, (options, steps) in _DEMO_SESSIONS.items():
+        if era not in (None, session_era):
+            continue
+        with Client(command, trace=_client_trace(colour), initialize=False, client_info=info,
+                    **options) as client:
+            for note, *call in steps:
+                if note:
+                    print(f"\n\x1b[1m# {note}\x1b[0m" if colour else f"\n# {note}", flush=True)
+                try:
+                    if call:
+                        getattr(client, call[0])(*call[1:])
+                except JSONRPCError:      # an error the demo shows: the frames say it all
+                    pass
     return 0
-
-
-def _demo_handshake(command, info, note, colour):
-    note("The client starts the server as a subprocess and opens with initialize.")
-    with Client(command, trace=_client_trace(colour), initialize=False,
-                client_info=info) as client:
-        client.initialize()
-        note("initialized was a notification: no id, so no reply. Now discovery:")
-        client.request("tools/list")
-        note("A tool call. structuredContent is for programs, the text block for the model.")
-        client.call_tool("suggest_gifts", {"occasion": "birthday", "budget": 100,
-                                           "recipient": "friend who loves board games"})
-        note("A resource is addressable data, read by URI.")
-        client.read_resource("mcp://gift-server/resources/gift_catalog")
-        note("A prompt is a reusable template the client can fill in.")
-        client.get_prompt("gift_congrats_style", {"recipient": "Sam", "occasion": "birthday"})
-        note("A protocol error: a method that does not exist gets a JSON-RPC error.")
-        for method, params in (("tools/col", None), ("tools/call", {"name": "suggest_gift"})):
-            try:
-                client.request(method, params)
-            except JSONRPCError:
-                pass
-        note("Business errors are results with isError: the tool ran and said no.")
-        client.call_tool("suggest_gifts", {"occasion": "wedding", "budget": 5})
-        client.call_tool("suggest_gifts", {"occasion": "funeral", "budget": "a hundred bucks"})
-        note("Closing stdin ends the session; the server exits.")
-
-
-def _demo_stateless(command, info, note, colour):
-    def the_user_says(question):
-        return {"action": "accept", "content": {"recipient": "a friend who loves cooking"}}
-    note("Protocol 2026-07-28 has no handshake. The client may ask what the server speaks:")
-    with Client(command, trace=_client_trace(colour), initialize=False, client_info=info,
-                era=V2026_07, elicitation=the_user_says) as client:
-        client.discover()
-        note("Each request carries the envelope in params._meta: the version, the client's "
-             "capabilities and name. The server remembers nothing between requests.")
-        client.call_tool("suggest_gifts", {"occasion": "birthday", "budget": 100,
-                                           "recipient": "friend who loves board games"})
-        note("pick_gift must ask the user. The server sends no request: it answers "
-             "input_required, with the question and a signed requestState. The client asks its "
-             "user and sends the request again (a new id) with the answer; the tool runs again "
-             "from the top, and this time gets the answer where it asked.")
-        client.call_tool("pick_gift", {"occasion": "housewarming", "budget": 60})
-        note("Closing stdin ends it; the server exits.")
 
 
 def _parse_call(words):
@@ -5209,7 +5167,8 @@ def repl(command, colour=False, stdin=None):
             elif name in ("init", "discover"):      # the era is set before the next line
                 run(commands[name], arg)
             elif line:
-                threading.Thread(target=run, args=(commands[name], arg.strip()), daemon=True).start()
+                threading.Thread(target=run, args=(commands[name], arg.strip()),
+                                 daemon=True).start()
             time.sleep(0.2)                          # let the reply print before the next prompt
     return 0
 
@@ -5262,7 +5221,7 @@ def main(argv=None):
     if args.command in ("inspect", "call", "repl") and not words:
         parser.error(f"{args.command} needs a server command: {args.command} -- SERVER_CMD ...")
     try:
-        return _command(args, words, _shows_colour(sys.stdout))
+        return _run_command(args, words, _shows_colour(sys.stdout))
     except json.JSONDecodeError as e:              # a JSON argument that isn't JSON
         parser.error(f"not valid JSON: {e}")
     except FileNotFoundError as e:
@@ -5312,7 +5271,7 @@ def _show_notification(message):
     print(line, file=sys.stderr, flush=True)
 
 
-def _command(args, words, colour):
+def _run_command(args, words, colour):
     if args.command == "serve":
         if args.target:
             server = load_server(args.target)
@@ -5333,8 +5292,10 @@ def _command(args, words, colour):
         return 1 if problems else 0
     elif args.command == "inspect":
         with Client(words, era=args.era) as client:
-            report = {"serverInfo": client.server_info, "protocolVersion": client.protocol_version,
-                      "capabilities": client.server_capabilities, "instructions": client.instructions}
+            report = {"serverInfo": client.server_info,
+                      "protocolVersion": client.protocol_version,
+                      "capabilities": client.server_capabilities,
+                      "instructions": client.instructions}
             for method, key in (("tools/list", "tools"), ("resources/list", "resources"),
                                 ("resources/templates/list", "resourceTemplates"),
                                 ("prompts/list", "prompts")):
@@ -5350,7 +5311,7 @@ def _command(args, words, colour):
         with Client(command, era=era, **(verbose if args.verbose else {})) as client:
             try:
                 if args.verbose:
-                    if not client.modern and "logging" in client.server_capabilities:
+                    if "logging" in client.server_capabilities:    # (2026-07-28: already)
                         client.set_logging_level("debug")
                     params = dict(params or {})
                     params["_meta"] = {**(params.get("_meta") or {}), "progressToken": "call"}
@@ -5369,7 +5330,8 @@ def _command(args, words, colour):
                 return 1
             finally:
                 for line in client.junk:           # e.g. a print() in a hand-rolled server
-                    print(f"mcp_min: the server wrote a line that is not JSON-RPC: {line}", file=sys.stderr)
+                    print(f"mcp_min: the server wrote a line that is not JSON-RPC: {line}",
+                          file=sys.stderr)
         return 1 if client.junk else 0
     return 0
 
