@@ -4920,7 +4920,7 @@ def explain(raw):
         problems.append(f"{method!r} is not an MCP method{hint}")
     required = MCP_METHODS[method] if known else ()
     for key in required + (("arguments",) if method == "tools/call" else ()):
-        hint = _misnamed(params, key)        # arguments is optional: missing only if misnamed
+        hint = _did_you_mean(key, params=params)   # arguments is optional: missing if misnamed
         if key not in params and (hint or key != "arguments"):
             problems.append(f"params.{key} is missing{hint}")
     if kind == "invalid message":
@@ -4936,12 +4936,6 @@ def explain(raw):
     if "error" in message:
         summary += " (a protocol error)"
     return summary, problems
-
-
-def _misnamed(params, key):
-    """' (found "args": did you mean "arguments"?)' if params has a usual wrong name for key."""
-    wrong = [k for k, v in _DID_YOU_MEAN.items() if v == key and k in params]
-    return f' (found "{wrong[0]}": did you mean "{key}"?)' if wrong else ""
 
 
 def _explain_envelope(method, params, problems):
