@@ -3691,7 +3691,9 @@ class Session(Peer):
             else:
                 self.handle_message(item, batch)
 
-    def handle_request(self, message, outlet):
+    def handle_request(self, message, outlet, stateless=None):
+        """Answer a request, in the era its params say (``stateless``: the transport has
+        decided, as HTTP does from its MCP-Protocol-Version header)."""
         rid, method = message["id"], message["method"]
         params = message.get("params") or {}
         server = self.server
@@ -3699,7 +3701,7 @@ class Session(Peer):
             return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: {method} is a "
                                     "notification; send it without an id", outlet)
         meta = params.get("_meta")
-        if is_stateless(method, meta):
+        if stateless or stateless is None and is_stateless(method, meta):
             return self.handle_stateless(rid, method, params, meta, outlet)
         handler = server.handlers.get(method)
         if handler is None:                   # answered at once: clients probe with this
@@ -4235,12 +4237,8 @@ class HttpEndpoint:
         if listen:
             session.stream = stream
             self.server.sessions.add(session)
-        if modern:                            # even initialize: it is not part of this era
-            params = message.get("params") or {}
-            session.handle_stateless(rid, message["method"], params, params.get("_meta"),
-                                     stream)
-        else:
-            session.handle_message(message, stream)
+        # 2026-07-28 even for initialize, which is not part of that era
+        session.handle_request(message, stream, stateless=modern)
         left = False
         try:
             first = self.next_item(stream, self.server.heartbeat if sse else None, gone)

@@ -608,3 +608,9 @@ def test_listen_needs_an_event_stream(app):
     status, _, body = wsgi_call(app, body=message, headers={**modern_headers(message),
                                                             "Accept": "application/json"})
     assert status == 406 and "text/event-stream" in json.loads(body)["error"]["message"]
+
+
+def test_notification_method_sent_as_a_request_is_refused(app):
+    status, _, body = post_modern(app, "notifications/initialized", rid=4)
+    error = json.loads(body)["error"]
+    assert status == 400 and error["code"] == -32600 and "without an id" in error["message"]
