@@ -24,6 +24,37 @@ export const DEFAULT_ROOTS_RESULT = {
   roots: [{ uri: 'file:///tmp/mcp-min-root', name: 'test root' }],
 };
 
+// -------------------------------------------------- what the TypeScript drivers share
+
+// The list methods a driver walks page by page: step -> [method, result key].
+export const LIST_METHODS = {
+  listTools: ['tools/list', 'tools'],
+  listResources: ['resources/list', 'resources'],
+  listResourceTemplates: ['resources/templates/list', 'resourceTemplates'],
+  listPrompts: ['prompts/list', 'prompts'],
+};
+export const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
+export const LISTEN_FILTER_KEYS = [
+  'toolsListChanged',
+  'promptsListChanged',
+  'resourcesListChanged',
+  'resourceSubscriptions',
+];
+// Named as the Python SDK names its listen events, so all drivers print the same records.
+export const LISTEN_EVENTS = {
+  'notifications/tools/list_changed': 'ToolsListChanged',
+  'notifications/prompts/list_changed': 'PromptsListChanged',
+  'notifications/resources/list_changed': 'ResourcesListChanged',
+  'notifications/resources/updated': 'ResourceUpdated',
+};
+// McpSubscription.closed -> the "end" py_client.py reports.
+export const LISTEN_ENDS = { local: 'stopped', graceful: 'closed', remote: 'lost' };
+// The v2 client's request() wants a result schema for a method outside the spec; this one
+// takes any result.
+export const ANY_RESULT = {
+  '~standard': { version: 1, vendor: 'mcp-min-driver', validate: (value) => ({ value }) },
+};
+
 export class UsageError extends Error {}
 
 export function emit(record) {

@@ -31,6 +31,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import {
+  ANY_RESULT,
+  LISTEN_ENDS,
+  LISTEN_EVENTS,
+  LISTEN_FILTER_KEYS,
+  LIST_METHODS,
+  SUBSCRIPTION_ID,
   StepDriver,
   UsageError,
   completeParams,
@@ -50,27 +56,6 @@ const SDKS = {
 const HEADERS = ['accept', 'content-type', 'mcp-session-id', 'mcp-protocol-version',
   'mcp-method', 'mcp-name', 'last-event-id', 'allow'];
 const MAX_PAGES = 1000;
-const LISTS = {
-  listTools: ['tools/list', 'tools'],
-  listResources: ['resources/list', 'resources'],
-  listResourceTemplates: ['resources/templates/list', 'resourceTemplates'],
-  listPrompts: ['prompts/list', 'prompts'],
-};
-const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
-const LISTEN_FILTER_KEYS = ['toolsListChanged', 'promptsListChanged', 'resourcesListChanged',
-  'resourceSubscriptions'];
-// Named as the Python SDK names its listen events, so all drivers print the same records.
-const LISTEN_EVENTS = {
-  'notifications/tools/list_changed': 'ToolsListChanged',
-  'notifications/prompts/list_changed': 'PromptsListChanged',
-  'notifications/resources/list_changed': 'ResourcesListChanged',
-  'notifications/resources/updated': 'ResourceUpdated',
-};
-const LISTEN_ENDS = { local: 'stopped', graceful: 'closed', remote: 'lost' };
-// The v2 client's request() wants a result schema; this one takes any result.
-const ANY_RESULT = {
-  '~standard': { version: 1, vendor: 'mcp-min-driver', validate: (value) => ({ value }) },
-};
 
 // ---------------------------------------------------------------- the SDKs
 
@@ -280,7 +265,7 @@ class Driver extends StepDriver {
 
   async perform(step, options) {
     const client = this.client;
-    if (Object.hasOwn(LISTS, step.op)) return this.list(step, options);
+    if (Object.hasOwn(LIST_METHODS, step.op)) return this.list(step, options);
     switch (step.op) {
       case 'callTool':
         return this.sdk.callTool(client,
@@ -303,7 +288,7 @@ class Driver extends StepDriver {
   // with the number of requests that took. (The v2 client walks every page itself when it is
   // given no cursor, so there "all": false is a plain request.)
   async list(step, options) {
-    const [method, key] = LISTS[step.op];
+    const [method, key] = LIST_METHODS[step.op];
     const fetchPage = (cursor) => this.client[step.op](
       cursor === undefined ? undefined : { cursor }, options);
     if (step.cursor !== undefined) return fetchPage(step.cursor);

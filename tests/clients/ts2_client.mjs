@@ -41,6 +41,12 @@ import { Client, ProtocolError, SdkError } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 import {
+  ANY_RESULT,
+  LISTEN_ENDS,
+  LISTEN_EVENTS,
+  LISTEN_FILTER_KEYS,
+  LIST_METHODS,
+  SUBSCRIPTION_ID,
   StepDriver,
   UsageError,
   completeParams,
@@ -56,35 +62,6 @@ import {
 
 const CLIENT_INFO = { name: 'mcp-min-ts2-driver', version: '1.0.0' };
 const MODES = ['auto', 'pin', 'prior', 'legacy'];
-const LIST_METHODS = {
-  listTools: ['tools/list', 'tools'],
-  listResources: ['resources/list', 'resources'],
-  listResourceTemplates: ['resources/templates/list', 'resourceTemplates'],
-  listPrompts: ['prompts/list', 'prompts'],
-};
-
-const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
-const LISTEN_FILTER_KEYS = [
-  'toolsListChanged',
-  'promptsListChanged',
-  'resourcesListChanged',
-  'resourceSubscriptions',
-];
-// Named as the Python SDK names its listen events, so both drivers print the same records.
-const LISTEN_EVENTS = {
-  'notifications/tools/list_changed': 'ToolsListChanged',
-  'notifications/prompts/list_changed': 'PromptsListChanged',
-  'notifications/resources/list_changed': 'ResourcesListChanged',
-  'notifications/resources/updated': 'ResourceUpdated',
-};
-// McpSubscription.closed -> the "end" py_client.py reports.
-const LISTEN_ENDS = { local: 'stopped', graceful: 'closed', remote: 'lost' };
-
-// request() wants a result schema for a method outside the spec; this one takes any result.
-const ANY_RESULT = {
-  '~standard': { version: 1, vendor: 'mcp-min-driver', validate: (value) => ({ value }) },
-};
-
 // ---------------------------------------------------------------- arguments
 
 function parseOptions(argv) {
