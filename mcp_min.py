@@ -24,13 +24,15 @@ After the handshake (initialize, then notifications/initialized), the client cal
 
 That request's way through this file, from its line on stdin to the reply's line on stdout:
 
-    read_lines              Server.run -> Session.serve -> Peer.read_loop reads stdin with it
+    read_lines              Server.run -> Session.serve starts a thread that reads stdin
+                            with it (Peer.keep_reading)
     Peer.handle_line        decode_message: the bytes -> JSON, or a parse error
     Peer.handle_message     classify: a request, a notification or a response?
     Session.handle_request  checks the session (initialized? the capability declared?); a
                             2026-07-28 request, which names its protocol version in
                             params._meta and needs no handshake, goes to handle_stateless
-    Session.start           a Context for the call; run inline, or queued on the WorkerPool
+    Session.start           a Context for the call; run here (on the reader, if the pool is
+                            idle) or queued on the WorkerPool
     Session.run             calls the handler from server.handlers: Server.call_tool, which
                             checks the arguments with the tool's Signature and calls add()
     encode_message          the result -> one compact line
@@ -535,6 +537,7 @@ class Peer:
         self.next_id = count(1).__next__
         self.closed = False                   # the wire is gone: stop writing
         self.input_ended = False              # end of input: no response can arrive any more
+        self.reader_ident = None              # the ident of the thread reading the lines
 
     # -- writing ---------------------------------------------------------------------------
     def send_frame(self, frame):
@@ -617,13 +620,18 @@ class Peer:
 
     # -- reading ---------------------------------------------------------------------------
     def read_loop(self, rfile, max_line_bytes):
-        """Read and handle lines until end of input (or the wire closes)."""
-        on_main = _thread.get_ident() == _MAIN_THREAD
-        for line in read_lines(rfile, max_line_bytes):
+        """Read and handle lines until end of input or the wire closes (True), or until
+        another thread takes the reading over (False: see Session.run_here)."""
+        self.lines, self.max_line_bytes = read_lines(rfile, max_line_bytes), max_line_bytes
+        return self.keep_reading()
+
+    def keep_reading(self):
+        me = self.reader_ident = _thread.get_ident()
+        for line in self.lines:
             if isinstance(line, LineTooLong):
                 if self.trace:
                     self.trace("in", line.head + b"..." + line.tail)
-                self.handle_too_long(line, max_line_bytes)
+                self.handle_too_long(line, self.max_line_bytes)
             else:
                 if self.trace:
                     self.trace("in", line)
@@ -632,8 +640,9 @@ class Peer:
                 self.handle_line(line)
             if self.closed:
                 break
-            if on_main and "stop" in _signals:        # a signal came while we wrote a frame
-                _raise_stop()
+            if self.reader_ident != me:       # taken over: the next line is not ours to read
+                return False
+        return True
 
     def handle_line(self, line):
         if line.isspace():                    # blank lines carry no message: skip them
@@ -2687,9 +2696,10 @@ class Server:
 
     _http_start_lock = threading.Lock()      # for the first request of any server's wsgi
 
-    #: Methods answered on the reader thread; they are quick and never run user code.
+    #: Methods always answered on the reader thread; they are quick and run no user code.
     #: Everything else (tools/call, resources/read, prompts/get, completion/complete and
-    #: methods you add) runs on the worker pool, so the reader is never blocked.
+    #: methods you add) runs on the reader only while the pool is idle, and a watcher takes
+    #: the reading over if it lasts (Session.run_here); else on the pool.
     inline_methods = frozenset({
         "initialize", "ping", "tools/list", "resources/list", "resources/templates/list",
         "prompts/list", "resources/subscribe", "resources/unsubscribe", "logging/setLevel",
@@ -3464,9 +3474,10 @@ class _Worker:
 
 
 class WorkerPool:
-    """Threads for handler work only: the reader thread never runs user code and never waits
-    for the pool; a call that finds ``max_workers`` busy and ``max_queue`` waiting is refused
-    at once. ``submit`` may be called from any thread.
+    """Threads for handler work: the reader never waits for the pool; a call that finds
+    ``max_workers`` busy and ``max_queue`` waiting is refused at once. ``submit`` may be
+    called from any thread. When the pool has nothing to do, a caller may ``borrow`` a place
+    and run a call on its own thread, which saves waking a worker (see Session.run_here).
 
     Quick calls run on one thread, one after the other: another awake thread would fight it
     for the GIL, and handing the GIL between cores costs more than such a call. More workers
@@ -3487,6 +3498,7 @@ class WorkerPool:
         self.workers = []             # a _Worker for each thread, parked or not
         self.parked = []              # those waiting for work, the most recently busy last
         self.threads = self.awake = self.outstanding = 0
+        self.borrowed = 0             # calls running on their callers' threads
         self.growth = 1               # workers to wake per blocked one; grows while all block
         self.watching = False         # the watcher is awake and will look at the queue again
         self.watcher = None           # the lock the watcher sleeps on, once it is started
@@ -3516,6 +3528,24 @@ class WorkerPool:
                     self.outstanding -= 1
                     return False
         return True
+
+    def borrow(self):
+        """Take a place for a call the caller runs itself: only when nothing else is running
+        or queued (True), so that it never runs beside work the pool would have ordered."""
+        with self.lock:
+            if self.outstanding:
+                return False
+            self.outstanding += 1
+            self.borrowed += 1
+            return True
+
+    def give_back(self):
+        with self.lock:
+            self.outstanding -= 1
+            self.borrowed -= 1
+            starting = self._wake(1) if self.jobs and not self.awake else ()
+        if starting:
+            self._start(starting)
 
     # -- under the lock ----------------------------------------------------------------------
     def _check(self, now, prompt):
@@ -3550,13 +3580,14 @@ class WorkerPool:
     def _wake(self, wanted):
         """Unpark up to ``wanted`` workers, the most recently busy first; returns the new ones
         to start (outside the lock: starting a thread takes a while)."""
-        while wanted and self.parked:
+        wanted = min(wanted, self.max_workers - self.awake - self.borrowed)
+        while wanted > 0 and self.parked:
             worker = self.parked.pop()
             worker.parked, worker.since = False, None
             self.awake += 1
             wanted -= 1
             worker.wake.release()
-        new = [_Worker() for _ in range(min(wanted, self.max_workers - self.threads))]
+        new = [_Worker() for _ in range(max(0, min(wanted, self.max_workers - self.threads)))]
         self.workers += new
         self.threads += len(new)
         self.awake += len(new)
@@ -3673,6 +3704,10 @@ class Session(Peer):
         self.deadline = None                # end of the grace period, once input has ended
         self.lock = threading.Lock()        # guards running, and orders progress before replies
         self.principal = None               # who the transport says the client is (HTTP)
+        self.running_here, self.calls_here = None, 0    # calls on the reader (run_here)
+        self.watching = False               # a watch_reader thread is looking at them
+        self.input_over = threading.Event() # set by the thread that read to the end
+        self.read_error = None              # what stopped the reading, if not end of input
 
     # -- dispatch ------------------------------------------------------------------------------
     def handle_batch(self, items):
@@ -3752,6 +3787,8 @@ class Session(Peer):
                                     "already in use by a request still in progress", outlet)
         if method in server.inline_methods:
             self.run(ctx, handler)
+        elif self.reader_ident == _thread.get_ident() and self.run_here(ctx, handler):
+            return
         elif not server.pool.submit(self.run, ctx, handler):
             with self.lock:
                 self.running.pop(rid, None)
@@ -3762,6 +3799,64 @@ class Session(Peer):
 
     def reply_error(self, rid, code, message, outlet, data=None):
         outlet.respond(self.encode_error(rid, code, message, data))
+
+    def run_here(self, ctx, handler):
+        """Run a call on the reader thread if the pool is idle: waking a worker would cost
+        more than a quick call. Should the call last, a watcher thread takes the reading over
+        (watch_reader), so that pings, cancellations and answers are still read. False: the
+        call did not run here."""
+        pool = self.server.pool
+        if not pool.borrow():
+            return False
+        with self.lock:
+            self.running_here = ctx
+            self.calls_here += 1
+            start_watcher, self.watching = not self.watching, True
+        try:
+            if start_watcher:
+                _thread.start_new_thread(self.watch_reader, ())
+        except RuntimeError:                  # no thread to spare: the pool runs it
+            with self.lock:
+                self.running_here, self.watching = None, False
+            pool.give_back()
+            return False
+        try:
+            self.run(ctx, handler)
+        finally:
+            with self.lock:
+                self.running_here = None
+            pool.give_back()
+        return True
+
+    def watch_reader(self):
+        """While calls run on the reader, look at it every ``blocking_after`` seconds. A call
+        seen running twice is blocking the reader: this thread then reads on in its place
+        (the reader stops reading when its call returns). It ends after a look at no calls."""
+        tick = self.server.pool.blocking_after
+        seen, calls = None, -1
+        while True:
+            time.sleep(tick)
+            with self.lock:
+                call = self.running_here
+                if call is not None and call is seen:
+                    self.reader_ident = None  # the reader, back from its call, stops reading
+                    self.watching = False
+                    break
+                if call is None and self.calls_here == calls:
+                    self.watching = False
+                    return
+                seen, calls = call, self.calls_here
+        self.read_to_end()
+
+    def read_to_end(self):
+        """The reader thread (or a watcher that took over from it): tells serve() when the
+        input has ended."""
+        try:
+            ended = self.keep_reading()
+        except BaseException as e:
+            self.read_error, ended = e, True
+        if ended:
+            self.input_over.set()
 
     def run(self, ctx, handler):
         """Run one handler (on a worker, or inline) and write its response to its outlet."""
@@ -3867,8 +3962,17 @@ class Session(Peer):
 
     # -- the loop --------------------------------------------------------------------------------
     def serve(self, rfile):
+        """Read the connection on a thread of its own, which may run calls (run_here), while
+        this thread waits for the end of input: so a stop signal, which Python delivers to
+        the main thread, interrupts a wait and never a call."""
+        self.max_line_bytes = self.server.max_line_bytes
+        self.lines = read_lines(rfile, self.max_line_bytes)
         try:
-            self.read_loop(rfile, self.server.max_line_bytes)
+            _thread.start_new_thread(self.read_to_end, ())
+            while not self.input_over.wait(0.5):          # a timeout: Ctrl+C on Windows
+                pass
+            if self.read_error is not None:
+                raise self.read_error
         finally:
             self.drain()
 

@@ -768,3 +768,111 @@ def test_the_watcher_sleeps_once_the_queue_is_empty():
     gate.set()
     assert wait_until(lambda: pool.outstanding == 0)
     assert wait_until(lambda: not pool.watching and pool.awake == 0)
+
+
+def test_borrow_only_when_idle_and_never_beside_max_workers():
+    """A caller may run a call itself only when the pool has nothing running or queued, and
+    that call holds one of max_workers: with one worker, a call queued meanwhile waits for it,
+    then runs as soon as it is given back."""
+    pool = mcp_min.WorkerPool(max_workers=1, max_queue=10)
+    assert pool.borrow()
+    assert not pool.borrow()                          # one call at a time runs here
+    ran = threading.Event()
+    assert pool.submit(ran.set)
+    time.sleep(0.05)
+    assert not ran.is_set() and pool.threads == 0     # the only place is borrowed
+    pool.give_back()
+    assert ran.wait(2), "the queued call never ran once the place came back"
+    assert wait_until(lambda: pool.outstanding == 0)
+    gate = threading.Event()
+    assert pool.submit(gate.wait, 10)
+    assert not pool.borrow()                          # the pool is busy: queue, not here
+    gate.set()
+    assert wait_until(lambda: pool.outstanding == 0) and pool.borrow()
+    pool.give_back()
+
+
+def reader_server(**settings):
+    server = mcp_min.Server("reader", **settings)
+    threads, gate, running = [], threading.Event(), []
+
+    @server.tool
+    def quick(n: int) -> int:
+        threads.append(threading.get_ident())
+        return n
+
+    @server.tool
+    def wait_for_gate(ctx: mcp_min.Context) -> str:
+        running.append(threading.get_ident())
+        try:
+            while not gate.wait(0.01):
+                ctx.check_cancelled()
+        finally:
+            running.pop()
+        return "opened"
+    return server, threads, gate, running
+
+
+def test_quick_calls_run_on_the_reader_and_start_no_worker():
+    """One call at a time and the pool idle: each runs on the thread that read it, which
+    saves a hand-off to a worker for every call."""
+    server, threads, _, _ = reader_server()
+    with mcp_min.Client(server) as client:
+        for n in range(200):
+            assert client.call_tool("quick", {"n": n})["structuredContent"] == {"result": n}
+        assert len(set(threads)) == 1
+        assert server.pool.threads == 0
+
+
+def test_a_call_that_blocks_the_reader_hands_the_reading_over():
+    """A call on the reader that lasts: another thread reads on, so pings are answered, the
+    call can be cancelled, and other calls run beside it, on the pool."""
+    server, threads, gate, running = reader_server()
+    with mcp_min.Client(server) as client:
+        result = {}
+        caller = threading.Thread(target=lambda: result.update(
+            first=client.call_tool("wait_for_gate", timeout=10)))
+        caller.start()
+        assert wait_until(lambda: running)
+        begin = time.monotonic()
+        assert client.request("ping", timeout=2) == {}
+        assert time.monotonic() - begin < 1.0
+        assert client.call_tool("quick", {"n": 7}, timeout=2)["structuredContent"] == {
+            "result": 7}
+        assert threads[-1] != running[0]              # not on the thread still in its call
+        gate.set()
+        caller.join(5)
+        assert result["first"]["content"][0]["text"] == "opened"
+        gate.clear()
+        rid = "to-cancel"
+        client.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                     "params": {"name": "wait_for_gate", "arguments": {}}})
+        assert wait_until(lambda: running)
+        client.notify("notifications/cancelled", {"requestId": rid})
+        assert wait_until(lambda: not running), "the cancellation was never read"
+        assert client.request("ping", timeout=2) == {}
+
+
+def test_max_workers_1_still_runs_one_call_at_a_time():
+    """The call on the reader counts as one of max_workers."""
+    server = mcp_min.Server("one", max_workers=1)
+    active, most, lock = [0], [0], threading.Lock()
+
+    @server.tool
+    def busy(ms: int) -> str:
+        with lock:
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+        time.sleep(ms / 1000)
+        with lock:
+            active[0] -= 1
+        return "done"
+    with mcp_min.Client(server) as client:
+        results = []
+        callers = [threading.Thread(target=lambda: results.append(
+            client.call_tool("busy", {"ms": 50}, timeout=10))) for _ in range(4)]
+        for caller in callers:
+            caller.start()
+        for caller in callers:
+            caller.join(10)
+        assert len(results) == 4 and most[0] == 1, most

@@ -110,7 +110,7 @@ def test_custom_method_runs_off_the_reader_thread_and_does_not_block_ping():
         release.set()
         caller.join(5)
         assert results["slow"] == {"echo": [1, "two"]}
-        assert seen["thread"] is not client.server_thread       # not the reader thread
+        assert seen["thread"] is not client.server_thread       # not the thread serving
         assert seen["thread"] is not threading.main_thread()
         assert seen["method"] == "custom/slow" and seen["params"] == {"x": [1, "two"]}
 
