@@ -1908,6 +1908,7 @@ class Tool(Entry):
         schema = self.signature.output_schema
         self.check_output = compile_schema(schema) if schema is not None else None
         self.annotations, self.described = annotations, {}     # version -> tools/list entry
+        self.last_took = None   # seconds its last call took (see HttpSession.run_here)
 
     def describe(self, version):
         if version not in self.described:
@@ -1924,6 +1925,7 @@ class Tool(Entry):
         if problems:
             return _error_result(f"Invalid arguments for tool '{self.name}':\n"
                                  + _errors_text(problems))
+        began = time.monotonic()
         try:
             result = self.result(self.invoke(ctx, kwargs))
         except ToolError as e:
@@ -1936,6 +1938,8 @@ class Tool(Entry):
             expected = isinstance(e, (CapabilityError, TimeoutError, JSONRPCError))
             log.error("tool %r failed: %s", self.name, e, exc_info=not expected)
             return _error_result(f"{type(e).__name__}: {e}")
+        finally:
+            self.last_took = time.monotonic() - began
         return _shape_result(result, ctx.protocol_version or LATEST_PROTOCOL_VERSION)
 
     def result(self, value):
@@ -3529,11 +3533,13 @@ class WorkerPool:
                     return False
         return True
 
-    def borrow(self):
-        """Take a place for a call the caller runs itself: only when nothing else is running
-        or queued (True), so that it never runs beside work the pool would have ordered."""
+    def borrow(self, only_if_idle=True):
+        """Take a place for a call the caller runs on its own thread (True): one of the
+        ``max_workers``, if one is free and no call waits for it; ``only_if_idle``: only if no
+        call runs either (the stdio reader, which must not run a call beside the pool's)."""
         with self.lock:
-            if self.outstanding:
+            busy = self.outstanding if only_if_idle else self.jobs
+            if busy or self.awake + self.borrowed >= self.max_workers:
                 return False
             self.outstanding += 1
             self.borrowed += 1
@@ -3787,9 +3793,7 @@ class Session(Peer):
                                     "already in use by a request still in progress", outlet)
         if method in server.inline_methods:
             self.run(ctx, handler)
-        elif self.reader_ident == _thread.get_ident() and self.run_here(ctx, handler):
-            return
-        elif not server.pool.submit(self.run, ctx, handler):
+        elif not self.run_here(ctx, handler) and not server.pool.submit(self.run, ctx, handler):
             with self.lock:
                 self.running.pop(rid, None)
             # 2026-07-28 asks new servers not to use -32000...-32019
@@ -3806,7 +3810,7 @@ class Session(Peer):
         (watch_reader), so that pings, cancellations and answers are still read. False: the
         call did not run here."""
         pool = self.server.pool
-        if not pool.borrow():
+        if self.reader_ident != _thread.get_ident() or not pool.borrow():
             return False
         with self.lock:
             self.running_here = ctx
@@ -4076,6 +4080,27 @@ class HttpSession(Session):
     def send_frame(self, frame):
         stream = self.stream
         return stream is not None and stream.send_frame(frame)
+
+    #: A tool whose last call took less (seconds) may run on the HTTP server's thread.
+    quick_call = 0.1
+
+    def run_here(self, ctx, handler):
+        """Run a 2026-07-28 tool call on the HTTP server's thread, which would only wait for
+        it, if it has nothing to stream (no progress token, no log level) and the tool's last
+        call was quick: a call that lasts runs on the pool, so that its stream is kept alive
+        (``heartbeat``) and a client that leaves cancels it."""
+        if ctx.envelope is None or ctx.progress_token is not None \
+                or ctx.envelope.log_level is not None or handler != self.server.call_tool:
+            return False
+        tool = self.server.tools.get(ctx.params.get("name"))
+        if tool is None or tool.last_took is None or tool.last_took >= self.quick_call \
+                or not self.server.pool.borrow(only_if_idle=False):
+            return False
+        try:
+            self.run(ctx, handler)
+        finally:
+            self.server.pool.give_back()
+        return True
 
     def idle(self, now):
         """Seconds since it was last used; none while it has a stream open or calls running."""

@@ -125,6 +125,33 @@ def test_modern_call_is_json_with_no_session(app):
     assert result["structuredContent"] == {"result": 5} and result["resultType"] == "complete"
 
 
+def test_a_quick_tool_runs_on_the_http_thread_and_one_that_streams_or_lasts_on_the_pool():
+    """The HTTP server's thread would only wait for the pool: a 2026-07-28 call to a tool
+    whose last call was quick runs there. A first call, a call with something to stream,
+    and a call to a tool that lasted go to the pool, which keeps a stream alive."""
+    server, threads = Server("where"), []
+
+    @server.tool
+    def where(ms: int = 0) -> str:
+        threads.append(threading.get_ident())
+        time.sleep(ms / 1000)
+        return "here"
+    me = threading.get_ident()
+
+    def call(ms=0, **meta):
+        status, _, body = post_modern(server.wsgi, "tools/call", {
+            "name": "where", "arguments": {"ms": ms}}, **meta)
+        assert status == 200 and "here" in body.decode(), body
+        return threads[-1]
+    assert call() != me                               # not known yet
+    assert call() == me and call() == me
+    assert call(**{"progressToken": "p"}) != me
+    assert call(**{"io.modelcontextprotocol/logLevel": "debug"}) != me
+    assert call(ms=150) == me                         # quick last time: here, and it lasts
+    assert call() != me                               # so the next goes to the pool
+    assert call() == me
+
+
 def test_modern_progress_and_logs_stream_before_the_response(app):
     status, headers, body = post_modern(app, "tools/call", {
         "name": "report", "arguments": {"steps": 3}, "_meta": {"progressToken": "p"}},
