@@ -2668,7 +2668,7 @@ class Server:
 
     Settings (keyword arguments, with their defaults; the README says more):
       page_size=100          items per page of every list method (None: one page)
-      max_workers=64         threads running handlers (tools, resource reads, prompts)
+      max_workers=64         handlers running at once (tools, resource reads, prompts)
       max_queue=10000        calls that may wait for a thread; past that, refused at once
       max_line_bytes=32 MiB  the longest message accepted; longer ones get an error
       grace_period=5.0       seconds in-flight calls may finish after end of input
