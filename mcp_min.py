@@ -1206,6 +1206,8 @@ def _is_content(tp, content_types):
     """Does a return annotation name content blocks (or a list or union of them)?"""
     if _is_subclass(tp, content_types):
         return True
+    if type(tp) is type:                  # a plain class (int, a dataclass): typing not needed
+        return False
     origin, args = _typing.get_origin(tp), _typing.get_args(tp)
     if origin is _typing.Annotated:
         args = args[:1]

@@ -5,6 +5,9 @@ import dataclasses
 import datetime
 import enum
 import functools
+import subprocess
+import sys
+import textwrap
 import typing
 from typing import Annotated, Any, List, Literal, Optional, TypedDict, Union
 
@@ -12,6 +15,7 @@ import jsonschema
 import pytest
 
 import schema_future_helpers as future_helpers
+from conftest import ROOT
 from mcp_min import SchemaError, Signature, compile_schema, parse_docstring, type_schema
 
 NotRequired = getattr(typing, "NotRequired", None)
@@ -716,3 +720,33 @@ def test_pydantic_field_as_the_default_value():
     assert first == [] and first is not second                 # a new list for each call
     assert sig.bind({"q": "", "k": 6})[1] == ["q: must be at least 1 characters long, got 0",
                                              "k: must be <= 5, got 6"]
+
+
+def test_tools_with_plain_annotations_import_no_slow_module():
+    """Start-up time matters (clients spawn servers often): registering tools whose hints are
+    plain classes, and answering a call, must not import typing, inspect, logging, asyncio or
+    dataclasses, which take milliseconds each."""
+    script = textwrap.dedent("""
+        import sys
+        sys.path.insert(0, sys.argv[1])
+        from mcp_min import Client, Server
+        server = Server("plain")
+
+        @server.tool
+        def add(a: int, b: float = 1.0, label: str = "") -> float:
+            '''Add two numbers.
+
+            Args:
+                a: the first
+                b: the second
+            '''
+            return a + b
+        with Client(server) as client:
+            assert client.call_tool("add", {"a": 2})["structuredContent"] == {"result": 3.0}
+        slow = {"typing", "inspect", "logging", "asyncio", "dataclasses"} & set(sys.modules)
+        print(sorted(slow))
+        """)
+    result = subprocess.run([sys.executable, "-I", "-c", script, str(ROOT)], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]", result.stdout
