@@ -3548,10 +3548,14 @@ class WorkerPool:
             return True
 
     def give_back(self):
+        starting = ()
         with self.lock:
             self.outstanding -= 1
             self.borrowed -= 1
-            starting = self._wake(1) if self.jobs and not self.awake else ()
+            if self.jobs and not self.awake:
+                starting = self._wake(1)
+            elif self.jobs and not self.watching:     # a place is free for a queued call
+                self._watch_queue()
         if starting:
             self._start(starting)
 
@@ -3577,7 +3581,8 @@ class WorkerPool:
             # a worker takes the next call soon: give it time to show whether that blocks
             start = now if due is None else due
             return (), max(start + self.blocking_after - now, 1e-4)
-        if not self.parked and self.threads >= self.max_workers:
+        if self.awake + self.borrowed >= self.max_workers or \
+                not self.parked and self.threads >= self.max_workers:
             return (), None                   # nobody to wake: a worker that parks says so
         if not prompt:
             return self._wake(1), self.blocking_after
@@ -4094,7 +4099,8 @@ class HttpSession(Session):
         if ctx.envelope is None or ctx.progress_token is not None \
                 or ctx.envelope.log_level is not None or handler != self.server.call_tool:
             return False
-        tool = self.server.tools.get(ctx.params.get("name"))
+        name = ctx.params.get("name")
+        tool = self.server.tools.get(name) if type(name) is str else None
         if tool is None or tool.last_took is None or tool.last_took >= self.quick_call \
                 or not self.server.pool.borrow(only_if_idle=False):
             return False

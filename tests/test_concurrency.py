@@ -876,3 +876,21 @@ def test_max_workers_1_still_runs_one_call_at_a_time():
         for caller in callers:
             caller.join(10)
         assert len(results) == 4 and most[0] == 1, most
+
+
+def test_a_borrowed_place_is_not_watched_for_and_its_return_wakes_the_queue():
+    """With every place taken (one borrowed, the rest blocked), the watcher does not keep
+    looking for a worker it may not wake; giving the place back starts the queued call."""
+    pool = mcp_min.WorkerPool(max_workers=2, max_queue=10)
+    gate, ran = threading.Event(), threading.Event()
+    assert pool.borrow()
+    try:
+        assert pool.submit(gate.wait, 10) and pool.submit(ran.set)
+        assert wait_until(lambda: pool.awake == 1 and not pool.watching), "still watching"
+        time.sleep(0.05)
+        assert not ran.is_set() and pool.threads == 1
+        pool.give_back()
+        assert ran.wait(2), "the queued call never ran once the borrowed place came back"
+    finally:
+        gate.set()
+    assert wait_until(lambda: pool.outstanding == 0)
