@@ -3581,8 +3581,7 @@ class WorkerPool:
             # a worker takes the next call soon: give it time to show whether that blocks
             start = now if due is None else due
             return (), max(start + self.blocking_after - now, 1e-4)
-        if self.awake + self.borrowed >= self.max_workers or \
-                not self.parked and self.threads >= self.max_workers:
+        if self.awake + self.borrowed >= self.max_workers:
             return (), None                   # nobody to wake: a worker that parks says so
         if not prompt:
             return self._wake(1), self.blocking_after
@@ -3593,14 +3592,14 @@ class WorkerPool:
     def _wake(self, wanted):
         """Unpark up to ``wanted`` workers, the most recently busy first; returns the new ones
         to start (outside the lock: starting a thread takes a while)."""
-        wanted = min(wanted, self.max_workers - self.awake - self.borrowed)
-        while wanted > 0 and self.parked:
+        wanted = max(0, min(wanted, self.max_workers - self.awake - self.borrowed))
+        while wanted and self.parked:
             worker = self.parked.pop()
             worker.parked, worker.since = False, None
             self.awake += 1
             wanted -= 1
             worker.wake.release()
-        new = [_Worker() for _ in range(max(0, min(wanted, self.max_workers - self.threads)))]
+        new = [_Worker() for _ in range(min(wanted, self.max_workers - self.threads))]
         self.workers += new
         self.threads += len(new)
         self.awake += len(new)
