@@ -549,7 +549,6 @@ class Peer:
                 return False
             if self.trace:
                 self.trace("out", frame)
-            held = _hold_signals()            # SIGTERM now would cut the frame in half
             try:
                 write_all(self.write_fd, frame)
             except (BrokenPipeError, ConnectionResetError, ValueError, OSError) as e:
@@ -557,8 +556,6 @@ class Peer:
                 log.debug("wire closed while writing: %s", e)
                 self.on_closed()
                 return False
-            finally:
-                _release_signals(held)
         return True
 
     def send(self, message):
@@ -1499,8 +1496,10 @@ class _Compiler:
                               "draft-07")
         self.check = self.compile(root)
 
-    def validate(self, value):
-        problems = _problems(self.check, value, "")
+    def validate(self, value, check=_NOTHING, path=""):
+        """The problems of ``value`` against the schema (or one part of it: ``check``, for
+        the value at ``path``)."""
+        problems = _problems(self.check if check is _NOTHING else check, value, path)
         return list(dict.fromkeys(problems)) if len(problems) > 1 else problems
 
     def compile(self, schema):
@@ -1907,8 +1906,13 @@ class Tool(Entry):
         if not 0 < len(self.name) <= 128 or not _NAME_CHARS.issuperset(self.name):
             raise ValueError(f"tool name {self.name!r} does not follow the MCP naming guidance: "
                              "1 to 128 characters from A-Z a-z 0-9 _ - . (no spaces)")
-        schema = self.signature.output_schema
-        self.check_output = compile_schema(schema) if schema is not None else None
+        schema, self.check_output = self.signature.output_schema, None
+        if schema is not None:
+            compiler = _Compiler(schema)
+            self.check_output = self.check_returned = compiler.validate
+            if self.signature.wrap_output:    # a return value, to be wrapped as {"result": ...}:
+                check = compiler.compile(schema["properties"]["result"])   # quicker checked alone
+                self.check_returned = lambda value: compiler.validate(value, check, ("", "result"))
         self.annotations, self.described = annotations, {}     # version -> tools/list entry
         self.last_took = None   # seconds its last call took (see HttpSession.run_here)
 
@@ -1955,11 +1959,12 @@ class Tool(Entry):
             problems = _NO_STRUCTURED if structured is None else self.check_output(structured)
             return self.mismatch(problems) if problems else result
         if self.check_output is not None:
-            structured = self.signature.dump_output(value)
-            problems = self.check_output(structured)
+            shown = structured = _dump(value)
+            problems = self.check_returned(structured)
             if problems:
                 return self.mismatch(problems)
-            shown = structured["result"] if self.signature.wrap_output else structured
+            if self.signature.wrap_output:
+                structured = {"result": shown}
         elif value is None or isinstance(value, str):
             return {"content": [] if value is None else [text(value)], "isError": False}
         else:
@@ -2498,6 +2503,22 @@ class Envelope:
     __slots__ = ("meta", "version", "client_capabilities", "log_level")
 
     def __init__(self, meta):
+        # Three quick tests pass the usual envelope; anything else is checked in full.
+        if type(meta) is not dict or type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict \
+                or meta.get(PROTOCOL_VERSION_KEY) not in MODERN_PROTOCOL_VERSIONS:
+            self.refuse(meta)
+        level = meta.get(LOG_LEVEL_KEY)
+        if level is not None or LOG_LEVEL_KEY in meta:
+            if not isinstance(level, str) or level not in _LEVEL_RANK:
+                raise JSONRPCError(INVALID_PARAMS, f"Invalid params: log level {level!r} in "
+                                   f"params._meta; use one of {', '.join(LOG_LEVELS)}")
+        self.meta, self.version, self.log_level = meta, meta[PROTOCOL_VERSION_KEY], level
+        self.client_capabilities = meta[CLIENT_CAPABILITIES_KEY]
+
+    @staticmethod
+    def refuse(meta):
+        """Raise the error saying what is wrong with an envelope, or return if it is only
+        unusual (a dict subclass)."""
         if not isinstance(meta, dict):
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: this method is part of "
                                "protocol 2026-07-28, whose requests carry params._meta with "
@@ -2513,12 +2534,6 @@ class Envelope:
                                f"requests are served at {', '.join(MODERN_PROTOCOL_VERSIONS)}; "
                                f"{', '.join(PROTOCOL_VERSIONS)} after initialize",
                                {"supported": list(MODERN_PROTOCOL_VERSIONS), "requested": version})
-        level = meta.get(LOG_LEVEL_KEY)
-        if LOG_LEVEL_KEY in meta and (not isinstance(level, str) or level not in _LEVEL_RANK):
-            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: log level {level!r} in "
-                                               f"params._meta; use one of {', '.join(LOG_LEVELS)}")
-        self.meta, self.version, self.log_level = meta, version, level
-        self.client_capabilities = meta[CLIENT_CAPABILITIES_KEY]
 
     @property
     def client_info(self):
@@ -3347,7 +3362,7 @@ _MAIN_THREAD = threading.main_thread().ident
 # The signal state of the run() in progress: a new dict for each, so that nothing carries over
 # to a later run(), or to a serve() the application runs itself. "wire": run()'s write fd;
 # "saved": the application's handlers, while ours are in; "stop": the first signal; "count";
-# "raised"; "held": sections open where one must wait; "over": run() is returning.
+# "raised"; "held": the shutdown is under way, a signal must wait; "over": run() is returning.
 _signals = {}
 
 
@@ -3404,11 +3419,12 @@ class _Exit(SystemExit):
 
 
 def _stop_on_signal(signum, frame):
-    # Raised in the middle of a write, _Stop would leave half a frame on the wire; raised in
-    # the shutdown, it would skip the rest of it. So it is raised once: by the first signal if
-    # no such section is open, else by the reader before its next line. A later signal ends
-    # the grace period (drain() watches the count) and otherwise waits; a section still open
-    # a grace period later (a client that reads nothing, a shutdown that hangs) is cut short.
+    # The main thread only waits for the end of input (Session.serve), then shuts down; the
+    # frames are written by other threads. Raised in the shutdown, _Stop would skip the rest
+    # of it: so it is raised once, by the first signal, while the main thread waits. A later
+    # signal ends the grace period (drain() watches the count) and otherwise waits; a
+    # shutdown still going a grace period later (a client that reads nothing, a hang) is cut
+    # short.
     state = _signals
     if state.get("over"):                     # run() is returning: nothing is left to stop
         return
@@ -3881,10 +3897,6 @@ class Session(Peer):
                 frame = self.server.run_stateless(ctx, handler)
         except Cancelled as e:                # silent (below) only if the client cancelled it
             frame = self.encode_error(rid, INTERNAL_ERROR, f"Cancelled: {e}")
-        except _Stop:                         # an inline handler, stopped by a signal
-            with self.lock:
-                self.running.pop(rid, None)
-            raise
         except JSONRPCError as e:
             frame = self.encode_error(rid, e.code, e.message, e.data)
         except CapabilityError as e:          # the client's doing, not a fault of the server
