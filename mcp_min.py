@@ -165,13 +165,17 @@ def claim_stdio():
 def write_all(fd, frame):
     """Write a frame and its newline, every byte: pipes take large writes in pieces, and a
     signal can cut one short. writev adds the newline without copying a large frame."""
-    pending = [memoryview(frame), memoryview(b"\n")]
-    while pending:
-        written = _writev(fd, pending) if _writev else os.write(fd, pending[0])
-        while pending and written >= len(pending[0]):      # drop what went out
-            written -= len(pending.pop(0))
-        if pending:
-            pending[0] = pending[0][written:]
+    parts = [frame, b"\n"]
+    written = _writev(fd, parts) if _writev else 0
+    if written == len(frame) + 1:                          # the usual case: all at once
+        return
+    while True:
+        while parts and written >= len(parts[0]):          # drop what went out
+            written -= len(parts.pop(0))
+        if not parts:
+            return
+        parts[0] = memoryview(parts[0])[written:]
+        written = _writev(fd, parts) if _writev else os.write(fd, parts[0])
 
 
 _writev = getattr(os, "writev", None)        # not on Windows
