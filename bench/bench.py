@@ -7,11 +7,10 @@
 
 Every peer serves the same three tools over stdio -- add(a, b), echo(text),
 sleep(ms) -- and is measured the same way, after the handshake: cold start,
-peak memory, sequential and pipelined calls, concurrent sleeps, ping latency
-while slow calls are in flight, calls cancelled at random moments, large
-payloads and server CPU per call, pinned to CPUs or not (or both, side by
-side: --pin both).  The
-peers that also serve MCP 2026-07-28 (mcp_min, the Python SDK) run the
+peak memory, sequential and pipelined calls, lone calls (each after a pause),
+concurrent sleeps, ping latency while slow calls are in flight, calls
+cancelled at random moments, large payloads and server CPU per call, pinned
+to CPUs or not (or both, side by side: --pin both).  The peers that also serve MCP 2026-07-28 (mcp_min, the Python SDK) run the
 sequential and pipelined calls a second time in that era: no initialize, the
 envelope in every request.  The results go to a JSON report and a Markdown
 table of medians with each peer's ratio to the floor (see bench/README.md for
@@ -61,7 +60,7 @@ MODERN_PEERS = ("mcp_min", "sdk")  # the peers that serve 2026-07-28 beside the 
 # In the order they run; each modern_ phase follows its handshake-era twin at once, so that
 # drift on the machine between the two (whose ratio is a target) is as small as it can be.
 PHASE_NAMES = ("cold_start", "sequential", "modern_sequential", "pipelined", "modern_pipelined",
-               "concurrency", "head_of_line", "cancellation", "payload")
+               "lone", "concurrency", "head_of_line", "cancellation", "payload")
 PINNINGS = ("no", "yes", "both")  # --pin: unpinned, pinned, or each peer both ways
 MIB = 1024 * 1024
 HANDSHAKE_TIMEOUT = 30.0  # seconds; fastmcp alone needs over a second to start
@@ -77,6 +76,8 @@ class Settings:
     spawns: int = 20  # cold starts timed (after one untimed warm-up)
     calls: int = 3000  # sequential calls per round
     pipelined: int = 5000  # requests written back to back per round
+    lone_calls: int = 200  # calls made one at a time, each after a pause
+    lone_gap_ms: float = 10.0  # the pause before each of them
     rounds: int = 3  # rounds of the sequential, pipelined and concurrency runs
     sleep_ms: float = 200.0  # S in the concurrency runs
     slow_ms: float = 1000.0  # length of the slow calls in the head-of-line runs
@@ -89,7 +90,7 @@ class Settings:
     phases: tuple[str, ...] = PHASE_NAMES  # which measurements to make
 
 
-QUICK = dict(spawns=5, calls=300, pipelined=1000, rounds=1, sleep_ms=100.0, slow_ms=300.0,
+QUICK = dict(spawns=5, calls=300, pipelined=1000, lone_calls=20, rounds=1, sleep_ms=100.0, slow_ms=300.0,
              pings=10, cancellations=200, payload_mib=(1, 10), echoes=2)
 CONCURRENCY = (8, 64)
 HEAD_OF_LINE = (8, 48)
@@ -586,6 +587,32 @@ class Bench:
         if modern:
             check_modern_result(reply)
 
+    # ----- lone calls
+
+    def lone(self) -> dict:
+        """Calls one at a time, each after a pause, as a client that thinks between calls
+        makes them: each call finds the server idle, where a sequential one finds it just
+        back from the previous call. The server's CPU time includes what it spends idle."""
+        count, gap = self.settings.lone_calls, self.settings.lone_gap_ms / 1000
+        latencies_us: list[float] = []
+        with self.started_session() as session:
+            cpu_before = session.cpu_seconds()
+            for i in range(count):
+                request_id, data = session.encode(*tool_call("add", {"a": i, "b": 1}))
+                time.sleep(gap)
+                sent = time.perf_counter()
+                session.write(data)
+                line = session.read_reply_line(sent + CALL_TIMEOUT)
+                latencies_us.append((session.line_time - sent) * 1e6)
+                reply = parse_reply(line)
+                if reply["id"] != request_id:
+                    raise BenchError(f"reply to id {reply['id']} while waiting for id {request_id}")
+                check_call_result(reply, i + 1, False)
+            cpu = session.cpu_seconds() - cpu_before
+        return {"calls": count, "gap_ms": self.settings.lone_gap_ms,
+                "p50_us": percentile(latencies_us, 0.50), "p90_us": percentile(latencies_us, 0.90),
+                "cpu_us_per_call": cpu / count * 1e6}
+
     # ----- pipelined calls
 
     def pipelined(self, modern: bool = False) -> dict:
@@ -865,6 +892,7 @@ def run_peer(peer: Peer, settings: Settings, workdir: Path) -> dict:
         "modern_sequential": lambda: bench.sequential(modern=True),
         "pipelined": bench.pipelined,
         "modern_pipelined": lambda: bench.pipelined(modern=True),
+        "lone": bench.lone,
         "concurrency": bench.concurrency,
         "head_of_line": bench.head_of_line,
         "cancellation": bench.cancellation,
@@ -942,6 +970,12 @@ def metrics(settings: Settings) -> list[Metric]:
                floor_path=("sequential", "cpu_us_per_call")),
         Metric(f"pipelined add, {MODERN_VERSION}: calls/s", ("modern_pipelined", "calls_per_s"),
                digits=0, floor_path=("pipelined", "calls_per_s")),
+        Metric(f"lone add, {settings.lone_gap_ms:g} ms apart: p50 (µs)", ("lone", "p50_us"),
+               digits=0),
+        Metric(f"lone add, {settings.lone_gap_ms:g} ms apart: p90 (µs)", ("lone", "p90_us"),
+               digits=0),
+        Metric("server CPU per lone call, idle time included (µs)", ("lone", "cpu_us_per_call"),
+               digits=0),
     ]
     for count in CONCURRENCY:
         rows.append(Metric(f"{count} × sleep({settings.sleep_ms:g} ms): makespan / ideal",
@@ -1287,6 +1321,10 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Settings]:
     parser.add_argument("--spawns", type=int, help=f"cold starts to time (default {defaults.spawns})")
     parser.add_argument("--calls", type=int, help=f"sequential calls per round (default {defaults.calls})")
     parser.add_argument("--pipelined", type=int, help=f"pipelined requests per round (default {defaults.pipelined})")
+    parser.add_argument("--lone-calls", type=int,
+                        help=f"calls made one at a time, each after a pause (default {defaults.lone_calls})")
+    parser.add_argument("--lone-gap-ms", type=float,
+                        help=f"the pause before each lone call (default {defaults.lone_gap_ms:g})")
     parser.add_argument("--rounds", type=int, help=f"rounds of each throughput run (default {defaults.rounds})")
     parser.add_argument("--sleep-ms", type=float, help=f"S of the concurrency runs (default {defaults.sleep_ms:g})")
     parser.add_argument("--slow-ms", type=float,
@@ -1301,8 +1339,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Settings]:
     args = parser.parse_args(argv)
 
     settings = Settings(**QUICK) if args.quick else Settings()
-    for name in ("spawns", "calls", "pipelined", "rounds", "sleep_ms", "slow_ms", "cancellations",
-                 "repeat"):
+    for name in ("spawns", "calls", "pipelined", "lone_calls", "lone_gap_ms", "rounds", "sleep_ms",
+                 "slow_ms", "cancellations", "repeat"):
         value = getattr(args, name)
         if value is not None:
             if value <= 0:

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -94,6 +95,24 @@ def test_the_modern_driver_sends_no_initialize_and_tells_the_eras_apart(tmp_path
         bench.check_call_result(reply, 4, modern=False)
         with pytest.raises(bench.BenchError, match="not a 2026-07-28 result"):
             bench.check_call_result(reply, 4, modern=True)
+
+
+def test_lone_calls_wait_before_each_call_and_check_every_sum(tmp_path, monkeypatch):
+    """The lone run pauses before every call (so each finds the server idle), and checks
+    every reply, as the other runs do."""
+    bench = load_bench()
+    server = ROOT / "bench" / "peers" / "mcp_min_server.py"
+    peer = bench.Peer("mcp_min", [sys.executable, str(server)])
+    driver = bench.Bench(peer, bench.Settings(lone_calls=5, lone_gap_ms=30), tmp_path)
+    started = time.monotonic()
+    result = driver.lone()
+    assert time.monotonic() - started >= 5 * 0.030
+    assert result["calls"] == 5 and 0 < result["p50_us"] <= result["p90_us"]
+    checked, original = [], bench.check_call_result
+    monkeypatch.setattr(bench, "check_call_result", lambda reply, expected, modern: (
+        checked.append(expected), original(reply, expected, modern)))
+    driver.lone()
+    assert checked[-5:] == [1, 2, 3, 4, 5]              # every reply's sum, after the warm-up
 
 
 @pytest.mark.parametrize("kind", ["floor", "mcp_min"])
