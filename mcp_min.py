@@ -3738,6 +3738,7 @@ class Session(Peer):
         self.principal = None               # who the transport says the client is (HTTP)
         self.running_here, self.calls_here = None, 0    # calls on the reader (run_here)
         self.watching = False               # a watch_reader thread is looking at them
+        self.watcher = None                 # the lock it parks on between calls
         self.input_over = threading.Event() # set by the thread that read to the end
         self.read_error = None              # what stopped the reading, if not end of input
 
@@ -3841,12 +3842,9 @@ class Session(Peer):
         with self.lock:
             self.running_here = ctx
             self.calls_here += 1
-            start_watcher, self.watching = not self.watching, True
-        try:
-            if start_watcher:
-                _thread.start_new_thread(self.watch_reader, ())
-        except RuntimeError:                  # no thread to spare: the pool runs it
-            with self.lock:
+            wake, self.watching = not self.watching, True
+        if wake and not self.wake_watcher():
+            with self.lock:                   # no thread to spare: the pool runs it
                 self.running_here, self.watching = None, False
             pool.give_back()
             return False
@@ -3858,24 +3856,50 @@ class Session(Peer):
             pool.give_back()
         return True
 
-    def watch_reader(self):
-        """While calls run on the reader, look at it every ``blocking_after`` seconds. A call
-        seen running twice is blocking the reader: this thread then reads on in its place
-        (the reader stops reading when its call returns). It ends after a look at no calls."""
+    def wake_watcher(self):
+        """Wake the watch_reader thread, parked since the last calls on the reader, or start
+        it if there is none. False if no thread could be started."""
+        if self.watcher is not None:
+            self.watcher.release()
+            return True
+        parked = _thread.allocate_lock()
+        parked.acquire()
+        try:
+            _thread.start_new_thread(self.watch_reader, (parked,))
+        except RuntimeError:
+            return False
+        self.watcher = parked
+        return True
+
+    def watch_reader(self, parked):
+        """While calls run on the reader, look at them every ``blocking_after`` seconds. A
+        call seen running twice is blocking the reader: this thread then reads on in its
+        place (the reader stops reading when its call returns). After a look that finds no
+        call since the last one, it parks until the next (waking it costs that call less
+        than starting a thread); it ends with the input."""
         tick = self.server.pool.blocking_after
-        seen, calls = None, -1
+        with self.lock:
+            seen, calls = None, self.calls_here
         while True:
             time.sleep(tick)
             with self.lock:
                 call = self.running_here
                 if call is not None and call is seen:
                     self.reader_ident = None  # the reader, back from its call, stops reading
-                    self.watching = False
+                    self.watching, self.watcher = False, None
                     break
-                if call is None and self.calls_here == calls:
+                idle = call is None and self.calls_here == calls
+                if idle:
                     self.watching = False
-                    return
+                    if self.input_over.is_set():
+                        return
                 seen, calls = call, self.calls_here
+            if idle:
+                parked.acquire()              # until wake_watcher(), or the end of input
+                if self.input_over.is_set():
+                    return
+                with self.lock:
+                    seen, calls = None, self.calls_here
         self.read_to_end()
 
     def read_to_end(self):
@@ -3887,6 +3911,11 @@ class Session(Peer):
             self.read_error, ended = e, True
         if ended:
             self.input_over.set()
+            with self.lock:                   # a parked watcher ends with the input
+                parked = None if self.watching else self.watcher
+                self.watching = True
+            if parked is not None:
+                parked.release()
 
     def run(self, ctx, handler):
         """Run one handler (on a worker, or inline) and write its response to its outlet."""

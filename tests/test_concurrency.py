@@ -824,6 +824,32 @@ def test_quick_calls_run_on_the_reader_and_start_no_worker():
         assert server.pool.threads == 0
 
 
+def test_the_reader_watcher_parks_between_calls_and_ends_with_the_input(monkeypatch):
+    """Calls apart from each other wake one watcher thread, parked in between, rather than
+    start one each (that would cost every lone call a thread start); it ends with the input."""
+    started, ended, start_thread = [], [], mcp_min._thread.start_new_thread
+
+    def counting(fn, args):
+        if getattr(fn, "__name__", "") != "watch_reader":
+            return start_thread(fn, args)
+        started.append(fn)
+
+        def watch(*args):
+            try:
+                fn(*args)
+            finally:
+                ended.append(fn)
+        return start_thread(watch, args)
+    monkeypatch.setattr(mcp_min._thread, "start_new_thread", counting)
+    server, threads, _, _ = reader_server()
+    with mcp_min.Client(server) as client:
+        for n in range(5):
+            time.sleep(0.03)                          # the watcher looks, finds none, parks
+            assert client.call_tool("quick", {"n": n})["structuredContent"] == {"result": n}
+        assert len(started) == 1 and not ended
+    assert wait_until(lambda: ended), "the parked watcher outlived the connection"
+
+
 def test_a_call_that_blocks_the_reader_hands_the_reading_over():
     """A call on the reader that lasts: another thread reads on, so pings are answered, the
     call can be cancelled, and other calls run beside it, on the pool."""
