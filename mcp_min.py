@@ -3862,13 +3862,15 @@ class Session(Peer):
         if self.watcher is not None:
             self.watcher.release()
             return True
-        parked = _thread.allocate_lock()
+        # Set before the thread runs: should it take the reading over at once, it sets None,
+        # and that must stand.
+        parked = self.watcher = _thread.allocate_lock()
         parked.acquire()
         try:
             _thread.start_new_thread(self.watch_reader, (parked,))
         except RuntimeError:
+            self.watcher = None
             return False
-        self.watcher = parked
         return True
 
     def watch_reader(self, parked):
