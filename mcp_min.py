@@ -349,11 +349,10 @@ class LineTooLong:
     def request_id(self):
         """Best effort: the id, if the line starts or ends with it (as the SDK clients write)."""
         match = re.match(_LEADING_ID, self.head) or re.search(_TRAILING_ID, self.tail)
-        try:
-            rid = json.loads(match[1]) if match else None
+        try:                                    # _AN_ID only matches an integer or a string
+            return json.loads(match[1]) if match else None
         except ValueError:                      # not valid JSON after all: no id, then
             return None
-        return rid if valid_id(rid) else None
 
 
 def read_lines(rfile, max_bytes):
@@ -555,7 +554,7 @@ class Peer:
                 self.trace("out", frame)
             try:
                 write_all(self.write_fd, frame)
-            except (BrokenPipeError, ConnectionResetError, ValueError, OSError) as e:
+            except (OSError, ValueError) as e:     # OSError: a broken pipe, a reset, ...
                 self.closed = True
                 log.debug("wire closed while writing: %s", e)
                 self.on_closed()
@@ -632,7 +631,7 @@ class Peer:
             if isinstance(line, LineTooLong):
                 if self.trace:
                     self.trace("in", line.head + b"..." + line.tail)
-                self.handle_too_long(line, self.max_line_bytes)
+                self.handle_too_long(line)
             else:
                 if self.trace:
                     self.trace("in", line)
@@ -658,9 +657,9 @@ class Peer:
         """Hook: a line that is not JSON; answered with a parse error."""
         self.send(error_response(None, error.code, error.message))
 
-    def handle_too_long(self, line, limit):
-        text = (f"Message too large: {line.size} bytes is over the limit of {limit} bytes per "
-                "line; it was skipped")
+    def handle_too_long(self, line):
+        text = (f"Message too large: {line.size} bytes is over the limit of "
+                f"{self.max_line_bytes} bytes per line; it was skipped")
         kind = line.kind()
         if kind == "request":
             return self.send(error_response(line.request_id(), INVALID_REQUEST, text))
@@ -670,7 +669,7 @@ class Peer:
 
     def fail_response(self, rid, code, text):
         """A response we could not read: its request fails (a response is never answered)."""
-        slot = self.pending.pop(rid, None) if valid_id(rid) else None
+        slot = self.pending.pop(rid, None)    # rid: a valid id or None (True would pop 1)
         if slot is not None:
             slot.resolve(error={"code": code, "message": text})
 
@@ -690,7 +689,7 @@ class Peer:
                                                                     e.message)))
             log.warning("ignored an invalid %s: %s", kind, e.message)   # never answered
             if kind == "response":
-                self.fail_response(message.get("id"), e.code, e.message)
+                self.fail_response(e.data.get("id"), e.code, e.message)
             return outlet.respond(None)
         if kind == "request":
             return self.handle_request(message, outlet)
@@ -701,8 +700,8 @@ class Peer:
         outlet.respond(None)
 
     def handle_response(self, message):
-        rid = message.get("id")
-        slot = self.pending.pop(rid, None) if valid_id(rid) else None
+        rid = message.get("id")               # a valid id or None: classify saw to it
+        slot = self.pending.pop(rid, None)
         if slot is None:
             log.debug("ignored a response to no pending request: id %r", rid)
         elif "error" in message:
@@ -735,7 +734,7 @@ class Batch:
     as one array once every member has been answered or turned out to need no answer."""
 
     def __init__(self, peer, size):
-        self.peer, self.remaining, self.frames, self.lock = peer, size, [], threading.Lock()
+        self.remaining, self.frames, self.lock = size, [], threading.Lock()
         self.send_frame = peer.send_frame     # notifications go out at once, not batched
 
     send, notify = Peer.send, Peer.notify
@@ -747,7 +746,7 @@ class Batch:
             self.remaining -= 1
             if self.remaining or not self.frames:
                 return
-        self.peer.send_frame(b"[" + b",".join(self.frames) + b"]")
+        self.send_frame(b"[" + b",".join(self.frames) + b"]")
 
 
 # ============================================================================================
@@ -1739,17 +1738,16 @@ def to_json(value, root="result"):
     try:
         return _encode_text(value)
     except (TypeError, ValueError) as e:
-        found = _find_not_json(value, root)
-        raise type(e)(f"{found[0]}: {found[1]}" if found else str(e)) from None
+        raise type(e)(_find_not_json(value, root) or str(e)) from None
 
 
 def _find_not_json(value, path):
-    """(path, what is wrong) for the first thing in a _dump()ed value JSON cannot carry."""
+    """"path: what is wrong" for the first thing in a _dump()ed value JSON cannot carry."""
     if isinstance(value, dict):
         for key, item in value.items():
             if key is not None and not isinstance(key, (str, int, float)):
-                return path, (f"a key of type {type(key).__name__}, {key!r}; JSON object keys "
-                              "are strings")
+                return (f"{path}: a key of type {type(key).__name__}, {key!r}; JSON object "
+                        "keys are strings")
             if found := _find_not_json(item, f"{path}.{key}"):
                 return found
     elif isinstance(value, list):
@@ -1757,12 +1755,12 @@ def _find_not_json(value, path):
             if found := _find_not_json(item, f"{path}[{i}]"):
                 return found
     elif isinstance(value, float) and (value != value or abs(value) == float("inf")):
-        return path, f"{value} has no JSON form (JSON has no NaN or Infinity)"
+        return f"{path}: {value} has no JSON form (JSON has no NaN or Infinity)"
     elif value is not None and not isinstance(value, (str, int, float)):
         hint = "convert it to a str, number, bool, list, dict or dataclass"
         if isinstance(value, (bytes, bytearray, memoryview)):
             hint = "send it as image(...), audio(...), embedded_resource(blob=...) or base64 text"
-        return path, f"a value of type {type(value).__name__} has no JSON form; {hint}"
+        return f"{path}: a value of type {type(value).__name__} has no JSON form; {hint}"
     return None
 
 
