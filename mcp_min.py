@@ -939,7 +939,7 @@ def _from_string(cls):
 class _Types:
     """Translates annotations into schemas and converters, sharing one `defs` dict."""
 
-    def __init__(self, defs, where="a type"):
+    def __init__(self, defs, where):
         self.defs, self.owners, self.converters, self.unions = defs, {}, {}, []
         self.where = where              # what a warning names: "f: parameter 'n'"
 
@@ -1264,7 +1264,7 @@ class Signature:
 
     def __init__(self, fn, *, context_type=None, description=None, param_descriptions=None,
                  input_schema=None, output_schema=None, structured=None, content_types=()):
-        self.fn, self.context_param, self.wrap_output = fn, None, False
+        self.context_param, self.wrap_output = None, False
         self._where = where = getattr(fn, "__qualname__", None) or repr(fn)
         try:
             parameters, returns, self._globals = _parameters(fn)
@@ -1833,9 +1833,6 @@ def _shape_result(result, version):
 # Registry: tools, resources, prompts
 # ============================================================================================
 
-_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
-
-
 def _add_optional(entry, key, value, version="", since=""):
     """Add an optional field if it is set and the negotiated version defines it."""
     if value is not None and version >= since:
@@ -1868,7 +1865,7 @@ class Entry:
 
     def describe_common(self, entry, version):
         _add_optional(entry, "title", self.title, version, V2025_06)
-        _add_optional(entry, "description", self.signature.description, version)
+        _add_optional(entry, "description", self.signature.description)
         _add_optional(entry, "icons", self.icons, version, V2025_11)
         _add_optional(entry, "_meta", self.meta, version, V2025_06)
         return entry
@@ -1905,7 +1902,7 @@ class Tool(Entry):
         super().__init__(fn, name, title, description, icons, meta, input_schema=input_schema,
                          output_schema=output_schema, structured=structured,
                          content_types=(Content, ToolResult))
-        if not 0 < len(self.name) <= 128 or not _NAME_CHARS.issuperset(self.name):
+        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", self.name):
             raise ValueError(f"tool name {self.name!r} does not follow the MCP naming guidance: "
                              "1 to 128 characters from A-Z a-z 0-9 _ - . (no spaces)")
         schema, self.check_output = self.signature.output_schema, None
@@ -2031,7 +2028,8 @@ class Resource(Entry):
                  size=None, annotations=None, icons=None, meta=None, ttl_ms=None,
                  cache_scope=None):
         super().__init__(fn, name, title, description, icons, meta, structured=False)
-        self.uri, self.variables, self.plus_vars, self.pattern = uri, [], set(), None
+        self.uri, self.pattern = uri, None
+        self.variables = {}     # name -> whether it is a {+name}, taking slashes too
         if not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", uri):
             raise ValueError(f"resource {uri!r} has no scheme: start it with one, as in "
                              f"{'file:///' + uri.lstrip('/')!r}")
@@ -2062,17 +2060,15 @@ class Resource(Entry):
                 raise ValueError(f"resource {uri!r}: variables {var!r} and {parts[i + 4]!r} "
                                  "are next to each other; put a literal between them, such "
                                  "as '/' or '-'")
-            self.variables.append(var)
-            if plus:
-                self.plus_vars.add(var)
+            self.variables[var] = bool(plus)
             pattern += [f"(?P<{var}>{'.+' if plus else '[^/?#]+'})", re.escape(literal)]
         self.pattern = re.compile("".join(pattern) + r"\Z")
 
     def describe(self, version):
         entry = {"uriTemplate" if self.is_template else "uri": self.uri, "name": self.name}
-        _add_optional(entry, "mimeType", self.mime_type, version)
+        _add_optional(entry, "mimeType", self.mime_type)
         if not self.is_template:
-            _add_optional(entry, "size", self.size, version)
+            _add_optional(entry, "size", self.size)
         if self.annotations is not None:
             entry["annotations"] = _shape_annotations(self.annotations, version)
         return self.describe_common(entry, version)
@@ -2085,7 +2081,7 @@ class Resource(Entry):
         if found is None:
             return None
         from urllib.parse import unquote
-        return {var: value if var in self.plus_vars else unquote(value)
+        return {var: value if self.variables[var] else unquote(value)
                 for var, value in found.groupdict().items()}
 
     def read(self, ctx, uri, variables):
@@ -2138,7 +2134,7 @@ class Prompt(Entry):
         for message in messages:
             message["content"] = _shape_block(message["content"], version)
         result = {"messages": messages}
-        _add_optional(result, "description", self.signature.description, version)
+        _add_optional(result, "description", self.signature.description)
         return result
 
 
