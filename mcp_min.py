@@ -2436,8 +2436,8 @@ def _forward_logging(server, serving):
     with _first_use:
         _forwarding["servers"] += 1 if serving else -1
         if serving and _forwarding["servers"] == 1:
-            _forwarding["make"], _forwarding["format"] = (logging.getLogRecordFactory(),
-                                                          logging.Formatter().format)
+            _forwarding["make"] = logging.getLogRecordFactory()
+            _forwarding["format"] = logging.Formatter().format
             logging.setLogRecordFactory(_forwarded_record)
         elif not _forwarding["servers"] and logging.getLogRecordFactory() is _forwarded_record:
             logging.setLogRecordFactory(_forwarding["make"])   # else it is wrapped: it passes
@@ -2506,10 +2506,9 @@ class Envelope:
                 or meta.get(PROTOCOL_VERSION_KEY) not in MODERN_PROTOCOL_VERSIONS:
             self.refuse(meta)
         level = meta.get(LOG_LEVEL_KEY)
-        if level is not None or LOG_LEVEL_KEY in meta:
-            if not isinstance(level, str) or level not in _LEVEL_RANK:
-                raise JSONRPCError(INVALID_PARAMS, f"Invalid params: log level {level!r} in "
-                                   f"params._meta; use one of {', '.join(LOG_LEVELS)}")
+        if LOG_LEVEL_KEY in meta and level not in LOG_LEVELS:
+            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: log level {level!r} in "
+                               f"params._meta; use one of {', '.join(LOG_LEVELS)}")
         self.meta, self.version, self.log_level = meta, meta[PROTOCOL_VERSION_KEY], level
         self.client_capabilities = meta[CLIENT_CAPABILITIES_KEY]
 
@@ -2590,7 +2589,7 @@ class RequestStateSigner:
                 mac.encode("ascii"), self.signature(body).encode("ascii"))
             body = body.replace("-", "+").replace("_", "/")
             payload = json.loads(b64decode(body + "=" * (-len(body) % 4))) if genuine else None
-        except (ValueError, binascii.Error, UnicodeEncodeError):
+        except ValueError:      # binascii.Error and UnicodeEncodeError too
             payload = None
         if not isinstance(payload, dict):
             raise _invalid_state("it was not issued by this server, or it was altered")
@@ -2608,9 +2607,8 @@ def _check_answer(key, method, answer):
     """An inputResponses entry must be the result the question's method returns."""
     shapes = {"elicitation/create": ("action", str),
               "sampling/createMessage": ("content", (dict, list)), "roots/list": ("roots", list)}
-    field, kind = shapes.get(method, (None, object))
-    if not isinstance(answer, dict) or (field and (
-            field not in answer or not isinstance(answer[field], kind))):
+    field, kind = shapes.get(method, (None, object))     # another method: any object will do
+    if not isinstance(answer, dict) or not isinstance(answer.get(field), kind):
         raise InvalidAnswer(f"Invalid params: inputResponses.{key} is not a result of "
                             f"{method} (it needs {field!r})")
     if method == "elicitation/create" and answer["action"] not in ("accept", "decline", "cancel"):
@@ -2821,17 +2819,17 @@ class Server:
         return register
 
     def remove_tool(self, name):
-        self._remove(self.tools, name, "tools")
+        self._remove("tools", name)
 
     def remove_resource(self, uri):
-        self._remove(self.resources, uri, "resources")
+        self._remove("resources", uri)
 
     def remove_prompt(self, name):
-        self._remove(self.prompts, name, "prompts")
+        self._remove("prompts", name)
 
-    def _remove(self, registry, key, registry_name):
+    def _remove(self, registry_name, key):
         with self.lock:
-            item = registry.pop(key, None)
+            item = getattr(self, registry_name).pop(key, None)
         if item is None:
             raise KeyError(f"no {registry_name[:-1]} {key!r}")
         self._offered = None
@@ -3147,7 +3145,7 @@ class Server:
 
     def set_logging_level(self, ctx, params):
         level = params.get("level")
-        if not isinstance(level, str) or level not in _LEVEL_RANK:
+        if level not in LOG_LEVELS:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid log level {level!r}: use one of "
                                                f"{', '.join(LOG_LEVELS)}")
         ctx.session.log_level = level
@@ -3201,10 +3199,9 @@ class Server:
             if self._lifespan_users:
                 return
             _forward_logging(self, False)
-            if self.lifespan is None:
-                return
-            leave, self._lifespan_exit, self.lifespan_value = self._lifespan_exit, None, None
-            leave()
+            if self.lifespan is not None:
+                leave, self._lifespan_exit, self.lifespan_value = self._lifespan_exit, None, None
+                leave()
 
     def wsgi(self, environ, start_response):
         """The WSGI application serving Streamable HTTP at ``http_path`` (the server is one
@@ -3285,7 +3282,7 @@ def _cursor_position(cursor):
         raw = b64decode(cursor)
         if raw.startswith(b"after:"):
             return int(raw[6:])
-    except (ValueError, AttributeError, TypeError, binascii.Error):
+    except (ValueError, AttributeError, TypeError):     # binascii.Error is a ValueError
         pass
     raise JSONRPCError(INVALID_PARAMS, f"Invalid cursor: {cursor!r} is not a nextCursor "
                                        "from this server")
@@ -3334,7 +3331,6 @@ class _LoopThread:
         return self.asyncio.run_coroutine_threadsafe(coroutine, self.loop)
 
     def run(self, coroutine):
-        """Run ``coroutine`` on the loop and return its result (or raise its exception)."""
         return self.submit(coroutine).result()
 
 
@@ -3429,15 +3425,11 @@ def _stop_on_signal(signum, frame):
     state.setdefault("stop", signum)          # the first decides the exit code
     state["count"] = state.get("count", 0) + 1
     if state.get("force") or not (state.get("held") or state.get("raised")):
-        _raise_stop()
+        state["raised"] = True
+        raise _Stop()
     if "at" not in state:
         state["at"] = time.monotonic()
         _thread.start_new_thread(_stop_if_stuck, (state,))
-
-
-def _raise_stop():
-    _signals["raised"] = True
-    raise _Stop()
 
 
 def _stop_if_stuck(state):
