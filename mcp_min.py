@@ -3473,6 +3473,24 @@ def _release_signals(held):
 # Session: one connection, its reader loop, the worker pool, shutdown
 # ============================================================================================
 
+def _wake_watcher(owner, watch):
+    """Wake the thread parked on ``owner.watcher``, or start ``watch(lock)`` on a new thread
+    with a held lock as ``owner.watcher`` to park on. False if no thread could be started."""
+    if owner.watcher is not None:
+        owner.watcher.release()
+        return True
+    # Set before the thread runs: should it set None at once (a session's watcher that takes
+    # the reading over does), that must stand.
+    parked = owner.watcher = _thread.allocate_lock()
+    parked.acquire()
+    try:
+        _thread.start_new_thread(watch, (parked,))
+    except RuntimeError:
+        owner.watcher = None
+        return False
+    return True
+
+
 class _Worker:
     """One pool thread, as the pool sees it (read and written under the pool's lock)."""
     __slots__ = ("since", "quick", "parked", "wake")
@@ -3613,18 +3631,9 @@ class WorkerPool:
 
     def _watch_queue(self):
         self.watching = True
-        if self.watcher is not None:
-            self.watcher.release()
-            return
-        watcher = _thread.allocate_lock()
-        watcher.acquire()
-        try:
-            _thread.start_new_thread(self._watch, (watcher,))
-        except RuntimeError:                  # the awake workers still empty the queue
+        if not _wake_watcher(self, self._watch):      # the awake workers still empty the queue
             log.error("cannot start the worker pool's watcher thread")
             self.watching = False
-        else:
-            self.watcher = watcher
 
     def _surplus(self, me, now):
         """Whether another awake worker is running quick calls (it will empty the queue)."""
@@ -3641,9 +3650,9 @@ class WorkerPool:
             try:              # not threading.Thread: its start() waits for the thread to run
                 _thread.start_new_thread(self._work, (worker,))
             except RuntimeError:              # out of threads: the running ones do the work
-                failed = set(map(id, workers[started:]))
+                failed = workers[started:]
                 with self.lock:
-                    self.workers = [w for w in self.workers if id(w) not in failed]
+                    self.workers = [w for w in self.workers if w not in failed]
                     self.threads -= len(failed)
                     self.awake -= len(failed)
                 log.error("cannot start a worker thread (%d running)", self.threads)
@@ -3685,7 +3694,6 @@ class WorkerPool:
     def _watch(self, watcher):
         """While calls are queued, look again when the youngest call comes of age; else sleep
         on ``watcher`` until _watch_queue releases it."""
-
         clock, late = time.monotonic, self.blocking_after / 2
         planned = None                        # when it meant to look; None: just woken
         while True:
@@ -3829,7 +3837,7 @@ class Session(Peer):
             self.running_here = ctx
             self.calls_here += 1
             wake, self.watching = not self.watching, True
-        if wake and not self.wake_watcher():
+        if wake and not _wake_watcher(self, self.watch_reader):
             with self.lock:                   # no thread to spare: the pool runs it
                 self.running_here, self.watching = None, False
             pool.give_back()
@@ -3840,23 +3848,6 @@ class Session(Peer):
             with self.lock:
                 self.running_here = None
             pool.give_back()
-        return True
-
-    def wake_watcher(self):
-        """Wake the watch_reader thread, parked since the last calls on the reader, or start
-        it if there is none. False if no thread could be started."""
-        if self.watcher is not None:
-            self.watcher.release()
-            return True
-        # Set before the thread runs: should it take the reading over at once, it sets None,
-        # and that must stand.
-        parked = self.watcher = _thread.allocate_lock()
-        parked.acquire()
-        try:
-            _thread.start_new_thread(self.watch_reader, (parked,))
-        except RuntimeError:
-            self.watcher = None
-            return False
         return True
 
     def watch_reader(self, parked):
@@ -3883,7 +3874,7 @@ class Session(Peer):
                         return
                 seen, calls = call, self.calls_here
             if idle:
-                parked.acquire()              # until wake_watcher(), or the end of input
+                parked.acquire()              # until _wake_watcher(), or the end of input
                 if self.input_over.is_set():
                     return
                 with self.lock:
@@ -3982,9 +3973,7 @@ class Session(Peer):
 
     # -- 2026-07-28 subscriptions: one table entry per open listen, no thread held --------------
     def listen(self, request_id, honoured):
-        if request_id in self.listens:
-            raise JSONRPCError(INVALID_REQUEST, f"Invalid Request: id {request_id!r} is already "
-                                                "in use by an open subscriptions/listen")
+        # The id is free: start() refuses a request whose id an open listen holds.
         # Registered and acknowledged under the lock publish() takes for each notification:
         # the acknowledgement comes first, and no change is missed after it.
         with self.lock:
@@ -4077,7 +4066,6 @@ _MODERN_ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 _SSE_HEADERS = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
                 ("X-Accel-Buffering", "no"))
-_STREAM_END = (None, True)            # what ends an EventStream that has no response to send
 
 
 class EventStream:
@@ -4102,7 +4090,7 @@ class EventStream:
 
     def close(self):
         self.closed = True
-        self.frames.put(_STREAM_END)
+        self.frames.put((None, True))         # the end, with no response to send
 
 
 class HttpSession(Session):
@@ -4349,18 +4337,17 @@ class HttpEndpoint:
 
     # -- handshake-era sessions -----------------------------------------------------------------
     def open_session(self, session):
-        """Keep a new session; past ``max_sessions``, the one idle longest makes room."""
+        """Keep a new session. The sessions idle longer than ``session_idle`` end; past
+        ``max_sessions``, the one idle longest makes room."""
         import secrets
         session.id = secrets.token_urlsafe(24)
         now, idle = time.monotonic(), self.server.session_idle
         with self.lock:
-            for old in [s for s in self.sessions.values() if s.idle(now) > idle]:
+            for old in sorted(self.sessions.values(), key=lambda s: s.idle(now), reverse=True):
+                if old.idle(now) <= idle and len(self.sessions) < self.server.max_sessions:
+                    break
                 del self.sessions[old.id]
                 old.end()
-            if len(self.sessions) >= self.server.max_sessions:
-                oldest = max(self.sessions.values(), key=lambda s: s.idle(now))
-                del self.sessions[oldest.id]
-                oldest.end()
             self.sessions[session.id] = session
         return session.id
 
