@@ -4757,12 +4757,13 @@ class Client(Peer):
         fd, self.write_fd = self.write_fd, None
         if got:
             self.write_lock.release()
-        if fd is not None:
-            if self.process is not None:
-                self.process.stdin.close()
-            else:
+        if self.process is None:                 # in memory: a Server on a thread
+            if fd is not None:
                 os.close(fd)
-        if self.process is not None:
+            self.server_thread.join(timeout)
+        else:
+            if fd is not None:
+                self.process.stdin.close()
             try:
                 self.process.wait(timeout)
             except Exception:
@@ -4773,8 +4774,6 @@ class Client(Peer):
                     self.process.kill()
                     self.process.wait()
             self.process.stdout.close()
-        elif self.server_thread is not None:
-            self.server_thread.join(timeout)
         self.reader.join(timeout)
 
     def __enter__(self):
@@ -4803,18 +4802,15 @@ class Client(Peer):
         rid = message["id"]
         try:
             result = self.answer(message["method"], message.get("params"))
-            reply = {"jsonrpc": "2.0", "id": rid, "result": result}
-        except JSONRPCError as e:
-            reply = error_response(rid, e.code, e.message, e.data)
-        except Exception as e:
-            reply = error_response(rid, INTERNAL_ERROR, f"{type(e).__name__}: {e}")
+            frame = encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
+        except JSONRPCError as e:             # without its data, if that is not JSON
+            frame = Session.encode_error(rid, e.code, e.message, e.data)
+        except Exception as e:      # the callback failed, or returned something not JSON
+            frame = encode_message(error_response(rid, INTERNAL_ERROR, f"{type(e).__name__}: {e}"))
         if rid in self.cancelled_requests:  # cancelled by the server: the spec forbids a reply
             self.cancelled_requests.discard(rid)
             return
-        try:
-            self.send(reply)
-        except (TypeError, ValueError) as e:      # the callback returned something not JSON
-            self.send(error_response(rid, INTERNAL_ERROR, f"{type(e).__name__}: {e}"))
+        self.send_frame(frame)
 
     def handle_unparsable(self, line, error):
         # A server that writes anything but JSON-RPC to stdout is broken: keep the line so
@@ -4852,9 +4848,12 @@ class Client(Peer):
         """A request that may answer input_required (2026-07-28): answer its questions with
         the callbacks and retry, with the answers and the requestState, until it is done."""
         result = self.request(method, params, timeout)
-        for _ in range(self.max_rounds):
+        for rounds in count():
             if not isinstance(result, dict) or result.get("resultType") != "input_required":
                 return result
+            if rounds >= self.max_rounds:
+                raise JSONRPCError(INTERNAL_ERROR, f"{method}: still input_required after "
+                                                   f"{self.max_rounds} rounds; giving up")
             asked = result.get("inputRequests") or {}
             retry = dict(params, inputResponses={
                 key: self.answer(q.get("method"), q.get("params")) for key, q in asked.items()})
@@ -4863,10 +4862,6 @@ class Client(Peer):
             if not asked:
                 time.sleep(0.05)                 # the server asked only to be asked again
             result = self.request(method, retry, timeout)
-        if isinstance(result, dict) and result.get("resultType") == "input_required":
-            raise JSONRPCError(INTERNAL_ERROR, f"{method}: still input_required after "
-                                               f"{self.max_rounds} rounds; giving up")
-        return result
 
     # -- 2026-07-28 subscriptions ------------------------------------------------------------------
     def listen(self, *, tools=False, prompts=False, resources=False, resource_uris=None,
@@ -5310,8 +5305,8 @@ def repl(command, colour=False, stdin=None):
             if line == "help":                       # not sent: a reminder of the commands
                 print(greeting, flush=True)
                 continue
-            if line.startswith(("{", "[")) or (line and name not in commands):
-                client.send_frame(line.encode())     # verbatim: mistakes included
+            if line and name not in commands:        # a frame: sent verbatim, mistakes included
+                client.send_frame(line.encode())
             elif name in ("init", "discover"):      # the era is set before the next line
                 run(commands[name], arg)
             elif line:

@@ -1236,6 +1236,24 @@ def test_client_callback_errors_reach_the_server_as_errors():
     assert result["isError"] is True and "User rejected sampling request" in result["content"][0]["text"]
 
 
+def test_client_callback_answers_that_are_not_json_still_reach_the_server():
+    """An error whose data is not JSON goes out without its data, and a result that is not
+    JSON as an internal error, rather than nothing (the tool would wait for its answer)."""
+    def sampling(params):
+        raise JSONRPCError(-1, "User rejected sampling request", data={"when": object()})
+
+    accept = {"action": "accept", "content": {"name": "Sam"}}
+    with Client(make_server(), timeout=5, sampling=sampling, elicitation=lambda p: accept,
+                roots=lambda: []) as client:
+        result = client.call_tool("ask")
+    assert result["isError"] is True and "User rejected sampling request" in result["content"][0]["text"]
+    strange = {"action": "accept", "content": {"name": object()}}
+    with Client(make_server(), timeout=5, elicitation=lambda p: strange,
+                roots=lambda: []) as client:
+        result = client.call_tool("ask")
+    assert result["isError"] is True and "is not JSON serializable" in result["content"][0]["text"]
+
+
 def test_client_trace_sees_every_frame_both_ways():
     out = io.StringIO()
     printer = mcp_min.FramePrinter({"out": "C->S", "in": "S->C"}, out, colour=False)
