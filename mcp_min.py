@@ -1308,6 +1308,7 @@ class Signature:
                 translator.where = f"{where}: parameter {name!r}"
                 translator.field_info(input_schema["properties"][name], info, is_default=True)
             if rest is not _NOTHING:
+                translator.where = f"{where}: **kwargs"
                 input_schema["additionalProperties"], self._rest_converter = _blamed(
                     f"{where}: **kwargs", translator.translate, rest)
             if translator.defs:

@@ -699,6 +699,19 @@ def test_metadata_mcp_min_cannot_use_is_a_warning_naming_the_function_and_parame
     assert sig.input_schema["properties"]["b"] == {"type": "string", "default": "x"}
 
 
+def test_a_warning_about_the_kwargs_annotation_names_kwargs():
+    """Not the parameter before it, even one whose default is a pydantic Field."""
+    at = pytest.importorskip("annotated_types")
+    pydantic = pytest.importorskip("pydantic")
+
+    def g(n: int = pydantic.Field(3), **rest: Annotated[int, at.Predicate(callable)]): ...
+    with pytest.warns(UserWarning) as caught:
+        Signature(g)
+    messages = [str(w.message).split("<locals>.")[-1] for w in caught]
+    assert len(messages) == 1 and messages[0].startswith(
+        "g: **kwargs: Annotated metadata Predicate("), messages
+
+
 def test_pydantic_field_as_the_default_value():
     """FastMCP's other spelling, ``q: str = Field(description=...)``: the Field's metadata goes
     into the schema, and the function gets the Field's default, never the Field itself."""
