@@ -2424,7 +2424,7 @@ def _check_form(schema):
                              "booleans and arrays of enumerated strings, nothing nested")
 
 
-_forwarding = {"servers": 0}   # how many servers that forward logging are serving; the factory
+_forwarding = {"servers": 0, "installed": False}   # see _forward_logging
 
 
 def _forward_logging(server, serving):
@@ -2436,12 +2436,16 @@ def _forward_logging(server, serving):
     import logging
     with _first_use:
         _forwarding["servers"] += 1 if serving else -1
-        if serving and _forwarding["servers"] == 1:
+        # Installed once: a wrapper another library put around ours keeps it in the chain
+        # (it passes records through while no server serves), and must not be wrapped again.
+        if serving and _forwarding["servers"] == 1 and not _forwarding["installed"]:
             _forwarding["make"] = logging.getLogRecordFactory()
             _forwarding["format"] = logging.Formatter().format
             logging.setLogRecordFactory(_forwarded_record)
+            _forwarding["installed"] = True
         elif not _forwarding["servers"] and logging.getLogRecordFactory() is _forwarded_record:
-            logging.setLogRecordFactory(_forwarding["make"])   # else it is wrapped: it passes
+            logging.setLogRecordFactory(_forwarding["make"])
+            _forwarding["installed"] = False
 
 
 def _forwarded_record(*args, **kwargs):

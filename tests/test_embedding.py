@@ -160,6 +160,52 @@ def test_forward_logging_leaves_the_root_logger_alone_and_forwards_each_record_o
     assert "from one" in result.stderr and "other from quiet" in result.stderr
 
 
+WRAPPED_WHILE_SERVING = """
+def tagging(*args, **kwargs):
+    record = library(*args, **kwargs)
+    record.tagged = True
+    return record
+
+
+def serve_once(label, meanwhile=None):
+    server = Server(label, forward_logging=True)
+
+    @server.tool
+    def speak() -> str:
+        logging.getLogger("app").warning("from %s", label)
+        return "ok"
+    with Client(server) as client:
+        if meanwhile:
+            meanwhile()
+        client.call_tool("speak")
+        time.sleep(0.1)
+        return [n["params"]["data"] for n in client.notifications
+                if n["method"] == "notifications/message"]
+
+
+def wrap():                     # another library wraps the factory while a server serves
+    global library
+    library = logging.getLogRecordFactory()
+    logging.setLogRecordFactory(tagging)
+
+
+first = serve_once("first", wrap)
+second = serve_once("second")                    # serving again, with the wrapper around ours
+record = logging.getLogger("app").makeRecord("app", logging.INFO, "f", 1, "after", (), None)
+report(first=first, second=second, tagged=getattr(record, "tagged", False),
+       kept=logging.getLogRecordFactory() is tagging)
+"""
+
+
+def test_forward_logging_serves_again_after_another_library_wrapped_the_factory(tmp_path):
+    """The wrapper stays where the library put it: serving again must neither wrap it a
+    second time (every record would then recurse without end) nor forward a record twice."""
+    result, [report] = run_host(tmp_path, WRAPPED_WHILE_SERVING)
+    assert result.returncode == 0, result.stderr
+    assert report == {"first": ["from first"], "second": ["from second"], "tagged": True,
+                      "kept": True}
+
+
 # ============================================================================================
 # Signals: run() gives the application its handlers back
 # ============================================================================================
