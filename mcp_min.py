@@ -824,9 +824,11 @@ def parse_docstring(doc):
     first, *rest = (doc or "").expandtabs().strip().splitlines() or [""]
     margin = min((len(line) - len(line.lstrip()) for line in rest if line.strip()), default=0)
     lines = [first.rstrip()] + [line[margin:].rstrip() for line in rest]   # as inspect.cleandoc
-    # The first paragraph ends at a blank line, a section or a field.
-    end = next((i for i, line in enumerate(lines)
-                if not line or _SECTION.fullmatch(line) or line[0] == ":"), len(lines))
+    # The first paragraph ends at a blank line, a section or a field; the first line is a
+    # section only if it names parameters ("Look up the weather for:" is a summary).
+    end = next((i for i, line in enumerate(lines) if not line or line[0] == ":"
+                or _SECTION.fullmatch(line) and (i > 0 or line[:-1] in _PARAM_SECTIONS)),
+               len(lines))
     params, current, indent, section = {}, None, 0, None
     for line in lines[end:]:
         text, depth = line.strip(), len(line) - len(line.lstrip())
@@ -845,15 +847,32 @@ def parse_docstring(doc):
 
 # --- JSON values -----------------------------------------------------------
 
-# JSON type -> its test. Exact types, for speed (json gives int, float, str...); a bool is no
-# number, and 1.0 is an integer.
+def _is_json_number(v):
+    """An int or a finite float: JSON has no inf or nan (json reads 1e400 as inf). Exact types
+    first, for speed; subclasses (numpy.float64, an IntEnum) count too, a bool does not."""
+    if type(v) is int:
+        return True
+    if isinstance(v, float):
+        return v - v == 0                   # inf - inf and nan - nan are nan
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_json_integer(v):
+    """1.0 is an integer too."""
+    if type(v) is int:
+        return True
+    if isinstance(v, float):
+        return v.is_integer()
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+# JSON type -> its test.
 _TYPE_TESTS = {
     "null": lambda v: v is None, "boolean": lambda v: isinstance(v, bool),
-    "integer": lambda v: type(v) is int or type(v) is float and v.is_integer(),
-    "number": lambda v: type(v) is int or type(v) is float,
+    "integer": _is_json_integer, "number": _is_json_number,
     "string": lambda v: isinstance(v, str), "array": lambda v: isinstance(v, list),
     "object": lambda v: isinstance(v, dict)}
-_is_number = _TYPE_TESTS["number"]
+_is_number = _is_json_number
 
 
 def _json_type(value):
@@ -877,7 +896,11 @@ def _preview(value):
 
 def _typed_preview(value):
     """A value as a problem names what it got: 'null', 'integer 5', 'string "x"'."""
-    return "null" if value is None else f"{_json_type(value)} {_preview(value)}"
+    if value is None:
+        return "null"
+    if isinstance(value, float) and value - value != 0:
+        return f"{_preview(value)}, beyond what a JSON number can be"    # 1e400 reads as inf
+    return f"{_json_type(value)} {_preview(value)}"
 
 
 def _dump(value):
@@ -919,20 +942,31 @@ def _is_subclass(tp, classes):
         and issubclass(tp, classes)
 
 
-def _from_string(cls):
-    """The converter to a class of _AS_STRINGS; its ValueError says what was expected."""
+def _from_string(cls, schema):
+    """The converter to a class of _AS_STRINGS; its ValueError says what was expected.
+    A Decimal must also be finite and meet the number bounds of ``schema`` (put there later,
+    from Annotated or Field): a validator checks those on numbers only, not on "19.99"."""
     is_date = cls.__module__ == "datetime"
     expected = f"a {cls.__name__}"
     if is_date:
         expected = f"an ISO 8601 {_AS_STRINGS['datetime', cls.__name__]['format']} string"
+    bounded = cls.__module__ == "decimal"
 
     def convert(v):
         try:
             if is_date:         # Python 3.10's fromisoformat does not read a "Z" suffix
                 return cls.fromisoformat(v[:-1] + "+00:00" if v[-1:] == "Z" else v)
-            return cls(str(v))
+            value = cls(str(v))
         except (ValueError, ArithmeticError):       # Decimal raises InvalidOperation
             raise ValueError(f"expected {expected}, got {_preview(v)}") from None
+        if not bounded:
+            return value
+        if not value.is_finite():
+            raise ValueError(f"expected a finite number, got {_preview(v)}")
+        for keyword, _, _, passes, text in _BOUNDS[:5]:     # minimum ... multipleOf
+            if keyword in schema and not passes(value, schema[keyword]):
+                raise ValueError(f"{text.format(_preview(schema[keyword]))}, got {_preview(v)}")
+        return value
     return convert
 
 
@@ -967,7 +1001,8 @@ class _Types:
         # By package: Python 3.13 defines pathlib's classes in pathlib._local.
         named = isinstance(tp, type) and (tp.__module__.partition(".")[0], tp.__name__)
         if named in _AS_STRINGS:
-            return dict(_AS_STRINGS[named]), _from_string(tp)
+            schema = dict(_AS_STRINGS[named])
+            return schema, _from_string(tp, schema)
         if _is_subclass(tp, enum.Enum) or _typing.is_typeddict(tp) \
                 or isinstance(tp, type) and hasattr(tp, "__dataclass_fields__"):
             return self._named(tp)
@@ -982,9 +1017,17 @@ class _Types:
             self.unions.append((checks, arms))      # finish() compiles the checks
 
             def convert(v):
+                first_error = None
                 for check, (_, arm) in zip(checks, arms):
-                    if not _problems(check, v, ""):
-                        return arm(v) if arm else v
+                    if _problems(check, v, ""):
+                        continue
+                    if arm is None:
+                        return v
+                    try:
+                        return arm(v)
+                    except (ValueError, TypeError) as e:    # "now" is a string, no datetime:
+                        first_error = first_error or e      # the next alternative may take it
+                raise first_error                   # validated: some alternative fitted
             return schema, convert
         if origin is tuple and args and args[-1] is not ...:
             arms = [self.translate(arg) for arg in args]   # not "items": false, which draft-07
@@ -1018,6 +1061,8 @@ class _Types:
         annotated_types (``Ge(0)``, ``MaxLen(9)``, ``Interval(gt=0, lt=1)``, ...) says into
         ``schema``, so that it is enforced. Both are read by attribute name, never imported;
         what cannot become a keyword is warned about, not dropped silently."""
+        if extra is None:                   # pydantic's conint(ge=0) leaves None placeholders
+            return
         if _is_field_info(extra):
             return self.field_info(schema, extra)
         if hasattr(type(extra), "__dataclass_fields__"):            # annotated_types, Strict
@@ -1360,12 +1405,15 @@ class Signature:
         for name, kinds in self._coerce:
             if isinstance(args.get(name), str):
                 try:
-                    parsed = json.loads(args[name])
+                    parsed = _decoder.decode(args[name])      # NaN and Infinity are no JSON
                 except ValueError:
                     continue                    # validation will say what is wrong with it
                 if isinstance(parsed, (dict, list)) and _json_type(parsed) in kinds:
                     args = {**args, name: parsed}   # a copy: the caller's dict stays as it was
-        problems = self._validate(args)
+        try:
+            problems = self._validate(args)
+        except RecursionError:            # json read it, but checking it nests deeper still
+            return {}, ["the arguments are nested too deeply to check"]
         if problems:
             return {}, problems
         kwargs = {}
@@ -1396,7 +1444,7 @@ def _is_multiple(value, factor):
         return value % factor == 0
     from fractions import Fraction      # exact, on the decimals as written: 19.99 / 0.01
     try:
-        return Fraction(repr(value)) % Fraction(repr(factor)) == 0
+        return Fraction(str(value)) % Fraction(str(factor)) == 0
     except (ValueError, OverflowError):     # inf, nan
         return False
 
@@ -1522,6 +1570,8 @@ class _Compiler:
                 bound = schema[keyword]
                 if not _is_number(bound):
                     raise SchemaError(f"{keyword} must be a number, not {_preview(bound)}")
+                if keyword == "multipleOf" and bound <= 0:
+                    raise SchemaError(f"multipleOf must be greater than 0, not {_preview(bound)}")
                 checks.append(_rule(passes, bound, text.format(_preview(bound)), applies, measure))
         if "enum" in schema:
             checks.append(_rule(lambda v, keys: _json_key(v) in keys,
@@ -1560,8 +1610,9 @@ class _Compiler:
         tests, expected = [_TYPE_TESTS[name] for name in names], _either(names)
         fits = tests[0] if len(tests) == 1 else lambda v: any(test(v) for test in tests)
         # What json gives is of these exact types: most values pass without calling fits().
-        sure = {cls for cls, name in _JSON_TYPES.items()
-                if name in names or name == "integer" and "number" in names}
+        # Not a float: it may be inf or nan (json reads 1e400 as inf), which are no JSON.
+        sure = {cls for cls, name in _JSON_TYPES.items() if cls is not float
+                and (name in names or name == "integer" and "number" in names)}
 
         def check(v, path, out):
             if type(v) not in sure and not fits(v):  # the other keywords would only repeat it
@@ -1884,7 +1935,7 @@ class Entry:
         for key, value in values.items():
             if isinstance(value, str) and key in self.signature.parse_strings:
                 try:
-                    values[key] = json.loads(value)
+                    values[key] = _decoder.decode(value)        # NaN and Infinity are no JSON
                 except ValueError:
                     pass                          # validation says what is wrong with it
         kwargs, problems = self.signature.bind(values)

@@ -597,6 +597,14 @@ DOCSTRINGS = [  # docstring, description, parameter descriptions
         :return: nothing
         """, "Sphinx.", {"a": "the a", "b": "the b over two lines"}),
     ("""Example: not a section, just text.""", "Example: not a section, just text.", {}),
+    # a summary line that ends in a colon is still the summary; only a parameter section
+    # may stand first
+    ("""Fetch the current weather for:""", "Fetch the current weather for:", {}),
+    ("""Look up a city and return its details:
+
+        Args:
+            city: the city name
+        """, "Look up a city and return its details:", {"city": "the city name"}),
 ]
 
 
@@ -763,3 +771,102 @@ def test_tools_with_plain_annotations_import_no_slow_module():
                             text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]", result.stdout
+
+
+# ============================================================================================
+# Values the schema alone does not rule out
+# ============================================================================================
+
+def test_decimal_bounds_hold_for_the_string_form_too():
+    """A validator checks minimum and the like on numbers only; a Decimal sent as "-5" (its
+    exact form) must meet them all the same, and be finite."""
+    at = pytest.importorskip("annotated_types")
+    from decimal import Decimal
+
+    def charge(amount: Annotated[Decimal, at.Ge(0), at.Le(100), at.MultipleOf(0.01)]): ...
+    sig = Signature(charge)
+    assert sig.input_schema["properties"]["amount"] == {
+        "type": ["string", "number"], "minimum": 0, "maximum": 100, "multipleOf": 0.01}
+    assert sig.bind({"amount": "19.99"}) == ({"amount": Decimal("19.99")}, [])
+    assert sig.bind({"amount": 20}) == ({"amount": Decimal("20")}, [])
+    assert sig.bind({"amount": "-5"})[1] == ['amount: must be >= 0, got "-5"']
+    assert sig.bind({"amount": "1e9"})[1] == ['amount: must be <= 100, got "1e9"']
+    assert sig.bind({"amount": "0.001"})[1] == ['amount: must be a multiple of 0.01, got "0.001"']
+    assert sig.bind({"amount": "NaN"})[1] == ['amount: expected a finite number, got "NaN"']
+    assert sig.bind({"amount": -5})[1] == ["amount: must be >= 0, got -5"]
+
+
+def test_infinity_and_nan_are_no_json_numbers():
+    """json reads 1e400 as inf, and json.loads reads NaN: neither reaches a function."""
+    def f(x: float, xs: list[float] = ()): ...
+    sig = Signature(f)
+    assert sig.bind({"x": float("inf")})[1] == [
+        "x: expected number, got Infinity, beyond what a JSON number can be"]
+    assert sig.bind({"x": float("nan")})[1][0].startswith("x: expected number, got NaN")
+    assert sig.bind({"x": 1.5, "xs": "[NaN, 1]"})[1] == [
+        'xs: expected array, got string "[NaN, 1]"']
+    assert sig.bind({"x": 1e308}) == ({"x": 1e308}, [])
+
+
+def test_a_union_alternative_that_cannot_convert_the_value_leaves_it_to_the_next():
+    import uuid
+
+    def remind(when: Union[datetime.datetime, Literal["now"]]): ...
+
+    def lookup(key: Union[uuid.UUID, str]): ...
+    assert Signature(remind).bind({"when": "now"}) == ({"when": "now"}, [])
+    when = Signature(remind).bind({"when": "2024-05-01T10:00:00Z"})[0]["when"]
+    assert when == datetime.datetime(2024, 5, 1, 10, tzinfo=datetime.timezone.utc)
+    assert Signature(lookup).bind({"key": "alice"}) == ({"key": "alice"}, [])
+    key = "12345678-1234-5678-1234-567812345678"
+    assert Signature(lookup).bind({"key": key}) == ({"key": uuid.UUID(key)}, [])
+    assert Signature(remind).bind({"when": "later"})[1] == [
+        'when: expected an ISO 8601 date-time string, got "later"']
+
+
+def test_multiple_of_zero_is_refused_when_the_schema_is_compiled():
+    with pytest.raises(SchemaError, match="multipleOf must be greater than 0, not 0"):
+        compile_schema({"type": "number", "multipleOf": 0})
+
+    def step(n: Annotated[int, {"multipleOf": 0}]): ...
+    with pytest.raises(SchemaError, match="step: input schema: multipleOf must be greater"):
+        Signature(step)
+
+
+def test_int_and_float_subclasses_are_numbers():
+    """numpy.float64 is a float, an IntEnum an int: both encode as JSON numbers."""
+    class Money(float):
+        pass
+
+    def avg() -> dict[str, float]: ...
+
+    def count() -> int: ...
+    assert compile_schema(Signature(avg).output_schema)({"mean": Money(2.5)}) == []
+    assert compile_schema(Signature(count).output_schema)({"result": Level.HIGH}) == []
+    assert compile_schema({"type": "integer"})(True) == ["Expected integer, got boolean true"]
+
+
+@dataclasses.dataclass
+class Node:
+    name: str
+    children: "list[Node]" = dataclasses.field(default_factory=list)
+
+
+def test_arguments_too_deep_to_check_are_refused_not_crashed_on():
+    def tree(root: Node): ...
+    deep = {"name": "leaf"}
+    for _ in range(400):
+        deep = {"name": "n", "children": [deep]}
+    assert Signature(tree).bind({"root": deep}) == (
+        {}, ["the arguments are nested too deeply to check"])
+
+
+def test_pydantic_conint_gives_no_warning_about_its_placeholders():
+    pydantic = pytest.importorskip("pydantic")
+    import warnings
+
+    def pick(n: pydantic.conint(ge=0)): ...
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sig = Signature(pick)
+    assert sig.input_schema["properties"]["n"] == {"type": "integer", "minimum": 0}
