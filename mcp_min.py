@@ -3190,12 +3190,15 @@ class Server:
         if key not in registry:
             raise JSONRPCError(INVALID_PARAMS, f"Unknown {what}: {key!r}"
                                + _did_you_mean(key, registry))
+        value, context = argument.get("value", ""), params.get("context")
+        known = context.get("arguments") if isinstance(context, dict) else None
+        if not isinstance(value, str) or known is not None and not isinstance(known, dict):
+            raise JSONRPCError(INVALID_PARAMS, "completion/complete: argument.value must be a "
+                               "string, and context.arguments an object")
         completer = self.completers.get((kind, key, name))
         values = []
         if completer is not None:
-            context = params.get("context")
-            known = context.get("arguments") if isinstance(context, dict) else None
-            values = [str(v) for v in completer(str(argument.get("value", "")), known or {})]
+            values = [str(v) for v in completer(value, known or {})]
         return {"completion": {"values": values[:100], "total": len(values),
                                "hasMore": len(values) > 100}}
 

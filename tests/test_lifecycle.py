@@ -312,6 +312,23 @@ def test_completions_declared_only_with_a_completer_and_not_in_2024_11_05(versio
         assert "completions" not in client.server_capabilities
 
 
+@pytest.mark.parametrize("argument, context", [
+    ({"name": "style", "value": None}, None), ({"name": "style", "value": 5}, None),
+    ({"name": "style", "value": "w"}, {"arguments": ["x"]})])
+def test_completion_refuses_a_value_that_is_no_string_and_arguments_that_are_no_object(
+        argument, context):
+    params = {"ref": {"type": "ref/prompt", "name": "p"}, "argument": argument}
+    if context is not None:
+        params["context"] = context
+    with Client(make_server(prompts=True, completer=True)) as client:
+        with pytest.raises(JSONRPCError) as info:
+            client.request("completion/complete", params)
+        assert client.request(*GATED["completions"][0])["completion"]["values"] == ["warm"]
+    assert info.value.code == -32602
+    assert info.value.message == ("completion/complete: argument.value must be a string, and "
+                                  "context.arguments an object")
+
+
 def test_completion_without_a_completer_is_32601():
     with Client(make_server(prompts=True)) as client:
         with pytest.raises(JSONRPCError) as info:
