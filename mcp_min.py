@@ -3888,9 +3888,10 @@ class Session(Peer):
         """Run a call on the reader thread if the pool is idle: waking a worker would cost
         more than a quick call. Should the call last, a watcher thread takes the reading over
         (watch_reader), so that pings, cancellations and answers are still read. False: the
-        call did not run here."""
+        call did not run here. A batch's calls never do: the others would wait behind it."""
         pool = self.server.pool
-        if self.reader_ident != _thread.get_ident() or not pool.borrow():
+        if self.reader_ident != _thread.get_ident() or isinstance(ctx.outlet, Batch) \
+                or not pool.borrow():
             return False
         with self.lock:
             self.running_here = ctx

@@ -394,6 +394,29 @@ def test_B10_batch_waits_for_slow_members(wire_2025_03):
     assert_still_serving(wire)
 
 
+def test_B10_batch_members_run_side_by_side(wire_2025_03):
+    """None runs on the reader while the others wait: four 600 ms calls take about 600 ms,
+    not 1.2 s (the first, then the rest) or 2.4 s."""
+    wire = wire_2025_03
+    start = time.monotonic()
+    wire.send(compact([call(i, "block", {"ms": 600}) for i in range(4)] + [ping("p")]))
+    reply = wire.recv()
+    assert sorted(map(str, (r["id"] for r in reply))) == ["0", "1", "2", "3", "p"], reply
+    assert time.monotonic() - start < 1.0
+
+
+def test_B10_a_batch_read_just_before_the_end_of_input_is_answered(wire_2025_03):
+    """Its calls are in flight when the input ends: the grace period waits for them, and the
+    batch's reply is written before the server exits."""
+    wire = wire_2025_03
+    noise = [{"jsonrpc": "2.0", "method": "notifications/whatever"}] * 20000
+    wire.send(compact([call(1, "block", {"ms": 300})] + noise + [call(2, "add", {"a": 1, "b": 2})]))
+    wire.close_stdin()
+    reply = wire.recv()
+    assert sorted(r["id"] for r in reply) == [1, 2], reply
+    assert wire.wait() == 0
+
+
 def test_B10_empty_batch_is_a_single_32600(wire_2025_03):
     wire_2025_03.send(b"[]\n")
     reply = wire_2025_03.recv()
