@@ -2499,6 +2499,16 @@ def _forward_logging(server, serving):
             _forwarding["installed"] = False
 
 
+def _mcp_level(levelno):
+    """A logging level -> the MCP level at or below it: 25 (a NOTICE) is "notice", 35 is
+    "warning"."""
+    for lowest, level in ((50, "critical"), (40, "error"), (30, "warning"), (21, "notice"),
+                          (20, "info")):
+        if levelno >= lowest:
+            return level
+    return "debug"
+
+
 def _forwarded_record(*args, **kwargs):
     record = _forwarding["make"](*args, **kwargs)
     ctx = getattr(_current, "ctx", None) or _serving_ctx.get()
@@ -2506,10 +2516,8 @@ def _forwarded_record(*args, **kwargs):
     name = record.name
     if wanted and not name.startswith("mcp_min") and (
             wanted is True or name == wanted or name.startswith(wanted + ".")):
-        level = {10: "debug", 20: "info", 30: "warning", 40: "error", 50: "critical"}.get(
-            record.levelno, "debug" if record.levelno < 20 else "error")
         try:
-            ctx.log(level, _forwarding["format"](record), name)
+            ctx.log(_mcp_level(record.levelno), _forwarding["format"](record), name)
         except Exception:                 # logging must never fail the call that logs
             pass
     return record
@@ -2785,6 +2793,9 @@ class Server:
                  cache_scope="public", state_key=None, state_ttl=600, http_path="/mcp",
                  allowed_origins=(), allowed_hosts=None, auth=None, authorization_servers=(),
                  http_sessions=True, max_sessions=1000, session_idle=3600, heartbeat=15.0):
+        for setting, value, least in (("max_workers", max_workers, 1), ("max_queue", max_queue, 0)):
+            if type(value) is not int or value < least:
+                raise ValueError(f"{setting} must be an integer of at least {least}, not {value!r}")
         self.name, self.version, self.title, self.description = name, version, title, description
         self.instructions, self.website_url, self.icons = instructions, website_url, icons
         self.lifespan, self.lifespan_value, self._lifespan_users = lifespan, None, 0

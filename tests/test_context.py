@@ -1028,6 +1028,28 @@ def test_forward_logging_in_process():
         assert "forwarded 42" in got[0]["data"]
 
 
+def test_forward_logging_sends_a_level_between_two_at_the_lower():
+    """A NOTICE at 25 is "notice", 35 is no more than "warning", 15 is "debug"."""
+    import logging
+    srv = server(forward_logging="unit.levels")
+    logging.getLogger("unit.levels").setLevel(1)       # records below WARNING are made too
+
+    @srv.tool
+    def emit() -> str:
+        for levelno in (15, 25, 35, 45, 60):
+            logging.getLogger("unit.levels").log(levelno, "at %d", levelno)
+        return "ok"
+
+    with Client(srv, timeout=5) as client:
+        client.set_logging_level("debug")
+        client.call_tool("emit")
+        time.sleep(0.05)
+        got = [(n["params"]["level"], n["params"]["data"]) for n in client.notifications
+               if n["method"] == "notifications/message"]
+    assert [level for level, _ in got] == ["debug", "notice", "warning", "error", "critical"]
+    assert [data.rsplit(" ", 1)[1] for _, data in got] == ["15", "25", "35", "45", "60"]
+
+
 def test_forward_logging_from_an_async_tool():
     """Records logged by an async tool (on the event loop, and in a thread it starts with
     asyncio.to_thread) reach the client of the request that logged them."""
