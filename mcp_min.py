@@ -2303,6 +2303,10 @@ class Context:
     del _at_level
 
     # -- asking the client (the README says how each era carries the question) ---------------
+    # The client capability each question needs; in 2026-07-28 the only questions there are.
+    _CAPABILITY_ASKED = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling",
+                         "roots/list": "roots"}
+
     def request(self, method, params=None, capability=None, timeout=None, key=None):
         """Ask the client and return its answer, if it declared ``capability`` (else
         CapabilityError). In 2026-07-28 an unanswered question ends this run with an
@@ -2310,6 +2314,10 @@ class Context:
         if self.envelope is None and not self.session.initialized:
             raise CapabilityError(f"cannot send {method} before the client has sent "
                                   "notifications/initialized")
+        capability = capability or self._CAPABILITY_ASKED.get(method)
+        if self.envelope is not None and method not in self._CAPABILITY_ASKED:
+            raise ValueError(f"{method} cannot be sent to a 2026-07-28 client: a server asks "
+                             "it only for elicitation, sampling or roots")
         if capability and not isinstance(self.client_capabilities.get(capability), dict):
             raise CapabilityError(f"the client did not declare the '{capability}' capability, "
                                   f"so {method} cannot be sent to it", {capability: {}})
@@ -2318,7 +2326,8 @@ class Context:
             return self._ask(method, params, key)
         if timeout is None:
             timeout = self.server.request_timeout
-        return self.session.request(method, params, timeout, owner=self)
+        return _check_answer(None, method, self.session.request(method, params, timeout,
+                                                                owner=self))
 
     def _ask(self, method, params, key=None):
         """2026-07-28: the answer to this question if the retry carries it, else InputRequired.
@@ -2362,9 +2371,10 @@ class Context:
                     "modelPreferences": model_preferences, "metadata": metadata,
                     "tools": tools, "toolChoice": tool_choice}
         params.update((field, value) for field, value in optional.items() if value is not None)
-        if (tools or tool_choice) and (
-                "tools" not in self.client_capabilities.get("sampling", {})
-                or (self.protocol_version or "") < V2025_11):
+        declared = self.client_capabilities.get("sampling")
+        takes_tools = isinstance(declared, dict) and "tools" in declared \
+            and (self.protocol_version or "") >= V2025_11
+        if (tools or tool_choice) and not takes_tools:
             raise CapabilityError("the client did not declare sampling.tools (2025-11-25), so a "
                                   "sampling request cannot offer tools",
                                   {"sampling": {"tools": {}}})
@@ -2668,16 +2678,17 @@ def _invalid_state(why):
 
 
 def _check_answer(key, method, answer):
-    """An inputResponses entry must be the result the question's method returns."""
+    """An answer must be the result the question's method returns: the inputResponses entry
+    ``key`` (2026-07-28), or with ``key`` None the client's response (the handshake era)."""
     shapes = {"elicitation/create": ("action", str),
               "sampling/createMessage": ("content", (dict, list)), "roots/list": ("roots", list)}
     field, kind = shapes.get(method, (None, object))     # another method: any object will do
+    answered = f"Invalid params: inputResponses.{key}" if key else "The client's answer"
     if not isinstance(answer, dict) or not isinstance(answer.get(field), kind):
-        raise InvalidAnswer(f"Invalid params: inputResponses.{key} is not a result of "
-                            f"{method} (it needs {field!r})")
+        raise InvalidAnswer(f"{answered} is not a result of {method} (it needs {field!r})")
     if method == "elicitation/create" and answer["action"] not in ("accept", "decline", "cancel"):
-        raise InvalidAnswer(f'Invalid params: inputResponses.{key}.action must be "accept", '
-                            '"decline" or "cancel"')
+        raise InvalidAnswer(f'{answered} has the action {_preview(answer["action"])}: it must '
+                            'be "accept", "decline" or "cancel"')
     return answer
 
 
@@ -3108,9 +3119,14 @@ class Server:
                  "answers": ctx.answers or {},
                  "asked": {key: [digest, request["method"]]
                            for key, (request, digest) in questions.items()}}
+        try:
+            sealed = self.request_state.seal(state)
+        except RecursionError:            # the client's answers, read by json, nest deeper still
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: the answers in inputResponses "
+                                               "are nested too deeply to carry") from None
         return {"resultType": "input_required",
                 "inputRequests": {key: request for key, (request, _) in questions.items()},
-                "requestState": self.request_state.seal(state)}
+                "requestState": sealed}
 
     # -- built-in handlers: lists (with cursor pagination) ---------------------------------------
     def paginate(self, ctx, params, items, key):

@@ -1725,6 +1725,74 @@ def test_answers_sent_before_the_question_are_taken_and_checked():
         assert wrong.value.code == -32602 and "does not fit the form" in wrong.value.message
 
 
+def test_handshake_answers_of_the_wrong_shape_are_a_clear_error():
+    """As in 2026-07-28, where such an answer is -32602: never handed to the tool as if it
+    were one, nor an AttributeError from inside mcp_min."""
+    server = Server("shapes")
+
+    @server.tool
+    def model(ctx: Context) -> dict:
+        return ctx.sample("hi")
+
+    @server.tool
+    def ask(ctx: Context) -> dict:
+        return ctx.elicit("ok?")
+
+    @server.tool
+    def roots(ctx: Context) -> list:
+        return ctx.list_roots()
+    with Client(server, sampling=lambda p: {}, elicitation=lambda p: {"action": "maybe"},
+                roots=lambda: "not a list") as client:
+        texts = [client.call_tool(name)["content"][0]["text"] for name in ("model", "ask", "roots")]
+    assert texts == [
+        "InvalidAnswer: The client's answer is not a result of sampling/createMessage (it "
+        "needs 'content')",
+        'InvalidAnswer: The client\'s answer has the action "maybe": it must be "accept", '
+        '"decline" or "cancel"',
+        "InvalidAnswer: The client's answer is not a result of roots/list (it needs 'roots')"]
+
+
+def test_a_2026_07_28_request_asks_only_what_that_era_can_carry():
+    """inputRequests hold elicitation, sampling or roots requests, and only those the
+    client declared: a raw ctx.request() is held to both, and a capability declared as null
+    is no capability."""
+    server = Server("raw")
+
+    @server.tool
+    def raw(method: str, ctx: Context) -> dict:
+        return ctx.request(method, {"messages": [], "maxTokens": 1})
+
+    @server.tool
+    def with_tools(ctx: Context) -> dict:
+        return ctx.sample("hi", tools=[{"name": "t", "inputSchema": {"type": "object"}}])
+    with Client(server, era=mcp_min.V2026_07, capabilities={"sampling": None}) as client:
+        ping = client.call_tool("raw", {"method": "ping"})
+        assert ping["isError"] is True and ping["content"][0]["text"] == (
+            "ValueError: ping cannot be sent to a 2026-07-28 client: a server asks it only "
+            "for elicitation, sampling or roots")
+        for name, arguments in (("raw", {"method": "sampling/createMessage"}), ("with_tools", {})):
+            with pytest.raises(JSONRPCError) as info:
+                client.call_tool(name, arguments)
+            assert info.value.code == -32021, info.value.message
+            assert "sampling" in info.value.data["requiredCapabilities"]
+
+
+def test_answers_too_deep_to_carry_in_request_state_are_32602():
+    import types
+    server = Server("deep")
+    deep = []
+    for _ in range(5000):
+        deep = [deep]
+    ctx = types.SimpleNamespace(method="tools/call", params={"name": "t"}, principal=None,
+                                answers={"earlier": ["digest", {"roots": deep}]})
+    asked = mcp_min.InputRequired({"roots-2": ({"method": "roots/list"}, "digest2")})
+    with pytest.raises(JSONRPCError) as info:
+        server.input_required(ctx, asked)
+    assert info.value.code == -32602
+    assert info.value.message == ("Invalid params: the answers in inputResponses are nested "
+                                  "too deeply to carry")
+
+
 def test_handshake_prompt_needing_a_capability_is_a_clear_error():
     server = Server("caps")
 
