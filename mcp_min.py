@@ -373,8 +373,11 @@ def read_lines(rfile, max_bytes):
         more = line[-1:] != b"\n" and len(line) == max_bytes + 2     # else it ends here or EOF
         while more:
             piece = readline(1 << 20)
-            size, tail = size + len(piece), (tail + piece)[-512:]
+            tail = (tail + piece)[-512:]
             more = piece and piece[-1:] != b"\n"
+            if not more:                               # the last piece: not its line ending
+                piece = piece.rstrip(b"\r\n")
+            size += len(piece)
         yield LineTooLong(size, head, tail.rstrip(b"\r\n"))
 
 

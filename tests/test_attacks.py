@@ -726,3 +726,13 @@ def test_client_closes_stdout_mid_call_the_server_exits_quietly(in_flight):
         assert_no_traceback(stderr)
     finally:
         cleanup(proc)
+
+
+@pytest.mark.parametrize("size, ending", [(257, b"\n"), (258, b"\n"), (300, b"\r\n"),
+                                          (5000, b"\n"), (300, b"")])
+def test_a_line_over_the_limit_is_measured_without_its_line_ending(size, ending):
+    """The size "Message too large" gives is the message's, whatever the line ending and
+    however far past the limit it goes."""
+    import io
+    [line] = list(mcp_min.read_lines(io.BytesIO(b"x" * size + ending), 256))
+    assert isinstance(line, mcp_min.LineTooLong) and line.size == size
