@@ -4706,6 +4706,23 @@ def _parse_address(address):
 # Client
 # ============================================================================================
 
+class ProtocolError(Exception):
+    """The server broke the protocol: a result of the wrong shape, a cursor that repeats."""
+
+
+def _shown(value, limit=200):
+    """A value the server sent, as JSON, cut short if long: for an error message."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _expect_object(value, what):
+    """``value`` if it is a JSON object, else ProtocolError naming what the server sent."""
+    if not isinstance(value, dict):
+        raise ProtocolError(f"{what} must be an object; the server sent {_shown(value)}")
+    return value
+
+
 class Client(Peer):
     """An MCP client on the same JSON-RPC core, for tests, scripts and workshops: ``target``
     is a server command or a Server in memory. ``era``: "legacy" performs the handshake,
@@ -4751,7 +4768,7 @@ class Client(Peer):
                                             stdout=subprocess.PIPE, stderr=stderr, env=env,
                                             cwd=cwd)
             write_fd, rfile = self.process.stdin.fileno(), self.process.stdout
-        super().__init__(write_fd, trace)
+        super().__init__(write_fd, trace and self._guarded_trace(trace))
         self.reader = threading.Thread(target=self._read, args=(rfile,), daemon=True,
                                        name="mcp_min-client-reader")
         self.reader.start()
@@ -4773,6 +4790,20 @@ class Client(Peer):
                     pass
                 raise
 
+    def _guarded_trace(self, trace):
+        """``trace``, switched off the first time it raises (e.g. printing to a stdout that
+        was closed, as by `| head`): raising in the reader thread would end it, and with it
+        every message still to come."""
+        def guarded(direction, raw):
+            try:
+                trace(direction, raw)
+            except Exception as e:
+                self.trace = None
+                if not isinstance(e, BrokenPipeError):    # a closed pipe is no news
+                    log.warning("the client's trace failed and is switched off: %s: %s",
+                                type(e).__name__, e)
+        return guarded
+
     def _read(self, rfile):
         try:
             self.read_loop(rfile, 1 << 30)
@@ -4789,34 +4820,67 @@ class Client(Peer):
             if code == 0 and self.server_info is None:     # it ended before saying anything
                 why += ": it exited before answering; does the script call server.run()?"
             self.fail_pending(ConnectionError(why))
+            for subscription in list(self.subscriptions.values()):
+                subscription.events.put(ConnectionError(why))    # after what came before
 
     # -- lifecycle -------------------------------------------------------------------------------
     def connect(self):
         """Open the session in the client's ``era``: the result of initialize or discover."""
         if self.era == "legacy":
             return self.initialize()
+        # At most 10 s: a handshake-only server may never answer a method it does not know.
+        probe_timeout = 10.0 if self.timeout is None else min(self.timeout, 10.0)
         try:
-            result = self.discover(timeout=min(self.timeout, 10.0))
-        except (JSONRPCError, TimeoutError):     # a handshake-only server: not an error
+            result = self.discover(timeout=probe_timeout)
+        except TimeoutError:                     # a handshake-only server: not an error
             if self.era != "auto":
                 raise
             return self.initialize()
+        except JSONRPCError as e:
+            if self.era != "auto":
+                raise
+            if e.code == UNSUPPORTED_VERSION:    # a stateless-era server, of other versions
+                supported = e.data.get("supported") if isinstance(e.data, dict) else None
+                self._check_handshake_offered(supported)
+            return self.initialize()             # a handshake-only server: not an error
         if self.modern:                          # discover() saw 2026-07-28 offered
             return result
+        supported = result.get("supportedVersions")
         if self.era != "auto":
             raise ConnectionError(f"the server does not serve {self.era}: it offers "
-                                  f"{result.get('supportedVersions')}")
+                                  f"{_shown(supported)}")
+        if supported is not None:                # a discover result: not a handshake-only server
+            self._check_handshake_offered(supported)
         return self.initialize()
+
+    def _check_handshake_offered(self, supported):
+        """A server that knows server/discover but not 2026-07-28 is of the stateless era: it
+        has no handshake to fall back to, unless it lists a version of the handshake too."""
+        if isinstance(supported, list) and any(v in PROTOCOL_VERSIONS for v in supported):
+            return
+        offered = f"protocol versions {_shown(supported)}" if supported else "other versions"
+        raise ConnectionError(f"the server supports {offered}: not 2026-07-28, and as a "
+                              "server of the stateless era it has no handshake to fall back to")
 
     def discover(self, timeout=None):
         """server/discover; if the server serves 2026-07-28, every later request carries the
         envelope."""
-        result = super().request("server/discover", {"_meta": self.envelope(V2026_07)},
-                                 self.timeout if timeout is None else timeout)
-        if V2026_07 in (result.get("supportedVersions") or ()):
+        result = _expect_object(
+            super().request("server/discover", {"_meta": self.envelope(V2026_07)},
+                            self.timeout if timeout is None else timeout),
+            "the result of server/discover")
+        supported = result.get("supportedVersions")
+        if supported is not None and not isinstance(supported, list):
+            raise ProtocolError("supportedVersions in the result of server/discover must be a "
+                                f"list; the server sent {_shown(supported)}")
+        if V2026_07 in (supported or ()):
+            meta = _expect_object(result.get("_meta") or {}, "_meta in the result of "
+                                                             "server/discover")
+            capabilities = _expect_object(result.get("capabilities", {}), "capabilities in the "
+                                          "result of server/discover")
             self.modern, self.protocol_version = True, V2026_07
-            self.server_info = (result.get("_meta") or {}).get(SERVER_INFO_KEY)
-            self.server_capabilities = result.get("capabilities", {})
+            self.server_info = meta.get(SERVER_INFO_KEY)
+            self.server_capabilities = capabilities
             self.instructions = result.get("instructions")
         return result
 
@@ -4830,12 +4894,16 @@ class Client(Peer):
 
     def initialize(self):
         self.modern = False                   # the handshake era: no envelopes from here on
-        result = self.request("initialize", {"protocolVersion": self.handshake_version,
-                                             "capabilities": self.capabilities,
-                                             "clientInfo": self.client_info})
+        result = _expect_object(
+            self.request("initialize", {"protocolVersion": self.handshake_version,
+                                        "capabilities": self.capabilities,
+                                        "clientInfo": self.client_info}),
+            "the result of initialize")
+        capabilities = _expect_object(result.get("capabilities", {}),
+                                      "capabilities in the result of initialize")
         self.protocol_version = result.get("protocolVersion")
         self.server_info = result.get("serverInfo")
-        self.server_capabilities = result.get("capabilities", {})
+        self.server_capabilities = capabilities
         self.instructions = result.get("instructions")
         self.notify("notifications/initialized")
         return result
@@ -4873,8 +4941,23 @@ class Client(Peer):
         self.close()
 
     # -- incoming --------------------------------------------------------------------------------
+    def handle_batch(self, items):
+        # Protocol 2025-03-26 has batches, and a client must take them: each message is
+        # handled as if it came alone, and the answers to its requests go back as one batch.
+        if self.protocol_version != V2025_03:
+            return super().handle_batch(items)
+        if not items:
+            return self.send(error_response(None, INVALID_REQUEST, "Invalid Request: empty batch"))
+        batch = Batch(self, len(items))
+        for item in items:
+            if isinstance(item, list):
+                batch.respond(encode_message(error_response(
+                    None, INVALID_REQUEST, "Invalid Request: a batch inside a batch")))
+            else:
+                self.handle_message(item, batch)
+
     def handle_request(self, message, outlet):
-        threading.Thread(target=self._answer, args=(message,), daemon=True).start()
+        threading.Thread(target=self._answer, args=(message, outlet), daemon=True).start()
 
     def answer(self, method, params):
         """The client's answer to a question from the server (a request in the handshake
@@ -4888,7 +4971,7 @@ class Client(Peer):
             return {"roots": callback()}
         return callback(params or {})
 
-    def _answer(self, message):
+    def _answer(self, message, outlet):
         rid = message["id"]
         try:
             result = self.answer(message["method"], message.get("params"))
@@ -4899,8 +4982,8 @@ class Client(Peer):
             frame = encode_message(error_response(rid, INTERNAL_ERROR, f"{type(e).__name__}: {e}"))
         if rid in self.cancelled_requests:  # cancelled by the server: the spec forbids a reply
             self.cancelled_requests.discard(rid)
-            return
-        self.send_frame(frame)
+            frame = None                    # (a batch still learns that this one is done)
+        outlet.respond(frame)
 
     def handle_unparsable(self, line, error):
         # A server that writes anything but JSON-RPC to stdout is broken: keep the line so
@@ -4928,9 +5011,18 @@ class Client(Peer):
 
     # -- requests ------------------------------------------------------------------------------
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):
+        if threading.current_thread() is self.reader:
+            # A callback (on_notification, a progress handler) runs on the thread that reads
+            # the server's messages: waiting there, it would wait for itself.
+            raise RuntimeError(f"{method}: a request from a notification or progress callback "
+                               "could never be answered (the callback runs on the thread that "
+                               "reads the answers); make it from a thread of its own")
         if self.modern:                          # 2026-07-28: every request says who we are
             params = dict(params or {})
-            params["_meta"] = {**self.envelope(), **(params.get("_meta") or {})}
+            meta = params.get("_meta") or {}
+            if not isinstance(meta, dict):
+                raise TypeError(f"params._meta must be a dict, not {type(meta).__name__}")
+            params["_meta"] = {**self.envelope(), **meta}
         return super().request(method, params, self.timeout if timeout is None else timeout,
                                owner, request_id)
 
@@ -4944,9 +5036,13 @@ class Client(Peer):
             if rounds >= self.max_rounds:
                 raise JSONRPCError(INTERNAL_ERROR, f"{method}: still input_required after "
                                                    f"{self.max_rounds} rounds; giving up")
-            asked = result.get("inputRequests") or {}
-            retry = dict(params, inputResponses={
-                key: self.answer(q.get("method"), q.get("params")) for key, q in asked.items()})
+            asked = _expect_object(result.get("inputRequests") or {},
+                                   f"inputRequests in the result of {method}")
+            answers = {}
+            for key, question in asked.items():
+                _expect_object(question, f"inputRequests[{_shown(key)}] in the result of {method}")
+                answers[key] = self.answer(question.get("method"), question.get("params"))
+            retry = dict(params, inputResponses=answers)
             if "requestState" in result:
                 retry["requestState"] = result["requestState"]
             if not asked:
@@ -4962,6 +5058,11 @@ class Client(Peer):
                   (("tools", tools), ("prompts", prompts), ("resources", resources)) if on}
         if resource_uris:
             wanted["resourceSubscriptions"] = list(resource_uris)
+        return self._listen(wanted, timeout)[0]
+
+    def _listen(self, wanted, timeout):
+        """subscriptions/listen for the ``notifications`` object ``wanted``: the Subscription
+        and the acknowledgement's params."""
         rid = f"listen-{self.next_id()}"
         subscription = self.subscriptions[rid] = Subscription(self, rid)
         try:           # the acknowledgement stands in for the response: see deliver()
@@ -4971,7 +5072,7 @@ class Client(Peer):
             self.subscriptions.pop(rid, None)
             raise
         subscription.honoured = ack.get("notifications", {})
-        return subscription
+        return subscription, ack
 
     def deliver(self, listen_id, message):
         subscription = self.subscriptions.get(listen_id)
@@ -4988,14 +5089,24 @@ class Client(Peer):
         return self.request("ping")
 
     def list_all(self, method, key):
-        """Every item of a paginated list method, following nextCursor."""
-        items, params = [], {}
+        """Every item of a paginated list method, following nextCursor. ProtocolError if a
+        page is not a list, or a cursor comes again: following it would never end."""
+        items, params, seen = [], {}, set()
         while True:
-            result = self.request(method, params)
-            items += result.get(key, [])
-            if not result.get("nextCursor"):
+            result = _expect_object(self.request(method, params), f"the result of {method}")
+            page = result.get(key, [])
+            if not isinstance(page, list):
+                raise ProtocolError(f"{key} in the result of {method} must be a list; the "
+                                    f"server sent {_shown(page)}")
+            items += page
+            cursor = result.get("nextCursor")
+            if not cursor:
                 return items
-            params = {"cursor": result["nextCursor"]}
+            if not isinstance(cursor, str) or cursor in seen:
+                raise ProtocolError(f"{method}: the server sent nextCursor {_shown(cursor)}, "
+                                    "which is not a new cursor (a string it has not sent)")
+            seen.add(cursor)
+            params = {"cursor": cursor}
 
     list_tools = functools.partialmethod(list_all, "tools/list", "tools")
     list_resources = functools.partialmethod(list_all, "resources/list", "resources")
@@ -5068,11 +5179,16 @@ class Subscription:
         self.events = SimpleQueue()
 
     def next(self, timeout=None):
-        """The next notification on this stream; TimeoutError if none comes in time."""
+        """The next notification on this stream; TimeoutError if none comes in time,
+        ConnectionError once the connection has closed and every notification was taken."""
         try:
-            return self.events.get(timeout=self.client.timeout if timeout is None else timeout)
+            event = self.events.get(timeout=self.client.timeout if timeout is None else timeout)
         except Empty:
             raise TimeoutError(f"no notification on {self.id!r} in time") from None
+        if isinstance(event, ConnectionError):
+            self.events.put(event)                   # for every later next() too
+            raise ConnectionError(*event.args)
+        return event
 
     def close(self):
         if self.client.subscriptions.pop(self.id, None) is not None:

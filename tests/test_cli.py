@@ -1387,3 +1387,112 @@ def test_repl_help_is_answered_by_the_repl_not_sent():
     lines = result.stdout.splitlines()
     assert len(lines) == 2 and lines[0] == lines[1] and "help, quit" in lines[1]
     assert "C->S" not in result.stdout
+
+
+# ============================================================================================
+# Servers that break the protocol, and a wire that closes
+# ============================================================================================
+
+MISBEHAVING = [sys.executable, str(ROOT / "tests" / "servers" / "misbehaving.py")]
+
+
+@pytest.mark.parametrize("mode", ["unsupported", "later_version"])
+def test_auto_does_not_fall_back_to_the_handshake_with_a_stateless_era_server(mode, tmp_path):
+    """A server that answers server/discover with -32022, or with a list of versions without
+    2026-07-28, has no initialize: the client says which versions it has, and sends nothing
+    more."""
+    log = tmp_path / "stdin.log"
+    script = (f"import sys, runpy; log = open({str(log)!r}, 'w'); sys.argv[1:] = [{mode!r}]\n"
+              "class Tee:\n    def __iter__(self):\n        for line in sys.__stdin__:\n"
+              "            log.write(line); log.flush(); yield line\n"
+              f"sys.stdin = Tee(); runpy.run_path({MISBEHAVING[1]!r}, run_name='__main__')\n")
+    with pytest.raises(ConnectionError, match=re.escape(
+            'the server supports protocol versions ["2027-01-01"]: not 2026-07-28, and as a '
+            "server of the stateless era it has no handshake to fall back to")):
+        Client([sys.executable, "-c", script], era="auto", timeout=5)
+    sent = [json.loads(line)["method"] for line in log.read_text().splitlines()]
+    assert sent == ["server/discover"]
+
+
+def test_auto_still_falls_back_when_discover_is_unknown():
+    with Client([*MISBEHAVING, "plain"], era="auto", timeout=5) as client:
+        assert not client.modern and client.protocol_version == "2025-11-25"
+        assert [t["name"] for t in client.list_tools()] == ["t"]
+
+
+def test_client_takes_a_batch_from_a_2025_03_26_server_and_answers_it_with_a_batch():
+    with Client([*MISBEHAVING, "batch"], protocol_version="2025-03-26", timeout=5) as client:
+        assert client.protocol_version == "2025-03-26"
+        text = client.call_tool("t")["content"][0]["text"]
+        assert json.loads(text.removeprefix("the batch was answered: ")) == [
+            {"jsonrpc": "2.0", "id": "s1", "result": {}}]
+        assert [(n["method"], n["params"]["data"]) for n in client.notifications] == [
+            ("notifications/message", "hello")]
+
+
+def test_client_trace_that_raises_stops_tracing_not_reading():
+    traced = []
+
+    def trace(direction, raw):
+        traced.append(direction)
+        if len(traced) == 3:                     # the response to initialize
+            raise OSError("the trace's file is gone")
+    with Client(make_server(), timeout=5, trace=trace) as client:
+        for _ in range(3):
+            assert client.ping() == {}
+        assert client.reader.is_alive()
+    assert len(traced) == 3
+
+
+def test_client_request_from_a_notification_callback_fails_at_once_saying_why():
+    server = make_server()
+    seen = queue.Queue()
+
+    def on_notification(message):
+        if message["method"] == "notifications/tools/list_changed":
+            start = time.monotonic()
+            try:
+                client.list_tools()
+            except RuntimeError as e:
+                seen.put((str(e), time.monotonic() - start))
+    client = Client(server, timeout=5, on_notification=on_notification)
+    with client:
+        server.tool(lambda: "b", name="second")
+        error, waited = seen.get(timeout=5)
+        assert waited < 1
+        assert error.startswith("tools/list: a request from a notification or progress callback "
+                                "could never be answered")
+        assert client.ping() == {}              # the client still works
+
+
+@pytest.mark.parametrize("era", ["legacy", "auto", "2026-07-28"])
+def test_client_timeout_none_waits_as_long_as_it_takes_in_every_era(era):
+    with Client(make_server(), timeout=None, era=era) as client:
+        assert client.call_tool("add", {"a": 2, "b": 3})["content"][0]["text"] == "5"
+
+
+def test_subscription_next_raises_connection_error_as_soon_as_the_wire_closes():
+    with Client([sys.executable, MCP_MIN, "serve"], era="2026-07-28", timeout=10,
+                env=clean_env()) as client:
+        subscription = client.listen(tools=True)
+        client.process.kill()
+        start = time.monotonic()
+        for _ in range(2):                       # and again: it stays closed
+            with pytest.raises(ConnectionError, match="the server closed the connection"):
+                subscription.next()
+        assert time.monotonic() - start < 5
+
+
+@pytest.mark.parametrize("mode, era, said", [
+    ("init_list", "legacy", "the result of initialize must be an object; the server sent [1]"),
+    ("discover_null_caps", "auto", "capabilities in the result of server/discover must be an "
+                                   "object; the server sent null"),
+    ("tools_str", "legacy", 'tools in the result of tools/list must be a list; the server sent '
+                            '"abc"'),
+    ("same_cursor", "legacy", 'tools/list: the server sent nextCursor "again", which is not a '
+                              "new cursor"),
+])
+def test_client_raises_protocol_error_naming_what_the_server_sent_wrong(mode, era, said):
+    with pytest.raises(mcp_min.ProtocolError, match=re.escape(said)):
+        with Client([*MISBEHAVING, mode], era=era, timeout=5) as client:
+            client.list_tools()
