@@ -5315,8 +5315,16 @@ def _explain_envelope(method, params, problems):
 
 def _explain_input_required(result, problems):
     questions = result.get("inputRequests") or {}
-    if not questions and "requestState" not in result:
+    if not isinstance(questions, dict):
+        problems.append("inputRequests must be an object (a key for each question), not "
+                        f"{_shown(questions)}")
+        questions = {}
+    elif not questions and "requestState" not in result:
         problems.append("an input_required result needs inputRequests, requestState or both")
+    for key, question in questions.items():
+        if not isinstance(question, dict):
+            problems.append(f"inputRequests[{_shown(key)}] must be an object (a request: "
+                            f"method and params), not {_shown(question)}")
     asked = ", ".join(f"{key}: {q.get('method')}" for key, q in questions.items()
                       if isinstance(q, dict))
     if asked:
@@ -5324,6 +5332,27 @@ def _explain_input_required(result, problems):
     return (f"(input_required: the server asks the client {len(questions)} question(s){asked}; "
             "the client sends the request again, with a new id, the answers in inputResponses "
             "and requestState echoed)")
+
+
+def _print_text(text, file=None):
+    """print(), showing escaped (as \\udcff) what the stream cannot encode: a lone surrogate
+    (a file name read with surrogateescape, sent as JSON's \\udcff), or on an ASCII stdout
+    any character past ASCII."""
+    file = file or sys.stdout
+    try:
+        print(text, file=file, flush=True)
+    except UnicodeEncodeError:
+        encoding = file.encoding or "utf-8"
+        print(text.encode(encoding, "backslashreplace").decode(encoding), file=file, flush=True)
+
+
+def _print_json(value):
+    """A result on stdout as JSON; with JSON's own escapes where stdout cannot encode a
+    character, so that it stays JSON."""
+    try:
+        print(json.dumps(value, indent=2, ensure_ascii=False), flush=True)
+    except UnicodeEncodeError:
+        print(json.dumps(value, indent=2), flush=True)
 
 
 def _client_trace(colour):
@@ -5458,17 +5487,41 @@ def demo(colour=False, era=None):
     return 0
 
 
+class _NotJSON(ValueError):
+    """A JSON argument on the command line that is not JSON the wire can carry."""
+
+
+def _finite_float(text):
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is out of the range of a number")
+    return value
+
+
+# As strict as the wire: no NaN or Infinity, and no number too large to send back (1e999).
+_argument_decoder = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+
+
+def _json_argument(text):
+    try:
+        return _argument_decoder.decode(text)
+    except (ValueError, RecursionError) as e:      # json.JSONDecodeError is a ValueError
+        raise _NotJSON(e) from None
+
+
 def _parse_call(words):
     """`CMD... METHOD [JSON]` -> (command, method, params); a bare name means tools/call."""
     words, params = list(words), None
     if words and words[-1].lstrip().startswith("{"):
-        params = json.loads(words.pop())
+        params = _json_argument(words.pop())
     if len(words) < 2 or os.path.exists(words[-1]):
         raise SystemExit("usage: mcp_min.py call -- SERVER_CMD... METHOD|TOOL [JSON]: "
                          "name a method or a tool after the server command")
     method = words.pop()
     if "/" not in method and method != "ping":
         params, method = {"name": method, "arguments": params or {}}, "tools/call"
+    if params is not None and not isinstance(params.get("_meta", {}), dict):
+        raise SystemExit(f"mcp_min: params._meta must be an object, not {_shown(params['_meta'])}")
     return words, method, params
 
 
@@ -5501,7 +5554,7 @@ def repl(command, colour=False, stdin=None):
         except JSONRPCError:
             pass                                   # the frames already show it
         except Exception as e:
-            print(f"! {type(e).__name__}: {e}", flush=True)
+            _print_text(f"! {type(e).__name__}: {e}")
     with client:
         for line in stdin or sys.stdin:
             line = line.strip()
@@ -5512,7 +5565,8 @@ def repl(command, colour=False, stdin=None):
                 print(greeting, flush=True)
                 continue
             if line and name not in commands:        # a frame: sent verbatim, mistakes included
-                client.send_frame(line.encode())
+                if not client.send_frame(line.encode()):
+                    print("! not sent: the connection to the server is closed", flush=True)
             elif name in ("init", "discover"):      # the era is set before the next line
                 run(commands[name], arg)
             elif line:
@@ -5569,17 +5623,42 @@ def main(argv=None):
         return 2
     if args.command in ("inspect", "call", "repl") and not words:
         parser.error(f"{args.command} needs a server command: {args.command} -- SERVER_CMD ...")
+    if args.command == "serve" and args.http:
+        if args.trace:            # HTTP has no stream of frames to trace, only requests
+            parser.error("--trace shows the frames of a server on stdin/stdout; it does not "
+                         "work with --http")
+        try:
+            port = _parse_address(args.http)[1]
+        except ValueError as e:
+            parser.error(str(e))
+        if port > 65535:
+            parser.error(f"not a port: {port} (a port is 0 to 65535)")
     try:
         return _run_command(args, words, _shows_colour(sys.stdout))
-    except json.JSONDecodeError as e:              # a JSON argument that isn't JSON
+    except _NotJSON as e:                          # a JSON argument that isn't JSON
         parser.error(f"not valid JSON: {e}")
-    except FileNotFoundError as e:
-        print(f"mcp_min: cannot start {e.filename or words[0]!r}: {e.strerror}", file=sys.stderr)
-    except (ConnectionError, TimeoutError) as e:
+    except BrokenPipeError:         # stdout was closed early, as by `| head`: end quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # (and at exit)
+    except (ConnectionError, TimeoutError, ProtocolError) as e:
         print(f"mcp_min: {e}", file=sys.stderr)
+    except OSError as e:                           # the server command did not start
+        if e.filename is None:
+            raise
+        print(f"mcp_min: cannot start {e.filename!r}: {e.strerror}{_start_hint(e)}",
+              file=sys.stderr)
     except JSONRPCError as e:                      # e.g. --era 2026-07-28 to a server without it
         print(f"mcp_min: the server answered error {e.code}: {e.message}", file=sys.stderr)
     return 1
+
+
+def _start_hint(error):
+    """What to do about a server command that could not be started, if the error tells."""
+    if os.path.isdir(error.filename):
+        return " (it is a directory: name the server's program or script)"
+    if isinstance(error, PermissionError) and os.path.isfile(error.filename):
+        return (" (it is not executable: start it with its interpreter, e.g. "
+                f"python3 {error.filename}, or chmod +x it)")
+    return ""
 
 
 _CALL_HELP = {"description": """\
@@ -5629,15 +5708,21 @@ def _run_command(args, words, colour):
                 print("mcp_min: serving the demo's gift server over stdin/stdout (serve "
                       "FILE.py serves yours); Ctrl+D ends it", file=sys.stderr)
             server = demo_server()
-        server.run(trace=args.trace or None, http=args.http)
+        if args.http is None:
+            server.run(trace=args.trace or None)
+        else:
+            try:
+                server.run(http=args.http)
+            except OSError as e:                   # e.g. the port is taken
+                raise SystemExit(f"mcp_min: cannot serve on {args.http}: {e.strerror or e}")
     elif args.command == "demo":
         return demo(colour=colour, era=args.era)
     elif args.command == "repl":
         return repl(words, colour=colour)
     elif args.command == "explain":
         summary, problems = explain(args.message)
-        print(summary)
-        print("\n".join(f"  problem: {p}" for p in problems) or "  no problems found")
+        _print_text(summary)
+        _print_text("\n".join(f"  problem: {p}" for p in problems) or "  no problems found")
         return 1 if problems else 0
     elif args.command == "inspect":
         with Client(words, era=args.era) as client:
@@ -5650,38 +5735,49 @@ def _run_command(args, words, colour):
                                 ("prompts/list", "prompts")):
                 if method.split("/")[0] in client.server_capabilities:
                     report[key] = client.list_all(method, key)
-        print(json.dumps(report, indent=2, ensure_ascii=False))
+        _print_json(report)
     elif args.command == "call":
         command, method, params = _parse_call(words)
         era = args.era
         if era == "auto" and method in HANDSHAKE_ONLY_METHODS:     # e.g. ping: only there
             era = "legacy"
         verbose = {"on_notification": _show_notification, "log_level": "debug"}
-        with Client(command, era=era, **(verbose if args.verbose else {})) as client:
-            try:
-                if args.verbose:
-                    if "logging" in client.server_capabilities:    # (2026-07-28: already)
-                        client.set_logging_level("debug")
-                    params = dict(params or {})
-                    params["_meta"] = {**(params.get("_meta") or {}), "progressToken": "call"}
-                if method in INPUT_METHODS:        # input_required: answered, with no callbacks
-                    result = client.request_with_input(method, params or {})
-                else:
-                    result = client.request(method, params)
-                print(json.dumps(result, indent=2, ensure_ascii=False))
-                if isinstance(result, dict) and result.get("isError") is True:
-                    shown = [b.get("text") for b in result.get("content") or ()
-                             if isinstance(b, dict) and isinstance(b.get("text"), str)]
-                    print("\n".join(["mcp_min: the tool reported an error:", *shown]),
-                          file=sys.stderr)
-            except JSONRPCError as e:
-                print(f"error {e.code}: {e.message}", file=sys.stderr)
-                return 1
-            finally:
-                for line in client.junk:           # e.g. a print() in a hand-rolled server
-                    print(f"mcp_min: the server wrote a line that is not JSON-RPC: {line}",
-                          file=sys.stderr)
-        return 1 if client.junk else 0
+        client = Client(command, era=era, **(verbose if args.verbose else {}))
+        try:
+            with client:
+                code = _call(client, method, params, args.verbose)
+        finally:      # after close(), which has read all the server wrote, its last line too
+            for line in client.junk:               # e.g. a print() in a hand-rolled server
+                print(f"mcp_min: the server wrote a line that is not JSON-RPC: {line}",
+                      file=sys.stderr)
+        return 1 if client.junk else code
+    return 0
+
+
+def _call(client, method, params, verbose):
+    """`call`: make the request, print its result; the exit code."""
+    try:
+        if verbose:
+            if "logging" in client.server_capabilities:    # (2026-07-28: already)
+                client.set_logging_level("debug")
+            params = dict(params or {})
+            params["_meta"] = {**(params.get("_meta") or {}), "progressToken": "call"}
+        if method == "subscriptions/listen":   # answered by an acknowledgement, not a response
+            result = client._listen((params or {}).get("notifications") or {}, None)[1]
+            print("mcp_min: acknowledged; the notifications that follow are for a longer "
+                  "session: repl's listen shows them", file=sys.stderr)
+        elif method in INPUT_METHODS:          # input_required: answered, with no callbacks
+            result = client.request_with_input(method, params or {})
+        else:
+            result = client.request(method, params)
+        _print_json(result)
+        if isinstance(result, dict) and result.get("isError") is True:
+            shown = [b.get("text") for b in result.get("content") or ()
+                     if isinstance(b, dict) and isinstance(b.get("text"), str)]
+            print("\n".join(["mcp_min: the tool reported an error:", *shown]), file=sys.stderr)
+    except JSONRPCError as e:
+        print(f"error {e.code}: {e.message}", file=sys.stderr)
+        return 1
     return 0
 
 

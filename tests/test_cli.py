@@ -582,21 +582,66 @@ def test_call_reports_a_server_that_prints_to_stdout():
     assert "DEBUG looking up Lisbon" in result.stderr and "not JSON" in result.stderr
 
 
+NOT_JSON = ["{bad json", '{"occasion": "birthday", "budget": NaN}', '{"cursor": 1e999}',
+            '{"cursor": Infinity}']
+
+
 @pytest.mark.parametrize("args", [
-    ["call", "--", *GIFT, "suggest_gifts", "{bad json"],
+    ["call", "--", *GIFT, "suggest_gifts", NOT_JSON[0]],
+    ["call", "--", *GIFT, "suggest_gifts", NOT_JSON[1]],
+    ["call", "--", *GIFT, "tools/list", NOT_JSON[2]],
+    ["call", "--", *GIFT, "tools/list", NOT_JSON[3]],
+    ["call", "-v", "--", *GIFT, "tools/list", '{"_meta": 5}'],
     ["call", "--", "no-such-command-mcp-min", "ping"],
     ["call", "--", sys.executable, "-c", "import sys; sys.exit(3)", "ping"],
     ["inspect"],
     ["inspect", "--", "no-such-command-mcp-min"],
     ["serve", "no-such-file.py"],
     ["serve", "examples/gift_server.py:no_such_name"],
-], ids=["bad-json", "not-found", "server-exits", "inspect-no-server", "inspect-not-found",
-        "serve-no-file", "serve-no-name"])
+    ["serve", "--http", "notaport"],
+    ["serve", "--http", "99999"],
+], ids=["bad-json", "nan", "1e999", "infinity", "meta-not-an-object", "not-found",
+        "server-exits", "inspect-no-server", "inspect-not-found", "serve-no-file",
+        "serve-no-name", "http-not-an-address", "http-not-a-port"])
 def test_cli_failures_are_one_line_not_a_traceback(args):
     result = cli(*args)
     assert result.returncode in (1, 2)
     assert "Traceback" not in result.stderr and result.stderr.strip()
-    assert ("not valid JSON" in result.stderr) == ("{bad json" in args)
+    assert ("not valid JSON" in result.stderr) == (args[-1] in NOT_JSON)
+
+
+@pytest.mark.parametrize("kind", ["not-executable", "directory"])
+def test_a_server_command_that_cannot_start_is_one_line_saying_why(tmp_path, kind):
+    target = tmp_path
+    if kind == "not-executable":
+        target = tmp_path / "server.py"
+        target.write_text("print('never run')\n")
+        target.chmod(0o644)
+    for command in ("call", "inspect"):
+        result = cli(command, "--", target, *(["ping"] if command == "call" else []))
+        assert result.returncode == 1 and "Traceback" not in result.stderr
+        assert result.stderr.startswith(f"mcp_min: cannot start {str(target)!r}: ")
+        hint = "it is not executable" if kind == "not-executable" else "it is a directory"
+        assert hint in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_serve_http_on_a_port_in_use_is_one_line():
+    import socket
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = cli("serve", "--http", f"127.0.0.1:{port}")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1] == (f"mcp_min: cannot serve on 127.0.0.1:{port}: "
+                                              "Address already in use")
+
+
+def test_serve_trace_with_http_is_refused_not_ignored():
+    result = cli("serve", "--trace", "--http", "127.0.0.1:0", timeout=10)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "--trace shows the frames of a server on stdin/stdout; it does not work with --http" \
+        in result.stderr
 
 
 # ============================================================================================
@@ -1335,6 +1380,13 @@ EXPLAIN_MODERN = [
      '"user_name":{"method":"elicitation/create","params":{}}},"requestState":"v1.x.y"}}', 0,
      "input_required: the server asks the client 1 question(s) (user_name: elicitation/create)",
      None),
+    ('{"jsonrpc":"2.0","id":4,"result":{"resultType":"input_required","inputRequests":[1]}}', 1,
+     "input_required: the server asks the client 0 question(s)",
+     "inputRequests must be an object (a key for each question), not [1]"),
+    ('{"jsonrpc":"2.0","id":4,"result":{"resultType":"input_required","inputRequests":{'
+     '"q":"elicitation/create"}}}', 1, "input_required: the server asks the client 1 question(s)",
+     'inputRequests["q"] must be an object (a request: method and params), not '
+     '"elicitation/create"'),
     ('{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{'
      '"io.modelcontextprotocol/subscriptionId":"listen-1"},"notifications":{}}}', 0,
      'acknowledges subscriptions/listen "listen-1"', None),
@@ -1396,6 +1448,39 @@ def test_repl_help_is_answered_by_the_repl_not_sent():
 MISBEHAVING = [sys.executable, str(ROOT / "tests" / "servers" / "misbehaving.py")]
 
 
+@pytest.mark.parametrize("mode, said", [
+    ("init_list", "the result of initialize must be an object; the server sent [1]"),
+    ("caps_null", "capabilities in the result of initialize must be an object; the server "
+                  "sent null"),
+    ("discover_list", "the result of server/discover must be an object; the server sent []"),
+    ("discover_null_caps", "capabilities in the result of server/discover must be an object; "
+                           "the server sent null"),
+    ("tools_str", 'tools in the result of tools/list must be a list; the server sent "abc"'),
+    ("tools_null", "tools in the result of tools/list must be a list; the server sent null"),
+    ("same_cursor", 'tools/list: the server sent nextCursor "again", which is not a new cursor'),
+])
+def test_inspect_names_what_a_server_sent_wrong(mode, said):
+    result = cli("inspect", "--", *MISBEHAVING, mode, timeout=15)
+    assert result.returncode == 1 and result.stdout == ""
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"mcp_min: {said}"), result.stderr
+
+
+@pytest.mark.parametrize("mode, said", [
+    ("ir_list", 'inputRequests in the result of tools/call must be an object; the server sent '
+                '["roots/list"]'),
+    ("ir_bad_q", 'inputRequests["q"] in the result of tools/call must be an object; the server '
+                 'sent "roots/list"'),
+])
+def test_call_names_a_malformed_input_required_result(mode, said):
+    result = cli("call", "--", *MISBEHAVING, mode, "t", timeout=15)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr == f"mcp_min: {said}\n"
+    with Client([*MISBEHAVING, mode], timeout=5, roots=lambda: []) as client:
+        with pytest.raises(mcp_min.ProtocolError, match=re.escape(said)):
+            client.call_tool("t")
+
+
 @pytest.mark.parametrize("mode", ["unsupported", "later_version"])
 def test_auto_does_not_fall_back_to_the_handshake_with_a_stateless_era_server(mode, tmp_path):
     """A server that answers server/discover with -32022, or with a list of versions without
@@ -1420,6 +1505,13 @@ def test_auto_still_falls_back_when_discover_is_unknown():
         assert [t["name"] for t in client.list_tools()] == ["t"]
 
 
+def test_call_reports_a_line_a_server_writes_as_it_exits():
+    result = cli("call", "--", *MISBEHAVING, "bye", "ping")
+    assert json.loads(result.stdout) == {}
+    assert result.returncode == 1
+    assert result.stderr == "mcp_min: the server wrote a line that is not JSON-RPC: bye\n"
+
+
 def test_client_takes_a_batch_from_a_2025_03_26_server_and_answers_it_with_a_batch():
     with Client([*MISBEHAVING, "batch"], protocol_version="2025-03-26", timeout=5) as client:
         assert client.protocol_version == "2025-03-26"
@@ -1428,6 +1520,57 @@ def test_client_takes_a_batch_from_a_2025_03_26_server_and_answers_it_with_a_bat
             {"jsonrpc": "2.0", "id": "s1", "result": {}}]
         assert [(n["method"], n["params"]["data"]) for n in client.notifications] == [
             ("notifications/message", "hello")]
+
+
+def test_call_subscriptions_listen_prints_the_acknowledgement():
+    modern = [sys.executable, str(ROOT / "tests" / "servers" / "modern.py")]
+    start = time.monotonic()
+    result = cli("call", "--", *modern, "subscriptions/listen",
+                 '{"notifications": {"toolsListChanged": true}}', timeout=20)
+    assert time.monotonic() - start < 10
+    assert result.returncode == 0, result.stderr
+    ack = json.loads(result.stdout)
+    assert ack["notifications"] == {"toolsListChanged": True}
+    assert "io.modelcontextprotocol/subscriptionId" in ack["_meta"]
+    assert "repl's listen" in result.stderr
+
+
+def test_call_and_explain_show_a_lone_surrogate_escaped_on_a_strict_utf8_stdout(tmp_path):
+    script = tmp_path / "surrogates.py"
+    script.write_text(f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+                      "from mcp_min import Server\nserver = Server('surrogates')\n"
+                      "server.tool(lambda: b'caf\\xff.txt'.decode('utf-8', 'surrogateescape'),"
+                      " name='name_of_file')\nserver.run()\n")
+    strict = clean_env(PYTHONIOENCODING="utf-8")
+    result = cli("call", "--", sys.executable, script, "name_of_file", env=strict)
+    assert result.returncode == 0 and "Traceback" not in result.stderr
+    assert json.loads(result.stdout)["content"][0]["text"] == "caf\udcff.txt"
+    explained = cli("explain", '{"jsonrpc":"2.0","id":1,"method":"tools/\\udcff"}', env=strict)
+    assert explained.returncode == 1 and explained.stderr == ""
+    assert "'tools/\\udcff' is not an MCP method" in explained.stdout
+
+
+def test_repl_says_a_typed_frame_was_not_sent_once_the_server_is_gone():
+    gone = [sys.executable, "-c", "import sys; sys.stdin.readline()"]
+    result = subprocess.run([sys.executable, MCP_MIN, "repl", "--", *gone],
+                            input='init\n{"jsonrpc":"2.0","id":"x","method":"ping"}\nquit\n',
+                            capture_output=True, text=True, timeout=30, cwd=ROOT,
+                            env=clean_env())
+    assert result.returncode == 0
+    assert result.stdout.splitlines()[-1] == "! not sent: the connection to the server is closed"
+
+
+def test_demo_into_a_pipe_closed_early_ends_quietly():
+    """`mcp_min.py demo | head -1`: once the reader is gone, the demo stops, saying nothing."""
+    process = subprocess.Popen([sys.executable, MCP_MIN, "demo"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, cwd=ROOT, env=clean_env())
+    assert process.stdout.readline() == b"\n"
+    assert process.stdout.readline().startswith(b"# The client starts the server")
+    process.stdout.close()
+    err = process.stderr.read().decode()
+    process.stderr.close()
+    assert process.wait(30) == 1
+    assert err == ""
 
 
 def test_client_trace_that_raises_stops_tracing_not_reading():
