@@ -4258,6 +4258,22 @@ def _host_name(host):
     return host.rsplit(":", 1)[0].lower() if host.count(":") == 1 else host.lower()
 
 
+@functools.lru_cache(maxsize=256)          # the same few names and addresses come every time
+def _is_loopback(name):
+    """Whether a host name or address (without port or brackets) is this machine: localhost,
+    127.0.0.0/8 or ::1, also written as IPv6 writes IPv4 (a dual-stack socket reports a
+    client at 127.0.0.1 as ::ffff:127.0.0.1)."""
+    if name in _LOOPBACK_NAMES:
+        return True
+    import ipaddress
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:                        # a name: of those, only localhost is this machine
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or mapped is not None and mapped.is_loopback
+
+
 class HttpEndpoint:
     """The WSGI application behind ``server.wsgi``: checks the HTTP layer (path, method,
     Origin, Host, token, headers, body), then hands the message to a Session."""
@@ -4306,18 +4322,18 @@ class HttpEndpoint:
         machine's, on a request from this machine, is DNS rebinding."""
         server, host = self.server, environ.get("HTTP_HOST", "")
         host_name = _host_name(host)
+        local_host = _is_loopback(host_name)
         if server.allowed_hosts is not None:
-            if host_name not in _LOOPBACK_NAMES and host_name not in server.allowed_hosts:
+            if not local_host and host_name not in server.allowed_hosts:
                 raise _HttpRefusal(403, f"Forbidden: Host {host!r} is not among the allowed hosts")
-        elif _host_name(environ.get("REMOTE_ADDR", "")) in ("127.0.0.1", "::1") \
-                and host_name not in _LOOPBACK_NAMES:
+        elif not local_host and _is_loopback(_host_name(environ.get("REMOTE_ADDR", ""))):
             raise _HttpRefusal(403, f"Forbidden: Host {host!r} is not this machine (DNS "
                                     "rebinding?)")
         origin = environ.get("HTTP_ORIGIN")
         if origin is None or "*" in server.allowed_origins or origin in server.allowed_origins:
             return
         netloc = origin.partition("://")[2]
-        local = _host_name(netloc) in _LOOPBACK_NAMES and host_name in _LOOPBACK_NAMES
+        local = local_host and _is_loopback(_host_name(netloc))
         if netloc != host and not local:
             raise _HttpRefusal(403, f"Forbidden: Origin {origin!r} is not allowed "
                                     "(Server(allowed_origins=[...]))")

@@ -311,9 +311,18 @@ def test_foreign_origin_is_403_own_and_listed_ones_pass():
         assert status == expected, origin
 
 
-def test_dns_rebinding_host_from_this_machine_is_403(app):
-    status, _, body = post_modern(app, "server/discover", headers={"Host": "evil.example:8000"})
-    assert status == 403 and "Host" in json.loads(body)["error"]["message"]
+@pytest.mark.parametrize("remote", ["127.0.0.1", "127.0.0.5", "::1", "::ffff:127.0.0.1"])
+def test_dns_rebinding_host_from_this_machine_is_403(app, remote):
+    """Any loopback address is this machine, also as a dual-stack socket reports IPv4."""
+    message = modern("server/discover")
+    for host in ("evil.example:8000", "127.evil.example", "[::ffff:a01:203]"):
+        status, _, body = wsgi_call(app, body=message, remote=remote, headers={
+            **modern_headers(message), "Host": host, "Origin": f"http://{host}"})
+        assert status == 403 and "Host" in json.loads(body)["error"]["message"], host
+    for host in ("127.0.0.2:8000", "[::1]:8000", "[::ffff:127.0.0.1]:8000", "LocalHost"):
+        status, _, _ = wsgi_call(app, body=message, remote=remote, headers={
+            **modern_headers(message), "Host": host})
+        assert status == 200, host
     # the same Host from another machine is an ordinary remote client
     message = modern("server/discover")
     status, _, _ = wsgi_call(app, body=message, remote="10.1.2.3", headers={
