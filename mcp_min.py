@@ -4409,10 +4409,9 @@ class HttpEndpoint:
 
     def read_body(self, environ):
         limit, length = self.server.max_line_bytes, environ.get("CONTENT_LENGTH")
-        try:
-            length = int(length) if length else None
-        except ValueError:
-            raise _HttpRefusal(400, "Bad Request: invalid Content-Length") from None
+        if length and not _is_length(length):
+            raise _HttpRefusal(400, "Bad Request: invalid Content-Length")
+        length = int(length) if length else None
         if length is None and "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", ""):
             raise _HttpRefusal(411, "Length Required: send Content-Length")
         if length is not None and length > limit:
@@ -4659,7 +4658,7 @@ def make_http_server(app, host="127.0.0.1", port=8000):
             handler = Handler(self.body, self.wfile, self.get_stderr(), self.get_environ(),
                               multithread=True)
             handler.request_handler = self
-            handler.run(self.server.get_app())
+            handler.run(self.body.refuse if self.body.refusal else self.server.get_app())
 
         def get_environ(self):
             environ = super().get_environ()
@@ -4686,20 +4685,38 @@ def make_http_server(app, host="127.0.0.1", port=8000):
     return httpd
 
 
+def _is_length(text):
+    """Whether a Content-Length is one: ASCII digits only (int() takes "+5", isdigit() "²")."""
+    return text.isascii() and text.isdigit()
+
+
 class _BodyReader:
-    """wsgi.input for wsgiref: reads no further than Content-Length, and knows what is left."""
+    """wsgi.input for wsgiref: reads no further than Content-Length, and knows what is left.
+    A request whose body's end is unknown gets ``refusal`` (status, message) instead of the
+    application, and the connection closes after it: the body must not be taken for the next
+    request (RFC 9112 6.3)."""
 
     def __init__(self, rfile, headers):
-        length = headers.get("Content-Length", "")
-        self.rfile, self.left = rfile, int(length) if length.isdigit() else 0
+        lengths = headers.get_all("Content-Length", [])
+        self.rfile, self.left, self.refusal = rfile, 0, None
+        if len(set(lengths)) > 1 or lengths and not _is_length(lengths[0]):
+            self.refusal = (400, "Bad Request: invalid Content-Length")
+        elif lengths:
+            self.left = int(lengths[0])
         self.unreadable = "Transfer-Encoding" in headers      # wsgiref cannot read it
+
+    def refuse(self, environ, start_response):
+        """The WSGI application for a request that cannot be read."""
+        status, message = self.refusal
+        body = encode_message(error_response(None, INVALID_REQUEST, message))
+        return HttpEndpoint.reply(start_response, status, body)
 
     def discard(self, limit=1 << 16):
         """Drop what the application left unread (up to ``limit`` bytes), lest it be taken
         for the next request; False if that is not possible."""
         if 0 < self.left <= limit:
             self.read()
-        return not (self.left or self.unreadable)
+        return not (self.left or self.unreadable or self.refusal)
 
     def read(self, size=-1):
         size = self.left if size is None or size < 0 else min(size, self.left)

@@ -537,6 +537,34 @@ def test_refused_request_does_not_poison_the_connection(served):
     connection.close()
 
 
+def raw_exchange(port, data):
+    """Send raw bytes on a new connection; what comes back until the server closes it."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(data)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    return received
+
+
+@pytest.mark.parametrize("length", [b"abc", b"-5", b"+5", b"5 5", b"\xb2",
+                                    b"5\r\nContent-Length: 6"])
+def test_invalid_content_length_is_400_and_closes_the_connection(served, length):
+    """Where the body ends is unknown: it must not be served as a request of its own."""
+    message = modern("tools/list", rid=99)
+    body = json.dumps(message).encode()
+    head = "".join(f"{name}: {value}\r\n" for name, value in {
+        "Host": f"127.0.0.1:{served.port}", "Content-Type": "application/json",
+        "Accept": ACCEPT, **modern_headers(message)}.items()).encode()
+    inner = b"POST /mcp HTTP/1.1\r\n%sContent-Length: %d\r\n\r\n%s" % (head, len(body), body)
+    received = raw_exchange(served.port, b"POST /mcp HTTP/1.1\r\n%sContent-Length: %s\r\n\r\n%s"
+                            % (head, length, inner))
+    assert received.startswith(b"HTTP/1.1 400 ") and received.count(b"HTTP/1.1") == 1
+    assert b"Connection: close" in received
+    assert json.loads(received.partition(b"\r\n\r\n")[2])["error"]["message"] == (
+        "Bad Request: invalid Content-Length")
+
+
 def test_listen_stream_delivers_list_changes(served):
     listener = served.connection()
     response = send(listener, modern("subscriptions/listen",
