@@ -4220,6 +4220,12 @@ class HttpSession(Session):
             self.server.pool.give_back()
         return True
 
+    def run(self, ctx, handler):
+        try:
+            super().run(ctx, handler)
+        finally:                              # idle from the end of its last call
+            self.last_used = time.monotonic()
+
     def idle(self, now):
         """Seconds since it was last used; none while it has a stream open or calls running."""
         return 0 if self.stream is not None or self.running else now - self.last_used
@@ -4560,6 +4566,7 @@ class HttpEndpoint:
         finally:                              # the client went away, or the stream ended
             stream.closed = True
             if session.stream is stream:      # a GET or listen stream: nothing more for it
+                session.last_used = time.monotonic()          # idle from now on
                 session.stream = None
                 self.server.sessions.discard(session)
             if not finished and request_id is not None:

@@ -28,6 +28,17 @@ ACCEPT = "application/json, text/event-stream"
 # -- in-process: a WSGI call --------------------------------------------------------------------
 def wsgi_call(app, method="POST", body=None, headers=None, path="/mcp", remote="127.0.0.1"):
     """Call a WSGI app once; returns (status code, headers dict, body bytes)."""
+    status, response_headers, result = wsgi_open(app, method, body, headers, path, remote)
+    try:
+        data = b"".join(result)
+    finally:
+        getattr(result, "close", lambda: None)()
+    return status, response_headers, data
+
+
+def wsgi_open(app, method="POST", body=None, headers=None, path="/mcp", remote="127.0.0.1"):
+    """Call a WSGI app and start its response; returns (status code, headers dict, the
+    iterable of the body, to read and close as a WSGI server does)."""
     raw = body if isinstance(body, bytes) else json.dumps(body).encode() if body is not None \
         else b""
     environ = {"REQUEST_METHOD": method, "PATH_INFO": path, "wsgi.input": io.BytesIO(raw),
@@ -48,11 +59,7 @@ def wsgi_call(app, method="POST", body=None, headers=None, path="/mcp", remote="
         started["status"] = int(status.split()[0])
         started["headers"] = {k.lower(): v for k, v in response_headers}
     result = app(environ, start_response)
-    try:
-        data = b"".join(result)
-    finally:
-        getattr(result, "close", lambda: None)()
-    return started["status"], started["headers"], data
+    return started["status"], started["headers"], result
 
 
 def events(data):
@@ -445,6 +452,31 @@ def test_sessions_are_bounded_and_expire():
     assert wsgi_call(app, body=ping, headers={"Mcp-Session-Id": third})[0] == 200
     time.sleep(0.3)
     assert wsgi_call(app, body=ping, headers={"Mcp-Session-Id": second})[0] == 404
+
+
+def test_a_session_is_idle_from_the_end_of_its_stream_or_its_call():
+    server = make_server(session_idle=0.3, heartbeat=0.05)
+
+    @server.tool
+    def wait(seconds: float) -> str:
+        time.sleep(seconds)
+        return "waited"
+    session = initialize(server.wsgi)
+    headers = {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    status, _, stream = wsgi_open(server.wsgi, method="GET", headers={
+        **headers, "Accept": "text/event-stream"})
+    assert status == 200 and next(iter(stream)) == b": keep-alive\n\n"
+    time.sleep(0.4)                           # listening longer than session_idle
+    stream.close()                            # the client went away
+    assert wsgi_call(server.wsgi, body=ping, headers=headers)[0] == 200
+    status, _, body = wsgi_call(server.wsgi, body={
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "wait", "arguments": {"seconds": 0.4}}}, headers=headers)
+    assert status == 200 and "waited" in body.decode()
+    assert wsgi_call(server.wsgi, body=ping, headers=headers)[0] == 200
+    time.sleep(0.4)                           # and it does expire, counted from then
+    assert wsgi_call(server.wsgi, body=ping, headers=headers)[0] == 404
 
 
 def test_session_belongs_to_its_principal():
