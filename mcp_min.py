@@ -2778,7 +2778,10 @@ class Server:
                              on this machine, this machine's ("*": any)
       allowed_hosts=None     Host names accepted besides localhost; None: any, but not a
                              non-local name on a request from this machine (DNS rebinding)
-      auth=None              ``fn(bearer_token)`` -> principal (``ctx.principal``), None: 401
+      auth=None              ``fn(bearer_token)`` -> principal (``ctx.principal``), None: 401.
+                             A user id, a dict, or an object whose repr names the user (a
+                             dataclass): principals with the same JSON form, else the same
+                             repr, are the same client
       authorization_servers=()  where clients get tokens (served as RFC 9728 metadata)
       http_sessions=True     handshake-era sessions in this process; False for several worker
                              processes: no sessions, no requests to the client in that era,
@@ -3106,7 +3109,8 @@ class Server:
         """What a requestState is bound to: server, method, target, arguments and caller."""
         target = params.get("uri") if method == "resources/read" else params.get("name")
         try:
-            return _digest([self.name, method, target, params.get("arguments"), principal])
+            return _digest([self.name, method, target, params.get("arguments"),
+                            _principal_id(principal)])
         except (RecursionError, ValueError) as e:      # nested deeper than json.dumps goes
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: arguments cannot be read "
                                                f"back ({type(e).__name__})") from None
@@ -4147,7 +4151,7 @@ HTTP_STATUS = {200: "200 OK", 202: "202 Accepted", 204: "204 No Content",
                400: "400 Bad Request", 401: "401 Unauthorized", 403: "403 Forbidden",
                404: "404 Not Found", 405: "405 Method Not Allowed", 406: "406 Not Acceptable",
                409: "409 Conflict", 411: "411 Length Required", 413: "413 Content Too Large",
-               415: "415 Unsupported Media Type"}
+               415: "415 Unsupported Media Type", 500: "500 Internal Server Error"}
 #: 2026-07-28 errors that are the client's fault get 400, an unknown method 404 (both with the
 #: JSON-RPC error as the body); other errors are answered 200, as results are.
 _MODERN_ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400,
@@ -4245,6 +4249,22 @@ class _HttpRefusal(Exception):
     def __init__(self, status, message, request_id=None, code=INVALID_REQUEST, headers=()):
         super().__init__(message)
         self.status, self.request_id, self.code, self.headers = status, request_id, code, headers
+
+
+def _principal_id(principal):
+    """What tells a principal (the auth hook's answer) from another, in this process and in
+    others: its JSON form (a user id, a dict of claims), else its repr (a dataclass's names
+    its fields). An object with neither cannot be told from another one: TypeError."""
+    try:
+        json.dumps(principal, sort_keys=True)
+        return principal
+    except (TypeError, ValueError, RecursionError):
+        pass
+    if type(principal).__repr__ is object.__repr__:   # "<User object at 0x...>": each its own
+        raise TypeError(f"the auth hook returned a {type(principal).__name__}, which has no "
+                        "JSON form and no __repr__: return a user id or a dict, or give it "
+                        "a __repr__ naming the user (a dataclass has one)")
+    return repr(principal)
 
 
 def _header_value(raw):
@@ -4471,7 +4491,7 @@ class HttpEndpoint:
                                     "initialize first)")
         with self.lock:
             session = self.sessions.get(session_id)
-        if session is None or session.principal != principal or \
+        if session is None or not self.same_principal(session.principal, principal) or \
                 session.idle(time.monotonic()) > self.server.session_idle:
             raise _HttpRefusal(404, "Session not found: initialize again")
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
@@ -4479,6 +4499,19 @@ class HttpEndpoint:
             raise _HttpRefusal(400, f"Bad Request: MCP-Protocol-Version {version!r} is not this "
                                     f"session's ({session.version})")
         return session
+
+    @staticmethod
+    def same_principal(opener, principal):
+        """Whether a request's principal is the one that opened a session: equal (the auth
+        hook returned the same user id or object), or with the same identity (_principal_id)."""
+        if opener == principal:
+            return True
+        try:
+            return _principal_id(opener) == _principal_id(principal)
+        except TypeError as e:
+            log.error("%s", e)
+            raise _HttpRefusal(500, "Internal Server Error: the server cannot tell its clients "
+                                    "apart (see its log)") from None
 
     def stateless_session(self, environ, principal):
         """A throwaway handshake-era session, for a server without sessions: the version from

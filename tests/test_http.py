@@ -368,19 +368,54 @@ def test_bearer_auth_401_metadata_and_principal(caplog):
     assert "s3cret" not in caplog.text
 
 
-def test_request_state_is_bound_to_the_principal():
-    tokens = {"a": "alice", "b": "bob"}
-    app = make_server(auth=tokens.get).wsgi
+class User:
+    """What a user table lookup might return: a fresh object per request."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"User({self.name!r})"
+
+
+class Anonymous:
+    """An object that cannot be told from another: no JSON form, no __repr__."""
+
+
+#: Auth hooks: one returning a user id, one an object (told apart by its repr).
+AUTH_HOOKS = pytest.mark.parametrize("auth", [{"a": "alice", "b": "bob"}.get, User],
+                                     ids=["user-id", "object"])
+
+
+@AUTH_HOOKS
+def test_request_state_is_bound_to_the_principal(auth):
+    app = make_server(auth=auth).wsgi
     caps = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
     _, _, body = post_modern(app, "tools/call", {"name": "ask_name", "arguments": {}},
                              headers={"Authorization": "Bearer a"}, **caps)
     first = json.loads(body)["result"]
     (key,) = first["inputRequests"]
     retry = {"name": "ask_name", "arguments": {}, "requestState": first["requestState"],
-             "inputResponses": {key: {"action": "accept", "content": {"name": "Eve"}}}}
+             "inputResponses": {key: {"action": "accept", "content": {"name": "Ada"}}}}
     status, _, body = post_modern(app, "tools/call", retry,
                                   headers={"Authorization": "Bearer b"}, **caps)
     assert status == 400 and json.loads(body)["error"]["code"] == -32602
+    status, _, body = post_modern(app, "tools/call", retry,
+                                  headers={"Authorization": "Bearer a"}, **caps)
+    assert status == 200 and json.loads(body)["result"]["content"][0]["text"] == "Hello, Ada"
+
+
+def test_a_principal_that_cannot_be_told_apart_is_a_clear_error(caplog):
+    app = make_server(auth=lambda token: Anonymous()).wsgi
+    session = initialize(app, headers={"Authorization": "Bearer x"})
+    status, _, body = wsgi_call(app, body={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                headers={"Mcp-Session-Id": session, "Authorization": "Bearer x"})
+    assert status == 500 and "see its log" in json.loads(body)["error"]["message"]
+    assert "no JSON form and no __repr__" in caplog.text
+    _, _, body = post_modern(app, "tools/call", {"name": "ask_name", "arguments": {}},
+                             headers={"Authorization": "Bearer x"},
+                             **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+    assert "no JSON form and no __repr__" in json.loads(body)["error"]["message"]
 
 
 # -- the handshake era -------------------------------------------------------------------------------
@@ -479,8 +514,9 @@ def test_a_session_is_idle_from_the_end_of_its_stream_or_its_call():
     assert wsgi_call(server.wsgi, body=ping, headers=headers)[0] == 404
 
 
-def test_session_belongs_to_its_principal():
-    app = make_server(auth={"a": "alice", "b": "bob"}.get).wsgi
+@AUTH_HOOKS
+def test_session_belongs_to_its_principal(auth):
+    app = make_server(auth=auth).wsgi
     session = initialize(app, headers={"Authorization": "Bearer a"})
     ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
     assert wsgi_call(app, body=ping, headers={"Mcp-Session-Id": session,
