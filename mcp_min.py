@@ -3333,6 +3333,7 @@ class Server:
         finally:
             httpd.server_close()
             if self._http is not None:
+                httpd.drain(self.grace_period, self._http)
                 self._exit_lifespan()
         return 0
 
@@ -4151,7 +4152,8 @@ HTTP_STATUS = {200: "200 OK", 202: "202 Accepted", 204: "204 No Content",
                400: "400 Bad Request", 401: "401 Unauthorized", 403: "403 Forbidden",
                404: "404 Not Found", 405: "405 Method Not Allowed", 406: "406 Not Acceptable",
                409: "409 Conflict", 411: "411 Length Required", 413: "413 Content Too Large",
-               415: "415 Unsupported Media Type", 500: "500 Internal Server Error"}
+               415: "415 Unsupported Media Type", 500: "500 Internal Server Error",
+               503: "503 Service Unavailable"}
 #: 2026-07-28 errors that are the client's fault get 400, an unknown method 404 (both with the
 #: JSON-RPC error as the body); other errors are answered 200, as results are.
 _MODERN_ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400,
@@ -4339,6 +4341,13 @@ class HttpEndpoint:
         allowed = "GET, POST, DELETE" if server.http_sessions else "POST"
         raise _HttpRefusal(405, f"Method Not Allowed: {method} (this endpoint takes {allowed})",
                            headers=[("Allow", allowed)])
+
+    def end_streams(self):
+        """Shutting down: end the streams that wait for no response (GET, listen); the
+        clients reconnect, to another server if need be."""
+        for session in list(self.server.sessions):
+            if session.stream is not None:
+                session.stream.close()
 
     # -- security ---------------------------------------------------------------------------
     def check_origin(self, environ):
@@ -4692,9 +4701,18 @@ def make_http_server(app, host="127.0.0.1", port=8000):
             if not self.raw_requestline or len(self.raw_requestline) > 65536:
                 self.close_connection = True
                 return
+            self.server.serving.add(self)
+            try:
+                self.serve_request()
+            finally:
+                self.server.serving.discard(self)
+
+        def serve_request(self):
             if not self.parse_request():
                 return
             self.body = _BodyReader(self.rfile, self.headers)
+            if self.server.stopping and not self.body.refusal:
+                self.body.refusal = (503, "Service Unavailable: the server is shutting down")
             handler = Handler(self.body, self.wfile, self.get_stderr(), self.get_environ(),
                               multithread=True)
             handler.request_handler = self
@@ -4719,9 +4737,29 @@ def make_http_server(app, host="127.0.0.1", port=8000):
     class HTTPServer(socketserver.ThreadingMixIn, simple_server.WSGIServer):
         daemon_threads, allow_reuse_address = True, True
         address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        stopping = False
+
+        def drain(self, grace, endpoint=None):
+            """After serve_forever (the listening socket closed): refuse new requests on the
+            open connections (503), end the endpoint's streams that wait for no response (GET,
+            listen), and give the requests in progress ``grace`` seconds to be answered. One
+            more SIGTERM or Ctrl+C cuts the wait short."""
+            self.stopping = True
+            if endpoint is not None:
+                endpoint.end_streams()
+            deadline = time.monotonic() + grace
+            try:
+                while self.serving and time.monotonic() < deadline:
+                    time.sleep(0.01)
+            except KeyboardInterrupt:
+                pass
+            if self.serving:
+                log.warning("exiting with %d HTTP request(s) unanswered after the %.1f s grace "
+                            "period", len(self.serving), grace)
 
     httpd = HTTPServer((host, port), RequestHandler)
     httpd.set_app(app)
+    httpd.serving = set()                     # the request handlers serving a request now
     return httpd
 
 

@@ -6,6 +6,7 @@ import http.client
 import io
 import json
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -709,6 +710,61 @@ def test_client_that_goes_away_cancels_its_call(tmp_path):
         assert message["result"]["structuredContent"] == {"result": 2}
         other.close()
     finally:
+        server.close()
+
+
+GRACEFUL_SERVER = """
+import contextlib, sys, time
+sys.path.insert(0, {root!r})
+from mcp_min import Server, Context
+
+@contextlib.contextmanager
+def life(server):
+    state = {{"db": "open"}}
+    yield state
+    state["db"] = "closed"
+    print("lifespan exited", file=sys.stderr, flush=True)
+
+server = Server("graceful", lifespan=life, grace_period=5)
+
+@server.tool
+def work(ctx: Context) -> str:
+    print("working", file=sys.stderr, flush=True)
+    time.sleep(0.5)
+    return "done, the db is " + ctx.lifespan["db"]
+"""
+
+
+def test_sigterm_lets_calls_in_flight_finish_before_the_lifespan_exits(tmp_path):
+    script = tmp_path / "graceful_server.py"
+    script.write_text(GRACEFUL_SERVER.format(root=str(ROOT)))
+    server = HttpServerProcess(script)
+    listener, idle, calling = server.connection(), server.connection(), server.connection()
+    try:
+        stream = send(listener, modern("subscriptions/listen",
+                                       {"notifications": {"toolsListChanged": True}}))
+        assert send(idle, modern("tools/list")).read()        # kept alive, then idle
+        answer = {}
+        caller = threading.Thread(target=lambda: answer.update(
+            response=send(calling, modern("tools/call", {"name": "work"}))))
+        caller.start()
+        assert server.proc.stderr.readline() == b"working\n"
+        started = time.monotonic()
+        server.proc.send_signal(signal.SIGTERM)
+        stream.read()                         # the listen stream ends, not waited for
+        response = send(idle, modern("tools/list", rid=2))
+        assert response.status == 503 and response.getheader("Connection") == "close"
+        assert "shutting down" in json.loads(response.read())["error"]["message"]
+        caller.join(5)
+        response = answer["response"]
+        assert response.status == 200
+        assert json.loads(response.read())["result"]["content"][0]["text"] == (
+            "done, the db is open")
+        assert server.proc.wait(5) == 0 and time.monotonic() - started < 3
+        assert server.proc.stderr.read() == b"lifespan exited\n"
+    finally:
+        for connection in (listener, idle, calling):
+            connection.close()
         server.close()
 
 
