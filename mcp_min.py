@@ -4167,10 +4167,12 @@ _SSE_HEADERS = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cac
 class EventStream:
     """The outlet of one HTTP request: the frames about it and its response, queued as
     ``(frame, is_response)`` for the thread writing the HTTP response. A listen stream has no
-    response: it stays open until the client goes away."""
+    response: it stays open until the client goes away. Without ``events`` (the client
+    accepts JSON alone) only the response reaches the client."""
 
-    def __init__(self, listen=False):
+    def __init__(self, listen=False, events=True):
         self.frames, self.listen, self.closed = SimpleQueue(), listen, False
+        self.events = events
 
     def send_frame(self, frame):
         if self.closed:
@@ -4203,6 +4205,15 @@ class HttpSession(Session):
     def send_frame(self, frame):
         stream = self.stream
         return stream is not None and stream.send_frame(frame)
+
+    def request(self, method, params=None, timeout=None, owner=None, request_id=None):
+        """A request to the client travels in the response to the request that asks it: it
+        cannot if the client accepts JSON alone there, which would leave the call waiting."""
+        if owner is not None and not owner.outlet.events:
+            raise CapabilityError(f"the client accepts only application/json in response to "
+                                  f"this request, so {method} cannot be sent to it (requests "
+                                  "to the client travel in a text/event-stream)")
+        return super().request(method, params, timeout, owner, request_id)
 
     #: A tool whose last call took less (seconds) may run on the HTTP server's thread.
     quick_call = 0.1
@@ -4542,7 +4553,7 @@ class HttpEndpoint:
         if listen and not sse:
             raise _HttpRefusal(406, "Not Acceptable: subscriptions/listen answers with "
                                     "text/event-stream", rid)
-        stream, gone = EventStream(listen), environ.get("mcp_min.client_gone")
+        stream, gone = EventStream(listen, events=sse), environ.get("mcp_min.client_gone")
         if listen:
             session.stream = stream
             self.server.sessions.add(session)

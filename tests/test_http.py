@@ -479,6 +479,21 @@ def test_handshake_elicitation_travels_on_the_post_stream(app):
     assert messages[-1]["result"]["content"][0]["text"] == "Hello, Grace"
 
 
+def test_a_question_to_a_json_only_client_fails_at_once():
+    """A client that accepts JSON alone cannot be asked anything: it says so, no waiting."""
+    app = make_server(request_timeout=2).wsgi
+    headers = {"Accept": "application/json"}
+    session = initialize(app, headers=headers)
+    started = time.monotonic()
+    status, _, body = wsgi_call(app, body={"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                                           "params": {"name": "ask_name", "arguments": {}}},
+                                headers={**headers, "Mcp-Session-Id": session})
+    result = json.loads(body)["result"]
+    assert status == 200 and result["isError"] is True and time.monotonic() - started < 1
+    assert "accepts only application/json" in result["content"][0]["text"]
+    assert "elicitation/create" in result["content"][0]["text"]
+
+
 def test_sessions_are_bounded_and_expire():
     app = make_server(max_sessions=2, session_idle=0.2).wsgi
     first, second = initialize(app), initialize(app)
