@@ -4788,11 +4788,13 @@ class _BodyReader:
     def __init__(self, rfile, headers):
         lengths = headers.get_all("Content-Length", [])
         self.rfile, self.left, self.refusal = rfile, 0, None
-        if len(set(lengths)) > 1 or lengths and not _is_length(lengths[0]):
+        if "Transfer-Encoding" in headers:    # chunked: a body this reader cannot read
+            self.refusal = (411, "Length Required: send Content-Length (this server reads no "
+                                 "Transfer-Encoding)")
+        elif len(set(lengths)) > 1 or lengths and not _is_length(lengths[0]):
             self.refusal = (400, "Bad Request: invalid Content-Length")
         elif lengths:
             self.left = int(lengths[0])
-        self.unreadable = "Transfer-Encoding" in headers      # wsgiref cannot read it
 
     def refuse(self, environ, start_response):
         """The WSGI application for a request that cannot be read."""
@@ -4805,7 +4807,7 @@ class _BodyReader:
         for the next request; False if that is not possible."""
         if 0 < self.left <= limit:
             self.read()
-        return not (self.left or self.unreadable or self.refusal)
+        return not (self.left or self.refusal)
 
     def read(self, size=-1):
         size = self.left if size is None or size < 0 else min(size, self.left)

@@ -306,6 +306,20 @@ def test_slow_calls_do_not_hold_up_other_calls_on_the_same_worker(farm):
             connection.close()
 
 
+def test_a_chunked_body_is_read(farm):
+    message = call("add", {"a": 2, "b": 3})
+    connection = farm.connection()
+    try:
+        connection.request("POST", "/mcp", iter([json.dumps(message).encode()]), {
+            "Content-Type": "application/json", "Accept": ACCEPT, "MCP-Protocol-Version": V,
+            "Mcp-Method": "tools/call", "Mcp-Name": "add"}, encode_chunked=True)
+        response = connection.getresponse()
+        (reply,) = messages_of(response)
+        assert response.status == 200 and value(reply["result"]) == 5
+    finally:
+        connection.close()
+
+
 def test_handshake_era_without_sessions_works_on_either_worker(farm):
     """http_sessions=False: initialize gets no Mcp-Session-Id, and later requests, carrying
     only MCP-Protocol-Version, are served by whichever worker takes them."""

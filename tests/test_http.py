@@ -649,6 +649,19 @@ def test_invalid_content_length_is_400_and_closes_the_connection(served, length)
         "Bad Request: invalid Content-Length")
 
 
+def test_chunked_body_is_411_on_the_embedded_server(served):
+    """wsgiref reads no chunked body: it says so (gunicorn reads one)."""
+    message = modern("tools/list")
+    body = json.dumps(message).encode()
+    head = "".join(f"{name}: {value}\r\n" for name, value in {
+        "Host": f"127.0.0.1:{served.port}", "Content-Type": "application/json",
+        "Accept": ACCEPT, "Transfer-Encoding": "chunked", **modern_headers(message)}.items())
+    received = raw_exchange(served.port, b"POST /mcp HTTP/1.1\r\n%s\r\n%X\r\n%s\r\n0\r\n\r\n"
+                            % (head.encode(), len(body), body))
+    assert received.startswith(b"HTTP/1.1 411 ") and b"Connection: close" in received
+    assert "Content-Length" in json.loads(received.partition(b"\r\n\r\n")[2])["error"]["message"]
+
+
 def test_listen_stream_delivers_list_changes(served):
     listener = served.connection()
     response = send(listener, modern("subscriptions/listen",
