@@ -4629,9 +4629,10 @@ class HttpEndpoint:
         """GET: the stream of a handshake-era session's messages that belong to no request."""
         if "text/event-stream" not in environ.get("HTTP_ACCEPT", ""):
             raise _HttpRefusal(406, "Not Acceptable: GET opens a text/event-stream")
-        if session.stream is not None:
-            raise _HttpRefusal(409, "Conflict: this session already has a GET stream open")
-        stream = session.stream = EventStream(listen=True)
+        with session.lock:                    # of two GETs at once, one gets the stream
+            if session.stream is not None:
+                raise _HttpRefusal(409, "Conflict: this session already has a GET stream open")
+            stream = session.stream = EventStream(listen=True)
         self.server.sessions.add(session)
         start_response(HTTP_STATUS[200], list(_SSE_HEADERS))
         return self.events(session, stream, None, gone=environ.get("mcp_min.client_gone"))

@@ -494,6 +494,29 @@ def test_a_question_to_a_json_only_client_fails_at_once():
     assert "elicitation/create" in result["content"][0]["text"]
 
 
+def test_of_two_gets_at_once_one_gets_the_stream(app, monkeypatch):
+    class SlowToOpen(mcp_min.EventStream):    # widens the window between check and set
+        def __init__(self, *args, **kwargs):
+            time.sleep(0.1)
+            super().__init__(*args, **kwargs)
+    monkeypatch.setattr(mcp_min, "EventStream", SlowToOpen)
+    session = initialize(app)
+    opened = []
+
+    def get():
+        status, _, stream = wsgi_open(app, method="GET", headers={
+            "Mcp-Session-Id": session, "Accept": "text/event-stream"})
+        opened.append((status, stream))
+    getters = [threading.Thread(target=get) for _ in range(2)]
+    for getter in getters:
+        getter.start()
+    for getter in getters:
+        getter.join(5)
+    assert sorted(status for status, _ in opened) == [200, 409]
+    for _, stream in opened:
+        getattr(stream, "close", lambda: None)()
+
+
 def test_sessions_are_bounded_and_expire():
     app = make_server(max_sessions=2, session_idle=0.2).wsgi
     first, second = initialize(app), initialize(app)
