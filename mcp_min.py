@@ -4536,9 +4536,14 @@ class HttpEndpoint:
     def stateless_session(self, environ, principal):
         """A throwaway handshake-era session, for a server without sessions: the version from
         the header (2025-03-26 when absent, as the spec says), the client otherwise unknown."""
-        session = HttpSession(self.server, principal)
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
-        session.version = version if version in PROTOCOL_VERSIONS else V2025_03
+        if version is None:
+            version = V2025_03
+        elif version not in PROTOCOL_VERSIONS:
+            raise _HttpRefusal(400, f"Bad Request: unsupported MCP-Protocol-Version {version!r} "
+                                    f"(supported: {', '.join(PROTOCOL_VERSIONS)})")
+        session = HttpSession(self.server, principal)
+        session.version = version
         session.capabilities, session.initialized = self.server.capabilities(), True
         return session
 

@@ -579,6 +579,11 @@ def test_stateless_handshake_mode_serves_without_initialize():
     status, _, body = wsgi_call(app, body={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                                            "params": {"name": "ask_name", "arguments": {}}})
     assert json.loads(body)["result"]["isError"] is True      # no one to ask
+    for version in ("1999-01-01", "garbage"):
+        status, _, body = wsgi_call(app, body={"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+                                    headers={"MCP-Protocol-Version": version})
+        message = json.loads(body)["error"]["message"]
+        assert status == 400 and f"unsupported MCP-Protocol-Version {version!r}" in message
 
 
 # -- the embedded server: a real socket ----------------------------------------------------------
