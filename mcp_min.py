@@ -4448,10 +4448,8 @@ class HttpEndpoint:
         if kind != "request":                 # a notification, or an answer to our question
             session.handle_message(message)
             return self.reply(start_response, 202, b"")
-        headers = ()
-        if initialize and server.http_sessions:
-            headers = [("Mcp-Session-Id", self.open_session(session))]
-        return self.exchange(environ, start_response, session, message, sse, headers=headers)
+        return self.exchange(environ, start_response, session, message, sse,
+                             opens_session=initialize and server.http_sessions)
 
     def read_body(self, environ):
         limit, length = self.server.max_line_bytes, environ.get("CONTENT_LENGTH")
@@ -4549,11 +4547,12 @@ class HttpEndpoint:
 
     # -- responses --------------------------------------------------------------------------------
     def exchange(self, environ, start_response, session, message, sse, modern=False,
-                 headers=()):
+                 opens_session=False):
         """Dispatch one request and answer with its response: JSON if that comes first, else
         an SSE stream of what comes before it. A stream also starts when the response takes
         longer than ``heartbeat`` seconds: its keep-alive lines fail once the client has gone,
-        which cancels the request (on the embedded server, closing the connection does)."""
+        which cancels the request (on the embedded server, closing the connection does).
+        ``opens_session``: an initialize, whose result (not an error) opens the session."""
         rid, listen = message["id"], modern and message["method"] == "subscriptions/listen"
         if listen and not sse:
             raise _HttpRefusal(406, "Not Acceptable: subscriptions/listen answers with "
@@ -4577,12 +4576,14 @@ class HttpEndpoint:
                 session.stream = None
                 self.server.sessions.discard(session)
             if not left and first[0] is not None:
-                status = self.status_of(first[0], modern)
+                status, headers = self.status_of(first[0], modern), ()
+                if opens_session and "result" in json.loads(first[0]):
+                    headers = [("Mcp-Session-Id", self.open_session(session))]
                 return self.reply(start_response, status, first[0], headers)
             if left or not sse:               # no one to answer, or no way to say "nothing"
-                return self.reply(start_response, 202, b"", headers)
+                return self.reply(start_response, 202, b"")
             # cancelled: a stream that ends with no response (a request is never 202)
-        start_response(HTTP_STATUS[200], [*_SSE_HEADERS, *headers])
+        start_response(HTTP_STATUS[200], list(_SSE_HEADERS))
         return self.events(session, stream, rid, first, gone)
 
     def next_item(self, stream, timeout, gone):

@@ -553,6 +553,16 @@ def test_a_session_is_idle_from_the_end_of_its_stream_or_its_call():
     assert wsgi_call(server.wsgi, body=ping, headers=headers)[0] == 404
 
 
+def test_a_failed_initialize_opens_no_session():
+    app = make_server(max_sessions=1).wsgi
+    session = initialize(app)
+    _, headers, body = wsgi_call(app, body={"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                            "params": {}})
+    assert "error" in json.loads(body) and "mcp-session-id" not in headers
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    assert wsgi_call(app, body=ping, headers={"Mcp-Session-Id": session})[0] == 200
+
+
 @AUTH_HOOKS
 def test_session_belongs_to_its_principal(auth):
     app = make_server(auth=auth).wsgi
