@@ -4656,10 +4656,11 @@ class HttpEndpoint:
 
     @staticmethod
     def reply(start_response, status, body, headers=()):
-        """A whole response: ``body`` is JSON, or empty."""
+        """A whole response: ``body`` is JSON, or empty (a 204 says so without a
+        Content-Length, RFC 9110 8.6)."""
+        framing = [] if status == 204 else [("Content-Length", str(len(body)))]
         content_type = [("Content-Type", "application/json")] if body else []
-        start_response(HTTP_STATUS[status], [("Content-Length", str(len(body))), *content_type,
-                                             *headers])
+        start_response(HTTP_STATUS[status], [*framing, *content_type, *headers])
         return [body]
 
 
@@ -4673,7 +4674,12 @@ def make_http_server(app, host="127.0.0.1", port=8000):
     from wsgiref import simple_server
 
     class Handler(simple_server.ServerHandler):
-        http_version, chunked = "1.1", False
+        http_version, chunked, mute = "1.1", False, False
+
+        def bodiless(self):
+            """Whether no body may follow the headers: those of a HEAD's response (RFC 9110
+            9.3.2), or of a 204, which has no Content-Length either (8.6)."""
+            return self.request_handler.command == "HEAD" or self.status[:3] == "204"
 
         def cleanup_headers(self):
             # Keep the connection only if this request's body was all read and the response's
@@ -4681,7 +4687,9 @@ def make_http_server(app, host="127.0.0.1", port=8000):
             if not self.request_handler.body.discard():
                 self.headers["Connection"] = "close"
                 self.request_handler.close_connection = True
-            if "Content-Length" not in self.headers:
+            if self.status[:3] == "204":
+                del self.headers["Content-Length"]
+            if "Content-Length" not in self.headers and not self.bodiless():
                 if self.request_handler.request_version == "HTTP/1.1":
                     self.headers["Transfer-Encoding"] = "chunked"
                 else:
@@ -4690,8 +4698,11 @@ def make_http_server(app, host="127.0.0.1", port=8000):
         def send_headers(self):
             super().send_headers()
             self.chunked = "Transfer-Encoding" in self.headers
+            self.mute = self.bodiless()       # what the application writes next is dropped
 
         def _write(self, data):
+            if self.mute:
+                return
             if self.chunked and data:
                 data = b"%X\r\n%s\r\n" % (len(data), data)
             if data:

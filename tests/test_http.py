@@ -669,35 +669,73 @@ def raw_exchange(port, data):
     return received
 
 
+def raw_request(port, method, message=None, body=None, **headers):
+    """An HTTP/1.1 request as bytes: POSTing ``message`` with its 2026-07-28 headers (and
+    ``body`` as sent, if given); ``headers`` as name=value (``_`` for ``-``), or bytes."""
+    fields = {"Host": f"127.0.0.1:{port}"}
+    if message is not None:
+        fields.update({"Content-Type": "application/json", "Accept": ACCEPT,
+                       **modern_headers(message)})
+        if body is None:
+            body = json.dumps(message).encode()
+            fields["Content-Length"] = len(body)
+    fields.update({name.replace("_", "-"): value for name, value in headers.items()})
+    head = b"".join(b"%s: %s\r\n" % (name.encode(), value if isinstance(value, bytes)
+                                       else str(value).encode())
+                    for name, value in fields.items())
+    return b"%s /mcp HTTP/1.1\r\n%s\r\n%s" % (method.encode(), head, body or b"")
+
+
+def json_body(response):
+    return json.loads(response.partition(b"\r\n\r\n")[2])
+
+
 @pytest.mark.parametrize("length", [b"abc", b"-5", b"+5", b"5 5", b"\xb2",
                                     b"5\r\nContent-Length: 6"])
 def test_invalid_content_length_is_400_and_closes_the_connection(served, length):
     """Where the body ends is unknown: it must not be served as a request of its own."""
-    message = modern("tools/list", rid=99)
-    body = json.dumps(message).encode()
-    head = "".join(f"{name}: {value}\r\n" for name, value in {
-        "Host": f"127.0.0.1:{served.port}", "Content-Type": "application/json",
-        "Accept": ACCEPT, **modern_headers(message)}.items()).encode()
-    inner = b"POST /mcp HTTP/1.1\r\n%sContent-Length: %d\r\n\r\n%s" % (head, len(body), body)
-    received = raw_exchange(served.port, b"POST /mcp HTTP/1.1\r\n%sContent-Length: %s\r\n\r\n%s"
-                            % (head, length, inner))
+    inner = raw_request(served.port, "POST", modern("tools/list", rid=99))
+    received = raw_exchange(served.port, raw_request(
+        served.port, "POST", modern("tools/list"), body=inner, Content_Length=length))
     assert received.startswith(b"HTTP/1.1 400 ") and received.count(b"HTTP/1.1") == 1
     assert b"Connection: close" in received
-    assert json.loads(received.partition(b"\r\n\r\n")[2])["error"]["message"] == (
-        "Bad Request: invalid Content-Length")
+    assert json_body(received)["error"]["message"] == "Bad Request: invalid Content-Length"
 
 
 def test_chunked_body_is_411_on_the_embedded_server(served):
     """wsgiref reads no chunked body: it says so (gunicorn reads one)."""
     message = modern("tools/list")
     body = json.dumps(message).encode()
-    head = "".join(f"{name}: {value}\r\n" for name, value in {
-        "Host": f"127.0.0.1:{served.port}", "Content-Type": "application/json",
-        "Accept": ACCEPT, "Transfer-Encoding": "chunked", **modern_headers(message)}.items())
-    received = raw_exchange(served.port, b"POST /mcp HTTP/1.1\r\n%s\r\n%X\r\n%s\r\n0\r\n\r\n"
-                            % (head.encode(), len(body), body))
+    received = raw_exchange(served.port, raw_request(
+        served.port, "POST", message, body=b"%X\r\n%s\r\n0\r\n\r\n" % (len(body), body),
+        Transfer_Encoding="chunked"))
     assert received.startswith(b"HTTP/1.1 411 ") and b"Connection: close" in received
-    assert "Content-Length" in json.loads(received.partition(b"\r\n\r\n")[2])["error"]["message"]
+    assert "Content-Length" in json_body(received)["error"]["message"]
+
+
+def test_head_and_204_responses_have_no_body(served):
+    """A body after them would be read as the next response on a kept-alive connection."""
+    received = raw_exchange(served.port, raw_request(served.port, "HEAD") + raw_request(
+        served.port, "POST", modern("tools/list", rid=2), Connection="close"))
+    head_response, _, rest = received.partition(b"\r\n\r\n")
+    assert head_response.startswith(b"HTTP/1.1 405 ")
+    assert rest.startswith(b"HTTP/1.1 200 ") and json_body(rest)["id"] == 2
+    connection = served.connection()
+    connection.request("POST", "/mcp", json.dumps({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        {"Content-Type": "application/json", "Accept": ACCEPT})
+    response = connection.getresponse()
+    response.read()
+    connection.request("DELETE", "/mcp", headers={
+        "Mcp-Session-Id": response.getheader("Mcp-Session-Id")})
+    response = connection.getresponse()
+    assert response.status == 204 and response.getheader("Content-Length") is None
+    assert response.read() == b""
+    response = send(connection, modern("tools/list", rid=3))     # the connection still serves
+    assert response.status == 200 and json.loads(response.read())["id"] == 3
+    connection.close()
 
 
 def test_listen_stream_delivers_list_changes(served):
