@@ -2317,6 +2317,8 @@ class Context:
         if self.envelope is None and not self.session.initialized:
             raise CapabilityError(f"cannot send {method} before the client has sent "
                                   "notifications/initialized")
+        if self.envelope is None and self.session.no_requests:
+            raise CapabilityError(f"{method} cannot be sent: {self.session.no_requests}")
         capability = capability or self._CAPABILITY_ASKED.get(method)
         if self.envelope is not None and method not in self._CAPABILITY_ASKED:
             raise ValueError(f"{method} cannot be sent to a 2026-07-28 client: a server asks "
@@ -3810,6 +3812,8 @@ class Session(Peer):
     """The server's end of one connection: negotiated state, requests in flight, the
     client's subscriptions, and the reader loop that feeds handlers."""
 
+    no_requests = None                      # why it can send no request to the client, if so
+
     def __init__(self, server, write_fd, trace=None):
         super().__init__(write_fd, trace)
         self.server = server
@@ -4542,6 +4546,8 @@ class HttpEndpoint:
                                     f"(supported: {', '.join(PROTOCOL_VERSIONS)})")
         session = HttpSession(self.server, principal)
         session.version = version
+        session.no_requests = ("this server has no sessions (http_sessions=False), so it "
+                               "sends no requests to the client in the handshake era")
         session.capabilities, session.initialized = self.server.capabilities(), True
         return session
 

@@ -587,8 +587,10 @@ def test_stateless_handshake_mode_serves_without_initialize():
                                 headers={"MCP-Protocol-Version": "2025-06-18"})
     assert status == 200 and json.loads(body)["result"]["structuredContent"] == {"result": 9}
     status, _, body = wsgi_call(app, body={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                                           "params": {"name": "ask_name", "arguments": {}}})
-    assert json.loads(body)["result"]["isError"] is True      # no one to ask
+                                           "params": {"name": "ask_name", "arguments": {}}},
+                                headers={"MCP-Protocol-Version": "2025-11-25"})
+    result = json.loads(body)["result"]                       # no one to ask, and why
+    assert result["isError"] is True and "http_sessions=False" in result["content"][0]["text"]
     for version in ("1999-01-01", "garbage"):
         status, _, body = wsgi_call(app, body={"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
                                     headers={"MCP-Protocol-Version": version})
