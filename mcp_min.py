@@ -4407,8 +4407,11 @@ class HttpEndpoint:
             ("WWW-Authenticate", f'Bearer resource_metadata="{metadata}"{error}')])
 
     def base_url(self, environ):
+        """The URL this application is mounted at: with the prefix (SCRIPT_NAME) under which
+        a WSGI server or middleware serves it, if any."""
         scheme = environ.get("wsgi.url_scheme", "http")
-        return f"{scheme}://{environ.get('HTTP_HOST') or environ.get('SERVER_NAME', '')}"
+        host = environ.get("HTTP_HOST") or environ.get("SERVER_NAME", "")
+        return f"{scheme}://{host}{environ.get('SCRIPT_NAME', '').rstrip('/')}"
 
     # -- POST: one client message ---------------------------------------------------------------
     def post(self, environ, start_response, principal):

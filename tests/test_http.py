@@ -388,6 +388,20 @@ AUTH_HOOKS = pytest.mark.parametrize("auth", [{"a": "alice", "b": "bob"}.get, Us
                                      ids=["user-id", "object"])
 
 
+def test_auth_urls_name_the_prefix_the_server_is_mounted_under():
+    app = make_server(auth={"t": "alice"}.get).wsgi
+
+    def mounted(environ, start_response):     # as a WSGI middleware serving it under /api
+        return app({**environ, "SCRIPT_NAME": "/api"}, start_response)
+    status, headers, _ = post_modern(mounted, "tools/list")
+    assert status == 401 and headers["www-authenticate"] == (
+        'Bearer resource_metadata="http://127.0.0.1:8000/api/.well-known/'
+        'oauth-protected-resource/mcp"')
+    status, _, body = wsgi_call(mounted, method="GET",
+                                path="/.well-known/oauth-protected-resource/mcp")
+    assert status == 200 and json.loads(body)["resource"] == "http://127.0.0.1:8000/api/mcp"
+
+
 @AUTH_HOOKS
 def test_request_state_is_bound_to_the_principal(auth):
     app = make_server(auth=auth).wsgi
