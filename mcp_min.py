@@ -90,7 +90,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Server", "Context", "Client", "Session", "Peer", "WorkerPool", "FramePrinter",
     "ToolError", "JSONRPCError", "Cancelled", "CapabilityError", "SchemaError", "ToolResult",
-    "ResourceNotFound",
+    "ResourceNotFound", "ProtocolError",
     "Content", "text", "image", "audio", "resource_link", "embedded_resource",
     "Signature", "compile_schema", "type_schema", "parse_docstring",
     "PROTOCOL_VERSIONS", "LATEST_PROTOCOL_VERSION", "LOG_LEVELS", "explain", "main",
@@ -902,7 +902,7 @@ def _typed_preview(value):
     if value is None:
         return "null"
     if isinstance(value, float) and value - value != 0:
-        return f"{_preview(value)}, beyond what a JSON number can be"    # 1e400 reads as inf
+        return f"{_preview(value)} (JSON has no such number)"    # json reads 1e400 as inf
     return f"{_json_type(value)} {_preview(value)}"
 
 

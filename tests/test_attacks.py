@@ -366,7 +366,7 @@ def test_unencodable_tool_results_become_is_error_results(spawn, kind, needle):
 def test_unencodable_value_through_a_declared_return_type(spawn):
     wire = faults(spawn)
     reply = wire.request("tools/call", {"name": "unencodable_float"})
-    assert "nan has no JSON form" in tool_error_text(reply)
+    assert "result: expected number, got NaN (JSON has no such number)" in tool_error_text(reply)
     assert_alive(wire)
 
 
