@@ -1365,10 +1365,15 @@ class Signature:
         compiler = _blamed(f"{where}: input schema", _Compiler, input_schema)
         translator.finish(compiler)
         self._validate = compiler.validate
-        typed = {name: kinds for name, sub in input_schema.get("properties", {}).items()
-                 if (kinds := _types_of(sub, input_schema)) and "string" not in kinds}
-        # Prompt arguments and URI variables are always strings: parse those typed otherwise.
+        kinds_of = {name: _types_of(sub, input_schema)
+                    for name, sub in input_schema.get("properties", {}).items()}
+        typed = {name: kinds for name, kinds in kinds_of.items()
+                 if kinds and "string" not in kinds}
+        # Prompt arguments and URI variables are always strings: parse those typed otherwise,
+        # and those that may be strings or not (int | Literal["all"]) if the string won't do.
         self.parse_strings = set(typed)
+        self.parse_strings_if_unfit = {name for name, kinds in kinds_of.items()
+                                       if kinds and "string" in kinds and len(kinds) > 1}
         # Claude Desktop sends object and array arguments as JSON text: these may need parsing.
         self._coerce = [(name, kinds) for name, kinds in typed.items()
                         if {"object", "array"} & set(kinds)]
@@ -1906,6 +1911,18 @@ def _as_blocks(value):
     return None
 
 
+def _parsed(values, keys):
+    """``values`` with the strings of ``keys`` parsed as JSON, where they are JSON."""
+    values = dict(values)
+    for key, value in values.items():
+        if isinstance(value, str) and key in keys:
+            try:
+                values[key] = _decoder.decode(value)        # NaN and Infinity are no JSON
+            except ValueError:
+                pass                          # validation says what is wrong with it
+    return values
+
+
 class Entry:
     """What tools, resources and prompts share: a function and its Signature, the display
     metadata, and calling the function with validated arguments."""
@@ -1933,15 +1950,15 @@ class Entry:
 
     def bind_strings(self, values, what):
         """Bind arguments that arrive as strings (prompt arguments, URI template variables):
-        a parameter typed int, float, bool, list... gets its string parsed as JSON first."""
-        values = dict(values)
-        for key, value in values.items():
-            if isinstance(value, str) and key in self.signature.parse_strings:
-                try:
-                    values[key] = _decoder.decode(value)        # NaN and Infinity are no JSON
-                except ValueError:
-                    pass                          # validation says what is wrong with it
-        kwargs, problems = self.signature.bind(values)
+        a parameter typed int, float, bool, list... gets its string parsed as JSON first; one
+        that may also be a string (``int | Literal["all"]``) only if the string does not fit."""
+        signature = self.signature
+        kwargs, problems = signature.bind(_parsed(values, signature.parse_strings))
+        if problems and signature.parse_strings_if_unfit & values.keys():
+            retry = _parsed(values, signature.parse_strings | signature.parse_strings_if_unfit)
+            kwargs, problems_of_retry = signature.bind(retry)
+            if not problems_of_retry:
+                problems = []
         if problems:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid arguments for {what}:\n"
                                                + _errors_text(problems))

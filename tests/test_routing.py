@@ -408,3 +408,27 @@ def test_page_size_none_is_one_page():
     with Client(many(10, None)) as client:
         result = client.request("tools/list")
     assert len(result["tools"]) == 10 and "nextCursor" not in result
+
+
+def test_a_string_argument_typed_a_number_or_a_literal_takes_either():
+    """Prompt arguments and URI variables arrive as strings: "10" for int | Literal["all"]
+    is the number, "all" the literal, and anything else is refused naming both."""
+    from typing import Literal
+    server = Server("either")
+
+    @server.prompt
+    def top(limit: int | Literal["all"]) -> str:
+        return f"limit={limit!r}"
+
+    @server.resource("test://items/{limit}")
+    def items(limit: int | Literal["all"]) -> str:
+        return f"limit={limit!r}"
+    with Client(server) as client:
+        said = [client.get_prompt("top", {"limit": value})["messages"][0]["content"]["text"]
+                for value in ("10", "all")]
+        read = [client.read_resource(f"test://items/{value}")["contents"][0]["text"]
+                for value in ("10", "all")]
+        with pytest.raises(JSONRPCError) as info:
+            client.get_prompt("top", {"limit": "some"})
+    assert said == read == ["limit=10", "limit='all'"]
+    assert info.value.code == -32602 and "limit" in info.value.message
