@@ -3849,6 +3849,7 @@ class Session(Peer):
         self.watching = False               # a watch_reader thread is looking at them
         self.watcher = None                 # the lock it parks on between calls
         self.input_over = threading.Event() # set by the thread that read to the end
+        self.stopping = False               # a stop signal came: read no further
         self.read_error = None              # what stopped the reading, if not end of input
 
     # -- dispatch ------------------------------------------------------------------------------
@@ -3979,6 +3980,9 @@ class Session(Peer):
             time.sleep(tick)
             with self.lock:
                 call = self.running_here
+                if self.stopping:             # nothing more is read: nothing to watch
+                    self.watching, self.watcher = False, None
+                    return
                 if call is not None and call is seen:
                     self.reader_ident = None  # the reader, back from its call, stops reading
                     self.watching, self.watcher = False, None
@@ -4122,6 +4126,9 @@ class Session(Peer):
             if self.read_error is not None:
                 raise self.read_error
         finally:
+            if not self.input_over.is_set():  # a stop signal: no request is read after it
+                with self.lock:               # (but the one being read), as at end of input
+                    self.stopping, self.reader_ident = True, None
             self.drain()
 
     def drain(self):

@@ -404,6 +404,23 @@ def test_sigterm_mid_call_writes_the_reply_and_exits_0(spawn):
     assert_clean_lifespan(stderr_when(wire, "lifespan: stop"))
 
 
+def test_after_sigterm_no_further_request_is_read(spawn):
+    """As at end of input: the calls in flight finish, but a request sent after the signal
+    is not started (it might not finish within the grace period); only the line being read
+    when the signal came may still be answered."""
+    wire = spawn("everything.py")
+    wire.initialize()
+    in_flight(wire, "mid", arguments={"ms": 400})
+    wire.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.1)
+    wire.send(json.dumps(ping("first")).encode() + b"\n"
+              + json.dumps(call("late", "block", {"ms": 10})).encode() + b"\n")
+    messages = wire.rest_of_stdout()
+    assert wire.wait(10) == 0
+    ids = [m["id"] for m in messages]
+    assert "mid" in ids and "late" not in ids, messages
+
+
 def test_sigterm_when_idle_exits_0_promptly(spawn):
     wire = spawn("everything.py")
     wire.initialize()
