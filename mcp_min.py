@@ -628,8 +628,16 @@ class Peer:
         self.lines, self.max_line_bytes = read_lines(rfile, max_line_bytes), max_line_bytes
         return self.keep_reading()
 
+    def claim_reading(self):
+        """Make this thread the reader (the thread keep_reading() reads on); False: it may
+        not read (a Session that a stop signal ended)."""
+        self.reader_ident = _thread.get_ident()
+        return True
+
     def keep_reading(self):
-        me = self.reader_ident = _thread.get_ident()
+        if not self.claim_reading():
+            return False
+        me = _thread.get_ident()
         for line in self.lines:
             if isinstance(line, LineTooLong):
                 if self.trace:
@@ -862,11 +870,7 @@ def _is_json_number(v):
 
 def _is_json_integer(v):
     """1.0 is an integer too."""
-    if type(v) is int:
-        return True
-    if isinstance(v, float):
-        return v.is_integer()
-    return isinstance(v, int) and not isinstance(v, bool)
+    return _is_json_number(v) and (not isinstance(v, float) or v.is_integer())
 
 
 # JSON type -> its test.
@@ -966,8 +970,15 @@ def _from_string(cls, schema):
             return value
         if not value.is_finite():
             raise ValueError(f"expected a finite number, got {_preview(v)}")
-        for keyword, _, _, passes, text in _BOUNDS[:5]:     # minimum ... multipleOf
-            if keyword in schema and not passes(value, schema[keyword]):
+        for keyword, _, _, passes, text in _NUMBER_BOUNDS:
+            if keyword not in schema:
+                continue
+            bound = cls(str(schema[keyword]))       # as written: 0.1, not 0.1000000000000000055
+            try:
+                ok = value % bound == 0 if keyword == "multipleOf" else passes(value, bound)
+            except ArithmeticError:                 # 1e30000000 % 0.01: too many digits to say
+                ok = False
+            if not ok:
                 raise ValueError(f"{text.format(_preview(schema[keyword]))}, got {_preview(v)}")
         return value
     return convert
@@ -1471,6 +1482,7 @@ _BOUNDS = [  # keyword, applies to, measure (None: the value), passes, message
     ("minProperties", _TYPE_TESTS["object"], len, operator.ge, "must have at least {} properties"),
     ("maxProperties", _TYPE_TESTS["object"], len, operator.le, "must have at most {} properties"),
 ]
+_NUMBER_BOUNDS = _BOUNDS[:5]        # minimum ... multipleOf
 
 
 def _at_path(path, text):
@@ -1781,7 +1793,14 @@ def embedded_resource(uri, *, text=None, blob=None, mime_type=None, annotations=
     """A resource's contents inline: ``text`` (str) or ``blob`` (bytes)."""
     if (text is None) == (blob is None):
         raise TypeError("embedded_resource() takes either text or blob")
-    contents = _contents(uri, blob if text is None else text, mime_type)
+    if text is not None and not isinstance(text, str):
+        raise TypeError(f"embedded_resource(text=...) takes a str, not {type(text).__name__}: "
+                        "bytes go in blob=")
+    if isinstance(blob, str):                     # already base64, as image() takes it
+        contents = {"uri": uri, "mimeType": mime_type or "application/octet-stream",
+                    "blob": blob}
+    else:
+        contents = _contents(uri, blob if text is None else text, mime_type)
     return _block(annotations, meta, type="resource", resource=contents)
 
 
@@ -1837,13 +1856,27 @@ def _contents(uri, value, mime_type=None):
     return {"uri": uri, "mimeType": mime_type or "application/json", "text": to_json(value)}
 
 
+def _content_block(value, what):
+    """``value`` as one content block: a str becomes a text block; anything but a block (a
+    dict with a "type", as text(), image()... make) is a TypeError saying what it was."""
+    if isinstance(value, str):
+        return text(value)
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        raise TypeError(f"{what} must be a content block (a str, or text(), image(), ...), "
+                        f"not {_preview(value)}")
+    return value
+
+
 class ToolResult:
     """A tool result with full control: content blocks, structured data, the error flag."""
 
     def __init__(self, content=(), structured=None, is_error=False, meta=None):
-        if isinstance(content, (str, Content)):
+        if isinstance(content, (str, dict, bytes)):   # one block (a dict's keys are none)
             content = [content]
-        self.content = [text(c) if isinstance(c, str) else c for c in content]
+        self.content = [_content_block(c, "ToolResult content") for c in content]
+        if structured is not None and not isinstance(_dump(structured), dict):
+            raise TypeError("ToolResult(structured=...) is an object (a dict, a dataclass), "
+                            f"not {_preview(_dump(structured))}")
         self.structured, self.is_error, self.meta = structured, is_error, meta
 
     def to_dict(self):
@@ -1954,11 +1987,10 @@ class Entry:
         that may also be a string (``int | Literal["all"]``) only if the string does not fit."""
         signature = self.signature
         kwargs, problems = signature.bind(_parsed(values, signature.parse_strings))
-        if problems and signature.parse_strings_if_unfit & values.keys():
-            retry = _parsed(values, signature.parse_strings | signature.parse_strings_if_unfit)
-            kwargs, problems_of_retry = signature.bind(retry)
-            if not problems_of_retry:
-                problems = []
+        named = {re.split(r"[.\[:]", problem, 1)[0] for problem in problems}   # "n: ..."
+        unfit = named & signature.parse_strings_if_unfit
+        if unfit:
+            kwargs, problems = signature.bind(_parsed(values, signature.parse_strings | unfit))
         if problems:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid arguments for {what}:\n"
                                                + _errors_text(problems))
@@ -2024,6 +2056,11 @@ class Tool(Entry):
         blocks = _as_blocks(value)
         if isinstance(value, ToolResult) or blocks:
             result = value.to_dict() if blocks is None else {"content": blocks, "isError": False}
+            try:                              # what JSON cannot carry: an error saying where
+                if blocks is None:            # (the helpers make blocks that JSON can carry)
+                    encode_message(result)
+            except (TypeError, ValueError) as e:
+                raise type(e)(_find_not_json(result, "result") or str(e)) from None
             if self.check_output is None or result["isError"]:
                 return result
             structured = result.get("structuredContent")
@@ -2153,8 +2190,12 @@ class Resource(Entry):
         if found is None:
             return None
         from urllib.parse import unquote
-        return {var: value if self.variables[var] else unquote(value)
-                for var, value in found.groupdict().items()}
+        try:
+            return {var: value if self.variables[var] else unquote(value, errors="strict")
+                    for var, value in found.groupdict().items()}
+        except UnicodeDecodeError:        # two URIs must not reach the function as one name
+            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: {uri} has a percent-encoding "
+                                               "that is not UTF-8") from None
 
     def read(self, ctx, uri, variables):
         value = self.invoke(ctx, self.bind_strings(variables, f"resource {uri}"))
@@ -2218,8 +2259,10 @@ def _prompt_message(item):
     elif not isinstance(item, dict) or "role" not in item:
         raise TypeError(f"a prompt returned {type(item).__name__}; expected str, a content "
                         'block or {"role": ..., "content": ...}')
-    content = item.get("content")
-    return dict(item, content=text(content) if isinstance(content, str) else content)
+    if item["role"] not in ("user", "assistant"):
+        raise TypeError(f'a prompt message\'s role is "user" or "assistant", not '
+                        f'{_preview(item["role"])}')
+    return dict(item, content=_content_block(item.get("content"), "a prompt message's content"))
 
 
 # ============================================================================================
@@ -2534,7 +2577,7 @@ def _forward_logging(server, serving):
 def _mcp_level(levelno):
     """A logging level -> the MCP level at or below it: 25 (a NOTICE) is "notice", 35 is
     "warning"."""
-    for lowest, level in ((50, "critical"), (40, "error"), (30, "warning"), (21, "notice"),
+    for lowest, level in ((50, "critical"), (40, "error"), (30, "warning"), (25, "notice"),
                           (20, "info")):
         if levelno >= lowest:
             return level
@@ -2704,9 +2747,14 @@ def _check_answer(key, method, answer):
     ``key`` (2026-07-28), or with ``key`` None the client's response (the handshake era)."""
     shapes = {"elicitation/create": ("action", str),
               "sampling/createMessage": ("content", (dict, list)), "roots/list": ("roots", list)}
-    field, kind = shapes.get(method, (None, object))     # another method: any object will do
-    answered = f"Invalid params: inputResponses.{key}" if key else "The client's answer"
-    if not isinstance(answer, dict) or not isinstance(answer.get(field), kind):
+    field, kind = shapes.get(method, (None, None))       # another method: any object will do
+    if key is None:
+        answered = "The client's answer"
+    else:
+        answered = f"Invalid params: inputResponses.{key}"
+    if not isinstance(answer, dict):
+        raise InvalidAnswer(f"{answered} is not a result of {method} (a result is an object)")
+    if field and not isinstance(answer.get(field), kind):
         raise InvalidAnswer(f"{answered} is not a result of {method} (it needs {field!r})")
     if method == "elicitation/create" and answer["action"] not in ("accept", "decline", "cancel"):
         raise InvalidAnswer(f'{answered} has the action {_preview(answer["action"])}: it must '
@@ -4001,6 +4049,13 @@ class Session(Peer):
                     seen, calls = None, self.calls_here
         self.read_to_end()
 
+    def claim_reading(self):
+        with self.lock:                       # as serve() ends the reading on a stop signal
+            if self.stopping:
+                return False
+            self.reader_ident = _thread.get_ident()
+        return True
+
     def read_to_end(self):
         """The reader thread (or a watcher that took over from it): tells serve() when the
         input has ended."""
@@ -4237,7 +4292,7 @@ class HttpSession(Session):
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):
         """A request to the client travels in the response to the request that asks it: it
         cannot if the client accepts JSON alone there, which would leave the call waiting."""
-        if owner is not None and not owner.outlet.events:
+        if owner is not None and not getattr(owner.outlet, "events", True):   # (a session: yes)
             raise CapabilityError(f"the client accepts only application/json in response to "
                                   f"this request, so {method} cannot be sent to it (requests "
                                   "to the client travel in a text/event-stream)")

@@ -26,10 +26,9 @@ from urllib.parse import quote, unquote_to_bytes
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from mcp_min import JSONRPCError, Server, embedded_resource  # noqa: E402
+from mcp_min import JSONRPCError, ResourceNotFound, Server, embedded_resource  # noqa: E402
 
 INVALID_PARAMS = -32602            # JSON-RPC "Invalid params": a URI we refuse to serve
-RESOURCE_NOT_FOUND = -32002        # MCP: no such resource
 MAX_BYTES = 10 << 20               # the largest file served
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -68,7 +67,7 @@ def safe_path(uri, raw):
     if real != ROOT and not real.startswith(ROOT + os.sep):
         refuse(uri, "the path leads outside the served directory (through a symlink)")
     if not os.path.exists(real):
-        raise JSONRPCError(RESOURCE_NOT_FOUND, f"Resource not found: {uri} (no such file)", {"uri": uri})
+        raise ResourceNotFound(uri)    # -32002, or in 2026-07-28 -32602, as each era says
     if os.path.isdir(real):
         refuse(uri, "it is a directory; read the files in it (see the list_files tool)")
     if not os.path.isfile(real):

@@ -1036,7 +1036,7 @@ def test_forward_logging_sends_a_level_between_two_at_the_lower():
 
     @srv.tool
     def emit() -> str:
-        for levelno in (15, 25, 35, 45, 60):
+        for levelno in (15, 22, 25, 35, 45, 60):
             logging.getLogger("unit.levels").log(levelno, "at %d", levelno)
         return "ok"
 
@@ -1046,8 +1046,9 @@ def test_forward_logging_sends_a_level_between_two_at_the_lower():
         time.sleep(0.05)
         got = [(n["params"]["level"], n["params"]["data"]) for n in client.notifications
                if n["method"] == "notifications/message"]
-    assert [level for level, _ in got] == ["debug", "notice", "warning", "error", "critical"]
-    assert [data.rsplit(" ", 1)[1] for _, data in got] == ["15", "25", "35", "45", "60"]
+    assert [level for level, _ in got] == ["debug", "info", "notice", "warning", "error",
+                                           "critical"]
+    assert [data.rsplit(" ", 1)[1] for _, data in got] == ["15", "22", "25", "35", "45", "60"]
 
 
 def test_forward_logging_from_an_async_tool():

@@ -100,6 +100,15 @@ def test_missing_file_is_resource_not_found(files):
     assert reply["error"]["code"] == -32002 and "not found" in reply["error"]["message"].lower()
 
 
+def test_missing_file_is_32602_in_2026_07_28(spawn, tree):
+    """The not-found error of each era, as the spec of each says."""
+    wire = spawn(SERVER, env={"FILE_SERVER_ROOT": str(tree / "root")})
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    reply = wire.request("resources/read", {"uri": "file:///no-such-file.txt", "_meta": meta})
+    assert reply["error"]["code"] == -32602 and "not found" in reply["error"]["message"].lower()
+
+
 def test_uri_outside_the_template_is_resource_not_found(files):
     for uri in ("file://evil.example/etc/passwd", "http://example.com/hello.txt", "file:///"):
         assert read(files, uri)["error"]["code"] == -32002, uri

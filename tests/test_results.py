@@ -1042,3 +1042,88 @@ def test_a_resource_function_says_not_found_with_the_code_of_the_era(era, code):
             with pytest.raises(JSONRPCError) as raised:
                 client.read_resource(uri)
             assert raised.value.code == code and raised.value.data == {"uri": uri}
+
+
+# ============================================================================================
+# What a tool or prompt returns that is no content block, no object, or no JSON
+# ============================================================================================
+
+def test_a_prompt_message_needs_a_role_of_the_spec_and_one_content_block():
+    server = Server("prompts")
+    returns = {"number": {"role": "user", "content": 5}, "none": {"role": "user"},
+               "several": {"role": "user", "content": ["a", "b"]},
+               "system": {"role": "system", "content": "hi"},
+               "fine": {"role": "assistant", "content": "hi"}}
+    for name, value in returns.items():
+        server.prompt(lambda value=value: value, name=name)
+    with Client(server) as client:
+        errors = {}
+        for name in returns:
+            try:
+                client.get_prompt(name)
+            except JSONRPCError as e:
+                errors[name] = e.message
+        fine = client.get_prompt("fine")["messages"]
+    assert fine == [{"role": "assistant", "content": {"type": "text", "text": "hi"}}]
+    assert errors == {
+        "number": "Internal error: TypeError: a prompt message's content must be a content "
+                  "block (a str, or text(), image(), ...), not 5",
+        "none": "Internal error: TypeError: a prompt message's content must be a content "
+                "block (a str, or text(), image(), ...), not null",
+        "several": "Internal error: TypeError: a prompt message's content must be a content "
+                   'block (a str, or text(), image(), ...), not ["a", "b"]',
+        "system": 'Internal error: TypeError: a prompt message\'s role is "user" or '
+                  '"assistant", not "system"'}
+
+
+def test_tool_result_takes_one_block_as_a_block_and_says_what_is_none():
+    from decimal import Decimal
+    server = Server("results")
+    results = {
+        "dict_block": lambda: mcp_min.ToolResult({"type": "text", "text": "hello"}),
+        "bytes": lambda: mcp_min.ToolResult(b"hi"),
+        "list_structured": lambda: mcp_min.ToolResult("x", structured=[1, 2]),
+        "no_json": lambda: mcp_min.ToolResult("x", structured={"when": object()}),
+        "decimal_size": lambda: mcp_min.ToolResult(
+            mcp_min.resource_link("file:///a.csv", size=Decimal("3")))}
+    for name, make in results.items():
+        server.tool(make, name=name)
+    with Client(server) as client:
+        got = {name: client.call_tool(name) for name in results}
+    assert got["dict_block"] == {"content": [{"type": "text", "text": "hello"}],
+                                 "isError": False}
+    texts = {name: r["content"][0]["text"] for name, r in got.items() if r["isError"]}
+    assert texts == {
+        "bytes": "TypeError: ToolResult content must be a content block (a str, or text(), "
+                 'image(), ...), not "b\'hi\'"',
+        "list_structured": "TypeError: ToolResult(structured=...) is an object (a dict, a "
+                           "dataclass), not [1, 2]",
+        "no_json": "TypeError: result.structuredContent.when: a value of type object has no "
+                   "JSON form; convert it to a str, number, bool, list, dict or dataclass",
+        "decimal_size": "TypeError: result.content[0].size: a value of type Decimal has no "
+                        "JSON form; convert it to a str, number, bool, list, dict or dataclass"}
+
+
+def test_embedded_resource_takes_base64_text_as_a_blob_and_refuses_bytes_as_text():
+    block = mcp_min.embedded_resource("file:///logo.png", blob="iVBORw0KGgo=",
+                                      mime_type="image/png")
+    assert block["resource"] == {"uri": "file:///logo.png", "mimeType": "image/png",
+                                 "blob": "iVBORw0KGgo="}
+    with pytest.raises(TypeError, match=r"takes a str, not bytes: bytes go in blob="):
+        mcp_min.embedded_resource("file:///notes.txt", text=b"hello")
+
+
+def test_a_template_variable_whose_percent_encoding_is_not_utf8_is_refused():
+    """caf%E9 and caf%FF would both reach the function as 'caf\ufffd'."""
+    server = Server("notes")
+
+    @server.resource("file:///notes/{name}")
+    def note(name: str) -> str:
+        return name
+    with Client(server) as client:
+        assert client.read_resource("file:///notes/caf%C3%A9")["contents"][0]["text"] == "café"
+        with pytest.raises(JSONRPCError) as info:
+            client.read_resource("file:///notes/caf%E9")
+    assert info.value.code == -32602
+    assert info.value.message == ("Invalid params: file:///notes/caf%E9 has a "
+                                  "percent-encoding that is not UTF-8")

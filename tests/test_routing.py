@@ -432,3 +432,17 @@ def test_a_string_argument_typed_a_number_or_a_literal_takes_either():
             client.get_prompt("top", {"limit": "some"})
     assert said == read == ["limit=10", "limit='all'"]
     assert info.value.code == -32602 and "limit" in info.value.message
+
+
+def test_only_the_argument_that_did_not_fit_is_parsed_again():
+    """Whether "s" stays the string it was sent as must not depend on another argument."""
+    from typing import Literal
+    server = Server("either")
+
+    @server.prompt
+    def show(n: int | Literal["all"], s: str | list[str]) -> str:
+        return f"{n!r} {s!r}"
+    with Client(server) as client:
+        texts = [client.get_prompt("show", {"n": n, "s": '["a", "b"]'})["messages"][0]
+                 ["content"]["text"] for n in ("all", "10")]
+    assert texts == ["'all' '[\"a\", \"b\"]'", "10 '[\"a\", \"b\"]'"]

@@ -8,6 +8,7 @@ import functools
 import subprocess
 import sys
 import textwrap
+import time
 import typing
 from typing import Annotated, Any, List, Literal, Optional, TypedDict, Union
 
@@ -794,6 +795,24 @@ def test_decimal_bounds_hold_for_the_string_form_too():
     assert sig.bind({"amount": "0.001"})[1] == ['amount: must be a multiple of 0.01, got "0.001"']
     assert sig.bind({"amount": "NaN"})[1] == ['amount: expected a finite number, got "NaN"']
     assert sig.bind({"amount": -5})[1] == ["amount: must be >= 0, got -5"]
+
+
+def test_a_decimal_bound_is_the_number_as_written_and_a_huge_exponent_is_quick():
+    """0.1 is Decimal("0.1") at the bound, not the float's 0.1000000000000000055; and
+    checking multipleOf on 1e30000000 must not build a number of 30 million digits."""
+    from decimal import Decimal
+
+    def pay(x: Annotated[Decimal, {"minimum": 0.1, "maximum": 0.3, "multipleOf": 0.01}]): ...
+    sig = Signature(pay)
+    assert sig.bind({"x": 0.1}) == ({"x": Decimal("0.1")}, [])
+    assert sig.bind({"x": "0.3"}) == ({"x": Decimal("0.3")}, [])
+    start = time.monotonic()
+    assert sig.bind({"x": "-1e30000000"})[1] == ['x: must be >= 0.1, got "-1e30000000"']
+
+    def big(x: Annotated[Decimal, {"multipleOf": 0.01}]): ...
+    assert Signature(big).bind({"x": "1e30000000"})[1] == [
+        'x: must be a multiple of 0.01, got "1e30000000"']
+    assert time.monotonic() - start < 1
 
 
 def test_infinity_and_nan_are_no_json_numbers():
