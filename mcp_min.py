@@ -2106,6 +2106,13 @@ def _call_handler(handler, ctx):
     return _run_coroutine(result, ctx) if hasattr(result, "__await__") else result
 
 
+class _Escaped:
+    """SystemExit or KeyboardInterrupt raised by an async handler, carried off the loop."""
+
+    def __init__(self, error):
+        self.error = error
+
+
 def _run_coroutine(awaitable, ctx):
     """Run an async handler on the shared event loop while this thread waits. If the client
     cancels the request, the coroutine gets asyncio.CancelledError where it awaits."""
@@ -2113,13 +2120,19 @@ def _run_coroutine(awaitable, ctx):
 
     async def serving():
         _serving_ctx.set(ctx)         # in this task's own context: forwarded logging finds it
-        return await awaitable
+        try:
+            return await awaitable
+        except (SystemExit, KeyboardInterrupt) as e:   # out of a task, they stop the loop:
+            return _Escaped(e)                         # raised in the caller's thread instead
     future = _event_loop().submit(serving())
     ctx._on_cancel = future.cancel
     if ctx.cancelled:                         # cancelled before the hook was in place
         future.cancel()
     try:
-        return future.result()
+        result = future.result()
+        if type(result) is _Escaped:
+            raise result.error
+        return result
     except concurrent.futures.CancelledError:
         if ctx.cancelled:
             raise Cancelled(f"request {ctx.request_id!r} was cancelled") from None
@@ -2307,7 +2320,9 @@ class Context:
         meta = params.get("_meta")
         self.meta = meta if isinstance(meta, dict) else {}
         token = self.meta.get("progressToken")
-        self.progress_token = token if valid_id(token) else None
+        if token is not None and not isinstance(token, str) and not _is_json_number(token):
+            token = None                   # a string or a number (1.5 too), nothing else
+        self.progress_token = token
         self.cancelled = False             # set by notifications/cancelled (from the reader)
         self.done = False                  # set once the response is written
         self.last_progress = None
@@ -2328,16 +2343,20 @@ class Context:
     def report_progress(self, progress, total=None, message=None):
         """Send notifications/progress, if the request has a progressToken; returns whether
         it was sent. Progress must increase, as the spec requires."""
-        if isinstance(progress, bool) or not isinstance(progress, (int, float)):
-            raise TypeError(f"progress must be a number, not {type(progress).__name__}")
-        if self.last_progress is not None and progress <= self.last_progress:
-            raise ValueError(f"progress must increase: {progress} after {self.last_progress}")
+        for name, value in (("progress", progress), ("total", total)):
+            if value is not None and not _is_json_number(value):
+                raise TypeError(f"{name} must be a number, not {_preview(value)}")
+        if message is not None and not isinstance(message, str):
+            raise TypeError(f"message must be a str, not {_preview(message)}")
         if self.progress_token is None:
             return False
         params = {"progressToken": self.progress_token, "progress": progress}
         _add_optional(params, "total", total)
         _add_optional(params, "message", message, self.protocol_version or "", V2025_03)
-        with self.session.lock:               # the response cannot overtake us here
+        with self.session.lock:               # the response cannot overtake us here, and
+            last = self.last_progress         # threads reporting at once keep the order
+            if last is not None and progress <= last:
+                raise ValueError(f"progress must increase: {progress} after {last}")
             if self.done or self.cancelled:   # nothing about a request after its response
                 return False
             self.last_progress = progress

@@ -16,6 +16,7 @@ import threading
 import time
 
 import pytest
+from typing import Any
 
 import mcp_min
 from conftest import ROOT
@@ -615,6 +616,72 @@ def test_progress_must_strictly_increase(spawn):
     assert json.loads(tool_text(response)) == [True, True, True]
     assert [m["params"]["progress"] for m in before
             if is_notification("notifications/progress")(m)] == [0.5, 1.5, 9.25]
+
+
+def test_progress_from_several_threads_still_increases_on_the_wire():
+    import itertools
+    server = Server("threads")
+
+    @server.tool
+    def parallel(ctx: Context) -> int:
+        counter, lock, refused = itertools.count(1), threading.Lock(), []
+
+        def work():
+            for _ in range(1000):
+                with lock:
+                    n = next(counter)
+                try:
+                    ctx.report_progress(n)
+                except ValueError:        # a smaller value than one already sent: refused
+                    refused.append(n)
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return len(refused)
+    sent = []
+    with Client(server, timeout=30) as client:
+        refused = client.call_tool("parallel", progress=lambda p: sent.append(p["progress"]))
+    assert len(sent) + refused["structuredContent"]["result"] == 4000
+    assert all(a < b for a, b in zip(sent, sent[1:]))
+
+
+def test_progress_total_and_message_are_checked_and_any_number_is_a_token():
+    server = Server("fields")
+
+    @server.tool
+    def report(total: Any = None, message: Any = None, ctx: Context = None) -> bool:
+        return ctx.report_progress(1, total, message)
+    with Client(server) as client:
+        bad_total = client.call_tool("report", {"total": "ten"})["content"][0]["text"]
+        bad_message = client.call_tool("report", {"message": 5})["content"][0]["text"]
+        sent = client.request("tools/call", {"name": "report", "arguments": {"total": 2},
+                                             "_meta": {"progressToken": 1.5}})
+        time.sleep(0.05)
+        progress = [n["params"] for n in client.notifications
+                    if n["method"] == "notifications/progress"]
+    assert bad_total == 'TypeError: total must be a number, not "ten"'
+    assert bad_message == "TypeError: message must be a str, not 5"
+    assert sent["structuredContent"] == {"result": True}
+    assert progress == [{"progressToken": 1.5, "progress": 1, "total": 2}]
+
+
+def test_an_async_tool_that_raises_system_exit_leaves_the_event_loop_serving():
+    server = Server("async")
+
+    @server.tool
+    async def leave(how: str) -> str:
+        raise SystemExit(3) if how == "exit" else KeyboardInterrupt()
+
+    @server.tool
+    async def hello() -> str:
+        return "hi"
+    with Client(server) as client:
+        texts = [client.call_tool("leave", {"how": how})["content"][0]["text"]
+                 for how in ("exit", "interrupt")]
+        assert client.call_tool("hello")["content"][0]["text"] == "hi"
+    assert texts == ["SystemExit: 3", "KeyboardInterrupt: "]
 
 
 def test_no_progress_after_the_response(spawn):
