@@ -4385,11 +4385,17 @@ def _principal_id(principal):
 def _header_value(raw):
     """A header value as sent: values that are not plain ASCII travel as =?base64?...?=."""
     if raw and raw.startswith("=?base64?") and raw.endswith("?="):
+        encoded = raw[9:-2]
+        if not _BASE64.fullmatch(encoded):    # a2b_base64 would skip what is not base64
+            return None
         try:
-            return b64decode(raw[9:-2]).decode("utf-8")
+            return b64decode(encoded).decode("utf-8")
         except (ValueError, binascii.Error):
             return None
     return raw
+
+
+_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
 
 
 def _host_name(host):

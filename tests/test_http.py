@@ -223,6 +223,18 @@ def test_base64_header_values_are_decoded(app):
     assert json.loads(body)["result"]["contents"][0]["text"] == "crème"
 
 
+@pytest.mark.parametrize("encoded", ["Y!W*R#k", "Y W R k", "YWRk====", "YWR"])
+def test_a_base64_header_value_that_is_not_base64_is_refused(app, encoded):
+    """Only "YWRk" is "add": the others are refused, not read with what is not base64
+    skipped (a proxy routing on the raw header would disagree with the server)."""
+    message = modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}, rid=4)
+    good = {**modern_headers(message), "Mcp-Name": "=?base64?YWRk?="}
+    assert wsgi_call(app, body=message, headers=good)[0] == 200
+    status, _, body = wsgi_call(app, body=message, headers={**good,
+                                                            "Mcp-Name": f"=?base64?{encoded}?="})
+    assert status == 400 and json.loads(body)["error"]["code"] == -32020, body
+
+
 @pytest.mark.parametrize("method", ["initialize", "ping", "logging/setLevel", "no/such"])
 def test_modern_unknown_or_removed_method_is_404(app, method):
     status, _, body = post_modern(app, method, rid=9)
