@@ -4175,6 +4175,16 @@ class Session(Peer):
             self.notify("notifications/subscriptions/acknowledged",
                         {"_meta": {SUBSCRIPTION_ID_KEY: request_id}, "notifications": honoured})
 
+    def end_listens(self):
+        """Shutting down: the responses that end the open listens gracefully, which tell a
+        client to listen again (elsewhere) rather than that it lost the stream."""
+        with self.lock:
+            ended, self.listens = list(self.listens), {}
+        info = {SERVER_INFO_KEY: self.server.server_info(V2026_07)}
+        return [encode_message({"jsonrpc": "2.0", "id": rid, "result": {
+            "resultType": "complete", "_meta": {SUBSCRIPTION_ID_KEY: rid, **info}}})
+            for rid in ended]
+
     def publish(self, method, wanted, params=None):
         """Send a notification on every open listen stream for which ``wanted(filter)`` holds,
         tagged with the listen's id; under the lock, so none follows a cancellation."""
@@ -4203,6 +4213,8 @@ class Session(Peer):
             if not self.input_over.is_set():  # a stop signal: no request is read after it
                 with self.lock:               # (but the one being read), as at end of input
                     self.stopping, self.reader_ident = True, None
+                for frame in self.end_listens():
+                    self.send_frame(frame)
             self.drain()
 
     def drain(self):
@@ -4465,8 +4477,11 @@ class HttpEndpoint:
         """Shutting down: end the streams that wait for no response (GET, listen); the
         clients reconnect, to another server if need be."""
         for session in list(self.server.sessions):
-            if session.stream is not None:
-                session.stream.close()
+            stream = session.stream
+            if stream is not None:
+                for frame in session.end_listens():
+                    stream.respond(frame)
+                stream.close()
 
     # -- security ---------------------------------------------------------------------------
     def check_origin(self, environ):

@@ -883,7 +883,12 @@ def test_sigterm_lets_calls_in_flight_finish_before_the_lifespan_exits(tmp_path)
         assert server.proc.stderr.readline() == b"working\n"
         started = time.monotonic()
         server.proc.send_signal(signal.SIGTERM)
-        stream.read()                         # the listen stream ends, not waited for
+        events = [json.loads(line[6:]) for line in stream.read().decode().splitlines()
+                  if line.startswith("data: ")]  # the listen stream ends, not waited for,
+        ended = events[-1]                     # with the response that says it ended well
+        assert ended["id"] == events[0]["params"]["_meta"][mcp_min.SUBSCRIPTION_ID_KEY]
+        assert ended["result"]["resultType"] == "complete"
+        assert ended["result"]["_meta"][mcp_min.SUBSCRIPTION_ID_KEY] == ended["id"]
         response = send(idle, modern("tools/list", rid=2))
         assert response.status == 503 and response.getheader("Connection") == "close"
         assert "shutting down" in json.loads(response.read())["error"]["message"]

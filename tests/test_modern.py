@@ -496,6 +496,21 @@ def test_listen_acknowledges_what_it_will_send_and_tags_it(server):
         ("notifications/resources/updated", {"uri": "test://modern/text", "_meta": {SUB_ID: 7}})]
 
 
+def test_a_stop_signal_ends_each_open_listen_with_its_response(server):
+    """Shutting down is a graceful end: the response to subscriptions/listen says so, and
+    tells the client to listen again, not that it lost the stream."""
+    import signal
+    listen(server, 7, {"toolsListChanged": True})
+    listen(server, "b", {"toolsListChanged": True})
+    server.proc.send_signal(signal.SIGTERM)
+    ended = server.rest_of_stdout()
+    assert server.wait(10) == 0
+    assert sorted(map(str, (m["id"] for m in ended))) == ["7", "b"], ended
+    for message in ended:
+        assert message["result"]["resultType"] == "complete"
+        assert message["result"]["_meta"][SUB_ID] == message["id"]     # the same JSON type
+
+
 def test_two_listens_and_a_cancelled_one(server):
     listen(server, "a", {"toolsListChanged": True})
     listen(server, "b", {"toolsListChanged": True})
