@@ -595,9 +595,9 @@ class Peer:
             self.pending.pop(rid, None)
             raise ConnectionError("the connection is closed")
         if not slot.done.wait(timeout):
-            if self.pending.pop(rid, None) is not None:
-                self.notify("notifications/cancelled",
-                            {"requestId": rid, "reason": f"no response within {timeout} s"})
+            if self.pending.pop(rid, None) is not None:     # told where the request went
+                outlet.notify("notifications/cancelled",
+                              {"requestId": rid, "reason": f"no response within {timeout} s"})
                 raise TimeoutError(f"{method}: no response within {timeout} s")
             slot.done.wait()                  # the answer won the race: it is being filed now
         if isinstance(slot.error, BaseException):
@@ -609,9 +609,10 @@ class Peer:
 
     def cancel_pending(self, owner, reason):
         """Give up the outbound requests an owner made, telling the other side."""
+        outlet = self if owner is None else owner.outlet   # where its requests went
         for rid, slot in list(self.pending.items()):
             if slot.owner is owner and self.pending.pop(rid, None) is not None:
-                self.notify("notifications/cancelled", {"requestId": rid, "reason": reason})
+                outlet.notify("notifications/cancelled", {"requestId": rid, "reason": reason})
                 slot.resolve(error=Cancelled(reason))
 
     def fail_pending(self, exc):

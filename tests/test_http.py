@@ -458,6 +458,30 @@ def initialize(app, headers=None):
     return session
 
 
+def test_a_question_the_server_gives_up_on_is_cancelled_where_it_was_asked():
+    """No GET stream: the notifications/cancelled for a timed-out elicitation goes in the
+    POST's stream, where the question went, and not nowhere."""
+    server = make_server(request_timeout=0.3)
+
+    @server.tool
+    def ask(ctx: Context) -> str:
+        try:
+            ctx.elicit("Proceed?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})
+        except TimeoutError:
+            return "gave up"
+        return "answered"
+    session = initialize(server.wsgi)
+    status, _, body = wsgi_call(server.wsgi, body={
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ask"}},
+        headers={"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})
+    events = [json.loads(line[6:]) for line in body.decode().splitlines()
+              if line.startswith("data: ")]
+    assert [e.get("method") for e in events] == [
+        "elicitation/create", "notifications/cancelled", None]
+    assert events[1]["params"]["requestId"] == events[0]["id"]
+    assert events[2]["result"]["content"][0]["text"] == "gave up"
+
+
 def test_handshake_session_lifecycle(app):
     session = initialize(app)
     assert re.fullmatch(r"[A-Za-z0-9_-]{32}", session)
