@@ -830,17 +830,21 @@ _SPHINX_ITEM = re.compile(                                                 # ":p
     r":(?:param|parameter|arg|argument|key|keyword)\s+(?:[^:]*\s)?\**(\w+)\s*:\s*(.*)")
 
 
+def _ends_summary(i, line):
+    """The first paragraph ends at a blank line, a field or a section; the first line is a
+    section only if it names parameters ("Look up the weather for:" is a summary)."""
+    if not line or line.startswith(":"):
+        return True
+    return bool(_SECTION.fullmatch(line)) and (i > 0 or line[:-1] in _PARAM_SECTIONS)
+
+
 def parse_docstring(doc):
     """Docstring -> (first paragraph, {parameter: description}), the latter from Google-style
     `Args:` sections and Sphinx `:param [type] name:` fields. Whitespace is normalised."""
     first, *rest = (doc or "").expandtabs().strip().splitlines() or [""]
     margin = min((len(line) - len(line.lstrip()) for line in rest if line.strip()), default=0)
     lines = [first.rstrip()] + [line[margin:].rstrip() for line in rest]   # as inspect.cleandoc
-    # The first paragraph ends at a blank line, a section or a field; the first line is a
-    # section only if it names parameters ("Look up the weather for:" is a summary).
-    end = next((i for i, line in enumerate(lines) if not line or line[0] == ":"
-                or _SECTION.fullmatch(line) and (i > 0 or line[:-1] in _PARAM_SECTIONS)),
-               len(lines))
+    end = next((i for i, line in enumerate(lines) if _ends_summary(i, line)), len(lines))
     params, current, indent, section = {}, None, 0, None
     for line in lines[end:]:
         text, depth = line.strip(), len(line) - len(line.lstrip())
@@ -4938,7 +4942,7 @@ class _BodyReader:
         if "Transfer-Encoding" in headers:    # chunked: a body this reader cannot read
             self.refusal = (411, "Length Required: send Content-Length (this server reads no "
                                  "Transfer-Encoding)")
-        elif len(set(lengths)) > 1 or lengths and not _is_length(lengths[0]):
+        elif lengths and (len(set(lengths)) > 1 or not _is_length(lengths[0])):
             self.refusal = (400, "Bad Request: invalid Content-Length")
         elif lengths:
             self.left = int(lengths[0])
@@ -5103,14 +5107,10 @@ class Client(Peer):
         probe_timeout = 10.0 if self.timeout is None else min(self.timeout, 10.0)
         try:
             result = self.discover(timeout=probe_timeout)
-        except TimeoutError:                     # a handshake-only server: not an error
+        except (TimeoutError, JSONRPCError) as e:
             if self.era != "auto":
                 raise
-            return self.initialize()
-        except JSONRPCError as e:
-            if self.era != "auto":
-                raise
-            if e.code == UNSUPPORTED_VERSION:    # a stateless-era server, of other versions
+            if getattr(e, "code", None) == UNSUPPORTED_VERSION:   # a stateless-era server
                 supported = e.data.get("supported") if isinstance(e.data, dict) else None
                 self._check_handshake_offered(supported)
             return self.initialize()             # a handshake-only server: not an error
