@@ -1992,7 +1992,7 @@ class Entry:
         that may also be a string (``int | Literal["all"]``) only if the string does not fit."""
         signature = self.signature
         kwargs, problems = signature.bind(_parsed(values, signature.parse_strings))
-        named = {re.split(r"[.\[:]", problem, 1)[0] for problem in problems}   # "n: ..."
+        named = {re.split(r"[.\[:]", problem, maxsplit=1)[0] for problem in problems}
         unfit = named & signature.parse_strings_if_unfit
         if unfit:
             kwargs, problems = signature.bind(_parsed(values, signature.parse_strings | unfit))
