@@ -4985,16 +4985,10 @@ class ProtocolError(Exception):
     """The server broke the protocol: a result of the wrong shape, a cursor that repeats."""
 
 
-def _shown(value, limit=200):
-    """A value the server sent, as JSON, cut short if long: for an error message."""
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
 def _expect_object(value, what):
     """``value`` if it is a JSON object, else ProtocolError naming what the server sent."""
     if not isinstance(value, dict):
-        raise ProtocolError(f"{what} must be an object; the server sent {_shown(value)}")
+        raise ProtocolError(f"{what} must be an object; the server sent {_preview(value)}")
     return value
 
 
@@ -5119,7 +5113,7 @@ class Client(Peer):
         supported = result.get("supportedVersions")
         if self.era != "auto":
             raise ConnectionError(f"the server does not serve {self.era}: it offers "
-                                  f"{_shown(supported)}")
+                                  f"{_preview(supported)}")
         if supported is not None:                # a discover result: not a handshake-only server
             self._check_handshake_offered(supported)
         return self.initialize()
@@ -5129,7 +5123,7 @@ class Client(Peer):
         has no handshake to fall back to, unless it lists a version of the handshake too."""
         if isinstance(supported, list) and any(v in PROTOCOL_VERSIONS for v in supported):
             return
-        offered = f"protocol versions {_shown(supported)}" if supported else "other versions"
+        offered = f"protocol versions {_preview(supported)}" if supported else "other versions"
         raise ConnectionError(f"the server supports {offered}: not 2026-07-28, and as a "
                               "server of the stateless era it has no handshake to fall back to")
 
@@ -5143,7 +5137,7 @@ class Client(Peer):
         supported = result.get("supportedVersions")
         if supported is not None and not isinstance(supported, list):
             raise ProtocolError("supportedVersions in the result of server/discover must be a "
-                                f"list; the server sent {_shown(supported)}")
+                                f"list; the server sent {_preview(supported)}")
         if V2026_07 in (supported or ()):
             meta = _expect_object(result.get("_meta") or {}, "_meta in the result of "
                                                              "server/discover")
@@ -5311,7 +5305,8 @@ class Client(Peer):
                                    f"inputRequests in the result of {method}")
             answers = {}
             for key, question in asked.items():
-                _expect_object(question, f"inputRequests[{_shown(key)}] in the result of {method}")
+                where = f"inputRequests[{_preview(key)}] in the result of {method}"
+                _expect_object(question, where)
                 answers[key] = self.answer(question.get("method"), question.get("params"))
             retry = dict(params, inputResponses=answers)
             if "requestState" in result:
@@ -5368,13 +5363,13 @@ class Client(Peer):
             page = result.get(key, [])
             if not isinstance(page, list):
                 raise ProtocolError(f"{key} in the result of {method} must be a list; the "
-                                    f"server sent {_shown(page)}")
+                                    f"server sent {_preview(page)}")
             items += page
             cursor = result.get("nextCursor")
             if not cursor:
                 return items
             if not isinstance(cursor, str) or cursor in seen:
-                raise ProtocolError(f"{method}: the server sent nextCursor {_shown(cursor)}, "
+                raise ProtocolError(f"{method}: the server sent nextCursor {_preview(cursor)}, "
                                     "which is not a new cursor (a string it has not sent)")
             seen.add(cursor)
             params = {"cursor": cursor}
@@ -5588,14 +5583,14 @@ def _explain_input_required(result, problems):
     questions = result.get("inputRequests") or {}
     if not isinstance(questions, dict):
         problems.append("inputRequests must be an object (a key for each question), not "
-                        f"{_shown(questions)}")
+                        f"{_preview(questions)}")
         questions = {}
     elif not questions and "requestState" not in result:
         problems.append("an input_required result needs inputRequests, requestState or both")
     for key, question in questions.items():
         if not isinstance(question, dict):
-            problems.append(f"inputRequests[{_shown(key)}] must be an object (a request: "
-                            f"method and params), not {_shown(question)}")
+            problems.append(f"inputRequests[{_preview(key)}] must be an object (a request: "
+                            f"method and params), not {_preview(question)}")
     asked = ", ".join(f"{key}: {q.get('method')}" for key, q in questions.items()
                       if isinstance(q, dict))
     if asked:
@@ -5792,7 +5787,8 @@ def _parse_call(words):
     if "/" not in method and method != "ping":
         params, method = {"name": method, "arguments": params or {}}, "tools/call"
     if params is not None and not isinstance(params.get("_meta", {}), dict):
-        raise SystemExit(f"mcp_min: params._meta must be an object, not {_shown(params['_meta'])}")
+        meta = _preview(params["_meta"])
+        raise SystemExit(f"mcp_min: params._meta must be an object, not {meta}")
     return words, method, params
 
 
