@@ -1919,11 +1919,13 @@ def _shape_annotations(annotations, version):
 
 
 def _shape_result(result, version):
-    if version >= V2025_11:
+    if version >= V2026_07:
         return result
-    if version < V2025_06:
-        result.pop("structuredContent", None)             # its text block carries the data
-    result["content"] = [_shape_block(b, version) for b in result["content"]]
+    # Its text block carries the data; before 2026-07-28, structuredContent is an object.
+    if version < V2025_06 or not isinstance(result.get("structuredContent", {}), dict):
+        result.pop("structuredContent", None)
+    if version < V2025_11:
+        result["content"] = [_shape_block(b, version) for b in result["content"]]
     return result
 
 
@@ -2027,7 +2029,10 @@ class Tool(Entry):
     def describe(self, version):
         if version not in self.described:
             entry = {"name": self.name, "inputSchema": self.signature.input_schema}
-            _add_optional(entry, "outputSchema", self.signature.output_schema, version, V2025_06)
+            output = self.signature.output_schema
+            if version < V2026_07 and output is not None and output.get("type") != "object":
+                output = None             # before 2026-07-28, an outputSchema's root is an object
+            _add_optional(entry, "outputSchema", output, version, V2025_06)
             _add_optional(entry, "annotations", self.annotations, version, V2025_03)
             self.described[version] = self.describe_common(entry, version)
         return self.described[version]

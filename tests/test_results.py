@@ -18,7 +18,7 @@ import jsonschema
 import pytest
 
 import mcp_min
-from conftest import SERVERS, Wire
+from conftest import ROOT, SERVERS, Wire
 from mcp_min import Client, JSONRPCError, ResourceNotFound, Server
 
 LATEST = mcp_min.LATEST_PROTOCOL_VERSION
@@ -944,6 +944,32 @@ def test_resource_annotations_respect_the_version(servers, version):
     resource = next(r for r in listing(servers(version), "resources/list", "resources")
                     if r["uri"] == "test://meta/full")
     assert resource["annotations"] == {"audience": ["assistant"]}
+
+
+ARRAY_OUT = """import sys; sys.path.insert(0, %r)
+from mcp_min import Server
+server = Server("array-out")
+server.tool(lambda: [1, 2], name="numbers", output_schema={"type": "array"})
+server.run()
+"""
+
+
+@pytest.mark.parametrize("version", [V25_06, V25_11, mcp_min.V2026_07])
+def test_an_output_schema_that_is_no_object_reaches_only_2026_07_28(spawn, tmp_path, version):
+    """2025-06-18 and 2025-11-25 define outputSchema with root type "object" and
+    structuredContent as an object (the TypeScript SDK refuses the whole tools/list
+    otherwise); 2026-07-28 allows any schema and value. The text block carries the data."""
+    script = tmp_path / "array_out.py"
+    script.write_text(ARRAY_OUT % str(ROOT))
+    wire, modern = spawn(str(script)), version == mcp_min.V2026_07
+    meta = {"_meta": {"io.modelcontextprotocol/protocolVersion": version,
+                      "io.modelcontextprotocol/clientCapabilities": {}}} if modern else {}
+    if not modern:
+        wire.initialize(version)
+    [tool] = wire.result("tools/list", meta)["tools"]
+    result = wire.result("tools/call", {"name": "numbers", "arguments": {}, **meta})
+    assert ("outputSchema" in tool) is modern and ("structuredContent" in result) is modern
+    assert json.loads(ok_text(result)) == [1, 2]
 
 
 # ============================================================================================
