@@ -2016,6 +2016,9 @@ class Tool(Entry):
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", self.name):
             raise ValueError(f"tool name {self.name!r} does not follow the MCP naming guidance: "
                              "1 to 128 characters from A-Z a-z 0-9 _ - . (no spaces)")
+        if self.signature.input_schema.get("type") != "object":   # as every revision says
+            raise ValueError(f"tool {self.name!r}: the input schema's root must have "
+                             '"type": "object" (tool arguments are a JSON object)')
         schema, self.check_output = self.signature.output_schema, None
         if schema is not None:
             compiler = _Compiler(schema)

@@ -574,6 +574,17 @@ def test_invalid_tool_names_are_refused_at_registration(name):
     assert name not in server.tools
 
 
+@pytest.mark.parametrize("schema", [{"properties": {"a": {"type": "string"}}}, {"type": "array"},
+                                    {"type": ["object", "null"]}])
+def test_an_input_schema_whose_root_is_not_an_object_is_refused_at_registration(schema):
+    """Every revision's Tool.inputSchema has "type": "object" at its root; an entry without
+    it made the TypeScript SDK refuse the whole tools/list."""
+    server = mcp_min.Server("schemas")
+    with pytest.raises(ValueError, match="'noop': the input schema's root must have"):
+        server.tool(noop, input_schema=schema)
+    assert not server.tools
+
+
 def test_a_function_named_lambda_is_refused():
     server = mcp_min.Server("names")
     with pytest.raises(ValueError, match="'<lambda>'"):
