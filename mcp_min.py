@@ -5374,7 +5374,7 @@ class Client(Peer):
                                     f"server sent {_preview(page)}")
             items += page
             cursor = result.get("nextCursor")
-            if not cursor:
+            if cursor is None:                # "" is a cursor too: only none ends the list
                 return items
             if not isinstance(cursor, str) or cursor in seen:
                 raise ProtocolError(f"{method}: the server sent nextCursor {_preview(cursor)}, "

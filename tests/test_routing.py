@@ -410,6 +410,19 @@ def test_page_size_none_is_one_page():
     assert len(result["tools"]) == 10 and "nextCursor" not in result
 
 
+def test_P6_the_client_follows_an_empty_string_cursor():
+    """An empty string is a valid cursor, which a client MUST NOT take for the end of the
+    results: only a missing nextCursor is."""
+    server = Server("empty-cursor")
+    server.tool(lambda: "", name="a")         # the tools capability
+    pages = {None: {"tools": [{"name": "a", "inputSchema": {"type": "object"}}],
+                    "nextCursor": ""},
+             "": {"tools": [{"name": "b", "inputSchema": {"type": "object"}}]}}
+    server.handlers["tools/list"] = lambda ctx, params: pages[params.get("cursor")]
+    with Client(server) as client:
+        assert [t["name"] for t in client.list_tools()] == ["a", "b"]
+
+
 def test_a_string_argument_typed_a_number_or_a_literal_takes_either():
     """Prompt arguments and URI variables arrive as strings: "10" for int | Literal["all"]
     is the number, "all" the literal, and anything else is refused naming both."""
