@@ -2909,7 +2909,8 @@ class Server:
                  cache_scope="public", state_key=None, state_ttl=600, http_path="/mcp",
                  allowed_origins=(), allowed_hosts=None, auth=None, authorization_servers=(),
                  http_sessions=True, max_sessions=1000, session_idle=3600, heartbeat=15.0):
-        for setting, value, least in (("max_workers", max_workers, 1), ("max_queue", max_queue, 0)):
+        for setting, value, least in (("max_workers", max_workers, 1), ("max_queue", max_queue, 0),
+                                      ("page_size", 1 if page_size is None else page_size, 1)):
             if type(value) is not int or value < least:
                 raise ValueError(f"{setting} must be an integer of at least {least}, not {value!r}")
         self.name, self.version, self.title, self.description = name, version, title, description
@@ -3331,7 +3332,10 @@ class Server:
         completer = self.completers.get((kind, key, name))
         values = []
         if completer is not None:
-            values = [str(v) for v in completer(value, known or {})]
+            values = completer(value, known or {})
+            if hasattr(values, "__await__"):          # an async def completer
+                values = _run_coroutine(values, ctx)
+            values = [str(v) for v in values]
         return {"completion": {"values": values[:100], "total": len(values),
                                "hasMore": len(values) > 100}}
 

@@ -940,9 +940,10 @@ def test_a_borrowed_place_is_not_watched_for_and_its_return_wakes_the_queue():
 
 
 @pytest.mark.parametrize("settings", [{"max_workers": 0}, {"max_workers": 2.5},
-                                      {"max_queue": -1}, {"max_workers": "8"}])
-def test_a_pool_that_could_never_run_a_call_is_refused_when_the_server_is_made(settings):
-    """max_workers=0 queued every call for ever."""
+                                      {"max_queue": -1}, {"max_workers": "8"},
+                                      {"page_size": 0}, {"page_size": -1}, {"page_size": 2.0}])
+def test_settings_that_could_never_serve_are_refused_when_the_server_is_made(settings):
+    """max_workers=0 queued every call for ever; page_size=0 failed every list method."""
     name = next(iter(settings))
     with pytest.raises(ValueError, match=f"{name} must be an integer of at least"):
         mcp_min.Server("s", **settings)

@@ -329,6 +329,22 @@ def test_completion_refuses_a_value_that_is_no_string_and_arguments_that_are_no_
                                   "context.arguments an object")
 
 
+def test_an_async_completer_is_awaited_like_an_async_tool():
+    server = Server("s")
+
+    @server.prompt
+    def p(style: str) -> str:
+        return style
+
+    @server.completion("style", prompt="p")
+    async def styles(value, arguments):
+        return [s for s in ("warm", "formal", "witty") if s.startswith(value)]
+    with Client(server) as client:
+        result = client.request("completion/complete", {
+            "ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "style", "value": "w"}})
+    assert result["completion"] == {"values": ["warm", "witty"], "total": 2, "hasMore": False}
+
+
 def test_completion_without_a_completer_is_32601():
     with Client(make_server(prompts=True)) as client:
         with pytest.raises(JSONRPCError) as info:
