@@ -2919,7 +2919,7 @@ class Server:
         self.page_size, self.max_workers, self.max_queue = page_size, max_workers, max_queue
         self.max_line_bytes, self.grace_period = max_line_bytes, grace_period
         self.request_timeout, self.forward_logging = request_timeout, forward_logging
-        self.cache_ttl_ms, self.cache_scope = _cache_hints(cache_ttl_ms, cache_scope, name)
+        self.cache_ttl_ms, self.cache_scope = _cache_hints(cache_ttl_ms, cache_scope, name, True)
         self.request_state = RequestStateSigner(state_key, state_ttl)
         self.http_path, self.allowed_origins = http_path, tuple(allowed_origins)
         self.allowed_hosts = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
@@ -3465,11 +3465,12 @@ class Server:
         raise _Exit(code, saved)
 
 
-def _cache_hints(ttl_ms, scope, owner):
-    """Check a ttlMs and cacheScope setting (None: not set) and return them."""
-    if ttl_ms is not None and (type(ttl_ms) is not int or ttl_ms < 0):
+def _cache_hints(ttl_ms, scope, owner, required=False):
+    """Check a ttlMs and cacheScope setting and return them. None: not set, so the server's
+    (a resource's); the server's own are ``required``, as every cacheable result has both."""
+    if (ttl_ms is not None or required) and (type(ttl_ms) is not int or ttl_ms < 0):
         raise ValueError(f"{owner}: cache_ttl_ms must be a whole number of milliseconds >= 0")
-    if scope not in (None, "public", "private"):
+    if scope not in ("public", "private") and (scope is not None or required):
         raise ValueError(f'{owner}: cache_scope must be "public" or "private"')
     return ttl_ms, scope
 

@@ -606,3 +606,15 @@ def test_request_state_is_bound_to_the_server_that_issued_it(spawn, tmp_path):
              "inputResponses": {"user_name": {"action": "decline"}}}
     assert error_of(other, "tools/call", retry, capabilities=ALL_CAPS)["code"] == -32602
     assert result_of(one, "tools/call", retry, capabilities=ALL_CAPS)["resultType"] == "complete"
+
+
+@pytest.mark.parametrize("hints", [{"cache_ttl_ms": None}, {"cache_scope": None},
+                                   {"cache_ttl_ms": -1}, {"cache_scope": "shared"}])
+def test_the_server_cache_hints_must_be_set(hints):
+    """Every cacheable result carries ttlMs (an integer >= 0) and cacheScope: a server given
+    None for either used to send "ttlMs": null or "cacheScope": null. A resource's None still
+    means the server's."""
+    from mcp_min import Server
+    with pytest.raises(ValueError, match="cache_"):
+        Server("unset", **hints)
+    Server("set").resource("test://r", ttl_ms=None, cache_scope=None)(lambda: "r")
