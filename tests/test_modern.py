@@ -618,3 +618,41 @@ def test_the_server_cache_hints_must_be_set(hints):
     with pytest.raises(ValueError, match="cache_"):
         Server("unset", **hints)
     Server("set").resource("test://r", ttl_ms=None, cache_scope=None)(lambda: "r")
+
+
+def test_no_log_or_progress_for_a_request_once_answered_or_cancelled(spawn, tmp_path):
+    """Logs and progress are request-scoped: sent before that request's response only, and
+    after a cancellation nothing more is sent for it (stdio: MUST NOT send any further
+    messages). The tool's thread goes on logging and reporting all the same."""
+    script = write_script(
+        tmp_path, "chatty.py",
+        "import threading, time\n"
+        "from mcp_min import Context, Server\n"
+        "server = Server('chatty')\n"
+        "@server.tool\n"
+        "def chatter(ms: int, ctx: Context) -> str:\n"
+        "    def go():\n"
+        "        for i in range(1, ms // 10):\n"
+        "            ctx.info(f'line {i}')\n"
+        "            ctx.report_progress(i)\n"
+        "            time.sleep(0.01)\n"
+        "    thread = threading.Thread(target=go)\n"
+        "    thread.start()\n"
+        "    if ms > 500:\n"
+        "        thread.join()\n"
+        "    return 'said'\n"
+        "server.run()\n")
+    wire = spawn(str(script))
+    meta = {"progressToken": "t", LOG_LEVEL: "debug"}
+    # answered at once, while its thread chatters on for 300 ms
+    assert modern(wire, "tools/call", {"name": "chatter", "arguments": {"ms": 300}},
+                  meta=meta)["result"]["content"][0]["text"] == "said"
+    wire.expect_silence(0.5)
+    # cancelled while it chatters: nothing after the cancellation has been read
+    wire.send({"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": {
+        "name": "chatter", "arguments": {"ms": 1000}, "_meta": envelope(**meta)}})
+    assert wire.recv()["method"] in ("notifications/message", "notifications/progress")
+    wire.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "c"}})
+    wire.notifications.clear()
+    assert "error" in modern(wire, "tools/call", {"name": "nope"})      # read after the cancel
+    wire.expect_silence(1.2)
