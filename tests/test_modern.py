@@ -496,6 +496,16 @@ def test_listen_acknowledges_what_it_will_send_and_tags_it(server):
         ("notifications/resources/updated", {"uri": "test://modern/text", "_meta": {SUB_ID: 7}})]
 
 
+def test_a_resource_subscription_covers_the_resources_under_it(server):
+    """An update may be of a sub-resource of the URI subscribed to (the schema's words), but
+    not of a URI that merely starts with the same letters."""
+    listen(server, "r", {"resourceSubscriptions": ["test://modern/"]})
+    for uri in ("test://modern/text", "test://modernist"):
+        result_of(server, "tools/call", {"name": "touch", "arguments": {"uri": uri}})
+    assert [n["params"] for n in server.notifications] == [
+        {"uri": "test://modern/text", "_meta": {SUB_ID: "r"}}]
+
+
 def test_a_stop_signal_ends_each_open_listen_with_its_response(server):
     """Shutting down is a graceful end: the response to subscriptions/listen says so, and
     tells the client to listen again, not that it lost the stream."""
