@@ -3157,6 +3157,9 @@ class Server:
                 # it is asked; those the handler asks in this run are taken (and checked).
                 ctx.answers = {key: [None, answer]
                                for key, answer in ctx.params["inputResponses"].items()}
+            elif ctx.params.get("inputResponses") is not None:
+                raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses must be "
+                                                   "an object")
             result = _call_handler(handler, ctx)
         except InputRequired as unanswered:
             result = self.input_required(ctx, unanswered)

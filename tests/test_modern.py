@@ -417,6 +417,18 @@ def test_a_malformed_answer_is_32602(server):
         assert error["code"] == -32602 and "user_name" in error["message"]
 
 
+def test_input_responses_that_are_not_an_object_are_32602_with_or_without_a_state(server):
+    """The spec: servers SHOULD check that the client sent a valid InputResponses object. With
+    no requestState (answers sent before their question) a list or a string was ignored."""
+    first = result_of(server, "tools/call", {"name": "greet"}, capabilities=ALL_CAPS)
+    for state in ({}, {"requestState": first["requestState"]}):
+        for responses in ([{"action": "accept"}], "accept"):
+            error = error_of(server, "tools/call", dict(state, name="greet",
+                                                        inputResponses=responses),
+                             capabilities=ALL_CAPS)
+            assert error["code"] == -32602 and "inputResponses" in error["message"], error
+
+
 def test_request_state_expires(spawn):
     wire = spawn("modern.py", env={"MODERN_STATE_TTL": "0"})
     first = result_of(wire, "tools/call", {"name": "greet"}, capabilities=ALL_CAPS)
