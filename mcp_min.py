@@ -2406,7 +2406,8 @@ class Context:
         """Ask the client and return its answer, if it declared ``capability`` (else
         CapabilityError). In 2026-07-28 an unanswered question ends this run with an
         input_required result; ``key`` names it there (default: its kind and number)."""
-        if self.envelope is None and not self.session.initialized:
+        # The handshake allows only pings (and logging) before notifications/initialized.
+        if self.envelope is None and not self.session.initialized and method != "ping":
             raise CapabilityError(f"cannot send {method} before the client has sent "
                                   "notifications/initialized")
         if self.envelope is None and self.session.no_requests:

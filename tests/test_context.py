@@ -1325,6 +1325,35 @@ def test_no_outbound_request_before_initialized(spawn):
     assert tool_text(read_until(w, is_response(rid))[0]) == "4"
 
 
+PINGING_SERVER = """
+import sys
+sys.path.insert(0, {root!r})
+from mcp_min import Context, Server
+server = Server("pinging")
+
+@server.tool
+def pong(ctx: Context) -> str:
+    return repr(ctx.request("ping"))
+
+server.run()
+"""
+
+
+def test_ping_to_the_client_is_allowed_before_initialized(spawn, tmp_path):
+    """L12: "other than pings": a ping may go to the client between the initialize response
+    and notifications/initialized, and its answer reaches the tool."""
+    script = tmp_path / "pinging.py"
+    script.write_text(PINGING_SERVER.format(root=str(ROOT)))
+    w = spawn(str(script))
+    initialize(w, initialized=False)
+    rid = send_call(w, "pong")
+    outbound, before = read_until(w, lambda m: is_request("ping")(m) or is_response(rid)(m))
+    assert before == [] and outbound.get("method") == "ping", outbound
+    answer(w, outbound, {})
+    response, _ = read_until(w, is_response(rid))
+    assert response["result"]["isError"] is False and tool_text(response) == "{}", response
+
+
 @pytest.mark.parametrize("version,mode", [(V2025_11, "form"), (V2025_06, None)])
 def test_elicitation_form_mode_field_by_version(spawn, version, mode):
     """§10 elicitation/create: `mode: "form"` exists only in 2025-11-25; a 2025-06-18 client
