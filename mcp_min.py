@@ -5183,7 +5183,11 @@ class Client(Peer):
             "the result of initialize")
         capabilities = _expect_object(result.get("capabilities", {}),
                                       "capabilities in the result of initialize")
-        self.protocol_version = result.get("protocolVersion")
+        version = result.get("protocolVersion")
+        if version not in PROTOCOL_VERSIONS:   # the spec: a client that cannot speak it leaves
+            raise ConnectionError(f"the server offers protocol version {_preview(version)}, "
+                                  f"which this client does not speak")
+        self.protocol_version = version
         self.server_info = result.get("serverInfo")
         self.server_capabilities = capabilities
         self.instructions = result.get("instructions")

@@ -1499,6 +1499,17 @@ def test_auto_does_not_fall_back_to_the_handshake_with_a_stateless_era_server(mo
     assert sent == ["server/discover"]
 
 
+def test_client_disconnects_from_a_server_that_offers_a_version_it_does_not_speak():
+    """The handshake: a client that does not support the version in the server's response
+    disconnects, rather than go on in a protocol it does not know."""
+    said = 'the server offers protocol version "2024-10-07", which this client does not speak'
+    with pytest.raises(ConnectionError, match=re.escape(said)):
+        Client([*MISBEHAVING, "old_version"], timeout=5)
+    result = cli("inspect", "--", *MISBEHAVING, "old_version", timeout=15)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.startswith(f"mcp_min: {said}"), result.stderr
+
+
 def test_auto_still_falls_back_when_discover_is_unknown():
     with Client([*MISBEHAVING, "plain"], era="auto", timeout=5) as client:
         assert not client.modern and client.protocol_version == "2025-11-25"

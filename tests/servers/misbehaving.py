@@ -7,6 +7,7 @@ tools_str        tools/list answers "tools": "abc"
 tools_null       tools/list answers "tools": null
 caps_null        initialize answers "capabilities": null
 init_list        initialize answers a list
+old_version      initialize counter-offers 2024-10-07, a pre-release no client need speak
 discover_list    server/discover answers a list
 discover_null_caps  server/discover offers 2026-07-28 with "capabilities": null
 ir_list          tools/call answers input_required with inputRequests a list
@@ -47,7 +48,7 @@ def answer(request):
             return {"error": {"code": -32601, "message": "Method not found: initialize"}}
         if MODE == "init_list":
             return [1]
-        version = "2025-03-26" if MODE == "batch" else "2025-11-25"
+        version = {"batch": "2025-03-26", "old_version": "2024-10-07"}.get(MODE, "2025-11-25")
         return {"protocolVersion": version, "serverInfo": {"name": MODE, "version": "1"},
                 "capabilities": None if MODE == "caps_null" else {"tools": {}}}
     if method == "tools/list":
