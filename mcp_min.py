@@ -595,9 +595,10 @@ class Peer:
             self.pending.pop(rid, None)
             raise ConnectionError("the connection is closed")
         if not slot.done.wait(timeout):
-            if self.pending.pop(rid, None) is not None:     # told where the request went
-                outlet.notify("notifications/cancelled",
-                              {"requestId": rid, "reason": f"no response within {timeout} s"})
+            if self.pending.pop(rid, None) is not None:
+                if method != "initialize":    # the one request the spec forbids cancelling
+                    outlet.notify("notifications/cancelled", {
+                        "requestId": rid, "reason": f"no response within {timeout} s"})
                 raise TimeoutError(f"{method}: no response within {timeout} s")
             slot.done.wait()                  # the answer won the race: it is being filed now
         if isinstance(slot.error, BaseException):

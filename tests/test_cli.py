@@ -1510,6 +1510,18 @@ def test_client_disconnects_from_a_server_that_offers_a_version_it_does_not_spea
     assert result.stderr.startswith(f"mcp_min: {said}"), result.stderr
 
 
+def test_client_that_times_out_on_initialize_does_not_cancel_it(tmp_path):
+    """initialize MUST NOT be cancelled by clients: a client that gives up waiting for its
+    answer just stops waiting (and closes), with no notifications/cancelled for it."""
+    log, script = tmp_path / "stdin.log", tmp_path / "mute.py"
+    script.write_text(f"import sys\nlog = open({str(log)!r}, 'w')\n"
+                      "for line in sys.stdin:\n    log.write(line); log.flush()\n")
+    with pytest.raises(TimeoutError, match="initialize"):
+        Client([sys.executable, str(script)], timeout=0.5)
+    sent = [json.loads(line)["method"] for line in log.read_text().splitlines()]
+    assert sent == ["initialize"]
+
+
 def test_auto_still_falls_back_when_discover_is_unknown():
     with Client([*MISBEHAVING, "plain"], era="auto", timeout=5) as client:
         assert not client.modern and client.protocol_version == "2025-11-25"
