@@ -2117,7 +2117,11 @@ def _error_result(message):
 def _call_handler(handler, ctx):
     """handler(ctx, params), run to completion if it is a coroutine function."""
     result = handler(ctx, ctx.params)
-    return _run_coroutine(result, ctx) if hasattr(result, "__await__") else result
+    if hasattr(result, "__await__"):
+        result = _run_coroutine(result, ctx)
+    if not isinstance(result, dict) and result is not NO_RESPONSE:   # MCP results are objects
+        raise TypeError(f"{ctx.method} returned {_preview(result)}: a result must be an object")
+    return result
 
 
 class _Escaped:

@@ -379,6 +379,20 @@ def test_unencodable_raw_handler_result_and_error_data(spawn):
     assert_alive(wire)
 
 
+@pytest.mark.parametrize("value", [None, [1, 2], "text", 3])
+def test_raw_handler_result_that_is_not_an_object_is_an_internal_error(spawn, value):
+    """A response's result is a JSON object: a handler returning anything else gets -32603
+    naming what it returned, in both eras, never {"result": null} on the wire."""
+    wire = faults(spawn)
+    envelope = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}
+    for params in ({"value": value}, {"value": value, "_meta": envelope}):
+        reply = wire.request("faults/not_an_object", params)
+        assert reply["error"]["code"] == -32603, reply
+        assert f"faults/not_an_object returned {json.dumps(value)}" in reply["error"]["message"]
+    assert_alive(wire)
+
+
 @pytest.mark.parametrize("how", [
     ("die", "exit", "SystemExit"), ("die", "exit0", "SystemExit"),
     ("die", "interrupt", "KeyboardInterrupt"), ("die", "generator_exit", "GeneratorExit"),

@@ -144,6 +144,11 @@ def raw_unencodable(ctx, params):
     return {"value": object()}
 
 
+def raw_not_an_object(ctx, params):
+    """A raw handler whose result is params["value"]: null, a list, a string..."""
+    return params.get("value")
+
+
 def raw_error_with_bad_data(ctx, params):
     raise JSONRPCError(-32603, "a handler error whose data cannot be encoded",
                        {"bad": object()})
@@ -159,6 +164,7 @@ def raw_keyboard_interrupt(ctx, params):
 
 server.handlers["faults/unencodable"] = raw_unencodable
 server.handlers["faults/bad_error_data"] = raw_error_with_bad_data
+server.handlers["faults/not_an_object"] = raw_not_an_object
 server.handlers["faults/exit"] = raw_system_exit
 server.handlers["faults/interrupt"] = raw_keyboard_interrupt
 
