@@ -421,6 +421,17 @@ def test_unknown_method_before_initialize_is_32601(spawn):
     assert reply["error"]["code"] == -32601 and "tools/lisst" in reply["error"]["message"]
 
 
+def test_G12_task_on_tools_call_is_ignored_without_the_tasks_capability(spawn):
+    """2025-11-25: a server that declares no tasks capability MUST ignore params.task and
+    process tools/call normally: a CallToolResult, not a CreateTaskResult, and no tasks/*."""
+    wire = spawn("everything.py")
+    assert "tasks" not in wire.initialize(LATEST)["capabilities"]
+    called = wire.result("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3},
+                                        "task": {"ttl": 60000}})
+    assert called["content"] == [{"type": "text", "text": "5"}] and "task" not in called
+    assert wire.request("tasks/get", {"taskId": "1"})["error"]["code"] == -32601
+
+
 # ============================================================================================
 # A second initialize (L9)
 # ============================================================================================
