@@ -5260,7 +5260,10 @@ class Client(Peer):
             raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
         if method == "roots/list":
             return {"roots": callback()}
-        return callback(params or {})
+        result = callback(params or {})
+        if not isinstance(result, dict):          # a result is a JSON object
+            raise TypeError(f"the {method} callback returned {_preview(result)}, not a dict")
+        return result
 
     def _answer(self, message, outlet):
         rid = message["id"]

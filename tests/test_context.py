@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import threading
 import time
 
@@ -1158,6 +1159,22 @@ def test_sampling_round_trip(spawn):
     answer(w, outbound, SAMPLING_ANSWER)
     response, _ = read_until(w, is_response(rid))
     assert tool_text(response) == "4"
+
+
+@pytest.mark.parametrize("returned", [None, "yes", ["a"]])
+def test_client_callback_that_returns_no_object_answers_an_error_not_a_bad_result(returned):
+    """§10 from the client's side: a response's result is a JSON object, so a sampling or
+    elicitation callback returning anything else is answered -32603, never "result": null."""
+    sent = []
+    server = [sys.executable, str(ROOT / "tests" / "servers" / "everything.py")]
+    with Client(server, sampling=lambda p: returned, elicitation=lambda p: returned,
+                trace=lambda way, raw: way == "out" and sent.append(json.loads(raw))) as client:
+        for tool, arguments in (("ask_model", {"question": "q"}), ("ask_user", {})):
+            assert client.call_tool(tool, arguments)["isError"] is True
+    answers = [m for m in sent if "method" not in m]
+    assert len(answers) == 2 and all("result" not in m for m in answers), answers
+    assert all(m["error"]["code"] == -32603 and "callback returned" in m["error"]["message"]
+               for m in answers), answers
 
 
 @pytest.mark.parametrize("bad_answer", [
