@@ -1161,6 +1161,21 @@ def test_sampling_round_trip(spawn):
     assert tool_text(response) == "4"
 
 
+def test_an_answer_whose_id_has_another_type_is_not_the_answer(spawn):
+    """B5 for the server's own requests: 1 and "1" are different ids, so an answer echoing
+    the id with another type is ignored (never answered) and the tool keeps waiting for the
+    real one."""
+    w = spawn("everything.py")
+    initialize(w, capabilities={"sampling": {}})
+    rid = send_call(w, "ask_model", {"question": "2+2?"})
+    outbound, _ = read_until(w, is_request("sampling/createMessage"))
+    other = str(outbound["id"]) if type(outbound["id"]) is int else 10 ** 6
+    answer(w, {"id": other}, dict(SAMPLING_ANSWER, content={"type": "text", "text": "wrong"}))
+    assert ping_ok(w) == []                             # nothing answered it, nothing done
+    answer(w, outbound, SAMPLING_ANSWER)
+    assert tool_text(read_until(w, is_response(rid))[0]) == "4"
+
+
 @pytest.mark.parametrize("returned", [None, "yes", ["a"]])
 def test_client_callback_that_returns_no_object_answers_an_error_not_a_bad_result(returned):
     """§10 from the client's side: a response's result is a JSON object, so a sampling or
