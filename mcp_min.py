@@ -5191,7 +5191,7 @@ class Client(Peer):
         version = result.get("protocolVersion")
         if version not in PROTOCOL_VERSIONS:   # the spec: a client that cannot speak it leaves
             raise ConnectionError(f"the server offers protocol version {_preview(version)}, "
-                                  f"which this client does not speak")
+                                  "which this client does not speak")
         self.protocol_version = version
         self.server_info = result.get("serverInfo")
         self.server_capabilities = capabilities
