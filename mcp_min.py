@@ -143,13 +143,13 @@ def claim_stdio():
     """Take stdin and stdout for the protocol; return private (read_fd, write_fd) for it."""
     global _tune_allocator
     _tune_allocator = True
-    for stream in (sys.stdout, sys.stderr):
+    wire_in, wire_out = os.dup(0), os.dup(1)          # dup'ed fds are not inherited
+    os.dup2(2, 1)                                      # fd 1 -> stderr, for C code and children
+    for stream in (sys.stdout, sys.stderr):           # what print() buffered: stderr, too
         try:
             stream.flush()
         except (OSError, ValueError):
             pass
-    wire_in, wire_out = os.dup(0), os.dup(1)          # dup'ed fds are not inherited
-    os.dup2(2, 1)                                      # fd 1 -> stderr, for C code and children
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)

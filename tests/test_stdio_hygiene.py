@@ -79,6 +79,27 @@ def test_T4_nothing_on_stdout_before_initialize_or_at_exit(spawn):
     assert wire.wait(10) == 0
 
 
+BANNER_THEN_RUN = """
+print("Starting the server...")
+print("half a line, ", end="")
+import mcp_min
+mcp_min.Server("banner").run()
+"""
+
+
+def test_T4_a_banner_printed_before_run_goes_to_stderr():
+    # A client's pipe makes stdout block-buffered: the banner is still in sys.stdout's buffer
+    # when run() takes fd 1, and must not reach the wire (half a line would glue itself to
+    # the initialize response).
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONUNBUFFERED", "MCP_MIN_TRACE")}
+    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT_PARAMS}
+    done = subprocess.run([sys.executable, "-c", BANNER_THEN_RUN], input=json.dumps(request) + "\n",
+                          capture_output=True, text=True, timeout=20, cwd=ROOT, env=env)
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["id"] for line in done.stdout.splitlines()] == [1]
+    assert "Starting the server...\nhalf a line, " in done.stderr
+
+
 # ============================================================================================
 # stdin is the protocol's only (T1)
 # ============================================================================================
