@@ -15,8 +15,8 @@ checked before a file is opened. These are refused with -32602 and a message say
   outside it); links that stay inside ROOT are followed;
 - a directory, or a file over MAX_BYTES.
 
-A path that passes but names no file is -32002 (resource not found). The list_files tool
-shows what there is to read.
+A path that passes but names no file is -32002 (resource not found; in protocol 2026-07-28,
+-32602 with data.uri). The list_files tool shows what there is to read.
 """
 
 import os
