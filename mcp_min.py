@@ -697,6 +697,8 @@ class Peer:
             kind = classify(message)
         except JSONRPCError as e:
             kind = e.data.get("kind")
+            if kind is None and e.data.get("id") in self.pending:   # no method: an answer to
+                kind = "response"                   # our request, botched (no result, say)
             if kind not in ("notification", "response"):
                 return outlet.respond(encode_message(error_response(e.data.get("id"), e.code,
                                                                     e.message)))

@@ -1195,7 +1195,8 @@ def test_client_callback_that_returns_no_object_answers_an_error_not_a_bad_resul
 @pytest.mark.parametrize("bad_answer", [
     {"jsonrpc": "2.0", "result": {}, "error": {"code": 1, "message": "both"}},
     {"jsonrpc": "1.0", "result": SAMPLING_ANSWER},
-], ids=["result-and-error", "wrong-jsonrpc"])
+    {"jsonrpc": "2.0"},                 # JSON.stringify of a result that is undefined
+], ids=["result-and-error", "wrong-jsonrpc", "no-result"])
 def test_a_malformed_response_fails_its_request_and_is_never_answered(spawn, bad_answer):
     """B6/B7 + §10: a response that is not a valid one is never answered (no error reply
     carrying the id of the server's own request); the tool waiting on it fails at once."""
