@@ -504,7 +504,7 @@ class FramePrinter:
                 label = describe_frame(message, self.answered(direction, message))
             if self.colour:
                 label = f"\x1b[{self._COLOURS.get(label.split(' ')[0], '35')}m{label}\x1b[0m"
-            print(f"{self.labels[direction]} {label}: {body}", file=self.stream, flush=True)
+            _print_text(f"{self.labels[direction]} {label}: {body}", self.stream)
 
     def answered(self, direction, message):
         """The method a response answers; a request is noted for its response."""
@@ -5633,8 +5633,8 @@ def _explain_input_required(result, problems):
 
 def _print_text(text, file=None):
     """print(), showing escaped (as \\udcff) what the stream cannot encode: a lone surrogate
-    (a file name read with surrogateescape, sent as JSON's \\udcff), or on an ASCII stdout
-    any character past ASCII."""
+    (a file name read with surrogateescape, sent as JSON's \\udcff), or a character its code
+    page lacks (an ASCII stdout, a Windows one in cp1251)."""
     file = file or sys.stdout
     try:
         print(text, file=file, flush=True)

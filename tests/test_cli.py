@@ -1573,6 +1573,15 @@ def test_call_and_explain_show_a_lone_surrogate_escaped_on_a_strict_utf8_stdout(
     assert "'tools/\\udcff' is not an MCP method" in explained.stdout
 
 
+def test_demo_shows_every_frame_on_a_stdout_that_cannot_encode_them_all(demo):
+    # A Windows console or pipe in a Cyrillic code page has no "é" (the prompt's "clichés"):
+    # that frame is shown escaped, and every frame after it is still shown.
+    result = cli("demo", env=clean_env(PYTHONIOENCODING="cp1251"))
+    assert result.returncode == 0 and result.stderr == ""
+    assert "clich\\xe9s" in result.stdout
+    assert without_state(result.stdout) == without_state(demo.stdout).replace("é", "\\xe9")
+
+
 def test_repl_says_a_typed_frame_was_not_sent_once_the_server_is_gone():
     gone = [sys.executable, "-c", "import sys; sys.stdin.readline()"]
     result = subprocess.run([sys.executable, MCP_MIN, "repl", "--", *gone],
