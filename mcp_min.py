@@ -5743,7 +5743,7 @@ _DEMO_SESSIONS = {
         ("A protocol error: a method that does not exist gets a JSON-RPC error.",
          "request", "tools/col"),
         (None, "request", "tools/call", {"name": "suggest_gift"}),
-        ("Business errors are results with isError: the tool ran and said no.",
+        ("Business errors are results with isError: the tool, or its argument check, said no.",
          "call_tool", "suggest_gifts", {"occasion": "wedding", "budget": 5}),
         (None, "call_tool", "suggest_gifts", {"occasion": "funeral", "budget": "a hundred bucks"}),
         ("Closing stdin ends the session; the server exits.",)]),
