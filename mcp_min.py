@@ -4439,6 +4439,20 @@ def _header_value(raw):
 _BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
 
 
+def _accepts(accept, media_type):
+    """Whether an Accept header takes ``media_type``: the most specific range that names it,
+    in any case, decides, and q=0 refuses it (RFC 9110 12.5.1)."""
+    ranks = {media_type: 3, media_type.split("/")[0] + "/*": 2, "*/*": 1}
+    best, accepted = 0, False
+    for item in accept.lower().split(","):
+        media, *params = item.split(";")
+        rank = ranks.get(media.strip(), 0)
+        if rank > best:
+            refused = any(re.fullmatch(r"\s*q\s*=\s*0(\.0*)?\s*", param) for param in params)
+            best, accepted = rank, not refused
+    return accepted
+
+
 def _host_name(host):
     """The host name of a Host header or an Origin's netloc, without port or brackets."""
     if host.startswith("["):
@@ -4565,8 +4579,8 @@ class HttpEndpoint:
     def post(self, environ, start_response, principal):
         server = self.server
         accept = environ.get("HTTP_ACCEPT", "*/*")
-        sse = "text/event-stream" in accept or "*/*" in accept
-        if not (sse or "application/json" in accept or "application/*" in accept):
+        sse = _accepts(accept, "text/event-stream")
+        if not (sse or _accepts(accept, "application/json")):
             raise _HttpRefusal(406, "Not Acceptable: accept application/json and "
                                     "text/event-stream")
         if environ.get("CONTENT_TYPE", "").split(";")[0].strip().lower() != "application/json":
@@ -4790,7 +4804,7 @@ class HttpEndpoint:
 
     def listen_stream(self, environ, start_response, session):
         """GET: the stream of a handshake-era session's messages that belong to no request."""
-        if "text/event-stream" not in environ.get("HTTP_ACCEPT", ""):
+        if not _accepts(environ.get("HTTP_ACCEPT", ""), "text/event-stream"):
             raise _HttpRefusal(406, "Not Acceptable: GET opens a text/event-stream")
         with session.lock:                    # of two GETs at once, one gets the stream
             if session.stream is not None:

@@ -188,6 +188,23 @@ def test_json_only_client_gets_json_and_loses_only_the_notifications(app):
     assert json.loads(body)["result"]["content"][0]["text"] == "reported"
 
 
+@pytest.mark.parametrize("accept, content_type", [
+    ("Application/JSON, Text/Event-Stream", "text/event-stream"),   # media types: any case
+    ("application/json, text/*", "text/event-stream"),
+    ("application/json, text/event-stream;q=0", "application/json"),  # q=0: not acceptable
+    ("*/*, text/event-stream; q=0.0", "application/json"),
+    ("text/event-stream;q=0, application/json;q=0", None),
+    ("application/json-seq", None),
+])
+def test_accept_is_read_as_http_reads_it(app, accept, content_type):
+    message = modern("tools/call", {"name": "report", "arguments": {"steps": 1}},
+                     progressToken="p")
+    status, headers, _ = wsgi_call(app, body=message, headers={**modern_headers(message),
+                                                               "Accept": accept})
+    assert (status, headers["content-type"]) == ((200, content_type) if content_type
+                                                 else (406, "application/json"))
+
+
 def test_modern_notification_is_202(app):
     status, _, body = wsgi_call(app, body={"jsonrpc": "2.0", "method": "notifications/whatever"},
                                 headers={"MCP-Protocol-Version": V})
