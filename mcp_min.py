@@ -4625,7 +4625,7 @@ class HttpEndpoint:
         if length and not _is_length(length):
             raise _HttpRefusal(400, "Bad Request: invalid Content-Length")
         length = int(length) if length else None
-        if length is None and "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", ""):
+        if length is None and "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
             raise _HttpRefusal(411, "Length Required: send Content-Length")
         if length is not None and length > limit:
             raise _HttpRefusal(413, f"Content Too Large: {length} bytes is over the limit of "

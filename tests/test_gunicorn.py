@@ -306,13 +306,15 @@ def test_slow_calls_do_not_hold_up_other_calls_on_the_same_worker(farm):
             connection.close()
 
 
-def test_a_chunked_body_is_read(farm):
+@pytest.mark.parametrize("coding", ["chunked", "Chunked"])   # a coding's name: any case
+def test_a_chunked_body_is_read(farm, coding):
     message = call("add", {"a": 2, "b": 3})
     connection = farm.connection()
     try:
         connection.request("POST", "/mcp", iter([json.dumps(message).encode()]), {
             "Content-Type": "application/json", "Accept": ACCEPT, "MCP-Protocol-Version": V,
-            "Mcp-Method": "tools/call", "Mcp-Name": "add"}, encode_chunked=True)
+            "Mcp-Method": "tools/call", "Mcp-Name": "add", "Transfer-Encoding": coding},
+            encode_chunked=True)
         response = connection.getresponse()
         (reply,) = messages_of(response)
         assert response.status == 200 and value(reply["result"]) == 5
