@@ -165,6 +165,7 @@ def test_modern_progress_and_logs_stream_before_the_response(app):
         "name": "report", "arguments": {"steps": 3}, "_meta": {"progressToken": "p"}},
         **{"io.modelcontextprotocol/logLevel": "info", "progressToken": "p"})
     assert status == 200 and headers["content-type"] == "text/event-stream"
+    assert headers["x-accel-buffering"] == "no"     # a proxy (nginx) passes each event on at once
     messages = events(body)
     assert [m.get("method") for m in messages] == ["notifications/progress"] * 3 + [
         "notifications/message", None]
