@@ -4964,7 +4964,9 @@ def make_http_server(app, host="127.0.0.1", port=8000):
 
 
 def _is_length(text):
-    """Whether a Content-Length is one: ASCII digits only (int() takes "+5", isdigit() "²")."""
+    """Whether a Content-Length is one: ASCII digits only (int() takes "+5", isdigit() "²"),
+    once the blanks around a header value are left out (RFC 9112 5)."""
+    text = text.strip(" \t")
     return text.isascii() and text.isdigit()
 
 

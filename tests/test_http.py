@@ -772,6 +772,14 @@ def test_invalid_content_length_is_400_and_closes_the_connection(served, length)
     assert json_body(received)["error"]["message"] == "Bad Request: invalid Content-Length"
 
 
+def test_blanks_around_the_content_length_are_no_part_of_it(served):
+    message = modern("tools/list")
+    length = len(json.dumps(message))
+    received = raw_exchange(served.port, raw_request(
+        served.port, "POST", message, Connection="close", Content_Length=f"{length} \t"))
+    assert received.startswith(b"HTTP/1.1 200 ") and json_body(received)["result"]["tools"]
+
+
 def test_chunked_body_is_411_on_the_embedded_server(served):
     """wsgiref reads no chunked body: it says so (gunicorn reads one)."""
     message = modern("tools/list")
