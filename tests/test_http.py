@@ -621,6 +621,36 @@ def test_a_session_is_idle_from_the_end_of_its_stream_or_its_call():
     assert wsgi_call(server.wsgi, body=ping, headers=headers)[0] == 404
 
 
+def test_delete_ends_the_sessions_call_in_flight_and_its_get_stream():
+    server = make_server(heartbeat=0.05)
+    stopped = threading.Event()
+
+    @server.tool
+    def busy(ctx: Context) -> str:
+        while not ctx.cancelled:
+            time.sleep(0.01)
+        stopped.set()
+        return "stopped"
+    session = initialize(server.wsgi)
+    headers = {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+    _, _, stream = wsgi_open(server.wsgi, method="GET", headers={
+        **headers, "Accept": "text/event-stream"})
+    status, _, call = wsgi_open(server.wsgi, body={
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "busy"}},
+        headers=headers)
+    assert status == 200 and next(iter(call)) == b": keep-alive\n\n"   # still running
+    assert wsgi_call(server.wsgi, method="DELETE", headers=headers)[0] == 204
+    assert stopped.wait(5)
+    bodies = []
+    readers = [threading.Thread(target=lambda body=body: bodies.append(b"".join(body)))
+               for body in (stream, call)]
+    for reader in readers:
+        reader.start()
+        reader.join(5)
+    assert len(bodies) == 2 and not any(b"data:" in body for body in bodies)  # ended, no answer
+    assert wsgi_call(server.wsgi, method="GET", headers=headers)[0] == 404
+
+
 def test_a_failed_initialize_opens_no_session():
     app = make_server(max_sessions=1).wsgi
     session = initialize(app)
