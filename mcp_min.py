@@ -4936,6 +4936,9 @@ def make_http_server(app, host="127.0.0.1", port=8000):
 
     class HTTPServer(socketserver.ThreadingMixIn, simple_server.WSGIServer):
         daemon_threads, allow_reuse_address = True, True
+        # Connections waiting to be accepted: past socketserver's 5, a burst of new clients
+        # waits a second or more for its SYN to be sent again.
+        request_queue_size = socket.SOMAXCONN
         address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         stopping = False
 

@@ -749,6 +749,21 @@ def test_keep_alive_serves_many_requests_on_one_connection(served):
     connection.close()
 
 
+def test_a_burst_of_new_connections_is_queued_until_accepted():
+    """Connections the server has not accepted yet wait in the listening socket's queue: past
+    its length, a client's connect waits for its SYN to be sent again (a second or more)."""
+    httpd = mcp_min.make_http_server(make_server().wsgi, "127.0.0.1", 0)
+    clients = []
+    try:                                      # not serving: nothing is accepted meanwhile
+        for _ in range(32):
+            clients.append(socket.create_connection(httpd.server_address, timeout=0.5))
+    finally:
+        for client in clients:
+            client.close()
+        httpd.server_close()
+    assert len(clients) == 32
+
+
 def test_refused_request_does_not_poison_the_connection(served):
     connection = served.connection()
     response = send(connection, modern("tools/list"), headers={"Origin": "https://evil.example"})
