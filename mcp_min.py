@@ -4839,7 +4839,7 @@ def make_http_server(app, host="127.0.0.1", port=8000):
     """A wsgiref server for ``app`` with a thread per connection, HTTP/1.1 keep-alive and
     chunked streams (wsgiref alone answers one HTTP/1.0 request per connection)."""
     import http.server
-    import select
+    import selectors
     import socket
     import socketserver
     from wsgiref import simple_server
@@ -4924,9 +4924,13 @@ def make_http_server(app, host="127.0.0.1", port=8000):
             return environ
 
         def client_gone(self):
-            """Whether the client closed its end: readable, with nothing to read."""
+            """Whether the client closed its end: readable, with nothing to read. (By poll()
+            where there is one: select() refuses a descriptor past 1023, and every client
+            would seem gone; epoll would take a descriptor of its own.)"""
             try:
-                readable = select.select([self.connection], [], [], 0)[0]
+                with getattr(selectors, "PollSelector", selectors.SelectSelector)() as selector:
+                    selector.register(self.connection, selectors.EVENT_READ)
+                    readable = selector.select(0)
                 return bool(readable) and not self.connection.recv(1, socket.MSG_PEEK)
             except (OSError, ValueError):
                 return True

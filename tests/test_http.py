@@ -5,6 +5,7 @@ socket: keep-alive, streams, a client that goes away."""
 import http.client
 import io
 import json
+import os
 import re
 import signal
 import socket
@@ -938,6 +939,33 @@ def test_client_that_goes_away_cancels_its_call(tmp_path):
         other.close()
     finally:
         server.close()
+
+
+def test_a_client_is_not_taken_for_gone_when_the_server_has_many_files_open():
+    """Whether a client is still there is asked every 0.25 s during a call: it must work for
+    a connection past descriptor 1023 (a busy server), where select() fails."""
+    resource = pytest.importorskip("resource")
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < 1200:
+        pytest.skip("needs more than 1200 open files")
+    server = make_server()
+
+    @server.tool
+    def nap() -> str:
+        time.sleep(0.6)
+        return "rested"
+    httpd = mcp_min.make_http_server(server.wsgi, "127.0.0.1", 0)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    fillers = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        connection = http.client.HTTPConnection(*httpd.server_address, timeout=10)
+        response = send(connection, modern("tools/call", {"name": "nap", "arguments": {}}))
+        assert response.status == 200 and b"rested" in response.read()
+        connection.close()
+    finally:
+        for fd in fillers:
+            os.close(fd)
+        httpd.shutdown()
+        httpd.server_close()
 
 
 GRACEFUL_SERVER = """
