@@ -4986,7 +4986,11 @@ class _BodyReader:
     def __init__(self, rfile, headers):
         lengths = headers.get_all("Content-Length", [])
         self.rfile, self.left, self.refusal = rfile, 0, None
-        if "Transfer-Encoding" in headers:    # chunked: a body this reader cannot read
+        # A line that is not a header ("Content-Length : 5") ends the headers the parser
+        # reads: the body's length may be among those it left out.
+        if headers.defects:
+            self.refusal = (400, "Bad Request: a header line is not NAME: VALUE")
+        elif "Transfer-Encoding" in headers:  # chunked: a body this reader cannot read
             self.refusal = (411, "Length Required: send Content-Length (this server reads no "
                                  "Transfer-Encoding)")
         elif lengths and (len(set(lengths)) > 1 or not _is_length(lengths[0])):

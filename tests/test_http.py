@@ -818,6 +818,19 @@ def test_invalid_content_length_is_400_and_closes_the_connection(served, length)
     assert json_body(received)["error"]["message"] == "Bad Request: invalid Content-Length"
 
 
+@pytest.mark.parametrize("name", ["Content-Length", "Accept"])
+def test_whitespace_before_a_header_colon_is_400_and_closes_the_connection(served, name):
+    """HTTP refuses such a header (RFC 9112 5.1). The parser would drop it and the headers
+    after it: without its Content-Length, the body would be served as a request of its own."""
+    inner = raw_request(served.port, "POST", modern("tools/list", rid=99))
+    request = raw_request(served.port, "POST", modern("tools/list"), body=inner,
+                          Content_Length=len(inner))
+    received = raw_exchange(served.port, request.replace(f"\r\n{name}:".encode(),
+                                                         f"\r\n{name} :".encode(), 1))
+    assert received.startswith(b"HTTP/1.1 400 ") and received.count(b"HTTP/1.1") == 1
+    assert b"Connection: close" in received
+
+
 def test_blanks_around_the_content_length_are_no_part_of_it(served):
     message = modern("tools/list")
     length = len(json.dumps(message))
