@@ -219,6 +219,7 @@ def test_modern_notification_is_202(app):
     ({"Mcp-Method": "tools/list"}, "Mcp-Method"),
     ({"Mcp-Method": None}, "Mcp-Method"),
     ({"Mcp-Name": "other"}, "Mcp-Name"),
+    ({"Mcp-Name": None}, "Mcp-Name"),         # required for tools/call, as for the other two
 ])
 def test_modern_headers_must_match_the_body(app, change, expected):
     message = modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}}, rid=7)
