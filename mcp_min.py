@@ -4564,7 +4564,7 @@ class HttpEndpoint:
             return principal
         metadata = (f"{self.base_url(environ)}/.well-known/oauth-protected-resource"
                     f"{self.server.http_path}")
-        error = ', error="invalid_token"' if environ.get("HTTP_AUTHORIZATION") else ""
+        error = ', error="invalid_token"' if scheme.lower() == "bearer" else ""
         raise _HttpRefusal(401, "Unauthorized: send Authorization: Bearer TOKEN", headers=[
             ("WWW-Authenticate", f'Bearer resource_metadata="{metadata}"{error}')])
 

@@ -390,6 +390,9 @@ def test_bearer_auth_401_metadata_and_principal(caplog):
     status, headers, _ = post_modern(app, "tools/list",
                                      headers={"Authorization": "Bearer wrong"})
     assert status == 401 and 'error="invalid_token"' in headers["www-authenticate"]
+    status, headers, _ = post_modern(app, "tools/list",     # a scheme it does not take: no
+                                     headers={"Authorization": "Basic YTpi"})   # error (RFC 6750)
+    assert status == 401 and "error=" not in headers["www-authenticate"]
     status, _, body = wsgi_call(app, method="GET",
                                 path="/.well-known/oauth-protected-resource/mcp")
     assert status == 200 and json.loads(body) == {
