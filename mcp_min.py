@@ -4440,8 +4440,8 @@ _BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{
 
 
 def _accepts(accept, media_type):
-    """Whether an Accept header takes ``media_type``: the most specific range that names it,
-    in any case, decides, and q=0 refuses it (RFC 9110 12.5.1)."""
+    """Whether an Accept header takes ``media_type``: the most specific range that names it
+    (whatever its case) decides, and q=0 refuses it (RFC 9110 12.5.1)."""
     ranks = {media_type: 3, media_type.split("/")[0] + "/*": 2, "*/*": 1}
     best, accepted = 0, False
     for item in accept.lower().split(","):
