@@ -2022,6 +2022,7 @@ class Tool(Entry):
         if self.signature.input_schema.get("type") != "object":   # as every revision says
             raise ValueError(f"tool {self.name!r}: the input schema's root must have "
                              '"type": "object" (tool arguments are a JSON object)')
+        self.mirrored = _mirrored_arguments(self.signature.input_schema, self.name)
         schema, self.check_output = self.signature.output_schema, None
         if schema is not None:
             compiler = _Compiler(schema)
@@ -2106,6 +2107,59 @@ class Tool(Entry):
                   self.name, _errors_text(problems))
         return _error_result(f"Tool '{self.name}' produced output that does not match its "
                              f"output schema:\n{_errors_text(problems)}")
+
+
+def _mirrored_arguments(schema, tool):
+    """The arguments a tool's input schema marks with "x-mcp-header": over HTTP in 2026-07-28
+    clients repeat them as Mcp-Param-{Name} headers, for proxies to route on. Returns {name:
+    path of properties}; an annotation the spec does not allow makes the tool invalid."""
+    mirrored = {}
+
+    def walk(node, path):             # path: None once the way from the root is not properties
+        if isinstance(node, list):
+            for item in node:
+                walk(item, None)
+        if not isinstance(node, dict):
+            return
+        name = node.get("x-mcp-header")
+        if name is not None:
+            problem = None
+            if not path:
+                problem = "it may only mark a property reached from the root by properties"
+            elif not isinstance(name, str) or not _TOKEN.fullmatch(name):
+                problem = "it must be a header name (letters, digits and !#$%&'*+-.^_`|~)"
+            elif node.get("type") not in ("string", "integer", "boolean"):
+                problem = "it may only mark a string, integer or boolean"
+            elif name.lower() in {n.lower() for n in mirrored}:
+                problem = "it must be unique (whatever the case)"
+            if problem:
+                raise ValueError(f"tool {tool!r}: x-mcp-header {name!r}: {problem}")
+            mirrored[name] = path
+        for key, value in node.items():
+            if key == "properties" and path is not None and isinstance(value, dict):
+                for prop, sub in value.items():
+                    walk(sub, path + (prop,))
+            elif key not in ("enum", "const", "default", "examples"):     # values, no schemas
+                walk(value, None)
+    walk(schema, ())
+    return mirrored
+
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")         # an HTTP field name (RFC 9110)
+
+
+def _mirrors(value, header):
+    """Whether a Mcp-Param-{Name} header (decoded; None: absent) stands for the argument
+    ``value``: integers compare as numbers (42.0 is 42), booleans are true or false."""
+    if isinstance(value, str) or header is None:
+        return header == value
+    try:
+        sent = _decoder.decode(header)
+    except ValueError:
+        return False
+    if isinstance(value, bool) or isinstance(sent, bool):
+        return sent is value
+    return _is_json_number(sent) and sent == value
 
 
 _NO_STRUCTURED = ("no structured content: a tool with an output schema must return it "
@@ -4645,13 +4699,29 @@ class HttpEndpoint:
         name = params.get("uri" if method == "resources/read" else "name")
         problem = None
         if isinstance(version, str) and header != version:
-            problem = f"MCP-Protocol-Version is {header!r}, the body's _meta says {version!r}"
+            problem = (f"MCP-Protocol-Version is {'missing' if header is None else repr(header)}"
+                       f", the body's _meta says {version!r}")
         elif _header_value(environ.get("HTTP_MCP_METHOD")) != method:
             problem = f"Mcp-Method must be {method!r}"
         elif method in INPUT_METHODS and _header_value(environ.get("HTTP_MCP_NAME")) != name:
             problem = f"Mcp-Name must be {name!r}"
+        elif method == "tools/call" and type(name) is str and name in self.server.tools:
+            problem = self.mirror_problem(environ, self.server.tools[name], params)
         if problem:
             raise _HttpRefusal(400, f"Header mismatch: {problem}", message["id"], HEADER_MISMATCH)
+
+    @staticmethod
+    def mirror_problem(environ, tool, params):
+        """What is wrong with the Mcp-Param-{Name} headers of a call to ``tool``, if anything:
+        each argument its schema marks with x-mcp-header must be repeated, and only then."""
+        for name, path in tool.mirrored.items():
+            value = params.get("arguments")
+            for key in path:
+                value = value.get(key) if isinstance(value, dict) else None
+            header = environ.get("HTTP_MCP_PARAM_" + name.upper().replace("-", "_"))
+            if value is not None and not _mirrors(value, _header_value(header)):
+                return f"Mcp-Param-{name} must be {json.dumps(value)}, as in the arguments"
+        return None
 
     # -- handshake-era sessions -----------------------------------------------------------------
     def open_session(self, session):

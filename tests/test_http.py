@@ -215,7 +215,7 @@ def test_modern_notification_is_202(app):
 
 @pytest.mark.parametrize("change, expected", [
     ({"MCP-Protocol-Version": "2025-11-25"}, "MCP-Protocol-Version"),
-    ({"MCP-Protocol-Version": None}, "MCP-Protocol-Version"),
+    ({"MCP-Protocol-Version": None}, "MCP-Protocol-Version is missing"),
     ({"Mcp-Method": "tools/list"}, "Mcp-Method"),
     ({"Mcp-Method": None}, "Mcp-Method"),
     ({"Mcp-Name": "other"}, "Mcp-Name"),
@@ -227,6 +227,72 @@ def test_modern_headers_must_match_the_body(app, change, expected):
     error = json.loads(body)
     assert status == 400 and error["id"] == 7
     assert error["error"]["code"] == -32020 and expected in error["error"]["message"]
+
+
+def mirroring_server():
+    server = Server("mirrors")
+
+    @server.tool(input_schema={"type": "object", "required": ["region"], "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "shard": {"type": "integer", "x-mcp-header": "Shard"},
+        "dry": {"type": "boolean", "x-mcp-header": "Dry-Run"},
+        "where": {"type": "object", "properties": {
+            "zone": {"type": "string", "x-mcp-header": "Zone"}}},
+        "query": {"type": "string"}}})
+    def execute(region, query="", shard=None, dry=None, where=None):
+        return f"{region} {shard} {dry}"
+    return server
+
+
+@pytest.mark.parametrize("arguments, headers, ok", [
+    ({"region": "us-west1"}, {"Mcp-Param-Region": "us-west1"}, True),
+    ({"region": "us-west1"}, {}, False),                      # present in the body: required
+    ({"region": "us-west1"}, {"Mcp-Param-Region": "eu-west1"}, False),
+    ({"region": "Zürich"}, {"Mcp-Param-Region": "=?base64?WsO8cmljaA==?="}, True),
+    ({"region": "r", "shard": 42}, {"Mcp-Param-Region": "r", "Mcp-Param-Shard": "42.0"}, True),
+    ({"region": "r", "shard": 42}, {"Mcp-Param-Region": "r", "Mcp-Param-Shard": "43"}, False),
+    ({"region": "r", "dry": False}, {"Mcp-Param-Region": "r", "Mcp-Param-Dry-Run": "false"},
+     True),
+    ({"region": "r", "dry": False}, {"Mcp-Param-Region": "r", "Mcp-Param-Dry-Run": "0"}, False),
+    ({"region": "r", "where": {"zone": "b"}}, {"Mcp-Param-Region": "r", "Mcp-Param-Zone": "b"},
+     True),
+    ({"region": "r", "where": {"zone": "b"}}, {"Mcp-Param-Region": "r"}, False),
+    ({"region": "r", "shard": None}, {"Mcp-Param-Region": "r"}, True),    # null: no header
+])
+def test_arguments_marked_x_mcp_header_must_be_repeated_in_mcp_param_headers(arguments, headers,
+                                                                             ok):
+    """2026-07-28 over HTTP: a proxy may route on Mcp-Param-{Name}, so the server refuses a
+    call whose headers do not say what its arguments say (400, -32020)."""
+    message = modern("tools/call", {"name": "execute", "arguments": arguments}, rid=3)
+    status, _, body = wsgi_call(mirroring_server().wsgi, body=message,
+                                headers={**modern_headers(message), **headers})
+    reply = json.loads(body)
+    if ok:
+        assert status == 200 and "result" in reply, body
+    else:
+        assert status == 400 and reply["error"]["code"] == -32020, body
+        assert "Mcp-Param-" in reply["error"]["message"]
+
+
+@pytest.mark.parametrize("schema, problem", [
+    ({"type": "object", "x-mcp-header": "All"}, "reached from the root"),
+    ({"type": "object", "properties": {"a": {"type": "array", "items": {
+        "type": "string", "x-mcp-header": "A"}}}}, "reached from the root"),
+    ({"type": "object", "properties": {"a": {"anyOf": [
+        {"type": "string", "x-mcp-header": "A"}]}}}, "reached from the root"),
+    ({"type": "object", "properties": {"a": {"type": "number", "x-mcp-header": "A"}}},
+     "string, integer or boolean"),
+    ({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "A B"}}},
+     "header name"),
+    ({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": ""}}},
+     "header name"),
+    ({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "Id"},
+                                       "b": {"type": "string", "x-mcp-header": "ID"}}}, "unique"),
+])
+def test_an_x_mcp_header_the_spec_does_not_allow_is_refused_at_registration(schema, problem):
+    """Clients drop such a tool from tools/list: better to hear of it when it is made."""
+    with pytest.raises(ValueError, match=problem):
+        Server("s").tool(lambda **kw: "", name="t", input_schema=schema)
 
 
 def test_base64_header_values_are_decoded(app):

@@ -558,3 +558,49 @@ def test_a_client_resetting_its_idle_connection_is_no_error(served):
     while not tracebacks(served, since) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert tracebacks(served, since) == []
+
+
+MIRRORING_SERVER = '''
+from mcp_min import Server
+
+server = Server("mirrors")
+
+
+@server.tool(input_schema={"type": "object", "required": ["region", "query"], "properties": {
+    "region": {"type": "string", "x-mcp-header": "Region"},
+    "shard": {"type": "integer", "x-mcp-header": "Shard"},
+    "query": {"type": "string"}}})
+def execute(region, query, shard=None):
+    return f"{query} in {region}, shard {shard}"
+'''
+
+MIRRORING_CLIENT = '''
+import sys, anyio
+from mcp import Client
+
+async def main():
+    async with Client(sys.argv[1], mode="2026-07-28") as client:
+        await client.list_tools()            # the SDK learns which arguments to mirror
+        for arguments in ({"region": "Zürich", "query": "q", "shard": 7},
+                          {"region": "us-west1", "query": "r"}):
+            result = await client.call_tool("execute", arguments)
+            print(result.content[0].text)
+anyio.run(main)
+'''
+
+
+def test_python_client_mirrors_x_mcp_header_arguments_the_server_checks(tmp_path):
+    """The official client repeats the arguments a tool marks with x-mcp-header as
+    Mcp-Param-{Name} headers (base64 for "Zürich"), and the server takes them as matching."""
+    if (reason := missing("py")) is not None:
+        pytest.skip(reason)
+    (tmp_path / "mirrors.py").write_text(MIRRORING_SERVER)
+    server = HttpServerProcess(tmp_path / "mirrors.py")
+    try:
+        proc = subprocess.run([sys.executable, "-c", MIRRORING_CLIENT,
+                               f"http://127.0.0.1:{server.port}/mcp"],
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        server.close()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.splitlines() == ["q in Zürich, shard 7", "r in us-west1, shard None"]
