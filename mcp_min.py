@@ -109,6 +109,9 @@ class _Log:
             if not logging.getLogger().handlers and not logger.handlers:
                 handler = logging.StreamHandler(sys.stderr)
                 handler.setFormatter(logging.Formatter("mcp_min %(levelname)s: %(message)s"))
+                # Silent once the application configures logging: its handlers then show
+                # the record, which would otherwise appear twice.
+                handler.addFilter(lambda record: not logging.getLogger().handlers)
                 logger.addHandler(handler)
                 logger.setLevel(logging.INFO)
             log = logger
@@ -319,6 +322,8 @@ def decode_message(line):
         why = "JSON nested too deeply"
     except ValueError as e:
         why = e
+        if line.startswith(b"\xef\xbb\xbf"):         # as a Windows editor may save a file
+            why = "the line starts with a byte-order mark (EF BB BF): send UTF-8 without one"
     raise JSONRPCError(PARSE_ERROR, f"Parse error: {why}")
 
 

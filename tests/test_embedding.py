@@ -144,6 +144,18 @@ report(during=during, got=got,
 """
 
 
+def test_logging_configured_after_mcp_min_logged_shows_each_record_once():
+    """mcp_min's own stderr handler, set up when it first logs, steps aside once the
+    application configures logging: a record is shown by the application's handler alone."""
+    script = ("import logging, mcp_min\n"
+              "mcp_min.log.warning('before')\n"
+              "logging.basicConfig(format='APP %(name)s: %(message)s')\n"
+              "mcp_min.log.warning('after')\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=ROOT, timeout=30)
+    assert proc.stderr.splitlines() == ["mcp_min WARNING: before", "APP mcp_min: after"]
+
+
 def test_forward_logging_leaves_the_root_logger_alone_and_forwards_each_record_once(tmp_path):
     """Two servers forwarding (all loggers, and "app") and one not, served at once: no handler
     is added to the root logger or to "app", each record reaches the client of the server

@@ -169,6 +169,13 @@ def test_T7_not_json_gets_parse_error_without_id_and_serving_continues(shared, l
     assert_still_serving(shared)
 
 
+def test_a_byte_order_mark_is_named_in_the_parse_error(shared):
+    shared.send(b"\xef\xbb\xbf" + b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+    error = shared.recv()["error"]
+    assert error["code"] == -32700 and "byte-order mark" in error["message"], error
+    assert_still_serving(shared)
+
+
 @pytest.mark.parametrize("bad", [b"\xff\xfe", b"\xc0\xaf", b"\xed\xa0\x80", b"\xe2\x82", b"\x80"],
                          ids=["ff-fe", "overlong", "utf8-surrogate", "truncated-seq", "lone-continuation"])
 def test_T3_invalid_utf8_is_a_parse_error(shared, bad):
