@@ -3552,7 +3552,7 @@ def _cursor_position(cursor):
             return int(raw[6:])
     except (ValueError, AttributeError, TypeError):     # binascii.Error is a ValueError
         pass
-    raise JSONRPCError(INVALID_PARAMS, f"Invalid cursor: {cursor!r} is not a nextCursor "
+    raise JSONRPCError(INVALID_PARAMS, f"Invalid cursor: {_preview(cursor)} is not a nextCursor "
                                        "from this server")
 
 

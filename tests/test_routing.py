@@ -6,6 +6,7 @@ In-memory servers (``mcp_min.Client(server)``, the real wire code over OS pipes)
 handlers dict and list mutations; the everything server as a subprocess for the wire."""
 
 import base64
+import json
 import sys
 import threading
 import time
@@ -343,6 +344,8 @@ def test_P4_invalid_cursor_is_32602(paged, method, key, ident, cursor):
     reply = paged.request(method, {"cursor": cursor})
     assert "error" in reply, reply
     assert reply["error"]["code"] == -32602
+    assert f"Invalid cursor: {json.dumps(cursor, ensure_ascii=False)} is not" in reply["error"][
+        "message"]                                         # as JSON, not as Python writes it
     assert "cursor" in reply["error"]["message"].lower()
 
 
