@@ -697,7 +697,7 @@ class Peer:
         a Batch, or an HTTP EventStream."""
         outlet = outlet or self
         if isinstance(message, list):
-            return self.handle_batch(message)
+            return self.handle_batch(message, outlet)
         try:
             kind = classify(message)
         except JSONRPCError as e:
@@ -735,7 +735,7 @@ class Peer:
         if frame is not None:
             self.send_frame(frame)
 
-    def handle_batch(self, items):
+    def handle_batch(self, items, outlet):
         """Hook: a JSON array of messages (only protocol 2025-03-26 has them)."""
         self.send(error_response(None, INVALID_REQUEST, "Invalid Request: batches are not "
                                  "supported; send one message per line"))
@@ -750,12 +750,14 @@ class Peer:
 
 
 class Batch:
-    """Collects the replies to one JSON-RPC batch (protocol 2025-03-26 only) and sends them
-    as one array once every member has been answered or turned out to need no answer."""
+    """Collects the replies to one JSON-RPC batch (protocol 2025-03-26 only) and responds
+    with them as one array, through the outlet the batch came from, once every member has
+    been answered or turned out to need no answer (then with None: nothing to send)."""
 
-    def __init__(self, peer, size):
+    def __init__(self, outlet, size):
         self.remaining, self.frames, self.lock = size, [], threading.Lock()
-        self.send_frame = peer.send_frame     # notifications go out at once, not batched
+        self.outlet, self.events = outlet, getattr(outlet, "events", True)
+        self.send_frame = outlet.send_frame   # notifications go out at once, not batched
 
     send, notify = Peer.send, Peer.notify
 
@@ -764,9 +766,9 @@ class Batch:
             if frame is not None:
                 self.frames.append(frame)
             self.remaining -= 1
-            if self.remaining or not self.frames:
+            if self.remaining:
                 return
-        self.send_frame(b"[" + b",".join(self.frames) + b"]")
+        self.outlet.respond(b"[" + b",".join(self.frames) + b"]" if self.frames else None)
 
 
 # ============================================================================================
@@ -4008,15 +4010,15 @@ class Session(Peer):
         self.read_error = None              # what stopped the reading, if not end of input
 
     # -- dispatch ------------------------------------------------------------------------------
-    def handle_batch(self, items):
+    def handle_batch(self, items, outlet):
         if self.version != V2025_03:          # batches exist in protocol 2025-03-26 only
             version = self.version or "none (not initialized)"
             return self.reply_error(None, INVALID_REQUEST, "Invalid Request: batches are not "
                                     f"part of protocol version {version}; send one message "
-                                    "per line", self)
+                                    "at a time", outlet)
         if not items:
-            return self.reply_error(None, INVALID_REQUEST, "Invalid Request: empty batch", self)
-        batch = Batch(self, len(items))
+            return self.reply_error(None, INVALID_REQUEST, "Invalid Request: empty batch", outlet)
+        batch = Batch(outlet, len(items))
         for item in items:
             if isinstance(item, list):            # no batches inside batches
                 self.reply_error(None, INVALID_REQUEST, "Invalid Request: a batch inside a "
@@ -4645,18 +4647,21 @@ class HttpEndpoint:
         if environ.get("CONTENT_TYPE", "").split(";")[0].strip().lower() != "application/json":
             raise _HttpRefusal(415, "Unsupported Media Type: the body must be application/json")
         body = self.read_body(environ)
-        try:
-            message = decode_message(body)
-            if isinstance(message, list):
-                raise JSONRPCError(INVALID_REQUEST, "Invalid Request: batches are not "
-                                                    "supported over HTTP; POST one message")
-            kind = classify(message)
-        except JSONRPCError as e:
-            rid = e.data.get("id") if isinstance(e.data, dict) else None
-            raise _HttpRefusal(400, e.message, rid, e.code) from None
         # The era: 2026-07-28 if the body or the MCP-Protocol-Version header says so (a
         # handshake client sends no such header with initialize, and its version after).
         modern = environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_PROTOCOL_VERSIONS
+        try:
+            message = decode_message(body)
+            if not isinstance(message, list):
+                kind = classify(message)
+            elif modern or not server.http_sessions:     # a batch needs a 2025-03-26 session
+                raise JSONRPCError(INVALID_REQUEST, "Invalid Request: batches are accepted "
+                                   "only in a protocol 2025-03-26 session; POST one message")
+            else:                             # the session checks its version (handle_batch)
+                kind = "batch"
+        except JSONRPCError as e:
+            rid = e.data.get("id") if isinstance(e.data, dict) else None
+            raise _HttpRefusal(400, e.message, rid, e.code) from None
         if kind != "request" and modern:
             return self.reply(start_response, 202, b"")    # nothing for a stateless server
         if kind == "request":
@@ -4673,7 +4678,7 @@ class HttpEndpoint:
         else:                                 # stateless handshake: as if just initialized
             session = self.stateless_session(environ, principal)
         session.last_used = time.monotonic()
-        if kind != "request":                 # a notification, or an answer to our question
+        if kind in ("notification", "response"):   # a response: an answer to our question
             session.handle_message(message)
             return self.reply(start_response, 202, b"")
         return self.exchange(environ, start_response, session, message, sse,
@@ -4794,12 +4799,16 @@ class HttpEndpoint:
     # -- responses --------------------------------------------------------------------------------
     def exchange(self, environ, start_response, session, message, sse, modern=False,
                  opens_session=False):
-        """Dispatch one request and answer with its response: JSON if that comes first, else
-        an SSE stream of what comes before it. A stream also starts when the response takes
-        longer than ``heartbeat`` seconds: its keep-alive lines fail once the client has gone,
-        which cancels the request (on the embedded server, closing the connection does).
+        """Dispatch one request (or a batch) and answer with its response: JSON if that comes
+        first, else an SSE stream of what comes before it. A stream also starts when the
+        response takes longer than ``heartbeat`` seconds: its keep-alive lines fail once the
+        client has gone, which cancels the request (on the embedded server, closing the
+        connection does).
         ``opens_session``: an initialize, whose result (not an error) opens the session."""
-        rid, listen = message["id"], modern and message["method"] == "subscriptions/listen"
+        # A batch's requests are not cancelled when the client leaves: 2025-03-26 says not to.
+        batch = isinstance(message, list)
+        rid = None if batch else message["id"]
+        listen = modern and message["method"] == "subscriptions/listen"
         if listen and not sse:
             raise _HttpRefusal(406, "Not Acceptable: subscriptions/listen answers with "
                                     "text/event-stream", rid)
@@ -4807,8 +4816,10 @@ class HttpEndpoint:
         if listen:
             session.stream = stream
             self.server.sessions.add(session)
-        # 2026-07-28 even for initialize, which is not part of that era
-        session.handle_request(message, stream, stateless=modern)
+        if batch:
+            session.handle_batch(message, stream)
+        else:                                 # 2026-07-28 even for initialize, not of that era
+            session.handle_request(message, stream, stateless=modern)
         left = False
         try:
             first = self.next_item(stream, self.server.heartbeat if sse else None, gone)
@@ -4826,7 +4837,8 @@ class HttpEndpoint:
                 if opens_session and "result" in json.loads(first[0]):
                     headers = [("Mcp-Session-Id", self.open_session(session))]
                 return self.reply(start_response, status, first[0], headers)
-            if left or not sse:               # no one to answer, or no way to say "nothing"
+            # no one to answer, no way to say "nothing", or a batch with nothing to answer
+            if left or not sse or batch:
                 return self.reply(start_response, 202, b"")
             # cancelled: a stream that ends with no response (a request is never 202)
         start_response(HTTP_STATUS[200], list(_SSE_HEADERS))
@@ -4893,7 +4905,8 @@ class HttpEndpoint:
     def status_of(frame, modern):
         if b'"error":{"code":' not in frame:
             return 200
-        error = json.loads(frame).get("error")
+        reply = json.loads(frame)             # a batch's array of replies: 200
+        error = reply.get("error") if isinstance(reply, dict) else None
         if not isinstance(error, dict):       # a result that only mentions such a string
             return 200
         if modern:
@@ -5336,11 +5349,11 @@ class Client(Peer):
         self.close()
 
     # -- incoming --------------------------------------------------------------------------------
-    def handle_batch(self, items):
+    def handle_batch(self, items, outlet):
         # Protocol 2025-03-26 has batches, and a client must take them: each message is
         # handled as if it came alone, and the answers to its requests go back as one batch.
         if self.protocol_version != V2025_03:
-            return super().handle_batch(items)
+            return super().handle_batch(items, outlet)
         if not items:
             return self.send(error_response(None, INVALID_REQUEST, "Invalid Request: empty batch"))
         batch = Batch(self, len(items))

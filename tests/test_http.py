@@ -535,10 +535,10 @@ def test_a_principal_that_cannot_be_told_apart_is_a_clear_error(caplog):
 
 
 # -- the handshake era -------------------------------------------------------------------------------
-def initialize(app, headers=None):
+def initialize(app, headers=None, version="2025-11-25"):
     status, response_headers, body = wsgi_call(app, body={
         "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "clientInfo": {"name": "t", "version": "1"},
+            "protocolVersion": version, "clientInfo": {"name": "t", "version": "1"},
             "capabilities": {"elicitation": {}}}}, headers=headers)
     assert status == 200, body
     session = response_headers["mcp-session-id"]
@@ -765,6 +765,47 @@ def test_stateless_handshake_mode_serves_without_initialize():
                                     headers={"MCP-Protocol-Version": version})
         message = json.loads(body)["error"]["message"]
         assert status == 400 and f"unsupported MCP-Protocol-Version {version!r}" in message
+
+
+def test_a_2025_03_26_session_takes_a_batch_and_answers_it_as_one_array(app):
+    session = initialize(app, version="2025-03-26")
+    headers = {"Mcp-Session-Id": session}
+    status, response_headers, body = wsgi_call(app, body=[
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "add", "arguments": {"a": 1, "b": 2}}}], headers=headers)
+    assert status == 200 and response_headers["content-type"] == "application/json"
+    replies = json.loads(body)
+    assert [reply["id"] for reply in replies] == [1, 2]
+    assert replies[1]["result"]["content"][0]["text"] == "3"
+    # what comes before the replies streams first, then the replies as one event
+    status, response_headers, body = wsgi_call(app, body=[
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "report", "arguments": {"steps": 1}, "_meta": {"progressToken": "p"}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "ping"}], headers=headers)
+    messages = events(body)
+    assert status == 200 and response_headers["content-type"] == "text/event-stream"
+    assert messages[0]["method"] == "notifications/progress"
+    assert sorted(reply["id"] for reply in messages[-1]) == [3, 4]
+    status, _, body = wsgi_call(app, body=[                   # nothing to answer: 202
+        {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+        {"jsonrpc": "2.0", "id": 99, "result": {}}], headers=headers)
+    assert status == 202 and body == b""
+    status, _, body = wsgi_call(app, body=[], headers=headers)
+    assert status == 400 and "empty batch" in json.loads(body)["error"]["message"]
+
+
+def test_a_batch_is_refused_outside_a_2025_03_26_session():
+    ping = [{"jsonrpc": "2.0", "id": 1, "method": "ping"}]
+    app = make_server().wsgi
+    status, _, body = wsgi_call(app, body=ping, headers={"Mcp-Session-Id": initialize(app)})
+    error = json.loads(body)["error"]
+    assert status == 400 and error["code"] == -32600 and "2025-11-25" in error["message"]
+    app = make_server(http_sessions=False).wsgi
+    status, _, body = wsgi_call(app, body=ping, headers={"MCP-Protocol-Version": "2025-03-26"})
+    error = json.loads(body)["error"]
+    assert status == 400 and error["code"] == -32600 and "session" in error["message"]
 
 
 # -- the embedded server: a real socket ----------------------------------------------------------
