@@ -4661,6 +4661,8 @@ class HttpEndpoint:
                 kind = "batch"
         except JSONRPCError as e:
             rid = e.data.get("id") if isinstance(e.data, dict) else None
+            if rid is not None and server.http_sessions and not modern:
+                self.fail_answer(environ, principal, message)
             raise _HttpRefusal(400, e.message, rid, e.code) from None
         if kind != "request" and modern:
             return self.reply(start_response, 202, b"")    # nothing for a stateless server
@@ -4683,6 +4685,15 @@ class HttpEndpoint:
             return self.reply(start_response, 202, b"")
         return self.exchange(environ, start_response, session, message, sse,
                              opens_session=initialize and server.http_sessions)
+
+    def fail_answer(self, environ, principal, message):
+        """An invalid message may be a botched answer to the session's request (no result,
+        say): as on stdio, that request then fails at once, not after request_timeout."""
+        try:
+            session = self.find_session(environ, principal)
+        except _HttpRefusal:                  # no such session: the 400 says enough
+            return
+        session.handle_message(message, EventStream())    # its reply, if any, is the 400
 
     def read_body(self, environ):
         limit, length = self.server.max_line_bytes, environ.get("CONTENT_LENGTH")

@@ -618,6 +618,30 @@ def test_handshake_elicitation_travels_on_the_post_stream(app):
     assert messages[-1]["result"]["content"][0]["text"] == "Hello, Grace"
 
 
+def test_a_botched_answer_to_the_servers_question_fails_it_at_once():
+    """An answer with neither result nor error gets 400, and the question it answers fails
+    there and then, as on stdio, instead of waiting for request_timeout."""
+    app = make_server(request_timeout=10).wsgi
+    session = initialize(app)
+    headers = {"Mcp-Session-Id": session}
+    result = {}
+    done = threading.Thread(target=lambda: result.update(answer=wsgi_call(app, body={
+        "jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "ask_name", "arguments": {}}}, headers=headers)))
+    done.start()
+    http_session = app.__self__._http.sessions[session]
+    deadline = time.monotonic() + 5
+    while not http_session.pending and time.monotonic() < deadline:
+        time.sleep(0.01)
+    (question_id,) = http_session.pending
+    status, _, _ = wsgi_call(app, body={"jsonrpc": "2.0", "id": question_id}, headers=headers)
+    assert status == 400
+    done.join(3)
+    assert not done.is_alive()
+    reply = events(result["answer"][2])[-1]["result"]
+    assert reply["isError"] is True and "Invalid Request" in reply["content"][0]["text"]
+
+
 def test_a_question_to_a_json_only_client_fails_at_once():
     """A client that accepts JSON alone cannot be asked anything: it says so, no waiting."""
     app = make_server(request_timeout=2).wsgi
