@@ -5009,6 +5009,13 @@ def make_http_server(app, host="127.0.0.1", port=8000):
         def serve_request(self):
             if not self.parse_request():
                 return
+            # The absolute form (a proxy's "POST http://host/mcp"): a server must take it, and
+            # its host, not the Host header's (RFC 9112 3.2.2).
+            absolute = re.match(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)/?(.*)", self.path)
+            if absolute:
+                self.path = "/" + absolute[2]
+                del self.headers["Host"]
+                self.headers["Host"] = absolute[1]
             self.body = _BodyReader(self.rfile, self.headers)
             if self.server.stopping and not self.body.refusal:
                 self.body.refusal = (503, "Service Unavailable: the server is shutting down")

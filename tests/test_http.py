@@ -974,6 +974,20 @@ def test_blanks_around_the_content_length_are_no_part_of_it(served):
     assert received.startswith(b"HTTP/1.1 200 ") and json_body(received)["result"]["tools"]
 
 
+@pytest.mark.parametrize("target, host, status", [
+    ("http://127.0.0.1:{port}/mcp", "127.0.0.1:{port}", 200),
+    ("http://127.0.0.1:{port}/mcp", "evil.example", 200),  # the target's host, not Host's
+    ("http://evil.example/mcp", "127.0.0.1:{port}", 403),
+])
+def test_a_request_in_absolute_form_is_served_for_the_host_it_names(served, target, host,
+                                                                    status):
+    request = raw_request(served.port, "POST", modern("tools/list"), Connection="close",
+                          Host=host.format(port=served.port))
+    request = request.replace(b" /mcp ", b" %s " % target.format(port=served.port).encode(), 1)
+    received = raw_exchange(served.port, request)
+    assert received.startswith(b"HTTP/1.1 %d " % status)
+
+
 def test_chunked_body_is_411_on_the_embedded_server(served):
     """wsgiref reads no chunked body: it says so (gunicorn reads one)."""
     message = modern("tools/list")
