@@ -4964,6 +4964,10 @@ def make_http_server(app, host="127.0.0.1", port=8000):
                     self.headers["Transfer-Encoding"] = "chunked"
                 else:
                     self.request_handler.close_connection = True
+            # An HTTP/1.0 client asked for keep-alive: it may reuse the connection only if told
+            if self.request_handler.request_version == "HTTP/1.0" and \
+                    not self.request_handler.close_connection:
+                self.headers["Connection"] = "keep-alive"
 
         def send_headers(self):
             super().send_headers()

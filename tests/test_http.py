@@ -988,6 +988,20 @@ def test_a_request_in_absolute_form_is_served_for_the_host_it_names(served, targ
     assert received.startswith(b"HTTP/1.1 %d " % status)
 
 
+def test_an_http_1_0_client_asking_for_keep_alive_is_told_it_may_reuse_the_connection(served):
+    with socket.create_connection(("127.0.0.1", served.port), timeout=5) as sock:
+        for rid, connection in ((1, "keep-alive"), (2, "close")):
+            request = raw_request(served.port, "POST", modern("tools/list", rid=rid),
+                                  Connection=connection)
+            sock.sendall(request.replace(b" HTTP/1.1\r\n", b" HTTP/1.0\r\n", 1))
+            response = http.client.HTTPResponse(sock)
+            response.begin()
+            assert response.status == 200 and json.loads(response.read())["id"] == rid
+            told = response.getheader("Connection") == "keep-alive"
+            assert told == (connection == "keep-alive")
+        assert sock.recv(1) == b""            # closed after the request that did not ask
+
+
 def test_chunked_body_is_411_on_the_embedded_server(served):
     """wsgiref reads no chunked body: it says so (gunicorn reads one)."""
     message = modern("tools/list")
