@@ -5250,8 +5250,8 @@ class Client(Peer):
             if code == 0 and self.server_info is None:     # it ended before saying anything
                 why += ": it exited before answering; does the script call server.run()?"
             self.fail_pending(ConnectionError(why))
-            for subscription in list(self.subscriptions.values()):
-                subscription.events.put(ConnectionError(why))    # after what came before
+            for listen_id in list(self.subscriptions):
+                self.end_subscription(listen_id, why)
 
     # -- lifecycle -------------------------------------------------------------------------------
     def connect(self):
@@ -5433,6 +5433,8 @@ class Client(Peer):
                 self.deliver(listen_id, message)
             if message["method"] == "notifications/cancelled":
                 self.cancelled_requests.add(params.get("requestId"))
+                self.end_subscription(params.get("requestId"), "the server cancelled the "
+                                      f"subscription {params.get('requestId')!r}")
             elif message["method"] == "notifications/progress":
                 handler = self.progress_handlers.get(params.get("progressToken"))
                 if handler:
@@ -5507,6 +5509,19 @@ class Client(Peer):
             raise
         subscription.honoured = ack.get("notifications", {})
         return subscription, ack
+
+    def end_subscription(self, listen_id, why):
+        """The stream is over: its next() raises ConnectionError, after what came before."""
+        subscription = self.subscriptions.pop(listen_id, None)
+        if subscription is not None:
+            subscription.events.put(ConnectionError(why))
+
+    def handle_response(self, message):
+        rid = message.get("id")
+        if rid in self.subscriptions and rid not in self.pending:   # acknowledged: it ends
+            return self.end_subscription(rid, f"the server ended the subscription {rid!r}; "
+                                              "listen again to go on")
+        super().handle_response(message)
 
     def deliver(self, listen_id, message):
         subscription = self.subscriptions.get(listen_id)
@@ -5614,7 +5629,8 @@ class Subscription:
 
     def next(self, timeout=None):
         """The next notification on this stream; TimeoutError if none comes in time,
-        ConnectionError once the connection has closed and every notification was taken."""
+        ConnectionError once the server or the connection has ended the stream and every
+        notification was taken."""
         try:
             event = self.events.get(timeout=self.client.timeout if timeout is None else timeout)
         except Empty:

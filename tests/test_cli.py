@@ -16,6 +16,7 @@ import queue
 import re
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -1656,6 +1657,38 @@ def test_subscription_next_raises_connection_error_as_soon_as_the_wire_closes():
             with pytest.raises(ConnectionError, match="the server closed the connection"):
                 subscription.next()
         assert time.monotonic() - start < 5
+
+
+def test_subscription_next_ends_at_once_when_the_server_ends_the_stream_on_shutdown():
+    """A server shutting down answers an open listen (the graceful end): next() says so at
+    once, while the server still finishes a call in flight."""
+    modern = [sys.executable, str(ROOT / "tests" / "servers" / "modern.py")]
+    with Client(modern, era="2026-07-28", timeout=10, env=clean_env()) as client:
+        subscription = client.listen(tools=True)
+        threading.Thread(target=client.call_tool, args=("slow", {"ms": 3000}),
+                         daemon=True).start()
+        time.sleep(0.3)
+        client.process.send_signal(signal.SIGTERM)
+        start = time.monotonic()
+        with pytest.raises(ConnectionError, match="the server ended the subscription"):
+            subscription.next(timeout=2.5)
+        assert time.monotonic() - start < 2
+
+
+@pytest.mark.parametrize("mode, said", [
+    ("listen_ended", "the server ended the subscription 'listen-2'; listen again to go on"),
+    ("listen_cancelled", "the server cancelled the subscription 'listen-2'"),
+])
+def test_subscription_next_ends_at_once_when_the_server_ends_the_stream(mode, said):
+    with Client([*MISBEHAVING, mode], era="2026-07-28", timeout=10) as client:
+        subscription = client.listen(tools=True)
+        assert client.ping() == {}               # and with it, the end of the stream
+        start = time.monotonic()
+        for _ in range(2):                       # and again: it stays ended
+            with pytest.raises(ConnectionError, match=re.escape(said)):
+                subscription.next(timeout=3)
+        assert time.monotonic() - start < 2
+        assert client.ping() == {}              # the connection goes on
 
 
 @pytest.mark.parametrize("mode, era, said", [

@@ -15,6 +15,8 @@ ir_bad_q         tools/call answers input_required with a question that is not a
 unsupported      a stateless-era server of another version: server/discover gets -32022
 later_version    the same, but server/discover answers with its supportedVersions
 bye              prints "bye" to stdout as it exits
+listen_ended     2026-07-28: a ping ends the open listen with its response (gracefully)
+listen_cancelled 2026-07-28: a ping ends the open listen with notifications/cancelled
 batch            2025-03-26: during tools/call it sends a batch (a log message and a ping),
                  and answers the call once the batch of replies has come back
 """
@@ -34,6 +36,8 @@ def answer(request):
     if method == "server/discover":
         if MODE == "discover_list":
             return []
+        if MODE in ("listen_ended", "listen_cancelled"):
+            return {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}
         if MODE == "discover_null_caps":
             return {"supportedVersions": ["2026-07-28"], "capabilities": None}
         if MODE in ("unsupported", "later_version"):
@@ -66,7 +70,7 @@ def answer(request):
     return {}
 
 
-call_id = None
+call_id = listen_id = None
 for line in sys.stdin:
     message = json.loads(line)
     if isinstance(message, list):                 # the client's replies to our batch
@@ -82,6 +86,17 @@ for line in sys.stdin:
                "params": {"level": "info", "data": "hello"}},
               {"jsonrpc": "2.0", "id": "s1", "method": "ping"}])
         continue
+    if message["method"] == "subscriptions/listen":
+        listen_id = message["id"]
+        send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {
+            "_meta": {"io.modelcontextprotocol/subscriptionId": listen_id}, "notifications": {}}})
+        continue
+    if message["method"] == "ping" and listen_id is not None:
+        if MODE == "listen_ended":
+            send({"jsonrpc": "2.0", "id": listen_id, "result": {"resultType": "complete"}})
+        else:
+            send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                  "params": {"requestId": listen_id}})
     reply = answer(message)
     if isinstance(reply, dict) and "error" in reply:
         send({"jsonrpc": "2.0", "id": message["id"], **reply})
