@@ -737,8 +737,9 @@ class Peer:
 
     def handle_batch(self, items, outlet):
         """Hook: a JSON array of messages (only protocol 2025-03-26 has them)."""
-        self.send(error_response(None, INVALID_REQUEST, "Invalid Request: batches are not "
-                                 "supported; send one message per line"))
+        self.respond(encode_message(error_response(
+            None, INVALID_REQUEST, "Invalid Request: batches are not supported; send one "
+                                   "message per line")))
 
     def handle_request(self, message, outlet):
         """Hook: answer a request (through ``outlet.respond``)."""
@@ -5388,6 +5389,10 @@ class Client(Peer):
 
     def handle_request(self, message, outlet):
         threading.Thread(target=self._answer, args=(message, outlet), daemon=True).start()
+
+    def respond(self, frame):
+        if not self.modern:          # 2026-07-28: a client MUST NOT write responses on stdio
+            super().respond(frame)
 
     def answer(self, method, params):
         """The client's answer to a question from the server (a request in the handshake

@@ -1500,6 +1500,22 @@ def test_auto_does_not_fall_back_to_the_handshake_with_a_stateless_era_server(mo
     assert sent == ["server/discover"]
 
 
+def test_client_writes_no_response_in_2026_07_28_whatever_the_server_sends(tmp_path):
+    """On stdio in 2026-07-28 the server sends no requests, and the client MUST NOT write
+    responses: not to a request, an invalid one, a batch, or a line that is no message."""
+    log = tmp_path / "stdin.log"
+    script = (f"import sys, runpy; log = open({str(log)!r}, 'w'); sys.argv[1:] = ['asks_2026']\n"
+              "class Tee:\n    def __iter__(self):\n        for line in sys.__stdin__:\n"
+              "            log.write(line); log.flush(); yield line\n"
+              f"sys.stdin = Tee(); runpy.run_path({MISBEHAVING[1]!r}, run_name='__main__')\n")
+    with Client([sys.executable, "-c", script], era="2026-07-28", timeout=5,
+                roots=lambda: []) as client:
+        assert [t["name"] for t in client.list_tools()] == ["t"]
+        time.sleep(0.3)                          # an answer to the request would come by now
+    sent = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [m.get("method") for m in sent] == ["server/discover", "tools/list"], sent
+
+
 def test_client_disconnects_from_a_server_that_offers_a_version_it_does_not_speak():
     """The handshake: a client that does not support the version in the server's response
     disconnects, rather than go on in a protocol it does not know."""

@@ -17,6 +17,8 @@ later_version    the same, but server/discover answers with its supportedVersion
 bye              prints "bye" to stdout as it exits
 listen_ended     2026-07-28: a ping ends the open listen with its response (gracefully)
 listen_cancelled 2026-07-28: a ping ends the open listen with notifications/cancelled
+asks_2026        2026-07-28: before its tools/list result it writes what a client must not
+                 answer there: a request, an invalid one, a batch, JSON that is no message
 batch            2025-03-26: during tools/call it sends a batch (a log message and a ping),
                  and answers the call once the batch of replies has come back
 """
@@ -36,7 +38,7 @@ def answer(request):
     if method == "server/discover":
         if MODE == "discover_list":
             return []
-        if MODE in ("listen_ended", "listen_cancelled"):
+        if MODE in ("listen_ended", "listen_cancelled", "asks_2026"):
             return {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}
         if MODE == "discover_null_caps":
             return {"supportedVersions": ["2026-07-28"], "capabilities": None}
@@ -91,6 +93,10 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {
             "_meta": {"io.modelcontextprotocol/subscriptionId": listen_id}, "notifications": {}}})
         continue
+    if MODE == "asks_2026" and message["method"] == "tools/list":
+        for junk in ({"jsonrpc": "2.0", "id": "s1", "method": "roots/list"},
+                     {"jsonrpc": "2.0", "id": None, "method": "ping"}, [1], {"level": "info"}):
+            send(junk)
     if message["method"] == "ping" and listen_id is not None:
         if MODE == "listen_ended":
             send({"jsonrpc": "2.0", "id": listen_id, "result": {"resultType": "complete"}})
