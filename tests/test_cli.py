@@ -1720,3 +1720,41 @@ def test_client_raises_protocol_error_naming_what_the_server_sent_wrong(mode, er
     with pytest.raises(mcp_min.ProtocolError, match=re.escape(said)):
         with Client([*MISBEHAVING, mode], era=era, timeout=5) as client:
             client.list_tools()
+
+
+def test_client_input_rounds_echo_each_state_as_sent_on_a_new_id(tmp_path):
+    """Each retry is a new request (a new id) with the original params, an answer under
+    each key asked, and the requestState of the last result exactly, or none if it sent
+    none (MUST NOT include one then)."""
+    log, script = tmp_path / "calls.log", tmp_path / "rounds.py"
+    script.write_text(f"import json, sys\nlog = open({str(log)!r}, 'w')\n" + '''
+rounds = [{"inputRequests": {"a b": {"method": "elicitation/create", "params": {
+              "message": "?", "requestedSchema": {"type": "object", "properties": {}}}},
+           "r": {"method": "roots/list", "params": {}}}, "requestState": " S1 \\u00e9+/= "},
+          {"inputRequests": {"s": {"method": "sampling/createMessage", "params": {
+              "messages": [], "maxTokens": 1}}}}]
+for line in sys.stdin:
+    m = json.loads(line)
+    if m["method"] == "server/discover":
+        result = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}
+    elif m["method"] == "tools/call":
+        log.write(line); log.flush()
+        result = dict(rounds.pop(0), resultType="input_required") if rounds else {
+            "resultType": "complete", "content": []}
+    else:
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": result}), flush=True)
+''')
+    sampled = {"role": "assistant", "model": "m", "content": {"type": "text", "text": "hi"}}
+    with Client([sys.executable, str(script)], era="2026-07-28", timeout=5, roots=lambda: [],
+                elicitation=lambda p: {"action": "decline"}, sampling=lambda p: sampled) as client:
+        assert client.call_tool("t", {"x": 1}) == {"resultType": "complete", "content": []}
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len({c["id"] for c in calls}) == 3
+    params = [c["params"] for c in calls]
+    assert all((p["name"], p["arguments"]) == ("t", {"x": 1}) for p in params)
+    assert "requestState" not in params[0] and "inputResponses" not in params[0]
+    assert params[1]["requestState"] == " S1 \u00e9+/= "
+    assert params[1]["inputResponses"] == {"a b": {"action": "decline"}, "r": {"roots": []}}
+    assert "requestState" not in params[2]
+    assert params[2]["inputResponses"] == {"s": sampled}
