@@ -5463,8 +5463,13 @@ class Client(Peer):
             if not isinstance(meta, dict):
                 raise TypeError(f"params._meta must be a dict, not {type(meta).__name__}")
             params["_meta"] = {**self.envelope(), **meta}
-        return super().request(method, params, self.timeout if timeout is None else timeout,
-                               owner, request_id)
+        result = super().request(method, params, self.timeout if timeout is None else timeout,
+                                 owner, request_id)
+        kind = result.get("resultType", "complete") if isinstance(result, dict) else "complete"
+        if self.modern and kind not in ("complete", "input_required"):   # the spec: invalid
+            raise ProtocolError(f"{method}: the server sent resultType {_preview(kind)}, which "
+                                "this client does not know")
+        return result
 
     def request_with_input(self, method, params, timeout=None):
         """A request that may answer input_required (2026-07-28): answer its questions with

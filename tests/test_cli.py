@@ -1715,6 +1715,9 @@ def test_subscription_next_ends_at_once_when_the_server_ends_the_stream(mode, sa
                             '"abc"'),
     ("same_cursor", "legacy", 'tools/list: the server sent nextCursor "again", which is not a '
                               "new cursor"),
+    # 2026-07-28: a resultType the client does not know MUST be taken as invalid
+    ("result_task", "2026-07-28", 'tools/list: the server sent resultType "task", which this '
+                                  "client does not know"),
 ])
 def test_client_raises_protocol_error_naming_what_the_server_sent_wrong(mode, era, said):
     with pytest.raises(mcp_min.ProtocolError, match=re.escape(said)):

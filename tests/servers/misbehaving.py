@@ -19,6 +19,8 @@ listen_ended     2026-07-28: a ping ends the open listen with its response (grac
 listen_cancelled 2026-07-28: a ping ends the open listen with notifications/cancelled
 asks_2026        2026-07-28: before its tools/list result it writes what a client must not
                  answer there: a request, an invalid one, a batch, JSON that is no message
+result_task      2026-07-28: tools/list answers with resultType "task", a type the client
+                 did not ask for
 batch            2025-03-26: during tools/call it sends a batch (a log message and a ping),
                  and answers the call once the batch of replies has come back
 """
@@ -38,7 +40,7 @@ def answer(request):
     if method == "server/discover":
         if MODE == "discover_list":
             return []
-        if MODE in ("listen_ended", "listen_cancelled", "asks_2026"):
+        if MODE in ("listen_ended", "listen_cancelled", "asks_2026", "result_task"):
             return {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}
         if MODE == "discover_null_caps":
             return {"supportedVersions": ["2026-07-28"], "capabilities": None}
@@ -61,6 +63,8 @@ def answer(request):
         if MODE == "same_cursor":
             return {"tools": [{"name": "t", "inputSchema": {"type": "object"}}],
                     "nextCursor": "again"}
+        if MODE == "result_task":
+            return {"resultType": "task", "task": {"taskId": "1", "status": "working"}}
         if MODE in ("tools_str", "tools_null"):
             return {"tools": "abc" if MODE == "tools_str" else None}
         return {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
