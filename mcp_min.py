@@ -737,7 +737,7 @@ class Peer:
 
     def handle_batch(self, items, outlet):
         """Hook: a JSON array of messages (only protocol 2025-03-26 has them)."""
-        self.respond(encode_message(error_response(
+        outlet.respond(encode_message(error_response(
             None, INVALID_REQUEST, "Invalid Request: batches are not supported; send one "
                                    "message per line")))
 
