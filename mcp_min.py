@@ -2390,6 +2390,7 @@ class Context:
     methods return awaitables, as in FastMCP: ``await ctx.info(...)``."""
 
     _on_cancel = None       # while an async handler runs: cancels it (called by the reader)
+    _after_response = None  # called once the response is written (see Server.initialize)
 
     def __init__(self, session, request_id, method, params, envelope=None, outlet=None):
         self.session, self.server = session, session.server
@@ -3156,15 +3157,23 @@ class Server:
         info, caps = params.get("clientInfo"), params.get("capabilities")
         session.client_info = info if isinstance(info, dict) else {}
         session.client_capabilities = caps if isinstance(caps, dict) else {}
-        session.capabilities = self.capabilities()
-        session.version = version
-        declared = dict(session.capabilities)
+        offered = self.capabilities()
+        declared = dict(offered)
         if version < V2025_03:
             declared.pop("completions", None)     # no such flag in 2024-11-05
         result = {"protocolVersion": version, "capabilities": declared,
                   "serverInfo": self.server_info(version)}
         if self.instructions:
             result["instructions"] = self.instructions
+
+        # The session hears of changes (list_changed, log messages) only once this response
+        # is written: the client must learn of the session first. A change made meanwhile is
+        # not reported, and not lost: the client's tools/list (etc.) is read only after this
+        # runs (initialize runs on the reader; over HTTP the session id comes after), so the
+        # list it gets shows the change.
+        def negotiated():
+            session.capabilities, session.version = offered, version
+        ctx._after_response = negotiated
         return result
 
     def ping(self, ctx, params):
@@ -4211,6 +4220,8 @@ class Session(Peer):
                 frame = None
         try:
             ctx.outlet.respond(frame)
+            if ctx._after_response is not None:
+                ctx._after_response()
         finally:                               # in flight until written: drain() waits for it
             with self.lock:
                 if self.running.get(rid) is ctx:

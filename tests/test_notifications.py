@@ -6,6 +6,8 @@ Rule IDs refer to /work/shared/spec-checklist.md (§5.1 capabilities, §7 method
 
 from __future__ import annotations
 
+import json
+import threading
 import time
 
 import pytest
@@ -140,6 +142,41 @@ def test_no_list_changed_before_initialize_in_process():
         assert [n["method"] for n in client.notifications] == ["notifications/tools/list_changed"]
     finally:
         client.close()
+
+
+def test_nothing_for_the_session_before_its_initialize_response():
+    """L15: a change (and a log line) another thread makes while initialize is answered,
+    after its capabilities were worked out but before the response is written, sends no
+    notification ahead of the response; the client's tools/list shows the change, and later
+    changes are notified."""
+    srv = server()
+
+    @srv.tool
+    def first() -> str:
+        return "1"
+    real = srv.handlers["initialize"]
+
+    def initialize(ctx, params):              # widens the gap before the response is written
+        result = real(ctx, params)
+        other = threading.Thread(target=lambda: (
+            srv.tool(lambda: "2", name="second"), srv.remove_tool("first"),
+            ctx.session.log("emergency", "in the gap")))
+        other.start()
+        other.join()
+        return result
+    srv.handlers["initialize"] = initialize
+    frames = []
+    with Client(srv, timeout=5, trace=lambda way, raw: frames.append((way, json.loads(raw)))
+                ) as client:
+        assert [t["name"] for t in client.list_tools()] == ["second"]
+        incoming = [message for way, message in frames if way == "in"]
+        assert incoming[0].get("id") == 1 and "result" in incoming[0], incoming
+        srv.tool(lambda: "3", name="third")
+        assert client.ping() == {}
+        deadline = time.monotonic() + 2
+        while not client.notifications and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert [n["method"] for n in client.notifications] == ["notifications/tools/list_changed"]
 
 
 def test_no_list_changed_without_the_capability():
