@@ -1677,6 +1677,29 @@ def test_a_failing_notification_callback_does_not_stop_the_client():
         assert [n["params"]["data"] for n in client.notifications] == ["hello", "hello"]
 
 
+def test_no_cancelled_for_a_request_answered_as_it_times_out(monkeypatch):
+    """§4.3: the server's sampling request times out at the moment its answer is filed: the
+    tool gets the answer, and no notifications/cancelled follows the answer."""
+    class TimesOutAsAnswered(mcp_min._Pending):
+        def __init__(self, owner):
+            super().__init__(owner)
+            if owner is not None:             # the server's request (the client's have none)
+                wait = self.done.wait         # a wait with a timeout ends with the answer,
+                self.done.wait = lambda timeout=None: wait() and timeout is None    # "late"
+    monkeypatch.setattr(mcp_min, "_Pending", TimesOutAsAnswered)
+    srv = server()
+
+    @srv.tool
+    def ask(ctx: Context) -> str:
+        return ctx.sample("2+2?")["content"]["text"]
+    frames = []
+    with Client(srv, timeout=5, sampling=lambda params: SAMPLING_ANSWER,
+                trace=lambda direction, raw: frames.append((direction, json.loads(raw)))) as client:
+        assert client.call_tool("ask")["content"][0]["text"] == "4"
+        assert client.ping() == {}
+    assert not [m for d, m in frames if m.get("method") == "notifications/cancelled"], frames
+
+
 def test_the_client_does_not_answer_a_request_the_server_cancelled():
     """§9 the other way round: the server times out its sampling request and cancels it; the
     client's answer, ready later, is not sent."""
