@@ -144,6 +144,21 @@ def test_no_list_changed_before_initialize_in_process():
         client.close()
 
 
+def test_nothing_for_the_session_before_its_initialize_response_on_the_wire(spawn):
+    """L15: a tool registered and a log line sent (by another thread) while initialize is
+    answered, before its response is written, send nothing ahead of the response; the
+    client's tools/list shows the tool."""
+    w = spawn("live_protocol.py", env={"LIVE_ADD_IN_INIT": "1"})
+    rid = send_request(w, "initialize", {"protocolVersion": V2025_11, "capabilities": {},
+                                         "clientInfo": {"name": "pytest", "version": "1"}})
+    _, before = read_until(w, is_response(rid))
+    assert before == []
+    w.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert "gap" in [t["name"] for t in w.result("tools/list")["tools"]]
+    assert w.notifications == []
+    w.expect_silence(0.2)
+
+
 def test_nothing_for_the_session_before_its_initialize_response():
     """L15: a change (and a log line) another thread makes while initialize is answered,
     after its capabilities were worked out but before the response is written, sends no

@@ -6,6 +6,8 @@ shutdown half leaves a mark on the wire (so a test can check it ran after in-fli
 Settings from the environment:
   LIVE_FORWARD=1         Server(forward_logging=True)
   LIVE_ADD_AT_START=1    a background thread registers tool "early" 0.1 s after start
+  LIVE_ADD_IN_INIT=1     while initialize is answered (before its response is written),
+                         another thread registers tool "gap" and logs to the session
   LIVE_GRACE=<seconds>   grace_period (default 5)
 """
 
@@ -183,6 +185,18 @@ if os.environ.get("LIVE_ADD_AT_START") == "1":
         server.tool(_early, name="early")
         print("live: early tool added", file=sys.stderr, flush=True)
     threading.Timer(0.1, _add_early).start()
+
+if os.environ.get("LIVE_ADD_IN_INIT") == "1":
+    _initialize = server.handlers["initialize"]
+
+    def _initialize_with_a_change(ctx, params):
+        result = _initialize(ctx, params)
+        change = threading.Thread(target=lambda: (
+            server.tool(lambda: "gap", name="gap"), ctx.session.log("emergency", "gap")))
+        change.start()
+        change.join()
+        return result
+    server.handlers["initialize"] = _initialize_with_a_change
 
 
 if __name__ == "__main__":
