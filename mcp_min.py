@@ -3165,12 +3165,10 @@ class Server:
                   "serverInfo": self.server_info(version)}
         if self.instructions:
             result["instructions"] = self.instructions
-
-        # The session hears of changes (list_changed, log messages) only once this response
-        # is written: the client must learn of the session first. A change made meanwhile is
-        # not reported, and not lost: the client's tools/list (etc.) is read only after this
-        # runs (initialize runs on the reader; over HTTP the session id comes after), so the
-        # list it gets shows the change.
+        # Changes (list_changed, log messages) reach the session only once this response is
+        # written: the client learns of the session first. One made meanwhile is not reported
+        # and not lost: the client's tools/list (etc.) is read after this runs (initialize runs
+        # on the reader; over HTTP the session id comes after), so it lists the change.
         def negotiated():
             session.capabilities, session.version = offered, version
         ctx._after_response = negotiated
