@@ -2390,7 +2390,7 @@ class Context:
     methods return awaitables, as in FastMCP: ``await ctx.info(...)``."""
 
     _on_cancel = None       # while an async handler runs: cancels it (called by the reader)
-    _after_response = None  # called once the response is written (see Server.initialize)
+    _with_response = None   # called just before the response, under the write lock (initialize)
 
     def __init__(self, session, request_id, method, params, envelope=None, outlet=None):
         self.session, self.server = session, session.server
@@ -3165,13 +3165,13 @@ class Server:
                   "serverInfo": self.server_info(version)}
         if self.instructions:
             result["instructions"] = self.instructions
-        # Changes (list_changed, log messages) reach the session only once this response is
-        # written: the client learns of the session first. One made meanwhile is not reported
-        # and not lost: the client's tools/list (etc.) is read after this runs (initialize runs
-        # on the reader; over HTTP the session id comes after), so it lists the change.
+        # Changes (list_changed, log messages) reach the session from the moment this response
+        # is written, under the lock that writes it (Session.run): none goes out ahead of it.
+        # One made before is not reported, and not lost: the tools/list (etc.) the client
+        # sends after this response lists it.
         def negotiated():
             session.capabilities, session.version = offered, version
-        ctx._after_response = negotiated
+        ctx._with_response = negotiated
         return result
 
     def ping(self, ctx, params):
@@ -4016,6 +4016,7 @@ class Session(Peer):
         self.input_over = threading.Event() # set by the thread that read to the end
         self.stopping = False               # a stop signal came: read no further
         self.read_error = None              # what stopped the reading, if not end of input
+        self.write_lock = threading.RLock()  # run() holds it around a response (initialize's)
 
     # -- dispatch ------------------------------------------------------------------------------
     def handle_batch(self, items, outlet):
@@ -4217,9 +4218,12 @@ class Session(Peer):
             if ctx.cancelled:                  # a cancelled request gets no response
                 frame = None
         try:
-            ctx.outlet.respond(frame)
-            if ctx._after_response is not None:
-                ctx._after_response()
+            if ctx._with_response is None:
+                ctx.outlet.respond(frame)
+            else:
+                with self.write_lock:
+                    ctx._with_response()
+                    ctx.outlet.respond(frame)
         finally:                               # in flight until written: drain() waits for it
             with self.lock:
                 if self.running.get(rid) is ctx:

@@ -194,6 +194,33 @@ def test_nothing_for_the_session_before_its_initialize_response():
         assert [n["method"] for n in client.notifications] == ["notifications/tools/list_changed"]
 
 
+def test_a_change_once_the_initialize_response_is_written_is_notified(monkeypatch):
+    """§9: a tool registered once the client has the initialize response, while the server
+    has not yet moved on from writing it, is notified: the session listens from the moment
+    that response is written."""
+    proceed, send_frame = threading.Event(), mcp_min.Session.send_frame
+
+    def send_then_pause(self, frame):
+        sent = send_frame(self, frame)
+        if b'"protocolVersion"' in frame:     # the initialize response: out, and the server
+            proceed.wait(0.5)                 # stays right after writing it for a while
+        return sent
+    monkeypatch.setattr(mcp_min.Session, "send_frame", send_then_pause)
+    srv = server()
+
+    @srv.tool
+    def first() -> str:
+        return "1"
+    with Client(srv, timeout=5) as client:
+        srv.tool(lambda: "2", name="second")
+        proceed.set()
+        assert client.ping() == {}
+        deadline = time.monotonic() + 2
+        while not client.notifications and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert [n["method"] for n in client.notifications] == ["notifications/tools/list_changed"]
+
+
 def test_no_list_changed_without_the_capability():
     """§5.1/L14: a server that declared no `tools` capability (none registered at
     initialize) sends no tools/list_changed when a tool appears later."""
