@@ -569,14 +569,14 @@ def call_outcome(oracle, method, params, caps, ask, arguments, record, answer, h
 
 
 def listen_outcome(oracle, rid, params):
+    if key(rid) in oracle.open_listens:              # that id names an open stream: refused
+        return Error(-32600, early=True)             # before the listen's params are read
     wanted = params.get("notifications")
     if type(wanted) is not dict:
         return Error(-32602, early=True)
     uris = wanted.get("resourceSubscriptions")
     if uris is not None and (type(uris) is not list or not all(type(u) is str for u in uris)):
         return Error(-32602, early=True)
-    if key(rid) in oracle.open_listens:
-        return Error(-32600, early=True)             # that id names an open stream
     honoured = {f"{kind}ListChanged": True for kind in ("tools", "prompts", "resources")
                 if wanted.get(f"{kind}ListChanged") is True}
     if uris is not None:
