@@ -82,6 +82,9 @@ from collections import deque
 from itertools import count
 from queue import Empty, SimpleQueue
 
+if sys.version_info < (3, 10):          # say so plainly, not with a traceback from deep inside
+    raise SystemExit(f"mcp_min needs Python 3.10 or newer; this is {sys.version.split()[0]}")
+
 # Startup time matters (clients spawn servers often), so modules that take milliseconds
 # to import (logging, typing, inspect, dataclasses, signal, asyncio, ...) are imported
 # where they are first needed.

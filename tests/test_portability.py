@@ -5,7 +5,9 @@ annotations, and free-threaded builds (lazily initialised globals hammered from 
 
 import json
 import os
+import pathlib
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -427,3 +429,23 @@ def test_the_package_claims_only_what_ci_runs():
     [others] = re.findall(r"^versions=\(([\d. ]+)\)$", (ROOT / ".ci" / "run").read_text(),
                           re.MULTILINE)
     assert claimed == {"3.11", *others.split()}
+
+
+def older_python():
+    """A CPython 3.8 or 3.9 through pyenv, if this machine has one (older ones cannot even
+    compile the file: it uses :=)."""
+    root = pathlib.Path(os.environ.get("PYENV_ROOT", pathlib.Path.home() / ".pyenv"))
+    found = sorted(root.glob("versions/3.[89].*/bin/python3"))
+    return found[-1] if found else None
+
+
+@pytest.mark.skipif(older_python() is None, reason="no CPython older than 3.10 through pyenv")
+def test_an_older_python_is_told_plainly_that_it_is_too_old(tmp_path):
+    """macOS's python3 is 3.9: `python3 mcp_min.py demo` there must say what is wrong."""
+    shutil.copy(ROOT / "mcp_min.py", tmp_path)
+    for command in (["mcp_min.py", "demo"], ["-c", "import mcp_min"]):
+        proc = subprocess.run([str(older_python()), *command], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=60)
+        assert proc.returncode == 1
+        assert proc.stderr.startswith("mcp_min needs Python 3.10 or newer; this is 3."), proc.stderr
+        assert "Traceback" not in proc.stderr
