@@ -2963,6 +2963,10 @@ class Server:
       session_idle=3600      seconds a session may stay unused
       heartbeat=15.0         seconds between SSE keep-alive lines (they reveal a client gone
                              away, which cancels its request)
+      idle_timeout=30.0      the embedded server (``run(http=...)``) closes a connection whose
+                             client sends nothing for that long, between requests or within
+                             one, or takes nothing of a response: a stream it stopped reading
+                             ends, and its request is cancelled (None: no limit)
     """
 
     _http_start_lock = threading.Lock()      # for the first request of any server's wsgi
@@ -2982,7 +2986,8 @@ class Server:
                  request_timeout=60.0, forward_logging=False, cache_ttl_ms=0,
                  cache_scope="public", state_key=None, state_ttl=600, http_path="/mcp",
                  allowed_origins=(), allowed_hosts=None, auth=None, authorization_servers=(),
-                 http_sessions=True, max_sessions=1000, session_idle=3600, heartbeat=15.0):
+                 http_sessions=True, max_sessions=1000, session_idle=3600, heartbeat=15.0,
+                 idle_timeout=30.0):
         for setting, value, least in (("max_workers", max_workers, 1), ("max_queue", max_queue, 0),
                                       ("page_size", 1 if page_size is None else page_size, 1)):
             if type(value) is not int or value < least:
@@ -3000,6 +3005,7 @@ class Server:
         self.auth, self.authorization_servers = auth, tuple(authorization_servers)
         self.http_sessions, self.max_sessions = http_sessions, max_sessions
         self.session_idle, self.heartbeat = session_idle, heartbeat
+        self.idle_timeout = idle_timeout
         self._http = None                     # the HttpEndpoint, made by the first request
         self.tools, self.resources, self.prompts, self.completers = {}, {}, {}, {}
         self.sessions = set()                 # open connections (one, over stdio)
@@ -3506,7 +3512,7 @@ class Server:
         and one host (the README says how to use gunicorn)."""
         import signal
         host, port = _parse_address(address)
-        httpd = make_http_server(self.wsgi, host, port)
+        httpd = make_http_server(self.wsgi, host, port, self.idle_timeout)
         shown = f"[{host}]" if ":" in host else host
         print(f"mcp_min: serving {self.name} on http://{shown}:{httpd.server_port}"
               f"{self.http_path}", file=sys.stderr, flush=True)
@@ -4951,9 +4957,10 @@ class HttpEndpoint:
         return [body]
 
 
-def make_http_server(app, host="127.0.0.1", port=8000):
+def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
     """A wsgiref server for ``app`` with a thread per connection, HTTP/1.1 keep-alive and
-    chunked streams (wsgiref alone answers one HTTP/1.0 request per connection)."""
+    chunked streams (wsgiref alone answers one HTTP/1.0 request per connection). A client that
+    sends or takes nothing for ``idle_timeout`` seconds loses its connection (and thread)."""
     import http.server
     import selectors
     import socket
@@ -4996,8 +5003,18 @@ def make_http_server(app, host="127.0.0.1", port=8000):
                 return
             if self.chunked and data:
                 data = b"%X\r\n%s\r\n" % (len(data), data)
-            if data:
-                super()._write(data)
+            # In pieces: the timeout bounds each whole send, and a client that reads a long
+            # response slowly (64 KiB per idle_timeout) is not one that stopped reading.
+            view = memoryview(data)
+            for start in range(0, len(view), 1 << 16):
+                super()._write(view[start:start + (1 << 16)])
+
+        def handle_error(self):
+            # idle_timeout, within the body or the response (whose close cancelled the request)
+            if isinstance(sys.exc_info()[1], TimeoutError):
+                self.request_handler.close_connection = True
+            else:
+                super().handle_error()
 
         def finish_content(self):
             super().finish_content()
@@ -5011,7 +5028,14 @@ def make_http_server(app, host="127.0.0.1", port=8000):
         # Headers and body go out in separate writes: with Nagle's algorithm the body would
         # wait for the client's delayed acknowledgement (40 ms) on a kept-alive connection.
         disable_nagle_algorithm = True
-        handle = http.server.BaseHTTPRequestHandler.handle     # not wsgiref's: one, then close
+        timeout = idle_timeout or None        # on the socket: each read, each send (0 would
+                                              # make it non-blocking)
+
+        def handle(self):
+            try:                              # not wsgiref's handle: one request, then close
+                http.server.BaseHTTPRequestHandler.handle(self)
+            except TimeoutError:              # idle_timeout, between requests or in headers
+                pass
 
         def handle_one_request(self):
             try:

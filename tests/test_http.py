@@ -1241,3 +1241,131 @@ def test_notification_method_sent_as_a_request_is_refused(app):
     status, _, body = post_modern(app, "notifications/initialized", rid=4)
     error = json.loads(body)["error"]
     assert status == 400 and error["code"] == -32600 and "without an id" in error["message"]
+
+
+IDLE_SERVER = """
+import sys, time
+sys.path.insert(0, {root!r})
+from mcp_min import Server, Context
+server = Server("idle", max_workers=1, heartbeat=0.2, idle_timeout=0.5)
+
+@server.tool
+def flood(ctx: Context) -> str:
+    step = 0
+    while True:                               # until cancelled
+        step += 1
+        ctx.report_progress(step, message="x" * 65536)
+        ctx.check_cancelled()
+
+@server.tool
+def wait(seconds: float) -> str:
+    time.sleep(seconds)
+    return "waited"
+
+@server.tool
+def big() -> str:
+    return "x" * (8 << 20)
+
+@server.tool
+def toggle() -> str:
+    server.tool(lambda: "", name="extra")
+    return "ok"
+
+@server.tool
+def add(a: int, b: int) -> int:
+    return a + b
+"""
+
+
+@pytest.fixture(scope="module")
+def idle_served(tmp_path_factory):
+    script = tmp_path_factory.mktemp("idle") / "idle_server.py"
+    script.write_text(IDLE_SERVER.format(root=str(ROOT)))
+    server = HttpServerProcess(script)
+    yield server
+    server.close()
+
+
+def closed_after(sock, limit=5):
+    """Seconds until the server closes ``sock`` (what it sends meanwhile is read)."""
+    started = time.monotonic()
+    sock.settimeout(limit)
+    while sock.recv(65536):
+        pass
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize("sent", ["nothing", "a request line", "part of a body",
+                                  "a request, then nothing"])
+def test_a_client_silent_for_idle_timeout_loses_its_connection(idle_served, sent):
+    """Else each such client holds a thread for ever (slowloris)."""
+    port = idle_served.port
+    data = {"nothing": b"", "a request line": b"POST /mcp HTTP/1.1\r\nHost: x\r\n",
+            "part of a body": raw_request(port, "POST", modern("tools/list"))[:-5],
+            "a request, then nothing": raw_request(port, "POST", modern("tools/list"))}[sent]
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(data)
+        assert closed_after(sock) < 2
+
+
+def test_a_stream_whose_client_stops_reading_ends_and_its_call_is_cancelled(idle_served):
+    """Else what the call sends piles up in the server for as long as the client stays."""
+    message = modern("tools/call", {"name": "flood", "arguments": {}}, progressToken="p")
+    with socket.create_connection(("127.0.0.1", idle_served.port)) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.sendall(raw_request(idle_served.port, "POST", message))
+        assert sock.recv(12) == b"HTTP/1.1 200"
+        time.sleep(1.5)                       # the client reads no more
+        # The only worker is busy until the flood is cancelled: this call needs it.
+        connection = idle_served.connection()
+        response = send(connection, modern("tools/call", {"name": "add", "arguments": {
+            "a": 1, "b": 1}}), headers={"Accept": "application/json"})    # no keep-alives
+        assert json.loads(response.read())["result"]["structuredContent"] == {"result": 2}
+        connection.close()
+
+
+def test_a_slow_client_that_is_still_there_keeps_its_connection(idle_served):
+    """A long call (its stream kept alive), a GET stream while nothing happens, a long
+    response read slowly: each outlasts idle_timeout."""
+    connection = idle_served.connection()
+    response = send(connection, modern("tools/call", {"name": "wait",
+                                                      "arguments": {"seconds": 1.5}}))
+    assert response.getheader("Content-Type") == "text/event-stream"
+    assert events(response.read())[-1]["result"]["content"][0]["text"] == "waited"
+    connection.request("POST", "/mcp", json.dumps({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        {"Content-Type": "application/json", "Accept": ACCEPT})
+    response = connection.getresponse()
+    response.read()
+    session = {"Mcp-Session-Id": response.getheader("Mcp-Session-Id"),
+               "MCP-Protocol-Version": "2025-11-25"}
+    listener = idle_served.connection()
+    listener.request("GET", "/mcp", headers={"Accept": "text/event-stream", **session})
+    stream = listener.getresponse()
+    assert stream.status == 200
+    time.sleep(1.5)
+    connection.close()                        # it was idle: the server closed it
+    connection = idle_served.connection()
+    connection.request("POST", "/mcp", json.dumps({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "toggle", "arguments": {}}}),
+        {"Content-Type": "application/json", "Accept": ACCEPT, **session})
+    connection.getresponse().read()
+    while (line := stream.readline()) and not line.startswith(b"data: "):
+        pass                                  # the keep-alive lines
+    assert json.loads(line[6:])["method"] == "notifications/tools/list_changed"
+    listener.close()
+    connection.close()
+    connection = idle_served.connection()
+    connection.connect()
+    connection.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 18)
+    response = send(connection, modern("tools/call", {"name": "big", "arguments": {}}))
+    received = b""
+    while chunk := response.read(1 << 18):    # 8 MiB in 2 s: over 0.5 s, but going on
+        received += chunk
+        time.sleep(0.05)
+    (message,) = events(received) or [json.loads(received)]    # SSE if it took 0.2 s
+    assert len(message["result"]["content"][0]["text"]) == 8 << 20
+    connection.close()
