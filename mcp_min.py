@@ -2964,9 +2964,10 @@ class Server:
       heartbeat=15.0         seconds between SSE keep-alive lines (they reveal a client gone
                              away, which cancels its request)
       idle_timeout=30.0      the embedded server (``run(http=...)``) closes a connection whose
-                             client sends nothing for that long, between requests or within
-                             one, or takes nothing of a response: a stream it stopped reading
-                             ends, and its request is cancelled (None: no limit)
+                             client sends nothing for that long (a request's line and headers
+                             must all come within it) or takes nothing of a response: a stream
+                             it stopped reading ends, and its request is cancelled (None: no
+                             limit)
     """
 
     _http_start_lock = threading.Lock()      # for the first request of any server's wsgi
@@ -4960,8 +4961,10 @@ class HttpEndpoint:
 def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
     """A wsgiref server for ``app`` with a thread per connection, HTTP/1.1 keep-alive and
     chunked streams (wsgiref alone answers one HTTP/1.0 request per connection). A client that
-    sends or takes nothing for ``idle_timeout`` seconds loses its connection (and thread)."""
+    sends or takes nothing for ``idle_timeout`` seconds, or sends a request's line and headers
+    in no less, loses its connection (and thread)."""
     import http.server
+    import io
     import selectors
     import socket
     import socketserver
@@ -5023,6 +5026,14 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
                 super()._write(b"0\r\n\r\n")
                 self._flush()
 
+    class Reader(socket.SocketIO):
+        deadline = None                       # time.monotonic() by which reads must end
+
+        def readinto(self, buffer):
+            if self.deadline is not None:
+                self._sock.settimeout(max(self.deadline - time.monotonic(), 1e-6))
+            return super().readinto(buffer)
+
     class RequestHandler(simple_server.WSGIRequestHandler):
         protocol_version = "HTTP/1.1"
         # Headers and body go out in separate writes: with Nagle's algorithm the body would
@@ -5031,6 +5042,11 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
         timeout = idle_timeout or None        # on the socket: each read, each send (0 would
                                               # make it non-blocking)
 
+        def setup(self):
+            super().setup()
+            self.rfile.close()                # makefile's reader: this one keeps a deadline
+            self.rfile = io.BufferedReader(Reader(self.connection, "rb"))
+
         def handle(self):
             try:                              # not wsgiref's handle: one request, then close
                 http.server.BaseHTTPRequestHandler.handle(self)
@@ -5038,6 +5054,10 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
                 pass
 
         def handle_one_request(self):
+            # The request's line and headers must all come within the timeout: a client that
+            # sends them a byte at a time (slowloris) is never silent for that long.
+            if self.timeout:
+                self.rfile.raw.deadline = time.monotonic() + self.timeout
             try:
                 self.raw_requestline = self.rfile.readline(65537)
             except ConnectionError:           # the client reset an idle connection
@@ -5052,7 +5072,10 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
                 self.server.serving.discard(self)
 
         def serve_request(self):
-            if not self.parse_request():
+            headers_read = self.parse_request()
+            self.rfile.raw.deadline = None
+            self.connection.settimeout(self.timeout)
+            if not headers_read:
                 return
             # The absolute form (a proxy's "POST http://host/mcp"): a server must take it, and
             # its host, not the Host header's (RFC 9112 3.2.2).

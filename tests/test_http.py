@@ -1308,6 +1308,19 @@ def test_a_client_silent_for_idle_timeout_loses_its_connection(idle_served, sent
         assert closed_after(sock) < 2
 
 
+def test_a_client_sending_its_headers_a_byte_at_a_time_loses_its_connection(idle_served):
+    """Never silent for idle_timeout, yet it must not keep its thread for ever (slowloris):
+    a request's line and headers must all come within idle_timeout."""
+    with socket.create_connection(("127.0.0.1", idle_served.port)) as sock:
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nX-Slow: ")
+        started = time.monotonic()
+        with pytest.raises(OSError):          # the server closed the connection
+            while time.monotonic() < started + 3:
+                time.sleep(0.2)
+                sock.sendall(b"z")
+        assert time.monotonic() - started < 2
+
+
 def test_a_stream_whose_client_stops_reading_ends_and_its_call_is_cancelled(idle_served):
     """Else what the call sends piles up in the server for as long as the client stays."""
     message = modern("tools/call", {"name": "flood", "arguments": {}}, progressToken="p")
