@@ -2965,9 +2965,9 @@ class Server:
                              away, which cancels its request)
       idle_timeout=30.0      the embedded server (``run(http=...)``) closes a connection whose
                              client sends nothing for that long (a request's line and headers
-                             must all come within it) or takes nothing of a response: a stream
-                             it stopped reading ends, and its request is cancelled (None: no
-                             limit)
+                             must all come within it) or takes nothing of a response; a stream
+                             whose client has not taken a message that long after it was sent
+                             ends, and its request is cancelled (None: no limit)
     """
 
     _http_start_lock = threading.Lock()      # for the first request of any server's wsgi
@@ -4394,9 +4394,9 @@ _SSE_HEADERS = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cac
 
 class EventStream:
     """The outlet of one HTTP request: the frames about it and its response, queued as
-    ``(frame, is_response)`` for the thread writing the HTTP response. A listen stream has no
-    response: it stays open until the client goes away. Without ``events`` (the client
-    accepts JSON alone) only the response reaches the client."""
+    ``(frame, is_response, time.monotonic())`` for the thread writing the HTTP response. A
+    listen stream has no response: it stays open until the client goes away. Without
+    ``events`` (the client accepts JSON alone) only the response reaches the client."""
 
     def __init__(self, listen=False, events=True):
         self.frames, self.listen, self.closed = SimpleQueue(), listen, False
@@ -4405,18 +4405,18 @@ class EventStream:
     def send_frame(self, frame):
         if self.closed:
             return False
-        self.frames.put((frame, False))
+        self.frames.put((frame, False, time.monotonic()))
         return True
 
     send, notify = Peer.send, Peer.notify
 
     def respond(self, frame):
         if frame is not None or not self.listen:
-            self.frames.put((frame, True))
+            self.frames.put((frame, True, time.monotonic()))
 
     def close(self):
         self.closed = True
-        self.frames.put((None, True))         # the end, with no response to send
+        self.frames.put((None, True, time.monotonic()))   # the end, with no response
 
 
 class HttpSession(Session):
@@ -4906,7 +4906,10 @@ class HttpEndpoint:
                 if item is None:
                     yield b": keep-alive\n\n"
                 else:
-                    frame, final = item
+                    frame, final, queued = item
+                    late = self.server.idle_timeout
+                    if late and time.monotonic() - queued > late:
+                        return                # a client that cannot keep up: as if gone
                     if frame is not None:
                         yield b"event: message\ndata: " + frame + b"\n\n"
                     if final:

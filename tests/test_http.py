@@ -1337,6 +1337,29 @@ def test_a_stream_whose_client_stops_reading_ends_and_its_call_is_cancelled(idle
         connection.close()
 
 
+def test_a_stream_whose_client_reads_slower_than_it_fills_ends(idle_served):
+    """A message the client has not taken idle_timeout after it was sent ends its stream and
+    cancels the call: else a client that reads, but slowly, lets the queue grow for ever."""
+    connection = idle_served.connection()
+    connection.connect()
+    connection.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
+    response = send(connection, modern("tools/call", {"name": "flood", "arguments": {}},
+                                       progressToken="p"))
+    received, started = b"", time.monotonic()
+    while (chunk := response.read1(1 << 16)) and time.monotonic() < started + 4:
+        received += chunk
+        if time.monotonic() < started + 1.5:  # 640 KiB/s; the flood, much more
+            time.sleep(0.1)
+    assert not chunk                          # the stream ended, with no response
+    assert {m.get("method") for m in events(received)} == {"notifications/progress"}
+    connection.close()
+    connection = idle_served.connection()
+    response = send(connection, modern("tools/call", {"name": "add", "arguments": {
+        "a": 1, "b": 1}}), headers={"Accept": "application/json"})    # the only worker
+    assert json.loads(response.read())["result"]["structuredContent"] == {"result": 2}
+    connection.close()
+
+
 def test_a_slow_client_that_is_still_there_keeps_its_connection(idle_served):
     """A long call (its stream kept alive), a GET stream while nothing happens, a long
     response read slowly: each outlasts idle_timeout."""
