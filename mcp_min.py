@@ -4964,8 +4964,8 @@ class HttpEndpoint:
 def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
     """A wsgiref server for ``app`` with a thread per connection, HTTP/1.1 keep-alive and
     chunked streams (wsgiref alone answers one HTTP/1.0 request per connection). A client that
-    sends or takes nothing for ``idle_timeout`` seconds, or sends a request's line and headers
-    in no less, loses its connection (and thread)."""
+    sends or takes nothing for ``idle_timeout`` seconds, or takes longer than that to send a
+    request's line and headers, loses its connection (and thread)."""
     import http.server
     import io
     import selectors
