@@ -2962,7 +2962,7 @@ class Server:
       max_sessions=1000      sessions kept; past that the longest idle one is ended
       session_idle=3600      seconds a session may stay unused
       heartbeat=15.0         seconds between SSE keep-alive lines (they reveal a client gone
-                             away, which cancels its request)
+                             away, which cancels its 2026-07-28 request)
       idle_timeout=30.0      the embedded server (``run(http=...)``) closes a connection whose
                              client sends nothing for that long (a request's line and headers
                              must all come within it) or takes nothing of a response; a stream
@@ -4837,10 +4837,10 @@ class HttpEndpoint:
         """Dispatch one request (or a batch) and answer with its response: JSON if that comes
         first, else an SSE stream of what comes before it. A stream also starts when the
         response takes longer than ``heartbeat`` seconds: its keep-alive lines fail once the
-        client has gone, which cancels the request (on the embedded server, closing the
-        connection does).
+        client has gone (on the embedded server, closing the connection tells at once). In
+        2026-07-28 leaving is how a client cancels; the handshake era says a disconnect is no
+        cancellation (notifications/cancelled is), so there the call runs on, unheard.
         ``opens_session``: an initialize, whose result (not an error) opens the session."""
-        # A batch's requests are not cancelled when the client leaves: 2025-03-26 says not to.
         batch = isinstance(message, list)
         rid = None if batch else message["id"]
         listen = modern and message["method"] == "subscriptions/listen"
@@ -4862,7 +4862,8 @@ class HttpEndpoint:
                 first = self.next_item(stream, None, gone)
         except ConnectionAbortedError:
             left = True
-            session.cancel(rid, "the client closed the connection")
+            if modern:
+                session.cancel(rid, "the client closed the connection")
         if left or first is not None and first[1]:
             if listen:                        # refused, or gone: no stream after all
                 session.stream = None
@@ -4877,7 +4878,7 @@ class HttpEndpoint:
                 return self.reply(start_response, 202, b"")
             # cancelled: a stream that ends with no response (a request is never 202)
         start_response(HTTP_STATUS[200], list(_SSE_HEADERS))
-        return self.events(session, stream, rid, first, gone)
+        return self.events(session, stream, rid if modern else None, first, gone)
 
     def next_item(self, stream, timeout, gone):
         """The stream's next ``(frame, is_response)``, or None after ``timeout`` seconds (None:

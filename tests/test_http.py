@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, SERVERS
+from conftest import INIT_PARAMS, ROOT, SERVERS
 
 import mcp_min
 from mcp_min import Context, Server
@@ -1115,6 +1115,46 @@ def test_client_that_goes_away_cancels_its_call(tmp_path):
         other.close()
     finally:
         server.close()
+
+
+def test_a_handshake_era_client_that_goes_away_does_not_cancel_its_call():
+    """2025-11-25: "Disconnection SHOULD NOT be interpreted as the client cancelling its
+    request" (notifications/cancelled is how it cancels): the call runs to its end."""
+    server, outcome = make_server(), []
+
+    @server.tool
+    def chore(ctx: Context) -> str:
+        for _ in range(40):                   # 1 s, looking for a cancellation all along
+            if ctx.cancelled:
+                outcome.append("cancelled")
+                return "stopped"
+            time.sleep(0.025)
+        outcome.append("done")
+        return "done"
+    httpd = mcp_min.make_http_server(server.wsgi, "127.0.0.1", 0)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        connection = http.client.HTTPConnection(*httpd.server_address, timeout=10)
+        initialize_message = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                              "params": INIT_PARAMS}
+        connection.request("POST", "/mcp", json.dumps(initialize_message),
+                           {"Content-Type": "application/json", "Accept": ACCEPT})
+        response = connection.getresponse()
+        session, _ = response.getheader("Mcp-Session-Id"), response.read()
+        headers = {"Content-Type": "application/json", "Accept": ACCEPT,
+                   "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "chore"}}
+        connection.request("POST", "/mcp", json.dumps(call), headers)
+        time.sleep(0.3)                       # the call is running
+        connection.sock.shutdown(socket.SHUT_RDWR)
+        connection.close()
+        deadline = time.monotonic() + 5
+        while not outcome and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert outcome == ["done"]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 def test_a_client_is_not_taken_for_gone_when_the_server_has_many_files_open():
