@@ -2378,6 +2378,8 @@ def _log_params(level, data, logger, threshold):
     (None: the client asked for no messages)."""
     if level not in _LEVEL_RANK:
         raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
+    if logger is not None and not isinstance(logger, str):    # the spec's logger is a string
+        raise TypeError(f"logger must be a str, not {_preview(logger)}")
     if threshold is None or _LEVEL_RANK[level] < _LEVEL_RANK[threshold]:
         return None
     params = {"level": level, "data": data}
@@ -2555,6 +2557,8 @@ class Context:
                key=None):
         """elicitation/create: a flat form ``schema``, or (2025-11-25) a page at ``url``, for
         anything secret. Returns ``{"action": "accept"|"decline"|"cancel", "content"}``."""
+        if not isinstance(message, str):
+            raise TypeError(f"message must be a str, not {_preview(message)}")
         declared, version = self.client_capabilities.get("elicitation"), self.protocol_version
         if (version or "") < V2025_06:
             raise CapabilityError(f"elicitation arrived in protocol 2025-06-18; this session "

@@ -668,6 +668,35 @@ def test_progress_total_and_message_are_checked_and_any_number_is_a_token():
     assert progress == [{"progressToken": 1.5, "progress": 1, "total": 2}]
 
 
+
+@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
+def test_a_logger_or_an_elicitation_message_that_is_not_a_string_is_refused(era):
+    """The spec makes notifications/message's logger and elicitation/create's message strings:
+    a tool that passes anything else gets a TypeError, and the client is sent nothing."""
+    server = Server("fields")
+
+    @server.tool
+    def odd(what: str, ctx: Context) -> str:
+        if what == "logger":
+            return repr(ctx.info("hello", logger=5))
+        if what == "url":
+            return repr(ctx.elicit(None, url="https://example.com/form"))
+        return repr(ctx.elicit(5, {"type": "object", "properties": {}}))
+    asked = []
+    with Client(server, era=era, log_level="debug",
+                capabilities={"elicitation": {"form": {}, "url": {}}},
+                elicitation=lambda params: asked.append(params) or {"action": "decline"}) as client:
+        if era == "legacy":
+            client.set_logging_level("debug")
+        texts = [client.call_tool("odd", {"what": what})["content"][0]["text"]
+                 for what in ("logger", "url", "form")]
+        time.sleep(0.05)
+        messages = [n for n in client.notifications if n["method"] == "notifications/message"]
+    assert texts == ["TypeError: logger must be a str, not 5",
+                     "TypeError: message must be a str, not null",
+                     "TypeError: message must be a str, not 5"]
+    assert asked == [] and messages == []
+
 def test_an_async_tool_that_raises_system_exit_leaves_the_event_loop_serving():
     server = Server("async")
 
