@@ -2534,9 +2534,9 @@ class Context:
     def sample(self, messages, *, max_tokens=1000, system_prompt=None, temperature=None,
                stop_sequences=None, model_preferences=None, include_context=None,
                metadata=None, tools=None, tool_choice=None, timeout=None, key=None):
-        """sampling/createMessage: ``messages`` is a string, or a list of strings (user turns)
-        and ``{"role", "content"}`` dicts. Returns ``{"role", "content", "model", ...}``."""
-        if isinstance(messages, str):
+        """sampling/createMessage: ``messages`` is a message or a list of them: a string or block
+        (a user turn), a ``{"role", "content"}`` dict. Returns ``{"role", "content", "model"}``."""
+        if isinstance(messages, (str, dict)):     # one message, not a list of its keys
             messages = [messages]
         params = {"messages": [_prompt_message(m) for m in messages], "maxTokens": max_tokens}
         optional = {"systemPrompt": system_prompt, "temperature": temperature,

@@ -1566,6 +1566,26 @@ def test_sample_elicit_unit():
     assert seen["elicitation"]["mode"] == "form" and seen["elicitation"]["message"] == "Age?"
 
 
+
+@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
+def test_sample_with_one_message_dict_or_content_block_sends_that_one_message(era):
+    """ctx.sample(message) with one {"role", "content"} dict, or one content block, asks about
+    that message: not about its keys, each sent as a user turn of its own."""
+    srv = server()
+    seen = []
+
+    @srv.tool
+    def ask(what: str, ctx: Context) -> str:
+        one = {"role": "user", "content": "2+2?"}
+        return ctx.sample(one if what == "turn" else mcp_min.text("2+2?"))["model"]
+
+    with Client(srv, era=era, sampling=lambda params: seen.append(params["messages"])
+                or SAMPLING_ANSWER, timeout=5) as client:
+        models = [client.call_tool("ask", {"what": what})["content"][0]["text"]
+                  for what in ("turn", "block")]
+    assert models == ["test-model", "test-model"]
+    assert seen == [[{"role": "user", "content": {"type": "text", "text": "2+2?"}}]] * 2
+
 # ==========================================================================================
 # Lifespan shutdown ordering (§3 T8/T9, pain point #5)
 # ==========================================================================================
