@@ -4869,6 +4869,7 @@ class HttpEndpoint:
             if modern:
                 session.cancel(rid, "the client closed the connection")
         if left or first is not None and first[1]:
+            stream.closed = True              # what a tool's thread sends later: nowhere to go
             if listen:                        # refused, or gone: no stream after all
                 session.stream = None
                 self.server.sessions.discard(session)

@@ -571,6 +571,43 @@ def test_a_question_the_server_gives_up_on_is_cancelled_where_it_was_asked():
     assert events[2]["result"]["content"][0]["text"] == "gave up"
 
 
+def test_after_a_json_response_a_helper_thread_can_no_longer_reach_its_request():
+    """The request's response came as JSON: what a thread of the tool sends about it later has
+    nowhere to go, so a log says False, and a question fails at once, not request_timeout
+    seconds later."""
+    server = make_server(request_timeout=5)
+    later = {}
+
+    @server.tool
+    def leave_behind(ctx: Context) -> str:
+        def after():
+            ctx_done.wait(5)
+            time.sleep(0.1)
+            later["log"] = ctx.info("still here")
+            started = time.monotonic()
+            try:
+                ctx.elicit("Still there?", {"type": "object", "properties": {}})
+            except Exception as e:
+                later["elicit"] = type(e).__name__
+            later["took"] = time.monotonic() - started
+        threading.Thread(target=after).start()
+        return "returned"
+    ctx_done = threading.Event()
+    session = initialize(server.wsgi)
+    wsgi_call(server.wsgi, body={"jsonrpc": "2.0", "id": 9, "method": "logging/setLevel",
+                                 "params": {"level": "debug"}},
+              headers={"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})
+    status, _, body = wsgi_call(server.wsgi, body={
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "leave_behind"}},
+        headers={"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})
+    assert status == 200 and json.loads(body)["result"]["content"][0]["text"] == "returned"
+    ctx_done.set()
+    deadline = time.monotonic() + 8
+    while "took" not in later and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert later["log"] is False and later["elicit"] == "ConnectionError"
+    assert later["took"] < 1
+
 def test_handshake_session_lifecycle(app):
     session = initialize(app)
     assert re.fullmatch(r"[A-Za-z0-9_-]{32}", session)
