@@ -2971,7 +2971,7 @@ class Server:
                              client sends nothing for that long (a request's line and headers
                              must all come within it) or takes nothing of a response; a stream
                              whose client has not taken a message that long after it was sent
-                             ends, and its request is cancelled (None: no limit)
+                             ends, as if the client had gone away (None: no limit)
     """
 
     _http_start_lock = threading.Lock()      # for the first request of any server's wsgi
