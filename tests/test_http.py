@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import INIT_PARAMS, ROOT, SERVERS
+from conftest import ROOT, SERVERS
 
 import mcp_min
 from mcp_min import Context, Server
@@ -904,6 +904,19 @@ def send(connection, message, headers=None):
     return connection.getresponse()
 
 
+def open_session(connection):
+    """initialize over a real connection; returns the headers its session's requests carry."""
+    connection.request("POST", "/mcp", json.dumps({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        {"Content-Type": "application/json", "Accept": ACCEPT})
+    response = connection.getresponse()
+    response.read()
+    return {"Mcp-Session-Id": response.getheader("Mcp-Session-Id"),
+            "MCP-Protocol-Version": "2025-11-25"}
+
+
 def test_keep_alive_serves_many_requests_on_one_connection(served):
     connection = served.connection()
     for i in range(20):
@@ -1058,15 +1071,8 @@ def test_head_and_204_responses_have_no_body(served):
     assert head_response.startswith(b"HTTP/1.1 405 ")
     assert rest.startswith(b"HTTP/1.1 200 ") and json_body(rest)["id"] == 2
     connection = served.connection()
-    connection.request("POST", "/mcp", json.dumps({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"}}}),
-        {"Content-Type": "application/json", "Accept": ACCEPT})
-    response = connection.getresponse()
-    response.read()
-    connection.request("DELETE", "/mcp", headers={
-        "Mcp-Session-Id": response.getheader("Mcp-Session-Id")})
+    session = open_session(connection)
+    connection.request("DELETE", "/mcp", headers={"Mcp-Session-Id": session["Mcp-Session-Id"]})
     response = connection.getresponse()
     assert response.status == 204 and response.getheader("Content-Length") is None
     assert response.read() == b""
@@ -1172,14 +1178,8 @@ def test_a_handshake_era_client_that_goes_away_does_not_cancel_its_call():
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
         connection = http.client.HTTPConnection(*httpd.server_address, timeout=10)
-        initialize_message = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                              "params": INIT_PARAMS}
-        connection.request("POST", "/mcp", json.dumps(initialize_message),
-                           {"Content-Type": "application/json", "Accept": ACCEPT})
-        response = connection.getresponse()
-        session, _ = response.getheader("Mcp-Session-Id"), response.read()
         headers = {"Content-Type": "application/json", "Accept": ACCEPT,
-                   "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+                   **open_session(connection)}
         call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "chore"}}
         connection.request("POST", "/mcp", json.dumps(call), headers)
         time.sleep(0.3)                       # the call is running
@@ -1445,15 +1445,7 @@ def test_a_slow_client_that_is_still_there_keeps_its_connection(idle_served):
                                                       "arguments": {"seconds": 1.5}}))
     assert response.getheader("Content-Type") == "text/event-stream"
     assert events(response.read())[-1]["result"]["content"][0]["text"] == "waited"
-    connection.request("POST", "/mcp", json.dumps({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"}}}),
-        {"Content-Type": "application/json", "Accept": ACCEPT})
-    response = connection.getresponse()
-    response.read()
-    session = {"Mcp-Session-Id": response.getheader("Mcp-Session-Id"),
-               "MCP-Protocol-Version": "2025-11-25"}
+    session = open_session(connection)
     listener = idle_served.connection()
     listener.request("GET", "/mcp", headers={"Accept": "text/event-stream", **session})
     stream = listener.getresponse()
