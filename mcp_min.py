@@ -2420,24 +2420,25 @@ class Context:
 
     _on_cancel = None       # while an async handler runs: cancels it (called by the reader)
     _with_response = None   # called just before the response, under the write lock (initialize)
+    # Where a request starts, set on the instance as it changes (one store less per request).
+    answers = None          # 2026-07-28: key -> [question digest, answer]
+    questions = 0           # questions asked so far in this run
+    cancelled = False       # set by notifications/cancelled (from the reader)
+    done = False            # set once the response is written
+    last_progress = None
+    progress_token = None
 
     def __init__(self, session, request_id, method, params, envelope=None, outlet=None):
         self.session, self.server = session, session.server
         self.outlet = outlet or session    # where frames about this request go (Peer.respond)
         self.request_id, self.method, self.params = request_id, method, params
         self.envelope = envelope           # 2026-07-28: the request's own envelope, else None
-        self.answers = None                # 2026-07-28: key -> [question digest, answer]
-        self.questions = 0                 # questions asked so far in this run
         self.principal = session.principal # who the transport says the client is, if anyone
         meta = params.get("_meta")
         self.meta = meta if isinstance(meta, dict) else {}
         token = self.meta.get("progressToken")
-        if token is not None and not isinstance(token, str) and not _is_json_number(token):
-            token = None                   # a string or a number (1.5 too), nothing else
-        self.progress_token = token
-        self.cancelled = False             # set by notifications/cancelled (from the reader)
-        self.done = False                  # set once the response is written
-        self.last_progress = None
+        if token is not None and (isinstance(token, str) or _is_json_number(token)):
+            self.progress_token = token    # a string or a number (1.5 too), nothing else
 
     # In the handshake era these come from initialize (the session); in 2026-07-28, from the
     # request's own envelope.
@@ -2949,7 +2950,10 @@ def _named(registry, what, params, method):
 
 def _arguments(params, method):
     """params.arguments: an object, or {} when there is none (nor one under another name)."""
-    if params.get("arguments") is None and not _did_you_mean("arguments", params=params):
+    arguments = params.get("arguments")
+    if type(arguments) is dict:
+        return arguments
+    if arguments is None and not _did_you_mean("arguments", params=params):
         return {}
     return _require(params, "arguments", dict, method)
 
