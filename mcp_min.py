@@ -4055,6 +4055,9 @@ class Session(Peer):
         self.running_here, self.calls_here = None, 0    # calls on the reader (run_here)
         self.watching = False               # a watch_reader thread is looking at them
         self.watcher = None                 # the lock it parks on between calls
+        self.look_due = float("inf")        # when that thread will want the GIL to look
+        self.looked = _thread.allocate_lock()   # it releases this after a look (see run_here)
+        self.looked.acquire()
         self.input_over = threading.Event() # set by the thread that read to the end
         self.stopping = False               # a stop signal came: read no further
         self.read_error = None              # what stopped the reading, if not end of input
@@ -4158,21 +4161,28 @@ class Session(Peer):
         if self.reader_ident != _thread.get_ident() or isinstance(ctx.outlet, Batch) \
                 or not pool.borrow():
             return False
-        with self.lock:
-            self.running_here = ctx
-            self.calls_here += 1
-            wake, self.watching = not self.watching, True
-        if wake and not _wake_watcher(self, self.watch_reader):
-            with self.lock:                   # no thread to spare: the pool runs it
-                self.running_here, self.watching = None, False
-            pool.give_back()
-            return False
+        self.running_here = ctx               # single stores, read by the watcher: no lock
+        self.calls_here += 1                  # (this thread alone writes them)
+        if not self.watching:                 # the watcher is parked, or not started yet
+            with self.lock:                   # (see watch_reader for why this is enough)
+                wake, self.watching = not self.watching, True
+            if wake and not _wake_watcher(self, self.watch_reader):
+                with self.lock:               # no thread to spare: the pool runs it
+                    self.running_here, self.watching = None, False
+                pool.give_back()
+                return False
         try:
             self.run(ctx, handler)
         finally:
-            with self.lock:
-                self.running_here = None
+            self.running_here = None
             pool.give_back()
+        if time.monotonic() > self.look_due:
+            # The watcher is awake and waits for the GIL, which this thread, running call
+            # after call, would give up only in its writes, and take back each time before the
+            # watcher could: the watcher would be woken in vain hundreds of times, until
+            # Python forced a switch after 5 ms. Waiting for its look costs far less.
+            if not self.looked.acquire(timeout=self.server.pool.blocking_after):
+                self.look_due = float("inf")  # it is late (busy CPUs): don't wait for it again
         return True
 
     def watch_reader(self, parked):
@@ -4185,22 +4195,30 @@ class Session(Peer):
         with self.lock:
             seen, calls = None, self.calls_here
         while True:
+            self.look_due = time.monotonic() + tick * 1.1     # (sleep oversleeps a little)
             time.sleep(tick)
             with self.lock:
-                call = self.running_here
+                self.look_due = float("inf")
+                if self.looked.locked():      # the reader may wait for this look: let it go
+                    self.looked.release()
                 if self.stopping:             # nothing more is read: nothing to watch
                     self.watching, self.watcher = False, None
                     return
+                # The reader publishes a call, then reads this flag, without the lock: so
+                # cleared first, either the reader sees it cleared and wakes us, or we see
+                # its call here.
+                self.watching = False
+                call, calls_now = self.running_here, self.calls_here
                 if call is not None and call is seen:
                     self.reader_ident = None  # the reader, back from its call, stops reading
-                    self.watching, self.watcher = False, None
+                    self.watcher = None
                     break
-                idle = call is None and self.calls_here == calls
-                if idle:
-                    self.watching = False
-                    if self.input_over.is_set():
-                        return
-                seen, calls = call, self.calls_here
+                idle = call is None and calls_now == calls
+                if not idle:
+                    self.watching = True
+                elif self.input_over.is_set():
+                    return
+                seen, calls = call, calls_now
             if idle:
                 parked.acquire()              # until _wake_watcher(), or the end of input
                 if self.input_over.is_set():

@@ -896,6 +896,89 @@ def test_a_call_that_blocks_the_reader_hands_the_reading_over():
         assert client.request("ping", timeout=2) == {}
 
 
+def test_a_call_that_blocks_the_reader_after_any_pause_is_still_handed_over():
+    """The reader tells the watcher of its call without taking a lock: whether the watcher is
+    looking, about to park or parked when a call comes, a call that blocks is seen, and the
+    ping after it is read by another thread."""
+    server, threads, gate, running = reader_server()
+    tick = mcp_min.WorkerPool.blocking_after
+    with mcp_min.Client(server) as client:
+        for attempt in range(12):
+            assert client.call_tool("quick", {"n": attempt})["structuredContent"] == {
+                "result": attempt}
+            time.sleep(tick * attempt / 4)            # 0 to 5.5 ticks: every stage of parking
+            result = {}
+            caller = threading.Thread(target=lambda: result.update(
+                call=client.call_tool("wait_for_gate", timeout=10)))
+            caller.start()
+            try:
+                assert wait_until(lambda: running)
+                assert client.request("ping", timeout=2) == {}, f"attempt {attempt}"
+            finally:
+                gate.set()
+                caller.join(5)
+                gate.clear()
+            assert result["call"]["content"][0]["text"] == "opened"
+            assert wait_until(lambda: not running)
+
+
+def test_the_reader_lets_a_due_watcher_look_and_waits_no_more_for_a_late_one(monkeypatch):
+    """Between calls the reader waits for the watcher's look once it is due: else the watcher
+    would wait for the GIL, woken in vain at each of the reader's writes. A watcher that is
+    late (busy CPUs) is not waited for again until its next look."""
+    monkeypatch.setattr(mcp_min.WorkerPool, "blocking_after", 5.0)   # the real one sleeps on
+    waits = []
+
+    class LateWatcher:
+        def acquire(self, timeout):
+            waits.append(timeout)
+            return False                              # it never came to look
+
+        def locked(self):
+            return False
+
+    server, _, _, _ = reader_server()
+    with mcp_min.Client(server) as client:
+        assert client.call_tool("quick", {"n": 0})["structuredContent"] == {"result": 0}
+        session, = server.sessions
+        assert wait_until(lambda: session.look_due < float("inf"))   # the watcher sleeps,
+        assert session.look_due > time.monotonic()                    # not due for a while
+        session.looked, session.look_due = LateWatcher(), 0.0
+        for n in range(1, 4):
+            assert client.call_tool("quick", {"n": n})["structuredContent"] == {"result": n}
+        assert waits == [5.0] and session.look_due == float("inf")
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs two CPUs: on one the watcher cannot wait beside the reader")
+def test_quick_calls_on_the_reader_do_not_set_the_watcher_fighting_for_the_gil(tmp_path):
+    """A stream of quick calls on the reader: the watcher looks every tick, and each look
+    costs a hand-over of the GIL or two. Waiting for the GIL instead, beside a reader that
+    releases it in every write (a quick one: to /dev/null), it was woken in vain about once
+    per call."""
+    import resource
+    server, answered = mcp_min.Server("stream"), []
+
+    @server.tool
+    def add(a: int, b: int) -> int:
+        answered.append(a)
+        return a + b
+    calls = 20000
+    handshake = [{"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": INIT_PARAMS},
+                 {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    requests = tmp_path / "requests"
+    requests.write_text("".join(json.dumps(message) + "\n" for message in handshake + [
+        call(n, "add", {"a": n, "b": 1}) for n in range(calls)]))
+    with open(requests, "rb") as rfile, open(os.devnull, "wb") as wfile:
+        before, began = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw, time.monotonic()
+        server.serve(rfile.fileno(), wfile.fileno())
+        switches = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw - before
+        looks = (time.monotonic() - began) / mcp_min.WorkerPool.blocking_after
+    assert answered == list(range(calls))
+    # a few per look (on a slow machine calls are fewer per look), and not one per call
+    assert switches < calls / 4 + 4 * looks, f"{switches} context switches, {calls} calls"
+
+
 def test_max_workers_1_still_runs_one_call_at_a_time():
     """The call on the reader counts as one of max_workers."""
     server = mcp_min.Server("one", max_workers=1)
