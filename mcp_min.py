@@ -550,6 +550,7 @@ class Peer:
         self.pending = {}                     # id of an outbound request -> _Pending
         self.next_id = count(1).__next__
         self.closed = False                   # the wire is gone: stop writing
+        self.writing = False                  # a frame is being written now
         self.input_ended = False              # end of input: no response can arrive any more
         self.reader_ident = None              # the ident of the thread reading the lines
 
@@ -563,6 +564,7 @@ class Peer:
                 return False
             if self.trace:
                 self.trace("out", frame)
+            self.writing = True               # (it blocks while the other side reads nothing)
             try:
                 write_all(self.write_fd, frame)
             except (OSError, ValueError) as e:     # OSError: a broken pipe, a reset, ...
@@ -570,6 +572,8 @@ class Peer:
                 log.debug("wire closed while writing: %s", e)
                 self.on_closed()
                 return False
+            finally:
+                self.writing = False
         return True
 
     def send(self, message):
@@ -4037,6 +4041,8 @@ class Session(Peer):
     client's subscriptions, and the reader loop that feeds handlers."""
 
     no_requests = None                      # why it can send no request to the client, if so
+    #: Seconds the reader may wait to write a reply before another thread reads on.
+    write_stall = 0.05
 
     def __init__(self, server, write_fd, trace=None):
         super().__init__(write_fd, trace)
@@ -4194,6 +4200,7 @@ class Session(Peer):
         tick = self.server.pool.blocking_after
         with self.lock:
             seen, calls = None, self.calls_here
+        stalled = 0                           # looks that found the reader stuck writing
         while True:
             self.look_due = time.monotonic() + tick * 1.1     # (sleep oversleeps a little)
             time.sleep(tick)
@@ -4209,7 +4216,13 @@ class Session(Peer):
                 # its call here.
                 self.watching = False
                 call, calls_now = self.running_here, self.calls_here
-                if call is not None and call is seen:
+                # A write that waits for a slow client holds the reader: that is backpressure,
+                # and reading on would only add calls waiting to write, each on a thread. One
+                # that waits longer than write_stall may be for a client that has stopped
+                # reading: reading on then still sees the end of its input.
+                stuck = call is not None and call is seen
+                stalled = stalled + 1 if stuck and self.writing else 0
+                if stuck and (stalled == 0 or stalled * tick > self.write_stall):
                     self.reader_ident = None  # the reader, back from its call, stops reading
                     self.watcher = None
                     break

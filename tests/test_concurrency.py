@@ -979,6 +979,53 @@ def test_quick_calls_on_the_reader_do_not_set_the_watcher_fighting_for_the_gil(t
     assert switches < calls / 4 + 4 * looks, f"{switches} context switches, {calls} calls"
 
 
+def test_a_client_slow_to_read_holds_the_reader_in_its_writes_and_starts_no_threads(
+        monkeypatch):
+    """Replies written faster than the client reads them hold the reader in its writes:
+    that is backpressure. The watcher must not take that for a call that blocks and read
+    on: each call read then waits to write on a thread of its own. (A client that reads
+    nothing for longer than Session.write_stall is another matter: see the test above.)"""
+    started, start_thread = [], mcp_min._thread.start_new_thread
+
+    def counting(fn, args, *rest):
+        started.append(getattr(fn, "__name__", repr(fn)))
+        return start_thread(fn, args, *rest)
+    monkeypatch.setattr(mcp_min._thread, "start_new_thread", counting)
+    monkeypatch.setattr(mcp_min.Session, "write_stall", 10.0)   # however slow this machine
+    server = mcp_min.Server("backpressure")
+
+    @server.tool
+    def echo(text: str) -> str:
+        return text
+    calls, text = 120, "x" * 4000                     # the pipe holds about 16 replies
+    requests_in, requests_out = os.pipe()
+    replies_in, replies_out = os.pipe()
+    serving = threading.Thread(target=server.serve, args=(requests_in, replies_out))
+    serving.start()
+    messages = [{"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": INIT_PARAMS},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    messages += [call(n, "echo", {"text": text}) for n in range(calls)]
+    blob = "".join(json.dumps(message) + "\n" for message in messages).encode()
+
+    def send():
+        with open(requests_out, "wb") as wire:
+            wire.write(blob)
+    sender = threading.Thread(target=send)
+    sender.start()
+    answered = []
+    with open(replies_in, "rb") as replies:
+        for _ in range(calls + 1):
+            answered.append(json.loads(replies.readline()))
+            time.sleep(0.004)                         # two of the watcher's looks
+    while_stuck = list(started)
+    sender.join(10)
+    serving.join(10)
+    os.close(replies_out)
+    assert [reply["id"] for reply in answered] == ["init", *range(calls)]
+    assert all(reply["result"]["content"][0]["text"] == text for reply in answered[1:])
+    assert sorted(while_stuck) == ["read_to_end", "watch_reader"], while_stuck
+
+
 def test_max_workers_1_still_runs_one_call_at_a_time():
     """The call on the reader counts as one of max_workers."""
     server = mcp_min.Server("one", max_workers=1)
