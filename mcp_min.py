@@ -1603,10 +1603,7 @@ class _Compiler:
     def validate(self, value, check=_NOTHING, path=""):
         """The problems of ``value`` against the schema (or one part of it: ``check``, for
         the value at ``path``)."""
-        problems = []
-        check = self.check if check is _NOTHING else check
-        if check:
-            check(value, path, problems)
+        problems = _problems(self.check if check is _NOTHING else check, value, path)
         return list(dict.fromkeys(problems)) if len(problems) > 1 else problems
 
     def compile(self, schema):
@@ -2424,7 +2421,7 @@ class Context:
 
     _on_cancel = None       # while an async handler runs: cancels it (called by the reader)
     _with_response = None   # called just before the response, under the write lock (initialize)
-    # Where a request starts, set on the instance as it changes (one store less per request).
+    # A request's state as it starts: set on the instance only once it changes.
     answers = None          # 2026-07-28: key -> [question digest, answer]
     questions = 0           # questions asked so far in this run
     cancelled = False       # set by notifications/cancelled (from the reader)
