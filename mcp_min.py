@@ -3550,17 +3550,23 @@ class Server:
         shown = f"[{host}]" if ":" in host else host
         print(f"mcp_min: serving {self.name} on http://{shown}:{httpd.server_port}"
               f"{self.http_path}", file=sys.stderr, flush=True)
+        saved = {}
         if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, signal.default_int_handler)   # KeyboardInterrupt
+            saved[signal.SIGTERM] = signal.signal(signal.SIGTERM, httpd.stop)
+            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                saved[signal.SIGINT] = signal.signal(signal.SIGINT, httpd.stop)
         try:
             httpd.serve_forever()
         except KeyboardInterrupt:
             pass
         finally:
             httpd.server_close()
-            if self._http is not None:
-                httpd.drain(self.grace_period, self._http)
+            httpd.drain(self.grace_period, self._http)
+            if self._http is not None:        # a request came: the lifespan was entered
                 self._exit_lifespan()
+            for signum, handler in saved.items():
+                if handler is not None:       # None: set outside Python; it cannot be put back
+                    signal.signal(signum, handler)
         return 0
 
     def run(self, trace=None, http=None):
@@ -5035,6 +5041,17 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
     import socketserver
     from wsgiref import simple_server
 
+    def readable(connection):
+        """Whether a read would not wait: there is input, or the client closed its end. (By
+        poll() where there is one: select() refuses a descriptor past 1023, and every client
+        would seem gone; epoll would take a descriptor of its own.) A closed one: True."""
+        try:
+            with getattr(selectors, "PollSelector", selectors.SelectSelector)() as selector:
+                selector.register(connection, selectors.EVENT_READ)
+                return bool(selector.select(0))
+        except (OSError, ValueError):
+            return True
+
     class Handler(simple_server.ServerHandler):
         http_version, chunked, mute = "1.1", False, False
 
@@ -5129,12 +5146,14 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
                 self.raw_requestline = b""
             if not self.raw_requestline or len(self.raw_requestline) > 65536:
                 self.close_connection = True
+                self.server.unread.discard(self.connection)
                 return
-            self.server.serving.add(self)
+            self.server.serving.add(self.connection)     # then unread: drain sees one or the other
+            self.server.unread.discard(self.connection)
             try:
                 self.serve_request()
             finally:
-                self.server.serving.discard(self)
+                self.server.serving.discard(self.connection)
 
         def serve_request(self):
             headers_read = self.parse_request()
@@ -5163,14 +5182,9 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
             return environ
 
         def client_gone(self):
-            """Whether the client closed its end: readable, with nothing to read. (By poll()
-            where there is one: select() refuses a descriptor past 1023, and every client
-            would seem gone; epoll would take a descriptor of its own.)"""
+            """Whether the client closed its end: readable, with nothing to read."""
             try:
-                with getattr(selectors, "PollSelector", selectors.SelectSelector)() as selector:
-                    selector.register(self.connection, selectors.EVENT_READ)
-                    readable = selector.select(0)
-                return bool(readable) and not self.connection.recv(1, socket.MSG_PEEK)
+                return readable(self.connection) and not self.connection.recv(1, socket.MSG_PEEK)
             except (OSError, ValueError):
                 return True
 
@@ -5184,6 +5198,32 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
         request_queue_size = socket.SOMAXCONN
         address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         stopping = False
+        taking = False                        # a connection is being accepted, its thread started
+        stop_due = False                      # a stop signal came meanwhile
+
+        def stop(self, signum=None, frame=None):
+            """The handler of SIGTERM and Ctrl+C (run_http's): KeyboardInterrupt, which ends
+            serve_forever. Raised while a connection is taken, it would make socketserver close
+            the connection under the thread just started to serve it: it waits until then."""
+            if self.taking:
+                self.stop_due = True
+            else:
+                raise KeyboardInterrupt
+
+        def get_request(self):
+            self.taking = True
+            connection = super().get_request()
+            self.unread.add(connection[0])
+            return connection
+
+        def service_actions(self):            # serve_forever's loop, after taking a connection
+            self.taking = False
+            if self.stop_due:
+                raise KeyboardInterrupt
+
+        def shutdown_request(self, request):  # the connection's thread ends (or never began)
+            self.unread.discard(request)
+            super().shutdown_request(request)
 
         def drain(self, grace, endpoint=None):
             """After serve_forever (the listening socket closed): refuse new requests on the
@@ -5194,8 +5234,12 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
             if endpoint is not None:
                 endpoint.end_streams()
             deadline = time.monotonic() + grace
+            # A connection taken just before the stop whose request has come but is not read
+            # yet: it is answered (503) rather than dropped. One with nothing sent is not.
+            sent = [connection for connection in list(self.unread) if readable(connection)]
             try:
-                while self.serving and time.monotonic() < deadline:
+                while time.monotonic() < deadline and (
+                        self.serving or any(connection in self.unread for connection in sent)):
                     time.sleep(0.01)
             except KeyboardInterrupt:
                 pass
@@ -5205,7 +5249,8 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
 
     httpd = HTTPServer((host, port), RequestHandler)
     httpd.set_app(app)
-    httpd.serving = set()                     # the request handlers serving a request now
+    httpd.serving = set()                     # the connections with a request in progress
+    httpd.unread = set()                      # and those taken whose first request is not read
     return httpd
 
 

@@ -1284,6 +1284,101 @@ def test_sigterm_lets_calls_in_flight_finish_before_the_lifespan_exits(tmp_path)
         server.close()
 
 
+# The stop signal comes while the server is taking a connection: after the connection's thread
+# has started, before socketserver returns to its loop, whose "except: close the connection;
+# raise" would cut the connection under that thread.
+SIGNAL_AS_TAKEN_SERVER = """
+import os, select, signal, socketserver, sys, threading, time
+sys.path.insert(0, {root!r})
+from mcp_min import Server
+
+server = Server("taken", grace_period=5)
+working = threading.Event()
+
+@server.tool
+def work() -> str:
+    working.set()
+    time.sleep(0.3)
+    return "done"
+
+process_request = socketserver.ThreadingMixIn.process_request
+setup = socketserver.StreamRequestHandler.setup
+
+def taking(self, request, client_address):
+    process_request(self, request, client_address)          # its thread started
+    if {unread}:
+        select.select([request], [], [], 5)                  # the request came, not yet read
+    else:
+        working.wait(5)                                      # the request is being served
+    os.kill(os.getpid(), signal.SIGTERM)
+
+def late_setup(self):
+    if {unread}:
+        time.sleep(0.3)                                      # the thread reads after the stop
+    setup(self)
+
+socketserver.ThreadingMixIn.process_request = taking
+socketserver.StreamRequestHandler.setup = late_setup
+"""
+
+
+@pytest.mark.parametrize("unread", [False, True], ids=["request_in_progress", "request_unread"])
+def test_a_stop_signal_while_a_connection_is_taken_drops_no_request(tmp_path, unread):
+    script = tmp_path / "taken_server.py"
+    script.write_text(SIGNAL_AS_TAKEN_SERVER.format(root=str(ROOT), unread=unread))
+    server = HttpServerProcess(script)
+    connection = server.connection()
+    try:
+        response = send(connection, modern("tools/call", {"name": "work"}))
+        body = json.loads(response.read())
+        if unread:                            # read once the stop began: refused, not dropped
+            assert response.status == 503 and "shutting down" in body["error"]["message"]
+        else:                                 # begun before the stop: answered
+            assert response.status == 200 and body["result"]["content"][0]["text"] == "done"
+        assert server.proc.wait(5) == 0
+    finally:
+        connection.close()
+        server.close()
+
+
+RUN_HTTP_THEN_REPORT = """
+import json, signal, sys
+sys.path.insert(0, {root!r})
+from mcp_min import Server
+
+signal.signal(signal.SIGTERM, signal.SIG_IGN)           # the application's own choice
+server = Server("host")
+
+@server.tool
+def during() -> str:
+    return signal.getsignal(signal.SIGTERM).__qualname__
+
+handlers = [signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)]
+code = server.run_http("127.0.0.1:0")
+restored = handlers == [signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)]
+print(json.dumps({{"code": code, "restored": restored}}))
+"""
+
+
+def test_run_http_stops_on_sigterm_and_gives_the_signal_handlers_back(tmp_path):
+    script = tmp_path / "host.py"
+    script.write_text(RUN_HTTP_THEN_REPORT.format(root=str(ROOT)))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        port = int(re.search(rb"127\.0\.0\.1:(\d+)/mcp", proc.stderr.readline())[1])
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        response = send(connection, modern("tools/call", {"name": "during"}))
+        handler = json.loads(response.read())["result"]["content"][0]["text"]
+        connection.close()
+        assert handler.endswith(".stop")      # run_http's, while it serves
+        proc.send_signal(signal.SIGTERM)
+        assert json.loads(proc.communicate(timeout=10)[0]) == {"code": 0, "restored": True}
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_several_processes_offer_no_changes_they_cannot_deliver(caplog):
     server = make_server(http_sessions=False)
 
