@@ -4,6 +4,7 @@ and the in-memory client for unit tests."""
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -17,6 +18,12 @@ SERVERS = Path(__file__).resolve().parent / "servers"
 sys.path.insert(0, str(ROOT))
 
 import mcp_min  # noqa: E402
+
+# A shell starts a background command with Ctrl+C (SIGINT) ignored, and the servers the tests
+# start would inherit that: the tests of Ctrl+C would fail. Caught here, it is back to its
+# default in every program the tests start.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 INIT_PARAMS = {"protocolVersion": mcp_min.LATEST_PROTOCOL_VERSION, "capabilities": {},
                "clientInfo": {"name": "pytest", "version": "1"}}
