@@ -1013,6 +1013,20 @@ def _integer(value):
     return value if type(value) is int else int(value)
 
 
+def _float(value):
+    """A valid JSON number as a float, as pydantic (and so the official SDK) hands it to a
+    float parameter: 2 -> 2.0. An integer too large for a float is refused, not made inf."""
+    if type(value) is float:
+        return value
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{_preview(value)} is too large for a float") from None
+
+
+_NUMBER_CONVERTERS = {int: _integer, float: _float}
+
+
 class _Types:
     """Translates annotations into schemas and converters, sharing one `defs` dict."""
 
@@ -1025,7 +1039,7 @@ class _Types:
         *validated* JSON value to what `tp` asks for, or None when the JSON value will do)."""
         if tp is None or isinstance(tp, type) and tp in _JSON_TYPES:
             schema = {"type": _JSON_TYPES[type(None) if tp is None else tp]}
-            return schema, _integer if tp is int else None
+            return schema, _NUMBER_CONVERTERS.get(tp)
         origin, args = _typing.get_origin(tp) or tp, _typing.get_args(tp)
         if origin is _typing.Annotated:     # Annotated[T, "description"], [T, {keywords}],
             schema, convert = self.translate(args[0])   # or pydantic / annotated_types metadata
@@ -1467,7 +1481,7 @@ class Signature:
         kwargs = {}
         for name, value in args.items():
             convert = self._converters.get(name, self._rest_converter)  # not a parameter: **kwargs
-            if convert is None or convert is _integer and type(value) is int:
+            if convert is None or _NUMBER_CONVERTERS.get(type(value)) is convert:
                 kwargs[name] = value            # the usual argument: nothing to convert
                 continue
             try:

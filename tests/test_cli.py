@@ -381,7 +381,7 @@ def test_every_command_works_from_a_lone_copy(tmp_path):
                              "clientInfo": {"name": "lone", "version": "1"}}}
     add = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
            "params": {"name": "add", "arguments": {"a": 2, "b": 3}}}
-    for target, name, answer in (("server.py", "calculator", '"text": "5"'),
+    for target, name, answer in (("server.py", "calculator", '"text": "5.0"'),
                                  (None, "gift-server", '"message": "Unknown tool: \'add\'"')):
         served = run("serve", *[target] * bool(target),
                      input=json.dumps(initialize) + "\n" + json.dumps(add) + "\n")

@@ -52,7 +52,7 @@ def test_the_client_snippet_works():
     import calculator
     from mcp_min import Client
     with Client(calculator.server) as client:
-        assert client.call_tool("add", {"a": 2, "b": 3})["content"][0]["text"] == "5"
+        assert client.call_tool("add", {"a": 2, "b": 3})["content"][0]["text"] == "5.0"
 
 
 def example(marker):

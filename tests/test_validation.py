@@ -349,12 +349,21 @@ def test_strings_stay_strings_where_a_string_is_allowed():
     assert kwargs == {"text": "[1]", "either": "[1]", "raw": "{}"}
 
 
-def test_int_is_fine_for_a_number_and_integral_floats_become_ints():
-    def f(x: float, n: int, m: Annotated[int, "an int"], k: typing.NewType("K", int)): ...
-    kwargs, found = Signature(f).bind({"x": 1, "n": 2.0, "m": 3.0, "k": 4.0})
-    assert found == [] and kwargs == {"x": 1, "n": 2, "m": 3, "k": 4}
-    assert all(type(v) is int for v in kwargs.values())
+def test_ints_become_floats_for_a_float_and_integral_floats_become_ints():
+    """As pydantic's lax mode (so the official SDK) converts: losslessly, never 2.5 or true to
+    an int."""
+    def f(x: float, n: int, m: Annotated[int, "an int"], k: typing.NewType("K", int),
+          y: Optional[float] = None, z: list[float] = ()): ...
+    kwargs, found = Signature(f).bind({"x": 1, "n": 2.0, "m": 3.0, "k": 4.0, "y": 5,
+                                       "z": [6, 7.5]})
+    assert found == [] and kwargs == {"x": 1.0, "n": 2, "m": 3, "k": 4, "y": 5.0, "z": [6.0, 7.5]}
+    assert [type(kwargs[name]) for name in "xnmky"] == [float, int, int, int, float]
+    assert [type(v) for v in kwargs["z"]] == [float, float]
     assert Signature(f).bind({"x": 1, "n": 2.5, "m": 1, "k": 1})[1] == ["n: expected integer, got number 2.5"]
+    assert Signature(f).bind({"x": 1, "n": True, "m": 1, "k": 1})[1] == ["n: expected integer, got boolean true"]
+    assert Signature(f).bind({"x": True, "n": 1, "m": 1, "k": 1})[1] == ["x: expected number, got boolean true"]
+    too_large = Signature(f).bind({"x": 10 ** 400, "n": 1, "m": 1, "k": 1})[1]
+    assert len(too_large) == 1 and too_large[0].startswith("x: 1000") and "too large for a float" in too_large[0]
 
 
 def test_literal_values_come_back_as_the_literal():

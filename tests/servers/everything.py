@@ -55,7 +55,7 @@ def sleep(ms: float, ctx: Context) -> str:
     while time.monotonic() < deadline:
         ctx.check_cancelled()
         time.sleep(min(0.01, max(0.0, deadline - time.monotonic())))
-    return f"slept {ms} ms"
+    return f"slept {ms:g} ms"
 
 
 @server.tool

@@ -233,7 +233,7 @@ def stubborn(ms: int) -> str:
     """Sleep `ms` ms without looking at cancellation, then return: if the client cancelled
     meanwhile, the server must still not answer."""
     time.sleep(ms / 1000)
-    return f"slept {ms} ms"
+    return f"slept {ms:g} ms"
 
 
 @server.tool
