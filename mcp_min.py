@@ -2259,7 +2259,7 @@ def _run_coroutine(awaitable, ctx):
         return result
     except concurrent.futures.CancelledError:
         if ctx.cancelled:
-            raise Cancelled(f"request {ctx.request_id!r} was cancelled") from None
+            raise Cancelled(ctx.cancel_reason) from None
         raise
     finally:
         ctx._on_cancel = None
@@ -2439,6 +2439,7 @@ class Context:
     answers = None          # 2026-07-28: key -> [question digest, answer]
     questions = 0           # questions asked so far in this run
     cancelled = False       # set by notifications/cancelled (from the reader)
+    stopped = False         # cancelled by the server's shutdown: its reply is still sent
     done = False            # set once the response is written
     last_progress = None
     progress_token = None
@@ -2464,9 +2465,16 @@ class Context:
     lifespan = property(lambda self: self.server.lifespan_value, doc="What the lifespan yielded.")
 
     def check_cancelled(self):
-        """Raise Cancelled if the client cancelled this request: call it between steps."""
+        """Raise Cancelled if the client cancelled this request (or the server, shutting
+        down, did): call it between steps."""
         if self.cancelled:
-            raise Cancelled(f"request {self.request_id!r} was cancelled")
+            raise Cancelled(self.cancel_reason)
+
+    @property
+    def cancel_reason(self):
+        if self.stopped:
+            return f"request {self.request_id!r} was cancelled: the server is shutting down"
+        return f"request {self.request_id!r} was cancelled"
 
     def report_progress(self, progress, total=None, message=None):
         """Send notifications/progress, if the request has a progressToken; returns whether
@@ -2983,6 +2991,8 @@ class Server:
       max_queue=10000        calls that may wait for a thread; past that, refused at once
       max_line_bytes=32 MiB  the longest message accepted; longer ones get an error
       grace_period=5.0       seconds in-flight calls may finish after end of input
+      cancel_timeout=2.0     seconds calls still running after that, once cancelled, have to
+                             return before the lifespan closes anyway
       request_timeout=60.0   seconds to wait for the client's answer (sampling, elicitation...)
       lifespan=None          ``fn(server)`` returning a context manager, sync or async (or a
                              bare generator), entered once around serving: ``ctx.lifespan``
@@ -3031,6 +3041,7 @@ class Server:
     def __init__(self, name, version="0.1.0", *, title=None, description=None, instructions=None,
                  website_url=None, icons=None, lifespan=None, page_size=100, max_workers=64,
                  max_queue=10_000, max_line_bytes=32 << 20, grace_period=5.0,
+                 cancel_timeout=2.0,
                  request_timeout=60.0, forward_logging=False, cache_ttl_ms=0,
                  cache_scope="public", state_key=None, state_ttl=600, http_path="/mcp",
                  allowed_origins=(), allowed_hosts=None, auth=None, authorization_servers=(),
@@ -3045,6 +3056,7 @@ class Server:
         self.lifespan, self.lifespan_value, self._lifespan_users = lifespan, None, 0
         self.page_size, self.max_workers, self.max_queue = page_size, max_workers, max_queue
         self.max_line_bytes, self.grace_period = max_line_bytes, grace_period
+        self.cancel_timeout = cancel_timeout
         self.request_timeout, self.forward_logging = request_timeout, forward_logging
         self.cache_ttl_ms, self.cache_scope = _cache_hints(cache_ttl_ms, cache_scope, name, True)
         self.request_state = RequestStateSigner(state_key, state_ttl)
@@ -4305,7 +4317,7 @@ class Session(Peer):
             _current.ctx = None
         with self.lock:
             ctx.done = True
-            if ctx.cancelled:                  # a cancelled request gets no response
+            if ctx.cancelled and not ctx.stopped:     # cancelled by the client: no response
                 frame = None
         try:
             if ctx._with_response is None:
@@ -4337,9 +4349,10 @@ class Session(Peer):
         except Exception:
             log.error("%s handler failed", message["method"], exc_info=True)
 
-    def cancel(self, request_id, reason=None):
+    def cancel(self, request_id, reason=None, stopping=False):
         """Cancel a running request, or close the listen stream it opened; unknown, finished
-        and initialize ids are ignored."""
+        and initialize ids are ignored. ``stopping``: the server, shutting down, cancels it
+        (not the client, who then still gets its reply)."""
         if not valid_id(request_id):
             return
         with self.lock:
@@ -4348,7 +4361,7 @@ class Session(Peer):
             ctx = self.running.get(request_id)
             if ctx is None or ctx.method == "initialize":
                 return
-            ctx.cancelled = True
+            ctx.cancelled, ctx.stopped = True, stopping
         self.cancel_pending(ctx, f"request {request_id!r} was cancelled by the client")
         on_cancel = ctx._on_cancel            # an async handler's: cancel its coroutine
         if on_cancel is not None:
@@ -4413,18 +4426,39 @@ class Session(Peer):
 
     def drain(self):
         """End of input: fail our own requests, and give calls in flight ``grace_period``
-        seconds to finish and write their replies."""
+        seconds to finish and write their replies. Those still running then are cancelled
+        (``check_cancelled()`` raises, an async handler's task is cancelled) and have
+        ``cancel_timeout`` seconds more to return: the lifespan closes after that, so no
+        call runs on against a closed lifespan without having been told."""
         self.fail_pending(ConnectionError("the client closed the connection"))
-        deadline = self.deadline = time.monotonic() + self.server.grace_period
+        server = self.server
         # One more signal ends the grace period of the connection run() serves (no other).
         watched = _signals if self.write_fd == _signals.get("wire") else {}
+        self.wait_for_calls(server.grace_period, watched, writing=True)
+        if not self.running:
+            return
+        unfinished = len(self.running)
+        for request_id in list(self.running):
+            self.cancel(request_id, "the server is shutting down", stopping=True)
+        self.wait_for_calls(server.cancel_timeout, watched)
+        if self.running:
+            log.warning("exiting with %d call(s) unfinished: still running %.1f s after the "
+                        "%.1f s grace period ended and they were cancelled", len(self.running),
+                        server.cancel_timeout, server.grace_period)
+        else:
+            log.warning("%d call(s) still running after the %.1f s grace period were "
+                        "cancelled", unfinished, server.grace_period)
+
+    def wait_for_calls(self, seconds, watched, writing=False):
+        """Wait until no call runs, for at most ``seconds``, or until a stop signal comes
+        (``watched``: the signal state of the run() serving this connection, if any), or
+        if ``writing`` (waiting for replies), until the wire closes."""
+        deadline = self.deadline = time.monotonic() + seconds
         signals = watched.get("count", 0)
-        while self.running and not self.closed and time.monotonic() < deadline \
-                and watched.get("count", 0) == signals:
+        while self.running and time.monotonic() < deadline:
+            if watched.get("count", 0) != signals or (writing and self.closed):
+                return
             time.sleep(0.01)
-        if self.running and not self.closed:
-            log.warning("exiting with %d call(s) unfinished after the %.1f s grace period",
-                        len(self.running), self.server.grace_period)
 
     def close_wire(self):
         """Close the wire between frames: a reply being written now is finished first (within

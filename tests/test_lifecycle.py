@@ -456,3 +456,125 @@ def test_L9_second_initialize_in_memory_client():
 def test_protocol_versions_constant_matches_the_spec():
     assert mcp_min.PROTOCOL_VERSIONS == VERSIONS
     assert mcp_min.LATEST_PROTOCOL_VERSION == LATEST
+
+
+# ============================================================================================
+# The end of input: calls still running are cancelled before the lifespan closes
+# ============================================================================================
+
+SHUTDOWN_SERVER = """
+import asyncio, sys, time
+from contextlib import contextmanager
+sys.path.insert(0, {root!r})
+from mcp_min import Context, Server
+
+def say(what):
+    print(what, file=sys.stderr, flush=True)
+
+@contextmanager
+def life(server):
+    say("lifespan open")
+    yield
+    say("lifespan closed")
+
+server = Server("shutdown", lifespan=life, grace_period=0.3, cancel_timeout={cancel_timeout})
+
+@server.tool
+def polite(ctx: Context) -> str:
+    say("polite started")
+    try:
+        while True:
+            ctx.check_cancelled()
+            time.sleep(0.01)
+    finally:
+        say(f"polite ended, cancelled={{ctx.cancelled}}")
+
+@server.tool
+async def waiting() -> str:
+    say("waiting started")
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        say("waiting cancelled")
+        raise
+    return "woke"
+
+@server.tool
+def stubborn(seconds: float) -> str:
+    say("stubborn started")
+    time.sleep(seconds)               # never looks at cancellation
+    say("stubborn ended")
+    return "done"
+
+server.run()
+"""
+
+
+def shutdown_server(spawn, tmp_path, cancel_timeout):
+    from conftest import ROOT
+    script = tmp_path / "shutdown_server.py"
+    script.write_text(SHUTDOWN_SERVER.format(root=str(ROOT), cancel_timeout=cancel_timeout))
+    wire = spawn(str(script))
+    wire.initialize()
+    return wire
+
+
+def wait_for_line(wire, text, timeout=10):
+    deadline = time.monotonic() + timeout
+    while text not in wire.stderr:
+        assert time.monotonic() < deadline, wire.stderr
+        time.sleep(0.01)
+
+
+def test_calls_still_running_after_the_grace_period_are_cancelled_before_the_lifespan_closes(
+        spawn, tmp_path):
+    wire = shutdown_server(spawn, tmp_path, cancel_timeout=2.0)
+    for rid, name in ((1, "polite"), (2, "waiting")):
+        wire.send(request(rid, "tools/call", {"name": name, "arguments": {}}))
+        wait_for_line(wire, f"{name} started")
+    wire.close_stdin()
+    started = time.monotonic()
+    replies = {reply["id"]: reply for reply in wire.rest_of_stdout()}
+    assert wire.wait(10) == 0
+    assert time.monotonic() - started < 2.0           # they returned at once when cancelled
+    # Cancelled by the server, not the client: each still gets a reply, saying why.
+    assert set(replies) == {1, 2}
+    for reply in replies.values():
+        assert reply["error"]["code"] == -32603 and "shutting down" in reply["error"]["message"]
+    log = wire.stderr
+    assert "polite ended, cancelled=True" in log and "waiting cancelled" in log
+    closed = log.index("lifespan closed")
+    assert log.index("polite ended") < closed and log.index("waiting cancelled") < closed
+    assert "were cancelled" in log and "Traceback" not in log
+
+
+def test_a_call_that_returns_within_cancel_timeout_is_answered_and_then_the_lifespan_closes(
+        spawn, tmp_path):
+    wire = shutdown_server(spawn, tmp_path, cancel_timeout=3.0)
+    wire.send(request(1, "tools/call", {"name": "stubborn", "arguments": {"seconds": 1.0}}))
+    wait_for_line(wire, "stubborn started")
+    wire.close_stdin()
+    (reply,) = wire.rest_of_stdout()
+    assert reply["result"]["content"][0]["text"] == "done"
+    assert wire.wait(10) == 0
+    log = wire.stderr
+    assert log.index("stubborn ended") < log.index("lifespan closed")
+
+
+def test_a_call_that_ignores_cancellation_is_left_after_cancel_timeout_with_a_warning(
+        spawn, tmp_path):
+    wire = shutdown_server(spawn, tmp_path, cancel_timeout=0.3)
+    wire.send(request(1, "tools/call", {"name": "stubborn", "arguments": {"seconds": 30}}))
+    wait_for_line(wire, "stubborn started")
+    wire.close_stdin()
+    started = time.monotonic()
+    assert wire.rest_of_stdout() == []
+    assert wire.wait(10) == 0
+    assert time.monotonic() - started < 3.0          # grace 0.3 s + cancel_timeout 0.3 s
+    log = wire.stderr
+    assert "1 call(s) unfinished" in log and "cancel" in log and "lifespan closed" in log
+    assert "stubborn ended" not in log
+
+
+def test_cancel_timeout_is_a_setting_with_a_default():
+    assert Server("t").cancel_timeout == 2.0 and Server("t", cancel_timeout=0).cancel_timeout == 0

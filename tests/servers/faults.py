@@ -71,7 +71,8 @@ signal.signal(signal.SIGWINCH, _on_sigwinch)
 
 settings = {}
 for env, key, kind in (("FAULTS_WORKERS", "max_workers", int), ("FAULTS_QUEUE", "max_queue", int),
-                       ("FAULTS_MAX_LINE", "max_line_bytes", int), ("FAULTS_GRACE", "grace_period", float)):
+                       ("FAULTS_MAX_LINE", "max_line_bytes", int), ("FAULTS_GRACE", "grace_period", float),
+                       ("FAULTS_CANCEL_TIMEOUT", "cancel_timeout", float)):
     if os.environ.get(env):
         settings[key] = kind(os.environ[env])
 
