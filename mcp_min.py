@@ -5416,9 +5416,12 @@ class Client(Peer):
             write_fd, rfile = from_client, open(to_client, "rb", buffering=1 << 16)
         else:
             import subprocess
+            # A process group of its own: Ctrl+C in a terminal reaches this client alone,
+            # which cancels what is in flight and closes the server's input (__exit__),
+            # rather than stopping the server in the middle of a call.
             self.process = subprocess.Popen(target, stdin=subprocess.PIPE,
                                             stdout=subprocess.PIPE, stderr=stderr, env=env,
-                                            cwd=cwd)
+                                            cwd=cwd, start_new_session=os.name == "posix")
             write_fd, rfile = self.process.stdin.fileno(), self.process.stdout
         super().__init__(write_fd, trace and self._guarded_trace(trace))
         self.reader = threading.Thread(target=self._read, args=(rfile,), daemon=True,
@@ -5589,8 +5592,19 @@ class Client(Peer):
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, exc, traceback):
+        if exc_type is None:
+            self.close()
+            return
+        # Left by an exception (Ctrl+C: KeyboardInterrupt): the requests still waiting are
+        # cancelled, so that the server stops their calls and exits at once.
+        self.cancel_all(f"the client stopped ({exc_type.__name__})")
+        self.close(timeout=0.5)
+
+    def cancel_all(self, reason=None):
+        """Cancel every request of ours still waiting for its response."""
+        for request_id in list(self.pending):
+            self.cancel(request_id, reason)
 
     # -- incoming --------------------------------------------------------------------------------
     def handle_batch(self, items, outlet):
@@ -6190,17 +6204,41 @@ def _json_argument(text):
         raise _NotJSON(e) from None
 
 
-def _parse_call(words):
-    """`CMD... METHOD [JSON]` -> (command, method, params); a bare name means tools/call."""
-    words, params = list(words), None
-    if words and words[-1].lstrip().startswith("{"):
-        params = _json_argument(words.pop())
-    if len(words) < 2 or os.path.exists(words[-1]):
-        raise SystemExit("usage: mcp_min.py call -- SERVER_CMD... METHOD|TOOL [JSON]: "
-                         "name a method or a tool after the server command")
-    method = words.pop()
-    if "/" not in method and method != "ping":
-        params, method = {"name": method, "arguments": params or {}}, "tools/call"
+# What a server's script is called: a word of `call` that ends so names the server, not a tool.
+_SCRIPT_SUFFIXES = (".py", ".pyz", ".js", ".mjs", ".cjs", ".ts", ".sh", ".rb", ".jar", ".exe")
+_CALL_USAGE = "usage: mcp_min.py call [options] -- SERVER_CMD... METHOD|TOOL [JSON]"
+
+
+def _parse_call(words, tool=None, method=None, json_text=None):
+    """`call`'s words -> (server command, method, params). With --tool or --method every word
+    is the server command. Else the last word, if it is JSON (it starts with {, [ or "), is
+    the params or arguments, and the word before it the method (it has a slash) or the tool:
+    read from the words alone, never from what files happen to exist."""
+    words = list(words)
+    if json_text is None and tool is None and method is None and words \
+            and words[-1].lstrip()[:1] in ('{', '[', '"'):
+        json_text = words.pop()
+    params = None if json_text is None else _json_argument(json_text)
+    if params is not None and not isinstance(params, dict):
+        raise SystemExit(f"mcp_min: the arguments must be a JSON object, as in "
+                         f"'{{\"a\": 1}}', not {_typed_preview(params)}")
+    if tool is None and method is None:
+        if len(words) < 2:
+            raise SystemExit(f"{_CALL_USAGE}: name a method or a tool after the server "
+                             "command")
+        name = words.pop()
+        if name.lower().endswith(_SCRIPT_SUFFIXES) or name.startswith(("/", ".", "~")):
+            raise SystemExit(f"{_CALL_USAGE}: {_preview(name)} looks like the server's "
+                             "command: name a method or a tool after it (--tool NAME and "
+                             "--method METHOD take any name)")
+        if "/" in name or name == "ping":
+            method = name
+        else:
+            tool = name
+    if not words:
+        raise SystemExit(f"{_CALL_USAGE}: the server command is missing after --")
+    if tool is not None:
+        params, method = {"name": tool, "arguments": params or {}}, "tools/call"
     if params is not None and not isinstance(params.get("_meta", {}), dict):
         meta = _preview(params["_meta"])
         raise SystemExit(f"mcp_min: params._meta must be an object, not {meta}")
@@ -6292,6 +6330,16 @@ def main(argv=None):
             command.add_argument("-v", "--verbose", action="store_true",
                                  help="show the server's log messages and progress on stderr as "
                                       "they arrive (it is asked for every level)")
+            command.add_argument("--timeout", type=_seconds, default=30.0, metavar="SECONDS",
+                                 help="how long to wait for the answer (default 30); 0 or none: "
+                                      "as long as the call runs, showing its progress")
+            named = command.add_mutually_exclusive_group()
+            named.add_argument("--tool", metavar="NAME", help="call this tool: every word "
+                               "after -- is then the server command")
+            named.add_argument("--method", metavar="METHOD", help="send this method, the "
+                               "server's own too: every word after -- is the server command")
+            command.add_argument("--json", metavar="JSON", help="with --tool or --method: the "
+                                 "tool's arguments, or the method's params")
         command.add_argument("words", nargs=argparse.REMAINDER, metavar=words,
                              help="the command that starts the server (after --)"
                              + (", then what to call" if name == "call" else ""))
@@ -6305,6 +6353,9 @@ def main(argv=None):
         return 2
     if args.command in ("inspect", "call", "repl") and not words:
         parser.error(f"{args.command} needs a server command: {args.command} -- SERVER_CMD ...")
+    if args.command == "call" and args.json is not None and not (args.tool or args.method):
+        parser.error("--json goes with --tool NAME or --method METHOD (or put the JSON last, "
+                     "after the tool's name)")
     if args.command == "serve" and args.http:
         if args.trace:            # HTTP has no stream of frames to trace, only requests
             parser.error("--trace shows the frames of a server on stdin/stdout; it does not "
@@ -6321,7 +6372,14 @@ def main(argv=None):
         parser.error(f"not valid JSON: {e}")
     except BrokenPipeError:         # stdout was closed early, as by `| head`: end quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # (and at exit)
-    except (ConnectionError, TimeoutError, ProtocolError) as e:
+    except KeyboardInterrupt:                      # Ctrl+C: what was in flight is cancelled
+        print("mcp_min: interrupted", file=sys.stderr)
+        return 130
+    except TimeoutError as e:
+        hint = ("; call --timeout SECONDS waits longer (0: as long as it takes)"
+                if args.command == "call" else "")
+        print(f"mcp_min: {e}{hint}", file=sys.stderr)
+    except (ConnectionError, ProtocolError) as e:
         print(f"mcp_min: {e}", file=sys.stderr)
     except OSError as e:                           # the server command did not start
         if e.filename is None:
@@ -6331,6 +6389,24 @@ def main(argv=None):
     except JSONRPCError as e:                      # e.g. --era 2026-07-28 to a server without it
         print(f"mcp_min: the server answered error {e.code}: {e.message}", file=sys.stderr)
     return 1
+
+
+def _seconds(text):
+    """--timeout's value: seconds, or None for no limit (0 or "none")."""
+    if text.strip().lower() in ("none", "0", "0.0"):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise _argparse_error(f"not a number of seconds: {text!r} (0 or none: no limit)")
+    return value
+
+
+def _argparse_error(message):
+    import argparse
+    return argparse.ArgumentTypeError(message)
 
 
 def _start_hint(error):
@@ -6349,13 +6425,20 @@ Start a server, make one request, print its result as JSON on stdout.
   SERVER_CMD...  the command that starts the server, e.g. python3 server.py
   METHOD|TOOL    an MCP method (tools/list, resources/read, prompts/get, ping, ...),
                  or, without a slash, the name of a tool to call
-  JSON           the method's params, or the tool's arguments (default: none)
+  JSON           the method's params, or the tool's arguments (default: none): a JSON
+                 object, the last word
+
+The words after -- are read from the end: the JSON, if the last word starts with {, [ or ",
+then the method (it has a slash) or the tool; the words before them start the server. With
+--tool NAME or --method METHOD (and --json JSON) every word after -- starts the server.
 """, "epilog": """\
 examples:
   mcp_min.py call -- python3 server.py tools/list
   mcp_min.py call -- python3 server.py add '{"a": 2, "b": 3}'
+  mcp_min.py call --tool add --json '{"a": 2, "b": 3}' -- python3 server.py
   mcp_min.py call -- python3 server.py resources/read '{"uri": "file:///notes/a"}'
   mcp_min.py call -v -- python3 examples/slow_server.py countdown '{"steps": 3}'
+  mcp_min.py call --timeout 0 -- python3 examples/slow_server.py countdown '{"steps": 60}'
 
 A tool that fails still answers with a result (exit 0): its "isError" result is on stdout,
 and its text on stderr, as written. A JSON-RPC error exits 1 with the code and message on
@@ -6419,15 +6502,19 @@ def _run_command(args, words, colour):
                     report[key] = client.list_all(method, key)
         _print_json(report)
     elif args.command == "call":
-        command, method, params = _parse_call(words)
+        command, method, params = _parse_call(words, args.tool, args.method, args.json)
         era = args.era
         if era == "auto" and method in HANDSHAKE_ONLY_METHODS:     # e.g. ping: only there
             era = "legacy"
-        verbose = {"on_notification": _show_notification, "log_level": "debug"}
-        client = Client(command, era=era, **(verbose if args.verbose else {}))
+        options = {"timeout": args.timeout}
+        if args.verbose:
+            options.update(on_notification=_show_notification, log_level="debug")
+        elif args.timeout is None:            # no limit: show that the call is alive
+            options.update(on_notification=_show_progress)
+        client = Client(command, era=era, **options)
         try:
             with client:
-                code = _call(client, method, params, args.verbose)
+                code = _call(client, method, params, args.verbose or args.timeout is None)
         finally:      # after close(), which has read all the server wrote, its last line too
             for line in client.junk:               # e.g. a print() in a hand-rolled server
                 print(f"mcp_min: the server wrote a line that is not JSON-RPC: {line}",
@@ -6436,11 +6523,18 @@ def _run_command(args, words, colour):
     return 0
 
 
-def _call(client, method, params, verbose):
-    """`call`: make the request, print its result; the exit code."""
+def _show_progress(message):
+    if message.get("method") == "notifications/progress":
+        _show_notification(message)
+
+
+def _call(client, method, params, progress):
+    """`call`: make the request, print its result; the exit code. ``progress``: ask for
+    progress (and, with -v, log messages: the client's on_notification shows them)."""
     try:
-        if verbose:
-            if "logging" in client.server_capabilities:    # (2026-07-28: already)
+        if progress:
+            if client.on_notification is _show_notification and \
+                    "logging" in client.server_capabilities:    # (2026-07-28: already)
                 client.set_logging_level("debug")
             params = dict(params or {})
             params["_meta"] = {**(params.get("_meta") or {}), "progressToken": "call"}

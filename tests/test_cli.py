@@ -1761,3 +1761,149 @@ for line in sys.stdin:
     assert params[1]["inputResponses"] == {"a b": {"action": "decline"}, "r": {"roots": []}}
     assert "requestState" not in params[2]
     assert params[2]["inputResponses"] == {"s": sampled}
+
+
+# ============================================================================================
+# The command line, from a user's side: Ctrl+C, --timeout, the words of call
+# ============================================================================================
+
+CRAWLER = """
+import sys, time
+sys.path.insert(0, {root!r})
+from mcp_min import Context, Server
+server = Server("crawler")
+
+@server.tool
+def crawl(ctx: Context) -> str:
+    print("crawl started", file=sys.stderr, flush=True)
+    try:
+        for step in range(1, 3001):
+            ctx.report_progress(step, total=3000)
+            ctx.check_cancelled()
+            time.sleep(0.01)
+    except BaseException as e:
+        with open({mark!r}, "w") as f:
+            f.write(type(e).__name__)
+        raise
+    return "done"
+
+server.run()
+"""
+
+
+def crawler(tmp_path):
+    mark = tmp_path / "mark"
+    script = tmp_path / "crawler.py"
+    script.write_text(CRAWLER.format(root=str(ROOT), mark=str(mark)))
+    return [sys.executable, str(script)], mark
+
+
+def ctrl_c_while_crawling(args, tmp_path, started="crawl started", typed=None):
+    """Start the CLI in a process group of its own, as a terminal starts a command; once the
+    crawl has begun, Ctrl+C as a terminal sends it (SIGINT to the whole group). Returns the
+    exit code, the seconds from Ctrl+C to exit, stderr, and the server's mark."""
+    _, mark = crawler(tmp_path)
+    process = subprocess.Popen([sys.executable, MCP_MIN, *args], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                               env=clean_env(), start_new_session=True)
+    if typed:
+        process.stdin.write(typed)
+        process.stdin.flush()
+    lines = []
+    try:
+        for line in process.stderr:
+            lines.append(line)
+            if started in line:
+                break
+        os.killpg(process.pid, signal.SIGINT)
+        interrupted = time.monotonic()
+        code = process.wait(10)
+        took = time.monotonic() - interrupted
+        lines.append(process.stderr.read())
+    finally:
+        if process.poll() is None:
+            process.kill()
+        for stream in (process.stdin, process.stdout, process.stderr):
+            stream.close()
+    deadline = time.monotonic() + 5
+    while not mark.exists() and time.monotonic() < deadline:    # the server's own exit
+        time.sleep(0.02)
+    return code, took, "".join(lines), mark.read_text() if mark.exists() else None
+
+
+def test_ctrl_c_during_call_cancels_the_call_and_exits_130_at_once(tmp_path):
+    command, _ = crawler(tmp_path)
+    code, took, stderr, mark = ctrl_c_while_crawling(
+        ["call", "--timeout", "0", "--", *command, "crawl"], tmp_path)
+    assert code == 130 and took < 1.5, (code, took, stderr)
+    assert "mcp_min: interrupted" in stderr and "Traceback" not in stderr, stderr
+    assert mark == "Cancelled"          # the server was told, and its tool stopped
+
+
+def test_ctrl_c_during_repl_cancels_its_calls_and_exits_130(tmp_path):
+    command, _ = crawler(tmp_path)
+    code, took, stderr, mark = ctrl_c_while_crawling(["repl", "--", *command], tmp_path,
+                                                     typed="init\ncall crawl {}\n")
+    assert code == 130 and took < 1.5, (code, took, stderr)
+    assert "Traceback" not in stderr and mark == "Cancelled"
+
+
+def test_ctrl_c_during_the_demo_exits_130_without_a_traceback():
+    process = subprocess.Popen([sys.executable, MCP_MIN, "demo"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, cwd=ROOT, env=clean_env(),
+                               start_new_session=True)
+    process.stdout.readline()                 # the demo has begun
+    os.killpg(process.pid, signal.SIGINT)
+    interrupted = time.monotonic()
+    code = process.wait(10)
+    took = time.monotonic() - interrupted
+    stderr = process.stderr.read()
+    process.stdout.close()
+    process.stderr.close()
+    assert code == 130 and took < 1.5 and "Traceback" not in stderr, (code, took, stderr)
+
+
+def test_call_timeout_is_an_option_its_expiry_names_it_and_0_waits_showing_progress():
+    slow = ["--", *SLOW, "wait", '{"seconds": 1.5, "label": "late"}']
+    expired = cli("call", "--timeout", "0.3", *slow)
+    assert expired.returncode == 1 and expired.stdout == ""
+    assert "no response within 0.3 s" in expired.stderr and "--timeout" in expired.stderr
+    waited = cli("call", "--timeout", "0", "--", *SLOW, "countdown",
+                 '{"steps": 3, "delay": 0.2}')
+    assert waited.returncode == 0 and json.loads(waited.stdout)["isError"] is False
+    assert [line.split(":")[0] for line in waited.stderr.splitlines()] == [
+        "progress 1/3", "progress 2/3", "progress 3/3"]
+    for bad in ("-1", "soon", "inf"):
+        refused = cli("call", "--timeout", bad, *slow)
+        assert refused.returncode == 2 and "not a number of seconds" in refused.stderr
+
+
+def test_call_reads_its_words_without_looking_at_files(tmp_path):
+    """A file named like the tool in the working directory changes nothing; the JSON must be
+    an object; a script or a path where the method should be is a usage error."""
+    (tmp_path / "add").write_text("")
+    shutil.copy(EXAMPLES / "calculator.py", tmp_path / "calculator.py")
+    shutil.copy(ROOT / "mcp_min.py", tmp_path / "mcp_min.py")
+
+    def run(*words):
+        return subprocess.run([sys.executable, MCP_MIN, "call", *words], capture_output=True,
+                              text=True, timeout=30, cwd=tmp_path, env=clean_env())
+    added = run("--", sys.executable, "calculator.py", "add", '{"a": 2, "b": 3}')
+    assert added.returncode == 0 and json.loads(added.stdout)["structuredContent"] == {
+        "result": 5.0}
+    named = run("--tool", "add", "--json", '{"a": 2, "b": 3}', "--", sys.executable,
+                "calculator.py")
+    assert named.returncode == 0 and json.loads(named.stdout) == json.loads(added.stdout)
+    listed = run("--method", "tools/list", "--", sys.executable, "calculator.py")
+    assert [t["name"] for t in json.loads(listed.stdout)["tools"]] == ["add"]
+    for words, said in (
+            (["add", "[1, 2]"], "must be a JSON object, as in '{\"a\": 1}', not array [1, 2]"),
+            (["add", '"x"'], 'not string "x"'),
+            ([], "looks like the server's command"),
+            ([f"{tmp_path}/calculator"], "looks like the server's command"),
+    ):
+        refused = run("--", sys.executable, "calculator.py", *words)
+        assert refused.returncode != 0 and refused.stdout == "", refused
+        assert said in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
+    lonely = run("--json", "{}", "--", sys.executable, "calculator.py")
+    assert lonely.returncode == 2 and "--json goes with --tool" in lonely.stderr
