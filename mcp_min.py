@@ -2253,12 +2253,15 @@ def _run_coroutine(awaitable, ctx):
 
 class Resource(Entry):
     """A resource at a fixed URI, or a family of them under an RFC 6570 template: ``{var}``
-    matches one path segment (percent-decoded), ``{+var}`` matches the rest, slashes too."""
+    matches one path segment (percent-decoded), ``{+var}`` matches the rest, slashes too.
+    Neither lets a URI walk out of a directory the function joins the value to: a {var}
+    holding '/' or '\\' once decoded, or '.' or '..', does not match, nor a {+var} with a
+    '..' segment or a leading '/' (unless ``allow_dot_segments=True``), nor either with NUL."""
     registry_name = "resources"
 
     def __init__(self, fn, uri, *, name=None, title=None, description=None, mime_type=None,
                  size=None, annotations=None, icons=None, meta=None, ttl_ms=None,
-                 cache_scope=None):
+                 cache_scope=None, allow_dot_segments=False):
         super().__init__(fn, name, title, description, icons, meta, structured=False)
         self.uri, self.pattern = uri, None
         self.variables = {}     # name -> whether it is a {+name}, taking slashes too
@@ -2268,6 +2271,13 @@ class Resource(Entry):
         if "{" in uri or "}" in uri:
             self.compile_template(uri)
         self.is_template = bool(self.variables)
+        if type(allow_dot_segments) is not bool:
+            raise ValueError(f"resource {uri!r}: allow_dot_segments must be True or False, "
+                             f"not {allow_dot_segments!r}")
+        if allow_dot_segments and not any(self.variables.values()):
+            raise ValueError(f"resource {uri!r}: allow_dot_segments=True is for a {{+var}}, "
+                             "which this URI has not; a {var} is always one segment")
+        self.allow_dot_segments = allow_dot_segments
         params = set(self.signature.input_schema.get("properties", ()))
         if params != set(self.variables):
             raise TypeError(f"resource {uri!r}: the function's parameters {sorted(params)} must "
@@ -2313,12 +2323,37 @@ class Resource(Entry):
         if found is None:
             return None
         from urllib.parse import unquote
-        try:
-            return {var: value if self.variables[var] else unquote(value, errors="strict")
-                    for var, value in found.groupdict().items()}
-        except UnicodeDecodeError:        # two URIs must not reach the function as one name
-            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: {uri} has a percent-encoding "
-                                               "that is not UTF-8") from None
+        variables = {}
+        for var, value in found.groupdict().items():
+            if self.variables[var]:           # a {+var} is passed on as it is, encoded
+                variables[var] = value
+                decoded = unquote(value, errors="replace")
+            else:
+                try:
+                    variables[var] = decoded = unquote(value, errors="strict")
+                except UnicodeDecodeError:   # two URIs must not reach the function as one name
+                    raise JSONRPCError(INVALID_PARAMS, f"Invalid params: {uri} has a "
+                                       "percent-encoding that is not UTF-8") from None
+            # Decoded once more too: a function that decodes what it gets (again) must not
+            # see a way out either ("%252e%252e" is ".." then).
+            for text in (decoded, unquote(decoded, errors="replace")):
+                if not self.safe_value(text, self.variables[var]):
+                    return None
+        return variables
+
+    def safe_value(self, text, plus):
+        """Whether a decoded variable stays where it is put: a {var} one path segment (and
+        not the directory itself, '.'); a {+var} relative, with no '..' segment (unless
+        allowed). Never a NUL."""
+        if "\0" in text:
+            return False
+        if not plus:
+            return "/" not in text and "\\" not in text and text not in (".", "..")
+        if self.allow_dot_segments:
+            return True
+        # Either slash separates on Windows; a leading one would make the path absolute.
+        segments = re.split(r"[/\\]", text)
+        return segments[0] != "" and ".." not in segments
 
     def read(self, ctx, uri, variables):
         value = self.invoke(ctx, self.bind_strings(variables, f"resource {uri}"))
@@ -3075,7 +3110,9 @@ class Server:
 
     def resource(self, uri, *, replace=False, **options):
         """``@server.resource(uri, name=..., title=..., description=..., mime_type=..., ...)``:
-        register a function as the resource at ``uri`` (or a URI template with {vars})."""
+        register a function as the resource at ``uri`` (or a URI template with {vars}).
+        ``allow_dot_segments=True`` lets a {+var} hold '..' segments, and begin with '/':
+        for a function that does not make a file path of it."""
         if not isinstance(uri, str):
             raise TypeError('@server.resource needs the URI first: '
                             '@server.resource("file:///notes")')
