@@ -447,3 +447,74 @@ def test_completion_and_template_listing_are_unaffected():
             "argument": {"name": "name", "value": "h"}})
         assert completed["completion"]["values"] == ["hello.txt"]
 
+
+#: Tools that fail deep: a result nested 3,000 deep (its encoding recurses past the limit),
+#: and a mutual recursion that ends in a plain error with a long message.
+DEEP_SERVER = PLAIN_SERVER + """
+@server.tool
+def nested(depth: int) -> list:
+    value = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+def down(n):
+    return across(n - 1) if n else int("x" * 20000)
+
+def across(n):
+    return down(n)
+
+@server.tool
+def fail_deep(depth: int) -> int:
+    return down(depth)
+
+if __name__ == "__main__":
+    server.run()
+"""
+FAILURES = [("nested", {"depth": 3000}), ("fail_deep", {"depth": 400})]
+LOG_BOUND = 4096 + 300            # the traceback's bound, and the line that introduces it
+
+
+def logged_when(get_log, needle, count, timeout=10):
+    """The log once ``needle`` is in it ``count`` times (it is written on another thread)."""
+    deadline = time.monotonic() + timeout
+    while get_log().count(needle) < count and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.1)                   # and whatever else the failure writes
+    return get_log()
+
+
+@pytest.mark.parametrize("tool, arguments", FAILURES)
+def test_a_deep_failure_logs_a_few_kib_per_http_request(serve_closing, tool, arguments):
+    served = serve_closing(DEEP_SERVER)
+    port = served.port
+    for i in range(1, 4):
+        before = len(served.stderr.encode())
+        message = modern("tools/call", {"name": tool, "arguments": arguments}, rid=i)
+        response = exchange(port, request_bytes(port, message=message, Connection="close"))
+        assert status_of(response) == 200 and body_of(response)["result"]["isError"]
+        log = logged_when(lambda: served.stderr, f"tool '{tool}' failed", i)
+        grown = log.encode()[before:]
+        assert b"failed" in grown and len(grown) <= LOG_BOUND, (len(grown), grown[-2000:])
+    if tool == "nested":              # one line: where it recursed
+        line = [row for row in log.splitlines() if "RecursionError" in row][-1]
+        assert "_dump" in line and "frames deep" in line and "Traceback" not in log, line
+    else:
+        assert "frames left out" in log and "characters left out" in log, log[-3000:]
+    served_afterwards(port)
+
+
+def test_a_deep_failure_logs_a_few_kib_per_stdio_request(spawn, tmp_path):
+    script = tmp_path / "deep_server.py"
+    script.write_text(DEEP_SERVER.replace("{root}", repr(str(ROOT))))
+    wire = spawn(str(script))
+    wire.initialize()
+    for count, (tool, arguments) in enumerate(FAILURES * 2, 1):
+        before = len(wire.stderr.encode())
+        result = wire.result("tools/call", {"name": tool, "arguments": arguments})
+        assert result["isError"], result
+        grown = logged_when(lambda: wire.stderr, "failed", count).encode()[before:]
+        assert f"tool '{tool}' failed".encode() in grown, grown[-2000:]
+        assert len(grown) <= LOG_BOUND, (len(grown), grown[-2000:])
+    assert wire.result("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}) \
+        ["structuredContent"] == {"result": 5}
