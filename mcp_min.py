@@ -124,6 +124,90 @@ class _Log:
 # Guards what is set up on first use, as above: on a free-threaded build nothing else would.
 _first_use = threading.Lock()
 log = _Log()
+
+#: What the log keeps of a failure: the first and the last frames of each traceback, and
+#: this many characters in all. A handler that fails deep in a recursion (or that a client
+#: makes fail so) must not write a hundred KiB per request.
+_LOGGED_FRAMES = (4, 8)
+_LOGGED_CHARS = 4096
+
+
+def _log_failure(what, error, with_traceback=True):
+    """Log at ERROR that ``what`` failed with ``error``, once and bounded: its type and
+    message, then (``with_traceback``) its traceback, a RecursionError in one line."""
+    log.error("%s failed: %s", what, _failure_text(error, with_traceback))
+
+
+def _failure_text(error, with_traceback=True):
+    import traceback
+    headline = _exception_line(error, traceback, 200)
+    if isinstance(error, RecursionError):
+        text = _recursion_line(error, traceback)
+    elif not with_traceback:
+        text = headline
+    else:
+        parts, seen = [], set()
+        while error is not None and id(error) not in seen and len(seen) < 5:   # newest first
+            seen.add(id(error))
+            if isinstance(error, RecursionError):
+                parts.append(_recursion_line(error, traceback) + "\n")
+            else:
+                parts.append(_short_traceback(error, traceback))
+            if error.__cause__ is not None:
+                error, link = error.__cause__, "\nThe above exception caused the next:\n\n"
+            elif not error.__suppress_context__ and error.__context__ is not None:
+                error = error.__context__
+                link = "\nThe next exception came while handling the above:\n\n"
+            else:
+                error = None
+            if error is not None:
+                parts.append(link)
+        text = headline + "\n" + "".join(reversed(parts)).rstrip()
+    if len(text) > _LOGGED_CHARS:             # a long message: its start and its end
+        cut, keep = len(text) - _LOGGED_CHARS, _LOGGED_CHARS // 2
+        text = f"{text[:keep]}\n[... {cut} characters left out ...]\n{text[-keep:]}"
+    return text
+
+
+def _exception_line(error, traceback, limit=500):
+    """"Type: message", its message cut short: it may quote what a client sent."""
+    line = "".join(traceback.format_exception_only(type(error), error)).rstrip()
+    if len(line) > limit:
+        line = f"{line[:limit]}[... {len(line) - limit} characters left out]"
+    return line
+
+
+def _short_traceback(error, traceback):
+    """``error``'s traceback with only its first and last frames (_LOGGED_FRAMES)."""
+    frames = list(traceback.walk_tb(error.__traceback__))
+    head, tail = _LOGGED_FRAMES
+    left_out = len(frames) - head - tail
+    if left_out > 0:
+        frames = frames[:head] + frames[-tail:]
+    lines = traceback.StackSummary.extract(iter(frames)).format()
+    if left_out > 0:
+        lines.insert(head, f"  [... {left_out} frames left out ...]\n")
+    return "".join(["Traceback (most recent call last):\n", *lines,
+                    _exception_line(error, traceback), "\n"])
+
+
+def _recursion_line(error, traceback):
+    """A RecursionError in one line: where the recursion began, and where it ended."""
+    import collections
+    frames = [(frame.f_code, lineno) for frame, lineno in traceback.walk_tb(error.__traceback__)]
+    if not frames:
+        return _exception_line(error, traceback)
+
+    def where(code, lineno):
+        return f"{code.co_name} ({code.co_filename}, line {lineno})"
+    counts = collections.Counter(code for code, _ in frames)
+    first = next((i for i, (code, _) in enumerate(frames) if counts[code] > 1), None)
+    place = f"{len(frames)} frames deep, ending in {where(*frames[-1])}"
+    if first is not None:
+        place = f"{where(*frames[first])} calls itself, " + place
+        if first > 0:
+            place = f"called from {where(*frames[first - 1])}: " + place
+    return f"{_exception_line(error, traceback)} ({place})"
 _NOTHING = object()     # no value, where None is one: no default, no annotation, not JSON
 
 #: Handshake-era revisions this server speaks, oldest first.
@@ -2111,7 +2195,7 @@ class Tool(Entry):
             if isinstance(e, (CapabilityError, InvalidAnswer)) and ctx.envelope is not None:
                 raise                    # 2026-07-28: protocol errors, -32021 and -32602
             expected = isinstance(e, (CapabilityError, TimeoutError, JSONRPCError))
-            log.error("tool %r failed: %s", self.name, e, exc_info=not expected)
+            _log_failure(f"tool {self.name!r}", e, with_traceback=not expected)
             return _error_result(f"{type(e).__name__}: {e}")
         finally:
             self.last_took = time.monotonic() - began
@@ -2267,12 +2351,15 @@ def _run_coroutine(awaitable, ctx):
 
 class Resource(Entry):
     """A resource at a fixed URI, or a family of them under an RFC 6570 template: ``{var}``
-    matches one path segment (percent-decoded), ``{+var}`` matches the rest, slashes too."""
+    matches one path segment (percent-decoded), ``{+var}`` matches the rest, slashes too.
+    Neither lets a URI walk out of a directory the function joins the value to: a {var}
+    holding '/' or '\\' once decoded, or '.' or '..', does not match, nor a {+var} with a
+    '..' segment or a leading '/' (unless ``allow_dot_segments=True``), nor either with NUL."""
     registry_name = "resources"
 
     def __init__(self, fn, uri, *, name=None, title=None, description=None, mime_type=None,
                  size=None, annotations=None, icons=None, meta=None, ttl_ms=None,
-                 cache_scope=None):
+                 cache_scope=None, allow_dot_segments=False):
         super().__init__(fn, name, title, description, icons, meta, structured=False)
         self.uri, self.pattern = uri, None
         self.variables = {}     # name -> whether it is a {+name}, taking slashes too
@@ -2282,6 +2369,13 @@ class Resource(Entry):
         if "{" in uri or "}" in uri:
             self.compile_template(uri)
         self.is_template = bool(self.variables)
+        if type(allow_dot_segments) is not bool:
+            raise ValueError(f"resource {uri!r}: allow_dot_segments must be True or False, "
+                             f"not {allow_dot_segments!r}")
+        if allow_dot_segments and not any(self.variables.values()):
+            raise ValueError(f"resource {uri!r}: allow_dot_segments=True is for a {{+var}}, "
+                             "which this URI has not; a {var} is always one segment")
+        self.allow_dot_segments = allow_dot_segments
         params = set(self.signature.input_schema.get("properties", ()))
         if params != set(self.variables):
             raise TypeError(f"resource {uri!r}: the function's parameters {sorted(params)} must "
@@ -2327,12 +2421,37 @@ class Resource(Entry):
         if found is None:
             return None
         from urllib.parse import unquote
-        try:
-            return {var: value if self.variables[var] else unquote(value, errors="strict")
-                    for var, value in found.groupdict().items()}
-        except UnicodeDecodeError:        # two URIs must not reach the function as one name
-            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: {uri} has a percent-encoding "
-                                               "that is not UTF-8") from None
+        variables = {}
+        for var, value in found.groupdict().items():
+            if self.variables[var]:           # a {+var} is passed on as it is, encoded
+                variables[var] = value
+                decoded = unquote(value, errors="replace")
+            else:
+                try:
+                    variables[var] = decoded = unquote(value, errors="strict")
+                except UnicodeDecodeError:   # two URIs must not reach the function as one name
+                    raise JSONRPCError(INVALID_PARAMS, f"Invalid params: {uri} has a "
+                                       "percent-encoding that is not UTF-8") from None
+            # Decoded once more too: a function that decodes what it gets (again) must not
+            # see a way out either ("%252e%252e" is ".." then).
+            for text in (decoded, unquote(decoded, errors="replace")):
+                if not self.safe_value(text, self.variables[var]):
+                    return None
+        return variables
+
+    def safe_value(self, text, plus):
+        """Whether a decoded variable stays where it is put: a {var} one path segment (and
+        not the directory itself, '.'); a {+var} relative, with no '..' segment (unless
+        allowed). Never a NUL."""
+        if "\0" in text:
+            return False
+        if not plus:
+            return "/" not in text and "\\" not in text and text not in (".", "..")
+        if self.allow_dot_segments:
+            return True
+        # Either slash separates on Windows; a leading one would make the path absolute.
+        segments = re.split(r"[/\\]", text)
+        return segments[0] != "" and ".." not in segments
 
     def read(self, ctx, uri, variables):
         value = self.invoke(ctx, self.bind_strings(variables, f"resource {uri}"))
@@ -3101,7 +3220,9 @@ class Server:
 
     def resource(self, uri, *, replace=False, **options):
         """``@server.resource(uri, name=..., title=..., description=..., mime_type=..., ...)``:
-        register a function as the resource at ``uri`` (or a URI template with {vars})."""
+        register a function as the resource at ``uri`` (or a URI template with {vars}).
+        ``allow_dot_segments=True`` lets a {+var} hold '..' segments, and begin with '/':
+        for a function that does not make a file path of it."""
         if not isinstance(uri, str):
             raise TypeError('@server.resource needs the URI first: '
                             '@server.resource("file:///notes")')
@@ -4039,8 +4160,8 @@ class WorkerPool:
                 continue
             try:
                 fn(*args)
-            except BaseException:
-                log.exception("worker job failed")
+            except BaseException as e:
+                _log_failure("a worker job", e)
             fn = args = None                  # don't keep the last call's data alive while idle
             me.since = None                   # between calls (one store: no need for the lock)
 
@@ -4310,7 +4431,7 @@ class Session(Peer):
             frame = self.encode_error(rid, INVALID_REQUEST, f"Invalid Request: {e}",
                                       {"requiredCapabilities": e.required})
         except BaseException as e:            # SystemExit and KeyboardInterrupt too
-            log.error("%s failed", ctx.method, exc_info=True)
+            _log_failure(ctx.method, e)
             frame = self.encode_error(rid, INTERNAL_ERROR, f"Internal error: "
                                                            f"{type(e).__name__}: {e}")
         finally:
@@ -4346,8 +4467,8 @@ class Session(Peer):
         params = message.get("params") or {}
         try:
             handler(Context(self, None, message["method"], params), params)
-        except Exception:
-            log.error("%s handler failed", message["method"], exc_info=True)
+        except Exception as e:
+            _log_failure(f"the {message['method']} handler", e)
 
     def cancel(self, request_id, reason=None, stopping=False):
         """Cancel a running request, or close the listen stream it opened; unknown, finished
@@ -5149,6 +5270,9 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
             else:
                 super().handle_error()
 
+        def log_exception(self, exc_info):    # wsgiref's writes the whole traceback
+            _log_failure("an HTTP request", exc_info[1])
+
         def finish_content(self):
             super().finish_content()
             if self.chunked:
@@ -5268,6 +5392,9 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
             self.taking = False
             if self.stop_due:
                 raise KeyboardInterrupt
+
+        def handle_error(self, request, client_address):   # what escaped a connection's
+            _log_failure("serving a connection", sys.exc_info()[1])   # thread, bounded
 
         def shutdown_request(self, request):  # the connection's thread ends (or never began)
             self.unread.discard(request)
@@ -5681,8 +5808,8 @@ class Client(Peer):
                     handler(params)
             if self.on_notification:
                 self.on_notification(message)
-        except Exception:
-            log.exception("a notification callback failed")
+        except Exception as e:
+            _log_failure("a notification callback", e)
 
     # -- requests ------------------------------------------------------------------------------
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):

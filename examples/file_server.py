@@ -4,19 +4,23 @@
 
 The resource template is file:///{+path}, with the path relative to ROOT: file:///notes/a.txt
 is ROOT/notes/a.txt. A client (or a model choosing URIs) may send anything, so every path is
-checked before a file is opened. These are refused with -32602 and a message saying why:
+checked before a file is opened.
 
-- a ".." segment, raw or percent-encoded (%2e%2e, %2E%2e, .%2e, ...);
-- an absolute path (file:////etc/passwd, file:///%2fetc/passwd) or a Windows drive (C:);
+mcp_min itself matches no URI whose path has a ".." segment (raw, percent-encoded, or encoded
+twice; either slash separating), begins with "/", or holds NUL: those are not found, and this
+function never sees them. What is left is checked here. The path is resolved (symlinks
+followed) and must still be under ROOT: one that leaves it, through a symlink to a file or
+directory outside, is not found either, as if there were nothing there. These are refused
+with -32602 and a message saying why:
+
+- an absolute path the template lets through, a Windows drive (C:);
 - an encoded slash or backslash (%2f, %5c) and any raw backslash: one segment may not become two;
-- double encoding (%252e%252e: still a %XX after decoding once);
+- double encoding (%25252e: still a %XX after decoding once);
 - NUL and other control characters, and percent-encodings that are not UTF-8;
-- a path that leaves ROOT through a symlink (a link inside ROOT to a file or directory
-  outside it); links that stay inside ROOT are followed;
 - a directory, or a file over MAX_BYTES.
 
-A path that passes but names no file is -32002 (resource not found; in protocol 2026-07-28,
--32602 with data.uri). The list_files tool shows what there is to read.
+Not found is -32002 (in protocol 2026-07-28, -32602 with data.uri). The list_files tool shows
+what there is to read.
 """
 
 import os
@@ -43,6 +47,11 @@ def refuse(uri, why):
     raise JSONRPCError(INVALID_PARAMS, f"Refused {uri}: {why}", {"uri": uri, "reason": why})
 
 
+def inside_root(real):
+    """Whether a resolved path is ROOT or under it."""
+    return os.path.commonpath([ROOT, real]) == ROOT
+
+
 def safe_path(uri, raw):
     """The real path of the file ``raw`` (the template's {+path}, still percent-encoded)
     names under ROOT; JSONRPCError for anything that could reach outside it."""
@@ -61,12 +70,12 @@ def safe_path(uri, raw):
     if path.startswith("/") or re.match(r"[A-Za-z]:", path):
         refuse(uri, "absolute paths are not allowed; give a path relative to the root")
     segments = path.split("/")
-    if ".." in segments:
+    if ".." in segments:               # mcp_min matches no such URI: in case it ever did
         refuse(uri, "'..' segments are not allowed")
+    # Containment, whatever the checks above missed: the real path (symlinks resolved) must
+    # be under ROOT. Outside it there is nothing to find, and nothing is said of what is.
     real = os.path.realpath(os.path.join(ROOT, *segments))
-    if real != ROOT and not real.startswith(ROOT + os.sep):
-        refuse(uri, "the path leads outside the served directory (through a symlink)")
-    if not os.path.exists(real):
+    if not inside_root(real) or not os.path.exists(real):
         raise ResourceNotFound(uri)    # -32002, or in 2026-07-28 -32602, as each era says
     if os.path.isdir(real):
         refuse(uri, "it is a directory; read the files in it (see the list_files tool)")
@@ -116,7 +125,7 @@ def list_files(limit: int = 200) -> list[str]:
         for name in sorted(files):
             full = os.path.join(folder, name)
             real = os.path.realpath(full)
-            if real.startswith(ROOT + os.sep) and os.path.isfile(real):
+            if inside_root(real) and os.path.isfile(real):
                 found.append("file:///" + quote(os.path.relpath(full, ROOT).replace(os.sep, "/")))
             if len(found) >= limit:
                 return found

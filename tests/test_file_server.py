@@ -1,7 +1,9 @@
-"""examples/file_server.py over the wire: files under its root are served, and every way out
-of the root is refused with -32602 and a reason (path traversal with raw or percent-encoded
-'..', absolute paths, encoded slashes, double encoding, NUL bytes, bad UTF-8, symlinks leading
-out); a missing file is -32002. The secret files outside the root never appear on stdout."""
+"""examples/file_server.py over the wire: files under its root are served, and no way out of
+the root reaches a file: path traversal with raw, percent-encoded or twice-encoded '..', either
+slash, absolute paths and NUL bytes match no URI of the template, and symlinks leading out are
+outside the root, all not found (-32002), as a missing file is; other bad paths (encoded
+slashes, double encoding, bad UTF-8, directories) are refused with -32602 and a reason. The
+secret files outside the root never appear on stdout."""
 
 import base64
 import os
@@ -118,45 +120,83 @@ def test_uri_outside_the_template_is_resource_not_found(files):
 # What is refused
 # ============================================================================================
 
+#: Ways out that match no URI of the template (mcp_min's own check): not found, -32002.
+NOT_MATCHED = [
+    "file:///../secret.txt",
+    "file:///sub/../../secret.txt",
+    "file:///./../secret.txt",
+    "file:///sub/..",
+    "file:///%2e%2e/secret.txt",
+    "file:///%2E%2E/secret.txt",
+    "file:///.%2e/secret.txt",
+    "file:///%2e./secret.txt",
+    "file:///sub/%2e%2e/%2e%2e/secret.txt",
+    "file:///..%2fsecret.txt",
+    "file:///%2e%2e%2fsecret.txt",
+    "file:///%2E%2E%2Fsecret.txt",
+    "file:///..%5csecret.txt",
+    "file:///%2e%2e%5csecret.txt",
+    "file:///..\\secret.txt",
+    "file:///sub\\..\\..\\secret.txt",
+    "file:///%252e%252e/secret.txt",                 # encoded twice
+    "file:///%252e%252e%252fsecret.txt",
+    "file:///..%255csecret.txt",
+    "file:///sub%252f..%252f..%252fsecret.txt",
+    "file:////etc/passwd",                           # absolute
+    "file:///%2fetc/passwd",
+    "file:///%5cetc/passwd",
+    "file:///hello.txt%00.png",
+    "file:///hello.txt%00",
+    "file:///%00../secret.txt",
+    "file:///sub%0a/../secret.txt",
+]
+
+#: Ways out that resolve outside the root, through a symlink (the example's containment
+#: check): not found as well, -32002.
+OUTSIDE = [
+    "file:///link_out",
+    "file:///abs_link_out",
+    "file:///dir_out/secret2.txt",
+    "file:///sub/link_up",
+]
+
+#: What the example refuses itself, with -32602 and a reason.
 ATTACKS = [
-    ("file:///../secret.txt", "'..'"),
-    ("file:///sub/../../secret.txt", "'..'"),
-    ("file:///./../secret.txt", "'..'"),
-    ("file:///sub/..", "'..'"),
-    ("file:///%2e%2e/secret.txt", "'..'"),
-    ("file:///%2E%2E/secret.txt", "'..'"),
-    ("file:///.%2e/secret.txt", "'..'"),
-    ("file:///%2e./secret.txt", "'..'"),
-    ("file:///sub/%2e%2e/%2e%2e/secret.txt", "'..'"),
-    ("file:///..%2fsecret.txt", "encoded slash"),
-    ("file:///%2e%2e%2fsecret.txt", "encoded slash"),
-    ("file:///%2E%2E%2Fsecret.txt", "encoded slash"),
-    ("file:///..%5csecret.txt", "encoded slash"),
-    ("file:///..\\secret.txt", "backslash"),
-    ("file:///sub\\..\\..\\secret.txt", "backslash"),
-    ("file:///%252e%252e/secret.txt", "twice"),
-    ("file:///%252e%252e%252fsecret.txt", "twice"),
     ("file:///%25252e%25252e/secret.txt", "twice"),
-    ("file:////etc/passwd", "absolute"),
-    ("file:///%2fetc/passwd", "encoded slash"),
+    ("file:///a%252fb", "twice"),
     ("file:///C:/Windows/win.ini", "absolute"),
-    ("file:///hello.txt%00.png", "NUL"),
-    ("file:///hello.txt%00", "NUL"),
-    ("file:///%00../secret.txt", "NUL"),
-    ("file:///sub%0a/../secret.txt", "control"),
     ("file:///%c0%ae%c0%ae/secret.txt", "UTF-8"),
     ("file:///%ff%fe", "UTF-8"),
-    ("file:///link_out", "outside"),
-    ("file:///abs_link_out", "outside"),
-    ("file:///dir_out/secret2.txt", "outside"),
-    ("file:///sub/link_up", "outside"),
+    ("file:///a%2fb.txt", "encoded slash"),
+    ("file:///a\\b.txt", "backslash"),
+    ("file:///sub%0a.txt", "control"),
     ("file:///sub", "directory"),
     ("file:///dir_inside", "directory"),
 ]
 
 
+@pytest.mark.parametrize("uri", NOT_MATCHED + OUTSIDE)
+def test_ways_out_of_the_root_are_not_found(files, uri):
+    reply = read(files, uri)
+    assert "error" in reply, reply
+    assert reply["error"]["code"] == -32002, reply
+    assert reply["error"]["message"] == f"Resource not found: {uri}"
+    assert SECRET not in str(reply)
+
+
+@pytest.mark.parametrize("uri", NOT_MATCHED[:3] + NOT_MATCHED[-8:] + OUTSIDE[:1])
+def test_ways_out_of_the_root_are_32602_not_found_in_2026_07_28(spawn, tree, uri):
+    wire = spawn(SERVER, env={"FILE_SERVER_ROOT": str(tree / "root")})
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    reply = wire.request("resources/read", {"uri": uri, "_meta": meta})
+    assert reply["error"]["code"] == -32602 and reply["error"]["data"] == {"uri": uri}, reply
+    assert reply["error"]["message"] == f"Resource not found: {uri}"
+    assert SECRET not in str(reply)
+
+
 @pytest.mark.parametrize("uri, reason", ATTACKS)
-def test_ways_out_of_the_root_are_refused_with_a_reason(files, uri, reason):
+def test_other_bad_paths_are_refused_with_a_reason(files, uri, reason):
     reply = read(files, uri)
     assert "error" in reply, reply
     assert reply["error"]["code"] == -32602, reply
@@ -166,17 +206,17 @@ def test_ways_out_of_the_root_are_refused_with_a_reason(files, uri, reason):
     assert SECRET not in str(reply)
 
 
-def test_absolute_path_of_the_secret_itself_is_refused(files, tree):
+def test_absolute_path_of_the_secret_itself_is_not_found(files, tree):
     uri = "file:///" + str(tree / "secret.txt")          # file:////tmp/.../secret.txt
     reply = read(files, uri)
-    assert reply["error"]["code"] == -32602 and "absolute" in reply["error"]["message"]
+    assert reply["error"]["code"] == -32002 and SECRET not in str(reply)
 
 
 def test_nothing_secret_ever_reaches_stdout(spawn, tree):
     """Every attack in one session, then the raw stdout: no line carries the secret."""
     wire = spawn(SERVER, env={"FILE_SERVER_ROOT": str(tree / "root")})
     wire.initialize()
-    attacks = [uri for uri, _ in ATTACKS]
+    attacks = NOT_MATCHED + OUTSIDE + [uri for uri, _ in ATTACKS]
     for i, uri in enumerate(attacks):
         wire.send({"jsonrpc": "2.0", "id": i, "method": "resources/read", "params": {"uri": uri}})
     raw = [wire.recv_raw() for _ in attacks]
@@ -191,7 +231,7 @@ def test_root_from_argv_and_the_default_root(spawn, tree):
     default = spawn(SERVER)                           # the examples folder
     default.initialize()
     assert "get_weather" in contents(read(default, "file:///weather.py"))["text"]
-    assert read(default, "file:///../mcp_min.py")["error"]["code"] == -32602
+    assert read(default, "file:///../mcp_min.py")["error"]["code"] == -32002
 
 
 def test_file_over_the_size_limit_is_refused(spawn, tmp_path):

@@ -223,3 +223,298 @@ def served_afterwards(port):
 # ============================================================================================
 # Resource templates and logs
 # ============================================================================================
+
+#: Notes under NOTES_ROOT/notes, read as a careless server would: the name decoded once more
+#: and either slash taken as a separator (as Windows does). The secret lies one level up.
+NOTES_SERVER = PLAIN_SERVER + """
+import os, re
+from urllib.parse import unquote
+NOTES = os.path.join(os.environ["NOTES_ROOT"], "notes")
+
+def open_under_notes(path):
+    with open(os.path.join(NOTES, *re.split(r"[\\\\\\\\/]", unquote(path)))) as f:
+        return f.read()
+
+@server.resource("file:///notes/{name}")
+def note(name: str) -> str:
+    return open_under_notes(name)
+
+@server.resource("file:///docs/{+path}")
+def doc(path: str) -> str:
+    return open_under_notes(path)
+"""
+
+SECRET = "SECRET-ONE-LEVEL-UP"
+TRAVERSALS = [
+    "file:///notes/%2e%2e%2fsecret.txt",            # one segment that decodes to two
+    "file:///notes/..%2Fsecret.txt",                # %2F inside a segment
+    "file:///notes/..",                             # a literal dot segment
+    "file:///notes/..%5csecret.txt",                # a backslash: a separator on Windows
+    "file:///notes/.",
+    "file:///notes/%2e",
+    "file:///notes/%252e%252e%252fsecret.txt",      # encoded twice
+    "file:///notes/secret.txt%00",
+    "file:///docs/../secret.txt",                   # {+path}: a '..' segment
+    "file:///docs/sub/%2e%2e/%2E%2E/secret.txt",
+    "file:///docs/..%5csecret.txt",
+]
+
+
+@pytest.fixture
+def serve_closing(serve):
+    """serve, and at the end close each server's stderr pipe once all of it is read (else
+    it is left to the garbage collector, with a ResourceWarning)."""
+    started = []
+
+    def start(*args, **options):
+        started.append(serve(*args, **options))
+        return started[-1]
+    yield start
+    for served in started:
+        served.close()
+        try:
+            while served.lines.get(timeout=10) is not None:
+                pass
+        except queue.Empty:
+            pass
+        served.proc.stderr.close()
+
+
+@pytest.fixture
+def notes_served(serve_closing, tmp_path):
+    (tmp_path / "notes" / "sub").mkdir(parents=True)
+    (tmp_path / "notes" / "hello.txt").write_text("hello note")
+    (tmp_path / "notes" / "sub" / "deep.txt").write_text("deep note")
+    (tmp_path / "secret.txt").write_text(SECRET)
+    return serve_closing(NOTES_SERVER, env={"NOTES_ROOT": str(tmp_path)})
+
+
+def read_modern(port, uri):
+    """resources/read in 2026-07-28 (with its Mcp-Name header): (status, JSON-RPC reply)."""
+    message = modern("resources/read", {"uri": uri}, rid=5)
+    response = exchange(port, request_bytes(port, message=message, Connection="close"))
+    return status_of(response), body_of(response)
+
+
+def reply_of(response):
+    """The JSON-RPC message of a raw response: a JSON body, or an event stream's one."""
+    body = response.partition(b"\r\n\r\n")[2]
+    if headers_of(response).get("content-type", "").startswith("text/event-stream"):
+        body = re.sub(rb"\r?\n[0-9A-Fa-f]+\r?\n", b"\n", b"\n" + body)   # chunked framing
+        body = re.search(rb"^data: (.*)$", body, re.M).group(1)
+    return json.loads(body)
+
+
+def handshake_session(port):
+    """A handshake-era session over HTTP: the headers its requests carry."""
+    hello = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}
+    response = exchange(port, request_bytes(port, body=json.dumps(hello).encode(),
+                                            Content_Type="application/json", Accept=ACCEPT,
+                                            Connection="close"))
+    assert status_of(response) == 200, response[:500]
+    session = {"Mcp-Session-Id": headers_of(response)["mcp-session-id"],
+               "MCP-Protocol-Version": "2025-11-25", "Content-Type": "application/json",
+               "Accept": ACCEPT, "Connection": "close"}
+    done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    exchange(port, request_bytes(port, body=json.dumps(done).encode(),
+                                 **{k.replace("-", "_"): v for k, v in session.items()}))
+    return session
+
+
+def read_in_session(port, session, uri):
+    message = {"jsonrpc": "2.0", "id": 9, "method": "resources/read", "params": {"uri": uri}}
+    response = exchange(port, request_bytes(port, body=json.dumps(message).encode(),
+                                            **{k.replace("-", "_"): v
+                                               for k, v in session.items()}))
+    return status_of(response), reply_of(response)
+
+
+@pytest.mark.parametrize("uri", TRAVERSALS)
+def test_a_template_variable_cannot_walk_out_of_its_directory(notes_served, uri):
+    """2026-07-28: the URI matches no template, so the read is not found (-32602, with
+    data.uri); the function never sees the value, and the secret one level up stays there."""
+    port = notes_served.port
+    status, reply = read_modern(port, uri)
+    assert SECRET not in json.dumps(reply)
+    assert reply["error"]["code"] == -32602, reply
+    assert reply["error"]["message"].startswith("Resource not found"), reply
+    assert reply["error"]["data"] == {"uri": uri}
+    assert read_modern(port, "file:///notes/hello.txt")[1]["result"]["contents"][0]["text"] \
+        == "hello note"
+    served_afterwards(port)
+
+
+def test_traversals_are_not_found_in_a_handshake_era_session(notes_served):
+    """The same URIs in a session: -32002, the era's not-found code; its reads still work."""
+    port = notes_served.port
+    session = handshake_session(port)
+    for uri in TRAVERSALS:
+        status, reply = read_in_session(port, session, uri)
+        assert status == 200 and SECRET not in json.dumps(reply), (uri, reply)
+        assert reply["error"]["code"] == -32002, (uri, reply)
+    for uri, text in (("file:///notes/hello.txt", "hello note"),
+                      ("file:///docs/sub/deep.txt", "deep note"),
+                      ("file:///notes/hello%2Etxt", "hello note")):
+        assert read_in_session(port, session, uri)[1]["result"]["contents"][0]["text"] == text
+    served_afterwards(port)
+
+
+@pytest.mark.parametrize("uri, variables", [
+    ("file:///notes/hello.txt", {"name": "hello.txt"}),
+    ("file:///notes/a..b", {"name": "a..b"}),               # dots inside a name are a name
+    ("file:///notes/...", {"name": "..."}),
+    ("file:///notes/caf%C3%A9%20au%20lait", {"name": "café au lait"}),
+    ("file:///notes/100%25.txt", {"name": "100%.txt"}),      # a percent sign, decoded once
+    ("file:///notes/%2e%2e", None),
+    ("file:///notes/.%2E", None),
+    ("file:///notes/a%2Fb", None),
+    ("file:///notes/a%5Cb", None),
+    ("file:///notes/a\\b", None),
+    ("file:///notes/%00", None),
+    ("file:///notes/%252e%252e", None),                      # ".." once decoded again
+    ("file:///notes/%252Fetc", None),
+    ("file:///notes/a/b", None),                            # never matched two segments
+])
+def test_a_template_var_is_one_segment_once_decoded(uri, variables):
+    server = mcp_min.Server("notes")
+
+    @server.resource("file:///notes/{name}")
+    def note(name: str) -> str:
+        return name
+    assert server.resources["file:///notes/{name}"].match(uri) == variables
+
+
+@pytest.mark.parametrize("uri, allowed", [
+    ("file:///docs/a/b.txt", True),
+    ("file:///docs/a/..b/c..", True),
+    ("file:///docs/a%2Fb", True),                           # passed on as it is, encoded
+    ("file:///docs/../x", False),
+    ("file:///docs/a/../../x", False),
+    ("file:///docs/a/./x", True),                           # '.' stays where it is
+    ("file:///docs/.", True),
+    ("file:///docs/%2E%2e/x", False),
+    ("file:///docs/a%2F..%2Fx", False),
+    ("file:///docs/a\\..\\x", False),
+    ("file:///docs/a%5C..", False),
+    ("file:///docs/%252e%252e/x", False),
+    ("file:///docs//etc/passwd", False),                    # absolute, once joined
+    ("file:///docs/%2Fetc/passwd", False),
+    ("file:///docs/a%00", False),
+])
+def test_a_template_plus_var_has_no_dot_dot_segments_unless_allowed(uri, allowed):
+    server = mcp_min.Server("docs")
+
+    @server.resource("file:///docs/{+path}")
+    def doc(path: str) -> str:
+        return path
+
+    @server.resource("git:///{+range}", allow_dot_segments=True)
+    def log(range: str) -> str:
+        return range
+    found = server.resources["file:///docs/{+path}"].match(uri)
+    assert found == ({"path": uri[len("file:///docs/"):]} if allowed else None)
+    # Opted in: every one matches (but NUL), as it is.
+    rest = uri[len("file:///docs/"):]
+    expected = None if "%00" in rest else {"range": rest}
+    assert server.resources["git:///{+range}"].match("git:///" + rest) == expected
+
+
+def test_allow_dot_segments_is_checked_where_it_is_given():
+    server = mcp_min.Server("docs")
+    with pytest.raises(ValueError, match=r"allow_dot_segments=True is for a \{\+var\}"):
+        server.resource("file:///notes/{name}", allow_dot_segments=True)(lambda name: name)
+    with pytest.raises(ValueError, match="allow_dot_segments must be True or False"):
+        server.resource("file:///docs/{+path}", allow_dot_segments="yes")(lambda path: path)
+
+
+def test_completion_and_template_listing_are_unaffected():
+    server = mcp_min.Server("notes")
+
+    @server.resource("file:///notes/{name}")
+    def note(name: str) -> str:
+        return name
+
+    @server.completion("name", template="file:///notes/{name}")
+    def names(value, arguments):
+        return [n for n in ("..", "hello.txt") if n.startswith(value)]
+    with mcp_min.Client(server) as client:
+        templates = client.request("resources/templates/list")["resourceTemplates"]
+        assert [t["uriTemplate"] for t in templates] == ["file:///notes/{name}"]
+        completed = client.request("completion/complete", {
+            "ref": {"type": "ref/resource", "uri": "file:///notes/{name}"},
+            "argument": {"name": "name", "value": "h"}})
+        assert completed["completion"]["values"] == ["hello.txt"]
+
+
+#: Tools that fail deep: a result nested 3,000 deep (its encoding recurses past the limit),
+#: and a mutual recursion that ends in a plain error with a long message.
+DEEP_SERVER = PLAIN_SERVER + """
+@server.tool
+def nested(depth: int) -> list:
+    value = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+def down(n):
+    return across(n - 1) if n else int("x" * 20000)
+
+def across(n):
+    return down(n)
+
+@server.tool
+def fail_deep(depth: int) -> int:
+    return down(depth)
+
+if __name__ == "__main__":
+    server.run()
+"""
+FAILURES = [("nested", {"depth": 3000}), ("fail_deep", {"depth": 400})]
+LOG_BOUND = 4096 + 300            # the traceback's bound, and the line that introduces it
+
+
+def logged_when(get_log, needle, count, timeout=10):
+    """The log once ``needle`` is in it ``count`` times (it is written on another thread)."""
+    deadline = time.monotonic() + timeout
+    while get_log().count(needle) < count and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.1)                   # and whatever else the failure writes
+    return get_log()
+
+
+@pytest.mark.parametrize("tool, arguments", FAILURES)
+def test_a_deep_failure_logs_a_few_kib_per_http_request(serve_closing, tool, arguments):
+    served = serve_closing(DEEP_SERVER)
+    port = served.port
+    for i in range(1, 4):
+        before = len(served.stderr.encode())
+        message = modern("tools/call", {"name": tool, "arguments": arguments}, rid=i)
+        response = exchange(port, request_bytes(port, message=message, Connection="close"))
+        assert status_of(response) == 200 and body_of(response)["result"]["isError"]
+        log = logged_when(lambda: served.stderr, f"tool '{tool}' failed", i)
+        grown = log.encode()[before:]
+        assert b"failed" in grown and len(grown) <= LOG_BOUND, (len(grown), grown[-2000:])
+    if tool == "nested":              # one line: where it recursed
+        line = [row for row in log.splitlines() if "RecursionError" in row][-1]
+        assert "_dump" in line and "frames deep" in line and "Traceback" not in log, line
+    else:
+        assert "frames left out" in log and "characters left out" in log, log[-3000:]
+    served_afterwards(port)
+
+
+def test_a_deep_failure_logs_a_few_kib_per_stdio_request(spawn, tmp_path):
+    script = tmp_path / "deep_server.py"
+    script.write_text(DEEP_SERVER.replace("{root}", repr(str(ROOT))))
+    wire = spawn(str(script))
+    wire.initialize()
+    for count, (tool, arguments) in enumerate(FAILURES * 2, 1):
+        before = len(wire.stderr.encode())
+        result = wire.result("tools/call", {"name": tool, "arguments": arguments})
+        assert result["isError"], result
+        grown = logged_when(lambda: wire.stderr, "failed", count).encode()[before:]
+        assert f"tool '{tool}' failed".encode() in grown, grown[-2000:]
+        assert len(grown) <= LOG_BOUND, (len(grown), grown[-2000:])
+    assert wire.result("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}) \
+        ["structuredContent"] == {"result": 5}
