@@ -6032,23 +6032,35 @@ class Subscription:
 # `call` makes one request, `repl` lets you type frames, `explain` says what a message is and
 # what is wrong with it.
 
-# Every method of both eras, with the params it requires.
+# Every method of both eras, with the params the spec gives it: name -> the JSON types its
+# value may have ("?" after the name: it may be left out; "any": any type).
+_PAGE = {"cursor?": "string"}
 MCP_METHODS = {
-    "initialize": ("protocolVersion", "capabilities", "clientInfo"), "ping": (),
-    "tools/list": (), "tools/call": ("name",), "resources/list": (),
-    "resources/templates/list": (), "resources/read": ("uri",), "resources/subscribe": ("uri",),
-    "resources/unsubscribe": ("uri",), "prompts/list": (), "prompts/get": ("name",),
-    "completion/complete": ("ref", "argument"), "logging/setLevel": ("level",),
-    "sampling/createMessage": ("messages", "maxTokens"), "elicitation/create": ("message",),
-    "roots/list": (), "notifications/initialized": (), "notifications/cancelled": ("requestId",),
-    "notifications/progress": ("progressToken", "progress"),
-    "notifications/message": ("level", "data"), "notifications/resources/updated": ("uri",),
-    "notifications/resources/list_changed": (), "notifications/tools/list_changed": (),
-    "notifications/prompts/list_changed": (), "notifications/roots/list_changed": (),
-    "notifications/elicitation/complete": ("elicitationId",),
+    "initialize": {"protocolVersion": "string", "capabilities": "object",
+                   "clientInfo": "object"},
+    "ping": {}, "tools/list": _PAGE, "tools/call": {"name": "string", "arguments?": "object"},
+    "resources/list": _PAGE, "resources/templates/list": _PAGE,
+    "resources/read": {"uri": "string"}, "resources/subscribe": {"uri": "string"},
+    "resources/unsubscribe": {"uri": "string"}, "prompts/list": _PAGE,
+    "prompts/get": {"name": "string", "arguments?": "object"},
+    "completion/complete": {"ref": "object", "argument": "object", "context?": "object"},
+    "logging/setLevel": {"level": "string"},
+    "sampling/createMessage": {"messages": "array", "maxTokens": "integer",
+                               "systemPrompt?": "string", "temperature?": "number"},
+    "elicitation/create": {"message": "string", "requestedSchema?": "object",
+                           "mode?": "string", "url?": "string"},
+    "roots/list": {}, "notifications/initialized": {},
+    "notifications/cancelled": {"requestId": "string integer", "reason?": "string"},
+    "notifications/progress": {"progressToken": "string number", "progress": "number",
+                               "total?": "number", "message?": "string"},
+    "notifications/message": {"level": "string", "data": "any", "logger?": "string"},
+    "notifications/resources/updated": {"uri": "string"},
+    "notifications/resources/list_changed": {}, "notifications/tools/list_changed": {},
+    "notifications/prompts/list_changed": {}, "notifications/roots/list_changed": {},
+    "notifications/elicitation/complete": {"elicitationId": "string"},
     # 2026-07-28
-    "server/discover": (), "subscriptions/listen": ("notifications",),
-    "notifications/subscriptions/acknowledged": ("notifications",),
+    "server/discover": {}, "subscriptions/listen": {"notifications": "object"},
+    "notifications/subscriptions/acknowledged": {"notifications": "object"},
 }
 
 
@@ -6095,11 +6107,8 @@ def explain(raw):
             m for m in MCP_METHODS if m.endswith("/" + method)]
         hint = f": did you mean {close[0]!r}?" if close else ""
         problems.append(f"{method!r} is not an MCP method{hint}")
-    required = MCP_METHODS[method] if known else ()
-    for key in required + (("arguments",) if method == "tools/call" else ()):
-        hint = _did_you_mean(key, params=params)   # arguments is optional: missing if misnamed
-        if key not in params and (hint or key != "arguments"):
-            problems.append(f"params.{key} is missing{hint}")
+    if known:
+        _explain_params(method, params, problems)
     if kind == "invalid message":
         return kind, problems
     summary, result = describe_frame(message), message.get("result")
@@ -6113,6 +6122,43 @@ def explain(raw):
     if "error" in message:
         summary += " (a protocol error)"
     return summary, problems
+
+
+def _explain_params(method, params, problems):
+    """What is wrong with the params of a known method, by the shapes of MCP_METHODS: what
+    the receiver answers with -32602 (a notification's receiver drops it)."""
+    if method.startswith("notifications/"):
+        answer = "a receiver ignores it"
+    elif method in ("sampling/createMessage", "elicitation/create", "roots/list"):
+        answer = "a client answers -32602"
+    else:
+        answer = "a server answers -32602"
+    for key, kinds in MCP_METHODS[method].items():
+        optional, key = key.endswith("?"), key.rstrip("?")
+        if key not in params:
+            hint = _did_you_mean(key, params=params)   # an optional one: missing if misnamed
+            if hint or not optional:
+                problems.append(f"params.{key} is missing{hint}")
+            continue
+        value, kinds = params[key], kinds.split()
+        found = _json_type(value)
+        if "any" in kinds or found in kinds or (found == "integer" and "number" in kinds):
+            continue
+        wanted = " or ".join(f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}" for kind in kinds)
+        problems.append(f"params.{key} must be {wanted}, not {_typed_preview(value)}: "
+                        f"{answer}")
+    level = params.get("level")
+    if method in ("logging/setLevel", "notifications/message") and isinstance(level, str) \
+            and level not in LOG_LEVELS:
+        problems.append(f"params.level must be one of {', '.join(LOG_LEVELS)}, not "
+                        f"{_preview(level)}: {answer}")
+    arguments = params.get("arguments")
+    if method == "prompts/get" and isinstance(arguments, dict):
+        for name, value in arguments.items():
+            if not isinstance(value, str):
+                problems.append(f"params.arguments.{name} must be a string (the spec's "
+                                f"prompt arguments are), not {_typed_preview(value)}: a "
+                                "strict server answers -32602")
 
 
 def _explain_envelope(method, params, problems):
@@ -6471,7 +6517,8 @@ def main(argv=None):
                              help="the command that starts the server (after --)"
                              + (", then what to call" if name == "call" else ""))
     commands.add_parser("explain", help="what a JSON-RPC/MCP message is, and what is wrong with it"
-                        ).add_argument("message")
+                        ).add_argument("message", help="the message as JSON; - reads it from "
+                                       "standard input")
     args = parser.parse_args(argv)
     words = getattr(args, "words", [])
     words = words[1:] if words[:1] == ["--"] else words
@@ -6612,7 +6659,7 @@ def _run_command(args, words, colour):
     elif args.command == "repl":
         return repl(words, colour=colour)
     elif args.command == "explain":
-        summary, problems = explain(args.message)
+        summary, problems = explain(sys.stdin.read() if args.message == "-" else args.message)
         _print_text(summary)
         _print_text("\n".join(f"  problem: {p}" for p in problems) or "  no problems found")
         return 1 if problems else 0

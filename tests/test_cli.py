@@ -929,6 +929,26 @@ EXPLAIN = [
     ('{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"none"}],"isError":true}}', 0,
      "response 2 (a tool result with isError: a business error, not a protocol error)", None),
     ('{"jsonrpc":"2.0","id":"x (isError)","result":{}}', 0, 'response "x (isError)"', None),
+    # params of the wrong shape: what a server answers -32602 for
+    ('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":"{}"}}', 1,
+     "request 1 tools/call",
+     'params.arguments must be an object, not string "{}": a server answers -32602'),
+    ('{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":["a"]}}', 1,
+     "request 1 resources/read", 'params.uri must be a string, not array ["a"]'),
+    ('{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":5}}', 1,
+     "request 1 tools/list", "params.cursor must be a string, not integer 5"),
+    ('{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"loud"}}', 1,
+     "request 1 logging/setLevel", 'params.level must be one of debug, info'),
+    ('{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p","arguments":{"n":2}}}',
+     1, "request 1 prompts/get", "params.arguments.n must be a string"),
+    ('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1.5}}', 1,
+     "notification notifications/cancelled",
+     "params.requestId must be a string or an integer, not number 1.5: a receiver ignores it"),
+    ('{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1.5,'
+     '"progress":2}}', 0, "notification notifications/progress", None),
+    ('{"jsonrpc":"2.0","id":2,"method":"sampling/createMessage","params":{"messages":[],'
+     '"maxTokens":"100"}}', 1, "request 2 sampling/createMessage",
+     'params.maxTokens must be an integer, not string "100": a client answers -32602'),
 ]
 
 
@@ -964,6 +984,13 @@ def test_explain_reads_the_tutorials_pretty_printed_json():
     assert result.returncode == 1
     assert result.stdout.splitlines()[0] == "request 3 tools/call"
     assert 'did you mean "name"?' in result.stdout
+
+
+def test_explain_dash_reads_the_message_from_standard_input():
+    message = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":"{}"}}'
+    result = cli("explain", "-", input=message)
+    assert result.returncode == 1 and result.stdout.splitlines()[0] == "request 1 tools/call"
+    assert "params.arguments must be an object" in result.stdout
 
 
 def test_explain_needs_a_message():
