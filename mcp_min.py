@@ -6034,7 +6034,7 @@ class Subscription:
 
 # Every method of both eras, with the params the spec gives it: name -> the JSON types its
 # value may have ("?" after the name: it may be left out; "any": any type).
-_PAGE = {"cursor?": "string"}
+_PAGE = {"cursor?": "string null"}        # null: no cursor, as clients send it
 MCP_METHODS = {
     "initialize": {"protocolVersion": "string", "capabilities": "object",
                    "clientInfo": "object"},
