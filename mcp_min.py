@@ -2989,7 +2989,8 @@ class Server:
                              "https://mcp.example.com/mcp"): named in the RFC 9728 metadata
                              and WWW-Authenticate instead of the request's Host; its host is
                              an allowed host
-      auth=None              ``fn(bearer_token)`` -> principal (``ctx.principal``), None: 401.
+      auth=None              ``fn(bearer_token)`` -> principal (``ctx.principal``); a falsy
+                             one (None, False, "", 0, {}, []) is a 401.
                              A user id, a dict, or an object whose repr names the user (a
                              dataclass): principals with the same JSON form, else the same
                              repr, are the same client
@@ -4807,7 +4808,8 @@ class HttpEndpoint:
 
     def authenticate(self, environ, host):
         """Who the bearer token belongs to, by the auth hook; else 401, with where to read how
-        to get a token (RFC 9728)."""
+        to get a token (RFC 9728). A falsy principal (None, False, "", 0, {}, []) is nobody:
+        a hook answering "is this token good?" says False for a bad one."""
         scheme, _, token = environ.get("HTTP_AUTHORIZATION", "").partition(" ")
         principal = None
         if scheme.lower() == "bearer" and token.strip():
@@ -4815,7 +4817,7 @@ class HttpEndpoint:
                 principal = self.server.auth(token.strip())
             except Exception:                 # the hook failed: no principal; never the token
                 log.error("the auth hook failed (%s)", sys.exc_info()[0].__name__)
-        if principal is not None:
+        if principal:
             return principal
         metadata = self.urls(environ, host)[1]
         error = ', error="invalid_token"' if scheme.lower() == "bearer" else ""

@@ -530,6 +530,18 @@ def test_auth_urls_name_the_prefix_the_server_is_mounted_under():
     assert status == 200 and json.loads(body)["resource"] == "http://127.0.0.1:8000/api/mcp"
 
 
+@pytest.mark.parametrize("falsy", [None, False, "", 0, {}, []])
+def test_a_falsy_principal_is_401(falsy):
+    """A hook that answers "is this token good?" says False for a bad one: that is nobody."""
+    app = make_server(auth=lambda token: "alice" if token == "good" else falsy).wsgi
+    status, headers, _ = post_modern(app, "tools/call", {"name": "whoami", "arguments": {}},
+                                     headers={"Authorization": "Bearer wrong"})
+    assert status == 401 and 'error="invalid_token"' in headers["www-authenticate"]
+    status, _, body = post_modern(app, "tools/call", {"name": "whoami", "arguments": {}},
+                                  headers={"Authorization": "Bearer good"})
+    assert status == 200 and json.loads(body)["result"]["content"][0]["text"] == "'alice'"
+
+
 @pytest.mark.parametrize("host, origin, expected", [
     ("192.168.1.5:8000", "http://192.168.1.5:8000", 200),      # its own, over the LAN
     ("192.168.1.5:8000", "http://192.168.1.5:9000", 403),      # another port: another site

@@ -357,6 +357,20 @@ def test_serving_other_machines_without_auth_or_allowed_hosts_warns(serve_here):
         assert "WARNING" not in served.stderr, served.stderr
 
 
+def test_a_falsy_principal_is_401(serve_here):
+    """auth=lambda token: token == "good" says False for a wrong token: that is nobody."""
+    served = serve_here(yes_no_auth_server())
+    port = served.port
+    message = modern("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+    for token in ("wrong", "Good", "good2"):
+        response = exchange(port, request_bytes(port, message=message, Connection="close",
+                                                Authorization=f"Bearer {token}"))
+        assert status_of(response) == 401, (token, response[:300])
+        assert 'error="invalid_token"' in headers_of(response)["www-authenticate"]
+        assert "result" not in body_of(response)
+    served_with_a_token(port)
+
+
 def test_the_host_is_not_reflected_in_www_authenticate(serve_here):
     served = serve_here(yes_no_auth_server())
     port = served.port
@@ -423,6 +437,71 @@ def test_public_url_is_what_the_urls_name(serve_here):
                                             Connection="close", Host="other.example.com"))
     assert status_of(response) == 421
     served_with_a_token(port)
+
+
+GUNICORN_APP = """
+import sys
+sys.path.insert(0, {root})
+from mcp_min import Server
+server = Server("yes-no", auth=lambda token: token == "good", http_sessions=False)
+
+@server.tool
+def add(a: int, b: int) -> int:
+    return a + b
+"""
+
+
+@pytest.fixture
+def gunicorn_port(tmp_path):
+    """One gthread gunicorn worker serving GUNICORN_APP on 127.0.0.1: its port."""
+    pytest.importorskip("gunicorn")
+    (tmp_path / "yes_no_app.py").write_text(GUNICORN_APP.replace("{root}", repr(str(ROOT))))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "--workers", "1", "--worker-class", "gthread",
+         "--threads", "2", "--bind", "127.0.0.1:0", "--no-control-socket",
+         "--graceful-timeout", "2", "--chdir", str(tmp_path), "yes_no_app:server"],
+        stderr=subprocess.PIPE, text=True)
+    reader = threading.Thread(target=proc.stderr.read, daemon=True)   # never fills the pipe
+    try:
+        port, log = None, []
+        while port is None:                   # gunicorn logs the port, then boots the worker
+            line = proc.stderr.readline()
+            log.append(line)
+            assert line, "gunicorn did not start:\n" + "".join(log)
+            match = re.search(r"Listening at: http://127\.0\.0\.1:(\d+)", line)
+            port = int(match.group(1)) if match else None
+        reader.start()
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if reader.is_alive():
+            reader.join(10)
+        proc.stderr.close()
+
+
+def test_the_host_and_falsy_principal_rules_hold_on_gunicorn(gunicorn_port):
+    """Both are mcp_min's (the application's), not the engine's."""
+    port = gunicorn_port
+    message = modern("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+    response = exchange(port, request_bytes(port, message=message, Connection="close",
+                                            Host=f"evil.example:{port}",
+                                            Origin=f"http://evil.example:{port}",
+                                            Authorization="Bearer good"))
+    assert status_of(response) == 421, response[:300]
+    response = exchange(port, request_bytes(port, message=message, Connection="close",
+                                            Authorization="Bearer wrong"))
+    assert status_of(response) == 401, response[:300]
+    assert "result" not in body_of(response)
+    response = exchange(port, request_bytes(port, message=message, Connection="close",
+                                            Host=b'127.0.0.1:1", error="injected'))
+    assert status_of(response) == 400 and b"injected" not in response.partition(b"\r\n\r\n")[0]
+    served_with_a_token(port)
+
 
 
 # ============================================================================================
