@@ -3123,11 +3123,17 @@ class Server:
       state_ttl=600          env MCP_MIN_STATE_KEY, else random per process); its lifetime (s)
     Over HTTP (``server.wsgi``, ``run(http=...)``):
       http_path="/mcp"       the MCP endpoint's path
-      allowed_origins=()     browser Origins allowed besides the server's own and, when it is
-                             on this machine, this machine's ("*": any)
-      allowed_hosts=None     Host names accepted besides localhost; None: any, but not a
-                             non-local name on a request from this machine (DNS rebinding)
-      auth=None              ``fn(bearer_token)`` -> principal (``ctx.principal``), None: 401.
+      allowed_origins=()     browser Origins allowed besides the server's own (its Host's)
+                             and, when it is on this machine, this machine's ("*": any)
+      allowed_hosts=None     DNS names a request's Host may give, without port; localhost and
+                             IP addresses are always accepted, other names get 421 (a
+                             browser after DNS rebinding), a missing or malformed Host 400
+      public_url=None        the MCP endpoint's URL as clients reach it (behind a proxy, say
+                             "https://mcp.example.com/mcp"): named in the RFC 9728 metadata
+                             and WWW-Authenticate instead of the request's Host; its host is
+                             an allowed host
+      auth=None              ``fn(bearer_token)`` -> principal (``ctx.principal``); a falsy
+                             one (None, False, "", 0, {}, []) is a 401.
                              A user id, a dict, or an object whose repr names the user (a
                              dataclass): principals with the same JSON form, else the same
                              repr, are the same client
@@ -3163,9 +3169,9 @@ class Server:
                  cancel_timeout=2.0,
                  request_timeout=60.0, forward_logging=False, cache_ttl_ms=0,
                  cache_scope="public", state_key=None, state_ttl=600, http_path="/mcp",
-                 allowed_origins=(), allowed_hosts=None, auth=None, authorization_servers=(),
-                 http_sessions=True, max_sessions=1000, session_idle=3600, heartbeat=15.0,
-                 idle_timeout=30.0):
+                 allowed_origins=(), allowed_hosts=None, public_url=None, auth=None,
+                 authorization_servers=(), http_sessions=True, max_sessions=1000,
+                 session_idle=3600, heartbeat=15.0, idle_timeout=30.0):
         for setting, value, least in (("max_workers", max_workers, 1), ("max_queue", max_queue, 0),
                                       ("page_size", 1 if page_size is None else page_size, 1)):
             if type(value) is not int or value < least:
@@ -3180,7 +3186,8 @@ class Server:
         self.cache_ttl_ms, self.cache_scope = _cache_hints(cache_ttl_ms, cache_scope, name, True)
         self.request_state = RequestStateSigner(state_key, state_ttl)
         self.http_path, self.allowed_origins = http_path, tuple(allowed_origins)
-        self.allowed_hosts = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
+        self.allowed_hosts = _allowed_hosts(allowed_hosts)
+        self.public_url = _public_url(public_url)
         self.auth, self.authorization_servers = auth, tuple(authorization_servers)
         self.http_sessions, self.max_sessions = http_sessions, max_sessions
         self.session_idle, self.heartbeat = session_idle, heartbeat
@@ -3695,6 +3702,12 @@ class Server:
         host, port = _parse_address(address)
         httpd = make_http_server(self.wsgi, host, port, self.idle_timeout)
         shown = f"[{host}]" if ":" in host else host
+        if not _is_loopback(host) and self.auth is None and self.allowed_hosts is None:
+            log.warning("listening on %s, which other machines can reach, with no auth: "
+                        "anyone who can reach it by its IP address can call this server's "
+                        "tools and read its resources; set Server(auth=...) to require a "
+                        "bearer token, and Server(allowed_hosts=[...]) to the names clients "
+                        "use (bind 127.0.0.1 to serve this machine alone)", shown)
         print(f"mcp_min: serving {self.name} on http://{shown}:{httpd.server_port}"
               f"{self.http_path}", file=sys.stderr, flush=True)
         saved = {}
@@ -4615,14 +4628,13 @@ HTTP_STATUS = {200: "200 OK", 202: "202 Accepted", 204: "204 No Content",
                400: "400 Bad Request", 401: "401 Unauthorized", 403: "403 Forbidden",
                404: "404 Not Found", 405: "405 Method Not Allowed", 406: "406 Not Acceptable",
                409: "409 Conflict", 411: "411 Length Required", 413: "413 Content Too Large",
-               415: "415 Unsupported Media Type", 500: "500 Internal Server Error",
-               503: "503 Service Unavailable"}
+               415: "415 Unsupported Media Type", 421: "421 Misdirected Request",
+               500: "500 Internal Server Error", 503: "503 Service Unavailable"}
 #: 2026-07-28 errors that are the client's fault get 400, an unknown method 404 (both with the
 #: JSON-RPC error as the body); other errors are answered 200, as results are.
 _MODERN_ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400,
                         HEADER_MISMATCH: 400, MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400,
                         METHOD_NOT_FOUND: 404}
-_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 _SSE_HEADERS = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
                 ("X-Accel-Buffering", "no"))
 
@@ -4773,27 +4785,88 @@ def _accepts(accept, media_type):
     return accepted
 
 
-def _host_name(host):
-    """The host name of a Host header or an Origin's netloc, without port or brackets."""
-    if host.startswith("["):
-        return host[1:host.find("]")].lower()
-    return host.rsplit(":", 1)[0].lower() if host.count(":") == 1 else host.lower()
+#: A Host header, or the host[:port] of an Origin or a URL: a bracketed IPv6 address, or a
+#: name or IPv4 address in the characters of DNS names; then perhaps a port.
+_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?")
+#: What a URL's path may hold besides letters, digits and "_.-" (which quote() keeps too):
+#: nothing that could end a header's quoted string ('"', '\', space, control characters).
+_URL_SAFE = "/:@!$&'()*+,;=~%"
+_URL_PATH = re.compile(r"[\w.~\-" + re.escape(_URL_SAFE) + "]*", re.ASCII)
+_PUBLIC_URL = re.compile(r"((?i:https?)://([^/?#]*))(/[^?#]*)?")
+_ORIGIN = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://([^/?#]*)")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_WELL_KNOWN = "/.well-known/oauth-protected-resource"        # RFC 9728
+
+
+def _host_parts(host):
+    """``(name, port)`` of a Host header or of an Origin's or URL's host[:port]: the name
+    lowercased and without brackets, the port an int or None. None for anything else (junk,
+    a bad port, brackets around something other than an IPv6 address)."""
+    match = _HOST.fullmatch(host)
+    if match is None or match[2] is not None and not 0 < int(match[2]) < 65536:
+        return None
+    name = match[1].lower()
+    if name.startswith("["):
+        name = name[1:-1]
+        if ":" not in name or _ip_address(name) is None:
+            return None
+    return name, None if match[2] is None else int(match[2])
 
 
 @functools.lru_cache(maxsize=256)          # the same few names and addresses come every time
+def _ip_address(name):
+    """The address an IPv4 or IPv6 literal (without brackets) writes; None for a name."""
+    import ipaddress
+    try:
+        return ipaddress.ip_address(name)
+    except ValueError:
+        return None
+
+
 def _is_loopback(name):
     """Whether a host name or address (without port or brackets) is this machine: localhost,
     127.0.0.0/8 or ::1, also written as IPv6 writes IPv4 (a dual-stack socket reports a
     client at 127.0.0.1 as ::ffff:127.0.0.1)."""
-    if name in _LOOPBACK_NAMES:
+    if name == "localhost":                   # of the names, only localhost is this machine
         return True
-    import ipaddress
-    try:
-        address = ipaddress.ip_address(name)
-    except ValueError:                        # a name: of those, only localhost is this machine
+    address = _ip_address(name)
+    if address is None:
         return False
     mapped = getattr(address, "ipv4_mapped", None)
     return address.is_loopback or mapped is not None and mapped.is_loopback
+
+
+def _allowed_hosts(names):
+    """The allowed_hosts setting, checked: a set of lowercased host names, or None."""
+    if names is None:
+        return None
+    if isinstance(names, (str, bytes)) or not hasattr(names, "__iter__"):
+        raise ValueError(f"allowed_hosts must be a list of host names, like "
+                         f"['mcp.example.com'], not {names!r}")
+    checked = set()
+    for name in names:
+        parts = _host_parts(name) if isinstance(name, str) else None
+        if parts is None and isinstance(name, str) and ":" in name:   # an IPv6 address
+            parts = _host_parts(f"[{name}]")
+        if parts is None or parts[1] is not None:
+            raise ValueError(f"allowed_hosts takes host names without a port, like "
+                             f"'mcp.example.com', not {name!r}")
+        checked.add(parts[0])
+    return checked
+
+
+def _public_url(url):
+    """The public_url setting, checked: None, or an http(s) URL with a host and no query or
+    fragment, whose every character may stand in a header."""
+    if url is None:
+        return None
+    match = _PUBLIC_URL.fullmatch(url) if isinstance(url, str) else None
+    if match is None or _host_parts(match[2]) is None \
+            or not _URL_PATH.fullmatch(match[3] or ""):
+        raise ValueError(f"public_url must be the http(s) URL clients reach the MCP endpoint "
+                         f"at, with a host and no query or fragment, like "
+                         f"'https://mcp.example.com/mcp', not {url!r}")
+    return url
 
 
 class HttpEndpoint:
@@ -4802,6 +4875,10 @@ class HttpEndpoint:
 
     def __init__(self, server):
         self.server, self.sessions, self.lock = server, {}, threading.Lock()
+        # The DNS names a Host may give: allowed_hosts, and public_url's host
+        self.host_names = set(server.allowed_hosts or ())
+        if server.public_url is not None:
+            self.host_names.add(_host_parts(_PUBLIC_URL.fullmatch(server.public_url)[2])[0])
 
     def __call__(self, environ, start_response):
         try:
@@ -4813,15 +4890,13 @@ class HttpEndpoint:
     def route(self, environ, start_response):
         server = self.server
         path, method = environ.get("PATH_INFO") or "/", environ["REQUEST_METHOD"]
-        if path.startswith("/.well-known/oauth-protected-resource") and server.auth:
-            return self.reply(start_response, 200, encode_message({       # RFC 9728
-                "resource": self.base_url(environ) + server.http_path,
-                "authorization_servers": list(server.authorization_servers),
-                "bearer_methods_supported": ["header"]}))
+        host = self.check_host(environ)
+        self.check_origin(environ, host)
+        if path == _WELL_KNOWN + server.http_path and server.auth:
+            return self.metadata(environ, start_response, host)
         if path.rstrip("/") != server.http_path.rstrip("/"):
             raise _HttpRefusal(404, f"Not Found: the MCP endpoint is {server.http_path}")
-        self.check_origin(environ)
-        principal = None if server.auth is None else self.authenticate(environ)
+        principal = None if server.auth is None else self.authenticate(environ, host)
         if method == "POST":
             return self.post(environ, start_response, principal)
         if method in ("GET", "DELETE") and server.http_sessions:
@@ -4833,8 +4908,21 @@ class HttpEndpoint:
             session.end()
             return self.reply(start_response, 204, b"")
         allowed = "GET, POST, DELETE" if server.http_sessions else "POST"
-        raise _HttpRefusal(405, f"Method Not Allowed: {method} (this endpoint takes {allowed})",
-                           headers=[("Allow", allowed)])
+        raise _HttpRefusal(405, f"Method Not Allowed: {_preview(method)} (this endpoint takes "
+                                f"{allowed})", headers=[("Allow", allowed)])
+
+    def metadata(self, environ, start_response, host):
+        """GET: this resource's metadata (RFC 9728), where clients read which authorization
+        servers issue its tokens; HEAD: its headers alone."""
+        method = environ["REQUEST_METHOD"]
+        if method not in ("GET", "HEAD"):
+            raise _HttpRefusal(405, f"Method Not Allowed: {_preview(method)} (this path takes "
+                                    "GET, HEAD)", headers=[("Allow", "GET, HEAD")])
+        body = encode_message({"resource": self.urls(environ, host)[0],
+                               "authorization_servers": list(self.server.authorization_servers),
+                               "bearer_methods_supported": ["header"]})
+        response = self.reply(start_response, 200, body)
+        return [] if method == "HEAD" else response
 
     def end_streams(self):
         """Shutting down: end the streams that wait for no response (GET, listen); the
@@ -4847,32 +4935,50 @@ class HttpEndpoint:
                 stream.close()
 
     # -- security ---------------------------------------------------------------------------
-    def check_origin(self, environ):
-        """403 for another site's script or DNS rebinding. A browser names the page that sent
-        a request in Origin: one that is not this server's own, not listed, and not on this
-        machine when the server is, is another site's script. A Host that is not this
-        machine's, on a request from this machine, is DNS rebinding."""
-        server, host = self.server, environ.get("HTTP_HOST", "")
-        host_name = _host_name(host)
-        local_host = _is_loopback(host_name)
-        if server.allowed_hosts is not None:
-            if not local_host and host_name not in server.allowed_hosts:
-                raise _HttpRefusal(403, f"Forbidden: Host {host!r} is not among the allowed hosts")
-        elif not local_host and _is_loopback(_host_name(environ.get("REMOTE_ADDR", ""))):
-            raise _HttpRefusal(403, f"Forbidden: Host {host!r} is not this machine (DNS "
-                                    "rebinding?)")
-        origin = environ.get("HTTP_ORIGIN")
-        if origin is None or "*" in server.allowed_origins or origin in server.allowed_origins:
-            return
-        netloc = origin.partition("://")[2]
-        local = local_host and _is_loopback(_host_name(netloc))
-        if netloc != host and not local:
-            raise _HttpRefusal(403, f"Forbidden: Origin {origin!r} is not allowed "
-                                    "(Server(allowed_origins=[...]))")
+    def check_host(self, environ):
+        """The request's Host, once it names this server: localhost, an IP address, a name in
+        allowed_hosts or public_url's. A DNS name it does not know is 421: a browser whose DNS
+        an attacker's site rebound to this server's address sends that site's name, and
+        nothing else tells its scripts from this server's own clients, wherever they are.
+        None, junk or a bad port: 400 (RFC 9112 3.2)."""
+        host = environ.get("HTTP_HOST")
+        if host is None:
+            raise _HttpRefusal(400, "Bad Request: send a Host header (RFC 9112 3.2)")
+        parts = _host_parts(host)
+        if parts is None:
+            raise _HttpRefusal(400, f"Bad Request: Host {_preview(host)} is not a host name "
+                                    "or address with an optional port")
+        name = parts[0]
+        if name != "localhost" and _ip_address(name) is None and name not in self.host_names:
+            raise _HttpRefusal(421, f"Misdirected Request: Host {_preview(host)} is not a "
+                                    "name of this server: list the names clients use in "
+                                    "Server(allowed_hosts=[...])")
+        return host
 
-    def authenticate(self, environ):
+    def check_origin(self, environ, host):
+        """403 for another site's script. A browser names the page that sent a request in
+        Origin: the server's own has the request's Host (checked by check_host) as its
+        host[:port]; one on this machine may call a server on this machine; any other must
+        be in allowed_origins ("*": any)."""
+        origin, allowed = environ.get("HTTP_ORIGIN"), self.server.allowed_origins
+        if origin is None or "*" in allowed or origin in allowed:
+            return
+        match = _ORIGIN.fullmatch(origin)
+        page = None if match is None else _host_parts(match[2])
+        if page is not None:
+            name, port = _host_parts(host)
+            default = _DEFAULT_PORTS.get(match[1].lower())   # a Host names none either
+            if page[0] == name and (page[1] or default) == (port or default):
+                return
+            if _is_loopback(page[0]) and _is_loopback(name):
+                return
+        raise _HttpRefusal(403, f"Forbidden: Origin {_preview(origin)} is not allowed "
+                                "(Server(allowed_origins=[...]))")
+
+    def authenticate(self, environ, host):
         """Who the bearer token belongs to, by the auth hook; else 401, with where to read how
-        to get a token (RFC 9728)."""
+        to get a token (RFC 9728). A falsy principal (None, False, "", 0, {}, []) is nobody:
+        a hook answering "is this token good?" says False for a bad one."""
         scheme, _, token = environ.get("HTTP_AUTHORIZATION", "").partition(" ")
         principal = None
         if scheme.lower() == "bearer" and token.strip():
@@ -4880,20 +4986,29 @@ class HttpEndpoint:
                 principal = self.server.auth(token.strip())
             except Exception:                 # the hook failed: no principal; never the token
                 log.error("the auth hook failed (%s)", sys.exc_info()[0].__name__)
-        if principal is not None:
+        if principal:
             return principal
-        metadata = (f"{self.base_url(environ)}/.well-known/oauth-protected-resource"
-                    f"{self.server.http_path}")
+        metadata = self.urls(environ, host)[1]
         error = ', error="invalid_token"' if scheme.lower() == "bearer" else ""
         raise _HttpRefusal(401, "Unauthorized: send Authorization: Bearer TOKEN", headers=[
             ("WWW-Authenticate", f'Bearer resource_metadata="{metadata}"{error}')])
 
-    def base_url(self, environ):
-        """The URL this application is mounted at: with the prefix (SCRIPT_NAME) under which
-        a WSGI server or middleware serves it, if any."""
-        scheme = environ.get("wsgi.url_scheme", "http")
-        host = environ.get("HTTP_HOST") or environ.get("SERVER_NAME", "")
-        return f"{scheme}://{host}{environ.get('SCRIPT_NAME', '').rstrip('/')}"
+    def urls(self, environ, host):
+        """The MCP endpoint's URL and its metadata's (RFC 9728), as clients reach them: from
+        public_url if set, else from the request's Host (checked by check_host) and the
+        prefix (SCRIPT_NAME) under which a WSGI server or middleware serves this application.
+        Neither has a character that could end a header's quoted string."""
+        public = self.server.public_url
+        if public is not None:
+            match = _PUBLIC_URL.fullmatch(public)
+            return public, f"{match[1]}{_WELL_KNOWN}{match[3] or ''}"
+        from urllib.parse import quote
+        scheme = "https" if environ.get("wsgi.url_scheme") == "https" else "http"
+        # WSGI strings are bytes as Latin-1 (PEP 3333): percent-encode those bytes
+        prefix = environ.get("SCRIPT_NAME", "").rstrip("/").encode("latin-1", "replace")
+        base = f"{scheme}://{host}{quote(prefix, safe=_URL_SAFE)}"
+        path = quote(self.server.http_path, safe=_URL_SAFE)
+        return base + path, f"{base}{_WELL_KNOWN}{path}"
 
     # -- POST: one client message ---------------------------------------------------------------
     def post(self, environ, start_response, principal):

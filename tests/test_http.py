@@ -417,32 +417,59 @@ def test_foreign_origin_is_403_own_and_listed_ones_pass():
         assert status == expected, origin
 
 
-@pytest.mark.parametrize("remote", ["127.0.0.1", "127.0.0.5", "::1", "::ffff:127.0.0.1"])
-def test_dns_rebinding_host_from_this_machine_is_403(app, remote):
-    """Any loopback address is this machine, also as a dual-stack socket reports IPv4."""
+@pytest.mark.parametrize("remote", ["127.0.0.1", "::ffff:127.0.0.1", "192.168.1.5", "10.1.2.3"])
+def test_a_dns_name_not_allowed_is_421_wherever_the_request_comes_from(app, remote):
+    """A browser after DNS rebinding names the attacker's site in Host, whether it reaches
+    the server over loopback or over the LAN: only localhost, IP addresses and the names in
+    allowed_hosts are this server's."""
     message = modern("server/discover")
-    for host in ("evil.example:8000", "127.evil.example", "[::ffff:a01:203]"):
+    for host in ("evil.example:8000", "127.evil.example", "mcp.example", "x"):
         status, _, body = wsgi_call(app, body=message, remote=remote, headers={
             **modern_headers(message), "Host": host, "Origin": f"http://{host}"})
-        assert status == 403 and "Host" in json.loads(body)["error"]["message"], host
-    for host in ("127.0.0.2:8000", "[::1]:8000", "[::ffff:127.0.0.1]:8000", "LocalHost"):
+        error = json.loads(body)["error"]["message"]
+        assert status == 421 and "allowed_hosts" in error, host
+    for host in ("127.0.0.2:8000", "[::1]:8000", "[::ffff:127.0.0.1]:8000", "LocalHost",
+                 "192.168.1.5:8000", "[::ffff:a01:203]", "[2001:db8::1]:443"):
         status, _, _ = wsgi_call(app, body=message, remote=remote, headers={
             **modern_headers(message), "Host": host})
         assert status == 200, host
-    # the same Host from another machine is an ordinary remote client
+
+
+@pytest.mark.parametrize("host", [None, "", "127.0.0.1:", "127.0.0.1:99999", "127.0.0.1:0",
+                                  "127.0.0.1:80:80", "[::1", "[mcp.example]", "[1.2.3.4]",
+                                  "user@127.0.0.1", "127.0.0.1,evil.example", "a b", "127.0.0.1/x"])
+def test_a_missing_or_malformed_host_is_400(app, host):
     message = modern("server/discover")
-    status, _, _ = wsgi_call(app, body=message, remote="10.1.2.3", headers={
-        **modern_headers(message), "Host": "mcp.example:8000"})
-    assert status == 200
+    status, _, body = wsgi_call(app, body=message, headers={**modern_headers(message),
+                                                             "Host": host})
+    assert status == 400 and "Host" in json.loads(body)["error"]["message"], host
 
 
 def test_allowed_hosts():
-    app = make_server(allowed_hosts=["mcp.example"]).wsgi
+    app = make_server(allowed_hosts=["MCP.example"]).wsgi
     message = modern("server/discover")
-    for host, expected in (("mcp.example:443", 200), ("other.example", 403), ("localhost", 200)):
+    for host, expected in (("mcp.example:443", 200), ("Mcp.Example", 200),
+                           ("other.example", 421), ("localhost", 200), ("10.1.2.3", 200)):
         status, _, _ = wsgi_call(app, body=message, remote="10.1.2.3", headers={
             **modern_headers(message), "Host": host})
         assert status == expected, host
+
+
+@pytest.mark.parametrize("value", ["mcp.example", "mcp.example:443", ["mcp.example:443"],
+                                   ["https://mcp.example"], [None], 5])
+def test_allowed_hosts_are_names_without_a_port(value):
+    with pytest.raises(ValueError, match="allowed_hosts"):
+        mcp_min.Server("s", allowed_hosts=value)
+
+
+@pytest.mark.parametrize("url", ["mcp.example/mcp", "ftp://mcp.example/mcp", "https:///mcp",
+                                 "https://mcp.example/mcp?x=1", "https://mcp.example/mcp#f",
+                                 'https://mcp.example/m"cp', "https://mcp.example/m\r\ncp",
+                                 "https://u@mcp.example/mcp", "https://mcp.example:0/mcp",
+                                 " https://mcp.example/mcp", b"https://mcp.example/mcp"])
+def test_public_url_is_checked(url):
+    with pytest.raises(ValueError, match="public_url"):
+        mcp_min.Server("s", public_url=url)
 
 
 def test_bearer_auth_401_metadata_and_principal(caplog):
@@ -501,6 +528,107 @@ def test_auth_urls_name_the_prefix_the_server_is_mounted_under():
     status, _, body = wsgi_call(mounted, method="GET",
                                 path="/.well-known/oauth-protected-resource/mcp")
     assert status == 200 and json.loads(body)["resource"] == "http://127.0.0.1:8000/api/mcp"
+
+
+@pytest.mark.parametrize("falsy", [None, False, "", 0, {}, []])
+def test_a_falsy_principal_is_401(falsy):
+    """A hook that answers "is this token good?" says False for a bad one: that is nobody."""
+    app = make_server(auth=lambda token: "alice" if token == "good" else falsy).wsgi
+    status, headers, _ = post_modern(app, "tools/call", {"name": "whoami", "arguments": {}},
+                                     headers={"Authorization": "Bearer wrong"})
+    assert status == 401 and 'error="invalid_token"' in headers["www-authenticate"]
+    status, _, body = post_modern(app, "tools/call", {"name": "whoami", "arguments": {}},
+                                  headers={"Authorization": "Bearer good"})
+    assert status == 200 and json.loads(body)["result"]["content"][0]["text"] == "'alice'"
+
+
+@pytest.mark.parametrize("host, origin, expected", [
+    ("192.168.1.5:8000", "http://192.168.1.5:8000", 200),      # its own, over the LAN
+    ("192.168.1.5:8000", "http://192.168.1.5:9000", 403),      # another port: another site
+    ("192.168.1.5:8000", "http://localhost:8000", 403),        # the server is not local
+    ("mcp.example", "https://mcp.example", 200),               # default ports
+    ("mcp.example", "https://mcp.example:443", 200),
+    ("mcp.example:8443", "https://mcp.example", 403),
+    ("MCP.example:8443", "https://mcp.EXAMPLE:8443", 200),
+    ("127.0.0.1:8000", "http://localhost:3000", 200),          # both on this machine
+    ("127.0.0.1:8000", "null", 403),
+    ("127.0.0.1:8000", "http://127.0.0.1:8000/page", 403),     # junk, not an origin
+    ("127.0.0.1:8000", "http://user@127.0.0.1:8000", 403),
+    ("127.0.0.1:8000", "127.0.0.1:8000", 403),
+])
+def test_an_origin_is_the_servers_own_only_for_its_checked_host(host, origin, expected):
+    app = make_server(allowed_hosts=["mcp.example"]).wsgi
+    message = modern("server/discover")
+    status, _, body = wsgi_call(app, body=message, remote="192.168.1.9", headers={
+        **modern_headers(message), "Host": host, "Origin": origin})
+    assert status == expected, json.loads(body)
+    if expected == 403:
+        assert "allowed_origins" in json.loads(body)["error"]["message"]
+
+
+def test_a_listed_null_origin_passes_and_star_allows_any():
+    message = modern("server/discover")
+    for allowed, origin in ((["null"], "null"), (["*"], "https://other.example")):
+        app = make_server(allowed_origins=allowed).wsgi
+        status, _, _ = wsgi_call(app, body=message, headers={**modern_headers(message),
+                                                             "Origin": origin})
+        assert status == 200, allowed
+
+
+METADATA = "/.well-known/oauth-protected-resource/mcp"
+
+
+def test_the_metadata_endpoint_answers_get_and_head_on_its_own_path_only():
+    app = make_server(auth={"t": "alice"}.get).wsgi
+    status, headers, body = wsgi_call(app, method="GET", path=METADATA)
+    assert status == 200 and json.loads(body)["resource"] == "http://127.0.0.1:8000/mcp"
+    status, head_headers, head_body = wsgi_call(app, method="HEAD", path=METADATA)
+    assert status == 200 and head_body == b"" and head_headers == headers
+    for method in ("POST", "PUT", "DELETE"):
+        status, headers, _ = wsgi_call(app, method=method, path=METADATA)
+        assert status == 405 and headers["allow"] == "GET, HEAD", method
+    for path in ("/.well-known/oauth-protected-resource", METADATA + "/x", METADATA + "/",
+                 "/.well-known/oauth-protected-resource/other"):
+        status, _, _ = wsgi_call(app, method="GET", path=path)
+        assert status == 404, path
+    status, _, body = wsgi_call(app, method="GET", path=METADATA,
+                                headers={"Host": "evil.example"})
+    assert status == 421 and b"evil.example/mcp" not in body
+    status, _, _ = wsgi_call(app, method="GET", path=METADATA,
+                             headers={"Origin": "https://evil.example"})
+    assert status == 403
+    status, _, _ = wsgi_call(make_server().wsgi, method="GET", path=METADATA)
+    assert status == 404                      # no auth, no metadata
+
+
+def test_public_url_names_the_resource_and_its_host_is_allowed():
+    app = make_server(auth={"t": "alice"}.get, public_url="https://mcp.example.com/mcp").wsgi
+    for host in ("mcp.example.com", "127.0.0.1:8000"):
+        status, headers, _ = post_modern(app, "tools/list", headers={"Host": host})
+        assert status == 401 and headers["www-authenticate"] == (
+            'Bearer resource_metadata="https://mcp.example.com/.well-known/'
+            'oauth-protected-resource/mcp"'), host
+        status, _, body = wsgi_call(app, method="GET", path=METADATA, headers={"Host": host})
+        assert status == 200 and json.loads(body)["resource"] == "https://mcp.example.com/mcp"
+    status, _, _ = post_modern(app, "tools/list", headers={"Host": "other.example.com"})
+    assert status == 421
+
+
+def test_nothing_a_client_sends_can_break_out_of_www_authenticate():
+    """The URLs in it are built from the checked Host and a percent-encoded prefix."""
+    app = make_server(auth={"t": "alice"}.get).wsgi
+
+    def mounted(environ, start_response):
+        prefix = '/a"b\\c\r\nX: y/\xe9'              # as a WSGI server hands over bytes
+        return app({**environ, "SCRIPT_NAME": prefix, "wsgi.url_scheme": 'x"'},
+                   start_response)
+    status, headers, _ = post_modern(mounted, "tools/list")
+    assert status == 401 and headers["www-authenticate"] == (
+        'Bearer resource_metadata="http://127.0.0.1:8000/a%22b%5Cc%0D%0AX:%20y/%E9'
+        '/.well-known/oauth-protected-resource/mcp"')
+    status, headers, _ = post_modern(app, "tools/list",
+                                     headers={"Host": '127.0.0.1:1", error="injected'})
+    assert status == 400 and "www-authenticate" not in headers
 
 
 @AUTH_HOOKS
@@ -1027,7 +1155,8 @@ def test_blanks_around_the_content_length_are_no_part_of_it(served):
 @pytest.mark.parametrize("target, host, status", [
     ("http://127.0.0.1:{port}/mcp", "127.0.0.1:{port}", 200),
     ("http://127.0.0.1:{port}/mcp", "evil.example", 200),  # the target's host, not Host's
-    ("http://evil.example/mcp", "127.0.0.1:{port}", 403),
+    ("http://evil.example/mcp", "127.0.0.1:{port}", 421),
+    ("http://user@127.0.0.1:{port}/mcp", "127.0.0.1:{port}", 400),
 ])
 def test_a_request_in_absolute_form_is_served_for_the_host_it_names(served, target, host,
                                                                     status):

@@ -209,6 +209,300 @@ def served_afterwards(port):
 # Who may reach it: Host, Origin, tokens; nothing reflected
 # ============================================================================================
 
+#: A server whose auth hook answers "is this token good?": False for any other token.
+YES_NO_AUTH_SERVER = """
+import sys
+sys.path.insert(0, {root})
+from mcp_min import Server
+server = Server("yes-no", auth=lambda token: token == "good",
+                authorization_servers=["https://auth.example"]{settings})
+
+@server.tool
+def add(a: int, b: int) -> int:
+    return a + b
+"""
+
+
+@pytest.fixture
+def serve_here(serve):
+    """``serve``, which also closes each server's stderr pipe once the server has exited and
+    its log is read to the end (Served.close leaves it open, and a leaked file fails a test)."""
+    started = []
+
+    def start(source, *extra, **options):
+        served = serve(source, *extra, **options)
+        started.append(served)
+        return served
+    yield start
+    for served in started:
+        served.close()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:    # the log reader's end: no read of a closed pipe
+            try:
+                if served.lines.get(timeout=0.1) is None:
+                    break
+            except queue.Empty:
+                pass
+        served.proc.stderr.close()
+
+
+def yes_no_auth_server(**settings):
+    """YES_NO_AUTH_SERVER's source, with more Server settings."""
+    return YES_NO_AUTH_SERVER.replace(
+        "{settings}", "".join(f", {name}={value!r}" for name, value in settings.items()))
+
+
+def served_with_a_token(port):
+    """served_afterwards, for a server that wants a token: the good one gets its result."""
+    message = modern("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}, rid=77)
+    response = exchange(port, request_bytes(port, message=message, Connection="close",
+                                            Authorization="Bearer good"))
+    assert status_of(response) == 200, response[:500]
+    assert body_of(response)["result"]["structuredContent"] == {"result": 5}
+
+
+METADATA_PATH = "/.well-known/oauth-protected-resource/mcp"
+
+
+def test_dns_rebinding_a_dns_host_is_421_wherever_the_request_comes_from(serve_here):
+    """A browser whose DNS an attacker rebound to this server's LAN address sends the
+    attacker's name as Host and the attacker's page as Origin: its own origin, by that Host.
+    Over loopback or not, the name is refused (the in-process test in test_http.py gives a
+    LAN REMOTE_ADDR)."""
+    served = serve_here(PLAIN_SERVER)
+    port = served.port
+    message = modern("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+    for host in (f"evil.example:{port}", "evil.example", f"EVIL.example.:{port}",
+                 f"127.0.0.1.evil.example:{port}"):
+        response = exchange(port, request_bytes(port, message=message, Connection="close",
+                                                Host=host, Origin=f"http://{host}"))
+        assert status_of(response) == 421, (host, response[:300])
+        assert "allowed_hosts" in body_of(response)["error"]["message"]
+        assert "result" not in body_of(response)
+    served_afterwards(port)
+
+
+@pytest.mark.parametrize("host", [None, b"", b"127.0.0.1:99999", b"127.0.0.1:80:80",
+                                  b"127.0.0.1:x", b"[::1", b"[evil.example]",
+                                  b"user@127.0.0.1", b"127.0.0.1, evil.example"])
+def test_a_missing_or_malformed_host_is_400(serve_here, host):
+    """RFC 9112 3.2: an HTTP/1.1 request without Host, or with an invalid one, is 400."""
+    served = serve_here(PLAIN_SERVER)
+    message = modern("tools/list")
+    response = exchange(served.port, request_bytes(served.port, message=message,
+                                                   Connection="close", Host=host))
+    assert status_of(response) == 400, response[:300]
+    assert "Host" in body_of(response)["error"]["message"]
+    served_afterwards(served.port)
+
+
+def test_a_second_host_header_is_400(serve_here):
+    served = serve_here(PLAIN_SERVER)
+    data = request_bytes(served.port, message=modern("tools/list"), Connection="close")
+    data = data.replace(b"\r\n\r\n", b"\r\nHost: evil.example\r\n\r\n", 1)
+    response = exchange(served.port, data)
+    assert status_of(response) == 400, response[:300]
+    served_afterwards(served.port)
+
+
+def test_an_absolute_form_target_naming_a_dns_host_is_421(serve_here):
+    """The embedded server takes the host of an absolute-form target over Host (RFC 9112
+    3.2.2): the check applies to it."""
+    served = serve_here(PLAIN_SERVER)
+    port = served.port
+    for target in (f"http://evil.example:{port}/mcp", "http://evil.example/mcp"):
+        response = exchange(port, request_bytes(port, path=target, message=modern("tools/list"),
+                                                Connection="close"))
+        assert status_of(response) == 421, (target, response[:300])
+    response = exchange(port, request_bytes(port, path=f"http://u@127.0.0.1:{port}/mcp",
+                                            message=modern("tools/list"), Connection="close"))
+    assert status_of(response) == 400
+    served_afterwards(port)
+
+
+def test_the_origin_of_a_page_elsewhere_on_the_lan_is_403(serve_here):
+    """An IP-address Host passes; the page's Origin must then be that host[:port]."""
+    served = serve_here(PLAIN_SERVER)
+    port = served.port
+    for host, origin, status in (
+            (f"192.168.1.5:{port}", f"http://192.168.1.5:{port}", 200),
+            (f"192.168.1.5:{port}", f"http://evil.example:{port}", 403),
+            (f"192.168.1.5:{port}", "http://192.168.1.5:8080", 403),
+            (f"192.168.1.5:{port}", "null", 403),
+            (f"192.168.1.5:{port}", f"http://localhost:{port}", 403)):
+        response = exchange(port, request_bytes(port, message=modern("tools/list"),
+                                                Connection="close", Host=host, Origin=origin))
+        assert status_of(response) == status, (origin, response[:300])
+        if status == 403:
+            assert "Origin" in body_of(response)["error"]["message"]
+    served_afterwards(port)
+
+
+def test_serving_other_machines_without_auth_or_allowed_hosts_warns(serve_here):
+    """Binds 0.0.0.0 (connects to 127.0.0.1 alone). The warning says what is exposed and
+    which settings to set; with auth, or on loopback, there is none."""
+    served = serve_here(PLAIN_SERVER, host="0.0.0.0")
+    served_afterwards(served.port)
+    (warning,) = [line for line in served.log if "WARNING" in line]
+    assert "0.0.0.0" in warning and "call this server's tools" in warning
+    assert "Server(auth=...)" in warning and "Server(allowed_hosts=[...])" in warning
+    quiet = [serve_here(yes_no_auth_server(), host="0.0.0.0"), serve_here(PLAIN_SERVER),
+             serve_here(PLAIN_SERVER.replace('Server("plain"',
+                                             'Server("plain", allowed_hosts=["mcp.example"]'),
+                        host="0.0.0.0")]
+    served_with_a_token(quiet[0].port)
+    served_afterwards(quiet[1].port)
+    served_afterwards(quiet[2].port)
+    for served in quiet:
+        assert "WARNING" not in served.stderr, served.stderr
+
+
+def test_a_falsy_principal_is_401(serve_here):
+    """auth=lambda token: token == "good" says False for a wrong token: that is nobody."""
+    served = serve_here(yes_no_auth_server())
+    port = served.port
+    message = modern("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+    for token in ("wrong", "Good", "good2"):
+        response = exchange(port, request_bytes(port, message=message, Connection="close",
+                                                Authorization=f"Bearer {token}"))
+        assert status_of(response) == 401, (token, response[:300])
+        assert 'error="invalid_token"' in headers_of(response)["www-authenticate"]
+        assert "result" not in body_of(response)
+    served_with_a_token(port)
+
+
+def test_the_host_is_not_reflected_in_www_authenticate(serve_here):
+    served = serve_here(yes_no_auth_server())
+    port = served.port
+    for host in (b'127.0.0.1:1", error="injected', b"127.0.0.1:1\\", b"127.0.0.1:1 x"):
+        response = exchange(port, request_bytes(port, message=modern("tools/list"),
+                                                Connection="close", Host=host))
+        assert status_of(response) == 400, response[:300]
+        assert "www-authenticate" not in headers_of(response)
+        assert b"injected" not in response.partition(b"\r\n\r\n")[0]
+    response = exchange(port, request_bytes(port, message=modern("tools/list"),
+                                            Connection="close", Host=b"LOCALHOST"))
+    assert status_of(response) == 401 and headers_of(response)["www-authenticate"] == (
+        f'Bearer resource_metadata="http://LOCALHOST{METADATA_PATH}"')
+    served_with_a_token(port)
+
+
+def test_the_metadata_does_not_name_an_attackers_host(serve_here):
+    served = serve_here(yes_no_auth_server())
+    port = served.port
+    response = exchange(port, request_bytes(port, "GET", METADATA_PATH, Connection="close",
+                                            Host="evil.example"))
+    assert status_of(response) == 421, response[:300]
+    assert b"evil.example/mcp" not in response
+    response = exchange(port, request_bytes(port, "GET", METADATA_PATH, Connection="close",
+                                            Origin="https://evil.example"))
+    assert status_of(response) == 403
+    response = exchange(port, request_bytes(port, "GET", METADATA_PATH, Connection="close"))
+    assert status_of(response) == 200
+    assert body_of(response)["resource"] == f"http://127.0.0.1:{port}/mcp"
+    served_with_a_token(port)
+
+
+def test_the_metadata_endpoint_answers_get_and_head_on_its_own_path_only(serve_here):
+    served = serve_here(yes_no_auth_server())
+    port = served.port
+    response = exchange(port, request_bytes(port, "HEAD", METADATA_PATH, Connection="close"))
+    assert status_of(response) == 200 and response.endswith(b"\r\n\r\n")
+    assert int(headers_of(response)["content-length"]) > 0
+    for method in ("POST", "PUT", "DELETE", "OPTIONS"):
+        response = exchange(port, request_bytes(port, method, METADATA_PATH, body=b"{}",
+                                                Connection="close"))
+        assert status_of(response) == 405, (method, response[:300])
+        assert headers_of(response)["allow"] == "GET, HEAD"
+    for path in (METADATA_PATH + "/anything", METADATA_PATH + "%2F..",
+                 "/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resourcex"):
+        response = exchange(port, request_bytes(port, "GET", path, Connection="close"))
+        assert status_of(response) == 404, (path, response[:300])
+    served_with_a_token(port)
+
+
+def test_public_url_is_what_the_urls_name(serve_here):
+    served = serve_here(yes_no_auth_server(public_url="https://mcp.example.com/mcp"))
+    port = served.port
+    for host in ("mcp.example.com", f"127.0.0.1:{port}"):
+        response = exchange(port, request_bytes(port, message=modern("tools/list"),
+                                                Connection="close", Host=host))
+        assert status_of(response) == 401 and headers_of(response)["www-authenticate"] == (
+            'Bearer resource_metadata="https://mcp.example.com/.well-known/'
+            'oauth-protected-resource/mcp"'), host
+        response = exchange(port, request_bytes(port, "GET", METADATA_PATH, Connection="close",
+                                                Host=host))
+        assert body_of(response)["resource"] == "https://mcp.example.com/mcp"
+    response = exchange(port, request_bytes(port, message=modern("tools/list"),
+                                            Connection="close", Host="other.example.com"))
+    assert status_of(response) == 421
+    served_with_a_token(port)
+
+
+GUNICORN_APP = """
+import sys
+sys.path.insert(0, {root})
+from mcp_min import Server
+server = Server("yes-no", auth=lambda token: token == "good", http_sessions=False)
+
+@server.tool
+def add(a: int, b: int) -> int:
+    return a + b
+"""
+
+
+@pytest.fixture
+def gunicorn_port(tmp_path):
+    """One gthread gunicorn worker serving GUNICORN_APP on 127.0.0.1: its port."""
+    pytest.importorskip("gunicorn")
+    (tmp_path / "yes_no_app.py").write_text(GUNICORN_APP.replace("{root}", repr(str(ROOT))))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "--workers", "1", "--worker-class", "gthread",
+         "--threads", "2", "--bind", "127.0.0.1:0", "--no-control-socket",
+         "--graceful-timeout", "2", "--chdir", str(tmp_path), "yes_no_app:server"],
+        stderr=subprocess.PIPE, text=True)
+    reader = threading.Thread(target=proc.stderr.read, daemon=True)   # never fills the pipe
+    try:
+        port, log = None, []
+        while port is None:                   # gunicorn logs the port, then boots the worker
+            line = proc.stderr.readline()
+            log.append(line)
+            assert line, "gunicorn did not start:\n" + "".join(log)
+            match = re.search(r"Listening at: http://127\.0\.0\.1:(\d+)", line)
+            port = int(match.group(1)) if match else None
+        reader.start()
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if reader.is_alive():
+            reader.join(10)
+        proc.stderr.close()
+
+
+def test_the_host_and_falsy_principal_rules_hold_on_gunicorn(gunicorn_port):
+    """Both are mcp_min's (the application's), not the engine's."""
+    port = gunicorn_port
+    message = modern("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+    response = exchange(port, request_bytes(port, message=message, Connection="close",
+                                            Host=f"evil.example:{port}",
+                                            Origin=f"http://evil.example:{port}",
+                                            Authorization="Bearer good"))
+    assert status_of(response) == 421, response[:300]
+    response = exchange(port, request_bytes(port, message=message, Connection="close",
+                                            Authorization="Bearer wrong"))
+    assert status_of(response) == 401, response[:300]
+    assert "result" not in body_of(response)
+    response = exchange(port, request_bytes(port, message=message, Connection="close",
+                                            Host=b'127.0.0.1:1", error="injected'))
+    assert status_of(response) == 400 and b"injected" not in response.partition(b"\r\n\r\n")[0]
+    served_with_a_token(port)
+
+
 
 # ============================================================================================
 # What a client can make the server hold: sessions, streams, subscriptions
