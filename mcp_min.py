@@ -6259,7 +6259,8 @@ def _explain_params(method, params, problems):
         found = _json_type(value)
         if "any" in kinds or found in kinds or (found == "integer" and "number" in kinds):
             continue
-        wanted = " or ".join(f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}" for kind in kinds)
+        wanted = " or ".join(kind if kind == "null" else
+                             f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}" for kind in kinds)
         problems.append(f"params.{key} must be {wanted}, not {_typed_preview(value)}: "
                         f"{answer}")
     level = params.get("level")

@@ -936,7 +936,7 @@ EXPLAIN = [
     ('{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":["a"]}}', 1,
      "request 1 resources/read", 'params.uri must be a string, not array ["a"]'),
     ('{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":5}}', 1,
-     "request 1 tools/list", "params.cursor must be a string, not integer 5"),
+     "request 1 tools/list", "params.cursor must be a string or null, not integer 5"),
     ('{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"loud"}}', 1,
      "request 1 logging/setLevel", 'params.level must be one of debug, info'),
     ('{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p","arguments":{"n":2}}}',
