@@ -6450,9 +6450,12 @@ _DEMO_SESSIONS = {
 }
 
 
-def demo(colour=False, era=None):
+def demo(colour=False, era=None, command=None):
     """Play the _DEMO_SESSIONS with the gift server (demo_server()), printing every frame:
-    both, or the one of ``era``."""
+    both, or the one of ``era``. With ``command`` (a server's), narrate a session with that
+    server instead (demo_yours)."""
+    if command:
+        return demo_yours(command, colour, era or "auto")
     command = [sys.executable, os.path.abspath(__file__), "serve"]
     info = {"name": "mcp_min-demo", "version": __version__}
     for session_era, (options, steps) in _DEMO_SESSIONS.items():
@@ -6469,6 +6472,117 @@ def demo(colour=False, era=None):
                 except JSONRPCError:      # an error the demo shows: the frames say it all
                     pass
     return 0
+
+
+def demo_yours(command, colour=False, era="auto"):
+    """`demo -- CMD...`: a session with the user's own server, every frame shown: the
+    opening (discover or initialize), its lists, a call of its first tool with arguments made
+    from the tool's schema, a read of its first resource, its first prompt."""
+    import pathlib
+
+    def note(text):
+        print(f"\n\x1b[1m# {text}\x1b[0m" if colour else f"\n# {text}", flush=True)
+
+    def step(method, *args):
+        try:
+            return getattr(client, method)(*args)
+        except JSONRPCError:                  # an error is part of the show: the frames say it
+            return None
+    info = {"name": "mcp_min-demo", "version": __version__}
+    note("The client starts your server as a subprocess and opens the session: "
+         + {"legacy": "initialize, the handshake.", "auto": "server/discover first (protocol "
+            "2026-07-28), initialize if the server does not know it."}.get(
+             era, f"protocol {era}, with no handshake."))
+    with Client(command, trace=_client_trace(colour), client_info=info, era=era,
+                sampling=lambda p: {"role": "assistant", "model": "demo",
+                                    "content": {"type": "text", "text": "(a sampled reply)"}},
+                elicitation=lambda p: {"action": "decline"},
+                roots=lambda: [{"uri": pathlib.Path.cwd().as_uri(), "name": "cwd"}]) as client:
+        offered = client.server_capabilities or {}
+        opened = f"protocol {client.protocol_version}" if not client.modern else "2026-07-28"
+        note(f"Your server speaks {opened} and offers: "
+             + (", ".join(sorted(offered)) or "nothing") + ". What it has:")
+        found = {}
+        for kind, method, key in (("tools", "tools/list", "tools"),
+                                  ("resources", "resources/list", "resources"),
+                                  ("resources", "resources/templates/list", "resourceTemplates"),
+                                  ("prompts", "prompts/list", "prompts")):
+            if kind in offered:
+                result = step("request", method) or {}
+                found[key] = result.get(key) or []
+        tools = found.get("tools") or []
+        if tools:
+            tool = tools[0]
+            arguments = _example_arguments(tool.get("inputSchema") or {})
+            note(f"A call of {tool['name']}, with arguments made from its inputSchema "
+                 f"(defaults, first choices, sample values): {json.dumps(arguments)}")
+            step("call_tool", tool["name"], arguments)
+        resources = found.get("resources") or []
+        if resources:
+            note("A resource is addressable data, read by URI.")
+            step("read_resource", resources[0]["uri"])
+        prompts = found.get("prompts") or []
+        if prompts:
+            prompt = prompts[0]
+            arguments = {a["name"]: "example" for a in prompt.get("arguments") or ()
+                         if isinstance(a, dict) and a.get("required")}
+            note(f"A prompt is a template the client fills in: {prompt['name']}.")
+            step("get_prompt", prompt["name"], arguments)
+        note("Closing stdin ends the session; the server exits.")
+    return 0
+
+
+def _example_arguments(schema):
+    """Arguments a tool's inputSchema accepts, for the demo: its required properties."""
+    value = _example_value(schema, schema.get("$defs") or {}, required_only=True)
+    return value if isinstance(value, dict) else {}
+
+
+def _example_value(schema, defs, required_only=False, depth=0):
+    """A value that fits ``schema``: its default, example, const or first choice, else a
+    sample of its type ("example", 1, 1.5, true, one item, the required properties)."""
+    if not isinstance(schema, dict) or depth > 8:
+        return None
+    for key in ("default", "const"):
+        if key in schema:
+            return schema[key]
+    if schema.get("examples"):
+        return schema["examples"][0]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return _example_value(defs.get(ref[8:]), defs, required_only, depth + 1)
+    for key in ("anyOf", "oneOf", "allOf"):
+        choices = [c for c in schema.get(key) or () if c.get("type") != "null"]
+        if choices:
+            return _example_value(choices[0], defs, required_only, depth + 1)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    if kind == "string":
+        return {"date-time": "2026-01-01T12:00:00Z", "date": "2026-01-01",
+                "uri": "https://example.com/", "email": "someone@example.com"}.get(
+                    schema.get("format"), "example")
+    if kind in ("integer", "number"):         # 42, within the bounds the schema gives
+        step = 1 if kind == "integer" else 0.5
+        value = max(42, schema.get("minimum", 42), schema.get("exclusiveMinimum", 0) + step)
+        value = min(value, schema.get("maximum", value),
+                    schema.get("exclusiveMaximum", value + step) - step)
+        return int(value) if kind == "integer" else value
+    if kind == "boolean":
+        return True
+    if kind == "array":
+        if schema.get("prefixItems"):
+            return [_example_value(item, defs, False, depth + 1)
+                    for item in schema["prefixItems"]]
+        return [_example_value(schema.get("items") or {}, defs, False, depth + 1)]
+    if kind == "object" or "properties" in schema:
+        properties = schema.get("properties") or {}
+        names = schema.get("required") or [] if required_only else list(properties)
+        return {name: _example_value(properties.get(name) or {}, defs, False, depth + 1)
+                for name in names}
+    return None
 
 
 class _NotJSON(ValueError):
@@ -6601,9 +6715,14 @@ def main(argv=None):
     serve.add_argument("--trace", action="store_true", help="log every frame to stderr")
     serve.add_argument("--http", metavar="[HOST:]PORT", help="serve Streamable HTTP at "
                        "http://HOST:PORT/mcp (HOST: 127.0.0.1 unless given)")
-    commands.add_parser("demo", help="watch a client and the gift server talk, frame by frame"
-                        ).add_argument("--era", choices=("legacy", V2026_07),
-                                       help="one session in this era (default: one in each)")
+    demo_command = commands.add_parser(
+        "demo", help="watch a client and the gift server (or yours: demo -- SERVER_CMD...) "
+                     "talk, frame by frame", usage="%(prog)s [--era ERA] [-- SERVER_CMD...]")
+    demo_command.add_argument("--era", choices=("legacy", "auto", V2026_07),
+                              help="one session in this era (default: the gift server, one in "
+                                   "each; yours: auto)")
+    demo_command.add_argument("words", nargs=argparse.REMAINDER, metavar="-- SERVER_CMD...",
+                              help="narrate a session with this server instead")
     for name, text in (("inspect", "list what a server offers"),
                        ("call", "one request: -- CMD... METHOD|TOOL [JSON]"),
                        ("repl", "type frames to a server and watch the replies")):
@@ -6771,7 +6890,10 @@ def _run_command(args, words, colour):
             except OSError as e:                   # e.g. the port is taken
                 raise SystemExit(f"mcp_min: cannot serve on {args.http}: {e.strerror or e}")
     elif args.command == "demo":
-        return demo(colour=colour, era=args.era)
+        if not words and args.era == "auto":
+            raise SystemExit("mcp_min: --era auto is for your own server: demo --era auto -- "
+                             "SERVER_CMD...")
+        return demo(colour=colour, era=args.era, command=words)
     elif args.command == "repl":
         return repl(words, colour=colour)
     elif args.command == "explain":

@@ -7,6 +7,8 @@ Frame lines are checked against an oracle written here (not mcp_min's own descri
 ``C->S request 2 tools/list: {...}`` must say who wrote the bytes, what kind of message they
 are, its id and its method, and the bytes must be the message verbatim."""
 
+import datetime
+import enum
 import gc
 import io
 import json
@@ -23,6 +25,7 @@ import tempfile
 import threading
 import time
 import warnings
+from typing import Annotated, Optional
 
 import pytest
 
@@ -1934,3 +1937,50 @@ def test_call_reads_its_words_without_looking_at_files(tmp_path):
         assert said in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
     lonely = run("--json", "{}", "--", sys.executable, "calculator.py")
     assert lonely.returncode == 2 and "--json goes with --tool" in lonely.stderr
+
+
+@pytest.mark.parametrize("era", [None, "legacy"])
+def test_demo_narrates_a_session_with_your_own_server(era):
+    result = cli("demo", *(["--era", era] if era else []), "--", *GIFT)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    lines = result.stdout.splitlines()
+    notes = [line for line in lines if line.startswith("# ")]
+    assert notes[0].startswith("# The client starts your server")
+    assert any("A call of suggest_gifts, with arguments made from its inputSchema" in note
+               for note in notes)
+    sent = [json.loads(line.split(": ", 1)[1]) for line in lines if line.startswith("C->S ")]
+    methods = [message.get("method") for message in sent]
+    opening = "initialize" if era == "legacy" else "server/discover"
+    assert methods[0] == opening
+    for method in ("tools/list", "resources/list", "prompts/list", "tools/call",
+                   "resources/read", "prompts/get"):
+        assert method in methods, methods
+    (call,) = [message for message in sent if message.get("method") == "tools/call"]
+    assert call["params"]["name"] == "suggest_gifts"
+    arguments = call["params"]["arguments"]
+    assert arguments["occasion"] == "birthday" and arguments["budget"] == 42   # from the schema
+    answers = [line for line in lines if line.startswith("S->C response")]
+    assert any(" tools/call" in line and '"isError":false' in line for line in answers)
+
+
+def test_demo_of_a_server_with_tools_alone_calls_its_tool():
+    result = cli("demo", "--", sys.executable, str(EXAMPLES / "calculator.py"))
+    assert result.returncode == 0, result.stderr
+    assert '"arguments":{"a":42,"b":42}' in result.stdout
+    assert '"structuredContent":{"result":84.0}' in result.stdout
+    assert "resources/read" not in result.stdout and "prompts/get" not in result.stdout
+
+
+def test_example_arguments_fit_the_schema():
+    jsonschema = pytest.importorskip("jsonschema")
+
+    class Colour(str, enum.Enum):
+        RED = "red"
+
+    def f(name: str, when: datetime.date, count: Annotated[int, {"minimum": 50}],
+          ratio: Annotated[float, {"maximum": 0.5}], tags: list[str], pair: tuple[int, str],
+          colour: Colour, nested: dict[str, int], maybe: Optional[int], flag: bool = False): ...
+    schema = mcp_min.Signature(f).input_schema
+    arguments = mcp_min._example_arguments(schema)
+    jsonschema.validate(arguments, schema)
+    assert arguments["count"] == 50 and arguments["ratio"] == 0.5 and "flag" not in arguments
