@@ -51,7 +51,8 @@ class Served:
             [sys.executable, str(ROOT / "mcp_min.py"), "serve", "--http", f"{host}:0", *extra,
              str(script)], stderr=subprocess.PIPE, cwd=ROOT, env={**os.environ, **(env or {})})
         self.lines, self.log = queue.Queue(), []
-        threading.Thread(target=self._read_log, daemon=True).start()
+        self.reader = threading.Thread(target=self._read_log, daemon=True)
+        self.reader.start()
         self.port = None
         deadline = time.monotonic() + 20
         while self.port is None:
@@ -92,6 +93,8 @@ class Served:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self.reader.join(5)
+        self.proc.stderr.close()
 
 
 @pytest.fixture
