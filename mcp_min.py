@@ -389,13 +389,16 @@ def read_lines(rfile, max_bytes):
         yield LineTooLong(size, head, tail.rstrip(b"\r\n"))
 
 
-_tune_allocator = False     # set by claim_stdio(): the process is the server's
+_tune_allocator = False     # set by claim_stdio(), run_http and gunicorn: the process is the
+                            # server's
 
 
 def _keep_big_blocks_apart():
     """Pin glibc's mmap threshold at 1 MiB on the first large message: glibc raises it once a
     large block is freed, and then each multi-MiB message grows a per-thread heap that keeps
-    the memory. Only on Linux, and only in a process serving stdio (see claim_stdio)."""
+    the memory. Only on Linux, and only in a process that is the server's: serving stdio (see
+    claim_stdio), run_http, or a gunicorn worker (Server.wsgi); not in an application that
+    mounts the server among its own, whose allocator is its business."""
     global _tune_allocator
     with _first_use:
         tune, _tune_allocator = _tune_allocator, False
@@ -2837,13 +2840,16 @@ class RequestStateSigner:
     """Seals and opens requestState: JSON, base64url, and an HMAC-SHA256 over it. The key is
     ``key`` (bytes or str), else env MCP_MIN_STATE_KEY, else random for this process; give
     every process that serves the same clients the same key (behind a load balancer, a retry
-    may reach another one). A state expires ``ttl`` seconds after it was issued."""
+    may reach another one). A state expires ``ttl`` seconds after it was issued. One longer
+    than ``max_bytes`` is neither issued nor opened: the client holds it, and may send back
+    anything in its place, which the signature check would otherwise copy and hash whole."""
 
-    def __init__(self, key=None, ttl=600):
+    def __init__(self, key=None, ttl=600, max_bytes=64 << 10):
         key = key if key is not None else os.environ.get("MCP_MIN_STATE_KEY")
         if isinstance(key, str):
             key = key.encode("utf-8")
         self.key, self.ttl, self.shared = key or os.urandom(32), ttl, bool(key)
+        self.max_bytes = max_bytes
 
     def signature(self, body):
         import hashlib
@@ -2852,11 +2858,19 @@ class RequestStateSigner:
 
     def seal(self, payload):
         body = _b64url(encode_message(dict(payload, exp=int(time.time() + self.ttl))))
-        return f"v1.{body}.{self.signature(body)}"
+        token = f"v1.{body}.{self.signature(body)}"
+        if len(token) > self.max_bytes:       # its retry would be refused: say so now
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: the requestState carrying the "
+                               f"answers so far would be {len(token)} bytes, over the limit of "
+                               f"{self.max_bytes} (Server(max_state_bytes=...))")
+        return token
 
     def open(self, token):
         """The payload of a state this server sealed, or -32602 saying why not."""
         import hmac
+        if len(token) > self.max_bytes:       # nothing this server issues: not worth a hash
+            raise _invalid_state(f"it is {len(token)} characters long, over the limit of "
+                                 f"{self.max_bytes} (Server(max_state_bytes=...))")
         version, _, rest = token.partition(".")
         body, _, mac = rest.partition(".")
         try:             # compared as text: a signature written any other way is refused
@@ -2978,6 +2992,8 @@ class Server:
       cache_scope="public"   resource result, and whether users may share it ("private": no)
       state_key=None         2026-07-28: the key that signs requestState (bytes or str; else
       state_ttl=600          env MCP_MIN_STATE_KEY, else random per process); its lifetime (s)
+      max_state_bytes=64 KiB the longest requestState accepted (-32602 past it, before its
+                             signature is checked) or issued (the answers so far it carries)
     Over HTTP (``server.wsgi``, ``run(http=...)``):
       http_path="/mcp"       the MCP endpoint's path
       allowed_origins=()     browser Origins allowed besides the server's own and, when it is
@@ -3001,6 +3017,11 @@ class Server:
                              must all come within it) or takes nothing of a response; a stream
                              whose client has not taken a message that long after it was sent
                              ends, as if the client had gone away (None: no limit)
+      max_body_bytes=4 MiB   the largest POST body (413 past it, before a byte is read); the
+                             lesser of this and max_line_bytes applies
+      max_inflight_bytes=32 MiB  the bytes of the bodies of requests being handled at once in
+                             this process, reserved by Content-Length before reading: past it,
+                             503 with Retry-After. Decoded, a body takes 2 to 25 times its size
     """
 
     _http_start_lock = threading.Lock()      # for the first request of any server's wsgi
@@ -3021,11 +3042,18 @@ class Server:
                  cache_scope="public", state_key=None, state_ttl=600, http_path="/mcp",
                  allowed_origins=(), allowed_hosts=None, auth=None, authorization_servers=(),
                  http_sessions=True, max_sessions=1000, session_idle=3600, heartbeat=15.0,
-                 idle_timeout=30.0):
+                 idle_timeout=30.0, max_state_bytes=64 << 10, max_body_bytes=4 << 20,
+                 max_inflight_bytes=32 << 20):
         for setting, value, least in (("max_workers", max_workers, 1), ("max_queue", max_queue, 0),
-                                      ("page_size", 1 if page_size is None else page_size, 1)):
+                                      ("page_size", 1 if page_size is None else page_size, 1),
+                                      ("max_state_bytes", max_state_bytes, 1),
+                                      ("max_body_bytes", max_body_bytes, 1),
+                                      ("max_inflight_bytes", max_inflight_bytes, 1)):
             if type(value) is not int or value < least:
                 raise ValueError(f"{setting} must be an integer of at least {least}, not {value!r}")
+        if max_inflight_bytes < max_body_bytes:     # else the largest body could never be taken
+            raise ValueError(f"max_inflight_bytes ({max_inflight_bytes}) must be at least "
+                             f"max_body_bytes ({max_body_bytes})")
         self.name, self.version, self.title, self.description = name, version, title, description
         self.instructions, self.website_url, self.icons = instructions, website_url, icons
         self.lifespan, self.lifespan_value, self._lifespan_users = lifespan, None, 0
@@ -3033,13 +3061,14 @@ class Server:
         self.max_line_bytes, self.grace_period = max_line_bytes, grace_period
         self.request_timeout, self.forward_logging = request_timeout, forward_logging
         self.cache_ttl_ms, self.cache_scope = _cache_hints(cache_ttl_ms, cache_scope, name, True)
-        self.request_state = RequestStateSigner(state_key, state_ttl)
+        self.request_state = RequestStateSigner(state_key, state_ttl, max_state_bytes)
         self.http_path, self.allowed_origins = http_path, tuple(allowed_origins)
         self.allowed_hosts = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
         self.auth, self.authorization_servers = auth, tuple(authorization_servers)
         self.http_sessions, self.max_sessions = http_sessions, max_sessions
         self.session_idle, self.heartbeat = session_idle, heartbeat
         self.idle_timeout = idle_timeout
+        self.max_body_bytes, self.max_inflight_bytes = max_body_bytes, max_inflight_bytes
         self._http = None                     # the HttpEndpoint, made by the first request
         self.tools, self.resources, self.prompts, self.completers = {}, {}, {}, {}
         self.sessions = set()                 # open connections (one, over stdio)
@@ -3525,11 +3554,14 @@ class Server:
     def wsgi(self, environ, start_response):
         """The WSGI application serving Streamable HTTP at ``http_path`` (the server is one
         too: ``gunicorn app:server``). The first request enters the lifespan for good."""
+        global _tune_allocator
         endpoint = self._http
         if endpoint is None:
             with Server._http_start_lock:
                 if self._http is None:
                     self.prepare()
+                    if environ.get("SERVER_SOFTWARE", "").startswith("gunicorn/"):
+                        _tune_allocator = True    # a worker process serves this app alone
                     self._enter_lifespan()
                     self._http = HttpEndpoint(self)
                     if not self.http_sessions and not self.request_state.shared:
@@ -3545,6 +3577,8 @@ class Server:
         """Serve ``wsgi`` on wsgiref at "HOST:PORT" until Ctrl+C or SIGTERM: for development
         and one host (the README says how to use gunicorn)."""
         import signal
+        global _tune_allocator
+        _tune_allocator = True                # the process is the server's (see claim_stdio)
         host, port = _parse_address(address)
         httpd = make_http_server(self.wsgi, host, port, self.idle_timeout)
         shown = f"[{host}]" if ":" in host else host
@@ -4445,9 +4479,9 @@ class Session(Peer):
 HTTP_STATUS = {200: "200 OK", 202: "202 Accepted", 204: "204 No Content",
                400: "400 Bad Request", 401: "401 Unauthorized", 403: "403 Forbidden",
                404: "404 Not Found", 405: "405 Method Not Allowed", 406: "406 Not Acceptable",
-               409: "409 Conflict", 411: "411 Length Required", 413: "413 Content Too Large",
-               415: "415 Unsupported Media Type", 500: "500 Internal Server Error",
-               503: "503 Service Unavailable"}
+               409: "409 Conflict", 411: "411 Length Required",
+               413: "413 Content Too Large", 415: "415 Unsupported Media Type",
+               500: "500 Internal Server Error", 503: "503 Service Unavailable"}
 #: 2026-07-28 errors that are the client's fault get 400, an unknown method 404 (both with the
 #: JSON-RPC error as the body); other errors are answered 200, as results are.
 _MODERN_ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400,
@@ -4550,6 +4584,24 @@ class HttpSession(Session):
             self.stream.close()
 
 
+class _Releasing:
+    """A WSGI response that calls ``release`` once it is sent, or abandoned (the server calls
+    ``close()`` either way)."""
+
+    def __init__(self, response, release):
+        self.response, self.release = response, release
+
+    def __iter__(self):
+        return iter(self.response)
+
+    def close(self):
+        try:
+            if hasattr(self.response, "close"):
+                self.response.close()
+        finally:
+            self.release()
+
+
 class _HttpRefusal(Exception):
     """An answer with an error status, and a JSON-RPC error (the exception's text) as body."""
 
@@ -4633,13 +4685,22 @@ class HttpEndpoint:
 
     def __init__(self, server):
         self.server, self.sessions, self.lock = server, {}, threading.Lock()
+        self.inflight = 0                     # bytes of bodies reserved (max_inflight_bytes)
 
     def __call__(self, environ, start_response):
         try:
-            return self.route(environ, start_response)
-        except _HttpRefusal as refusal:
-            body = encode_message(error_response(refusal.request_id, refusal.code, str(refusal)))
-            return self.reply(start_response, refusal.status, body, refusal.headers)
+            try:
+                result = self.route(environ, start_response)
+            except _HttpRefusal as refusal:
+                body = encode_message(error_response(refusal.request_id, refusal.code,
+                                                     str(refusal)))
+                result = self.reply(start_response, refusal.status, body, refusal.headers)
+        except BaseException:
+            self.release(environ)
+            raise
+        if not environ.get("mcp_min.reserved"):
+            return result
+        return _Releasing(result, lambda: self.release(environ))
 
     def route(self, environ, start_response):
         server = self.server
@@ -4786,7 +4847,11 @@ class HttpEndpoint:
         session.handle_message(message, EventStream())    # its reply, if any, is the 400
 
     def read_body(self, environ):
-        limit, length = self.server.max_line_bytes, environ.get("CONTENT_LENGTH")
+        """The POST's body, read once its length is known to be within max_body_bytes and
+        within what max_inflight_bytes has left (that much stays reserved until the response
+        is sent: see release)."""
+        server, length = self.server, environ.get("CONTENT_LENGTH")
+        limit = min(server.max_body_bytes, server.max_line_bytes)
         if length and not _is_length(length):
             raise _HttpRefusal(400, "Bad Request: invalid Content-Length")
         length = int(length) if length else None
@@ -4795,11 +4860,40 @@ class HttpEndpoint:
         if length is not None and length > limit:
             raise _HttpRefusal(413, f"Content Too Large: {length} bytes is over the limit of "
                                     f"{limit} bytes per message")
+        self.reserve(environ, limit + 1 if length is None else length)
         body = environ["wsgi.input"].read(limit + 1 if length is None else length)
         if len(body) > limit:
             raise _HttpRefusal(413, f"Content Too Large: over the limit of {limit} bytes per "
                                     "message")
+        if length is None:                    # chunked: what came, not the most that could
+            self.release(environ, keep=len(body))
+        if len(body) > 1 << 20:
+            _keep_big_blocks_apart()
         return body
+
+    # A body's bytes are the least it costs: decoded, its JSON takes as much again (text) to
+    # 25 times as much (arrays of empty objects), held with the call until it ends.
+    def reserve(self, environ, size):
+        """Count ``size`` bytes against max_inflight_bytes for this request, or 503."""
+        budget = self.server.max_inflight_bytes
+        with self.lock:
+            if self.inflight + size <= budget:
+                self.inflight += size
+                environ["mcp_min.reserved"] = size
+                return
+        modern = environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_PROTOCOL_VERSIONS
+        raise _HttpRefusal(503, f"Server busy: {budget} bytes of requests at most are taken "
+                                "at once (Server(max_inflight_bytes=...)); try again shortly",
+                           code=INTERNAL_ERROR if modern else SERVER_BUSY,
+                           headers=[("Retry-After", "1")])
+
+    def release(self, environ, keep=0):
+        """Give back what ``environ``'s request reserved, but ``keep`` bytes."""
+        reserved = environ.get("mcp_min.reserved", 0)
+        if reserved:
+            with self.lock:
+                self.inflight -= reserved - keep
+            environ["mcp_min.reserved"] = keep
 
     def check_headers(self, environ, message, params):
         """2026-07-28 repeats in headers what the body says, so that proxies can route on it:

@@ -222,6 +222,173 @@ def served_afterwards(port):
 # Memory, time, connections and framing on the embedded server
 # ============================================================================================
 
+def limited_server(**settings):
+    """PLAIN_SERVER's source with these Server settings."""
+    options = ", ".join(f"{name}={value!r}" for name, value in settings.items())
+    return PLAIN_SERVER.replace('Server("plain")', f'Server("plain", {options})')
+
+
+def state_call(state_size, rid=1):
+    """A retry of a tools/call whose requestState is ``state_size`` bytes of junk."""
+    return modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2},
+                                 "requestState": "v1." + "A" * (state_size - 3)}, rid)
+
+
+def in_parallel(function, arguments):
+    """function(argument) for each argument, each on a thread of its own; the results."""
+    results = [None] * len(arguments)
+
+    def run(i):
+        results[i] = function(arguments[i])
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(arguments))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    return results
+
+
+def head_and_start(port, message, sent=64 << 10, timeout=5):
+    """POST ``message`` but send only its headers and ``sent`` bytes of its body; what comes
+    back until the server closes the connection (or ``timeout`` seconds pass)."""
+    data = request_bytes(port, message=message)
+    head_length = data.index(b"\r\n\r\n") + 4
+    return exchange(port, data[:head_length + sent], timeout)
+
+
+def test_a_30_mib_request_state_is_refused_by_content_length_before_a_byte_is_read(serve):
+    """8 clients at once each announce a 30 MiB requestState: 413 from the headers alone, and
+    the server's memory, now and at its peak, hardly grows."""
+    served = serve(PLAIN_SERVER)
+    served_afterwards(served.port)
+    rss, peak = proc_status(served.pid, "VmRSS"), proc_status(served.pid, "VmHWM")
+    responses = in_parallel(lambda rid: head_and_start(served.port, state_call(30 * MIB, rid)),
+                            list(range(8)))
+    for response in responses:
+        assert status_of(response) == 413, response[:300]
+        assert "4194304 bytes" in body_of(response)["error"]["message"]
+        assert headers_of(response)["connection"] == "close"
+    assert proc_status(served.pid, "VmRSS") - rss <= 200 << 10
+    assert proc_status(served.pid, "VmHWM") - peak <= 200 << 10
+    served_afterwards(served.port)
+
+
+def test_a_request_state_just_under_the_body_cap_is_refused_by_its_length_alone(serve):
+    """8 clients at once each send a requestState of nearly 4 MiB: -32602 for its length,
+    before its signature is computed, and the memory they took is given back."""
+    served = serve(PLAIN_SERVER)
+    served_afterwards(served.port)
+    rss, peak = proc_status(served.pid, "VmRSS"), proc_status(served.pid, "VmHWM")
+    responses = in_parallel(
+        lambda rid: exchange(served.port, request_bytes(
+            served.port, message=state_call(4 * MIB - 1024, rid), Connection="close")),
+        list(range(8)))
+    for rid, response in enumerate(responses):
+        assert status_of(response) == 400, response[:300]
+        error = body_of(response)
+        assert error["id"] == rid and error["error"]["code"] == -32602
+        assert "over the limit of 65536" in error["error"]["message"]
+    assert proc_status(served.pid, "VmRSS") - rss <= 200 << 10
+    assert proc_status(served.pid, "VmHWM") - peak <= 200 << 10
+    served_afterwards(served.port)
+
+
+def test_bodies_past_max_inflight_bytes_wait_for_none_and_get_503(serve):
+    """Two requests whose bodies are coming hold the whole budget: a third is refused at once
+    (503, Retry-After), and once they are gone, a body as large is served."""
+    served = serve(limited_server(max_body_bytes=64 << 10, max_inflight_bytes=128 << 10))
+    padded = modern("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+    padded["params"]["_meta"]["padding"] = ""
+    padded["params"]["_meta"]["padding"] = "x" * ((60 << 10) - len(json.dumps(padded)))
+    data = request_bytes(served.port, message=padded, Connection="close")
+    head = data[:data.index(b"\r\n\r\n") + 4]
+    holders = [socket.create_connection(("127.0.0.1", served.port)) for _ in range(2)]
+    try:
+        for holder in holders:                # headers and the body's first bytes, no more
+            holder.sendall(head + b"{")
+        time.sleep(0.3)
+        response = exchange(served.port, data, timeout=5)
+        assert status_of(response) == 503, response[:300]
+        assert headers_of(response)["retry-after"] == "1"
+        assert "max_inflight_bytes" in body_of(response)["error"]["message"]
+    finally:
+        for holder in holders:
+            holder.close()
+    time.sleep(0.3)
+    response = exchange(served.port, data)
+    assert status_of(response) == 200, response[:300]
+    assert body_of(response)["result"]["structuredContent"] == {"result": 5}
+
+
+@pytest.fixture
+def gunicorn(tmp_path):
+    """gunicorn (one gthread worker, 4 threads) serving ``source``'s ``server``; its port."""
+    import importlib.util
+    if importlib.util.find_spec("gunicorn") is None:
+        pytest.skip("gunicorn is not installed (tests/requirements.txt)")
+    started = []
+
+    def start(source):
+        (tmp_path / "limited.py").write_text(source.replace("{root}", repr(str(ROOT))))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "--workers", "1", "--worker-class", "gthread",
+             "--threads", "4", "--bind", "127.0.0.1:0", "--no-control-socket",
+             "--graceful-timeout", "2", "--chdir", str(tmp_path), "limited:server"],
+            stderr=subprocess.PIPE, text=True)
+        started.append(proc)
+        port, booted = None, False
+        for line in proc.stderr:              # gunicorn's log: its port, then its worker
+            match = re.search(r"Listening at: http://127\.0\.0\.1:(\d+)", line)
+            port = int(match.group(1)) if match else port
+            if "Booting worker" in line:
+                booted = True
+                break
+        assert port and booted, "gunicorn did not start"
+        threading.Thread(target=proc.stderr.read, daemon=True).start()    # never fills
+        return port
+    yield start
+    for proc in started:
+        proc.terminate()
+        proc.wait(15)
+        proc.stderr.close()
+
+
+def test_under_gunicorn_the_body_cap_the_state_cap_and_the_inflight_budget_hold(gunicorn):
+    """They are mcp_min's, not the engine's: gunicorn has no body limit of its own."""
+    port = gunicorn(limited_server(max_body_bytes=128 << 10, max_inflight_bytes=256 << 10))
+    served_afterwards(port)
+    # announced over the cap: 413 from the headers alone (gunicorn then waits for the body)
+    response = head_and_start(port, state_call(30 * MIB), sent=0, timeout=1)
+    assert status_of(response) == 413, response[:300]
+    assert "131072 bytes" in body_of(response)["error"]["message"]
+    # no Content-Length (chunked): counted as it is read
+    chunk = b"x" * (200 << 10)
+    data = request_bytes(port, message=modern("tools/list"), body=b"",
+                         Content_Length=None, Transfer_Encoding="chunked", Connection="close")
+    response = exchange(port, data + b"%X\r\n%s\r\n0\r\n\r\n" % (len(chunk), chunk))
+    assert status_of(response) == 413, response[:300]
+    # a requestState over max_state_bytes: -32602, whatever it says
+    response = exchange(port, request_bytes(port, message=state_call(65 << 10),
+                                            Connection="close"))
+    assert status_of(response) == 400, response[:300]
+    assert "over the limit of 65536" in body_of(response)["error"]["message"]
+    # bodies in flight past max_inflight_bytes: 503 at once
+    data = request_bytes(port, message=state_call(120 << 10), Connection="close")
+    head = data[:data.index(b"\r\n\r\n") + 4]
+    holders = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
+    try:
+        for holder in holders:
+            holder.sendall(head + b"{")
+        time.sleep(0.3)
+        response = exchange(port, data, timeout=5)
+        assert status_of(response) == 503, response[:300]
+        assert headers_of(response)["retry-after"] == "1"
+    finally:
+        for holder in holders:
+            holder.close()
+    time.sleep(0.3)
+    served_afterwards(port)
+
 
 # ============================================================================================
 # Resource templates and logs
