@@ -3014,14 +3014,17 @@ class Server:
                              away, which cancels its 2026-07-28 request)
       idle_timeout=30.0      the embedded server (``run(http=...)``) closes a connection whose
                              client sends nothing for that long (a request's line and headers
-                             must all come within it) or takes nothing of a response; a stream
-                             whose client has not taken a message that long after it was sent
-                             ends, as if the client had gone away (None: no limit)
+                             must all come within it, and then its body: else 408) or takes
+                             nothing of a response; a stream whose client has not taken a
+                             message that long after it was sent ends, as if the client had
+                             gone away (None: no limit)
       max_body_bytes=4 MiB   the largest POST body (413 past it, before a byte is read); the
                              lesser of this and max_line_bytes applies
       max_inflight_bytes=32 MiB  the bytes of the bodies of requests being handled at once in
                              this process, reserved by Content-Length before reading: past it,
                              503 with Retry-After. Decoded, a body takes 2 to 25 times its size
+      max_connections=200    connections the embedded server serves at once, a thread each;
+                             further clients wait in the kernel's queue until one ends
     """
 
     _http_start_lock = threading.Lock()      # for the first request of any server's wsgi
@@ -3043,12 +3046,13 @@ class Server:
                  allowed_origins=(), allowed_hosts=None, auth=None, authorization_servers=(),
                  http_sessions=True, max_sessions=1000, session_idle=3600, heartbeat=15.0,
                  idle_timeout=30.0, max_state_bytes=64 << 10, max_body_bytes=4 << 20,
-                 max_inflight_bytes=32 << 20):
+                 max_inflight_bytes=32 << 20, max_connections=200):
         for setting, value, least in (("max_workers", max_workers, 1), ("max_queue", max_queue, 0),
                                       ("page_size", 1 if page_size is None else page_size, 1),
                                       ("max_state_bytes", max_state_bytes, 1),
                                       ("max_body_bytes", max_body_bytes, 1),
-                                      ("max_inflight_bytes", max_inflight_bytes, 1)):
+                                      ("max_inflight_bytes", max_inflight_bytes, 1),
+                                      ("max_connections", max_connections, 1)):
             if type(value) is not int or value < least:
                 raise ValueError(f"{setting} must be an integer of at least {least}, not {value!r}")
         if max_inflight_bytes < max_body_bytes:     # else the largest body could never be taken
@@ -3067,7 +3071,7 @@ class Server:
         self.auth, self.authorization_servers = auth, tuple(authorization_servers)
         self.http_sessions, self.max_sessions = http_sessions, max_sessions
         self.session_idle, self.heartbeat = session_idle, heartbeat
-        self.idle_timeout = idle_timeout
+        self.idle_timeout, self.max_connections = idle_timeout, max_connections
         self.max_body_bytes, self.max_inflight_bytes = max_body_bytes, max_inflight_bytes
         self._http = None                     # the HttpEndpoint, made by the first request
         self.tools, self.resources, self.prompts, self.completers = {}, {}, {}, {}
@@ -3580,7 +3584,8 @@ class Server:
         global _tune_allocator
         _tune_allocator = True                # the process is the server's (see claim_stdio)
         host, port = _parse_address(address)
-        httpd = make_http_server(self.wsgi, host, port, self.idle_timeout)
+        httpd = make_http_server(self.wsgi, host, port, self.idle_timeout,
+                                 self.max_connections)
         shown = f"[{host}]" if ":" in host else host
         print(f"mcp_min: serving {self.name} on http://{shown}:{httpd.server_port}"
               f"{self.http_path}", file=sys.stderr, flush=True)
@@ -4479,7 +4484,7 @@ class Session(Peer):
 HTTP_STATUS = {200: "200 OK", 202: "202 Accepted", 204: "204 No Content",
                400: "400 Bad Request", 401: "401 Unauthorized", 403: "403 Forbidden",
                404: "404 Not Found", 405: "405 Method Not Allowed", 406: "406 Not Acceptable",
-               409: "409 Conflict", 411: "411 Length Required",
+               408: "408 Request Timeout", 409: "409 Conflict", 411: "411 Length Required",
                413: "413 Content Too Large", 415: "415 Unsupported Media Type",
                500: "500 Internal Server Error", 503: "503 Service Unavailable"}
 #: 2026-07-28 errors that are the client's fault get 400, an unknown method 404 (both with the
@@ -4861,7 +4866,11 @@ class HttpEndpoint:
             raise _HttpRefusal(413, f"Content Too Large: {length} bytes is over the limit of "
                                     f"{limit} bytes per message")
         self.reserve(environ, limit + 1 if length is None else length)
-        body = environ["wsgi.input"].read(limit + 1 if length is None else length)
+        try:
+            body = environ["wsgi.input"].read(limit + 1 if length is None else length)
+        except TimeoutError:                  # the embedded server's idle_timeout
+            raise _HttpRefusal(408, "Request Timeout: the body did not all come within "
+                                    f"{server.idle_timeout} s of the headers") from None
         if len(body) > limit:
             raise _HttpRefusal(413, f"Content Too Large: over the limit of {limit} bytes per "
                                     "message")
@@ -5123,11 +5132,14 @@ class HttpEndpoint:
         return [body]
 
 
-def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
+def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0,
+                     max_connections=200):
     """A wsgiref server for ``app`` with a thread per connection, HTTP/1.1 keep-alive and
     chunked streams (wsgiref alone answers one HTTP/1.0 request per connection). A client that
     sends or takes nothing for ``idle_timeout`` seconds, or takes longer than that to send a
-    request's line and headers, loses its connection (and thread)."""
+    request's line and headers, loses its connection (and thread); one that takes longer
+    than that again to send the body gets 408. With ``max_connections`` open, no more are
+    accepted until one ends: further clients wait in the kernel's queue."""
     import http.server
     import io
     import selectors
@@ -5206,9 +5218,13 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
         deadline = None                       # time.monotonic() by which reads must end
 
         def readinto(self, buffer):
-            if self.deadline is not None:
-                self._sock.settimeout(max(self.deadline - time.monotonic(), 1e-6))
-            return super().readinto(buffer)
+            if self.deadline is None:
+                return super().readinto(buffer)
+            self._sock.settimeout(max(self.deadline - time.monotonic(), 1e-6))
+            try:
+                return super().readinto(buffer)
+            finally:                          # sends keep the whole timeout
+                self._sock.settimeout(idle_timeout or None)
 
     class RequestHandler(simple_server.WSGIRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -5238,23 +5254,42 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
                 self.raw_requestline = self.rfile.readline(65537)
             except ConnectionError:           # the client reset an idle connection
                 self.raw_requestline = b""
-            if not self.raw_requestline or len(self.raw_requestline) > 65536:
+            if not self.raw_requestline:
                 self.close_connection = True
                 self.server.unread.discard(self.connection)
                 return
             self.server.serving.add(self.connection)     # then unread: drain sees one or the other
             self.server.unread.discard(self.connection)
             try:
-                self.serve_request()
+                if len(self.raw_requestline) > 65536:
+                    self.refuse_line(414)     # the rest of it would be the next request
+                else:
+                    self.serve_request()
             finally:
                 self.server.serving.discard(self.connection)
 
+        def parse_request(self):
+            # HTTP/0.9 ("GET /mcp", no version) is answered with a bare body: no status line,
+            # no headers. A line without a version gets a 400 that has both, and a close.
+            if len(self.raw_requestline.split()) in (1, 2):
+                self.refuse_line(400, "The request line needs an HTTP version.")
+                return False
+            return super().parse_request()
+
+        def refuse_line(self, status, explanation=None):
+            """An error answered in HTTP/1.1 to a request line that cannot be served; then
+            the connection closes."""
+            self.command, self.path, self.request_version = None, "", "HTTP/1.1"
+            self.send_error(status, None, explanation)
+            self.close_connection = True
+
         def serve_request(self):
-            headers_read = self.parse_request()
-            self.rfile.raw.deadline = None
-            self.connection.settimeout(self.timeout)
-            if not headers_read:
+            if not self.parse_request():
                 return
+            # The body too must all come within the timeout, from the headers' end: a client
+            # trickling it would keep this thread for ever (408 from the application).
+            if self.timeout:
+                self.rfile.raw.deadline = time.monotonic() + self.timeout
             # The absolute form (a proxy's "POST http://host/mcp"): a server must take it, and
             # its host, not the Host header's (RFC 9112 3.2.2).
             absolute = re.match(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)/?(.*)", self.path)
@@ -5292,6 +5327,7 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
         request_queue_size = socket.SOMAXCONN
         address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         stopping = False
+        closing = False                       # shutdown() was called
         taking = False                        # a connection is being accepted, its thread started
         stop_due = False                      # a stop signal came meanwhile
 
@@ -5305,10 +5341,23 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
                 raise KeyboardInterrupt
 
         def get_request(self):
+            # At max_connections, take none until one ends: the clients wait in the kernel's
+            # queue, not each on a thread of its own. (A stop signal interrupts the wait.)
+            while not self.slots.acquire(timeout=0.2):
+                if self.closing:
+                    raise OSError("shutting down")    # serve_forever's loop goes on, and ends
             self.taking = True
-            connection = super().get_request()
+            try:
+                connection = super().get_request()
+            except BaseException:
+                self.slots.release()
+                raise
             self.unread.add(connection[0])
             return connection
+
+        def shutdown(self):
+            self.closing = True
+            super().shutdown()
 
         def service_actions(self):            # serve_forever's loop, after taking a connection
             self.taking = False
@@ -5317,7 +5366,10 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
 
         def shutdown_request(self, request):  # the connection's thread ends (or never began)
             self.unread.discard(request)
-            super().shutdown_request(request)
+            try:
+                super().shutdown_request(request)
+            finally:
+                self.slots.release()
 
         def drain(self, grace, endpoint=None):
             """After serve_forever (the listening socket closed): refuse new requests on the
@@ -5345,6 +5397,7 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
     httpd.set_app(app)
     httpd.serving = set()                     # the connections with a request in progress
     httpd.unread = set()                      # and those taken whose first request is not read
+    httpd.slots = threading.BoundedSemaphore(max_connections)     # a connection's thread each
     return httpd
 
 
@@ -5385,13 +5438,17 @@ class _BodyReader:
     def discard(self, limit=1 << 16):
         """Drop what the application left unread (up to ``limit`` bytes), lest it be taken
         for the next request; False if that is not possible."""
-        if 0 < self.left <= limit:
+        if 0 < self.left <= limit and not self.refusal:
             self.read()
         return not (self.left or self.refusal)
 
     def read(self, size=-1):
         size = self.left if size is None or size < 0 else min(size, self.left)
-        data = self.rfile.read(size) if size else b""
+        try:
+            data = self.rfile.read(size) if size else b""
+        except TimeoutError:                  # where the body ends is now unknown: close
+            self.refusal = (408, "Request Timeout")
+            raise
         self.left -= len(data)
         return data
 

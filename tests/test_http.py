@@ -439,6 +439,7 @@ def test_the_inflight_budget_is_held_until_the_response_is_closed():
 
 @pytest.mark.parametrize("settings, problem", [
     ({"max_body_bytes": 0}, "max_body_bytes must be an integer of at least 1"),
+    ({"max_connections": "100"}, "max_connections must be an integer of at least 1"),
     ({"max_state_bytes": 1.5}, "max_state_bytes must be an integer of at least 1"),
     ({"max_body_bytes": 2000, "max_inflight_bytes": 1000},
      "max_inflight_bytes (1000) must be at least max_body_bytes (2000)")])

@@ -320,6 +320,100 @@ def test_bodies_past_max_inflight_bytes_wait_for_none_and_get_503(serve):
     assert body_of(response)["result"]["structuredContent"] == {"result": 5}
 
 
+def test_a_body_trickled_a_byte_at_a_time_gets_408_within_idle_timeout(serve):
+    """Never silent for idle_timeout, the client still must send the whole body within it:
+    else 408, the connection closes, and its thread is gone."""
+    served = serve(limited_server(idle_timeout=1.0))
+    served_afterwards(served.port)
+    threads = proc_status(served.pid, "Threads")
+    data = request_bytes(served.port, message=modern("tools/list"))
+    head_length = data.index(b"\r\n\r\n") + 4
+    with socket.create_connection(("127.0.0.1", served.port), timeout=5) as sock:
+        sock.sendall(data[:head_length])
+        started, received = time.monotonic(), b""
+        sock.setblocking(False)
+        for byte in data[head_length:]:
+            time.sleep(0.2)
+            try:
+                sock.sendall(bytes([byte]))
+                received += sock.recv(65536)
+            except BlockingIOError:
+                continue
+            except OSError:
+                break
+            if received.endswith(b"}") or time.monotonic() > started + 4:
+                break
+        took = time.monotonic() - started
+        sock.settimeout(2)
+        try:
+            while chunk := sock.recv(65536):
+                received += chunk
+        except OSError:
+            pass
+    assert status_of(received) == 408, received[:300]
+    assert headers_of(received)["connection"] == "close"
+    assert took < 2
+    time.sleep(0.2)
+    assert proc_status(served.pid, "Threads") <= threads
+    served_afterwards(served.port)
+
+
+def test_connections_past_max_connections_wait_and_threads_stay_bounded(serve):
+    """70 idle connections with max_connections=20: 20 are served, a thread each, and the
+    others wait in the kernel's queue; a client among them is served once those end."""
+    served = serve(limited_server(max_connections=20))
+    served_afterwards(served.port)
+    threads = proc_status(served.pid, "Threads")
+    idle = [socket.create_connection(("127.0.0.1", served.port), timeout=5) for _ in range(70)]
+    answered = []
+    try:
+        time.sleep(0.5)
+        assert proc_status(served.pid, "Threads") <= threads + 20
+        waiting = threading.Thread(target=lambda: answered.append(served_afterwards(
+            served.port)))
+        waiting.start()
+        time.sleep(0.5)
+        assert not answered                   # queued, not refused
+    finally:
+        for connection in idle:
+            connection.close()
+    waiting.join(10)
+    assert answered == [None]
+    assert proc_status(served.pid, "Threads") <= threads + 20
+    served_afterwards(served.port)
+
+
+@pytest.mark.parametrize("line", [b"GET /mcp", b"POST /mcp", b"GET"])
+def test_a_request_line_without_a_version_gets_400_with_a_status_line(serve, line):
+    """HTTP/0.9 would answer with a bare body: no status line, no headers."""
+    served = serve(PLAIN_SERVER)
+    response = exchange(served.port, line + b"\r\n\r\n")
+    assert status_of(response) == 400, response[:300]
+    assert headers_of(response)["connection"] == "close"
+    served_afterwards(served.port)
+
+
+def test_a_request_line_over_64_kib_gets_414_and_a_close(serve):
+    served = serve(PLAIN_SERVER)
+    response = exchange(served.port, b"GET /mcp?" + b"a" * (70 << 10) + b" HTTP/1.1\r\n\r\n")
+    assert status_of(response) == 414, response[:300]
+    assert headers_of(response)["connection"] == "close"
+    served_afterwards(served.port)
+
+
+@pytest.mark.parametrize("headers", [{"X_Long": "a" * (70 << 10)},
+                                     {f"X_H{i}": "1" for i in range(101)}],
+                         ids=["a line over 64 KiB", "101 headers"])
+def test_headers_over_the_limits_get_431_and_a_close(serve, headers):
+    served = serve(PLAIN_SERVER)
+    response = exchange(served.port, request_bytes(served.port, message=modern("tools/list"),
+                                                   **headers))
+    assert status_of(response) == 431, response[:300]
+    assert headers_of(response)["connection"] == "close"
+    served_afterwards(served.port)
+
+
+
 @pytest.fixture
 def gunicorn(tmp_path):
     """gunicorn (one gthread worker, 4 threads) serving ``source``'s ``server``; its port."""
