@@ -473,13 +473,16 @@ def read_lines(rfile, max_bytes):
         yield LineTooLong(size, head, tail.rstrip(b"\r\n"))
 
 
-_tune_allocator = False     # set by claim_stdio(): the process is the server's
+_tune_allocator = False     # set by claim_stdio(), run_http and gunicorn: the process is the
+                            # server's
 
 
 def _keep_big_blocks_apart():
     """Pin glibc's mmap threshold at 1 MiB on the first large message: glibc raises it once a
     large block is freed, and then each multi-MiB message grows a per-thread heap that keeps
-    the memory. Only on Linux, and only in a process serving stdio (see claim_stdio)."""
+    the memory. Only on Linux, and only in a process that is the server's: serving stdio (see
+    claim_stdio), run_http, or a gunicorn worker (Server.wsgi); not in an application that
+    mounts the server among its own, whose allocator is its business."""
     global _tune_allocator
     with _first_use:
         tune, _tune_allocator = _tune_allocator, False
@@ -2978,13 +2981,16 @@ class RequestStateSigner:
     """Seals and opens requestState: JSON, base64url, and an HMAC-SHA256 over it. The key is
     ``key`` (bytes or str), else env MCP_MIN_STATE_KEY, else random for this process; give
     every process that serves the same clients the same key (behind a load balancer, a retry
-    may reach another one). A state expires ``ttl`` seconds after it was issued."""
+    may reach another one). A state expires ``ttl`` seconds after it was issued. One longer
+    than ``max_bytes`` is neither issued nor opened: the client holds it, and may send back
+    anything in its place, which the signature check would otherwise copy and hash whole."""
 
-    def __init__(self, key=None, ttl=600):
+    def __init__(self, key=None, ttl=600, max_bytes=64 << 10):
         key = key if key is not None else os.environ.get("MCP_MIN_STATE_KEY")
         if isinstance(key, str):
             key = key.encode("utf-8")
         self.key, self.ttl, self.shared = key or os.urandom(32), ttl, bool(key)
+        self.max_bytes = max_bytes
 
     def signature(self, body):
         import hashlib
@@ -2993,11 +2999,19 @@ class RequestStateSigner:
 
     def seal(self, payload):
         body = _b64url(encode_message(dict(payload, exp=int(time.time() + self.ttl))))
-        return f"v1.{body}.{self.signature(body)}"
+        token = f"v1.{body}.{self.signature(body)}"
+        if len(token) > self.max_bytes:       # its retry would be refused: say so now
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: the requestState carrying the "
+                               f"answers so far would be {len(token)} bytes, over the limit of "
+                               f"{self.max_bytes} (Server(max_state_bytes=...))")
+        return token
 
     def open(self, token):
         """The payload of a state this server sealed, or -32602 saying why not."""
         import hmac
+        if len(token) > self.max_bytes:       # nothing this server issues: not worth a hash
+            raise _invalid_state(f"it is {len(token)} characters long, over the limit of "
+                                 f"{self.max_bytes} (Server(max_state_bytes=...))")
         version, _, rest = token.partition(".")
         body, _, mac = rest.partition(".")
         try:             # compared as text: a signature written any other way is refused
@@ -3121,6 +3135,8 @@ class Server:
       cache_scope="public"   resource result, and whether users may share it ("private": no)
       state_key=None         2026-07-28: the key that signs requestState (bytes or str; else
       state_ttl=600          env MCP_MIN_STATE_KEY, else random per process); its lifetime (s)
+      max_state_bytes=64 KiB the longest requestState accepted (-32602 past it, before its
+                             signature is checked) or issued (the answers so far it carries)
     Over HTTP (``server.wsgi``, ``run(http=...)``):
       http_path="/mcp"       the MCP endpoint's path
       allowed_origins=()     browser Origins allowed besides the server's own (its Host's)
@@ -3147,9 +3163,17 @@ class Server:
                              away, which cancels its 2026-07-28 request)
       idle_timeout=30.0      the embedded server (``run(http=...)``) closes a connection whose
                              client sends nothing for that long (a request's line and headers
-                             must all come within it) or takes nothing of a response; a stream
-                             whose client has not taken a message that long after it was sent
-                             ends, as if the client had gone away (None: no limit)
+                             must all come within it, and then its body: else 408) or takes
+                             nothing of a response; a stream whose client has not taken a
+                             message that long after it was sent ends, as if the client had
+                             gone away (None: no limit)
+      max_body_bytes=4 MiB   the largest POST body (413 past it, before a byte is read); the
+                             lesser of this and max_line_bytes applies
+      max_inflight_bytes=32 MiB  the bytes of the bodies of requests being handled at once in
+                             this process, reserved by Content-Length before reading: past it,
+                             503 with Retry-After. Decoded, a body takes 2 to 25 times its size
+      max_connections=200    connections the embedded server serves at once, a thread each;
+                             further clients wait in the kernel's queue until one ends
     """
 
     _http_start_lock = threading.Lock()      # for the first request of any server's wsgi
@@ -3171,11 +3195,20 @@ class Server:
                  cache_scope="public", state_key=None, state_ttl=600, http_path="/mcp",
                  allowed_origins=(), allowed_hosts=None, public_url=None, auth=None,
                  authorization_servers=(), http_sessions=True, max_sessions=1000,
-                 session_idle=3600, heartbeat=15.0, idle_timeout=30.0):
+                 session_idle=3600, heartbeat=15.0, idle_timeout=30.0,
+                 max_state_bytes=64 << 10, max_body_bytes=4 << 20,
+                 max_inflight_bytes=32 << 20, max_connections=200):
         for setting, value, least in (("max_workers", max_workers, 1), ("max_queue", max_queue, 0),
-                                      ("page_size", 1 if page_size is None else page_size, 1)):
+                                      ("page_size", 1 if page_size is None else page_size, 1),
+                                      ("max_state_bytes", max_state_bytes, 1),
+                                      ("max_body_bytes", max_body_bytes, 1),
+                                      ("max_inflight_bytes", max_inflight_bytes, 1),
+                                      ("max_connections", max_connections, 1)):
             if type(value) is not int or value < least:
                 raise ValueError(f"{setting} must be an integer of at least {least}, not {value!r}")
+        if max_inflight_bytes < max_body_bytes:     # else the largest body could never be taken
+            raise ValueError(f"max_inflight_bytes ({max_inflight_bytes}) must be at least "
+                             f"max_body_bytes ({max_body_bytes})")
         self.name, self.version, self.title, self.description = name, version, title, description
         self.instructions, self.website_url, self.icons = instructions, website_url, icons
         self.lifespan, self.lifespan_value, self._lifespan_users = lifespan, None, 0
@@ -3184,14 +3217,15 @@ class Server:
         self.cancel_timeout = cancel_timeout
         self.request_timeout, self.forward_logging = request_timeout, forward_logging
         self.cache_ttl_ms, self.cache_scope = _cache_hints(cache_ttl_ms, cache_scope, name, True)
-        self.request_state = RequestStateSigner(state_key, state_ttl)
+        self.request_state = RequestStateSigner(state_key, state_ttl, max_state_bytes)
         self.http_path, self.allowed_origins = http_path, tuple(allowed_origins)
         self.allowed_hosts = _allowed_hosts(allowed_hosts)
         self.public_url = _public_url(public_url)
         self.auth, self.authorization_servers = auth, tuple(authorization_servers)
         self.http_sessions, self.max_sessions = http_sessions, max_sessions
         self.session_idle, self.heartbeat = session_idle, heartbeat
-        self.idle_timeout = idle_timeout
+        self.idle_timeout, self.max_connections = idle_timeout, max_connections
+        self.max_body_bytes, self.max_inflight_bytes = max_body_bytes, max_inflight_bytes
         self._http = None                     # the HttpEndpoint, made by the first request
         self.tools, self.resources, self.prompts, self.completers = {}, {}, {}, {}
         self.sessions = set()                 # open connections (one, over stdio)
@@ -3679,11 +3713,14 @@ class Server:
     def wsgi(self, environ, start_response):
         """The WSGI application serving Streamable HTTP at ``http_path`` (the server is one
         too: ``gunicorn app:server``). The first request enters the lifespan for good."""
+        global _tune_allocator
         endpoint = self._http
         if endpoint is None:
             with Server._http_start_lock:
                 if self._http is None:
                     self.prepare()
+                    if environ.get("SERVER_SOFTWARE", "").startswith("gunicorn/"):
+                        _tune_allocator = True    # a worker process serves this app alone
                     self._enter_lifespan()
                     self._http = HttpEndpoint(self)
                     if not self.http_sessions and not self.request_state.shared:
@@ -3699,8 +3736,11 @@ class Server:
         """Serve ``wsgi`` on wsgiref at "HOST:PORT" until Ctrl+C or SIGTERM: for development
         and one host (the README says how to use gunicorn)."""
         import signal
+        global _tune_allocator
+        _tune_allocator = True                # the process is the server's (see claim_stdio)
         host, port = _parse_address(address)
-        httpd = make_http_server(self.wsgi, host, port, self.idle_timeout)
+        httpd = make_http_server(self.wsgi, host, port, self.idle_timeout,
+                                 self.max_connections)
         shown = f"[{host}]" if ":" in host else host
         if not _is_loopback(host) and self.auth is None and self.allowed_hosts is None:
             log.warning("listening on %s, which other machines can reach, with no auth: "
@@ -4627,8 +4667,9 @@ class Session(Peer):
 HTTP_STATUS = {200: "200 OK", 202: "202 Accepted", 204: "204 No Content",
                400: "400 Bad Request", 401: "401 Unauthorized", 403: "403 Forbidden",
                404: "404 Not Found", 405: "405 Method Not Allowed", 406: "406 Not Acceptable",
-               409: "409 Conflict", 411: "411 Length Required", 413: "413 Content Too Large",
-               415: "415 Unsupported Media Type", 421: "421 Misdirected Request",
+               408: "408 Request Timeout", 409: "409 Conflict", 411: "411 Length Required",
+               413: "413 Content Too Large", 415: "415 Unsupported Media Type",
+               421: "421 Misdirected Request",
                500: "500 Internal Server Error", 503: "503 Service Unavailable"}
 #: 2026-07-28 errors that are the client's fault get 400, an unknown method 404 (both with the
 #: JSON-RPC error as the body); other errors are answered 200, as results are.
@@ -4729,6 +4770,24 @@ class HttpSession(Session):
             self.cancel(request_id, "the session ended")
         if self.stream is not None:
             self.stream.close()
+
+
+class _Releasing:
+    """A WSGI response that calls ``release`` once it is sent, or abandoned (the server calls
+    ``close()`` either way)."""
+
+    def __init__(self, response, release):
+        self.response, self.release = response, release
+
+    def __iter__(self):
+        return iter(self.response)
+
+    def close(self):
+        try:
+            if hasattr(self.response, "close"):
+                self.response.close()
+        finally:
+            self.release()
 
 
 class _HttpRefusal(Exception):
@@ -4879,13 +4938,22 @@ class HttpEndpoint:
         self.host_names = set(server.allowed_hosts or ())
         if server.public_url is not None:
             self.host_names.add(_host_parts(_PUBLIC_URL.fullmatch(server.public_url)[2])[0])
+        self.inflight = 0                     # bytes of bodies reserved (max_inflight_bytes)
 
     def __call__(self, environ, start_response):
         try:
-            return self.route(environ, start_response)
-        except _HttpRefusal as refusal:
-            body = encode_message(error_response(refusal.request_id, refusal.code, str(refusal)))
-            return self.reply(start_response, refusal.status, body, refusal.headers)
+            try:
+                result = self.route(environ, start_response)
+            except _HttpRefusal as refusal:
+                body = encode_message(error_response(refusal.request_id, refusal.code,
+                                                     str(refusal)))
+                result = self.reply(start_response, refusal.status, body, refusal.headers)
+        except BaseException:
+            self.release(environ)
+            raise
+        if not environ.get("mcp_min.reserved"):
+            return result
+        return _Releasing(result, lambda: self.release(environ))
 
     def route(self, environ, start_response):
         server = self.server
@@ -5070,7 +5138,11 @@ class HttpEndpoint:
         session.handle_message(message, EventStream())    # its reply, if any, is the 400
 
     def read_body(self, environ):
-        limit, length = self.server.max_line_bytes, environ.get("CONTENT_LENGTH")
+        """The POST's body, read once its length is known to be within max_body_bytes and
+        within what max_inflight_bytes has left (that much stays reserved until the response
+        is sent: see release)."""
+        server, length = self.server, environ.get("CONTENT_LENGTH")
+        limit = min(server.max_body_bytes, server.max_line_bytes)
         if length and not _is_length(length):
             raise _HttpRefusal(400, "Bad Request: invalid Content-Length")
         length = int(length) if length else None
@@ -5079,11 +5151,44 @@ class HttpEndpoint:
         if length is not None and length > limit:
             raise _HttpRefusal(413, f"Content Too Large: {length} bytes is over the limit of "
                                     f"{limit} bytes per message")
-        body = environ["wsgi.input"].read(limit + 1 if length is None else length)
+        self.reserve(environ, limit + 1 if length is None else length)
+        try:
+            body = environ["wsgi.input"].read(limit + 1 if length is None else length)
+        except TimeoutError:                  # the embedded server's idle_timeout
+            raise _HttpRefusal(408, "Request Timeout: the body did not all come within "
+                                    f"{server.idle_timeout} s of the headers") from None
         if len(body) > limit:
             raise _HttpRefusal(413, f"Content Too Large: over the limit of {limit} bytes per "
                                     "message")
+        if length is None:                    # chunked: what came, not the most that could
+            self.release(environ, keep=len(body))
+        if len(body) > 1 << 20:
+            _keep_big_blocks_apart()
         return body
+
+    # A body's bytes are the least it costs: decoded, its JSON takes as much again (text) to
+    # 25 times as much (arrays of empty objects), held with the call until it ends.
+    def reserve(self, environ, size):
+        """Count ``size`` bytes against max_inflight_bytes for this request, or 503."""
+        budget = self.server.max_inflight_bytes
+        with self.lock:
+            if self.inflight + size <= budget:
+                self.inflight += size
+                environ["mcp_min.reserved"] = size
+                return
+        modern = environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_PROTOCOL_VERSIONS
+        raise _HttpRefusal(503, f"Server busy: {budget} bytes of requests at most are taken "
+                                "at once (Server(max_inflight_bytes=...)); try again shortly",
+                           code=INTERNAL_ERROR if modern else SERVER_BUSY,
+                           headers=[("Retry-After", "1")])
+
+    def release(self, environ, keep=0):
+        """Give back what ``environ``'s request reserved, but ``keep`` bytes."""
+        reserved = environ.get("mcp_min.reserved", 0)
+        if reserved:
+            with self.lock:
+                self.inflight -= reserved - keep
+            environ["mcp_min.reserved"] = keep
 
     def check_headers(self, environ, message, params):
         """2026-07-28 repeats in headers what the body says, so that proxies can route on it:
@@ -5313,11 +5418,14 @@ class HttpEndpoint:
         return [body]
 
 
-def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
+def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0,
+                     max_connections=200):
     """A wsgiref server for ``app`` with a thread per connection, HTTP/1.1 keep-alive and
     chunked streams (wsgiref alone answers one HTTP/1.0 request per connection). A client that
     sends or takes nothing for ``idle_timeout`` seconds, or takes longer than that to send a
-    request's line and headers, loses its connection (and thread)."""
+    request's line and headers, loses its connection (and thread); one that takes longer
+    than that again to send the body gets 408. With ``max_connections`` open, no more are
+    accepted until one ends: further clients wait in the kernel's queue."""
     import http.server
     import io
     import selectors
@@ -5399,9 +5507,13 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
         deadline = None                       # time.monotonic() by which reads must end
 
         def readinto(self, buffer):
-            if self.deadline is not None:
-                self._sock.settimeout(max(self.deadline - time.monotonic(), 1e-6))
-            return super().readinto(buffer)
+            if self.deadline is None:
+                return super().readinto(buffer)
+            self._sock.settimeout(max(self.deadline - time.monotonic(), 1e-6))
+            try:
+                return super().readinto(buffer)
+            finally:                          # sends keep the whole timeout
+                self._sock.settimeout(idle_timeout or None)
 
     class RequestHandler(simple_server.WSGIRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -5431,23 +5543,42 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
                 self.raw_requestline = self.rfile.readline(65537)
             except ConnectionError:           # the client reset an idle connection
                 self.raw_requestline = b""
-            if not self.raw_requestline or len(self.raw_requestline) > 65536:
+            if not self.raw_requestline:
                 self.close_connection = True
                 self.server.unread.discard(self.connection)
                 return
             self.server.serving.add(self.connection)     # then unread: drain sees one or the other
             self.server.unread.discard(self.connection)
             try:
-                self.serve_request()
+                if len(self.raw_requestline) > 65536:
+                    self.refuse_line(414)     # the rest of it would be the next request
+                else:
+                    self.serve_request()
             finally:
                 self.server.serving.discard(self.connection)
 
+        def parse_request(self):
+            # HTTP/0.9 ("GET /mcp", no version) is answered with a bare body: no status line,
+            # no headers. A line without a version gets a 400 that has both, and a close.
+            if len(self.raw_requestline.split()) in (1, 2):
+                self.refuse_line(400, "The request line needs an HTTP version.")
+                return False
+            return super().parse_request()
+
+        def refuse_line(self, status, explanation=None):
+            """An error answered in HTTP/1.1 to a request line that cannot be served; then
+            the connection closes."""
+            self.command, self.path, self.request_version = None, "", "HTTP/1.1"
+            self.send_error(status, None, explanation)
+            self.close_connection = True
+
         def serve_request(self):
-            headers_read = self.parse_request()
-            self.rfile.raw.deadline = None
-            self.connection.settimeout(self.timeout)
-            if not headers_read:
+            if not self.parse_request():
                 return
+            # The body too must all come within the timeout, from the headers' end: a client
+            # trickling it would keep this thread for ever (408 from the application).
+            if self.timeout:
+                self.rfile.raw.deadline = time.monotonic() + self.timeout
             # The absolute form (a proxy's "POST http://host/mcp"): a server must take it, and
             # its host, not the Host header's (RFC 9112 3.2.2).
             absolute = re.match(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)/?(.*)", self.path)
@@ -5485,6 +5616,7 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
         request_queue_size = socket.SOMAXCONN
         address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         stopping = False
+        closing = False                       # shutdown() was called
         taking = False                        # a connection is being accepted, its thread started
         stop_due = False                      # a stop signal came meanwhile
 
@@ -5498,10 +5630,23 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
                 raise KeyboardInterrupt
 
         def get_request(self):
+            # At max_connections, take none until one ends: the clients wait in the kernel's
+            # queue, not each on a thread of its own. (A stop signal interrupts the wait.)
+            while not self.slots.acquire(timeout=0.2):
+                if self.closing:
+                    raise OSError("shutting down")    # serve_forever's loop goes on, and ends
             self.taking = True
-            connection = super().get_request()
+            try:
+                connection = super().get_request()
+            except BaseException:
+                self.slots.release()
+                raise
             self.unread.add(connection[0])
             return connection
+
+        def shutdown(self):
+            self.closing = True
+            super().shutdown()
 
         def service_actions(self):            # serve_forever's loop, after taking a connection
             self.taking = False
@@ -5513,7 +5658,10 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
 
         def shutdown_request(self, request):  # the connection's thread ends (or never began)
             self.unread.discard(request)
-            super().shutdown_request(request)
+            try:
+                super().shutdown_request(request)
+            finally:
+                self.slots.release()
 
         def drain(self, grace, endpoint=None):
             """After serve_forever (the listening socket closed): refuse new requests on the
@@ -5541,6 +5689,7 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0):
     httpd.set_app(app)
     httpd.serving = set()                     # the connections with a request in progress
     httpd.unread = set()                      # and those taken whose first request is not read
+    httpd.slots = threading.BoundedSemaphore(max_connections)     # a connection's thread each
     return httpd
 
 
@@ -5581,13 +5730,17 @@ class _BodyReader:
     def discard(self, limit=1 << 16):
         """Drop what the application left unread (up to ``limit`` bytes), lest it be taken
         for the next request; False if that is not possible."""
-        if 0 < self.left <= limit:
+        if 0 < self.left <= limit and not self.refusal:
             self.read()
         return not (self.left or self.refusal)
 
     def read(self, size=-1):
         size = self.left if size is None or size < 0 else min(size, self.left)
-        data = self.rfile.read(size) if size else b""
+        try:
+            data = self.rfile.read(size) if size else b""
+        except TimeoutError:                  # where the body ends is now unknown: close
+            self.refusal = (408, "Request Timeout")
+            raise
         self.left -= len(data)
         return data
 

@@ -393,6 +393,60 @@ def test_oversize_body_is_413_and_not_read():
     assert status == 413 and "100 bytes" in json.loads(body)["error"]["message"]
 
 
+def test_the_body_limit_is_max_body_bytes_or_max_line_bytes_if_less():
+    message = modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2},
+                                    "padding": "x" * 2000})
+    for settings in ({"max_body_bytes": 1000}, {"max_body_bytes": 5000, "max_line_bytes": 1000}):
+        app = make_server(**settings).wsgi
+        status, _, body = wsgi_call(app, body=message, headers=modern_headers(message))
+        assert status == 413 and "1000 bytes" in json.loads(body)["error"]["message"]
+
+
+def test_a_request_state_over_max_state_bytes_is_refused_before_its_signature(monkeypatch):
+    server = make_server(max_state_bytes=1000)
+    monkeypatch.setattr(server.request_state, "signature", lambda body: pytest.fail("hashed"))
+    status, _, body = post_modern(server.wsgi, "tools/call", {
+        "name": "add", "arguments": {"a": 1, "b": 2}, "requestState": "v1." + "A" * 2000})
+    error = json.loads(body)["error"]
+    assert status == 400 and error["code"] == -32602
+    assert "2003 characters long, over the limit of 1000" in error["message"]
+
+
+def test_a_request_state_too_long_to_be_sent_back_is_not_issued():
+    caps = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+    status, _, body = post_modern(make_server(max_state_bytes=100).wsgi, "tools/call",
+                                  {"name": "ask_name", "arguments": {}}, **caps)
+    error = json.loads(body)["error"]
+    assert status == 400 and error["code"] == -32602
+    assert "over the limit of 100 (Server(max_state_bytes=...))" in error["message"]
+
+
+def test_the_inflight_budget_is_held_until_the_response_is_closed():
+    message = modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+    size = len(json.dumps(message))           # room for one such body, not two
+    server = make_server(max_body_bytes=size, max_inflight_bytes=size + 10)
+    status, _, first = wsgi_open(server.wsgi, body=message, headers=modern_headers(message))
+    assert status == 200
+    status, headers, body = wsgi_call(server.wsgi, body=message, headers=modern_headers(message))
+    error = json.loads(body)["error"]
+    assert status == 503 and headers["retry-after"] == "1" and error["code"] == -32603
+    assert "max_inflight_bytes" in error["message"]
+    assert json.loads(b"".join(first))["result"]["structuredContent"] == {"result": 3}
+    first.close()
+    status, _, _ = wsgi_call(server.wsgi, body=message, headers=modern_headers(message))
+    assert status == 200 and server._http.inflight == 0
+
+
+@pytest.mark.parametrize("settings, problem", [
+    ({"max_body_bytes": 0}, "max_body_bytes must be an integer of at least 1"),
+    ({"max_connections": "100"}, "max_connections must be an integer of at least 1"),
+    ({"max_state_bytes": 1.5}, "max_state_bytes must be an integer of at least 1"),
+    ({"max_body_bytes": 2000, "max_inflight_bytes": 1000},
+     "max_inflight_bytes (1000) must be at least max_body_bytes (2000)")])
+def test_the_http_limits_are_checked(settings, problem):
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        Server("limits", **settings)
+
 def test_unknown_path_is_404(app):
     status, _, body = wsgi_call(app, body=modern("tools/list"), path="/other")
     assert status == 404 and "/mcp" in json.loads(body)["error"]["message"]

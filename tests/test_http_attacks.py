@@ -51,7 +51,8 @@ class Served:
             [sys.executable, str(ROOT / "mcp_min.py"), "serve", "--http", f"{host}:0", *extra,
              str(script)], stderr=subprocess.PIPE, cwd=ROOT, env={**os.environ, **(env or {})})
         self.lines, self.log = queue.Queue(), []
-        threading.Thread(target=self._read_log, daemon=True).start()
+        self.reader = threading.Thread(target=self._read_log, daemon=True)
+        self.reader.start()
         self.port = None
         deadline = time.monotonic() + 20
         while self.port is None:
@@ -92,6 +93,8 @@ class Served:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self.reader.join(5)
+        self.proc.stderr.close()
 
 
 @pytest.fixture
@@ -223,29 +226,6 @@ def add(a: int, b: int) -> int:
 """
 
 
-@pytest.fixture
-def serve_here(serve):
-    """``serve``, which also closes each server's stderr pipe once the server has exited and
-    its log is read to the end (Served.close leaves it open, and a leaked file fails a test)."""
-    started = []
-
-    def start(source, *extra, **options):
-        served = serve(source, *extra, **options)
-        started.append(served)
-        return served
-    yield start
-    for served in started:
-        served.close()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:    # the log reader's end: no read of a closed pipe
-            try:
-                if served.lines.get(timeout=0.1) is None:
-                    break
-            except queue.Empty:
-                pass
-        served.proc.stderr.close()
-
-
 def yes_no_auth_server(**settings):
     """YES_NO_AUTH_SERVER's source, with more Server settings."""
     return YES_NO_AUTH_SERVER.replace(
@@ -264,12 +244,12 @@ def served_with_a_token(port):
 METADATA_PATH = "/.well-known/oauth-protected-resource/mcp"
 
 
-def test_dns_rebinding_a_dns_host_is_421_wherever_the_request_comes_from(serve_here):
+def test_dns_rebinding_a_dns_host_is_421_wherever_the_request_comes_from(serve):
     """A browser whose DNS an attacker rebound to this server's LAN address sends the
     attacker's name as Host and the attacker's page as Origin: its own origin, by that Host.
     Over loopback or not, the name is refused (the in-process test in test_http.py gives a
     LAN REMOTE_ADDR)."""
-    served = serve_here(PLAIN_SERVER)
+    served = serve(PLAIN_SERVER)
     port = served.port
     message = modern("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
     for host in (f"evil.example:{port}", "evil.example", f"EVIL.example.:{port}",
@@ -285,9 +265,9 @@ def test_dns_rebinding_a_dns_host_is_421_wherever_the_request_comes_from(serve_h
 @pytest.mark.parametrize("host", [None, b"", b"127.0.0.1:99999", b"127.0.0.1:80:80",
                                   b"127.0.0.1:x", b"[::1", b"[evil.example]",
                                   b"user@127.0.0.1", b"127.0.0.1, evil.example"])
-def test_a_missing_or_malformed_host_is_400(serve_here, host):
+def test_a_missing_or_malformed_host_is_400(serve, host):
     """RFC 9112 3.2: an HTTP/1.1 request without Host, or with an invalid one, is 400."""
-    served = serve_here(PLAIN_SERVER)
+    served = serve(PLAIN_SERVER)
     message = modern("tools/list")
     response = exchange(served.port, request_bytes(served.port, message=message,
                                                    Connection="close", Host=host))
@@ -296,8 +276,8 @@ def test_a_missing_or_malformed_host_is_400(serve_here, host):
     served_afterwards(served.port)
 
 
-def test_a_second_host_header_is_400(serve_here):
-    served = serve_here(PLAIN_SERVER)
+def test_a_second_host_header_is_400(serve):
+    served = serve(PLAIN_SERVER)
     data = request_bytes(served.port, message=modern("tools/list"), Connection="close")
     data = data.replace(b"\r\n\r\n", b"\r\nHost: evil.example\r\n\r\n", 1)
     response = exchange(served.port, data)
@@ -305,10 +285,10 @@ def test_a_second_host_header_is_400(serve_here):
     served_afterwards(served.port)
 
 
-def test_an_absolute_form_target_naming_a_dns_host_is_421(serve_here):
+def test_an_absolute_form_target_naming_a_dns_host_is_421(serve):
     """The embedded server takes the host of an absolute-form target over Host (RFC 9112
     3.2.2): the check applies to it."""
-    served = serve_here(PLAIN_SERVER)
+    served = serve(PLAIN_SERVER)
     port = served.port
     for target in (f"http://evil.example:{port}/mcp", "http://evil.example/mcp"):
         response = exchange(port, request_bytes(port, path=target, message=modern("tools/list"),
@@ -320,9 +300,9 @@ def test_an_absolute_form_target_naming_a_dns_host_is_421(serve_here):
     served_afterwards(port)
 
 
-def test_the_origin_of_a_page_elsewhere_on_the_lan_is_403(serve_here):
+def test_the_origin_of_a_page_elsewhere_on_the_lan_is_403(serve):
     """An IP-address Host passes; the page's Origin must then be that host[:port]."""
-    served = serve_here(PLAIN_SERVER)
+    served = serve(PLAIN_SERVER)
     port = served.port
     for host, origin, status in (
             (f"192.168.1.5:{port}", f"http://192.168.1.5:{port}", 200),
@@ -338,16 +318,16 @@ def test_the_origin_of_a_page_elsewhere_on_the_lan_is_403(serve_here):
     served_afterwards(port)
 
 
-def test_serving_other_machines_without_auth_or_allowed_hosts_warns(serve_here):
+def test_serving_other_machines_without_auth_or_allowed_hosts_warns(serve):
     """Binds 0.0.0.0 (connects to 127.0.0.1 alone). The warning says what is exposed and
     which settings to set; with auth, or on loopback, there is none."""
-    served = serve_here(PLAIN_SERVER, host="0.0.0.0")
+    served = serve(PLAIN_SERVER, host="0.0.0.0")
     served_afterwards(served.port)
     (warning,) = [line for line in served.log if "WARNING" in line]
     assert "0.0.0.0" in warning and "call this server's tools" in warning
     assert "Server(auth=...)" in warning and "Server(allowed_hosts=[...])" in warning
-    quiet = [serve_here(yes_no_auth_server(), host="0.0.0.0"), serve_here(PLAIN_SERVER),
-             serve_here(PLAIN_SERVER.replace('Server("plain"',
+    quiet = [serve(yes_no_auth_server(), host="0.0.0.0"), serve(PLAIN_SERVER),
+             serve(PLAIN_SERVER.replace('Server("plain"',
                                              'Server("plain", allowed_hosts=["mcp.example"]'),
                         host="0.0.0.0")]
     served_with_a_token(quiet[0].port)
@@ -357,9 +337,9 @@ def test_serving_other_machines_without_auth_or_allowed_hosts_warns(serve_here):
         assert "WARNING" not in served.stderr, served.stderr
 
 
-def test_a_falsy_principal_is_401(serve_here):
+def test_a_falsy_principal_is_401(serve):
     """auth=lambda token: token == "good" says False for a wrong token: that is nobody."""
-    served = serve_here(yes_no_auth_server())
+    served = serve(yes_no_auth_server())
     port = served.port
     message = modern("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
     for token in ("wrong", "Good", "good2"):
@@ -371,8 +351,8 @@ def test_a_falsy_principal_is_401(serve_here):
     served_with_a_token(port)
 
 
-def test_the_host_is_not_reflected_in_www_authenticate(serve_here):
-    served = serve_here(yes_no_auth_server())
+def test_the_host_is_not_reflected_in_www_authenticate(serve):
+    served = serve(yes_no_auth_server())
     port = served.port
     for host in (b'127.0.0.1:1", error="injected', b"127.0.0.1:1\\", b"127.0.0.1:1 x"):
         response = exchange(port, request_bytes(port, message=modern("tools/list"),
@@ -387,8 +367,8 @@ def test_the_host_is_not_reflected_in_www_authenticate(serve_here):
     served_with_a_token(port)
 
 
-def test_the_metadata_does_not_name_an_attackers_host(serve_here):
-    served = serve_here(yes_no_auth_server())
+def test_the_metadata_does_not_name_an_attackers_host(serve):
+    served = serve(yes_no_auth_server())
     port = served.port
     response = exchange(port, request_bytes(port, "GET", METADATA_PATH, Connection="close",
                                             Host="evil.example"))
@@ -403,8 +383,8 @@ def test_the_metadata_does_not_name_an_attackers_host(serve_here):
     served_with_a_token(port)
 
 
-def test_the_metadata_endpoint_answers_get_and_head_on_its_own_path_only(serve_here):
-    served = serve_here(yes_no_auth_server())
+def test_the_metadata_endpoint_answers_get_and_head_on_its_own_path_only(serve):
+    served = serve(yes_no_auth_server())
     port = served.port
     response = exchange(port, request_bytes(port, "HEAD", METADATA_PATH, Connection="close"))
     assert status_of(response) == 200 and response.endswith(b"\r\n\r\n")
@@ -421,8 +401,8 @@ def test_the_metadata_endpoint_answers_get_and_head_on_its_own_path_only(serve_h
     served_with_a_token(port)
 
 
-def test_public_url_is_what_the_urls_name(serve_here):
-    served = serve_here(yes_no_auth_server(public_url="https://mcp.example.com/mcp"))
+def test_public_url_is_what_the_urls_name(serve):
+    served = serve(yes_no_auth_server(public_url="https://mcp.example.com/mcp"))
     port = served.port
     for host in ("mcp.example.com", f"127.0.0.1:{port}"):
         response = exchange(port, request_bytes(port, message=modern("tools/list"),
@@ -513,6 +493,267 @@ def test_the_host_and_falsy_principal_rules_hold_on_gunicorn(gunicorn_port):
 # Memory, time, connections and framing on the embedded server
 # ============================================================================================
 
+def limited_server(**settings):
+    """PLAIN_SERVER's source with these Server settings."""
+    options = ", ".join(f"{name}={value!r}" for name, value in settings.items())
+    return PLAIN_SERVER.replace('Server("plain")', f'Server("plain", {options})')
+
+
+def state_call(state_size, rid=1):
+    """A retry of a tools/call whose requestState is ``state_size`` bytes of junk."""
+    return modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2},
+                                 "requestState": "v1." + "A" * (state_size - 3)}, rid)
+
+
+def in_parallel(function, arguments):
+    """function(argument) for each argument, each on a thread of its own; the results."""
+    results = [None] * len(arguments)
+
+    def run(i):
+        results[i] = function(arguments[i])
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(arguments))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    return results
+
+
+def head_and_start(port, message, sent=64 << 10, timeout=5):
+    """POST ``message`` but send only its headers and ``sent`` bytes of its body; what comes
+    back until the server closes the connection (or ``timeout`` seconds pass)."""
+    data = request_bytes(port, message=message)
+    head_length = data.index(b"\r\n\r\n") + 4
+    return exchange(port, data[:head_length + sent], timeout)
+
+
+def test_a_30_mib_request_state_is_refused_by_content_length_before_a_byte_is_read(serve):
+    """8 clients at once each announce a 30 MiB requestState: 413 from the headers alone, and
+    the server's memory, now and at its peak, hardly grows."""
+    served = serve(PLAIN_SERVER)
+    served_afterwards(served.port)
+    rss, peak = proc_status(served.pid, "VmRSS"), proc_status(served.pid, "VmHWM")
+    responses = in_parallel(lambda rid: head_and_start(served.port, state_call(30 * MIB, rid)),
+                            list(range(8)))
+    for response in responses:
+        assert status_of(response) == 413, response[:300]
+        assert "4194304 bytes" in body_of(response)["error"]["message"]
+        assert headers_of(response)["connection"] == "close"
+    assert proc_status(served.pid, "VmRSS") - rss <= 200 << 10
+    assert proc_status(served.pid, "VmHWM") - peak <= 200 << 10
+    served_afterwards(served.port)
+
+
+def test_a_request_state_just_under_the_body_cap_is_refused_by_its_length_alone(serve):
+    """8 clients at once each send a requestState of nearly 4 MiB: -32602 for its length,
+    before its signature is computed, and the memory they took is given back."""
+    served = serve(PLAIN_SERVER)
+    served_afterwards(served.port)
+    rss, peak = proc_status(served.pid, "VmRSS"), proc_status(served.pid, "VmHWM")
+    responses = in_parallel(
+        lambda rid: exchange(served.port, request_bytes(
+            served.port, message=state_call(4 * MIB - 1024, rid), Connection="close")),
+        list(range(8)))
+    for rid, response in enumerate(responses):
+        assert status_of(response) == 400, response[:300]
+        error = body_of(response)
+        assert error["id"] == rid and error["error"]["code"] == -32602
+        assert "over the limit of 65536" in error["error"]["message"]
+    assert proc_status(served.pid, "VmRSS") - rss <= 200 << 10
+    assert proc_status(served.pid, "VmHWM") - peak <= 200 << 10
+    served_afterwards(served.port)
+
+
+def test_bodies_past_max_inflight_bytes_wait_for_none_and_get_503(serve):
+    """Two requests whose bodies are coming hold the whole budget: a third is refused at once
+    (503, Retry-After), and once they are gone, a body as large is served."""
+    served = serve(limited_server(max_body_bytes=64 << 10, max_inflight_bytes=128 << 10))
+    padded = modern("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+    padded["params"]["_meta"]["padding"] = ""
+    padded["params"]["_meta"]["padding"] = "x" * ((60 << 10) - len(json.dumps(padded)))
+    data = request_bytes(served.port, message=padded, Connection="close")
+    head = data[:data.index(b"\r\n\r\n") + 4]
+    holders = [socket.create_connection(("127.0.0.1", served.port)) for _ in range(2)]
+    try:
+        for holder in holders:                # headers and the body's first bytes, no more
+            holder.sendall(head + b"{")
+        time.sleep(0.3)
+        response = exchange(served.port, data, timeout=5)
+        assert status_of(response) == 503, response[:300]
+        assert headers_of(response)["retry-after"] == "1"
+        assert "max_inflight_bytes" in body_of(response)["error"]["message"]
+    finally:
+        for holder in holders:
+            holder.close()
+    time.sleep(0.3)
+    response = exchange(served.port, data)
+    assert status_of(response) == 200, response[:300]
+    assert body_of(response)["result"]["structuredContent"] == {"result": 5}
+
+
+def test_a_body_trickled_a_byte_at_a_time_gets_408_within_idle_timeout(serve):
+    """Never silent for idle_timeout, the client still must send the whole body within it:
+    else 408, the connection closes, and its thread is gone."""
+    served = serve(limited_server(idle_timeout=1.0))
+    served_afterwards(served.port)
+    threads = proc_status(served.pid, "Threads")
+    data = request_bytes(served.port, message=modern("tools/list"))
+    head_length = data.index(b"\r\n\r\n") + 4
+    with socket.create_connection(("127.0.0.1", served.port), timeout=5) as sock:
+        sock.sendall(data[:head_length])
+        started, received = time.monotonic(), b""
+        sock.setblocking(False)
+        for byte in data[head_length:]:
+            time.sleep(0.2)
+            try:
+                sock.sendall(bytes([byte]))
+                received += sock.recv(65536)
+            except BlockingIOError:
+                continue
+            except OSError:
+                break
+            if received.endswith(b"}") or time.monotonic() > started + 4:
+                break
+        took = time.monotonic() - started
+        sock.settimeout(2)
+        try:
+            while chunk := sock.recv(65536):
+                received += chunk
+        except OSError:
+            pass
+    assert status_of(received) == 408, received[:300]
+    assert headers_of(received)["connection"] == "close"
+    assert took < 2
+    time.sleep(0.2)
+    assert proc_status(served.pid, "Threads") <= threads
+    served_afterwards(served.port)
+
+
+def test_connections_past_max_connections_wait_and_threads_stay_bounded(serve):
+    """70 idle connections with max_connections=20: 20 are served, a thread each, and the
+    others wait in the kernel's queue; a client among them is served once those end."""
+    served = serve(limited_server(max_connections=20))
+    served_afterwards(served.port)
+    threads = proc_status(served.pid, "Threads")
+    idle = [socket.create_connection(("127.0.0.1", served.port), timeout=5) for _ in range(70)]
+    answered = []
+    try:
+        time.sleep(0.5)
+        assert proc_status(served.pid, "Threads") <= threads + 20
+        waiting = threading.Thread(target=lambda: answered.append(served_afterwards(
+            served.port)))
+        waiting.start()
+        time.sleep(0.5)
+        assert not answered                   # queued, not refused
+    finally:
+        for connection in idle:
+            connection.close()
+    waiting.join(10)
+    assert answered == [None]
+    assert proc_status(served.pid, "Threads") <= threads + 20
+    served_afterwards(served.port)
+
+
+@pytest.mark.parametrize("line", [b"GET /mcp", b"POST /mcp", b"GET"])
+def test_a_request_line_without_a_version_gets_400_with_a_status_line(serve, line):
+    """HTTP/0.9 would answer with a bare body: no status line, no headers."""
+    served = serve(PLAIN_SERVER)
+    response = exchange(served.port, line + b"\r\n\r\n")
+    assert status_of(response) == 400, response[:300]
+    assert headers_of(response)["connection"] == "close"
+    served_afterwards(served.port)
+
+
+def test_a_request_line_over_64_kib_gets_414_and_a_close(serve):
+    served = serve(PLAIN_SERVER)
+    response = exchange(served.port, b"GET /mcp?" + b"a" * (70 << 10) + b" HTTP/1.1\r\n\r\n")
+    assert status_of(response) == 414, response[:300]
+    assert headers_of(response)["connection"] == "close"
+    served_afterwards(served.port)
+
+
+@pytest.mark.parametrize("headers", [{"X_Long": "a" * (70 << 10)},
+                                     {f"X_H{i}": "1" for i in range(101)}],
+                         ids=["a line over 64 KiB", "101 headers"])
+def test_headers_over_the_limits_get_431_and_a_close(serve, headers):
+    served = serve(PLAIN_SERVER)
+    response = exchange(served.port, request_bytes(served.port, message=modern("tools/list"),
+                                                   **headers))
+    assert status_of(response) == 431, response[:300]
+    assert headers_of(response)["connection"] == "close"
+    served_afterwards(served.port)
+
+
+
+@pytest.fixture
+def gunicorn(tmp_path):
+    """gunicorn (one gthread worker, 4 threads) serving ``source``'s ``server``; its port."""
+    import importlib.util
+    if importlib.util.find_spec("gunicorn") is None:
+        pytest.skip("gunicorn is not installed (tests/requirements.txt)")
+    started = []
+
+    def start(source):
+        (tmp_path / "limited.py").write_text(source.replace("{root}", repr(str(ROOT))))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "--workers", "1", "--worker-class", "gthread",
+             "--threads", "4", "--bind", "127.0.0.1:0", "--no-control-socket",
+             "--graceful-timeout", "2", "--chdir", str(tmp_path), "limited:server"],
+            stderr=subprocess.PIPE, text=True)
+        started.append(proc)
+        port, booted = None, False
+        for line in proc.stderr:              # gunicorn's log: its port, then its worker
+            match = re.search(r"Listening at: http://127\.0\.0\.1:(\d+)", line)
+            port = int(match.group(1)) if match else port
+            if "Booting worker" in line:
+                booted = True
+                break
+        assert port and booted, "gunicorn did not start"
+        threading.Thread(target=proc.stderr.read, daemon=True).start()    # never fills
+        return port
+    yield start
+    for proc in started:
+        proc.terminate()
+        proc.wait(15)
+        proc.stderr.close()
+
+
+def test_under_gunicorn_the_body_cap_the_state_cap_and_the_inflight_budget_hold(gunicorn):
+    """They are mcp_min's, not the engine's: gunicorn has no body limit of its own."""
+    port = gunicorn(limited_server(max_body_bytes=128 << 10, max_inflight_bytes=256 << 10))
+    served_afterwards(port)
+    # announced over the cap: 413 from the headers alone (gunicorn then waits for the body)
+    response = head_and_start(port, state_call(30 * MIB), sent=0, timeout=1)
+    assert status_of(response) == 413, response[:300]
+    assert "131072 bytes" in body_of(response)["error"]["message"]
+    # no Content-Length (chunked): counted as it is read
+    chunk = b"x" * (200 << 10)
+    data = request_bytes(port, message=modern("tools/list"), body=b"",
+                         Content_Length=None, Transfer_Encoding="chunked", Connection="close")
+    response = exchange(port, data + b"%X\r\n%s\r\n0\r\n\r\n" % (len(chunk), chunk))
+    assert status_of(response) == 413, response[:300]
+    # a requestState over max_state_bytes: -32602, whatever it says
+    response = exchange(port, request_bytes(port, message=state_call(65 << 10),
+                                            Connection="close"))
+    assert status_of(response) == 400, response[:300]
+    assert "over the limit of 65536" in body_of(response)["error"]["message"]
+    # bodies in flight past max_inflight_bytes: 503 at once
+    data = request_bytes(port, message=state_call(120 << 10), Connection="close")
+    head = data[:data.index(b"\r\n\r\n") + 4]
+    holders = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
+    try:
+        for holder in holders:
+            holder.sendall(head + b"{")
+        time.sleep(0.3)
+        response = exchange(port, data, timeout=5)
+        assert status_of(response) == 503, response[:300]
+        assert headers_of(response)["retry-after"] == "1"
+    finally:
+        for holder in holders:
+            holder.close()
+    time.sleep(0.3)
+    served_afterwards(port)
+
 
 # ============================================================================================
 # Resource templates and logs
@@ -555,32 +796,12 @@ TRAVERSALS = [
 
 
 @pytest.fixture
-def serve_closing(serve):
-    """serve, and at the end close each server's stderr pipe once all of it is read (else
-    it is left to the garbage collector, with a ResourceWarning)."""
-    started = []
-
-    def start(*args, **options):
-        started.append(serve(*args, **options))
-        return started[-1]
-    yield start
-    for served in started:
-        served.close()
-        try:
-            while served.lines.get(timeout=10) is not None:
-                pass
-        except queue.Empty:
-            pass
-        served.proc.stderr.close()
-
-
-@pytest.fixture
-def notes_served(serve_closing, tmp_path):
+def notes_served(serve, tmp_path):
     (tmp_path / "notes" / "sub").mkdir(parents=True)
     (tmp_path / "notes" / "hello.txt").write_text("hello note")
     (tmp_path / "notes" / "sub" / "deep.txt").write_text("deep note")
     (tmp_path / "secret.txt").write_text(SECRET)
-    return serve_closing(NOTES_SERVER, env={"NOTES_ROOT": str(tmp_path)})
+    return serve(NOTES_SERVER, env={"NOTES_ROOT": str(tmp_path)})
 
 
 def read_modern(port, uri):
@@ -779,8 +1000,8 @@ def logged_when(get_log, needle, count, timeout=10):
 
 
 @pytest.mark.parametrize("tool, arguments", FAILURES)
-def test_a_deep_failure_logs_a_few_kib_per_http_request(serve_closing, tool, arguments):
-    served = serve_closing(DEEP_SERVER)
+def test_a_deep_failure_logs_a_few_kib_per_http_request(serve, tool, arguments):
+    served = serve(DEEP_SERVER)
     port = served.port
     for i in range(1, 4):
         before = len(served.stderr.encode())
