@@ -3598,7 +3598,8 @@ class Server:
             result = {"contents": resource.read(ctx, uri, variables)}
         except (ResourceNotFound, FileNotFoundError):
             code = RESOURCE_NOT_FOUND if ctx.envelope is None else INVALID_PARAMS   # 2026-07-28
-            raise JSONRPCError(code, f"Resource not found: {uri}", {"uri": uri}) from None
+            shown = uri if len(uri) <= 200 else uri[:199] + "…"     # (data.uri has it all)
+            raise JSONRPCError(code, f"Resource not found: {shown}", {"uri": uri}) from None
         if ctx.envelope is not None:
             _add_optional(result, "ttlMs", resource.ttl_ms)
             _add_optional(result, "cacheScope", resource.cache_scope)
@@ -3740,7 +3741,8 @@ class Server:
         _tune_allocator = True                # the process is the server's (see claim_stdio)
         host, port = _parse_address(address)
         httpd = make_http_server(self.wsgi, host, port, self.idle_timeout,
-                                 self.max_connections)
+                                 self.max_connections,
+                                 min(self.max_body_bytes, self.max_line_bytes))
         shown = f"[{host}]" if ":" in host else host
         if not _is_loopback(host) and self.auth is None and self.allowed_hosts is None:
             log.warning("listening on %s, which other machines can reach, with no auth: "
@@ -5419,13 +5421,16 @@ class HttpEndpoint:
 
 
 def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0,
-                     max_connections=200):
+                     max_connections=200, max_body_bytes=None):
     """A wsgiref server for ``app`` with a thread per connection, HTTP/1.1 keep-alive and
     chunked streams (wsgiref alone answers one HTTP/1.0 request per connection). A client that
     sends or takes nothing for ``idle_timeout`` seconds, or takes longer than that to send a
     request's line and headers, loses its connection (and thread); one that takes longer
     than that again to send the body gets 408. With ``max_connections`` open, no more are
-    accepted until one ends: further clients wait in the kernel's queue."""
+    accepted until one ends: further clients wait in the kernel's queue. A client that asks
+    before sending a body over ``max_body_bytes`` (Expect: 100-continue) is not told to send
+    it. The server's own errors are JSON-RPC errors, and what it logs of a request is
+    bounded."""
     import http.server
     import io
     import selectors
@@ -5606,8 +5611,43 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0,
             except (OSError, ValueError):
                 return True
 
+        def handle_expect_100(self):
+            # "100 Continue" asks for the body: not for one the application refuses by its
+            # length (413), which the client then need not send at all.
+            length = self.headers.get("Content-Length", "")
+            if max_body_bytes is not None and _is_length(length) and \
+                    int(length) > max_body_bytes:
+                return True
+            return super().handle_expect_100()
+
+        def send_error(self, code, message=None, explain=None):
+            """The server's own refusals (a request line or headers it cannot read): a
+            JSON-RPC error as the body, as the application's are, and the connection closes."""
+            # The status line has the standard phrase: the message may quote the client.
+            phrase = self.responses.get(code, ("Error",))[0]
+            said = ": ".join(filter(None, (phrase, message, explain)))
+            self.log_error("code %d, message %s", code, said)
+            if self.request_version not in ("HTTP/1.0", "HTTP/1.1"):   # never a bare body
+                self.request_version = "HTTP/1.1"
+            if len(said) > 300:
+                said = said[:299] + "…"
+            body = encode_message(error_response(None, INVALID_REQUEST, said))
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            if self.command != "HEAD" and code >= 200 and code not in (204, 304):
+                self.wfile.write(body)
+
+        def log_message(self, format, *args):
+            # What the standard library logs of a request quotes the client (its request
+            # line, its version): bounded and escaped, at debug level.
+            log.debug("HTTP %s: %s", self.client_address[0], _preview(format % args))
+
         def log_request(self, code="-", size="-"):
-            log.debug("%s %s %s", self.command, self.path, code)
+            log.debug("%s %s %s", self.command, _preview(getattr(self, "path", "")), code)
 
     class HTTPServer(socketserver.ThreadingMixIn, simple_server.WSGIServer):
         daemon_threads, allow_reuse_address = True, True

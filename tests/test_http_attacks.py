@@ -1033,3 +1033,57 @@ def test_a_deep_failure_logs_a_few_kib_per_stdio_request(spawn, tmp_path):
         assert len(grown) <= LOG_BOUND, (len(grown), grown[-2000:])
     assert wire.result("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}) \
         ["structuredContent"] == {"result": 5}
+
+
+# ============================================================================================
+# What the embedded server says of its own refusals
+# ============================================================================================
+
+@pytest.mark.parametrize("line", [b"GET /mcp FOO/1.0", b"GET /mcp HTTP/9.9",
+                                  b"GET /mcp HTTP/1.1 " + b"\x1b[31mred" * 100])
+def test_a_bad_request_line_gets_a_status_line_and_a_json_error_quoting_nothing_in_headers(
+        serve, line):
+    served = serve(PLAIN_SERVER)
+    response = exchange(served.port, line + b"\r\nHost: 127.0.0.1\r\n\r\n")
+    head = response.partition(b"\r\n\r\n")[0]
+    assert status_of(response) in (400, 505), response[:300]
+    assert b"FOO" not in head and b"9.9" not in head and b"red" not in head
+    assert headers_of(response)["content-type"] == "application/json"
+    error = body_of(response)["error"]
+    assert error["code"] == -32600 and len(error["message"]) <= 300
+    assert headers_of(response)["connection"] == "close"
+    served_afterwards(served.port)
+
+
+def test_expect_100_continue_is_not_answered_for_a_body_over_the_cap(serve):
+    """A client that asks first is told 413 at once, not asked to send 4 MiB and more."""
+    served = serve(PLAIN_SERVER)
+    message = modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+    head = request_bytes(served.port, message=message, body=b"", Expect="100-continue",
+                         Content_Length=(4 << 20) + 1)
+    with socket.create_connection(("127.0.0.1", served.port), timeout=10) as sock:
+        sock.sendall(head)
+        first = sock.recv(65536)
+    assert status_of(first) == 413, first[:300]
+    small = json.dumps(message).encode()
+    head = request_bytes(served.port, message=message, body=b"", Expect="100-continue",
+                         Content_Length=len(small))
+    with socket.create_connection(("127.0.0.1", served.port), timeout=10) as sock:
+        sock.sendall(head)
+        assert sock.recv(65536).startswith(b"HTTP/1.1 100 Continue\r\n")
+        sock.sendall(small)
+        received = b""
+        while b'"result"' not in received:
+            received += sock.recv(65536)
+    served_afterwards(served.port)
+
+
+def test_a_long_unknown_uri_is_not_echoed_whole_in_the_message(serve):
+    served = serve(PLAIN_SERVER + '\n@server.resource("file:///notes/{name}")\n'
+                                  'def note(name: str) -> str:\n    return name\n')
+    uri = "file:///" + "a" * 5000
+    message = modern("resources/read", {"uri": uri})
+    response = exchange(served.port, request_bytes(served.port, message=message,
+                                                   Connection="close"))
+    error = body_of(response)["error"]
+    assert len(error["message"]) < 300 and error["data"]["uri"] == uri
