@@ -3735,7 +3735,8 @@ class Server:
 
     def run_http(self, address="127.0.0.1:8000"):
         """Serve ``wsgi`` on wsgiref at "HOST:PORT" until Ctrl+C or SIGTERM: for development
-        and one host (the README says how to use gunicorn)."""
+        and one host (the README says how to use gunicorn). Returns the exit code, as run()
+        exits on stdio: 0 after SIGTERM (a stop asked for), 130 after Ctrl+C."""
         import signal
         global _tune_allocator
         _tune_allocator = True                # the process is the server's (see claim_stdio)
@@ -3757,10 +3758,12 @@ class Server:
             saved[signal.SIGTERM] = signal.signal(signal.SIGTERM, httpd.stop)
             if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
                 saved[signal.SIGINT] = signal.signal(signal.SIGINT, httpd.stop)
+        code = 0
         try:
             httpd.serve_forever()
-        except KeyboardInterrupt:
-            pass
+        except KeyboardInterrupt:             # ours (stop), or Python's own for Ctrl+C
+            if httpd.stop_signal in (None, signal.SIGINT):
+                code = 130
         finally:
             httpd.server_close()
             httpd.drain(self.grace_period, self._http)
@@ -3769,7 +3772,7 @@ class Server:
             for signum, handler in saved.items():
                 if handler is not None:       # None: set outside Python; it cannot be put back
                     signal.signal(signum, handler)
-        return 0
+        return code
 
     def run(self, trace=None, http=None):
         """Serve stdin/stdout until end of input, SIGTERM or Ctrl+C, then exit (SystemExit:
@@ -5656,6 +5659,7 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0,
         request_queue_size = socket.SOMAXCONN
         address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         stopping = False
+        stop_signal = None                    # the signal that stopped serve_forever
         closing = False                       # shutdown() was called
         taking = False                        # a connection is being accepted, its thread started
         stop_due = False                      # a stop signal came meanwhile
@@ -5664,6 +5668,8 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0,
             """The handler of SIGTERM and Ctrl+C (run_http's): KeyboardInterrupt, which ends
             serve_forever. Raised while a connection is taken, it would make socketserver close
             the connection under the thread just started to serve it: it waits until then."""
+            if self.stop_signal is None:
+                self.stop_signal = signum     # the first decides the exit code
             if self.taking:
                 self.stop_due = True
             else:

@@ -1984,3 +1984,31 @@ def test_example_arguments_fit_the_schema():
     arguments = mcp_min._example_arguments(schema)
     jsonschema.validate(arguments, schema)
     assert arguments["count"] == 50 and arguments["ratio"] == 0.5 and "flag" not in arguments
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 0)])
+def test_serve_exits_alike_on_both_transports_130_after_ctrl_c_0_after_sigterm(
+        transport, signum, code):
+    """A stop asked for (SIGTERM) is a success; Ctrl+C exits as an interrupted program does."""
+    http = ["--http", "127.0.0.1:0"] if transport == "http" else []
+    process = subprocess.Popen([sys.executable, MCP_MIN, "serve", *http,
+                                str(EXAMPLES / "calculator.py")], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+                               env=clean_env(), start_new_session=True)
+    try:
+        if transport == "http":
+            assert b"serving calculator on http://" in process.stderr.readline()
+        else:                                 # serving: it answers a ping
+            process.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+            process.stdin.flush()
+            assert b'"id":1' in process.stdout.readline()
+        os.killpg(process.pid, signum)
+        assert process.wait(10) == code
+        assert b"Traceback" not in process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in (process.stdin, process.stdout, process.stderr):
+            stream.close()
