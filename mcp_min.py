@@ -78,6 +78,7 @@ import sys
 import threading
 import time
 import types
+import weakref
 from collections import deque
 from itertools import count
 from queue import Empty, SimpleQueue
@@ -3118,7 +3119,7 @@ class Server:
     """An MCP server: a registry of tools, resources and prompts, and ``handlers``, the
     dict from method name to ``handler(ctx, params) -> result`` that answers the client.
 
-    Settings (keyword arguments, with their defaults; the README says more):
+    Settings (keyword arguments, with their defaults; docs/reference.md says more):
       page_size=100          items per page of every list method (None: one page)
       max_workers=64         handlers running at once (tools, resource reads, prompts)
       max_queue=10000        calls that may wait for a thread; past that, refused at once
@@ -3229,6 +3230,7 @@ class Server:
         self._http = None                     # the HttpEndpoint, made by the first request
         self.tools, self.resources, self.prompts, self.completers = {}, {}, {}, {}
         self.sessions = set()                 # open connections (one, over stdio)
+        self.http_sessions_alive = weakref.WeakSet()    # every HttpSession still in use
         self._info_meta = None                # serverInfo for 2026-07-28 results, made once
         self._offered = None                  # capabilities(), until a registration changes
         self.lock = threading.Lock()
@@ -3767,12 +3769,32 @@ class Server:
         finally:
             httpd.server_close()
             httpd.drain(self.grace_period, self._http)
+            self._cancel_http_calls(httpd)
             if self._http is not None:        # a request came: the lifespan was entered
                 self._exit_lifespan()
             for signum, handler in saved.items():
                 if handler is not None:       # None: set outside Python; it cannot be put back
                     signal.signal(signum, handler)
         return code
+
+    def _cancel_http_calls(self, httpd):
+        """After the grace period of an HTTP shutdown, as at the end of input on stdio: the
+        calls still running are cancelled, and get ``cancel_timeout`` seconds to return and
+        their replies (which say so) to be written, before the lifespan closes."""
+        busy = [session for session in list(self.http_sessions_alive) if session.running]
+        if not busy:
+            return
+        for session in busy:
+            for request_id in list(session.running):
+                session.cancel(request_id, "the server is shutting down", stopping=True)
+        deadline = time.monotonic() + self.cancel_timeout
+        while time.monotonic() < deadline and (
+                httpd.serving or any(session.running for session in busy)):
+            time.sleep(0.01)
+        left = sum(len(session.running) for session in busy)
+        if left:
+            log.warning("exiting with %d call(s) unfinished: still running %.1f s after they "
+                        "were cancelled", left, self.cancel_timeout)
 
     def run(self, trace=None, http=None):
         """Serve stdin/stdout until end of input, SIGTERM or Ctrl+C, then exit (SystemExit:
@@ -4719,6 +4741,7 @@ class HttpSession(Session):
 
     def __init__(self, server, principal=None):
         super().__init__(server, None)
+        server.http_sessions_alive.add(self)  # so that a shutdown can cancel their calls
         self.principal = principal            # who the bearer token said the client is
         self.stream = None                    # the GET stream, or a listen's response
         self.id, self.last_used = None, time.monotonic()

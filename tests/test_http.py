@@ -1752,3 +1752,64 @@ def test_a_slow_client_that_is_still_there_keeps_its_connection(idle_served):
     (message,) = events(received) or [json.loads(received)]    # SSE if it took 0.2 s
     assert len(message["result"]["content"][0]["text"]) == 8 << 20
     connection.close()
+
+
+LIFESPAN_HTTP_SERVER = """
+import sys, time
+from contextlib import contextmanager
+sys.path.insert(0, {root!r})
+from mcp_min import Context, Server
+
+def say(what):
+    print(what, file=sys.stderr, flush=True)
+
+@contextmanager
+def life(server):
+    yield
+    say("lifespan closed")
+
+server = Server("stopping", lifespan=life, grace_period=0.3, cancel_timeout=2.0)
+
+@server.tool
+def polite(ctx: Context) -> str:
+    say("polite started")
+    try:
+        while True:
+            ctx.check_cancelled()
+            time.sleep(0.01)
+    finally:
+        say(f"polite ended, cancelled={{ctx.cancelled}}")
+"""
+
+
+def test_sigterm_over_http_cancels_calls_left_after_the_grace_period_before_the_lifespan_closes(
+        tmp_path):
+    """As at the end of input on stdio: told, answered, and only then the lifespan closes."""
+    script = tmp_path / "stopping.py"
+    script.write_text(LIFESPAN_HTTP_SERVER.format(root=str(ROOT)))
+    server = HttpServerProcess(script)
+    try:
+        connection = server.connection()
+        answer = {}
+
+        def call():
+            response = send(connection, modern("tools/call", {"name": "polite",
+                                                              "arguments": {}}))
+            answer["status"], answer["body"] = response.status, response.read()
+        thread = threading.Thread(target=call)
+        thread.start()
+        log = b""
+        while b"polite started" not in log:
+            log += server.proc.stderr.readline()
+        server.proc.send_signal(signal.SIGTERM)
+        thread.join(10)
+        assert server.proc.wait(10) == 0
+        log += server.proc.stderr.read()
+        message = json.loads(answer["body"]) if answer["body"][:1] == b"{" else \
+            events(answer["body"])[-1]
+        assert "shutting down" in message["error"]["message"]
+        assert b"polite ended, cancelled=True" in log
+        assert log.index(b"polite ended") < log.index(b"lifespan closed")
+        connection.close()
+    finally:
+        server.close()
