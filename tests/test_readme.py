@@ -1,6 +1,7 @@
 """README.md tells the truth: its transcript is what the demo prints, its quick start and
 API examples run as written, and the two commands it promises exist."""
 
+import json
 import re
 import shutil
 import subprocess
@@ -11,10 +12,12 @@ import pytest
 from conftest import ROOT
 
 README = (ROOT / "README.md").read_text()
+# The examples that show the API in depth live in docs/: they are run here all the same.
+DOCS = README + "".join(path.read_text() for path in sorted((ROOT / "docs").glob("*.md")))
 
 
-def code_blocks(lang):
-    return re.findall(rf"```{lang}\n(.*?)```", README, re.S)
+def code_blocks(lang, text=README):
+    return re.findall(rf"```{lang}\n(.*?)```", text, re.S)
 
 
 def test_the_two_commands_are_the_ones_ci_runs():
@@ -50,14 +53,13 @@ def test_the_quick_start_server_runs_as_written(tmp_path):
 def test_the_client_snippet_works():
     sys.path.insert(0, str(ROOT / "examples"))
     import calculator
-    from mcp_min import Client
-    with Client(calculator.server) as client:
-        assert client.call_tool("add", {"a": 2, "b": 3})["content"][0]["text"] == "5.0"
+    (block,) = [block for block in code_blocks("python") if "with Client(server)" in block]
+    exec(compile(block, "README.md", "exec"), {"server": calculator.server})
 
 
 def example(marker):
     """The README's Python block containing ``marker``, run; returns its namespace."""
-    (block,) = [block for block in code_blocks("python") if marker in block]
+    (block,) = [block for block in code_blocks("python", DOCS) if marker in block]
     namespace = {"__name__": "readme_example"}
     exec(compile(block, "README.md", "exec"), namespace)
     return namespace
@@ -104,7 +106,7 @@ def test_the_content_blocks_example_runs(tmp_path, monkeypatch):
 def test_the_async_context_example_runs():
     from mcp_min import Client, Context, Server
     namespace = {"server": Server("readme-async"), "Context": Context}
-    (block,) = [block for block in code_blocks("python") if "async def fetch(" in block]
+    (block,) = [block for block in code_blocks("python", DOCS) if "async def fetch(" in block]
     exec(compile(block, "README.md", "exec"), namespace)
     with Client(namespace["server"], timeout=5,
                 elicitation=lambda params: {"action": "accept", "content": {"ok": True}}) as client:
@@ -116,3 +118,105 @@ def test_the_async_context_example_runs():
         assert any(n["method"] == "notifications/message" and
                    n["params"]["data"] == "fetching https://example.com"
                    for n in client.notifications)
+
+
+# ============================================================================================
+# Every command the README shows is run
+# ============================================================================================
+
+# What the commands below run, as the README writes them (its sh blocks, comments cut off).
+RUN_HERE = {
+    "python3 mcp_min.py demo": "test_the_transcript_is_what_the_demo_prints",
+    "python3 mcp_min.py inspect -- python3 server.py": "test_the_quick_start_commands_run",
+    "python3 mcp_min.py call -- python3 server.py add '{\"a\": 2, \"b\": 3}'":
+        "test_the_quick_start_commands_run",
+    "python3 mcp_min.py repl -- python3 server.py": "test_the_quick_start_commands_run",
+    "python3 mcp_min.py serve --http 8000 server.py": "test_serve_http_and_the_sdk_client_snippet",
+    "python3 bench/bench.py --quick --peers floor,mcp_min":
+        "tests/test_bench.py::test_bench_quick_runs_floor_and_mcp_min_and_checks_every_reply",
+}
+# Commands no test here can run, and why.
+NOT_RUN_HERE = {
+    "bash tests/run.sh": "it runs this test suite: CI runs it (checked below)",
+    "claude mcp add calculator -- python3 /absolute/path/to/server.py":
+        "Claude Code is not installed where the tests run",
+}
+
+
+def shown_commands():
+    commands = []
+    for block in code_blocks("sh"):
+        for line in block.splitlines():
+            command = re.sub(r"\s+#.*$", "", line).strip()
+            if command:
+                commands.append(command)
+    return commands
+
+
+def test_every_command_the_readme_shows_is_run_by_a_test():
+    commands = shown_commands()
+    assert len(commands) >= 8
+    for command in commands:
+        assert command in RUN_HERE or command in NOT_RUN_HERE, f"no test runs: {command}"
+    for test in RUN_HERE.values():
+        file, _, name = test.rpartition("::")
+        source = (ROOT / file).read_text() if file else (ROOT / "tests/test_readme.py").read_text()
+        assert f"def {name}(" in source, test
+    assert "bash tests/run.sh" in (ROOT / ".ci" / "run").read_text()
+
+
+def quick_start(tmp_path):
+    server = next(block for block in code_blocks("python") if "server.run()" in block)
+    (tmp_path / "server.py").write_text(server)
+    shutil.copy(ROOT / "mcp_min.py", tmp_path)
+
+
+def run_shown(command, tmp_path, **options):
+    """A command as the README shows it, with python3 as this interpreter."""
+    import shlex
+    words = [sys.executable if word == "python3" else word for word in shlex.split(command)]
+    return subprocess.run(words, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          **options)
+
+
+def test_the_quick_start_commands_run(tmp_path):
+    quick_start(tmp_path)
+    inspected = run_shown("python3 mcp_min.py inspect -- python3 server.py", tmp_path)
+    assert inspected.returncode == 0, inspected.stderr
+    assert [tool["name"] for tool in json.loads(inspected.stdout)["tools"]] == ["add"]
+    called = run_shown("python3 mcp_min.py call -- python3 server.py add "
+                       "'{\"a\": 2, \"b\": 3}'", tmp_path)
+    assert called.returncode == 0 and json.loads(called.stdout)["structuredContent"] == {
+        "result": 5.0}
+    typed = run_shown("python3 mcp_min.py repl -- python3 server.py", tmp_path,
+                      input="init\ntools\nquit\n")
+    assert typed.returncode == 0 and "S->C response 1 initialize" in typed.stdout
+    assert '"name":"add"' in typed.stdout
+
+
+def test_serve_http_and_the_sdk_client_snippet(tmp_path):
+    """`serve --http` as shown (on a free port rather than 8000), and the README's Python SDK
+    client, as written, against it; then the same with a bearer token, from docs/http.md."""
+    pytest.importorskip("mcp")
+    quick_start(tmp_path)
+    (tmp_path / "token_server.py").write_text(
+        (tmp_path / "server.py").read_text().replace(
+            'Server("calculator")', 'Server("calculator", auth=lambda t: t == "my-token")'))
+    for script, marker in (("server.py", "async def main(token=None)"),
+                           ("token_server.py", 'asyncio.run(main("my-token"))')):
+        process = subprocess.Popen([sys.executable, "mcp_min.py", "serve", "--http",
+                                    "127.0.0.1:0", script], cwd=tmp_path,
+                                   stderr=subprocess.PIPE, text=True)
+        try:
+            port = re.search(r"127\.0\.0\.1:(\d+)/mcp", process.stderr.readline())[1]
+            (block,) = [b for b in code_blocks("python", DOCS) if marker in b]
+            (tmp_path / "client.py").write_text(block.replace("127.0.0.1:8000",
+                                                              f"127.0.0.1:{port}"))
+            client = subprocess.run([sys.executable, "client.py"], cwd=tmp_path,
+                                    capture_output=True, text=True, timeout=60)
+            assert client.returncode == 0, client.stderr[-2000:]
+            assert client.stdout.strip() == "5.0"
+        finally:
+            process.terminate()
+            process.wait(10)
+            process.stderr.close()
