@@ -292,8 +292,11 @@ SERVER_BUSY = -32000             # implementation-defined range: work refused pa
 
 
 class JSONRPCError(Exception):
-    """A JSON-RPC error: raise it in a handler to answer with ``{"error": {...}}``; outbound
-    requests raise it when the other side answered with an error."""
+    """A JSON-RPC error: raise it in a handler (an entry of ``server.handlers``), a resource
+    or a prompt to answer with ``{"error": {...}}`` (raised in a tool, it is an ``isError``
+    result, as any exception is); outbound requests raise it when the other side answered
+    with an error. In 2026-07-28 a code of the reserved -32020...-32099 range other than
+    -32020, -32021 and -32022 is sent as -32603."""
 
     def __init__(self, code, message, data=None):
         super().__init__(message)
@@ -4506,7 +4509,12 @@ class Session(Peer):
         except Cancelled as e:                # silent (below) only if the client cancelled it
             frame = self.encode_error(rid, INTERNAL_ERROR, f"Cancelled: {e}")
         except JSONRPCError as e:
-            frame = self.encode_error(rid, e.code, e.message, e.data)
+            code = e.code
+            # 2026-07-28 reserves -32020...-32099, and gives servers three codes of it
+            if ctx.envelope is not None and -32099 <= code <= -32020 and code not in (
+                    HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION):
+                code = INTERNAL_ERROR
+            frame = self.encode_error(rid, code, e.message, e.data)
         except CapabilityError as e:          # the client's doing, not a fault of the server
             frame = self.encode_error(rid, INVALID_REQUEST, f"Invalid Request: {e}",
                                       {"requiredCapabilities": e.required})

@@ -678,3 +678,26 @@ def test_no_log_or_progress_for_a_request_once_answered_or_cancelled(spawn, tmp_
     wire.notifications.clear()
     assert "error" in modern(wire, "tools/call", {"name": "nope"})      # read after the cancel
     wire.expect_silence(1.2)
+
+
+def test_a_handlers_code_of_the_reserved_range_goes_out_as_32603_in_2026_07_28():
+    """2026-07-28 reserves -32020...-32099: a server sends only -32020, -32021 and -32022
+    of it. The handshake era has no such rule: there the code goes out as raised."""
+    from mcp_min import Client, JSONRPCError, Server
+    server = Server("reserved")
+
+    @server.resource("test://r")
+    def r() -> str:
+        raise JSONRPCError(-32050, "a code of the reserved range")
+
+    @server.resource("test://s")
+    def s() -> str:
+        raise JSONRPCError(-32001, "a code of the server's own range")
+    for era, expected in (("2026-07-28", -32603), ("legacy", -32050)):
+        with Client(server, era=era) as client:
+            with pytest.raises(JSONRPCError) as raised:
+                client.read_resource("test://r")
+            assert raised.value.code == expected and "reserved range" in raised.value.message
+            with pytest.raises(JSONRPCError) as raised:
+                client.read_resource("test://s")
+            assert raised.value.code == -32001
