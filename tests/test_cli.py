@@ -2012,3 +2012,33 @@ def test_serve_exits_alike_on_both_transports_130_after_ctrl_c_0_after_sigterm(
             process.wait()
         for stream in (process.stdin, process.stdout, process.stderr):
             stream.close()
+
+
+SLOW_LISTER = """
+import sys, time
+sys.path.insert(0, {root!r})
+from mcp_min import Server
+server = Server("slow-lister")
+
+@server.tool
+def nothing() -> str:
+    return ""
+
+def slow_list(ctx, params):
+    print("listing", file=sys.stderr, flush=True)
+    for _ in range(3000):
+        ctx.check_cancelled()
+        time.sleep(0.01)
+    return {{"tools": []}}
+server.handlers["tools/list"] = slow_list
+server.inline_methods = server.inline_methods - {{"tools/list"}}
+server.run()
+"""
+
+
+def test_ctrl_c_during_inspect_exits_130_without_a_traceback(tmp_path):
+    script = tmp_path / "slow_lister.py"
+    script.write_text(SLOW_LISTER.format(root=str(ROOT)))
+    code, took, stderr, _ = ctrl_c_while_crawling(
+        ["inspect", "--", sys.executable, str(script)], tmp_path, started="listing")
+    assert code == 130 and took < 1.5 and "Traceback" not in stderr, (code, took, stderr)
