@@ -864,7 +864,8 @@ def send_raw(port, data):
             except OSError:
                 pass
         deadline = max(first_wait, time.monotonic()) + 3
-        bodiless = data.startswith(b"HEAD ")
+        # A HEAD's answer has no body, if the server could read that it is a HEAD
+        bodiless = re.match(rb"HEAD [^ ]+ HTTP/1\.[01]\r?\n", data) is not None
         while time.monotonic() < deadline:
             response, complete = read_response(sock, deadline, bodiless)
             bodiless = False                  # what follows answers what the server read next
