@@ -585,10 +585,12 @@ def response_violations(request, environ, status_line, headers, body):
             add("host-reflected" if reflected else "header", f"header {name!r}: {value!r:.300}")
             continue
         names[name.lower()] = value
+        # (an Origin of the same name as the Host is in WWW-Authenticate as the Host is)
+        host_in_it = host.strip() and host.strip() in value and name.lower() == \
+            "www-authenticate"
         for sent, raw in sent_values(environ).items():
             if raw in value or raw.strip() in value:
-                kind = "host-reflected" if sent == "Host" and name.lower() == \
-                    "www-authenticate" else "reflected"
+                kind = "host-reflected" if host_in_it else "reflected"
                 add(kind, f"the {sent} sent ({raw[:80]!r}) is in the response's {name} header")
     content_type = names.get("content-type", "")
     if status == 204 and body:
