@@ -1016,6 +1016,11 @@ def _preview(value):
     return text if len(text) <= 60 else text[:59] + "…"
 
 
+def _short_repr(text):
+    """A string as repr() shows it, cut to about 60 characters: the names in messages."""
+    return repr(text) if len(text) <= 60 else repr(text[:59]) + "…"
+
+
 def _typed_preview(value):
     """A value as a problem names what it got: 'null', 'integer 5', 'string "x"'."""
     if value is None:
@@ -2950,7 +2955,8 @@ class Envelope:
                                                    f'"{key}" ({what})')
         version = meta[PROTOCOL_VERSION_KEY]
         if version not in MODERN_PROTOCOL_VERSIONS:
-            raise JSONRPCError(UNSUPPORTED_VERSION, f"Unsupported protocol version {version!r}: "
+            raise JSONRPCError(UNSUPPORTED_VERSION, f"Unsupported protocol version "
+                                                    f"{_short_repr(version)}: "
                                f"requests are served at {', '.join(MODERN_PROTOCOL_VERSIONS)}; "
                                f"{', '.join(PROTOCOL_VERSIONS)} after initialize",
                                {"supported": list(MODERN_PROTOCOL_VERSIONS), "requested": version})
@@ -3103,7 +3109,7 @@ def _named(registry, what, params, method):
     name = _require(params, "name", str, method)
     entry = registry.get(name)
     if entry is None:
-        raise JSONRPCError(INVALID_PARAMS, f"Unknown {what}: {name!r}"
+        raise JSONRPCError(INVALID_PARAMS, f"Unknown {what}: {_short_repr(name)}"
                            + _did_you_mean(name, registry), {"name": name})
     return entry
 
@@ -4643,29 +4649,31 @@ class Session(Peer):
         server = self.server
         # One more signal ends the grace period of the connection run() serves (no other).
         watched = _signals if self.write_fd == _signals.get("wire") else {}
-        self.wait_for_calls(server.grace_period, watched, writing=True)
-        if not self.running:
+        self.wait_for_calls(server.grace_period, watched,
+                            lambda: self.running and not self.closed)
+        # (A call whose handler is done is writing its reply: close_wire waits for that.)
+        unfinished = [ctx for ctx in list(self.running.values()) if not ctx.done]
+        if not unfinished:
             return
-        unfinished = len(self.running)
-        for request_id in list(self.running):
-            self.cancel(request_id, "the server is shutting down", stopping=True)
-        self.wait_for_calls(server.cancel_timeout, watched)
+        for ctx in unfinished:
+            self.cancel(ctx.request_id, "the server is shutting down", stopping=True)
+        self.wait_for_calls(server.cancel_timeout, watched,
+                            lambda: any(ctx.request_id in self.running for ctx in unfinished))
         if self.running:
             log.warning("exiting with %d call(s) unfinished: still running %.1f s after the "
                         "%.1f s grace period ended and they were cancelled", len(self.running),
                         server.cancel_timeout, server.grace_period)
         else:
             log.warning("%d call(s) still running after the %.1f s grace period were "
-                        "cancelled", unfinished, server.grace_period)
+                        "cancelled", len(unfinished), server.grace_period)
 
-    def wait_for_calls(self, seconds, watched, writing=False):
-        """Wait until no call runs, for at most ``seconds``, or until a stop signal comes
-        (``watched``: the signal state of the run() serving this connection, if any), or
-        if ``writing`` (waiting for replies), until the wire closes."""
+    def wait_for_calls(self, seconds, watched, waiting):
+        """Wait while ``waiting()`` holds, for at most ``seconds``, or until a stop signal
+        comes (``watched``: the signal state of the run() serving this connection, if any)."""
         deadline = self.deadline = time.monotonic() + seconds
         signals = watched.get("count", 0)
-        while self.running and time.monotonic() < deadline:
-            if watched.get("count", 0) != signals or (writing and self.closed):
+        while waiting() and time.monotonic() < deadline:
+            if watched.get("count", 0) != signals:
                 return
             time.sleep(0.01)
 
@@ -5235,12 +5243,13 @@ class HttpEndpoint:
         name = params.get("uri" if method == "resources/read" else "name")
         problem = None
         if isinstance(version, str) and header != version:
-            problem = (f"MCP-Protocol-Version is {'missing' if header is None else repr(header)}"
-                       f", the body's _meta says {version!r}")
+            sent = "missing" if header is None else _short_repr(header)
+            problem = (f"MCP-Protocol-Version is {sent}, the body's _meta says "
+                       f"{_short_repr(version)}")
         elif _header_value(environ.get("HTTP_MCP_METHOD")) != method:
-            problem = f"Mcp-Method must be {method!r}"
+            problem = f"Mcp-Method must be {_short_repr(method)}"
         elif method in INPUT_METHODS and _header_value(environ.get("HTTP_MCP_NAME")) != name:
-            problem = f"Mcp-Name must be {name!r}"
+            problem = f"Mcp-Name must be {_preview(name)}"
         elif method == "tools/call" and type(name) is str and name in self.server.tools:
             problem = self.mirror_problem(environ, self.server.tools[name], params)
         if problem:
@@ -5256,7 +5265,7 @@ class HttpEndpoint:
                 value = value.get(key) if isinstance(value, dict) else None
             header = environ.get("HTTP_MCP_PARAM_" + name.upper().replace("-", "_"))
             if value is not None and not _mirrors(value, _header_value(header)):
-                return f"Mcp-Param-{name} must be {json.dumps(value)}, as in the arguments"
+                return f"Mcp-Param-{name} must be {_preview(value)}, as in the arguments"
         return None
 
     # -- handshake-era sessions -----------------------------------------------------------------
@@ -5289,8 +5298,8 @@ class HttpEndpoint:
             raise _HttpRefusal(404, "Session not found: initialize again")
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         if version is not None and version != session.version:
-            raise _HttpRefusal(400, f"Bad Request: MCP-Protocol-Version {version!r} is not this "
-                                    f"session's ({session.version})")
+            raise _HttpRefusal(400, f"Bad Request: MCP-Protocol-Version {_short_repr(version)} is "
+                                    f"not this session's ({session.version})")
         return session
 
     @staticmethod
@@ -5313,8 +5322,9 @@ class HttpEndpoint:
         if version is None:
             version = V2025_03
         elif version not in PROTOCOL_VERSIONS:
-            raise _HttpRefusal(400, f"Bad Request: unsupported MCP-Protocol-Version {version!r} "
-                                    f"(supported: {', '.join(PROTOCOL_VERSIONS)})")
+            raise _HttpRefusal(400, f"Bad Request: unsupported MCP-Protocol-Version "
+                                    f"{_short_repr(version)} (supported: "
+                                    f"{', '.join(PROTOCOL_VERSIONS)})")
         session = HttpSession(self.server, principal)
         session.version = version
         session.no_requests = ("this server has no sessions (http_sessions=False), so it "
@@ -5542,6 +5552,18 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0,
                 super()._write(b"0\r\n\r\n")
                 self._flush()
 
+    class LineReader(io.BufferedReader):
+        # The header parser (email's) takes a CR alone for the end of a line: a header
+        # hidden after one ("Foo: x\rMcp-Session-Id: y") would get past a proxy that reads
+        # it as one line. Such a line is remembered, and the request refused (400).
+        bare_cr = False
+
+        def readline(self, size=-1):
+            line = super().readline(size)
+            if b"\r" in line and b"\r" in line.rstrip(b"\n")[:-1]:
+                self.bare_cr = True
+            return line
+
     class Reader(socket.SocketIO):
         deadline = None                       # time.monotonic() by which reads must end
 
@@ -5565,7 +5587,7 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0,
         def setup(self):
             super().setup()
             self.rfile.close()                # makefile's reader: this one keeps a deadline
-            self.rfile = io.BufferedReader(Reader(self.connection, "rb"))
+            self.rfile = LineReader(Reader(self.connection, "rb"))
 
         def handle(self):
             try:                              # not wsgiref's handle: one request, then close
@@ -5578,6 +5600,7 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0,
             # sends them a byte at a time (slowloris) is never silent for that long.
             if self.timeout:
                 self.rfile.raw.deadline = time.monotonic() + self.timeout
+            self.rfile.bare_cr = False
             try:
                 self.raw_requestline = self.rfile.readline(65537)
             except ConnectionError:           # the client reset an idle connection
@@ -5602,7 +5625,15 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0,
             if len(self.raw_requestline.split()) in (1, 2):
                 self.refuse_line(400, "The request line needs an HTTP version.")
                 return False
-            return super().parse_request()
+            if not super().parse_request():
+                return False
+            if self.request_version not in ("HTTP/1.0", "HTTP/1.1"):   # "HTTP/0.9" too
+                self.refuse_line(505, "This server speaks HTTP/1.0 and HTTP/1.1.")
+                return False
+            if self.rfile.bare_cr:
+                self.refuse_line(400, "A line of the request holds a CR that does not end it.")
+                return False
+            return True
 
         def refuse_line(self, status, explanation=None):
             """An error answered in HTTP/1.1 to a request line that cannot be served; then
@@ -5774,7 +5805,7 @@ def _is_length(text):
     """Whether a Content-Length is one: ASCII digits only (int() takes "+5", isdigit() "²"),
     once the blanks around a header value are left out (RFC 9112 5)."""
     text = text.strip(" \t")
-    return text.isascii() and text.isdigit()
+    return text.isascii() and text.isdigit() and len(text) <= 18   # (int() refuses 4,300)
 
 
 class _BodyReader:

@@ -1087,3 +1087,35 @@ def test_a_long_unknown_uri_is_not_echoed_whole_in_the_message(serve):
                                                    Connection="close"))
     error = body_of(response)["error"]
     assert len(error["message"]) < 300 and error["data"]["uri"] == uri
+
+
+def test_a_bare_cr_in_a_header_line_is_400_not_a_header_smuggled_past_a_proxy(serve):
+    """The header parser would split "Foo: x\\rMcp-Session-Id: y" in two; a proxy in front may
+    read one line. Either way, such a request is refused."""
+    served = serve(PLAIN_SERVER)
+    message = modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+    response = exchange(served.port, request_bytes(
+        served.port, message=message, X_Note=b"fine\rMcp-Method: tools/list"))
+    assert status_of(response) == 400, response[:300]
+    assert "CR" in body_of(response)["error"]["message"]
+    served_afterwards(served.port)
+
+
+@pytest.mark.parametrize("version", [b"HTTP/0.9", b"HTTP/2.0", b"HTTP/1"])
+def test_a_version_other_than_1_0_and_1_1_gets_a_status_line(serve, version):
+    served = serve(PLAIN_SERVER)
+    response = exchange(served.port, b"GET /mcp " + version + b"\r\nHost: 127.0.0.1\r\n\r\n")
+    assert response.startswith(b"HTTP/1.1 ") and status_of(response) in (400, 505)
+    assert body_of(response)["error"]["code"] == -32600
+    served_afterwards(served.port)
+
+
+def test_a_content_length_of_thousands_of_digits_is_400_not_a_crash(serve):
+    served = serve(PLAIN_SERVER)
+    message = modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+    response = exchange(served.port, request_bytes(served.port, message=message,
+                                                   Content_Length="9" * 5000))
+    assert status_of(response) == 400 and "Content-Length" in body_of(response)["error"][
+        "message"]
+    assert "Traceback" not in served.stderr
+    served_afterwards(served.port)
