@@ -2992,7 +2992,11 @@ class Server:
       http_sessions=True     handshake-era sessions in this process; False for several worker
                              processes: no sessions, no requests to the client in that era,
                              no change notifications in either
-      max_sessions=1000      sessions kept; past that the longest idle one is ended
+      max_sessions=1000      sessions kept (see max_sessions_per_principal for who makes
+                             room); a client that would need another's session: 503
+      max_sessions_per_principal=16  with ``auth``, sessions one principal keeps: its own
+                             longest idle one makes room for its next. Without auth clients
+                             cannot be told apart: no quota, the longest idle of all goes
       session_idle=3600      seconds a session may stay unused
       heartbeat=15.0         seconds between SSE keep-alive lines (they reveal a client gone
                              away, which cancels its 2026-07-28 request)
@@ -3020,10 +3024,13 @@ class Server:
                  request_timeout=60.0, forward_logging=False, cache_ttl_ms=0,
                  cache_scope="public", state_key=None, state_ttl=600, http_path="/mcp",
                  allowed_origins=(), allowed_hosts=None, auth=None, authorization_servers=(),
-                 http_sessions=True, max_sessions=1000, session_idle=3600, heartbeat=15.0,
-                 idle_timeout=30.0):
-        for setting, value, least in (("max_workers", max_workers, 1), ("max_queue", max_queue, 0),
-                                      ("page_size", 1 if page_size is None else page_size, 1)):
+                 http_sessions=True, max_sessions=1000, max_sessions_per_principal=16,
+                 session_idle=3600, heartbeat=15.0, idle_timeout=30.0):
+        for setting, value, least in (
+                ("max_workers", max_workers, 1), ("max_queue", max_queue, 0),
+                ("page_size", 1 if page_size is None else page_size, 1),
+                ("max_sessions", max_sessions, 1),
+                ("max_sessions_per_principal", max_sessions_per_principal, 1)):
             if type(value) is not int or value < least:
                 raise ValueError(f"{setting} must be an integer of at least {least}, not {value!r}")
         self.name, self.version, self.title, self.description = name, version, title, description
@@ -3038,6 +3045,7 @@ class Server:
         self.allowed_hosts = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
         self.auth, self.authorization_servers = auth, tuple(authorization_servers)
         self.http_sessions, self.max_sessions = http_sessions, max_sessions
+        self.max_sessions_per_principal = max_sessions_per_principal
         self.session_idle, self.heartbeat = session_idle, heartbeat
         self.idle_timeout = idle_timeout
         self._http = None                     # the HttpEndpoint, made by the first request
@@ -4493,6 +4501,7 @@ class HttpSession(Session):
     def __init__(self, server, principal=None):
         super().__init__(server, None)
         self.principal = principal            # who the bearer token said the client is
+        self.owner = None                     # that principal's identity, once kept (with auth)
         self.stream = None                    # the GET stream, or a listen's response
         self.id, self.last_used = None, time.monotonic()
 
@@ -4835,20 +4844,40 @@ class HttpEndpoint:
         return None
 
     # -- handshake-era sessions -----------------------------------------------------------------
-    def open_session(self, session):
-        """Keep a new session. The sessions idle longer than ``session_idle`` end; past
-        ``max_sessions``, the one idle longest makes room."""
+    def open_session(self, session, request_id=None):
+        """Keep a new session (its initialize succeeded). Sessions idle longer than
+        ``session_idle`` end first. Then a principal at ``max_sessions_per_principal``, or
+        any when ``max_sessions`` are kept, gives up its own longest-idle session; one with
+        none to give up is refused (503): a client never makes room by ending another's.
+        Without auth clients cannot be told apart: all are one, as before the quota."""
         import secrets
-        session.id = secrets.token_urlsafe(24)
-        now, idle = time.monotonic(), self.server.session_idle
+        server, now = self.server, time.monotonic()
+        owner = None if server.auth is None else self.identity(session.principal)
+        quota = None if owner is None else server.max_sessions_per_principal
         with self.lock:
-            for old in sorted(self.sessions.values(), key=lambda s: s.idle(now), reverse=True):
-                if old.idle(now) <= idle and len(self.sessions) < self.server.max_sessions:
-                    break
-                del self.sessions[old.id]
-                old.end()
+            for old in [s for s in self.sessions.values() if s.idle(now) > server.session_idle]:
+                self.end_session(old)
+            own = [s for s in self.sessions.values() if s.owner == owner]
+            while own and (len(self.sessions) >= server.max_sessions
+                           or quota is not None and len(own) >= quota):
+                # the longest idle; of sessions all in use, the one used least recently
+                oldest = max(own, key=lambda s: (s.idle(now), -s.last_used))
+                own.remove(oldest)
+                self.end_session(oldest)
+            if len(self.sessions) >= server.max_sessions:
+                soonest = min(server.session_idle - s.idle(now) for s in self.sessions.values())
+                raise _HttpRefusal(503, f"Service Unavailable: this server keeps at most "
+                                        f"{server.max_sessions} sessions (max_sessions), all "
+                                        "of other clients; try again later", request_id,
+                                   SERVER_BUSY, [("Retry-After", str(max(1, int(soonest))))])
+            session.id, session.owner = secrets.token_urlsafe(24), owner
             self.sessions[session.id] = session
         return session.id
+
+    def end_session(self, session):
+        """Expiry or eviction (under the lock)."""
+        del self.sessions[session.id]
+        session.end()
 
     def find_session(self, environ, principal):
         """The session a request names. It belongs to whoever opened it: to another principal
@@ -4868,14 +4897,16 @@ class HttpEndpoint:
                                     f"session's ({session.version})")
         return session
 
-    @staticmethod
-    def same_principal(opener, principal):
+    def same_principal(self, opener, principal):
         """Whether a request's principal is the one that opened a session: equal (the auth
-        hook returned the same user id or object), or with the same identity (_principal_id)."""
-        if opener == principal:
-            return True
+        hook returned the same user id or object), or with the same identity."""
+        return opener == principal or self.identity(opener) == self.identity(principal)
+
+    @staticmethod
+    def identity(principal):
+        """What tells a principal from another (_principal_id), as a dict key."""
         try:
-            return _principal_id(opener) == _principal_id(principal)
+            return json.dumps(_principal_id(principal), sort_keys=True)
         except TypeError as e:
             log.error("%s", e)
             raise _HttpRefusal(500, "Internal Server Error: the server cannot tell its clients "
@@ -4938,7 +4969,7 @@ class HttpEndpoint:
             if not left and first[0] is not None:
                 status, headers = self.status_of(first[0], modern), ()
                 if opens_session and "result" in json.loads(first[0]):
-                    headers = [("Mcp-Session-Id", self.open_session(session))]
+                    headers = [("Mcp-Session-Id", self.open_session(session, rid))]
                 return self.reply(start_response, status, first[0], headers)
             # no one to answer, no way to say "nothing", or a batch with nothing to answer
             if left or not sse or batch:

@@ -522,10 +522,13 @@ def test_request_state_is_bound_to_the_principal(auth):
 
 
 def test_a_principal_that_cannot_be_told_apart_is_a_clear_error(caplog):
+    """Sessions are counted per principal: one that cannot be told from another opens
+    none, the reason in the log."""
     app = make_server(auth=lambda token: Anonymous()).wsgi
-    session = initialize(app, headers={"Authorization": "Bearer x"})
-    status, _, body = wsgi_call(app, body={"jsonrpc": "2.0", "id": 1, "method": "ping"},
-                                headers={"Mcp-Session-Id": session, "Authorization": "Bearer x"})
+    status, _, body = wsgi_call(app, body={
+        "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "clientInfo": {"name": "t", "version": "1"},
+            "capabilities": {}}}, headers={"Authorization": "Bearer x"})
     assert status == 500 and "see its log" in json.loads(body)["error"]["message"]
     assert "no JSON form and no __repr__" in caplog.text
     _, _, body = post_modern(app, "tools/call", {"name": "ask_name", "arguments": {}},
@@ -1407,6 +1410,12 @@ def test_listen_needs_an_event_stream(app):
     status, _, body = wsgi_call(app, body=message, headers={**modern_headers(message),
                                                             "Accept": "application/json"})
     assert status == 406 and "text/event-stream" in json.loads(body)["error"]["message"]
+
+
+def test_the_settings_that_bound_what_a_client_holds_are_checked():
+    for setting in ("max_sessions", "max_sessions_per_principal"):
+        with pytest.raises(ValueError, match=setting):
+            Server("s", **{setting: 0})
 
 
 def test_notification_method_sent_as_a_request_is_refused(app):

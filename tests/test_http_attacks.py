@@ -214,6 +214,195 @@ def served_afterwards(port):
 # What a client can make the server hold: sessions, streams, subscriptions
 # ============================================================================================
 
+#: A server with auth (the token is the user), a resource to subscribe to, and a tool that
+#: tells of a change; ``{settings}`` are more Server settings.
+HOLDING_SERVER = """
+import sys
+sys.path.insert(0, {root})
+from mcp_min import Server
+
+server = Server("holding", auth=lambda token: token if token in USERS else None,
+                heartbeat=0.5, {settings})
+USERS = ("alice", "bob", "carol")
+
+@server.resource("docs://{name}")
+def doc(name: str) -> str:
+    return name
+
+@server.tool
+def add(a: int, b: int) -> int:
+    return a + b
+
+@server.tool
+def touch(uris: list[str]) -> int:
+    for uri in uris:
+        server.notify_resource_updated(uri)
+    return len(uris)
+"""
+
+HANDSHAKE = "2025-11-25"
+
+
+@pytest.fixture
+def serving(serve):
+    """serve, and at the end the servers' stderr pipes closed too, once read to the end (a
+    pipe left to the garbage collector fails a later test with a ResourceWarning)."""
+    started = []
+
+    def start(*args, **options):
+        started.append(serve(*args, **options))
+        return started[-1]
+    yield start
+    while OpenStream.opened:
+        OpenStream.opened.pop().close()
+    for served in started:
+        served.close()
+        while served.lines.get(timeout=10) is not None:
+            pass
+        served.proc.stderr.close()
+
+
+def holding_server(serving, **settings):
+    text = ", ".join(f"{name}={value!r}" for name, value in settings.items())
+    return serving(HOLDING_SERVER.replace("{settings}", text))
+
+
+def handshake_bytes(port, message, user=None, session=None):
+    """A handshake-era POST (no 2026-07-28 headers), as ``user``, in ``session``."""
+    return request_bytes(port, body=json.dumps(message).encode(),
+                         Content_Type="application/json", Accept=ACCEPT,
+                         Authorization=user and f"Bearer {user}", Mcp_Session_Id=session,
+                         MCP_Protocol_Version=session and HANDSHAKE, Connection="close")
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    "protocolVersion": HANDSHAKE, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+
+
+def initialize(port, user):
+    response = exchange(port, handshake_bytes(port, INITIALIZE, user))
+    assert status_of(response) == 200, response[:500]
+    return headers_of(response)["mcp-session-id"]
+
+
+def pinged(port, user, session):
+    return status_of(exchange(port, handshake_bytes(port, PING, user, session)))
+
+
+def listen_message(rid=1, **notifications):
+    return modern("subscriptions/listen", {"notifications": notifications}, rid=rid)
+
+
+def as_user(user):
+    return {"Authorization": f"Bearer {user}"} if user else {}
+
+
+class OpenStream:
+    """A request whose response stays open (a listen, a GET), on a socket of its own: what
+    has come so far, and its events."""
+
+    opened = []                               # closed at the end of each test (serving)
+
+    def __init__(self, port, data):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.opened.append(self.sock)
+        self.sock.sendall(data)
+        self.received = b""
+
+    def read_until(self, pattern, timeout=10):
+        """Read until ``pattern`` (bytes, a regex) shows, the server closes, or time is up."""
+        deadline = time.monotonic() + timeout
+        while not re.search(pattern, self.received) and time.monotonic() < deadline:
+            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                chunk = self.sock.recv(65536)
+            except (socket.timeout, ConnectionResetError):
+                break
+            if not chunk:
+                break
+            self.received += chunk
+        return self.received
+
+    @property
+    def events(self):
+        return [json.loads(line) for line in re.findall(rb"data: (.*)\r?\n", self.received)]
+
+    def close(self):
+        self.sock.close()
+
+
+def open_listen(port, user=None, rid=1, **notifications):
+    """A listen stream, acknowledged (else the refusal is in ``received``)."""
+    stream = OpenStream(port, request_bytes(port, message=listen_message(rid, **notifications),
+                                            **as_user(user)))
+    stream.read_until(rb"(?s)subscriptions/acknowledged|\r\n\r\n\{.*\}$")
+    return stream
+
+
+def acknowledged(stream):
+    ack = [e for e in stream.events if e.get("method") == "notifications/subscriptions/"
+           "acknowledged"]
+    assert status_of(stream.received) == 200 and ack, stream.received[:500]
+    return ack[0]["params"]["notifications"]
+
+
+def refusal_of(response):
+    """(status, Retry-After, JSON-RPC error) of a whole refused response."""
+    return status_of(response), headers_of(response).get("retry-after"), \
+        body_of(response)["error"]
+
+
+def call_as(port, user, name="add", arguments=None):
+    message = modern("tools/call", {"name": name, "arguments": arguments or {"a": 2, "b": 3}})
+    return exchange(port, request_bytes(port, message=message, Connection="close",
+                                        **as_user(user)))
+
+
+def served_afterwards_as(port, user):
+    response = call_as(port, user)
+    assert status_of(response) == 200, response[:500]
+    assert body_of(response)["result"]["structuredContent"] == {"result": 5}
+
+
+def test_a_principals_flood_of_initialize_never_ends_anothers_session(serving):
+    served = holding_server(serving)
+    port = served.port
+    alice = initialize(port, "alice")
+    connection = served.connection()
+    headers = {"Content-Type": "application/json", "Accept": ACCEPT,
+               "Authorization": "Bearer bob"}
+    bobs = []
+    for _ in range(1050):
+        connection.request("POST", "/mcp", json.dumps(INITIALIZE), headers)
+        response = connection.getresponse()
+        response.read()
+        assert response.status == 200
+        bobs.append(response.getheader("Mcp-Session-Id"))
+    connection.close()
+    assert pinged(port, "alice", alice) == 200
+    # bob keeps his 16 latest (max_sessions_per_principal): each new one ended his oldest
+    assert [pinged(port, "bob", s) for s in bobs[-16:]] == [200] * 16
+    assert pinged(port, "bob", bobs[-17]) == pinged(port, "bob", bobs[0]) == 404
+    served_afterwards_as(port, "carol")
+
+
+def test_a_full_server_refuses_a_newcomer_rather_than_end_anothers_session(serving):
+    served = holding_server(serving, max_sessions=4)
+    port = served.port
+    alice = initialize(port, "alice")
+    bobs = [initialize(port, "bob") for _ in range(3)]
+    # carol has no session to give up, and may not end alice's or bob's: 503, Retry-After
+    status, retry, error = refusal_of(exchange(port, handshake_bytes(port, INITIALIZE, "carol")))
+    assert status == 503 and int(retry) >= 1
+    assert error["code"] == mcp_min.SERVER_BUSY and "max_sessions" in error["message"]
+    # bob, at the limit, ends his own longest idle session for a new one
+    newest = initialize(port, "bob")
+    assert pinged(port, "bob", bobs[0]) == 404
+    assert [pinged(port, "bob", s) for s in (*bobs[1:], newest)] == [200] * 3
+    assert pinged(port, "alice", alice) == 200
+    served_afterwards_as(port, "carol")
+
 
 # ============================================================================================
 # Memory, time, connections and framing on the embedded server
