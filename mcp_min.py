@@ -2998,6 +2998,11 @@ class Server:
                              longest idle one makes room for its next. Without auth clients
                              cannot be told apart: no quota, the longest idle of all goes
       session_idle=3600      seconds a session may stay unused
+      max_streams=100        listen and GET streams open at once, of all clients (each holds
+                             a thread of the HTTP server); past that: 503. Under gunicorn
+                             gthread, keep it below --threads to leave threads for calls
+      max_streams_per_principal=16  with ``auth``, responses one principal holds open: its
+                             streams and its calls in progress; past that: 429
       heartbeat=15.0         seconds between SSE keep-alive lines (they reveal a client gone
                              away, which cancels its 2026-07-28 request)
       idle_timeout=30.0      the embedded server (``run(http=...)``) closes a connection whose
@@ -3025,12 +3030,15 @@ class Server:
                  cache_scope="public", state_key=None, state_ttl=600, http_path="/mcp",
                  allowed_origins=(), allowed_hosts=None, auth=None, authorization_servers=(),
                  http_sessions=True, max_sessions=1000, max_sessions_per_principal=16,
-                 session_idle=3600, heartbeat=15.0, idle_timeout=30.0):
+                 session_idle=3600, max_streams=100, max_streams_per_principal=16,
+                 heartbeat=15.0, idle_timeout=30.0):
         for setting, value, least in (
                 ("max_workers", max_workers, 1), ("max_queue", max_queue, 0),
                 ("page_size", 1 if page_size is None else page_size, 1),
                 ("max_sessions", max_sessions, 1),
-                ("max_sessions_per_principal", max_sessions_per_principal, 1)):
+                ("max_sessions_per_principal", max_sessions_per_principal, 1),
+                ("max_streams", max_streams, 1),
+                ("max_streams_per_principal", max_streams_per_principal, 1)):
             if type(value) is not int or value < least:
                 raise ValueError(f"{setting} must be an integer of at least {least}, not {value!r}")
         self.name, self.version, self.title, self.description = name, version, title, description
@@ -3046,6 +3054,7 @@ class Server:
         self.auth, self.authorization_servers = auth, tuple(authorization_servers)
         self.http_sessions, self.max_sessions = http_sessions, max_sessions
         self.max_sessions_per_principal = max_sessions_per_principal
+        self.max_streams, self.max_streams_per_principal = max_streams, max_streams_per_principal
         self.session_idle, self.heartbeat = session_idle, heartbeat
         self.idle_timeout = idle_timeout
         self._http = None                     # the HttpEndpoint, made by the first request
@@ -4454,8 +4463,8 @@ HTTP_STATUS = {200: "200 OK", 202: "202 Accepted", 204: "204 No Content",
                400: "400 Bad Request", 401: "401 Unauthorized", 403: "403 Forbidden",
                404: "404 Not Found", 405: "405 Method Not Allowed", 406: "406 Not Acceptable",
                409: "409 Conflict", 411: "411 Length Required", 413: "413 Content Too Large",
-               415: "415 Unsupported Media Type", 500: "500 Internal Server Error",
-               503: "503 Service Unavailable"}
+               415: "415 Unsupported Media Type", 429: "429 Too Many Requests",
+               500: "500 Internal Server Error", 503: "503 Service Unavailable"}
 #: 2026-07-28 errors that are the client's fault get 400, an unknown method 404 (both with the
 #: JSON-RPC error as the body); other errors are answered 200, as results are.
 _MODERN_ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400,
@@ -4471,6 +4480,8 @@ class EventStream:
     ``(frame, is_response, time.monotonic())`` for the thread writing the HTTP response. A
     listen stream has no response: it stays open until the client goes away. Without
     ``events`` (the client accepts JSON alone) only the response reaches the client."""
+
+    holder = None       # what it counts against the stream caps while open (HttpEndpoint.hold)
 
     def __init__(self, listen=False, events=True):
         self.frames, self.listen, self.closed = SimpleQueue(), listen, False
@@ -4642,6 +4653,8 @@ class HttpEndpoint:
 
     def __init__(self, server):
         self.server, self.sessions, self.lock = server, {}, threading.Lock()
+        self.held = {}                        # principal's identity -> responses it holds open
+        self.streams = 0                      # listen and GET streams open, of all clients
 
     def __call__(self, environ, start_response):
         try:
@@ -4944,7 +4957,24 @@ class HttpEndpoint:
         if listen and not sse:
             raise _HttpRefusal(406, "Not Acceptable: subscriptions/listen answers with "
                                     "text/event-stream", rid)
-        stream, gone = EventStream(listen, events=sse), environ.get("mcp_min.client_gone")
+        stream = EventStream(listen, events=sse)
+        # What holds this thread for long is counted (and refused past the caps) before it
+        # starts: a listen, a call (user code), a batch.
+        if listen or batch or message["method"] not in self.server.inline_methods:
+            self.hold(stream, session.principal, listen, rid, modern)
+        try:
+            return self.dispatch(environ, start_response, session, message, stream, rid,
+                                 modern, opens_session)
+        except BaseException:                 # counted, but not answered after all
+            self.release(stream)
+            raise
+
+    def dispatch(self, environ, start_response, session, message, stream, rid, modern,
+                 opens_session):
+        """exchange's work once the response is counted: the request to its Session, then
+        the response, whole or as a stream (events, which ends it)."""
+        batch, listen, sse = isinstance(message, list), stream.listen, stream.events
+        gone = environ.get("mcp_min.client_gone")
         if listen:
             session.stream = stream
             self.server.sessions.add(session)
@@ -4963,6 +4993,7 @@ class HttpEndpoint:
                 session.cancel(rid, "the client closed the connection")
         if left or first is not None and first[1]:
             stream.closed = True              # what a tool's thread sends later: nowhere to go
+            self.release(stream)
             if listen:                        # refused, or gone: no stream after all
                 session.stream = None
                 self.server.sessions.discard(session)
@@ -4978,15 +5009,57 @@ class HttpEndpoint:
         start_response(HTTP_STATUS[200], list(_SSE_HEADERS))
         return self.events(session, stream, rid if modern else None, first, gone)
 
+    def hold(self, stream, principal, is_stream, request_id=None, modern=False):
+        """Count a response that stays open, each holding a thread of the HTTP server: a
+        listen or GET stream (``is_stream``), a call in progress. Refused past the caps:
+        503 past ``max_streams`` streams of all clients; with auth, 429 past
+        ``max_streams_per_principal`` streams and calls of one principal (without auth
+        clients cannot be told apart: max_workers and max_queue bound their calls)."""
+        server = self.server
+        owner = None if server.auth is None else self.identity(principal)
+        code = INTERNAL_ERROR if modern else SERVER_BUSY   # 2026-07-28: no -32000...-32019
+        with self.lock:
+            if is_stream and self.streams >= server.max_streams:
+                # a guess: streams end when their clients leave, which nothing here foresees
+                raise _HttpRefusal(503, f"Service Unavailable: {self.streams} streams are "
+                                        "open, the most this server keeps (max_streams); try "
+                                        "again later", request_id, code, [("Retry-After", "10")])
+            held = self.held.get(owner, 0)
+            if owner is not None and held >= server.max_streams_per_principal:
+                raise _HttpRefusal(429, f"Too Many Requests: you have {held} streams and calls "
+                                        "open, the most one client may (max_streams_per_"
+                                        "principal); end one first", request_id, code)
+            if owner is not None:
+                self.held[owner] = held + 1
+            self.streams += is_stream
+        stream.holder = (owner, is_stream)
+
+    def release(self, stream):
+        """The end of a response that hold() counted (once, however often it is called)."""
+        with self.lock:
+            holder, stream.holder = stream.holder, None
+            if holder is None:
+                return
+            owner, is_stream = holder
+            self.streams -= is_stream
+            if owner is not None:
+                self.held[owner] -= 1
+                if not self.held[owner]:
+                    del self.held[owner]
+
     def next_item(self, stream, timeout, gone):
         """The stream's next ``(frame, is_response)``, or None after ``timeout`` seconds (None:
-        no limit); ConnectionAbortedError once ``gone()`` (asked every 0.25 s) says so."""
+        no limit); ConnectionAbortedError once ``gone()`` says so. A request in flight asks it
+        every 0.25 s, as leaving cancels it (2026-07-28); a stream that waits for no response
+        (listen, GET) only when the timeout (its heartbeat) comes: it costs no CPU meanwhile."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            wait = 0.25 if gone else None
+            wait = 0.25 if gone and not stream.listen else None
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
+                    if gone and gone():
+                        raise ConnectionAbortedError
                     return None
                 wait = left if wait is None else min(wait, left)
             try:
@@ -5019,6 +5092,7 @@ class HttpEndpoint:
             pass
         finally:                              # the client went away, or the stream ended
             stream.closed = True
+            self.release(stream)
             if session.stream is stream:      # a GET or listen stream: nothing more for it
                 session.last_used = time.monotonic()          # idle from now on
                 session.stream = None
@@ -5034,6 +5108,11 @@ class HttpEndpoint:
             if session.stream is not None:
                 raise _HttpRefusal(409, "Conflict: this session already has a GET stream open")
             stream = session.stream = EventStream(listen=True)
+        try:
+            self.hold(stream, session.principal, True)
+        except _HttpRefusal:
+            session.stream = None
+            raise
         self.server.sessions.add(session)
         start_response(HTTP_STATUS[200], list(_SSE_HEADERS))
         return self.events(session, stream, None, gone=environ.get("mcp_min.client_gone"))

@@ -522,8 +522,8 @@ def test_request_state_is_bound_to_the_principal(auth):
 
 
 def test_a_principal_that_cannot_be_told_apart_is_a_clear_error(caplog):
-    """Sessions are counted per principal: one that cannot be told from another opens
-    none, the reason in the log."""
+    """Sessions and calls are counted per principal: one that cannot be told from another is
+    refused from the start, the reason in the log."""
     app = make_server(auth=lambda token: Anonymous()).wsgi
     status, _, body = wsgi_call(app, body={
         "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -531,10 +531,11 @@ def test_a_principal_that_cannot_be_told_apart_is_a_clear_error(caplog):
             "capabilities": {}}}, headers={"Authorization": "Bearer x"})
     assert status == 500 and "see its log" in json.loads(body)["error"]["message"]
     assert "no JSON form and no __repr__" in caplog.text
-    _, _, body = post_modern(app, "tools/call", {"name": "ask_name", "arguments": {}},
-                             headers={"Authorization": "Bearer x"},
-                             **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
-    assert "no JSON form and no __repr__" in json.loads(body)["error"]["message"]
+    status, _, body = post_modern(app, "tools/call", {"name": "ask_name", "arguments": {}},
+                                  headers={"Authorization": "Bearer x"}, **{
+                                      "io.modelcontextprotocol/clientCapabilities":
+                                      {"elicitation": {}}})
+    assert status == 500 and "see its log" in json.loads(body)["error"]["message"]
 
 
 # -- the handshake era -------------------------------------------------------------------------------
@@ -1413,7 +1414,8 @@ def test_listen_needs_an_event_stream(app):
 
 
 def test_the_settings_that_bound_what_a_client_holds_are_checked():
-    for setting in ("max_sessions", "max_sessions_per_principal"):
+    for setting in ("max_sessions", "max_sessions_per_principal", "max_streams",
+                    "max_streams_per_principal"):
         with pytest.raises(ValueError, match=setting):
             Server("s", **{setting: 0})
 

@@ -404,6 +404,139 @@ def test_a_full_server_refuses_a_newcomer_rather_than_end_anothers_session(servi
     served_afterwards_as(port, "carol")
 
 
+def test_streams_are_capped_for_all_clients_and_threads_stay_bounded(serving):
+    served = serving(PLAIN_SERVER.replace('Server("plain")',
+                                        'Server("plain", max_streams=5, heartbeat=0.5)'))
+    port, threads = served.port, proc_status(served.pid, "Threads")
+    streams = [open_listen(port, rid=i, toolsListChanged=True) for i in range(5)]
+    for stream in streams:
+        acknowledged(stream)
+    crowd = [open_listen(port, rid=9, toolsListChanged=True) for _ in range(20)]
+    for refused in crowd:
+        refused.read_until(rb"\}$")
+        status, retry, error = refusal_of(refused.received)
+        assert status == 503 and retry, refused.received[:300]
+        assert error["code"] == mcp_min.INTERNAL_ERROR and "max_streams" in error["message"]
+        assert "acknowledged" not in refused.received.decode()   # refused before it opened
+        refused.close()
+    time.sleep(0.3)
+    assert proc_status(served.pid, "Threads") <= threads + 5 + 2
+    served_afterwards(port)
+    streams.pop().close()                     # a client leaves: its place is free again
+    deadline = time.monotonic() + 5
+    while True:
+        stream = open_listen(port, rid=9, toolsListChanged=True)
+        if status_of(stream.received) == 200 or time.monotonic() > deadline:
+            break
+        stream.close()
+        time.sleep(0.2)
+    acknowledged(stream)
+    for stream in [*streams, stream]:
+        stream.close()
+
+
+def test_one_principal_cannot_hold_all_the_threads(serving):
+    served = holding_server(serving, max_streams_per_principal=3)
+    port = served.port
+    bob = [open_listen(port, "bob", rid=i, toolsListChanged=True) for i in range(3)]
+    for stream in bob:
+        acknowledged(stream)
+    fourth = open_listen(port, "bob", rid=4, toolsListChanged=True)
+    status, _, error = refusal_of(fourth.received)
+    assert status == 429 and "max_streams_per_principal" in error["message"], fourth.received
+    status, _, error = refusal_of(call_as(port, "bob"))     # a call would hold a thread too
+    assert status == 429 and error["code"] == mcp_min.INTERNAL_ERROR
+    session = initialize(port, "bob")          # a handshake-era GET stream is one as well
+    status, _, error = refusal_of(exchange(port, request_bytes(
+        port, "GET", Accept="text/event-stream", Authorization="Bearer bob",
+        Mcp_Session_Id=session, MCP_Protocol_Version=HANDSHAKE, Connection="close")))
+    assert status == 429 and error["code"] == mcp_min.SERVER_BUSY
+    alice = open_listen(port, "alice", toolsListChanged=True)
+    acknowledged(alice)
+    served_afterwards_as(port, "alice")
+    for stream in [*bob, fourth, alice]:
+        stream.close()
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_idle_listen_streams_cost_no_cpu(serving):
+    served = serving(PLAIN_SERVER.replace('Server("plain")', 'Server("plain", max_streams=200)'))
+    streams = [open_listen(served.port, rid=i, toolsListChanged=True) for i in range(200)]
+    for stream in streams:
+        acknowledged(stream)
+    time.sleep(0.5)
+    before, start = cpu_seconds(served.pid), time.monotonic()
+    time.sleep(3)
+    share = (cpu_seconds(served.pid) - before) / (time.monotonic() - start)
+    assert share < 0.03, f"200 idle listens took {share:.1%} of a core"
+    served_afterwards(served.port)
+    for stream in streams:
+        stream.close()
+
+
+GUNICORN_APP = """
+import sys
+sys.path.insert(0, {root})
+from mcp_min import Server
+server = Server("threads", max_streams=3, heartbeat=0.5)
+
+@server.tool
+def add(a: int, b: int) -> int:
+    return a + b
+
+application = server.wsgi
+"""
+
+
+@pytest.fixture
+def gunicorn(tmp_path):
+    """gunicorn serving GUNICORN_APP with one gthread worker of 4 threads: its port."""
+    pytest.importorskip("gunicorn")
+    (tmp_path / "threads_app.py").write_text(GUNICORN_APP.replace("{root}", repr(str(ROOT))))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "--workers", "1", "--worker-class", "gthread",
+         "--threads", "4", "--bind", "127.0.0.1:0", "--graceful-timeout", "1",
+         "--no-control-socket", "--chdir", str(tmp_path), "threads_app:application"],
+        stderr=subprocess.PIPE)
+    port = None
+    try:
+        for raw in proc.stderr:
+            listening = re.search(rb"Listening at: http://127\.0\.0\.1:(\d+)", raw)
+            if listening:
+                port = int(listening.group(1))
+            if b"Booting worker" in raw:
+                break
+        assert port, "gunicorn did not start"
+        threading.Thread(target=proc.stderr.read, daemon=True).start()   # never fills
+        yield port
+    finally:
+        while OpenStream.opened:
+            OpenStream.opened.pop().close()
+        proc.terminate()
+        proc.wait(15)
+        proc.stderr.close()
+
+
+def test_under_gunicorn_gthread_the_stream_cap_keeps_threads_for_calls(gunicorn):
+    """With --threads 4 and max_streams=3, listens take three threads at most: the fourth
+    is refused, and calls still find a thread (uncapped, four listens starve them)."""
+    port = gunicorn
+    streams = [open_listen(port, rid=i, toolsListChanged=True) for i in range(3)]
+    for stream in streams:
+        acknowledged(stream)
+    refused = open_listen(port, rid=4, toolsListChanged=True)
+    status, retry, error = refusal_of(refused.received)
+    assert status == 503 and retry and "max_streams" in error["message"]
+    for _ in range(5):
+        served_afterwards(port)
+
+
 # ============================================================================================
 # Memory, time, connections and framing on the embedded server
 # ============================================================================================
