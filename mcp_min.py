@@ -3003,6 +3003,11 @@ class Server:
                              gthread, keep it below --threads to leave threads for calls
       max_streams_per_principal=16  with ``auth``, responses one principal holds open: its
                              streams and its calls in progress; past that: 429
+      max_subscriptions=1000 resources a listen's resourceSubscriptions, or a handshake-era
+                             session's resources/subscribe, may name; past that: -32602
+      can_subscribe=None     ``fn(principal, uri)`` -> whether a client may hear of changes to
+                             ``uri`` (principal None over stdio and without auth): refused, a
+                             subscribe gets -32602, a listen's acknowledgement leaves it out
       heartbeat=15.0         seconds between SSE keep-alive lines (they reveal a client gone
                              away, which cancels its 2026-07-28 request)
       idle_timeout=30.0      the embedded server (``run(http=...)``) closes a connection whose
@@ -3031,16 +3036,21 @@ class Server:
                  allowed_origins=(), allowed_hosts=None, auth=None, authorization_servers=(),
                  http_sessions=True, max_sessions=1000, max_sessions_per_principal=16,
                  session_idle=3600, max_streams=100, max_streams_per_principal=16,
-                 heartbeat=15.0, idle_timeout=30.0):
+                 max_subscriptions=1000, can_subscribe=None, heartbeat=15.0,
+                 idle_timeout=30.0):
         for setting, value, least in (
                 ("max_workers", max_workers, 1), ("max_queue", max_queue, 0),
                 ("page_size", 1 if page_size is None else page_size, 1),
                 ("max_sessions", max_sessions, 1),
                 ("max_sessions_per_principal", max_sessions_per_principal, 1),
                 ("max_streams", max_streams, 1),
-                ("max_streams_per_principal", max_streams_per_principal, 1)):
+                ("max_streams_per_principal", max_streams_per_principal, 1),
+                ("max_subscriptions", max_subscriptions, 0)):
             if type(value) is not int or value < least:
                 raise ValueError(f"{setting} must be an integer of at least {least}, not {value!r}")
+        if can_subscribe is not None and not callable(can_subscribe):
+            raise ValueError(f"can_subscribe must be a function (principal, uri) -> bool, or "
+                             f"None, not {can_subscribe!r}")
         self.name, self.version, self.title, self.description = name, version, title, description
         self.instructions, self.website_url, self.icons = instructions, website_url, icons
         self.lifespan, self.lifespan_value, self._lifespan_users = lifespan, None, 0
@@ -3055,6 +3065,7 @@ class Server:
         self.http_sessions, self.max_sessions = http_sessions, max_sessions
         self.max_sessions_per_principal = max_sessions_per_principal
         self.max_streams, self.max_streams_per_principal = max_streams, max_streams_per_principal
+        self.max_subscriptions, self.can_subscribe = max_subscriptions, can_subscribe
         self.session_idle, self.heartbeat = session_idle, heartbeat
         self.idle_timeout = idle_timeout
         self._http = None                     # the HttpEndpoint, made by the first request
@@ -3163,15 +3174,33 @@ class Server:
 
     def notify_resource_updated(self, uri):
         """Tell the clients subscribed to ``uri`` (or, on a listen stream, to a resource
-        containing it: ``file:///dir`` covers ``file:///dir/a``) that it changed."""
-        def covers(honoured):
-            return any(uri == s or uri.startswith(s.rstrip("/") + "/")
-                       for s in honoured.get("resourceSubscriptions", ()))
+        containing it: ``file:///dir`` covers ``file:///dir/a``, if can_subscribe allows
+        ``uri`` too) that it changed. It runs inside tools: a few set lookups per listen."""
+        parents, method = _parents(uri), "notifications/resources/updated"
+
+        def covers(honoured, principal):
+            if uri in honoured.uris:
+                return True
+            if honoured.parents.isdisjoint(parents):
+                return False
+            return self.may_subscribe(principal, uri)
         for session in list(self.sessions):
             if uri in session.subscriptions:
-                session.notify("notifications/resources/updated", {"uri": uri})
+                session.notify(method, {"uri": uri})
             if session.listens:
-                session.publish("notifications/resources/updated", covers, {"uri": uri})
+                session.publish(method, functools.partial(covers, principal=session.principal),
+                                {"uri": uri})
+
+    def may_subscribe(self, principal, uri):
+        """Whether can_subscribe lets ``principal`` hear of changes to ``uri`` (yes without
+        it). A hook that fails says no; its log names the error's type, never the URI."""
+        if self.can_subscribe is None:
+            return True
+        try:
+            return bool(self.can_subscribe(principal, uri))
+        except Exception:
+            log.error("the can_subscribe hook failed (%s)", sys.exc_info()[0].__name__)
+            return False
 
     # -- what the server says about itself ---------------------------------------------------
     def capabilities(self):
@@ -3273,11 +3302,18 @@ class Server:
                     and offered.get(kind, {}).get("listChanged")}
         uris = wanted.get("resourceSubscriptions")
         if uris is not None:
+            if isinstance(uris, list) and len(uris) > self.max_subscriptions:
+                raise JSONRPCError(INVALID_PARAMS, f"subscriptions/listen: {len(uris)} "
+                                   "resourceSubscriptions are more than this server takes in "
+                                   f"one listen ({self.max_subscriptions}, max_subscriptions); "
+                                   "a URI covers the resources under it")
             if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
                 raise JSONRPCError(INVALID_PARAMS, "subscriptions/listen: "
                                    "notifications.resourceSubscriptions must be a list of URIs")
             if offered.get("resources", {}).get("subscribe"):
-                honoured["resourceSubscriptions"] = list(dict.fromkeys(uris))
+                # The spec's way to refuse part of a listen: leave it out of the acknowledgement.
+                honoured["resourceSubscriptions"] = [
+                    uri for uri in dict.fromkeys(uris) if self.may_subscribe(ctx.principal, uri)]
         ctx.session.listen(ctx.request_id, honoured)
         return NO_RESPONSE
 
@@ -3437,7 +3473,17 @@ class Server:
         if not ctx.session.capabilities["resources"].get("subscribe"):
             raise JSONRPCError(METHOD_NOT_FOUND, "Method not found: resources/subscribe (this "
                                                  "server offers no subscriptions)")
-        ctx.session.subscriptions.add(_require(params, "uri", str, "resources/subscribe"))
+        uri = _require(params, "uri", str, "resources/subscribe")
+        subscriptions = ctx.session.subscriptions
+        if uri not in subscriptions:
+            if len(subscriptions) >= self.max_subscriptions:
+                raise JSONRPCError(INVALID_PARAMS, f"resources/subscribe: this session has "
+                                   f"{len(subscriptions)} subscriptions, the most this server "
+                                   "keeps (max_subscriptions); unsubscribe from one first")
+            if not self.may_subscribe(ctx.principal, uri):
+                raise JSONRPCError(INVALID_PARAMS, f"resources/subscribe: subscribing to "
+                                   f"{_preview(uri)} is not allowed")
+        subscriptions.add(uri)
         return {}
 
     def unsubscribe(self, ctx, params):
@@ -3609,6 +3655,27 @@ class Server:
         if first == 2:                        # SIGINT: exit as an interrupted program does
             code = 130
         raise _Exit(code, saved)
+
+
+class _Honoured(dict):
+    """What a listen was acknowledged (this dict, as sent), with its resourceSubscriptions
+    also as sets: the URIs, and the same without a trailing "/", which cover what lies under
+    them. A resource update finds its listens in a few lookups each (_parents)."""
+
+    def __init__(self, honoured):
+        super().__init__(honoured)
+        uris = honoured.get("resourceSubscriptions", ())
+        self.uris, self.parents = set(uris), {uri.rstrip("/") for uri in uris}
+
+
+def _parents(uri):
+    """The beginnings of ``uri`` that end just before a "/": the subscriptions (without a
+    trailing "/") that cover it."""
+    found, at = set(), uri.find("/")
+    while at >= 0:
+        found.add(uri[:at])
+        at = uri.find("/", at + 1)
+    return found
 
 
 def _cache_hints(ttl_ms, scope, owner, required=False):
@@ -4367,6 +4434,7 @@ class Session(Peer):
         # The id is free: start() refuses a request whose id an open listen holds.
         # Registered and acknowledged under the lock publish() takes for each notification:
         # the acknowledgement comes first, and no change is missed after it.
+        honoured = _Honoured(honoured)
         with self.lock:
             self.listens[request_id] = honoured
             self.notify("notifications/subscriptions/acknowledged",

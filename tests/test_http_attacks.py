@@ -221,8 +221,12 @@ import sys
 sys.path.insert(0, {root})
 from mcp_min import Server
 
+def may_hear(principal, uri):
+    # bob may not hear of secret://..., nor of anything under docs://private
+    return principal != "bob" or not uri.startswith(("secret://", "docs://private"))
+
 server = Server("holding", auth=lambda token: token if token in USERS else None,
-                heartbeat=0.5, {settings})
+                can_subscribe=may_hear, heartbeat=0.5, {settings})
 USERS = ("alice", "bob", "carol")
 
 @server.resource("docs://{name}")
@@ -535,6 +539,82 @@ def test_under_gunicorn_gthread_the_stream_cap_keeps_threads_for_calls(gunicorn)
     assert status == 503 and retry and "max_streams" in error["message"]
     for _ in range(5):
         served_afterwards(port)
+
+
+def test_a_listen_past_max_subscriptions_is_refused_and_holds_no_memory(serving):
+    served = holding_server(serving)
+    port = served.port
+    uris = [f"docs://{i}" for i in range(1001)]
+    refused = open_listen(port, "alice", resourceSubscriptions=uris)
+    status, _, error = refusal_of(refused.received)
+    assert status == 400 and error["code"] == mcp_min.INVALID_PARAMS
+    assert "1001 resourceSubscriptions" in error["message"] and "max_subscriptions" in \
+        error["message"]
+    allowed = open_listen(port, "alice", resourceSubscriptions=uris[:1000])
+    assert len(acknowledged(allowed)["resourceSubscriptions"]) == 1000
+    # Big listens, one after another, each refused: nothing of them stays
+    flood = [f"docs://{'x' * 40}/{i}" for i in range(100_000)]
+    before = proc_status(served.pid, "VmRSS")
+    for rid in range(3):
+        refused = open_listen(port, "bob", rid, resourceSubscriptions=flood)
+        assert status_of(refused.received) == 400, refused.received[:300]
+    grown = proc_status(served.pid, "VmRSS") - before
+    assert grown < 64 * 1024, f"{grown} KiB more resident after refusing 300,000 subscriptions"
+    served_afterwards_as(port, "alice")
+    allowed.close()
+
+
+def test_can_subscribe_decides_who_hears_of_what(serving):
+    served = holding_server(serving)
+    port = served.port
+    wanted = ["secret://plan", "docs://readme", "docs://"]
+    bob = open_listen(port, "bob", resourceSubscriptions=wanted)
+    alice = open_listen(port, "alice", rid=2, resourceSubscriptions=wanted)
+    assert acknowledged(bob) == {"resourceSubscriptions": ["docs://readme", "docs://"]}
+    assert acknowledged(alice) == {"resourceSubscriptions": wanted}
+    changed = ["secret://plan", "docs://private/salaries", "docs://readme"]
+    assert status_of(call_as(port, "carol", "touch", {"uris": changed})) == 200
+    for stream in (alice, bob):
+        stream.read_until(rb"docs://readme")
+    time.sleep(0.2)
+    for stream in (alice, bob):
+        stream.read_until(rb"docs://readme.*docs://readme", timeout=0.3)   # whatever else came
+
+    def heard(stream):
+        return [e["params"]["uri"] for e in stream.events
+                if e.get("method") == "notifications/resources/updated"]
+    # bob: readme, directly and as under docs://; never the secret, nor what lies under
+    # docs://private, though his docs:// covers it
+    assert sorted(heard(bob)) == ["docs://readme"]
+    assert set(heard(alice)) == set(changed)
+    # the handshake era: resources/subscribe refused with -32602
+    session = initialize(port, "bob")
+    subscribe = {"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe",
+                 "params": {"uri": "secret://plan"}}
+    response = exchange(port, handshake_bytes(port, subscribe, "bob", session))
+    error = body_of(response)["error"]
+    assert error["code"] == mcp_min.INVALID_PARAMS and "not allowed" in error["message"]
+    subscribe["params"]["uri"] = "docs://readme"
+    assert "result" in body_of(exchange(port, handshake_bytes(port, subscribe, "bob", session)))
+    served_afterwards_as(port, "bob")
+    for stream in (alice, bob):
+        stream.close()
+
+
+def test_handshake_subscriptions_are_capped_per_session(serving):
+    served = holding_server(serving, max_subscriptions=3)
+    port = served.port
+    session = initialize(port, "alice")
+    codes = []
+    for i in range(5):
+        subscribe = {"jsonrpc": "2.0", "id": i, "method": "resources/subscribe",
+                     "params": {"uri": f"docs://{i}"}}
+        reply = body_of(exchange(port, handshake_bytes(port, subscribe, "alice", session)))
+        codes.append(reply["error"]["code"] if "error" in reply else 0)
+        if "error" in reply:
+            assert "max_subscriptions" in reply["error"]["message"]
+    assert codes == [0, 0, 0, mcp_min.INVALID_PARAMS, mcp_min.INVALID_PARAMS]
+    served_afterwards_as(port, "alice")
 
 
 # ============================================================================================
