@@ -3167,8 +3167,22 @@ class Server:
       http_sessions=True     handshake-era sessions in this process; False for several worker
                              processes: no sessions, no requests to the client in that era,
                              no change notifications in either
-      max_sessions=1000      sessions kept; past that the longest idle one is ended
+      max_sessions=1000      sessions kept (see max_sessions_per_principal for who makes
+                             room); a client that would need another's session: 503
+      max_sessions_per_principal=16  with ``auth``, sessions one principal keeps: its own
+                             longest idle one makes room for its next. Without auth clients
+                             cannot be told apart: no quota, the longest idle of all goes
       session_idle=3600      seconds a session may stay unused
+      max_streams=100        listen and GET streams open at once, of all clients (each holds
+                             a thread of the HTTP server); past that: 503. Under gunicorn
+                             gthread, keep it below --threads to leave threads for calls
+      max_streams_per_principal=16  with ``auth``, responses one principal holds open: its
+                             streams and its calls in progress; past that: 429
+      max_subscriptions=1000 resources a listen's resourceSubscriptions, or a handshake-era
+                             session's resources/subscribe, may name; past that: -32602
+      can_subscribe=None     ``fn(principal, uri)`` -> whether a client may hear of changes to
+                             ``uri`` (principal None over stdio and without auth): refused, a
+                             subscribe gets -32602, a listen's acknowledgement leaves it out
       heartbeat=15.0         seconds between SSE keep-alive lines (they reveal a client gone
                              away, which cancels its 2026-07-28 request)
       idle_timeout=30.0      the embedded server (``run(http=...)``) closes a connection whose
@@ -3200,25 +3214,51 @@ class Server:
     def __init__(self, name, version="0.1.0", *, title=None, description=None, instructions=None,
                  website_url=None, icons=None, lifespan=None, page_size=100, max_workers=64,
                  max_queue=10_000, max_line_bytes=32 << 20, grace_period=5.0,
-                 cancel_timeout=2.0,
-                 request_timeout=60.0, forward_logging=False, cache_ttl_ms=0,
-                 cache_scope="public", state_key=None, state_ttl=600, http_path="/mcp",
-                 allowed_origins=(), allowed_hosts=None, public_url=None, auth=None,
-                 authorization_servers=(), http_sessions=True, max_sessions=1000,
-                 session_idle=3600, heartbeat=15.0, idle_timeout=30.0,
-                 max_state_bytes=64 << 10, max_body_bytes=4 << 20,
-                 max_inflight_bytes=32 << 20, max_connections=200):
-        for setting, value, least in (("max_workers", max_workers, 1), ("max_queue", max_queue, 0),
-                                      ("page_size", 1 if page_size is None else page_size, 1),
-                                      ("max_state_bytes", max_state_bytes, 1),
-                                      ("max_body_bytes", max_body_bytes, 1),
-                                      ("max_inflight_bytes", max_inflight_bytes, 1),
-                                      ("max_connections", max_connections, 1)):
+                 cancel_timeout=2.0, request_timeout=60.0, forward_logging=False,
+                 cache_ttl_ms=0, cache_scope="public", state_key=None, state_ttl=600,
+                 http_path="/mcp", allowed_origins=(), allowed_hosts=None, public_url=None,
+                 auth=None, authorization_servers=(), http_sessions=True, max_sessions=1000,
+                 max_sessions_per_principal=16, session_idle=3600, max_streams=100,
+                 max_streams_per_principal=16, max_subscriptions=1000, can_subscribe=None,
+                 heartbeat=15.0, idle_timeout=30.0, max_state_bytes=64 << 10,
+                 max_body_bytes=4 << 20, max_inflight_bytes=32 << 20, max_connections=200):
+        for setting, value, least in (
+                ("max_workers", max_workers, 1), ("max_queue", max_queue, 0),
+                ("page_size", 1 if page_size is None else page_size, 1),
+                ("max_line_bytes", max_line_bytes, 1), ("max_sessions", max_sessions, 1),
+                ("max_sessions_per_principal", max_sessions_per_principal, 1),
+                ("max_streams", max_streams, 1),
+                ("max_streams_per_principal", max_streams_per_principal, 1),
+                ("max_subscriptions", max_subscriptions, 0),
+                ("max_state_bytes", max_state_bytes, 1), ("max_body_bytes", max_body_bytes, 1),
+                ("max_inflight_bytes", max_inflight_bytes, 1),
+                ("max_connections", max_connections, 1)):
             if type(value) is not int or value < least:
                 raise ValueError(f"{setting} must be an integer of at least {least}, not {value!r}")
+        # Seconds: a number >= 0, or (where it means "no limit") None; a heartbeat is never 0.
+        for setting, value, unlimited in (
+                ("grace_period", grace_period, False), ("cancel_timeout", cancel_timeout, False),
+                ("request_timeout", request_timeout, True), ("state_ttl", state_ttl, False),
+                ("session_idle", session_idle, False), ("heartbeat", heartbeat, False),
+                ("idle_timeout", idle_timeout, True)):
+            if value is None and unlimited:
+                continue
+            if not _is_json_number(value) or value < 0 or (setting == "heartbeat" and not value):
+                least = "more than 0" if setting == "heartbeat" else "at least 0"
+                none = " (or None: no limit)" if unlimited else ""
+                raise ValueError(f"{setting} must be a number of seconds {least}{none}, not "
+                                 f"{value!r}")
         if max_inflight_bytes < max_body_bytes:     # else the largest body could never be taken
             raise ValueError(f"max_inflight_bytes ({max_inflight_bytes}) must be at least "
                              f"max_body_bytes ({max_body_bytes})")
+        if can_subscribe is not None and not callable(can_subscribe):
+            raise ValueError(f"can_subscribe must be a function (principal, uri) -> bool, or "
+                             f"None, not {can_subscribe!r}")
+        if isinstance(allowed_origins, str):  # a tuple of its characters would allow nothing
+            raise ValueError(f"allowed_origins must be a list of origins, not the string "
+                             f"{allowed_origins!r}: allowed_origins=[{allowed_origins!r}]")
+        if not isinstance(http_path, str) or not http_path.startswith("/"):
+            raise ValueError(f"http_path must be a path such as \"/mcp\", not {http_path!r}")
         self.name, self.version, self.title, self.description = name, version, title, description
         self.instructions, self.website_url, self.icons = instructions, website_url, icons
         self.lifespan, self.lifespan_value, self._lifespan_users = lifespan, None, 0
@@ -3233,6 +3273,9 @@ class Server:
         self.public_url = _public_url(public_url)
         self.auth, self.authorization_servers = auth, tuple(authorization_servers)
         self.http_sessions, self.max_sessions = http_sessions, max_sessions
+        self.max_sessions_per_principal = max_sessions_per_principal
+        self.max_streams, self.max_streams_per_principal = max_streams, max_streams_per_principal
+        self.max_subscriptions, self.can_subscribe = max_subscriptions, can_subscribe
         self.session_idle, self.heartbeat = session_idle, heartbeat
         self.idle_timeout, self.max_connections = idle_timeout, max_connections
         self.max_body_bytes, self.max_inflight_bytes = max_body_bytes, max_inflight_bytes
@@ -3345,15 +3388,33 @@ class Server:
 
     def notify_resource_updated(self, uri):
         """Tell the clients subscribed to ``uri`` (or, on a listen stream, to a resource
-        containing it: ``file:///dir`` covers ``file:///dir/a``) that it changed."""
-        def covers(honoured):
-            return any(uri == s or uri.startswith(s.rstrip("/") + "/")
-                       for s in honoured.get("resourceSubscriptions", ()))
+        containing it: ``file:///dir`` covers ``file:///dir/a``, if can_subscribe allows
+        ``uri`` too) that it changed. It runs inside tools: a few set lookups per listen."""
+        parents, method = _parents(uri), "notifications/resources/updated"
+
+        def covers(honoured, principal):
+            if uri in honoured.uris:
+                return True
+            if honoured.parents.isdisjoint(parents):
+                return False
+            return self.may_subscribe(principal, uri)
         for session in list(self.sessions):
             if uri in session.subscriptions:
-                session.notify("notifications/resources/updated", {"uri": uri})
+                session.notify(method, {"uri": uri})
             if session.listens:
-                session.publish("notifications/resources/updated", covers, {"uri": uri})
+                session.publish(method, functools.partial(covers, principal=session.principal),
+                                {"uri": uri})
+
+    def may_subscribe(self, principal, uri):
+        """Whether can_subscribe lets ``principal`` hear of changes to ``uri`` (yes without
+        it). A hook that fails says no; its log names the error's type, never the URI."""
+        if self.can_subscribe is None:
+            return True
+        try:
+            return bool(self.can_subscribe(principal, uri))
+        except Exception:
+            log.error("the can_subscribe hook failed (%s)", sys.exc_info()[0].__name__)
+            return False
 
     # -- what the server says about itself ---------------------------------------------------
     def capabilities(self):
@@ -3455,11 +3516,18 @@ class Server:
                     and offered.get(kind, {}).get("listChanged")}
         uris = wanted.get("resourceSubscriptions")
         if uris is not None:
+            if isinstance(uris, list) and len(uris) > self.max_subscriptions:
+                raise JSONRPCError(INVALID_PARAMS, f"subscriptions/listen: {len(uris)} "
+                                   "resourceSubscriptions are more than this server takes in "
+                                   f"one listen ({self.max_subscriptions}, max_subscriptions); "
+                                   "a URI covers the resources under it")
             if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
                 raise JSONRPCError(INVALID_PARAMS, "subscriptions/listen: "
                                    "notifications.resourceSubscriptions must be a list of URIs")
             if offered.get("resources", {}).get("subscribe"):
-                honoured["resourceSubscriptions"] = list(dict.fromkeys(uris))
+                # The spec's way to refuse part of a listen: leave it out of the acknowledgement.
+                honoured["resourceSubscriptions"] = [
+                    uri for uri in dict.fromkeys(uris) if self.may_subscribe(ctx.principal, uri)]
         ctx.session.listen(ctx.request_id, honoured)
         return NO_RESPONSE
 
@@ -3620,7 +3688,17 @@ class Server:
         if not ctx.session.capabilities["resources"].get("subscribe"):
             raise JSONRPCError(METHOD_NOT_FOUND, "Method not found: resources/subscribe (this "
                                                  "server offers no subscriptions)")
-        ctx.session.subscriptions.add(_require(params, "uri", str, "resources/subscribe"))
+        uri = _require(params, "uri", str, "resources/subscribe")
+        subscriptions = ctx.session.subscriptions
+        if uri not in subscriptions:
+            if len(subscriptions) >= self.max_subscriptions:
+                raise JSONRPCError(INVALID_PARAMS, f"resources/subscribe: this session has "
+                                   f"{len(subscriptions)} subscriptions, the most this server "
+                                   "keeps (max_subscriptions); unsubscribe from one first")
+            if not self.may_subscribe(ctx.principal, uri):
+                raise JSONRPCError(INVALID_PARAMS, f"resources/subscribe: subscribing to "
+                                   f"{_preview(uri)} is not allowed")
+        subscriptions.add(uri)
         return {}
 
     def unsubscribe(self, ctx, params):
@@ -3828,6 +3906,27 @@ class Server:
         if first == 2:                        # SIGINT: exit as an interrupted program does
             code = 130
         raise _Exit(code, saved)
+
+
+class _Honoured(dict):
+    """What a listen was acknowledged (this dict, as sent), with its resourceSubscriptions
+    also as sets: the URIs, and the same without a trailing "/", which cover what lies under
+    them. A resource update finds its listens in a few lookups each (_parents)."""
+
+    def __init__(self, honoured):
+        super().__init__(honoured)
+        uris = honoured.get("resourceSubscriptions", ())
+        self.uris, self.parents = set(uris), {uri.rstrip("/") for uri in uris}
+
+
+def _parents(uri):
+    """The beginnings of ``uri`` that end just before a "/": the subscriptions (without a
+    trailing "/") that cover it."""
+    found, at = set(), uri.find("/")
+    while at >= 0:
+        found.add(uri[:at])
+        at = uri.find("/", at + 1)
+    return found
 
 
 def _cache_hints(ttl_ms, scope, owner, required=False):
@@ -4592,6 +4691,7 @@ class Session(Peer):
         # The id is free: start() refuses a request whose id an open listen holds.
         # Registered and acknowledged under the lock publish() takes for each notification:
         # the acknowledgement comes first, and no change is missed after it.
+        honoured = _Honoured(honoured)
         with self.lock:
             self.listens[request_id] = honoured
             self.notify("notifications/subscriptions/acknowledged",
@@ -4712,7 +4812,7 @@ HTTP_STATUS = {200: "200 OK", 202: "202 Accepted", 204: "204 No Content",
                404: "404 Not Found", 405: "405 Method Not Allowed", 406: "406 Not Acceptable",
                408: "408 Request Timeout", 409: "409 Conflict", 411: "411 Length Required",
                413: "413 Content Too Large", 415: "415 Unsupported Media Type",
-               421: "421 Misdirected Request",
+               421: "421 Misdirected Request", 429: "429 Too Many Requests",
                500: "500 Internal Server Error", 503: "503 Service Unavailable"}
 #: 2026-07-28 errors that are the client's fault get 400, an unknown method 404 (both with the
 #: JSON-RPC error as the body); other errors are answered 200, as results are.
@@ -4728,6 +4828,8 @@ class EventStream:
     ``(frame, is_response, time.monotonic())`` for the thread writing the HTTP response. A
     listen stream has no response: it stays open until the client goes away. Without
     ``events`` (the client accepts JSON alone) only the response reaches the client."""
+
+    holder = None       # what it counts against the stream caps while open (HttpEndpoint.hold)
 
     def __init__(self, listen=False, events=True):
         self.frames, self.listen, self.closed = SimpleQueue(), listen, False
@@ -4759,6 +4861,7 @@ class HttpSession(Session):
         super().__init__(server, None)
         server.http_sessions_alive.add(self)  # so that a shutdown can cancel their calls
         self.principal = principal            # who the bearer token said the client is
+        self.owner = None                     # that principal's identity, once kept (with auth)
         self.stream = None                    # the GET stream, or a listen's response
         self.id, self.last_used = None, time.monotonic()
 
@@ -4983,6 +5086,8 @@ class HttpEndpoint:
         if server.public_url is not None:
             self.host_names.add(_host_parts(_PUBLIC_URL.fullmatch(server.public_url)[2])[0])
         self.inflight = 0                     # bytes of bodies reserved (max_inflight_bytes)
+        self.held = {}                        # principal's identity -> responses it holds open
+        self.streams = 0                      # listen and GET streams open, of all clients
 
     def __call__(self, environ, start_response):
         try:
@@ -5269,20 +5374,40 @@ class HttpEndpoint:
         return None
 
     # -- handshake-era sessions -----------------------------------------------------------------
-    def open_session(self, session):
-        """Keep a new session. The sessions idle longer than ``session_idle`` end; past
-        ``max_sessions``, the one idle longest makes room."""
+    def open_session(self, session, request_id=None):
+        """Keep a new session (its initialize succeeded). Sessions idle longer than
+        ``session_idle`` end first. Then a principal at ``max_sessions_per_principal``, or
+        any when ``max_sessions`` are kept, gives up its own longest-idle session; one with
+        none to give up is refused (503): a client never makes room by ending another's.
+        Without auth clients cannot be told apart: all are one, as before the quota."""
         import secrets
-        session.id = secrets.token_urlsafe(24)
-        now, idle = time.monotonic(), self.server.session_idle
+        server, now = self.server, time.monotonic()
+        owner = None if server.auth is None else self.identity(session.principal)
+        quota = None if owner is None else server.max_sessions_per_principal
         with self.lock:
-            for old in sorted(self.sessions.values(), key=lambda s: s.idle(now), reverse=True):
-                if old.idle(now) <= idle and len(self.sessions) < self.server.max_sessions:
-                    break
-                del self.sessions[old.id]
-                old.end()
+            for old in [s for s in self.sessions.values() if s.idle(now) > server.session_idle]:
+                self.end_session(old)
+            own = [s for s in self.sessions.values() if s.owner == owner]
+            while own and (len(self.sessions) >= server.max_sessions
+                           or quota is not None and len(own) >= quota):
+                # the longest idle; of sessions all in use, the one used least recently
+                oldest = max(own, key=lambda s: (s.idle(now), -s.last_used))
+                own.remove(oldest)
+                self.end_session(oldest)
+            if len(self.sessions) >= server.max_sessions:
+                soonest = min(server.session_idle - s.idle(now) for s in self.sessions.values())
+                raise _HttpRefusal(503, f"Service Unavailable: this server keeps at most "
+                                        f"{server.max_sessions} sessions (max_sessions), all "
+                                        "of other clients; try again later", request_id,
+                                   SERVER_BUSY, [("Retry-After", str(max(1, int(soonest))))])
+            session.id, session.owner = secrets.token_urlsafe(24), owner
             self.sessions[session.id] = session
         return session.id
+
+    def end_session(self, session):
+        """Expiry or eviction (under the lock)."""
+        del self.sessions[session.id]
+        session.end()
 
     def find_session(self, environ, principal):
         """The session a request names. It belongs to whoever opened it: to another principal
@@ -5302,14 +5427,16 @@ class HttpEndpoint:
                                     f"not this session's ({session.version})")
         return session
 
-    @staticmethod
-    def same_principal(opener, principal):
+    def same_principal(self, opener, principal):
         """Whether a request's principal is the one that opened a session: equal (the auth
-        hook returned the same user id or object), or with the same identity (_principal_id)."""
-        if opener == principal:
-            return True
+        hook returned the same user id or object), or with the same identity."""
+        return opener == principal or self.identity(opener) == self.identity(principal)
+
+    @staticmethod
+    def identity(principal):
+        """What tells a principal from another (_principal_id), as a dict key."""
         try:
-            return _principal_id(opener) == _principal_id(principal)
+            return json.dumps(_principal_id(principal), sort_keys=True)
         except TypeError as e:
             log.error("%s", e)
             raise _HttpRefusal(500, "Internal Server Error: the server cannot tell its clients "
@@ -5348,7 +5475,24 @@ class HttpEndpoint:
         if listen and not sse:
             raise _HttpRefusal(406, "Not Acceptable: subscriptions/listen answers with "
                                     "text/event-stream", rid)
-        stream, gone = EventStream(listen, events=sse), environ.get("mcp_min.client_gone")
+        stream = EventStream(listen, events=sse)
+        # What holds this thread for long is counted (and refused past the caps) before it
+        # starts: a listen, a call (user code), a batch.
+        if listen or batch or message["method"] not in self.server.inline_methods:
+            self.hold(stream, session.principal, listen, rid, modern)
+        try:
+            return self.dispatch(environ, start_response, session, message, stream, rid,
+                                 modern, opens_session)
+        except BaseException:                 # counted, but not answered after all
+            self.let_go(stream)
+            raise
+
+    def dispatch(self, environ, start_response, session, message, stream, rid, modern,
+                 opens_session):
+        """exchange's work once the response is counted: the request to its Session, then
+        the response, whole or as a stream (events, which ends it)."""
+        batch, listen, sse = isinstance(message, list), stream.listen, stream.events
+        gone = environ.get("mcp_min.client_gone")
         if listen:
             session.stream = stream
             self.server.sessions.add(session)
@@ -5367,13 +5511,14 @@ class HttpEndpoint:
                 session.cancel(rid, "the client closed the connection")
         if left or first is not None and first[1]:
             stream.closed = True              # what a tool's thread sends later: nowhere to go
+            self.let_go(stream)
             if listen:                        # refused, or gone: no stream after all
                 session.stream = None
                 self.server.sessions.discard(session)
             if not left and first[0] is not None:
                 status, headers = self.status_of(first[0], modern), ()
                 if opens_session and "result" in json.loads(first[0]):
-                    headers = [("Mcp-Session-Id", self.open_session(session))]
+                    headers = [("Mcp-Session-Id", self.open_session(session, rid))]
                 return self.reply(start_response, status, first[0], headers)
             # no one to answer, no way to say "nothing", or a batch with nothing to answer
             if left or not sse or batch:
@@ -5382,15 +5527,57 @@ class HttpEndpoint:
         start_response(HTTP_STATUS[200], list(_SSE_HEADERS))
         return self.events(session, stream, rid if modern else None, first, gone)
 
+    def hold(self, stream, principal, is_stream, request_id=None, modern=False):
+        """Count a response that stays open, each holding a thread of the HTTP server: a
+        listen or GET stream (``is_stream``), a call in progress. Refused past the caps:
+        503 past ``max_streams`` streams of all clients; with auth, 429 past
+        ``max_streams_per_principal`` streams and calls of one principal (without auth
+        clients cannot be told apart: max_workers and max_queue bound their calls)."""
+        server = self.server
+        owner = None if server.auth is None else self.identity(principal)
+        code = INTERNAL_ERROR if modern else SERVER_BUSY   # 2026-07-28: no -32000...-32019
+        with self.lock:
+            if is_stream and self.streams >= server.max_streams:
+                # a guess: streams end when their clients leave, which nothing here foresees
+                raise _HttpRefusal(503, f"Service Unavailable: {self.streams} streams are "
+                                        "open, the most this server keeps (max_streams); try "
+                                        "again later", request_id, code, [("Retry-After", "10")])
+            held = self.held.get(owner, 0)
+            if owner is not None and held >= server.max_streams_per_principal:
+                raise _HttpRefusal(429, f"Too Many Requests: you have {held} streams and calls "
+                                        "open, the most one client may (max_streams_per_"
+                                        "principal); end one first", request_id, code)
+            if owner is not None:
+                self.held[owner] = held + 1
+            self.streams += is_stream
+        stream.holder = (owner, is_stream)
+
+    def let_go(self, stream):
+        """The end of a response that hold() counted (once, however often it is called)."""
+        with self.lock:
+            holder, stream.holder = stream.holder, None
+            if holder is None:
+                return
+            owner, is_stream = holder
+            self.streams -= is_stream
+            if owner is not None:
+                self.held[owner] -= 1
+                if not self.held[owner]:
+                    del self.held[owner]
+
     def next_item(self, stream, timeout, gone):
         """The stream's next ``(frame, is_response)``, or None after ``timeout`` seconds (None:
-        no limit); ConnectionAbortedError once ``gone()`` (asked every 0.25 s) says so."""
+        no limit); ConnectionAbortedError once ``gone()`` says so. A request in flight asks it
+        every 0.25 s, as leaving cancels it (2026-07-28); a stream that waits for no response
+        (listen, GET) only when the timeout (its heartbeat) comes: it costs no CPU meanwhile."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            wait = 0.25 if gone else None
+            wait = 0.25 if gone and not stream.listen else None
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
+                    if gone and gone():
+                        raise ConnectionAbortedError
                     return None
                 wait = left if wait is None else min(wait, left)
             try:
@@ -5423,6 +5610,7 @@ class HttpEndpoint:
             pass
         finally:                              # the client went away, or the stream ended
             stream.closed = True
+            self.let_go(stream)
             if session.stream is stream:      # a GET or listen stream: nothing more for it
                 session.last_used = time.monotonic()          # idle from now on
                 session.stream = None
@@ -5438,6 +5626,11 @@ class HttpEndpoint:
             if session.stream is not None:
                 raise _HttpRefusal(409, "Conflict: this session already has a GET stream open")
             stream = session.stream = EventStream(listen=True)
+        try:
+            self.hold(stream, session.principal, True)
+        except _HttpRefusal:
+            session.stream = None
+            raise
         self.server.sessions.add(session)
         start_response(HTTP_STATUS[200], list(_SSE_HEADERS))
         return self.events(session, stream, None, gone=environ.get("mcp_min.client_gone"))

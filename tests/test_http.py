@@ -704,16 +704,20 @@ def test_request_state_is_bound_to_the_principal(auth):
 
 
 def test_a_principal_that_cannot_be_told_apart_is_a_clear_error(caplog):
+    """Sessions and calls are counted per principal: one that cannot be told from another is
+    refused from the start, the reason in the log."""
     app = make_server(auth=lambda token: Anonymous()).wsgi
-    session = initialize(app, headers={"Authorization": "Bearer x"})
-    status, _, body = wsgi_call(app, body={"jsonrpc": "2.0", "id": 1, "method": "ping"},
-                                headers={"Mcp-Session-Id": session, "Authorization": "Bearer x"})
+    status, _, body = wsgi_call(app, body={
+        "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "clientInfo": {"name": "t", "version": "1"},
+            "capabilities": {}}}, headers={"Authorization": "Bearer x"})
     assert status == 500 and "see its log" in json.loads(body)["error"]["message"]
     assert "no JSON form and no __repr__" in caplog.text
-    _, _, body = post_modern(app, "tools/call", {"name": "ask_name", "arguments": {}},
-                             headers={"Authorization": "Bearer x"},
-                             **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
-    assert "no JSON form and no __repr__" in json.loads(body)["error"]["message"]
+    status, _, body = post_modern(app, "tools/call", {"name": "ask_name", "arguments": {}},
+                                  headers={"Authorization": "Bearer x"}, **{
+                                      "io.modelcontextprotocol/clientCapabilities":
+                                      {"elicitation": {}}})
+    assert status == 500 and "see its log" in json.loads(body)["error"]["message"]
 
 
 # -- the handshake era -------------------------------------------------------------------------------
@@ -1590,6 +1594,52 @@ def test_listen_needs_an_event_stream(app):
     status, _, body = wsgi_call(app, body=message, headers={**modern_headers(message),
                                                             "Accept": "application/json"})
     assert status == 406 and "text/event-stream" in json.loads(body)["error"]["message"]
+
+
+def test_a_resource_update_finds_its_listens_in_a_few_lookups():
+    """notify_resource_updated runs inside tools: with 300 listens of 1,000 URIs each it
+    takes a few set lookups per listen, not a look at each of 300,000 URIs."""
+    server = make_server(max_streams=400)
+
+    @server.resource("docs://{name}")
+    def doc(name: str) -> str:
+        return name
+    streams = []
+    for i in range(300):
+        uris = [f"docs://{i}/{j}" for j in range(1000)]
+        message = modern("subscriptions/listen", {"notifications": {
+            "resourceSubscriptions": uris}}, rid=i)
+        status, _, stream = wsgi_open(server.wsgi, body=message, headers=modern_headers(message))
+        assert status == 200
+        streams.append(stream)
+    started = time.perf_counter()
+    for _ in range(10):
+        server.notify_resource_updated("docs://nobody/listens/to/this")
+    took = (time.perf_counter() - started) / 10
+    assert took < 0.01, f"{took * 1000:.1f} ms for one update"
+    # what covers what is unchanged: the URI itself, or a parent (with or without its "/")
+    for uri in ("docs://7/3", "docs://8/3/part", "docs://9/3/"):
+        server.notify_resource_updated(uri)
+    heard = []
+    for i in (7, 8, 9):
+        body = iter(streams[i])
+        ack, update = events(next(body) + next(body))
+        heard.append((update["params"]["_meta"][mcp_min.SUBSCRIPTION_ID_KEY],
+                      update["params"]["uri"]))
+    assert heard == [(7, "docs://7/3"), (8, "docs://8/3/part"), (9, "docs://9/3/")]
+    for stream in streams:
+        stream.close()
+
+
+def test_the_settings_that_bound_what_a_client_holds_are_checked():
+    for setting in ("max_sessions", "max_sessions_per_principal", "max_streams",
+                    "max_streams_per_principal"):
+        with pytest.raises(ValueError, match=setting):
+            Server("s", **{setting: 0})
+    with pytest.raises(ValueError, match="max_subscriptions"):
+        Server("s", max_subscriptions=-1)
+    with pytest.raises(ValueError, match="can_subscribe must be a function"):
+        Server("s", can_subscribe="everyone")
 
 
 def test_notification_method_sent_as_a_request_is_refused(app):

@@ -207,6 +207,43 @@ def served_afterwards(port):
     assert status_of(response) == 200, response[:500]
     assert body_of(response)["result"]["structuredContent"] == {"result": 5}
 
+@pytest.fixture
+def gunicorn(tmp_path):
+    """gunicorn(source, threads=4) -> the port of gunicorn, one gthread worker of ``threads``
+    threads, serving ``source``'s ``server``; stopped afterwards."""
+    pytest.importorskip("gunicorn")
+    started = []
+
+    def start(source, threads=4):
+        name = f"app_{len(started)}"
+        (tmp_path / f"{name}.py").write_text(source.replace("{root}", repr(str(ROOT))))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "--workers", "1", "--worker-class", "gthread",
+             "--threads", str(threads), "--bind", "127.0.0.1:0", "--no-control-socket",
+             "--graceful-timeout", "2", "--chdir", str(tmp_path), f"{name}:server"],
+            stderr=subprocess.PIPE, text=True)
+        started.append(proc)
+        port, booted = None, False
+        for line in proc.stderr:              # gunicorn's log: its port, then its worker
+            match = re.search(r"Listening at: http://127\.0\.0\.1:(\d+)", line)
+            port = int(match.group(1)) if match else port
+            if "Booting worker" in line:
+                booted = True
+                break
+        assert port and booted, "gunicorn did not start"
+        threading.Thread(target=proc.stderr.read, daemon=True).start()    # never fills
+        return port
+    yield start
+    for proc in started:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+
+
 
 # ============================================================================================
 # Who may reach it: Host, Origin, tokens; nothing reflected
@@ -419,7 +456,7 @@ def test_public_url_is_what_the_urls_name(serve):
     served_with_a_token(port)
 
 
-GUNICORN_APP = """
+YES_NO_GUNICORN_APP = """
 import sys
 sys.path.insert(0, {root})
 from mcp_min import Server
@@ -431,42 +468,9 @@ def add(a: int, b: int) -> int:
 """
 
 
-@pytest.fixture
-def gunicorn_port(tmp_path):
-    """One gthread gunicorn worker serving GUNICORN_APP on 127.0.0.1: its port."""
-    pytest.importorskip("gunicorn")
-    (tmp_path / "yes_no_app.py").write_text(GUNICORN_APP.replace("{root}", repr(str(ROOT))))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--workers", "1", "--worker-class", "gthread",
-         "--threads", "2", "--bind", "127.0.0.1:0", "--no-control-socket",
-         "--graceful-timeout", "2", "--chdir", str(tmp_path), "yes_no_app:server"],
-        stderr=subprocess.PIPE, text=True)
-    reader = threading.Thread(target=proc.stderr.read, daemon=True)   # never fills the pipe
-    try:
-        port, log = None, []
-        while port is None:                   # gunicorn logs the port, then boots the worker
-            line = proc.stderr.readline()
-            log.append(line)
-            assert line, "gunicorn did not start:\n" + "".join(log)
-            match = re.search(r"Listening at: http://127\.0\.0\.1:(\d+)", line)
-            port = int(match.group(1)) if match else None
-        reader.start()
-        yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if reader.is_alive():
-            reader.join(10)
-        proc.stderr.close()
-
-
-def test_the_host_and_falsy_principal_rules_hold_on_gunicorn(gunicorn_port):
+def test_the_host_and_falsy_principal_rules_hold_on_gunicorn(gunicorn):
     """Both are mcp_min's (the application's), not the engine's."""
-    port = gunicorn_port
+    port = gunicorn(YES_NO_GUNICORN_APP, threads=2)
     message = modern("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
     response = exchange(port, request_bytes(port, message=message, Connection="close",
                                             Host=f"evil.example:{port}",
@@ -487,6 +491,379 @@ def test_the_host_and_falsy_principal_rules_hold_on_gunicorn(gunicorn_port):
 # ============================================================================================
 # What a client can make the server hold: sessions, streams, subscriptions
 # ============================================================================================
+
+#: A server with auth (the token is the user), a resource to subscribe to, and a tool that
+#: tells of a change; ``{settings}`` are more Server settings.
+HOLDING_SERVER = """
+import sys
+sys.path.insert(0, {root})
+from mcp_min import Server
+
+def may_hear(principal, uri):
+    # bob may not hear of secret://..., nor of anything under docs://private
+    return principal != "bob" or not uri.startswith(("secret://", "docs://private"))
+
+server = Server("holding", auth=lambda token: token if token in USERS else None,
+                can_subscribe=may_hear, heartbeat=0.5, {settings})
+USERS = ("alice", "bob", "carol")
+
+@server.resource("docs://{name}")
+def doc(name: str) -> str:
+    return name
+
+@server.tool
+def add(a: int, b: int) -> int:
+    return a + b
+
+@server.tool
+def touch(uris: list[str]) -> int:
+    for uri in uris:
+        server.notify_resource_updated(uri)
+    return len(uris)
+"""
+
+HANDSHAKE = "2025-11-25"
+
+
+@pytest.fixture
+def serving(serve):
+    """serve, and at the end the servers' stderr pipes closed too, once read to the end (a
+    pipe left to the garbage collector fails a later test with a ResourceWarning)."""
+    started = []
+
+    def start(*args, **options):
+        started.append(serve(*args, **options))
+        return started[-1]
+    yield start
+    while OpenStream.opened:
+        OpenStream.opened.pop().close()
+    for served in started:
+        served.close()
+        while served.lines.get(timeout=10) is not None:
+            pass
+        served.proc.stderr.close()
+
+
+def holding_server(serving, **settings):
+    text = ", ".join(f"{name}={value!r}" for name, value in settings.items())
+    return serving(HOLDING_SERVER.replace("{settings}", text))
+
+
+def handshake_bytes(port, message, user=None, session=None):
+    """A handshake-era POST (no 2026-07-28 headers), as ``user``, in ``session``."""
+    return request_bytes(port, body=json.dumps(message).encode(),
+                         Content_Type="application/json", Accept=ACCEPT,
+                         Authorization=user and f"Bearer {user}", Mcp_Session_Id=session,
+                         MCP_Protocol_Version=session and HANDSHAKE, Connection="close")
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    "protocolVersion": HANDSHAKE, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+
+
+def initialize(port, user):
+    response = exchange(port, handshake_bytes(port, INITIALIZE, user))
+    assert status_of(response) == 200, response[:500]
+    return headers_of(response)["mcp-session-id"]
+
+
+def pinged(port, user, session):
+    return status_of(exchange(port, handshake_bytes(port, PING, user, session)))
+
+
+def listen_message(rid=1, **notifications):
+    return modern("subscriptions/listen", {"notifications": notifications}, rid=rid)
+
+
+def as_user(user):
+    return {"Authorization": f"Bearer {user}"} if user else {}
+
+
+class OpenStream:
+    """A request whose response stays open (a listen, a GET), on a socket of its own: what
+    has come so far, and its events."""
+
+    opened = []                               # closed at the end of each test (serving)
+
+    def __init__(self, port, data):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.opened.append(self.sock)
+        self.sock.sendall(data)
+        self.received = b""
+
+    def read_until(self, pattern, timeout=10):
+        """Read until ``pattern`` (bytes, a regex) shows, the server closes, or time is up."""
+        deadline = time.monotonic() + timeout
+        while not re.search(pattern, self.received) and time.monotonic() < deadline:
+            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                chunk = self.sock.recv(65536)
+            except (socket.timeout, ConnectionResetError):
+                break
+            if not chunk:
+                break
+            self.received += chunk
+        return self.received
+
+    @property
+    def events(self):
+        return [json.loads(line) for line in re.findall(rb"data: (.*)\r?\n", self.received)]
+
+    def close(self):
+        self.sock.close()
+
+
+def open_listen(port, user=None, rid=1, **notifications):
+    """A listen stream, acknowledged (else the refusal is in ``received``)."""
+    stream = OpenStream(port, request_bytes(port, message=listen_message(rid, **notifications),
+                                            **as_user(user)))
+    stream.read_until(rb"(?s)subscriptions/acknowledged|\r\n\r\n\{.*\}$")
+    return stream
+
+
+def acknowledged(stream):
+    ack = [e for e in stream.events if e.get("method") == "notifications/subscriptions/"
+           "acknowledged"]
+    assert status_of(stream.received) == 200 and ack, stream.received[:500]
+    return ack[0]["params"]["notifications"]
+
+
+def refusal_of(response):
+    """(status, Retry-After, JSON-RPC error) of a whole refused response."""
+    return status_of(response), headers_of(response).get("retry-after"), \
+        body_of(response)["error"]
+
+
+def call_as(port, user, name="add", arguments=None):
+    message = modern("tools/call", {"name": name, "arguments": arguments or {"a": 2, "b": 3}})
+    return exchange(port, request_bytes(port, message=message, Connection="close",
+                                        **as_user(user)))
+
+
+def served_afterwards_as(port, user):
+    response = call_as(port, user)
+    assert status_of(response) == 200, response[:500]
+    assert body_of(response)["result"]["structuredContent"] == {"result": 5}
+
+
+def test_a_principals_flood_of_initialize_never_ends_anothers_session(serving):
+    served = holding_server(serving)
+    port = served.port
+    alice = initialize(port, "alice")
+    connection = served.connection()
+    headers = {"Content-Type": "application/json", "Accept": ACCEPT,
+               "Authorization": "Bearer bob"}
+    bobs = []
+    for _ in range(1050):
+        connection.request("POST", "/mcp", json.dumps(INITIALIZE), headers)
+        response = connection.getresponse()
+        response.read()
+        assert response.status == 200
+        bobs.append(response.getheader("Mcp-Session-Id"))
+    connection.close()
+    assert pinged(port, "alice", alice) == 200
+    # bob keeps his 16 latest (max_sessions_per_principal): each new one ended his oldest
+    assert [pinged(port, "bob", s) for s in bobs[-16:]] == [200] * 16
+    assert pinged(port, "bob", bobs[-17]) == pinged(port, "bob", bobs[0]) == 404
+    served_afterwards_as(port, "carol")
+
+
+def test_a_full_server_refuses_a_newcomer_rather_than_end_anothers_session(serving):
+    served = holding_server(serving, max_sessions=4)
+    port = served.port
+    alice = initialize(port, "alice")
+    bobs = [initialize(port, "bob") for _ in range(3)]
+    # carol has no session to give up, and may not end alice's or bob's: 503, Retry-After
+    status, retry, error = refusal_of(exchange(port, handshake_bytes(port, INITIALIZE, "carol")))
+    assert status == 503 and int(retry) >= 1
+    assert error["code"] == mcp_min.SERVER_BUSY and "max_sessions" in error["message"]
+    # bob, at the limit, ends his own longest idle session for a new one
+    newest = initialize(port, "bob")
+    assert pinged(port, "bob", bobs[0]) == 404
+    assert [pinged(port, "bob", s) for s in (*bobs[1:], newest)] == [200] * 3
+    assert pinged(port, "alice", alice) == 200
+    served_afterwards_as(port, "carol")
+
+
+def test_streams_are_capped_for_all_clients_and_threads_stay_bounded(serving):
+    served = serving(PLAIN_SERVER.replace('Server("plain")',
+                                        'Server("plain", max_streams=5, heartbeat=0.5)'))
+    port, threads = served.port, proc_status(served.pid, "Threads")
+    streams = [open_listen(port, rid=i, toolsListChanged=True) for i in range(5)]
+    for stream in streams:
+        acknowledged(stream)
+    crowd = [open_listen(port, rid=9, toolsListChanged=True) for _ in range(20)]
+    for refused in crowd:
+        refused.read_until(rb"\}$")
+        status, retry, error = refusal_of(refused.received)
+        assert status == 503 and retry, refused.received[:300]
+        assert error["code"] == mcp_min.INTERNAL_ERROR and "max_streams" in error["message"]
+        assert "acknowledged" not in refused.received.decode()   # refused before it opened
+        refused.close()
+    time.sleep(0.3)
+    assert proc_status(served.pid, "Threads") <= threads + 5 + 2
+    served_afterwards(port)
+    streams.pop().close()                     # a client leaves: its place is free again
+    deadline = time.monotonic() + 5
+    while True:
+        stream = open_listen(port, rid=9, toolsListChanged=True)
+        if status_of(stream.received) == 200 or time.monotonic() > deadline:
+            break
+        stream.close()
+        time.sleep(0.2)
+    acknowledged(stream)
+    for stream in [*streams, stream]:
+        stream.close()
+
+
+def test_one_principal_cannot_hold_all_the_threads(serving):
+    served = holding_server(serving, max_streams_per_principal=3)
+    port = served.port
+    bob = [open_listen(port, "bob", rid=i, toolsListChanged=True) for i in range(3)]
+    for stream in bob:
+        acknowledged(stream)
+    fourth = open_listen(port, "bob", rid=4, toolsListChanged=True)
+    status, _, error = refusal_of(fourth.received)
+    assert status == 429 and "max_streams_per_principal" in error["message"], fourth.received
+    status, _, error = refusal_of(call_as(port, "bob"))     # a call would hold a thread too
+    assert status == 429 and error["code"] == mcp_min.INTERNAL_ERROR
+    session = initialize(port, "bob")          # a handshake-era GET stream is one as well
+    status, _, error = refusal_of(exchange(port, request_bytes(
+        port, "GET", Accept="text/event-stream", Authorization="Bearer bob",
+        Mcp_Session_Id=session, MCP_Protocol_Version=HANDSHAKE, Connection="close")))
+    assert status == 429 and error["code"] == mcp_min.SERVER_BUSY
+    alice = open_listen(port, "alice", toolsListChanged=True)
+    acknowledged(alice)
+    served_afterwards_as(port, "alice")
+    for stream in [*bob, fourth, alice]:
+        stream.close()
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_idle_listen_streams_cost_no_cpu(serving):
+    served = serving(PLAIN_SERVER.replace('Server("plain")', 'Server("plain", max_streams=200, '
+                                                              'max_connections=300)'))
+    streams = [open_listen(served.port, rid=i, toolsListChanged=True) for i in range(200)]
+    for stream in streams:
+        acknowledged(stream)
+    time.sleep(0.5)
+    before, start = cpu_seconds(served.pid), time.monotonic()
+    time.sleep(3)
+    share = (cpu_seconds(served.pid) - before) / (time.monotonic() - start)
+    assert share < 0.03, f"200 idle listens took {share:.1%} of a core"
+    served_afterwards(served.port)
+    for stream in streams:
+        stream.close()
+
+
+THREADS_GUNICORN_APP = """
+import sys
+sys.path.insert(0, {root})
+from mcp_min import Server
+server = Server("threads", max_streams=3, heartbeat=0.5)
+
+@server.tool
+def add(a: int, b: int) -> int:
+    return a + b
+"""
+
+
+def test_under_gunicorn_gthread_the_stream_cap_keeps_threads_for_calls(gunicorn, serving):
+    """With --threads 4 and max_streams=3, listens take three threads at most: the fourth
+    is refused, and calls still find a thread (uncapped, four listens starve them). (serving:
+    its streams are closed before gunicorn stops.)"""
+    port = gunicorn(THREADS_GUNICORN_APP)
+    streams = [open_listen(port, rid=i, toolsListChanged=True) for i in range(3)]
+    for stream in streams:
+        acknowledged(stream)
+    refused = open_listen(port, rid=4, toolsListChanged=True)
+    status, retry, error = refusal_of(refused.received)
+    assert status == 503 and retry and "max_streams" in error["message"]
+    for _ in range(5):
+        served_afterwards(port)
+
+
+def test_a_listen_past_max_subscriptions_is_refused_and_holds_no_memory(serving):
+    served = holding_server(serving)
+    port = served.port
+    uris = [f"docs://{i}" for i in range(1001)]
+    refused = open_listen(port, "alice", resourceSubscriptions=uris)
+    status, _, error = refusal_of(refused.received)
+    assert status == 400 and error["code"] == mcp_min.INVALID_PARAMS
+    assert "1001 resourceSubscriptions" in error["message"] and "max_subscriptions" in \
+        error["message"]
+    allowed = open_listen(port, "alice", resourceSubscriptions=uris[:1000])
+    assert len(acknowledged(allowed)["resourceSubscriptions"]) == 1000
+    # Big listens (under max_body_bytes), one after another, each refused: nothing stays
+    flood = [f"docs://{'x' * 40}/{i}" for i in range(60_000)]
+    before = proc_status(served.pid, "VmRSS")
+    for rid in range(3):
+        refused = open_listen(port, "bob", rid, resourceSubscriptions=flood)
+        assert status_of(refused.received) == 400, refused.received[:300]
+    grown = proc_status(served.pid, "VmRSS") - before
+    assert grown < 64 * 1024, f"{grown} KiB more resident after refusing 180,000 subscriptions"
+    served_afterwards_as(port, "alice")
+    allowed.close()
+
+
+def test_can_subscribe_decides_who_hears_of_what(serving):
+    served = holding_server(serving)
+    port = served.port
+    wanted = ["secret://plan", "docs://readme", "docs://"]
+    bob = open_listen(port, "bob", resourceSubscriptions=wanted)
+    alice = open_listen(port, "alice", rid=2, resourceSubscriptions=wanted)
+    assert acknowledged(bob) == {"resourceSubscriptions": ["docs://readme", "docs://"]}
+    assert acknowledged(alice) == {"resourceSubscriptions": wanted}
+    changed = ["secret://plan", "docs://private/salaries", "docs://readme"]
+    assert status_of(call_as(port, "carol", "touch", {"uris": changed})) == 200
+    for stream in (alice, bob):
+        stream.read_until(rb"docs://readme")
+    time.sleep(0.2)
+    for stream in (alice, bob):
+        stream.read_until(rb"docs://readme.*docs://readme", timeout=0.3)   # whatever else came
+
+    def heard(stream):
+        return [e["params"]["uri"] for e in stream.events
+                if e.get("method") == "notifications/resources/updated"]
+    # bob: readme, directly and as under docs://; never the secret, nor what lies under
+    # docs://private, though his docs:// covers it
+    assert sorted(heard(bob)) == ["docs://readme"]
+    assert set(heard(alice)) == set(changed)
+    # the handshake era: resources/subscribe refused with -32602
+    session = initialize(port, "bob")
+    subscribe = {"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe",
+                 "params": {"uri": "secret://plan"}}
+    response = exchange(port, handshake_bytes(port, subscribe, "bob", session))
+    error = body_of(response)["error"]
+    assert error["code"] == mcp_min.INVALID_PARAMS and "not allowed" in error["message"]
+    subscribe["params"]["uri"] = "docs://readme"
+    assert "result" in body_of(exchange(port, handshake_bytes(port, subscribe, "bob", session)))
+    served_afterwards_as(port, "bob")
+    for stream in (alice, bob):
+        stream.close()
+
+
+def test_handshake_subscriptions_are_capped_per_session(serving):
+    served = holding_server(serving, max_subscriptions=3)
+    port = served.port
+    session = initialize(port, "alice")
+    codes = []
+    for i in range(5):
+        subscribe = {"jsonrpc": "2.0", "id": i, "method": "resources/subscribe",
+                     "params": {"uri": f"docs://{i}"}}
+        reply = body_of(exchange(port, handshake_bytes(port, subscribe, "alice", session)))
+        codes.append(reply["error"]["code"] if "error" in reply else 0)
+        if "error" in reply:
+            assert "max_subscriptions" in reply["error"]["message"]
+    assert codes == [0, 0, 0, mcp_min.INVALID_PARAMS, mcp_min.INVALID_PARAMS]
+    served_afterwards_as(port, "alice")
 
 
 # ============================================================================================
@@ -683,39 +1060,6 @@ def test_headers_over_the_limits_get_431_and_a_close(serve, headers):
     assert headers_of(response)["connection"] == "close"
     served_afterwards(served.port)
 
-
-
-@pytest.fixture
-def gunicorn(tmp_path):
-    """gunicorn (one gthread worker, 4 threads) serving ``source``'s ``server``; its port."""
-    import importlib.util
-    if importlib.util.find_spec("gunicorn") is None:
-        pytest.skip("gunicorn is not installed (tests/requirements.txt)")
-    started = []
-
-    def start(source):
-        (tmp_path / "limited.py").write_text(source.replace("{root}", repr(str(ROOT))))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "--workers", "1", "--worker-class", "gthread",
-             "--threads", "4", "--bind", "127.0.0.1:0", "--no-control-socket",
-             "--graceful-timeout", "2", "--chdir", str(tmp_path), "limited:server"],
-            stderr=subprocess.PIPE, text=True)
-        started.append(proc)
-        port, booted = None, False
-        for line in proc.stderr:              # gunicorn's log: its port, then its worker
-            match = re.search(r"Listening at: http://127\.0\.0\.1:(\d+)", line)
-            port = int(match.group(1)) if match else port
-            if "Booting worker" in line:
-                booted = True
-                break
-        assert port and booted, "gunicorn did not start"
-        threading.Thread(target=proc.stderr.read, daemon=True).start()    # never fills
-        return port
-    yield start
-    for proc in started:
-        proc.terminate()
-        proc.wait(15)
-        proc.stderr.close()
 
 
 def test_under_gunicorn_the_body_cap_the_state_cap_and_the_inflight_budget_hold(gunicorn):
