@@ -3840,15 +3840,14 @@ class Server:
                         "tools and read its resources; set Server(auth=...) to require a "
                         "bearer token, and Server(allowed_hosts=[...]) to the names clients "
                         "use (bind 127.0.0.1 to serve this machine alone)", shown)
-        print(f"mcp_min: serving {self.name} on http://{shown}:{httpd.server_port}"
-              f"{self.http_path}", file=sys.stderr, flush=True)
-        saved = {}
-        if threading.current_thread() is threading.main_thread():
-            saved[signal.SIGTERM] = signal.signal(signal.SIGTERM, httpd.stop)
-            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-                saved[signal.SIGINT] = signal.signal(signal.SIGINT, httpd.stop)
-        code = 0
-        try:
+        saved, code = {}, 0
+        try:                                  # our handlers before the line saying "serving"
+            if threading.current_thread() is threading.main_thread():
+                saved[signal.SIGTERM] = signal.signal(signal.SIGTERM, httpd.stop)
+                if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                    saved[signal.SIGINT] = signal.signal(signal.SIGINT, httpd.stop)
+            print(f"mcp_min: serving {self.name} on http://{shown}:{httpd.server_port}"
+                  f"{self.http_path}", file=sys.stderr, flush=True)
             httpd.serve_forever()
         except KeyboardInterrupt:             # ours (stop), or Python's own for Ctrl+C
             if httpd.stop_signal in (None, signal.SIGINT):
