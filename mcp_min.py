@@ -3802,25 +3802,66 @@ class Server:
 
     def wsgi(self, environ, start_response):
         """The WSGI application serving Streamable HTTP at ``http_path`` (the server is one
-        too: ``gunicorn app:server``). The first request enters the lifespan for good."""
-        global _tune_allocator
+        too: ``gunicorn app:server``). The first request of a worker process enters the
+        lifespan (``start_http``); the process's exit leaves it."""
         endpoint = self._http
         if endpoint is None:
-            with Server._http_start_lock:
-                if self._http is None:
-                    self.prepare()
-                    if environ.get("SERVER_SOFTWARE", "").startswith("gunicorn/"):
-                        _tune_allocator = True    # a worker process serves this app alone
-                    self._enter_lifespan()
-                    self._http = HttpEndpoint(self)
-                    if not self.http_sessions and not self.request_state.shared:
-                        log.warning("requestState is signed with a key of this process alone: "
-                                    "give every worker the same MCP_MIN_STATE_KEY, or a retry "
-                                    "that reaches another worker is refused")
-            endpoint = self._http
+            endpoint = self.start_http(environ.get("SERVER_SOFTWARE", ""))
         return endpoint(environ, start_response)
 
     __call__ = wsgi
+
+    #: Seconds before a request tries again a lifespan that failed to start.
+    lifespan_retry = 5.0
+
+    def start_http(self, engine="mcp_min"):
+        """Enter the lifespan and make the HTTP endpoint, once per process: ``run_http``
+        calls it before it serves, an engine's worker on its first request. The lifespan is
+        left when the process exits (``stop_http``). A lifespan that fails is logged once,
+        with its traceback; until it starts (tried again at most every ``lifespan_retry``
+        seconds) every request is answered 503 with the error's one-line summary."""
+        global _tune_allocator
+        with Server._http_start_lock:
+            if isinstance(self._http, HttpEndpoint):
+                return self._http
+            if isinstance(self._http, _LifespanFailed) and not self._http.due():
+                return self._http
+            self.prepare()
+            if engine.startswith(("gunicorn/", "granian")):
+                _tune_allocator = True        # a worker process serves this app alone
+            try:
+                self._enter_lifespan()
+            except Exception as e:
+                _log_failure("the lifespan", e)
+                self._http = _LifespanFailed(e, self.lifespan_retry)
+                return self._http
+            self._http = HttpEndpoint(self)
+            _at_process_exit(self.stop_http)
+            alone = engine == "mcp_min"       # run_http: one process, whatever it shares
+            if not (alone or self.http_sessions or self.request_state.shared):
+                log.warning("requestState is signed with a key of this process alone: give "
+                            "every worker the same MCP_MIN_STATE_KEY, or a retry that "
+                            "reaches another worker is refused")
+            return self._http
+
+    def stop_http(self, httpd=None):
+        """The end of serving HTTP in this process (run_http's, or the process's exit under
+        an engine): the calls still running are cancelled and get ``cancel_timeout`` seconds
+        to return (``httpd``: and their replies to be written), then the lifespan closes.
+        Once: later calls do nothing."""
+        with Server._http_start_lock:
+            endpoint, self._http = self._http, None
+        if not isinstance(endpoint, HttpEndpoint):
+            return
+        # An engine may signal its worker twice (a terminal's Ctrl+C reaches the whole
+        # process group, and the master passes it on): a second signal must not cut the
+        # lifespan's exit in half. The engine kills a worker that takes too long.
+        held = _ignore_stop_signals()
+        try:
+            self._cancel_http_calls(httpd)
+            self._exit_lifespan()
+        finally:
+            _restore_signals(held)
 
     def run_http(self, address="127.0.0.1:8000"):
         """Serve ``wsgi`` on wsgiref at "HOST:PORT" until Ctrl+C or SIGTERM: for development
@@ -3833,6 +3874,12 @@ class Server:
         httpd = make_http_server(self.wsgi, host, port, self.idle_timeout,
                                  self.max_connections,
                                  min(self.max_body_bytes, self.max_line_bytes))
+        started = self.start_http()           # the lifespan, before a request is taken
+        if isinstance(started, _LifespanFailed):
+            httpd.server_close()
+            self._http = None
+            raise SystemExit(f"mcp_min: cannot serve {self.name}: its lifespan failed: "
+                             f"{started.summary}")
         shown = f"[{host}]" if ":" in host else host
         if not _is_loopback(host) and self.auth is None and self.allowed_hosts is None:
             log.warning("listening on %s, which other machines can reach, with no auth: "
@@ -3855,9 +3902,7 @@ class Server:
         finally:
             httpd.server_close()
             httpd.drain(self.grace_period, self._http)
-            self._cancel_http_calls(httpd)
-            if self._http is not None:        # a request came: the lifespan was entered
-                self._exit_lifespan()
+            self.stop_http(httpd)
             for signum, handler in saved.items():
                 if handler is not None:       # None: set outside Python; it cannot be put back
                     signal.signal(signum, handler)
@@ -3875,7 +3920,8 @@ class Server:
                 session.cancel(request_id, "the server is shutting down", stopping=True)
         deadline = time.monotonic() + self.cancel_timeout
         while time.monotonic() < deadline and (
-                httpd.serving or any(session.running for session in busy)):
+                (httpd is not None and httpd.serving)
+                or any(session.running for session in busy)):
             time.sleep(0.01)
         left = sum(len(session.running) for session in busy)
         if left:
@@ -5072,6 +5118,62 @@ def _public_url(url):
                          f"at, with a host and no query or fragment, like "
                          f"'https://mcp.example.com/mcp', not {url!r}")
     return url
+
+
+class _LifespanFailed:
+    """The WSGI application of a process whose lifespan failed to start: every request gets
+    503 with the error's one-line summary (its traceback was logged once, by start_http)
+    until the lifespan is tried again."""
+
+    def __init__(self, error, retry):
+        import traceback
+        self.summary = _exception_line(error, traceback, 200)
+        self.retry, self.retry_at = retry, time.monotonic() + retry
+
+    def due(self):
+        return time.monotonic() >= self.retry_at
+
+    def __call__(self, environ, start_response):
+        length = environ.get("CONTENT_LENGTH") or ""
+        if _is_length(length) and int(length) <= 1 << 16:    # read, as engines expect
+            environ["wsgi.input"].read(int(length))
+        body = encode_message(error_response(None, INTERNAL_ERROR, "Service Unavailable: the "
+                                             f"server's lifespan failed: {self.summary}"))
+        return HttpEndpoint.reply(start_response, 503, body,
+                                  [("Retry-After", str(max(1, round(self.retry))))])
+
+
+def _ignore_stop_signals():
+    """Ignore SIGINT, SIGTERM and SIGQUIT (on the main thread, where signals are handled);
+    returns what _restore_signals needs to put their handlers back."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    import signal
+    held = {}
+    for name in ("SIGINT", "SIGTERM", "SIGQUIT"):
+        signum = getattr(signal, name, None)
+        if signum is not None:
+            held[signum] = signal.signal(signum, signal.SIG_IGN)
+    return held
+
+
+def _restore_signals(held):
+    import signal
+    for signum, handler in held.items():
+        if handler is not None:               # None: set outside Python; it cannot be put back
+            signal.signal(signum, handler)
+
+
+def _at_process_exit(fn):
+    """Call ``fn`` as this process exits: by atexit when Python exits the usual way (the
+    embedded server, gunicorn's and waitress's processes), and by multiprocessing's own exit
+    in a worker process it started (granian's), which skips atexit for os._exit."""
+    import atexit
+    atexit.register(fn)
+    multiprocessing = sys.modules.get("multiprocessing")
+    if multiprocessing is not None and multiprocessing.parent_process() is not None:
+        from multiprocessing import util
+        util.Finalize(None, fn, exitpriority=10)
 
 
 class HttpEndpoint:
