@@ -3903,9 +3903,7 @@ class Server:
             httpd.server_close()
             httpd.drain(self.grace_period, self._http)
             self.stop_http(httpd)
-            for signum, handler in saved.items():
-                if handler is not None:       # None: set outside Python; it cannot be put back
-                    signal.signal(signum, handler)
+            _restore_signals(saved)
         return code
 
     def _cancel_http_calls(self, httpd):
