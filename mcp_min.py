@@ -4439,16 +4439,20 @@ class Session(Peer):
         self.deadline = None                # end of the grace period, once input has ended
         self.lock = threading.Lock()        # guards running, and orders progress before replies
         self.principal = None               # who the transport says the client is (HTTP)
-        self.running_here, self.calls_here = None, 0    # calls on the reader (run_here)
-        self.watching = False               # a watch_reader thread is looking at them
-        self.watcher = None                 # the lock it parks on between calls
-        self.look_due = float("inf")        # when that thread will want the GIL to look
-        self.looked = _thread.allocate_lock()   # it releases this after a look (see run_here)
-        self.looked.acquire()
-        self.input_over = threading.Event() # set by the thread that read to the end
-        self.stopping = False               # a stop signal came: read no further
-        self.read_error = None              # what stopped the reading, if not end of input
         self.write_lock = threading.RLock()  # run() holds it around a response (initialize's)
+        if write_fd is not None:            # it reads its input itself (HTTP's are handed it)
+            self.looked = _thread.allocate_lock()   # released after a look (see run_here)
+            self.looked.acquire()
+            self.input_over = threading.Event()     # set by the thread that read to the end
+
+    # The reader's state, set on the instance as it changes.
+    running_here = None                     # the call running on the reader (run_here)
+    calls_here = 0                          # how many have
+    watching = False                        # a watch_reader thread is looking at them
+    watcher = None                          # the lock it parks on between calls
+    look_due = float("inf")                 # when that thread will want the GIL to look
+    stopping = False                        # a stop signal came: read no further
+    read_error = None                       # what stopped the reading, if not end of input
 
     # -- dispatch ------------------------------------------------------------------------------
     def handle_batch(self, items, outlet):
@@ -5020,6 +5024,19 @@ def _header_value(raw):
 _BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
 
 
+def _accepted(accept):
+    """Whether an Accept header takes text/event-stream, and application/json. Clients
+    send the same one every time: short ones are remembered (a cache that cannot grow)."""
+    if len(accept) > 200:
+        return _accepts(accept, "text/event-stream"), _accepts(accept, "application/json")
+    return _accepted_short(accept)
+
+
+@functools.lru_cache(maxsize=64)
+def _accepted_short(accept):
+    return _accepts(accept, "text/event-stream"), _accepts(accept, "application/json")
+
+
 def _accepts(accept, media_type):
     """Whether an Accept header takes ``media_type``: the most specific range that names it
     (whatever its case) decides, and q=0 refuses it (RFC 9110 12.5.1)."""
@@ -5060,6 +5077,11 @@ def _host_parts(host):
         if ":" not in name or _ip_address(name) is None:
             return None
     return name, None if match[2] is None else int(match[2])
+
+
+#: check_host's _host_parts: clients send the same Host every time (300 characters at most:
+#: a DNS name has 253, so the cache cannot grow past 64 of them).
+_known_host_parts = functools.lru_cache(maxsize=64)(_host_parts)
 
 
 @functools.lru_cache(maxsize=256)          # the same few names and addresses come every time
@@ -5201,6 +5223,9 @@ class HttpEndpoint:
             raise
         if not environ.get("mcp_min.reserved"):
             return result
+        if type(result) is list:              # a whole response: the call is over
+            self.release(environ)             # (and a list is the engines' quickest body)
+            return result
         return _Releasing(result, lambda: self.release(environ))
 
     def route(self, environ, start_response):
@@ -5260,7 +5285,7 @@ class HttpEndpoint:
         host = environ.get("HTTP_HOST")
         if host is None:
             raise _HttpRefusal(400, "Bad Request: send a Host header (RFC 9112 3.2)")
-        parts = _host_parts(host)
+        parts = _known_host_parts(host) if len(host) <= 300 else None
         if parts is None:
             raise _HttpRefusal(400, f"Bad Request: Host {_preview(host)} is not a host name "
                                     "or address with an optional port")
@@ -5330,8 +5355,8 @@ class HttpEndpoint:
     def post(self, environ, start_response, principal):
         server = self.server
         accept = environ.get("HTTP_ACCEPT", "*/*")
-        sse = _accepts(accept, "text/event-stream")
-        if not (sse or _accepts(accept, "application/json")):
+        sse, takes_json = _accepted(accept)
+        if not (sse or takes_json):
             raise _HttpRefusal(406, "Not Acceptable: accept application/json and "
                                     "text/event-stream")
         if environ.get("CONTENT_TYPE", "").split(";")[0].strip().lower() != "application/json":
@@ -5387,8 +5412,8 @@ class HttpEndpoint:
 
     def read_body(self, environ):
         """The POST's body, read once its length is known to be within max_body_bytes and
-        within what max_inflight_bytes has left (that much stays reserved until the response
-        is sent: see release)."""
+        within what max_inflight_bytes has left (that much stays reserved while the call
+        runs: until its whole response is made, or until its stream ends)."""
         server, length = self.server, environ.get("CONTENT_LENGTH")
         limit = min(server.max_body_bytes, server.max_line_bytes)
         if length and not _is_length(length):

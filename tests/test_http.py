@@ -421,20 +421,26 @@ def test_a_request_state_too_long_to_be_sent_back_is_not_issued():
     assert "over the limit of 100 (Server(max_state_bytes=...))" in error["message"]
 
 
-def test_the_inflight_budget_is_held_until_the_response_is_closed():
-    message = modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
-    size = len(json.dumps(message))           # room for one such body, not two
+def test_the_inflight_budget_is_held_while_a_response_streams_and_no_longer():
+    streamed = modern("tools/call", {"name": "report", "arguments": {"steps": 2}},
+                      progressToken="p")
+    whole = modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+    size = max(len(json.dumps(streamed)), len(json.dumps(whole)))   # room for one, not two
     server = make_server(max_body_bytes=size, max_inflight_bytes=size + 10)
-    status, _, first = wsgi_open(server.wsgi, body=message, headers=modern_headers(message))
-    assert status == 200
-    status, headers, body = wsgi_call(server.wsgi, body=message, headers=modern_headers(message))
+    status, headers, stream = wsgi_open(server.wsgi, body=streamed,
+                                        headers=modern_headers(streamed))
+    assert status == 200 and headers["content-type"] == "text/event-stream"
+    status, headers, body = wsgi_call(server.wsgi, body=whole, headers=modern_headers(whole))
     error = json.loads(body)["error"]
     assert status == 503 and headers["retry-after"] == "1" and error["code"] == -32603
     assert "max_inflight_bytes" in error["message"]
-    assert json.loads(b"".join(first))["result"]["structuredContent"] == {"result": 3}
-    first.close()
-    status, _, _ = wsgi_call(server.wsgi, body=message, headers=modern_headers(message))
+    assert b'"text":"reported"' in b"".join(stream)
+    stream.close()
+    assert server._http.inflight == 0
+    # A whole answer gives its budget back as it is returned, before it is sent.
+    status, _, answer = wsgi_open(server.wsgi, body=whole, headers=modern_headers(whole))
     assert status == 200 and server._http.inflight == 0
+    assert json.loads(b"".join(answer))["result"]["structuredContent"] == {"result": 3}
 
 
 @pytest.mark.parametrize("settings, problem", [
