@@ -2,14 +2,28 @@
 worker serves its first request, left when it exits, on SIGTERM and Ctrl+C alike), and a
 lifespan that fails says so loudly, once, instead of a traceback per request. Each engine is
 started as a subprocess on 127.0.0.1: the embedded server (`mcp_min.py serve --http`),
-gunicorn and granian (pinned in tests/requirements.txt; skipped if missing)."""
+gunicorn and granian (pinned in tests/requirements.txt; skipped if missing).
 
+Several processes behind a load balancer, deployed as docs/http.md ("Several processes
+and machines") says: two single-process granian backends with sessions and one
+MCP_MIN_STATE_KEY, behind HAProxy running the configuration shown there (only its ports
+replaced), driven over raw HTTP through the proxy, each request on a fresh connection: a
+handshake-era session keeps to the backend that opened it (POSTs, its GET stream,
+DELETE), sessions are spread over both, and without the stick lines a session is lost
+(404). The official Python SDK client in legacy mode goes through it too. Skipped
+without haproxy."""
+
+import functools
 import http.client
 import importlib.util
+import inspect
 import json
 import os
 import re
+import secrets
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +32,7 @@ import time
 import pytest
 
 from conftest import ROOT
+from sdk_compat import CLIENTS, Run
 
 import mcp_min
 
@@ -48,20 +63,20 @@ def add(a: int, b: int) -> int:
 """
 
 ENGINES = {
-    "gunicorn": lambda app, port: [sys.executable, "-m", "gunicorn", "--workers", "2",
-                                   "--worker-class", "gthread", "--threads", "4", "--bind",
-                                   f"127.0.0.1:{port}", "--no-control-socket",
-                                   "--graceful-timeout", "5", app],
-    "granian": lambda app, port: [sys.executable, "-m", "granian", "--interface", "wsgi",
-                                  "--workers", "2", "--blocking-threads", "8", "--port",
-                                  str(port), "--log-level", "info", app],
+    "gunicorn": lambda app, port, workers: [
+        sys.executable, "-m", "gunicorn", "--workers", str(workers),
+        "--worker-class", "gthread", "--threads", "4", "--bind", f"127.0.0.1:{port}",
+        "--no-control-socket", "--graceful-timeout", "5", app],
+    "granian": lambda app, port, workers: [
+        sys.executable, "-m", "granian", "--interface", "wsgi",
+        "--workers", str(workers), "--blocking-threads", "8", "--port", str(port),
+        "--log-level", "info", app],
 }
 # What each engine logs once a worker is ready to serve.
 WORKER_READY = {"gunicorn": "Booting worker with pid", "granian": "Started worker-"}
 
 
 def free_port():
-    import socket
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -86,23 +101,25 @@ def call(port, a=2, b=3, timeout=5):
 
 
 class Engine:
-    """An engine serving APP from tmp_path, on a free port, its log read on a thread."""
+    """An engine serving APP (or `source`) from tmp_path with `workers` processes, on a
+    free port, its log read on a thread; `env` is added to the environment it gets."""
 
-    def __init__(self, name, tmp_path, fail=False):
+    def __init__(self, name, tmp_path, fail=False, source=None, workers=2, env=None):
         if importlib.util.find_spec(name) is None:
             pytest.skip(f"{name} is not installed (tests/requirements.txt)")
         self.name, self.life_log = name, tmp_path / "life.log"
         (tmp_path / "engine_app.py").write_text(
-            APP.format(root=str(ROOT), log=str(self.life_log), fail=fail))
+            source or APP.format(root=str(ROOT), log=str(self.life_log), fail=fail))
         self.port = free_port()
-        self.proc = subprocess.Popen(ENGINES[name]("engine_app:server", self.port),
-                                     cwd=tmp_path, stdout=subprocess.PIPE,
+        command = ENGINES[name]("engine_app:server", self.port, workers)
+        self.proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True,
-                                     start_new_session=True)
+                                     start_new_session=True,
+                                     env={**os.environ, **(env or {})})
         self.log = []                         # (granian logs to stdout, gunicorn to stderr)
         threading.Thread(target=lambda: self.log.extend(self.proc.stdout), daemon=True).start()
         deadline = time.monotonic() + 20
-        while "".join(self.log).count(WORKER_READY[name]) < 2:     # both workers up
+        while "".join(self.log).count(WORKER_READY[name]) < workers:   # all of them up
             assert time.monotonic() < deadline and self.proc.poll() is None, "".join(self.log)
             time.sleep(0.05)
 
@@ -218,3 +235,264 @@ def test_serve_http_with_a_failing_lifespan_exits_1_naming_the_error(tmp_path):
     assert done.stderr.strip().splitlines()[-1] == (
         "mcp_min: cannot serve engines: its lifespan failed: ConnectionRefusedError: the "
         "database at db.example:5432 refused the connection")
+
+
+# ======================================================================================
+# Single-process backends behind HAProxy (docs/http.md, "Several processes and
+# machines")
+# ======================================================================================
+
+HAPROXY = (shutil.which("haproxy")
+           or shutil.which("haproxy", path="/usr/sbin:/usr/local/sbin"))
+HTTP_DOC = (ROOT / "docs" / "http.md").read_text(encoding="utf-8")
+HANDSHAKE = "2025-11-25"
+
+
+def documented(language, marker=""):
+    """The one code block of `language` in docs/http.md that contains `marker`."""
+    blocks = re.findall(rf"```{language}\n(.*?)```", HTTP_DOC, re.S)
+    (block,) = [block for block in blocks if marker in block]
+    return block
+
+
+def haproxy_config(port, backend_ports, sticky=True):
+    """THE HAProxy configuration docs/http.md shows, with its ports replaced and nothing
+    else: the bind's 127.0.0.1:8000 by `port`, the servers' 127.0.0.1:8001 and :8002 by
+    `backend_ports` (exactly those three must be found). Without `sticky`, its three
+    `stick` lines are left out."""
+    config = documented("haproxy")
+    ports = {"8000": port, "8001": backend_ports[0], "8002": backend_ports[1]}
+    config, replaced = re.subn(r"(?<=127\.0\.0\.1:)(800[012])\b",
+                               lambda found: str(ports[found[1]]), config)
+    assert replaced == 3, config
+    if not sticky:
+        config, removed = re.subn(r"^ *stick.*\n", "", config, flags=re.M)
+        assert removed == 3, config
+    return config
+
+
+def test_the_documented_proxy_timeouts_outlast_the_heartbeat():
+    """HAProxy cuts a connection quiet for `timeout client` or `timeout server`; a
+    stream is never quiet for longer than the Server's `heartbeat`, so both must be
+    several times that (by hand, a GET stream through HAProxy with 3 s timeouts lives on
+    at a 1 s heartbeat, and is cut after 3 s at a 10 s one)."""
+    heartbeat = inspect.signature(mcp_min.Server).parameters["heartbeat"].default
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+    timeouts = {side: int(number) * units[unit] for side, number, unit in
+                re.findall(r"timeout (client|server) (\d+)(ms|s|m|h|d)\b",
+                           documented("haproxy"))}
+    assert set(timeouts) == {"client", "server"}
+    assert all(seconds >= 3 * heartbeat for seconds in timeouts.values()), timeouts
+
+
+# The backends' application: the relay docs/http.md shows (its Python block with
+# `relay`), a tool naming the process that answers, and one that announces a change as
+# the broker would deliver it (here to this process's relay alone).
+SCALE_APP = """
+import os, sys
+sys.path.insert(0, {root!r})
+{relay}
+@server.tool
+def whoami() -> int:
+    return os.getpid()
+
+@server.tool
+def announce(kind: str, what: str) -> int:
+    changes.put((kind, what))
+    return os.getpid()
+
+@server.resource("notes://{{name}}")
+def note(name: str) -> str:
+    return name
+"""
+
+
+def post(port, message, session=None):
+    """`message` POSTed on a fresh connection (so that only the proxy's rules route it):
+    (status, the response's Mcp-Session-Id, its JSON body or None)."""
+    headers = {"Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream"}
+    if session is not None:
+        headers.update({"Mcp-Session-Id": session, "MCP-Protocol-Version": HANDSHAKE})
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("POST", "/mcp", json.dumps(message), headers)
+        response = connection.getresponse()
+        body = response.read()
+        return (response.status, response.getheader("Mcp-Session-Id"),
+                json.loads(body) if body else None)
+    finally:
+        connection.close()
+
+
+def rpc(method, params=None):
+    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
+
+
+INITIALIZE = rpc("initialize", {"protocolVersion": HANDSHAKE, "capabilities": {},
+                                "clientInfo": {"name": "pytest", "version": "1"}})
+
+
+def open_session(port):
+    status, session, body = post(port, INITIALIZE)
+    assert status == 200 and session, body
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert post(port, initialized, session)[0] == 202
+    return session
+
+
+def call_tool(port, session, name, **arguments):
+    message = rpc("tools/call", {"name": name, "arguments": arguments})
+    status, _, body = post(port, message, session)
+    assert status == 200 and body["result"]["isError"] is False, body
+    return body["result"]["structuredContent"]["result"]
+
+
+def next_message(stream):
+    """The next message of an SSE response (keep-alive lines skipped)."""
+    while line := stream.readline():
+        if line.startswith(b"data: "):
+            return json.loads(line[6:])
+    raise AssertionError("the stream ended")
+
+
+@pytest.fixture(scope="module")
+def backends(tmp_path_factory):
+    """Two granian backends of one process each (`--workers 1`), with sessions and the
+    same MCP_MIN_STATE_KEY: their ports."""
+    if HAPROXY is None:
+        pytest.skip("haproxy is not installed: the scale-out tests run it in front of "
+                    "two backends (apt install haproxy)")
+    source = SCALE_APP.format(root=str(ROOT), relay=documented("python", "def relay("))
+    key = {"MCP_MIN_STATE_KEY": secrets.token_hex(32)}
+    started = []
+    try:
+        for name in ("backend-a", "backend-b"):
+            started.append(Engine("granian", tmp_path_factory.mktemp(name),
+                                  source=source, workers=1, env=key))
+        yield [each.port for each in started]
+    finally:
+        for each in started:
+            each.close()
+
+
+@pytest.fixture
+def haproxy(tmp_path):
+    """start(config): haproxy in the foreground (-db) running `config`, once it listens;
+    stopped after the test."""
+    started = []
+
+    def start(config):
+        name = f"haproxy-{len(started)}"
+        path, log = tmp_path / f"{name}.cfg", tmp_path / f"{name}.log"
+        path.write_text(config)
+        with open(log, "w") as out:
+            proc = subprocess.Popen([HAPROXY, "-db", "-f", str(path)], stdout=out,
+                                    stderr=subprocess.STDOUT)
+        started.append(proc)
+        port = int(re.search(r"bind 127\.0\.0\.1:(\d+)", config)[1])
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return port
+            except OSError:
+                assert proc.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.05)
+    yield start
+    for proc in started:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_behind_haproxy_a_session_keeps_to_its_backend(backends, haproxy):
+    port = haproxy(haproxy_config(free_port(), backends))
+    session = open_session(port)
+    home = call_tool(port, session, "whoami")
+    # each on a fresh connection: only the stick table sends it to the session's process
+    assert [call_tool(port, session, "whoami") for _ in range(12)] == [home] * 12
+
+    # its GET stream goes there too, and hears the changes that a tool call announces
+    listener = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        listener.request("GET", "/mcp", headers={
+            "Accept": "text/event-stream", "Mcp-Session-Id": session,
+            "MCP-Protocol-Version": HANDSHAKE})
+        stream = listener.getresponse()
+        assert stream.status == 200
+        assert stream.getheader("Content-Type") == "text/event-stream"
+        subscribe = rpc("resources/subscribe", {"uri": "notes://a"})
+        status, _, body = post(port, subscribe, session)
+        assert status == 200 and body["result"] == {}, body
+        announce = functools.partial(call_tool, port, session, "announce")
+        assert announce(kind="updated", what="notes://a") == home
+        assert next_message(stream) == {"jsonrpc": "2.0",
+                                        "method": "notifications/resources/updated",
+                                        "params": {"uri": "notes://a"}}
+        assert announce(kind="list_changed", what="tools") == home
+        assert next_message(stream)["method"] == "notifications/tools/list_changed"
+    finally:
+        listener.close()
+
+    # round robin: another session may open on the other backend, and keeps to its own
+    homes = {home}
+    for _ in range(6):
+        other = open_session(port)
+        there = call_tool(port, other, "whoami")
+        assert [call_tool(port, other, "whoami") for _ in range(4)] == [there] * 4
+        homes.add(there)
+        if len(homes) == 2:
+            break
+    assert len(homes) == 2, "every session opened on the same backend"
+
+    # DELETE reaches the session's backend: the session ends there
+    ending = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        ending.request("DELETE", "/mcp", headers={"Mcp-Session-Id": session,
+                                                  "MCP-Protocol-Version": HANDSHAKE})
+        assert ending.getresponse().status == 204
+    finally:
+        ending.close()
+    assert post(port, rpc("ping"), session)[0] == 404
+
+
+def test_without_the_stick_lines_a_session_is_lost(backends, haproxy):
+    port = haproxy(haproxy_config(free_port(), backends, sticky=False))
+    status, session, body = post(port, INITIALIZE)
+    assert status == 200 and session, body
+    answers = [post(port, rpc("ping"), session) for _ in range(6)]
+    statuses = [status for status, _, _ in answers]
+    # round robin: every other request reaches the backend that holds the session
+    assert 200 in statuses and 404 in statuses, statuses
+    lost = next(body for status, _, body in answers if status == 404)
+    assert lost["error"]["message"] == "Session not found: initialize again", lost
+
+
+@pytest.mark.sdk
+def test_the_python_sdk_client_in_legacy_mode_keeps_to_one_backend(backends, haproxy):
+    if importlib.util.find_spec("mcp") is None:
+        pytest.skip("the official Python SDK (mcp) is not installed "
+                    "(tests/requirements.txt)")
+    port = haproxy(haproxy_config(free_port(), backends))
+    labels = [f"whoami.{n}" for n in range(3)]
+    steps = [{"op": "callTool", "label": label, "name": "whoami", "arguments": {}}
+             for label in labels]
+    command = [sys.executable, str(CLIENTS / "http_py_client.py"), "--mode", "legacy",
+               "--trace", json.dumps(steps), "--", f"http://127.0.0.1:{port}/mcp"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=90,
+                          cwd=CLIENTS)
+    run = Run.of("py", "legacy", done)
+    assert len({run.ok(label)["structuredContent"]["result"] for label in labels}) == 1
+    exchanges = [r for r in run.records if r["event"] == "http"]
+    (opened,) = [r for r in exchanges if r["rpc"] == "initialize"]
+    session = opened["response"]["mcp-session-id"]
+    later = [r for r in exchanges if r is not opened]
+    # its POSTs, its GET stream and its DELETE all named the session and found it
+    assert {r["method"] for r in later} == {"POST", "GET", "DELETE"}, later
+    assert all(r["request"].get("mcp-session-id") == session and r["status"] < 300
+               for r in later), later
