@@ -22,28 +22,62 @@ After the handshake (initialize, then notifications/initialized), the client cal
     C->S {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add",...}}
     S->C {"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"5"}],...}}
 
-That request's way through this file, from its line on stdin to the reply's line on stdout:
+That request's way through this file, from its line on stdin to the reply's line on
+stdout, one stop a line, in call order:
 
-    read_lines              Server.run -> Session.serve starts a thread that reads stdin
-                            with it (Peer.keep_reading)
-    Peer.handle_line        decode_message: the bytes -> JSON, or a parse error
-    Peer.handle_message     classify: a request, a notification or a response?
-    Session.handle_request  checks the session (initialized? the capability declared?); a
-                            2026-07-28 request, which names its protocol version in
-                            params._meta and needs no handshake, goes to handle_stateless
-    Session.start           a Context for the call; run here (on the reader, if the pool is
-                            idle) or queued on the WorkerPool
-    Session.run             calls the handler from server.handlers: Server.call_tool, which
-                            checks the arguments with the tool's Signature and calls add()
-    encode_message          the result -> one compact line
-    outlet.respond          the outlet is where the reply goes: the Session, or a Batch
+    Server.run              claims stdin and stdout for the protocol, catches stop signals
+    Server.serve            a Session for the connection; the lifespan is entered
+    Session.serve           starts the reader thread, then waits for the end of input
+    Session.read_to_end     the reader thread's body: it reads until the input ends
+    Peer.keep_reading       one line at a time, from read_lines
+    Peer.handle_line        a blank line is skipped; anything else is decoded
+    decode_message          the bytes -> JSON, or a parse error (-32700)
+    Peer.handle_message     a batch, or one message
+    classify                a request, a notification or a response? (-32600 if none)
+    Session.handle_request  checks the session: initialized? the capability declared?
+    Session.start           a Context for the call, under the request's id
+    Session.run_here        runs it on the reader if the pool is idle (a watcher thread
+                              takes the reading over should it last)
+    WorkerPool.borrow       ...taking one of the pool's places, or else queues it there
+    Session.run             runs the handler and writes its response to the outlet
+    _call_handler           the entry of server.handlers: handler(ctx, params)
+    Server.call_tool        the handler of tools/call
+    _named                  the tool params.name names, or -32602
+    Tool.call               checks the arguments, calls the function, shapes the result
+    Signature.bind          the arguments -> keyword arguments, checked against the schema
+    Entry.invoke            calls add(a=2, b=3)
+    Tool.result             its return value -> content blocks and structuredContent
+    _shape_result           the result as the session's protocol version has it
+    encode_message          the response -> one compact line
+    Peer.respond            the outlet: the Session itself (a Batch or an HTTP stream too)
     Peer.send_frame         writes the line under the write lock: replies from several
-                            workers never interleave
+                              workers never interleave
+    write_all               every byte, retrying short writes
 
-Over HTTP, HttpEndpoint hands each POST's message to the same handle_message (a 2026-07-28
-request to handle_stateless) with an EventStream as the outlet, which carries the reply back
-as the POST's response. Every method is an entry in ``server.handlers``: a callable taking
-``(ctx, params)`` and returning the result; replace or add entries to change the server.
+A 2026-07-28 request, which names its protocol version in params._meta and needs no
+handshake, leaves that way at the session and joins it again to run:
+
+    Session.handle_request  sees the envelope in params._meta
+    Session.handle_stateless  checks it (Envelope), and the method
+    Session.start           as above
+    Session.run             as above, but through run_stateless
+    Server.run_stateless    runs the handler; a question for the client becomes an
+                              input_required result; the result gets its resultType
+
+Over HTTP, a POST reaches the same Session through the WSGI application:
+
+    HttpEndpoint.route      Host, Origin, the path and the token
+    HttpEndpoint.post       Accept, Content-Type, the body; the era from its headers
+    HttpEndpoint.check_headers  2026-07-28: the headers must agree with the body
+    HttpEndpoint.exchange   an EventStream is the request's outlet
+    HttpEndpoint.dispatch   hands the message to Session.handle_request
+    Session.handle_request  as above
+    HttpSession.run_here    a quick tool runs on the engine's thread, others on the pool
+    Server.run_stateless    as above
+    HttpEndpoint.reply      the response as JSON (or as an SSE stream, by events)
+
+Every method is an entry in ``server.handlers``: a callable taking ``(ctx, params)`` and
+returning the result; replace or add entries to change the server.
 
 The sections, lower layers first:
 
