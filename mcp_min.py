@@ -549,6 +549,14 @@ def error_response(request_id, code, message, data=None):
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
+def error_frame(request_id, code, message, data=None):
+    """An error reply, encoded; without ``data`` if that is not JSON."""
+    try:
+        return encode_message(error_response(request_id, code, message, data))
+    except (TypeError, ValueError):
+        return encode_message(error_response(request_id, code, message))
+
+
 def classify(message):
     """Return "request", "notification" or "response", or raise JSONRPCError(INVALID_REQUEST)
     saying what is wrong. The error's ``data`` holds the id when it is readable, and "kind":
@@ -4726,13 +4734,7 @@ class Session(Peer):
                 if self.running.get(rid) is ctx:
                     del self.running[rid]
 
-    @staticmethod
-    def encode_error(rid, code, message, data=None):
-        """An error response; without ``data`` if that is not JSON."""
-        try:
-            return encode_message(error_response(rid, code, message, data))
-        except (TypeError, ValueError):
-            return encode_message(error_response(rid, code, message))
+    encode_error = staticmethod(error_frame)
 
     def handle_notification(self, message):
         handler = self.server.handlers.get(message["method"])
