@@ -3869,7 +3869,8 @@ class Server:
             if isinstance(self._http, _LifespanFailed) and not self._http.due():
                 return self._http
             self.prepare()
-            if engine.startswith(("gunicorn/", "granian")):
+            # SERVER_SOFTWARE says "gunicorn/27.0.1" in gunicorn, "Granian" in granian
+            if engine.lower().startswith(("gunicorn/", "granian")):
                 _tune_allocator = True        # a worker process serves this app alone
             try:
                 self._enter_lifespan()

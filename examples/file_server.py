@@ -1,6 +1,7 @@
 """Serve the files under one directory as resources, and nothing outside it.
 
     python3 examples/file_server.py [ROOT]        # or FILE_SERVER_ROOT=ROOT; default: examples/
+    cd examples && FILE_SERVER_ROOT=ROOT granian --interface wsgi file_server:server
 
 The resource template is file:///{+path}, with the path relative to ROOT: file:///notes/a.txt
 is ROOT/notes/a.txt. A client (or a model choosing URIs) may send anything, so every path is
@@ -36,7 +37,11 @@ INVALID_PARAMS = -32602            # JSON-RPC "Invalid params": a URI we refuse 
 MAX_BYTES = 10 << 20               # the largest file served
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.realpath(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("FILE_SERVER_ROOT", HERE))
+# The command line is this file's only when it runs as a script: served by an engine
+# (granian, gunicorn) or by `mcp_min.py serve`, sys.argv is theirs.
+ARGUMENTS = sys.argv[1:] if __name__ == "__main__" else []
+ROOT = os.path.realpath(ARGUMENTS[0] if ARGUMENTS
+                        else os.environ.get("FILE_SERVER_ROOT", HERE))
 
 server = Server("file-server", "1.0.0", title="Files under one directory",
                 instructions=f"Read files with resources/read on file:///<path relative to the root>; "

@@ -1,10 +1,15 @@
 """Shared fixtures: a real server subprocess driven line by line over its pipes (``Wire``),
-and the in-memory client for unit tests."""
+and the in-memory client for unit tests. For Streamable HTTP: granian serving a server
+as in production (``Granian``), and 2026-07-28 requests sent over real connections."""
 
+import http.client
+import importlib.util
 import json
 import os
 import queue
+import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -189,3 +194,167 @@ def wire(spawn):
     w = spawn("everything.py")
     w.initialize()
     return w
+
+
+# -- Streamable HTTP on an engine ------------------------------------------------------
+ACCEPT = "application/json, text/event-stream"
+TRIES = 60          # fresh connections tried before concluding that a second worker
+                    # never answers
+
+
+def free_port():
+    """A port of 127.0.0.1 that nothing listens on, for an engine that cannot take 0."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Granian:
+    """granian (pinned in tests/requirements.txt; the test is skipped without it)
+    serving the WSGI application ``target`` ("module:name", imported from ``cwd``) on a
+    free port of 127.0.0.1: ``workers`` processes, ``threads`` blocking threads each,
+    and the command-line ``options`` given.
+    Its log (granian writes it, and what its workers print, to stdout) is read on a
+    thread: it says when the workers are up and what their pids are, and the pipe never
+    fills."""
+
+    def __init__(self, target, cwd=SERVERS, workers=1, threads=8, env=None, options=()):
+        if importlib.util.find_spec("granian") is None:
+            pytest.skip("granian is not installed (tests/requirements.txt)")
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "granian", "--interface", "wsgi",
+             "--workers", str(workers), "--blocking-threads", str(threads),
+             "--port", str(self.port), "--log-level", "info", *options, target],
+            cwd=cwd, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, encoding="utf-8", errors="replace",
+            start_new_session=True)           # a group of its own: close() kills it all
+        self.log = []
+        self.reader = threading.Thread(target=lambda: self.log.extend(self.proc.stdout),
+                                       daemon=True)
+        self.reader.start()
+        deadline = time.monotonic() + 30
+        while self.text().count("Started worker-") < workers:
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                self.close()
+                raise AssertionError(f"granian did not start:\n{self.text()}")
+            time.sleep(0.05)
+        spawned = re.findall(r"Spawning worker-\d+ with PID: (\d+)", self.text())
+        self.worker_pids = {int(pid) for pid in spawned}
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+
+    def text(self, since=0):
+        """The log from its line ``since`` on."""
+        return "".join(self.log[since:])
+
+    def connection(self, timeout=15):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def close(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.reader.join(5)
+        self.proc.stdout.close()
+
+
+# A 2026-07-28 request says its version and the client's capabilities in its _meta,
+# and repeats in headers what its body says (docs/http.md).
+def modern(method, params=None, rid=1, **meta):
+    params = dict(params or {})
+    params["_meta"] = {"io.modelcontextprotocol/protocolVersion": mcp_min.V2026_07,
+                       "io.modelcontextprotocol/clientCapabilities": {}, **meta}
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+
+
+def call(name, arguments=None, rid=1, **meta):
+    params = {"name": name, "arguments": arguments or {}}
+    return modern("tools/call", params, rid, **meta)
+
+
+#: The methods whose requests name their target in Mcp-Name, and where it is in params.
+NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
+def send(connection, message, headers=None, path="/mcp"):
+    """POST one message to `path`; the response, unread. The 2026-07-28 headers repeat
+    the body."""
+    extra, params = {}, message.get("params", {})
+    if "_meta" in params:
+        extra = {"MCP-Protocol-Version": mcp_min.V2026_07,
+                 "Mcp-Method": message["method"]}
+        if message["method"] in NAMED:
+            extra["Mcp-Name"] = params[NAMED[message["method"]]]
+    connection.request("POST", path, json.dumps(message), {
+        "Content-Type": "application/json", "Accept": ACCEPT, **extra,
+        **(headers or {})})
+    return connection.getresponse()
+
+
+def messages_of(response):
+    """The JSON-RPC messages of a response, JSON or SSE, read to the end."""
+    body = response.read()
+    if response.getheader("Content-Type", "").startswith("text/event-stream"):
+        return [json.loads(line[6:]) for line in body.decode().splitlines()
+                if line.startswith("data: ")]
+    return [json.loads(body)] if body else []
+
+
+def exchange(farm, message, headers=None):
+    """POST on a fresh connection to ``farm`` (so that any worker may take it): the
+    status and the messages."""
+    connection = farm.connection()
+    try:
+        response = send(connection, message, headers)
+        return response.status, messages_of(response)
+    finally:
+        connection.close()
+
+
+def value(result):
+    return result["structuredContent"]["result"]
+
+
+def logged_pid(messages):
+    """The pid a tool of tests/servers/workers.py logged as it started; None if it never
+    ran."""
+    lines = [m["params"]["data"] for m in messages
+             if m.get("method") == "notifications/message"]
+    if not lines:
+        return None
+    (line,) = lines
+    return int(line.split()[1])
+
+
+def mrtr_rounds(farm, name="Ada"):
+    """One tools/call of tests/servers/workers.py's `greet` in two rounds, each on a
+    fresh connection: the pids that answered the first round and the retry (None if
+    refused), the retry's status and messages."""
+    meta = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+            "io.modelcontextprotocol/logLevel": "info"}
+    status, first = exchange(farm, call("greet", rid=1, **meta))
+    assert status == 200, first
+    result = first[-1]["result"]
+    assert result["resultType"] == "input_required"
+    assert list(result["inputRequests"]) == ["user_name"]
+    answer = {"action": "accept", "content": {"name": name}}
+    retry = modern("tools/call", {
+        "name": "greet", "arguments": {}, "requestState": result["requestState"],
+        "inputResponses": {"user_name": answer}}, 2, **meta)
+    status, second = exchange(farm, retry)
+    return logged_pid(first), logged_pid(second), status, second
+
+
+def retry_on_the_other_worker(farm):
+    """mrtr_rounds, each answered (every worker has the same MCP_MIN_STATE_KEY), until a
+    retry reaches the worker that did not ask: the pids that asked and answered."""
+    for attempt in range(TRIES):
+        asked_by, retried_on, status, messages = mrtr_rounds(farm, f"Ada {attempt}")
+        assert status == 200, messages                 # whichever worker gets it
+        result = messages[-1]["result"]
+        assert result["resultType"] == "complete"
+        assert result["structuredContent"] == {"greeting": f"Hello, Ada {attempt}!",
+                                               "pid": retried_on}
+        if asked_by != retried_on:
+            return asked_by, retried_on
+    raise AssertionError(f"no retry reached another worker in {TRIES} tries")

@@ -31,7 +31,7 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, free_port
 from sdk_compat import CLIENTS, Run
 
 import mcp_min
@@ -74,12 +74,6 @@ ENGINES = {
 }
 # What each engine logs once a worker is ready to serve.
 WORKER_READY = {"gunicorn": "Booting worker with pid", "granian": "Started worker-"}
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def call(port, a=2, b=3, timeout=5):

@@ -17,7 +17,8 @@ import time
 
 import pytest
 
-from conftest import SERVERS
+from conftest import (ACCEPT, SERVERS, TRIES, call, exchange, logged_pid, messages_of,
+                      mrtr_rounds, retry_on_the_other_worker, send, value)
 
 import mcp_min
 
@@ -25,9 +26,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("gunicorn") is None,
                                 reason="gunicorn is not installed (tests/requirements.txt)")
 
 V = mcp_min.V2026_07
-ACCEPT = "application/json, text/event-stream"
 STATE_KEY = "test-gunicorn-shared-state-key"
-TRIES = 60          # fresh connections tried before concluding a second worker never answers
 
 
 class Gunicorn:
@@ -95,61 +94,6 @@ def farm():
 
 
 # -- requests ---------------------------------------------------------------------------------
-def modern(method, params=None, rid=1, **meta):
-    params = dict(params or {})
-    params["_meta"] = {"io.modelcontextprotocol/protocolVersion": V,
-                       "io.modelcontextprotocol/clientCapabilities": {}, **meta}
-    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
-
-
-def call(name, arguments=None, rid=1, **meta):
-    return modern("tools/call", {"name": name, "arguments": arguments or {}}, rid, **meta)
-
-
-def send(connection, message, headers=None):
-    """POST one message; the response, unread. The 2026-07-28 headers repeat the body."""
-    extra = {}
-    if "_meta" in message.get("params", {}):
-        extra = {"MCP-Protocol-Version": V, "Mcp-Method": message["method"]}
-        if message["method"] == "tools/call":
-            extra["Mcp-Name"] = message["params"]["name"]
-    connection.request("POST", "/mcp", json.dumps(message), {
-        "Content-Type": "application/json", "Accept": ACCEPT, **extra, **(headers or {})})
-    return connection.getresponse()
-
-
-def messages_of(response):
-    """The JSON-RPC messages of a response, JSON or SSE, read to the end."""
-    body = response.read()
-    if response.getheader("Content-Type", "").startswith("text/event-stream"):
-        return [json.loads(line[6:]) for line in body.decode().splitlines()
-                if line.startswith("data: ")]
-    return [json.loads(body)] if body else []
-
-
-def exchange(farm, message, headers=None):
-    """POST on a fresh connection (so that any worker may take it): status and messages."""
-    connection = farm.connection()
-    try:
-        response = send(connection, message, headers)
-        return response.status, messages_of(response)
-    finally:
-        connection.close()
-
-
-def value(result):
-    return result["structuredContent"]["result"]
-
-
-def logged_pid(messages):
-    """The pid a tool logged as it started; None if it never ran."""
-    lines = [m["params"]["data"] for m in messages if m.get("method") == "notifications/message"]
-    if not lines:
-        return None
-    (line,) = lines
-    return int(line.split()[1])
-
-
 def parent_pid(pid):
     with open(f"/proc/{pid}/stat") as stat:
         return int(stat.read().rpartition(")")[2].split()[1])
@@ -209,37 +153,8 @@ def test_concurrent_calls_from_many_threads_are_all_answered_correctly(farm):
     assert pids <= farm.worker_pids
 
 
-def mrtr_rounds(farm, name="Ada"):
-    """One tools/call of `greet` in two rounds, each on a fresh connection: the pids that
-    answered the first round and the retry (None if refused), the retry's status and
-    messages."""
-    meta = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
-            "io.modelcontextprotocol/logLevel": "info"}
-    status, first = exchange(farm, call("greet", rid=1, **meta))
-    assert status == 200, first
-    result = first[-1]["result"]
-    assert result["resultType"] == "input_required"
-    assert list(result["inputRequests"]) == ["user_name"]
-    retry = modern("tools/call", {
-        "name": "greet", "arguments": {}, "requestState": result["requestState"],
-        "inputResponses": {"user_name": {"action": "accept", "content": {"name": name}}}},
-        2, **meta)
-    status, second = exchange(farm, retry)
-    return logged_pid(first), logged_pid(second), status, second
-
-
 def test_an_mrtr_retry_is_answered_by_the_other_worker(farm):
-    for attempt in range(TRIES):
-        asked_by, retried_on, status, messages = mrtr_rounds(farm, name=f"Ada {attempt}")
-        assert status == 200, messages                 # whichever worker gets it
-        result = messages[-1]["result"]
-        assert result["resultType"] == "complete"
-        assert result["structuredContent"] == {"greeting": f"Hello, Ada {attempt}!",
-                                               "pid": retried_on}
-        if asked_by != retried_on:
-            break
-    assert asked_by != retried_on, f"no retry reached another worker in {TRIES} tries"
-    assert {asked_by, retried_on} == farm.worker_pids
+    assert set(retry_on_the_other_worker(farm)) == farm.worker_pids
 
 
 def test_without_a_shared_key_the_other_worker_refuses_the_retry():

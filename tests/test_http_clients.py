@@ -10,13 +10,18 @@
 * the TypeScript v2 client in ``auto`` mode over its own ``StreamableHTTPClientTransport``: the
   probe goes to the same endpoint, and it must settle on 2026-07-28.
 
+The Python SDK's modes run again against the same script served by granian (one
+worker: the handshake era's sessions live in one process), so that every test below
+holds on an engine too (skipped without granian).
+
 The drivers are tests/clients/http_py_client.py and tests/clients/http_ts_client.mjs: the step
 language and records of tests/clients/README.md, plus an "http" record per HTTP exchange. Each
 client and mode runs SCENARIO once (module fixtures); each test checks one feature in every
 run: with the stdio suite's own checks and tests (tests/sdk_suite.py, on steps of the same
 labels) where they hold over HTTP as they are, then with what HTTP adds (which response or
-stream carried what, status codes, headers). One server process serves every run: the runs
-are sequential, and a handshake-era client ends its session before the next one starts.
+stream carried what, status codes, headers). One server process per engine serves every
+run: the runs are sequential, and a handshake-era client ends its session before the
+next one starts.
 """
 
 import http.client
@@ -41,6 +46,7 @@ from sdk_compat import (CLIENTS, FEATURE_STEPS, LEGACY, LISTING_STEPS,  # noqa: 
 from sdk_suite import (DEFAULT_ROOTS, LEVELS, TOOLS, SdkClientTests,  # noqa: E402
                        check_completion, check_input_rounds, check_listen_closed, check_prompts,
                        check_text_result, check_tool_errors, input_rounds, server_requests)
+from conftest import NAMED, Granian  # noqa: E402
 from test_http import HttpServerProcess  # noqa: E402
 
 pytestmark = pytest.mark.sdk
@@ -48,12 +54,15 @@ pytestmark = pytest.mark.sdk
 V = "2026-07-28"
 HANDSHAKE_VERSION = "2025-11-25"
 PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
-#: The methods whose requests name their target in Mcp-Name (2026-07-28).
-NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 #: (client, mode) -> the era its run must end up in.
 CLIENT_MODES = {("py", "auto"): MODERN, ("py", V): MODERN, ("py", "legacy"): LEGACY,
                 ("ts", "legacy"): LEGACY, ("ts2", "auto"): MODERN}
+#: engine -> the clients and modes run against it: every one on the embedded server; the
+#: Python SDK's on granian, which serves the server as a production deployment does.
+ENGINES = {"embedded": list(CLIENT_MODES),
+           "granian": [(client, mode) for client, mode in CLIENT_MODES
+                       if client == "py"]}
 
 
 # ==========================================================================================
@@ -105,20 +114,36 @@ def steps_of(era):
 # ==========================================================================================
 
 class Served:
-    """The embedded server as a subprocess, its stderr kept (a full pipe would stop it)."""
+    """sdk_features.py served by one engine as a subprocess, its output kept (a full
+    pipe would stop it): the embedded server (``serve --http``), or granian with one
+    worker."""
 
-    def __init__(self, script):
-        self.process = HttpServerProcess(script)
-        self.url = f"http://127.0.0.1:{self.process.port}/mcp"
-        self.stderr = []
-        self.drain = threading.Thread(target=self.keep_stderr, daemon=True)
-        self.drain.start()
+    def __init__(self, engine):
+        self.engine = engine
+        # Once serving, what it says (its output from line `started` on) is no error
+        if engine == "granian":
+            # granian tells that a client left only when a write to it fails: the
+            # keep-alive lines of a quick heartbeat let a call the client gave up on
+            # stop at once
+            self.process = Granian("sdk_features:server", env={"SDK_HEARTBEAT": "0.1"})
+            self.output = self.process.log    # granian's log, the workers' output in it
+            self.started = len(self.output)
+        else:
+            self.process = HttpServerProcess(SDK_FEATURES)        # (it read the banner)
+            self.output, self.started = [], 0
+            self.drain = threading.Thread(target=self.keep_stderr, daemon=True)
+            self.drain.start()
+        self.port = self.process.port
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
 
     def keep_stderr(self):
         for line in self.process.proc.stderr:
-            self.stderr.append(line)
+            self.output.append(line.decode("utf-8", "replace"))
 
     def close(self):
+        if self.engine == "granian":
+            self.process.close()
+            return
         proc = self.process.proc
         proc.terminate()
         proc.wait(10)
@@ -126,11 +151,33 @@ class Served:
         proc.stderr.close()
 
 
+class Engines:
+    """engine -> its Served: started when a test first needs it, then serving every
+    run."""
+
+    def __init__(self):
+        self.started = {}
+
+    def __getitem__(self, engine):
+        if engine not in self.started:
+            self.started[engine] = Served(engine)
+        return self.started[engine]
+
+    def close(self):
+        for served in self.started.values():
+            served.close()
+
+
 @pytest.fixture(scope="module")
-def served():
-    server = Served(SDK_FEATURES)
-    yield server
-    server.close()
+def engines():
+    started = Engines()
+    yield started
+    started.close()
+
+
+@pytest.fixture(params=list(ENGINES))
+def served(request, engines):
+    return engines[request.param]
 
 
 def missing(client):
@@ -171,12 +218,22 @@ class HttpClient:
         return Run.of(self.client, self.mode, proc)
 
 
-@pytest.fixture(scope="module", params=list(CLIENT_MODES), ids=lambda cm: "-".join(cm))
-def http_client(request, served):
-    client, mode = request.param
+#: (engine, client, mode): each client and mode against each engine that runs it.
+RUNS = [(engine, *client_mode) for engine, client_modes in ENGINES.items()
+        for client_mode in client_modes]
+
+
+def run_id(run):
+    engine, client, mode = run
+    return f"{client}-{mode}" if engine == "embedded" else f"{engine}-{client}-{mode}"
+
+
+@pytest.fixture(scope="module", params=RUNS, ids=run_id)
+def http_client(request, engines):
+    engine, client, mode = request.param
     if (reason := missing(client)) is not None:
         pytest.skip(reason)
-    return HttpClient(client, mode, served.url)
+    return HttpClient(client, mode, engines[engine].url)
 
 
 @pytest.fixture(scope="module")
@@ -524,26 +581,30 @@ def test_list_changed(http_client, run):
 # The server's own output
 # ==========================================================================================
 
-def tracebacks(served, since=0):
-    """The tracebacks on the server's stderr (from line `since` on), each as one text: Python's
-    socketserver prints each between lines of dashes."""
-    text = b"".join(served.stderr[since:]).decode("utf-8", "replace")
+def tracebacks(served, since=None):
+    """The tracebacks in the server's output (from line `since` on, else since it
+    started), each as one text: Python's socketserver prints each between lines of
+    dashes."""
+    text = "".join(served.output[served.started if since is None else since:])
     return [block for block in text.split("-" * 40 + "\n") if "Traceback" in block]
 
 
 def test_server_kept_quiet(served):
-    """Nothing on the server's stderr after its banner: no tracebacks, whatever the clients did
-    (the Node clients, leaving, sometimes reset a kept-alive connection)."""
+    """Nothing in the server's output since it started serving: no tracebacks, whatever
+    the clients did (the Node clients, leaving, sometimes reset a kept-alive
+    connection)."""
     time.sleep(0.1)
     assert tracebacks(served) == []
-    assert not [line for line in served.stderr if b"WARNING" in line or b"ERROR" in line]
+    assert not [line for line in served.output[served.started:]
+                if "WARNING" in line or "ERROR" in line]
 
 
 def test_a_client_resetting_its_idle_connection_is_no_error(served):
     """A client that ends its kept-alive connection with a reset (RST) between two requests,
-    as Node's fetch sometimes does when its process exits, is no error: nothing on stderr."""
-    since = len(served.stderr)
-    connection = http.client.HTTPConnection("127.0.0.1", served.process.port, timeout=10)
+    as Node's fetch sometimes does when its process exits, is no error: nothing in its
+    output."""
+    since = len(served.output)
+    connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
     message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
         PROTOCOL_VERSION_KEY: V, "io.modelcontextprotocol/clientCapabilities": {}}}}
     connection.request("POST", "/mcp", json.dumps(message), {

@@ -4,7 +4,9 @@ paginated.
 
     python3 tests/servers/sdk_features.py
 
-Environment: SDK_PAGE_SIZE (default 2; 0 means one page for everything).
+Environment: SDK_PAGE_SIZE (default 2; 0 means one page for everything); SDK_HEARTBEAT
+(seconds between SSE keep-alive lines, default 15: on an engine, where only a failed
+write tells that a client left, how soon a call whose client left is cancelled).
 
 Tools        echo; stats and point (structured output from a TypedDict and a dataclass);
              moments, naive_time, pair (datetime, date and tuple results);
@@ -40,6 +42,7 @@ from mcp_min import (Cancelled, Context, Server, ToolError, ToolResult, audio,  
                      embedded_resource, image, resource_link, text)
 
 PAGE_SIZE = int(os.environ.get("SDK_PAGE_SIZE", "2")) or None
+HEARTBEAT = float(os.environ.get("SDK_HEARTBEAT", "15"))
 
 ICONS = [{"src": "https://example.com/sdk-features.png", "mimeType": "image/png", "sizes": ["48x48"]}]
 
@@ -47,7 +50,8 @@ server = Server("sdk-features", "2.0.0", title="SDK feature tour",
                 description="Every MCP feature, for the SDK client tests.",
                 website_url="https://example.com/sdk-features", icons=ICONS,
                 instructions="A test server: one of every MCP feature, two items per page.",
-                page_size=PAGE_SIZE, grace_period=1.0, request_timeout=10.0)
+                page_size=PAGE_SIZE, grace_period=1.0, request_timeout=10.0,
+                heartbeat=HEARTBEAT)
 
 STATE = {"counter": 0, "cancelled": []}
 LOCK = threading.Lock()
