@@ -1863,21 +1863,21 @@ def compile_schema(schema):
     return _Compiler(schema).validate
 
 
-# ============================================================================================
+# ======================================================================================
 # Content
-# ============================================================================================
+# ======================================================================================
 #
-# Tools and prompts answer with content blocks: {"type": "text", "text": ...} and friends.
-# The helpers below build them as Content, a dict subclass, so a tool result can tell a
-# block it should pass through from a dict it should return as structured data.
+# Tools and prompts answer with content blocks: {"type": "text", "text": ...} and
+# friends. The helpers below build them as Content, a dict subclass, so that a tool
+# result can tell a block to pass through from a dict to return as structured data.
 
 class Content(dict):
     """A content block: text, image, audio, resource_link or resource (embedded)."""
 
 
 def _block(annotations, meta, **fields):
-    """A Content of the fields that are not None. ``annotations`` are {"audience": [...],
-    "priority": 0..1, "lastModified": ...}."""
+    """A Content of the fields that are not None. ``annotations`` are
+    {"audience": [...], "priority": 0..1, "lastModified": ...}."""
     fields.update(annotations=annotations or None, _meta=meta or None)
     return Content((k, v) for k, v in fields.items() if v is not None)
 
@@ -1889,13 +1889,22 @@ def text(value, *, annotations=None, meta=None):
     return _block(annotations, meta, type="text", text=str(value))
 
 
-_MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
-          (b"GIF87a", "image/gif"), (b"GIF89a", "image/gif"), (b"OggS", "audio/ogg"),
-          (b"fLaC", "audio/flac"), (b"ID3", "audio/mpeg"), (b"\xff\xfb", "audio/mpeg"))
+# The first bytes of a file -> its MIME type, for image() and audio().
+_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"OggS", "audio/ogg"),
+    (b"fLaC", "audio/flac"),
+    (b"ID3", "audio/mpeg"),
+    (b"\xff\xfb", "audio/mpeg"),
+)
 
 
 def _sniff(data):
-    if data[:4] == b"RIFF":                 # a container: what it holds is named at offset 8
+    # RIFF is a container: what it holds is named at offset 8
+    if data[:4] == b"RIFF":
         return {b"WEBP": "image/webp", b"WAVE": "audio/wav"}.get(data[8:12])
     return next((mime for magic, mime in _MAGIC if data.startswith(magic)), None)
 
@@ -1907,7 +1916,9 @@ def _media(kind, data, path, mime_type, annotations, meta):
         with open(path, "rb") as f:
             data = f.read()
     if isinstance(data, str):                     # already base64
-        encoded, raw = data, b64decode(data[:64]) if mime_type is None else b""
+        encoded = data
+        # only its first bytes, for _sniff() to tell the type by
+        raw = b64decode(data[:64]) if mime_type is None else b""
     else:
         raw = bytes(data)
         encoded = b64encode(raw)
@@ -1919,30 +1930,31 @@ def _media(kind, data, path, mime_type, annotations, meta):
 
 
 def image(data=None, *, path=None, mime_type=None, annotations=None, meta=None):
-    """An image block from bytes (or base64 text) or a file; the MIME type is detected."""
+    """An image block from bytes, base64 text or a file; the MIME type is detected."""
     return _media("image", data, path, mime_type, annotations, meta)
 
 
 def audio(data=None, *, path=None, mime_type=None, annotations=None, meta=None):
-    """An audio block from bytes (or base64 text) or a file; the MIME type is detected."""
+    """An audio block from bytes, base64 text or a file; the MIME type is detected."""
     return _media("audio", data, path, mime_type, annotations, meta)
 
 
-def resource_link(uri, name=None, *, title=None, description=None, mime_type=None, size=None,
-                  annotations=None, icons=None, meta=None):
+def resource_link(uri, name=None, *, title=None, description=None, mime_type=None,
+                  size=None, annotations=None, icons=None, meta=None):
     """A link to a resource the client can read with resources/read (2025-06-18+)."""
     return _block(annotations, meta, type="resource_link", uri=uri, name=name or uri,
-                  title=title, description=description, mimeType=mime_type, size=size,
-                  icons=icons)
+                  title=title, description=description, mimeType=mime_type,
+                  size=size, icons=icons)
 
 
-def embedded_resource(uri, *, text=None, blob=None, mime_type=None, annotations=None, meta=None):
+def embedded_resource(uri, *, text=None, blob=None, mime_type=None, annotations=None,
+                      meta=None):
     """A resource's contents inline: ``text`` (str) or ``blob`` (bytes)."""
     if (text is None) == (blob is None):
         raise TypeError("embedded_resource() takes either text or blob")
     if text is not None and not isinstance(text, str):
-        raise TypeError(f"embedded_resource(text=...) takes a str, not {type(text).__name__}: "
-                        "bytes go in blob=")
+        raise TypeError("embedded_resource(text=...) takes a str, not "
+                        f"{type(text).__name__}: bytes go in blob=")
     if isinstance(blob, str):                     # already base64, as image() takes it
         contents = {"uri": uri, "mimeType": mime_type or "application/octet-stream",
                     "blob": blob}
@@ -1957,9 +1969,10 @@ def _guess_type(uri):
 
 
 def to_json(value, root="result"):
-    """JSON text for humans and models (non-ASCII kept; dataclasses, enums, sets welcome).
-    What JSON cannot carry raises TypeError (ValueError for NaN) naming where it is in
-    ``value``, as in ``result.items[2].when: a value of type Thing has no JSON form``."""
+    """JSON text for humans and models (non-ASCII kept; dataclasses, enums, sets
+    welcome). What JSON cannot carry raises TypeError (ValueError for NaN) naming
+    where it is in ``value``, as in
+    ``result.items[2].when: a value of type Thing has no JSON form``."""
     value = _dump(value)
     try:
         return _encode_text(value)
@@ -1968,12 +1981,12 @@ def to_json(value, root="result"):
 
 
 def _find_not_json(value, path):
-    """"path: what is wrong" for the first thing in a _dump()ed value JSON cannot carry."""
+    """The first thing in a _dump()ed value JSON cannot carry: "path: what is wrong"."""
     if isinstance(value, dict):
         for key, item in value.items():
             if key is not None and not isinstance(key, (str, int, float)):
-                return (f"{path}: a key of type {type(key).__name__}, {key!r}; JSON object "
-                        "keys are strings")
+                return (f"{path}: a key of type {type(key).__name__}, {key!r}; "
+                        "JSON object keys are strings")
             if found := _find_not_json(item, f"{path}.{key}"):
                 return found
     elif isinstance(value, list):
@@ -1985,8 +1998,10 @@ def _find_not_json(value, path):
     elif value is not None and not isinstance(value, (str, int, float)):
         hint = "convert it to a str, number, bool, list, dict or dataclass"
         if isinstance(value, (bytes, bytearray, memoryview)):
-            hint = "send it as image(...), audio(...), embedded_resource(blob=...) or base64 text"
-        return f"{path}: a value of type {type(value).__name__} has no JSON form; {hint}"
+            hint = ("send it as image(...), audio(...), embedded_resource(blob=...) "
+                    "or base64 text")
+        return (f"{path}: a value of type {type(value).__name__} has no JSON form; "
+                f"{hint}")
     return None
 
 
@@ -2000,31 +2015,36 @@ def _contents(uri, value, mime_type=None):
                 "blob": b64encode(value)}
     if isinstance(value, str):
         return {"uri": uri, "mimeType": mime_type or "text/plain", "text": value}
-    return {"uri": uri, "mimeType": mime_type or "application/json", "text": to_json(value)}
+    return {"uri": uri, "mimeType": mime_type or "application/json",
+            "text": to_json(value)}
 
 
 def _content_block(value, what):
-    """``value`` as one content block: a str becomes a text block; anything but a block (a
-    dict with a "type", as text(), image()... make) is a TypeError saying what it was."""
+    """``value`` as one content block: a str becomes a text block; anything else but
+    a block (a dict with a "type", as text(), image()... make) is a TypeError saying
+    what it was."""
     if isinstance(value, str):
         return text(value)
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
-        raise TypeError(f"{what} must be a content block (a str, or text(), image(), ...), "
-                        f"not {_preview(value)}")
+        raise TypeError(f"{what} must be a content block (a str, or text(), image(), "
+                        f"...), not {_preview(value)}")
     return value
 
 
 class ToolResult:
-    """A tool result with full control: content blocks, structured data, the error flag."""
+    """A tool result in full: content blocks, structured data, the error flag."""
 
     def __init__(self, content=(), structured=None, is_error=False, meta=None):
-        if isinstance(content, (str, dict, bytes)):   # one block (a dict's keys are none)
+        # one block, not a list of them (a dict's keys are no blocks)
+        if isinstance(content, (str, dict, bytes)):
             content = [content]
         self.content = [_content_block(c, "ToolResult content") for c in content]
         if structured is not None and not isinstance(_dump(structured), dict):
-            raise TypeError("ToolResult(structured=...) is an object (a dict, a dataclass), "
-                            f"not {_preview(_dump(structured))}")
-        self.structured, self.is_error, self.meta = structured, is_error, meta
+            raise TypeError("ToolResult(structured=...) is an object (a dict, a "
+                            f"dataclass), not {_preview(_dump(structured))}")
+        self.structured = structured
+        self.is_error = is_error
+        self.meta = meta
 
     def to_dict(self):
         result = {"content": self.content, "isError": self.is_error}
@@ -2041,11 +2061,12 @@ def _shape_block(block, version):
         return block
     kind = block.get("type")
     if kind == "resource_link" and version < V2025_06:
-        return {"type": "text", "text": f"Resource: {block['uri']} ({block.get('name')})"}
+        link = f"Resource: {block['uri']} ({block.get('name')})"
+        return {"type": "text", "text": link}
     if kind == "audio" and version < V2025_03:
         return {"type": "text",
                 "text": f"[{block.get('mimeType')} audio omitted: not in {version}]"}
-    if kind == "resource_link" and "icons" in block:       # icons are new in 2025-11-25
+    if kind == "resource_link" and "icons" in block:   # icons are new in 2025-11-25
         block = {k: v for k, v in block.items() if k != "icons"}
     if version < V2025_06 and ("_meta" in block or "annotations" in block):
         block = {k: v for k, v in block.items() if k != "_meta"}
@@ -2063,7 +2084,8 @@ def _shape_annotations(annotations, version):
 def _shape_result(result, version):
     if version >= V2026_07:
         return result
-    # Its text block carries the data; before 2026-07-28, structuredContent is an object.
+    # Its text block carries the data. Before 2026-07-28, structuredContent is an
+    # object; before 2025-06-18 there is none.
     if version < V2025_06 or not isinstance(result.get("structuredContent", {}), dict):
         result.pop("structuredContent", None)
     if version < V2025_11:
