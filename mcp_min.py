@@ -2093,9 +2093,9 @@ def _shape_result(result, version):
     return result
 
 
-# ============================================================================================
+# ======================================================================================
 # Registry: tools, resources, prompts
-# ============================================================================================
+# ======================================================================================
 
 def _add_optional(entry, key, value, version="", since=""):
     """Add an optional field if it is set and the negotiated version defines it."""
@@ -2108,9 +2108,10 @@ def _errors_text(problems):
 
 
 def _as_blocks(value):
-    """``value`` as a list of content blocks, if it is one or a list of them; else None."""
+    """The content blocks ``value`` is (one, or a list of them) as a list, else None."""
     blocks = [value] if isinstance(value, Content) else value
-    if isinstance(blocks, list) and blocks and all(isinstance(b, Content) for b in blocks):
+    if (isinstance(blocks, list) and blocks
+            and all(isinstance(b, Content) for b in blocks)):
         return blocks
     return None
 
@@ -2121,18 +2122,21 @@ def _parsed(values, keys):
     for key, value in values.items():
         if isinstance(value, str) and key in keys:
             try:
-                values[key] = _decoder.decode(value)        # NaN and Infinity are no JSON
+                values[key] = _decoder.decode(value)  # NaN and Infinity are no JSON
             except ValueError:
                 pass                          # validation says what is wrong with it
     return values
 
 
 class Entry:
-    """What tools, resources and prompts share: a function and its Signature, the display
-    metadata, and calling the function with validated arguments."""
+    """What tools, resources and prompts share: a function and its Signature, the
+    display metadata, and calling the function with validated arguments."""
 
     def __init__(self, fn, name, title, description, icons, meta, **signature_options):
-        self.fn, self.title, self.icons, self.meta = fn, title, icons, meta
+        self.fn = fn
+        self.title = title
+        self.icons = icons
+        self.meta = meta
         self.name = getattr(fn, "__name__", None) if name is None else name
         if not isinstance(self.name, str):
             raise TypeError(f"{fn!r} has no __name__ to name it by: pass name=...")
@@ -2153,67 +2157,84 @@ class Entry:
         return _run_coroutine(value, ctx) if hasattr(value, "__await__") else value
 
     def bind_strings(self, values, what):
-        """Bind arguments that arrive as strings (prompt arguments, URI template variables):
-        a parameter typed int, float, bool, list... gets its string parsed as JSON first; one
-        that may also be a string (``int | Literal["all"]``) only if the string does not fit."""
+        """Bind arguments that arrive as strings (prompt arguments, URI template
+        variables): a parameter typed int, float, bool, list... gets its string parsed
+        as JSON first; one that may also be a string (``int | Literal["all"]``) only if
+        the string does not fit."""
         signature = self.signature
         kwargs, problems = signature.bind(_parsed(values, signature.parse_strings))
         named = {re.split(r"[.\[:]", problem, maxsplit=1)[0] for problem in problems}
         unfit = named & signature.parse_strings_if_unfit
         if unfit:
-            kwargs, problems = signature.bind(_parsed(values, signature.parse_strings | unfit))
+            parsed = _parsed(values, signature.parse_strings | unfit)
+            kwargs, problems = signature.bind(parsed)
         if problems:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid arguments for {what}:\n"
-                                               + _errors_text(problems))
+                               + _errors_text(problems))
         return kwargs
 
 
 class Tool(Entry):
-    """A registered tool: the function, its schemas, and what tools/list says about it."""
+    """A registered tool: the function, its schemas, its tools/list entry."""
     registry_name = "tools"
 
     def __init__(self, fn, *, name=None, title=None, description=None, annotations=None,
-                 input_schema=None, output_schema=None, structured=None, icons=None, meta=None):
-        super().__init__(fn, name, title, description, icons, meta, input_schema=input_schema,
-                         output_schema=output_schema, structured=structured,
-                         content_types=(Content, ToolResult))
+                 input_schema=None, output_schema=None, structured=None, icons=None,
+                 meta=None):
+        super().__init__(fn, name, title, description, icons, meta,
+                         input_schema=input_schema, output_schema=output_schema,
+                         structured=structured, content_types=(Content, ToolResult))
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", self.name):
-            raise ValueError(f"tool name {self.name!r} does not follow the MCP naming guidance: "
-                             "1 to 128 characters from A-Z a-z 0-9 _ - . (no spaces)")
-        if self.signature.input_schema.get("type") != "object":   # as every revision says
+            raise ValueError(f"tool name {self.name!r} does not follow the MCP naming "
+                             "guidance: 1 to 128 characters from A-Z a-z 0-9 _ - . "
+                             "(no spaces)")
+        # as every revision of the spec says
+        if self.signature.input_schema.get("type") != "object":
             raise ValueError(f"tool {self.name!r}: the input schema's root must have "
                              '"type": "object" (tool arguments are a JSON object)')
         self.mirrored = _mirrored_arguments(self.signature.input_schema, self.name)
-        schema, self.check_output = self.signature.output_schema, None
-        if schema is not None:
-            compiler = _Compiler(schema)
-            self.check_output = self.check_returned = compiler.validate
-            if self.signature.wrap_output:    # a return value, to be wrapped as {"result": ...}:
-                check = compiler.compile(schema["properties"]["result"])   # quicker checked alone
-                passes = getattr(check, "passes", ())       # as ``-> int`` returning 3 does
-
-                def check_returned(value):
-                    if type(value) in passes:
-                        return []
-                    return compiler.validate(value, check, ("", "result"))
-                self.check_returned = check_returned
-        self.annotations, self.described = annotations, {}     # version -> tools/list entry
+        self.check_output = None
+        if self.signature.output_schema is not None:
+            self.compile_output_checks(self.signature.output_schema)
+        self.annotations = annotations
+        self.described = {}     # version -> its tools/list entry
         self.last_took = None   # seconds its last call took (see HttpSession.run_here)
+
+    def compile_output_checks(self, schema):
+        """Set check_output, which checks structured content against the output schema,
+        and check_returned, which checks a return value before it is wrapped as
+        {"result": ...} (where the signature wraps it)."""
+        compiler = _Compiler(schema)
+        self.check_output = self.check_returned = compiler.validate
+        if not self.signature.wrap_output:
+            return
+        # The return value is quicker checked alone, and a type the check passes
+        # untested (as ``-> int`` returning 3) not at all.
+        check = compiler.compile(schema["properties"]["result"])
+        passes = getattr(check, "passes", ())
+
+        def check_returned(value):
+            if type(value) in passes:
+                return []
+            return compiler.validate(value, check, ("", "result"))
+        self.check_returned = check_returned
 
     def describe(self, version):
         if version not in self.described:
             entry = {"name": self.name, "inputSchema": self.signature.input_schema}
             output = self.signature.output_schema
-            if version < V2026_07 and output is not None and output.get("type") != "object":
-                output = None             # before 2026-07-28, an outputSchema's root is an object
+            # before 2026-07-28, an outputSchema's root is an object
+            if (version < V2026_07 and output is not None
+                    and output.get("type") != "object"):
+                output = None
             _add_optional(entry, "outputSchema", output, version, V2025_06)
             _add_optional(entry, "annotations", self.annotations, version, V2025_03)
             self.described[version] = self.describe_common(entry, version)
         return self.described[version]
 
     def call(self, ctx, arguments):
-        """Run the tool. Its failures are results with isError, for the model to read, as
-        the spec has it; only protocol errors are JSON-RPC errors."""
+        """Run the tool. Its failures are results with isError, for the model to read,
+        as the spec has it; only protocol errors are JSON-RPC errors."""
         kwargs, problems = self.signature.bind(arguments)
         if problems:
             return _error_result(f"Invalid arguments for tool '{self.name}':\n"
@@ -2225,9 +2246,10 @@ class Tool(Entry):
             return _error_result(str(e))
         except (Cancelled, InputRequired):
             raise
-        except BaseException as e:       # SystemExit and KeyboardInterrupt too: never exit
-            if isinstance(e, (CapabilityError, InvalidAnswer)) and ctx.envelope is not None:
-                raise                    # 2026-07-28: protocol errors, -32021 and -32602
+        except BaseException as e:  # SystemExit and KeyboardInterrupt too: never exit
+            if (isinstance(e, (CapabilityError, InvalidAnswer))
+                    and ctx.envelope is not None):
+                raise           # 2026-07-28: protocol errors, -32021 and -32602
             expected = isinstance(e, (CapabilityError, TimeoutError, JSONRPCError))
             _log_failure(f"tool {self.name!r}", e, with_traceback=not expected)
             return _error_result(f"{type(e).__name__}: {e}")
@@ -2240,16 +2262,23 @@ class Tool(Entry):
         plain = type(value) in _SCALAR_TYPES  # the usual return value: nothing to dump
         blocks = None if plain else _as_blocks(value)
         if isinstance(value, ToolResult) or blocks:
-            result = value.to_dict() if blocks is None else {"content": blocks, "isError": False}
-            try:                              # what JSON cannot carry: an error saying where
-                if blocks is None:            # (the helpers make blocks that JSON can carry)
+            if blocks is None:
+                result = value.to_dict()
+                # A trial encoding: what JSON cannot carry is an error saying where.
+                # (Blocks the helpers made need no such check.)
+                try:
                     encode_message(result)
-            except (TypeError, ValueError) as e:
-                raise type(e)(_find_not_json(result, "result") or str(e)) from None
+                except (TypeError, ValueError) as e:
+                    raise type(e)(_find_not_json(result, "result") or str(e)) from None
+            else:
+                result = {"content": blocks, "isError": False}
             if self.check_output is None or result["isError"]:
                 return result
             structured = result.get("structuredContent")
-            problems = _NO_STRUCTURED if structured is None else self.check_output(structured)
+            if structured is None:
+                problems = _NO_STRUCTURED
+            else:
+                problems = self.check_output(structured)
             return self.mismatch(problems) if problems else result
         if self.check_output is not None:
             shown = structured = value if plain else _dump(value)
@@ -2266,24 +2295,26 @@ class Tool(Entry):
                 return {"content": [text(to_json(shown))], "isError": False}
         # str and int are their own JSON text; anything else is encoded
         shown = str(shown) if type(shown) in (str, int) else to_json(shown)
-        return {"content": [{"type": "text", "text": shown}], "structuredContent": structured,
-                "isError": False}
+        return {"content": [{"type": "text", "text": shown}],
+                "structuredContent": structured, "isError": False}
 
     def mismatch(self, problems):
         """Output that breaks the tool's own outputSchema is a server bug: say so."""
         log.error("tool %r returned output that does not match its outputSchema:\n%s",
                   self.name, _errors_text(problems))
-        return _error_result(f"Tool '{self.name}' produced output that does not match its "
-                             f"output schema:\n{_errors_text(problems)}")
+        return _error_result(f"Tool '{self.name}' produced output that does not match "
+                             f"its output schema:\n{_errors_text(problems)}")
 
 
 def _mirrored_arguments(schema, tool):
-    """The arguments a tool's input schema marks with "x-mcp-header": over HTTP in 2026-07-28
-    clients repeat them as Mcp-Param-{Name} headers, for proxies to route on. Returns {name:
-    path of properties}; an annotation the spec does not allow makes the tool invalid."""
+    """The arguments a tool's input schema marks with "x-mcp-header": over HTTP in
+    2026-07-28 clients repeat them as Mcp-Param-{Name} headers, for proxies to route
+    on. Returns {name: path of properties}; a mark the spec does not allow makes the
+    tool invalid (ValueError)."""
     mirrored = {}
 
-    def walk(node, path):             # path: None once the way from the root is not properties
+    # path: None once the way from the root is not by properties alone
+    def walk(node, path):
         if isinstance(node, list):
             for item in node:
                 walk(item, None)
@@ -2291,15 +2322,7 @@ def _mirrored_arguments(schema, tool):
             return
         name = node.get("x-mcp-header")
         if name is not None:
-            problem = None
-            if not path:
-                problem = "it may only mark a property reached from the root by properties"
-            elif not isinstance(name, str) or not _TOKEN.fullmatch(name):
-                problem = "it must be a header name (letters, digits and !#$%&'*+-.^_`|~)"
-            elif node.get("type") not in ("string", "integer", "boolean"):
-                problem = "it may only mark a string, integer or boolean"
-            elif name.lower() in {n.lower() for n in mirrored}:
-                problem = "it must be unique (whatever the case)"
+            problem = _header_mark_problem(node, name, path, mirrored)
             if problem:
                 raise ValueError(f"tool {tool!r}: x-mcp-header {name!r}: {problem}")
             mirrored[name] = path
@@ -2307,13 +2330,29 @@ def _mirrored_arguments(schema, tool):
             if key == "properties" and path is not None and isinstance(value, dict):
                 for prop, sub in value.items():
                     walk(sub, path + (prop,))
-            elif key not in ("enum", "const", "default", "examples"):     # values, no schemas
+            # these keywords hold values, not schemas
+            elif key not in ("enum", "const", "default", "examples"):
                 walk(value, None)
     walk(schema, ())
     return mirrored
 
 
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")         # an HTTP field name (RFC 9110)
+def _header_mark_problem(node, name, path, mirrored):
+    """What is wrong with the "x-mcp-header" ``name`` on the schema ``node`` at ``path``
+    (the names in ``mirrored`` are taken), or None."""
+    if not path:
+        return "it may only mark a property reached from the root by properties"
+    if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+        return "it must be a header name (letters, digits and !#$%&'*+-.^_`|~)"
+    if node.get("type") not in ("string", "integer", "boolean"):
+        return "it may only mark a string, integer or boolean"
+    if name.lower() in {n.lower() for n in mirrored}:
+        return "it must be unique (whatever the case)"
+    return None
+
+
+# an HTTP field name (RFC 9110)
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 def _mirrors(value, header):
@@ -2343,29 +2382,35 @@ def _call_handler(handler, ctx):
     result = handler(ctx, ctx.params)
     if hasattr(result, "__await__"):
         result = _run_coroutine(result, ctx)
-    if not isinstance(result, dict) and result is not NO_RESPONSE:   # MCP results are objects
-        raise TypeError(f"{ctx.method} returned {_preview(result)}: a result must be an object")
+    # MCP results are objects
+    if not isinstance(result, dict) and result is not NO_RESPONSE:
+        raise TypeError(f"{ctx.method} returned {_preview(result)}: a result must be "
+                        "an object")
     return result
 
 
 class _Escaped:
-    """SystemExit or KeyboardInterrupt raised by an async handler, carried off the loop."""
+    """SystemExit or KeyboardInterrupt from an async handler, carried off the loop."""
 
     def __init__(self, error):
         self.error = error
 
 
 def _run_coroutine(awaitable, ctx):
-    """Run an async handler on the shared event loop while this thread waits. If the client
-    cancels the request, the coroutine gets asyncio.CancelledError where it awaits."""
+    """Run an async handler on the shared event loop while this thread waits. If
+    the client cancels the request, the coroutine gets asyncio.CancelledError where
+    it awaits."""
     import concurrent.futures
 
     async def serving():
-        _serving_ctx.set(ctx)         # in this task's own context: forwarded logging finds it
+        # set in this task's own context, where forwarded logging finds it
+        _serving_ctx.set(ctx)
         try:
             return await awaitable
-        except (SystemExit, KeyboardInterrupt) as e:   # out of a task, they stop the loop:
-            return _Escaped(e)                         # raised in the caller's thread instead
+        except (SystemExit, KeyboardInterrupt) as e:
+            # Out of a task they would stop the loop: they are raised in the caller's
+            # thread instead.
+            return _Escaped(e)
     future = _event_loop().submit(serving())
     ctx._on_cancel = future.cancel
     if ctx.cancelled:                         # cancelled before the hook was in place
@@ -2384,62 +2429,74 @@ def _run_coroutine(awaitable, ctx):
 
 
 class Resource(Entry):
-    """A resource at a fixed URI, or a family of them under an RFC 6570 template: ``{var}``
-    matches one path segment (percent-decoded), ``{+var}`` matches the rest, slashes too.
-    Neither lets a URI walk out of a directory the function joins the value to: a {var}
-    holding '/' or '\\' once decoded, or '.' or '..', does not match, nor a {+var} with a
-    '..' segment or a leading '/' (unless ``allow_dot_segments=True``), nor either with NUL."""
+    """A resource at a fixed URI, or a family of them under an RFC 6570 template:
+    ``{var}`` matches one path segment (percent-decoded), ``{+var}`` matches the rest,
+    slashes too. Neither lets a URI walk out of a directory the function joins the
+    value to: a {var} holding '/' or '\\' once decoded, or '.' or '..', does not match,
+    nor a {+var} with a '..' segment or a leading '/' (unless
+    ``allow_dot_segments=True``), nor either with NUL."""
     registry_name = "resources"
 
-    def __init__(self, fn, uri, *, name=None, title=None, description=None, mime_type=None,
-                 size=None, annotations=None, icons=None, meta=None, ttl_ms=None,
-                 cache_scope=None, allow_dot_segments=False):
+    def __init__(self, fn, uri, *, name=None, title=None, description=None,
+                 mime_type=None, size=None, annotations=None, icons=None, meta=None,
+                 ttl_ms=None, cache_scope=None, allow_dot_segments=False):
         super().__init__(fn, name, title, description, icons, meta, structured=False)
-        self.uri, self.pattern = uri, None
+        self.uri = uri
+        self.pattern = None
         self.variables = {}     # name -> whether it is a {+name}, taking slashes too
         if not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", uri):
-            raise ValueError(f"resource {uri!r} has no scheme: start it with one, as in "
-                             f"{'file:///' + uri.lstrip('/')!r}")
+            raise ValueError(f"resource {uri!r} has no scheme: start it with one, as "
+                             f"in {'file:///' + uri.lstrip('/')!r}")
         if "{" in uri or "}" in uri:
             self.compile_template(uri)
         self.is_template = bool(self.variables)
         if type(allow_dot_segments) is not bool:
-            raise ValueError(f"resource {uri!r}: allow_dot_segments must be True or False, "
-                             f"not {allow_dot_segments!r}")
+            raise ValueError(f"resource {uri!r}: allow_dot_segments must be True or "
+                             f"False, not {allow_dot_segments!r}")
         if allow_dot_segments and not any(self.variables.values()):
-            raise ValueError(f"resource {uri!r}: allow_dot_segments=True is for a {{+var}}, "
-                             "which this URI has not; a {var} is always one segment")
+            raise ValueError(f"resource {uri!r}: allow_dot_segments=True is for a "
+                             "{+var}, which this URI has not; a {var} is always one "
+                             "segment")
         self.allow_dot_segments = allow_dot_segments
         params = set(self.signature.input_schema.get("properties", ()))
         if params != set(self.variables):
-            raise TypeError(f"resource {uri!r}: the function's parameters {sorted(params)} must "
-                            f"match the URI template's variables {sorted(self.variables)}")
+            raise TypeError(f"resource {uri!r}: the function's parameters "
+                            f"{sorted(params)} must match the URI template's variables "
+                            f"{sorted(self.variables)}")
         self.mime_type = mime_type or _guess_type(uri)
-        self.size, self.annotations = size, annotations
+        self.size = size
+        self.annotations = annotations
         # 2026-07-28 cache hints for resources/read, where they differ from the server's
-        self.ttl_ms, self.cache_scope = _cache_hints(ttl_ms, cache_scope, f"resource {uri!r}")
+        self.ttl_ms, self.cache_scope = _cache_hints(ttl_ms, cache_scope,
+                                                     f"resource {uri!r}")
 
     def compile_template(self, uri):
-        parts = re.split(r"\{(\+?)([A-Za-z_][A-Za-z0-9_]*)\}", uri)  # literal, +, name, ...
+        # literal, "+" or "", name, literal, "+" or "", name, ..., literal
+        parts = re.split(r"\{(\+?)([A-Za-z_][A-Za-z0-9_]*)\}", uri)
         for literal in parts[::3]:
             if "{" in literal or "}" in literal:
                 raise ValueError(_template_brace_error(uri, literal))
         pattern = [re.escape(parts[0])]
         for i in range(1, len(parts), 3):
-            plus, var, literal = parts[i:i + 3]
+            plus = parts[i]
+            var = parts[i + 1]
+            literal = parts[i + 2]
             if var in self.variables:
                 raise ValueError(f"resource {uri!r}: variable {var!r} appears twice; "
                                  "give each variable a name of its own")
-            if not literal and i + 3 < len(parts):     # where would one end, the next start?
-                raise ValueError(f"resource {uri!r}: variables {var!r} and {parts[i + 4]!r} "
-                                 "are next to each other; put a literal between them, such "
-                                 "as '/' or '-'")
+            # Two variables side by side: where would one end and the next start?
+            if not literal and i + 3 < len(parts):
+                raise ValueError(f"resource {uri!r}: variables {var!r} and "
+                                 f"{parts[i + 4]!r} are next to each other; put a "
+                                 "literal between them, such as '/' or '-'")
             self.variables[var] = bool(plus)
-            pattern += [f"(?P<{var}>{'.+' if plus else '[^/?#]+'})", re.escape(literal)]
+            matches = ".+" if plus else "[^/?#]+"
+            pattern += [f"(?P<{var}>{matches})", re.escape(literal)]
         self.pattern = re.compile("".join(pattern) + r"\Z")
 
     def describe(self, version):
-        entry = {"uriTemplate" if self.is_template else "uri": self.uri, "name": self.name}
+        key = "uriTemplate" if self.is_template else "uri"
+        entry = {key: self.uri, "name": self.name}
         _add_optional(entry, "mimeType", self.mime_type)
         if not self.is_template:
             _add_optional(entry, "size", self.size)
@@ -2463,20 +2520,21 @@ class Resource(Entry):
             else:
                 try:
                     variables[var] = decoded = unquote(value, errors="strict")
-                except UnicodeDecodeError:   # two URIs must not reach the function as one name
+                except UnicodeDecodeError:
+                    # two URIs must not reach the function as one name
                     raise JSONRPCError(INVALID_PARAMS, f"Invalid params: {uri} has a "
                                        "percent-encoding that is not UTF-8") from None
-            # Decoded once more too: a function that decodes what it gets (again) must not
-            # see a way out either ("%252e%252e" is ".." then).
+            # Decoded once more too: a function that decodes what it gets (again) must
+            # not see a way out either ("%252e%252e" is ".." then).
             for text in (decoded, unquote(decoded, errors="replace")):
                 if not self.safe_value(text, self.variables[var]):
                     return None
         return variables
 
     def safe_value(self, text, plus):
-        """Whether a decoded variable stays where it is put: a {var} one path segment (and
-        not the directory itself, '.'); a {+var} relative, with no '..' segment (unless
-        allowed). Never a NUL."""
+        """Whether a decoded variable stays where it is put: a {var} one path segment
+        (and not the directory itself, '.'); a {+var} relative, with no '..' segment
+        (unless allowed). Never a NUL."""
         if "\0" in text:
             return False
         if not plus:
@@ -2494,8 +2552,8 @@ class Resource(Entry):
             return [_contents(uri, value, self.mime_type or _guess_type(uri))]
         for block in blocks:
             if block.get("type") != "resource":
-                raise TypeError(f"resource {uri!r} returned a {block.get('type')!r} content "
-                                "block; return str, bytes, JSON data, or "
+                raise TypeError(f"resource {uri!r} returned a {block.get('type')!r} "
+                                "content block; return str, bytes, JSON data, or "
                                 "embedded_resource(...) blocks")
         return [block["resource"] for block in blocks]
 
@@ -2509,25 +2567,31 @@ def _template_brace_error(uri, literal):
         problem = f"{literal[start:]!r} is not closed"
     else:
         problem = f"{literal[start:literal.index('}', start) + 1]!r} is not a variable"
-    return (f"resource {uri!r}: {problem}; variables are {{name}} (one path segment) or "
-            "{+name} (the rest, slashes too), the name made of letters, digits and _")
+    return (f"resource {uri!r}: {problem}; variables are {{name}} (one path "
+            "segment) or {+name} (the rest, slashes too), the name made of letters, "
+            "digits and _")
 
 
 class Prompt(Entry):
-    """A registered prompt: a function returning messages; its parameters are the prompt's
-    arguments (required when they have no default)."""
+    """A registered prompt: a function returning messages; its parameters are the
+    prompt's arguments (required when they have no default)."""
     registry_name = "prompts"
 
-    def __init__(self, fn, *, name=None, title=None, description=None, icons=None, meta=None):
+    def __init__(self, fn, *, name=None, title=None, description=None, icons=None,
+                 meta=None):
         super().__init__(fn, name, title, description, icons, meta, structured=False)
         schema = self.signature.input_schema
         required = set(schema.get("required", ()))
-        self.arguments = [{"name": arg, "required": arg in required,
-                           **{k: v for k, v in prop.items() if k == "description"}}
-                          for arg, prop in schema.get("properties", {}).items()]
+        self.arguments = []
+        for arg, prop in schema.get("properties", {}).items():
+            argument = {"name": arg, "required": arg in required}
+            if "description" in prop:
+                argument["description"] = prop["description"]
+            self.arguments.append(argument)
 
     def describe(self, version):
-        return self.describe_common({"name": self.name, "arguments": self.arguments}, version)
+        entry = {"name": self.name, "arguments": self.arguments}
+        return self.describe_common(entry, version)
 
     def get(self, ctx, arguments):
         value = self.invoke(ctx, self.bind_strings(arguments, f"prompt '{self.name}'"))
@@ -2542,17 +2606,18 @@ class Prompt(Entry):
 
 
 def _prompt_message(item):
-    """A prompt's return item -> a PromptMessage: str or a content block is a user message;
-    a dict with "role" passes through (its str content becomes a text block)."""
+    """A prompt's return item -> a PromptMessage: str or a content block is a user
+    message; a dict with "role" passes through, its str content made a text block."""
     if isinstance(item, (str, Content)):
         item = {"role": "user", "content": item}
     elif not isinstance(item, dict) or "role" not in item:
-        raise TypeError(f"a prompt returned {type(item).__name__}; expected str, a content "
-                        'block or {"role": ..., "content": ...}')
+        raise TypeError(f"a prompt returned {type(item).__name__}; expected str, a "
+                        'content block or {"role": ..., "content": ...}')
     if item["role"] not in ("user", "assistant"):
         raise TypeError(f'a prompt message\'s role is "user" or "assistant", not '
                         f'{_preview(item["role"])}')
-    return dict(item, content=_content_block(item.get("content"), "a prompt message's content"))
+    content = _content_block(item.get("content"), "a prompt message's content")
+    return dict(item, content=content)
 
 
 # ============================================================================================
