@@ -2620,22 +2620,25 @@ def _prompt_message(item):
     return dict(item, content=content)
 
 
-# ============================================================================================
+# ======================================================================================
 # Context
-# ============================================================================================
+# ======================================================================================
 
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+LOG_LEVELS = (
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 _LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
-_current = threading.local()                  # the Context a worker thread is serving
-_serving_ctx = contextvars.ContextVar("mcp_min_ctx", default=None)   # and an async handler
+# The Context a worker thread is serving, and the one an async handler is serving.
+_current = threading.local()
+_serving_ctx = contextvars.ContextVar("mcp_min_ctx", default=None)
 
 
 def _log_params(level, data, logger, threshold):
-    """The params of notifications/message, or None when ``level`` is below ``threshold``
-    (None: the client asked for no messages)."""
+    """The params of notifications/message, or None when ``level`` is below
+    ``threshold`` (None: the client asked for no messages)."""
     if level not in _LEVEL_RANK:
-        raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
-    if logger is not None and not isinstance(logger, str):    # the spec's logger is a string
+        raise ValueError(f"unknown log level {level!r}; use one of "
+                         f"{', '.join(LOG_LEVELS)}")
+    if logger is not None and not isinstance(logger, str):  # the spec's is a string
         raise TypeError(f"logger must be a str, not {_preview(logger)}")
     if threshold is None or _LEVEL_RANK[level] < _LEVEL_RANK[threshold]:
         return None
@@ -2646,41 +2649,49 @@ def _log_params(level, data, logger, threshold):
 
 
 class Context:
-    """What a handler knows and can do while it serves one request (see the README). A tool,
-    resource or prompt function gets one by declaring a parameter annotated ``Context``;
-    built-in handlers get it as their first argument. In an ``async def`` handler its
-    methods return awaitables, as in FastMCP: ``await ctx.info(...)``."""
+    """What a handler knows and can do while it serves one request (see the README). A
+    tool, resource or prompt function gets one by declaring a parameter annotated
+    ``Context``; built-in handlers get it as their first argument. In an ``async def``
+    handler its methods return awaitables, as in FastMCP: ``await ctx.info(...)``."""
 
-    _on_cancel = None       # while an async handler runs: cancels it (called by the reader)
-    _with_response = None   # called just before the response, under the write lock (initialize)
+    # While an async handler runs: cancels it (called by the reader).
+    _on_cancel = None
+    # Called just before the response, under the write lock (initialize).
+    _with_response = None
     # A request's state as it starts: set on the instance only once it changes.
     answers = None          # 2026-07-28: key -> [question digest, answer]
     questions = 0           # questions asked so far in this run
     cancelled = False       # set by notifications/cancelled (from the reader)
-    stopped = False         # cancelled by the server's shutdown: its reply is still sent
+    stopped = False         # cancelled by the server's shutdown: still answered
     done = False            # set once the response is written
     last_progress = None
     progress_token = None
 
     def __init__(self, session, request_id, method, params, envelope=None, outlet=None):
-        self.session, self.server = session, session.server
-        self.outlet = outlet or session    # where frames about this request go (Peer.respond)
-        self.request_id, self.method, self.params = request_id, method, params
-        self.envelope = envelope           # 2026-07-28: the request's own envelope, else None
-        self.principal = session.principal # who the transport says the client is, if anyone
+        self.session = session
+        self.server = session.server
+        # where frames about this request go (Peer.respond)
+        self.outlet = outlet or session
+        self.request_id = request_id
+        self.method = method
+        self.params = params
+        self.envelope = envelope  # 2026-07-28: the request's own envelope, else None
+        # who the transport says the client is, if anyone
+        self.principal = session.principal
         meta = params.get("_meta")
         self.meta = meta if isinstance(meta, dict) else {}
         token = self.meta.get("progressToken")
         if token is not None and (isinstance(token, str) or _is_json_number(token)):
-            self.progress_token = token    # a string or a number (1.5 too), nothing else
+            self.progress_token = token  # a string or a number (1.5 too), nothing else
 
-    # In the handshake era these come from initialize (the session); in 2026-07-28, from the
-    # request's own envelope.
+    # In the handshake era these come from initialize (the session); in 2026-07-28, from
+    # the request's own envelope.
     protocol_version = property(lambda self: (self.envelope or self.session).version)
     client_info = property(lambda self: (self.envelope or self.session).client_info)
     client_capabilities = property(
         lambda self: (self.envelope or self.session).client_capabilities)
-    lifespan = property(lambda self: self.server.lifespan_value, doc="What the lifespan yielded.")
+    lifespan = property(lambda self: self.server.lifespan_value,
+                        doc="What the lifespan yielded.")
 
     def check_cancelled(self):
         """Raise Cancelled if the client cancelled this request (or the server, shutting
@@ -2691,12 +2702,13 @@ class Context:
     @property
     def cancel_reason(self):
         if self.stopped:
-            return f"request {self.request_id!r} was cancelled: the server is shutting down"
+            return (f"request {self.request_id!r} was cancelled: the server is "
+                    "shutting down")
         return f"request {self.request_id!r} was cancelled"
 
     def report_progress(self, progress, total=None, message=None):
-        """Send notifications/progress, if the request has a progressToken; returns whether
-        it was sent. Progress must increase, as the spec requires."""
+        """Send notifications/progress, if the request has a progressToken; returns
+        whether it was sent. Progress must increase, as the spec requires."""
         for name, value in (("progress", progress), ("total", total)):
             if value is not None and not _is_json_number(value):
                 raise TypeError(f"{name} must be a number, not {_preview(value)}")
@@ -2707,23 +2719,29 @@ class Context:
         params = {"progressToken": self.progress_token, "progress": progress}
         _add_optional(params, "total", total)
         _add_optional(params, "message", message, self.protocol_version or "", V2025_03)
-        with self.session.lock:               # the response cannot overtake us here, and
-            last = self.last_progress         # threads reporting at once keep the order
+        # Under the lock the response cannot overtake us, and threads reporting at
+        # once keep the order.
+        with self.session.lock:
+            last = self.last_progress
             if last is not None and progress <= last:
                 raise ValueError(f"progress must increase: {progress} after {last}")
-            if self.done or self.cancelled:   # nothing about a request after its response
+            # nothing about a request after its response
+            if self.done or self.cancelled:
                 return False
             self.last_progress = progress
             return self.outlet.notify("notifications/progress", params)
 
     def log(self, level, data, logger=None):
-        """Send notifications/message if ``level`` is at or above what the client asked for
-        (logging/setLevel; in 2026-07-28, this request's ``_meta``, and only before the
-        response). ``data`` is any JSON value. Never log secrets."""
+        """Send notifications/message if ``level`` is at or above what the client asked
+        for (logging/setLevel; in 2026-07-28, this request's ``_meta``, and only before
+        the response). ``data`` is any JSON value. Never log secrets."""
         if self.envelope is None:
             session = self.session
-            params = _log_params(level, data, logger, session.version and session.log_level)
-            return params is not None and self.outlet.notify("notifications/message", params)
+            threshold = session.version and session.log_level
+            params = _log_params(level, data, logger, threshold)
+            if params is None:
+                return False
+            return self.outlet.notify("notifications/message", params)
         params = _log_params(level, data, logger, self.envelope.log_level)
         if params is None:
             return False
@@ -2735,57 +2753,77 @@ class Context:
     # ctx.debug(data), ctx.info(data), ... ctx.emergency(data): one method per level
     def _at_level(level):
         return lambda self, data, logger=None: self.log(level, data, logger)
-    debug, info, notice, warning, error, critical, alert, emergency = map(_at_level, LOG_LEVELS)
+    debug = _at_level("debug")
+    info = _at_level("info")
+    notice = _at_level("notice")
+    warning = _at_level("warning")
+    error = _at_level("error")
+    critical = _at_level("critical")
+    alert = _at_level("alert")
+    emergency = _at_level("emergency")
     del _at_level
 
-    # -- asking the client (the README says how each era carries the question) ---------------
-    # The client capability each question needs; in 2026-07-28 the only questions there are.
-    _CAPABILITY_ASKED = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling",
-                         "roots/list": "roots"}
+    # -- asking the client (the README says how each era carries the question) --------
+    # The client capability each question needs; in 2026-07-28 these are the only
+    # questions there are.
+    _CAPABILITY_ASKED = {
+        "elicitation/create": "elicitation",
+        "sampling/createMessage": "sampling",
+        "roots/list": "roots",
+    }
 
     def request(self, method, params=None, capability=None, timeout=None, key=None):
         """Ask the client and return its answer, if it declared ``capability`` (else
         CapabilityError). In 2026-07-28 an unanswered question ends this run with an
         input_required result; ``key`` names it there (default: its kind and number)."""
-        # The handshake allows only pings (and logging) before notifications/initialized.
+        # The handshake allows only pings (and logging) before
+        # notifications/initialized.
         if self.envelope is None and not self.session.initialized and method != "ping":
             raise CapabilityError(f"cannot send {method} before the client has sent "
                                   "notifications/initialized")
         if self.envelope is None and self.session.no_requests:
-            raise CapabilityError(f"{method} cannot be sent: {self.session.no_requests}")
+            raise CapabilityError(f"{method} cannot be sent: "
+                                  f"{self.session.no_requests}")
         capability = capability or self._CAPABILITY_ASKED.get(method)
         if self.envelope is not None and method not in self._CAPABILITY_ASKED:
-            raise ValueError(f"{method} cannot be sent to a 2026-07-28 client: a server asks "
-                             "it only for elicitation, sampling or roots")
-        if capability and not isinstance(self.client_capabilities.get(capability), dict):
-            raise CapabilityError(f"the client did not declare the '{capability}' capability, "
-                                  f"so {method} cannot be sent to it", {capability: {}})
+            raise ValueError(f"{method} cannot be sent to a 2026-07-28 client: a "
+                             "server asks it only for elicitation, sampling or roots")
+        if capability:
+            declared = self.client_capabilities.get(capability)
+            if not isinstance(declared, dict):
+                raise CapabilityError(f"the client did not declare the '{capability}' "
+                                      f"capability, so {method} cannot be sent to it",
+                                      {capability: {}})
         self.check_cancelled()
         if self.envelope is not None:
             return self._ask(method, params, key)
         if timeout is None:
             timeout = self.server.request_timeout
-        return _check_answer(None, method, self.session.request(method, params, timeout,
-                                                                owner=self))
+        answer = self.session.request(method, params, timeout, owner=self)
+        return _check_answer(None, method, answer)
 
     def _ask(self, method, params, key=None):
-        """2026-07-28: the answer to this question if the retry carries it, else InputRequired.
-        Each answer is kept with a digest of its question, so a handler that asks something
-        else on a later run (its inputs changed) is asked anew, never handed a stale answer."""
+        """2026-07-28: the answer to this question if the retry carries it, else
+        InputRequired. Each answer is kept with a digest of its question, so a handler
+        that asks something else on a later run (its inputs changed) is asked anew,
+        never handed a stale answer."""
         self.questions += 1
-        question = {"method": method} if params is None else {"method": method, "params": params}
+        question = {"method": method}
+        if params is not None:
+            question["params"] = params
         digest = _digest(question)
         key = key or f"{method.split('/')[0]}-{self.questions}"
         answer = self.answers.get(key) if self.answers else None
         if answer is not None and answer[0] == digest:
             return answer[1]
-        if answer is not None and answer[0] is None:   # sent before it was asked: check it
+        # sent before it was asked: check it
+        if answer is not None and answer[0] is None:
             return _check_answer(key, method, answer[1])
         raise InputRequired({key: (question, digest)})
 
     def ask_together(self, *asks):
-        """Ask several questions (``lambda: ctx.elicit(...)``, ...) and return their answers:
-        in 2026-07-28 those unanswered share one round, not one round each."""
+        """Ask several questions (``lambda: ctx.elicit(...)``, ...) and return their
+        answers: in 2026-07-28 those unanswered share one round, not one round each."""
         answers, waiting = [], {}
         for ask in asks:
             try:
@@ -2800,54 +2838,62 @@ class Context:
     def sample(self, messages, *, max_tokens=1000, system_prompt=None, temperature=None,
                stop_sequences=None, model_preferences=None, include_context=None,
                metadata=None, tools=None, tool_choice=None, timeout=None, key=None):
-        """sampling/createMessage: ``messages`` is a message or a list of them: a string or block
-        (a user turn), a ``{"role", "content"}`` dict. Returns ``{"role", "content", "model"}``."""
+        """sampling/createMessage: ``messages`` is a message or a list of them: a string
+        or block (a user turn), a ``{"role", "content"}`` dict. Returns ``{"role",
+        "content", "model"}``."""
         if isinstance(messages, (str, dict)):     # one message, not a list of its keys
             messages = [messages]
-        params = {"messages": [_prompt_message(m) for m in messages], "maxTokens": max_tokens}
+        params = {"messages": [_prompt_message(m) for m in messages],
+                  "maxTokens": max_tokens}
         optional = {"systemPrompt": system_prompt, "temperature": temperature,
                     "stopSequences": stop_sequences, "includeContext": include_context,
                     "modelPreferences": model_preferences, "metadata": metadata,
                     "tools": tools, "toolChoice": tool_choice}
-        params.update((field, value) for field, value in optional.items() if value is not None)
+        params.update((field, value) for field, value in optional.items()
+                      if value is not None)
         declared = self.client_capabilities.get("sampling")
-        takes_tools = isinstance(declared, dict) and "tools" in declared \
-            and (self.protocol_version or "") >= V2025_11
+        takes_tools = (isinstance(declared, dict) and "tools" in declared
+                       and (self.protocol_version or "") >= V2025_11)
         if (tools or tool_choice) and not takes_tools:
-            raise CapabilityError("the client did not declare sampling.tools (2025-11-25), so a "
-                                  "sampling request cannot offer tools",
-                                  {"sampling": {"tools": {}}})
+            raise CapabilityError("the client did not declare sampling.tools "
+                                  "(2025-11-25), so a sampling request cannot offer "
+                                  "tools", {"sampling": {"tools": {}}})
         return self.request("sampling/createMessage", params, "sampling", timeout, key)
 
-    def elicit(self, message, schema=None, *, url=None, elicitation_id=None, timeout=None,
-               key=None):
-        """elicitation/create: a flat form ``schema``, or (2025-11-25) a page at ``url``, for
-        anything secret. Returns ``{"action": "accept"|"decline"|"cancel", "content"}``."""
+    def elicit(self, message, schema=None, *, url=None, elicitation_id=None,
+               timeout=None, key=None):
+        """elicitation/create: a flat form ``schema``, or (2025-11-25) a page at
+        ``url``, for anything secret. Returns ``{"action":
+        "accept"|"decline"|"cancel", "content"}``."""
         if not isinstance(message, str):
             raise TypeError(f"message must be a str, not {_preview(message)}")
-        declared, version = self.client_capabilities.get("elicitation"), self.protocol_version
+        declared = self.client_capabilities.get("elicitation")
+        version = self.protocol_version
         if (version or "") < V2025_06:
-            raise CapabilityError(f"elicitation arrived in protocol 2025-06-18; this session "
-                                  f"speaks {version}")
+            raise CapabilityError("elicitation arrived in protocol 2025-06-18; this "
+                                  f"session speaks {version}")
         if url is not None:
-            if not isinstance(declared, dict) or "url" not in declared or version < V2025_11:
-                raise CapabilityError("the client did not declare elicitation.url (2025-11-25)",
-                                      {"elicitation": {"url": {}}})
+            if (not isinstance(declared, dict) or "url" not in declared
+                    or version < V2025_11):
+                raise CapabilityError("the client did not declare elicitation.url "
+                                      "(2025-11-25)", {"elicitation": {"url": {}}})
             params = {"mode": "url", "message": message, "url": url}
-            if self.envelope is None:       # 2026-07-28 correlates through requestState instead
+            # 2026-07-28 correlates through requestState instead
+            if self.envelope is None:
                 import uuid
                 params["elicitationId"] = elicitation_id or str(uuid.uuid4())
         else:
             if isinstance(declared, dict) and declared and "form" not in declared:
-                raise CapabilityError("the client declared only URL elicitation, not forms",
-                                      {"elicitation": {"form": {}}})
+                raise CapabilityError("the client declared only URL elicitation, not "
+                                      "forms", {"elicitation": {"form": {}}})
             schema = schema or {"type": "object", "properties": {}}
             _check_form(schema)
             params = {"message": message, "requestedSchema": schema}
             if version >= V2025_11:
                 params = {"mode": "form", **params}
         answer = self.request("elicitation/create", params, "elicitation", timeout, key)
-        if url is None and isinstance(answer, dict) and answer.get("action") == "accept":
+        if (url is None and isinstance(answer, dict)
+                and answer.get("action") == "accept"):
             problems = compile_schema(schema)(answer.get("content", {}))
             if problems:
                 raise InvalidAnswer("The client's answer does not fit the form:\n"
@@ -2855,10 +2901,11 @@ class Context:
         return answer
 
     def list_roots(self, timeout=None, key=None):
-        """roots/list: ``[{"uri", "name"?}, ...]``; in the handshake era cached until the
-        client sends notifications/roots/list_changed."""
+        """roots/list: ``[{"uri", "name"?}, ...]``; in the handshake era cached until
+        the client sends notifications/roots/list_changed."""
         if self.envelope is not None:              # stateless: asked for each request
-            return self.request("roots/list", None, "roots", timeout, key).get("roots", [])
+            answer = self.request("roots/list", None, "roots", timeout, key)
+            return answer.get("roots", [])
         session, roots = self.session, self.session.roots
         if roots is None:
             generation = session.roots_generation
@@ -2869,18 +2916,22 @@ class Context:
 
 
 def _awaitable_on_the_loop(method, waits):
-    """``method``, except that on the event loop (in an async handler) it returns an awaitable:
-    at once a finished Future for a quick one; for one that waits for the client, a coroutine
-    that waits in a thread of its own, as blocking the loop would hold up every async call."""
+    """``method``, except that on the event loop (in an async handler) it returns an
+    awaitable: at once a finished Future for a quick one; for one that waits for the
+    client, a coroutine that waits in a thread of its own, as blocking the loop would
+    hold up every async call."""
     @functools.wraps(method)
     def call(self, *args, **kwargs):
-        # by thread id: current_thread() would leave a dummy Thread for each _thread thread
+        # By thread id: current_thread() would leave a dummy Thread behind for each
+        # _thread thread.
         if _loop_thread is None or _thread.get_ident() != _loop_thread.ident:
             return method(self, *args, **kwargs)
         if waits:
             waiting = _in_a_thread(lambda: method(self, *args, **kwargs))
-            waiting.__qualname__ = method.__qualname__     # "coroutine 'Context.elicit' was
-            return waiting                                  # never awaited", if it is not
+            # Named as the method, for the warning "coroutine 'Context.elicit' was
+            # never awaited", if it is not.
+            waiting.__qualname__ = method.__qualname__
+            return waiting
         done = _loop_thread.loop.create_future()
         done.set_result(method(self, *args, **kwargs))
         return done
@@ -2894,7 +2945,7 @@ async def _in_a_thread(call):
 
     def work():
         # Once running, the future ignores cancel(): setting it below cannot fail.
-        if not future.set_running_or_notify_cancel():       # the coroutine stopped waiting
+        if not future.set_running_or_notify_cancel():  # the coroutine stopped waiting
             return
         try:
             future.set_result(context.run(call))
@@ -2916,45 +2967,50 @@ def _check_form(schema):
     enumerated strings, as the spec requires: anything else is a mistake in the tool."""
     properties = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict) or schema.get("type") != "object":
-        raise ValueError('an elicitation form is {"type": "object", "properties": {...}}')
+        raise ValueError('an elicitation form is {"type": "object", '
+                         '"properties": {...}}')
     for name, prop in properties.items():
         kind = prop.get("type") if isinstance(prop, dict) else None
         items = prop.get("items") if kind == "array" else None
         enumerated = isinstance(items, dict) and ("enum" in items or "anyOf" in items)
         if kind not in ("string", "number", "integer", "boolean") and not enumerated:
-            raise ValueError(f"elicitation form property {name!r}: forms take strings, numbers, "
-                             "booleans and arrays of enumerated strings, nothing nested")
+            raise ValueError(f"elicitation form property {name!r}: forms take strings, "
+                             "numbers, booleans and arrays of enumerated strings, "
+                             "nothing nested")
 
 
 _forwarding = {"servers": 0, "installed": False}   # see _forward_logging
 
 
 def _forward_logging(server, serving):
-    """Server(forward_logging=...): logging records made in a handler also go to its client.
-    One wrapper of the log record factory does it for every server while one serves: no
-    handler is added anywhere, so the application's loggers stay as they are."""
+    """Server(forward_logging=...): logging records made in a handler also go to its
+    client. One wrapper of the log record factory does it for every server while one
+    serves: no handler is added anywhere, and the application's loggers stay as
+    they are."""
     if not server.forward_logging:
         return
     import logging
     with _first_use:
         _forwarding["servers"] += 1 if serving else -1
-        # Installed once: a wrapper another library put around ours keeps it in the chain
-        # (it passes records through while no server serves), and must not be wrapped again.
+        # Installed once: a wrapper another library put around ours keeps it in the
+        # chain (it passes records through while no server serves), and it must not
+        # be wrapped again.
         if serving and _forwarding["servers"] == 1 and not _forwarding["installed"]:
             _forwarding["make"] = logging.getLogRecordFactory()
             _forwarding["format"] = logging.Formatter().format
             logging.setLogRecordFactory(_forwarded_record)
             _forwarding["installed"] = True
-        elif not _forwarding["servers"] and logging.getLogRecordFactory() is _forwarded_record:
+        elif (not _forwarding["servers"]
+                and logging.getLogRecordFactory() is _forwarded_record):
             logging.setLogRecordFactory(_forwarding["make"])
             _forwarding["installed"] = False
 
 
 def _mcp_level(levelno):
-    """A logging level -> the MCP level at or below it: 25 (a NOTICE) is "notice", 35 is
-    "warning"."""
-    for lowest, level in ((50, "critical"), (40, "error"), (30, "warning"), (25, "notice"),
-                          (20, "info")):
+    """A logging level -> the MCP level at or below it: 25 (a NOTICE) is "notice",
+    35 is "warning"."""
+    for lowest, level in ((50, "critical"), (40, "error"), (30, "warning"),
+                          (25, "notice"), (20, "info")):
         if levelno >= lowest:
             return level
     return "debug"
