@@ -3030,34 +3030,37 @@ def _forwarded_record(*args, **kwargs):
     return record
 
 
-# ============================================================================================
+# ======================================================================================
 # Stateless requests (2026-07-28): the envelope, requestState
-# ============================================================================================
+# ======================================================================================
 #
-# From 2026-07-28 there is no initialize: every request carries, in params._meta, the protocol
-# version and the client's capabilities (the "envelope"), and the server remembers nothing
-# between requests. A handler that needs the client's input (elicitation, sampling, roots)
-# answers {"resultType": "input_required", "inputRequests": {...}, "requestState": "..."};
-# the client retries the same request with the answers and the requestState echoed, and
-# the handler runs again from the top. requestState carries the earlier rounds' answers, so
-# it is signed: the client holds it, and it must not be able to alter it or move it to
-# another call.
+# From 2026-07-28 there is no initialize: every request carries, in params._meta, the
+# protocol version and the client's capabilities (the "envelope"), and the server
+# remembers nothing between requests. A handler that needs the client's input
+# (elicitation, sampling, roots) answers {"resultType": "input_required",
+# "inputRequests": {...}, "requestState": "..."}; the client retries the same request
+# with the answers and the requestState echoed, and the handler runs again from the
+# top. requestState carries the earlier rounds' answers, so it is signed: the client
+# holds it, and it must not be able to alter it or move it to another call.
 
 _MCP_PREFIX = "io.modelcontextprotocol/"
 PROTOCOL_VERSION_KEY = _MCP_PREFIX + "protocolVersion"
 CLIENT_CAPABILITIES_KEY = _MCP_PREFIX + "clientCapabilities"
-CLIENT_INFO_KEY, LOG_LEVEL_KEY = _MCP_PREFIX + "clientInfo", _MCP_PREFIX + "logLevel"
+CLIENT_INFO_KEY = _MCP_PREFIX + "clientInfo"
+LOG_LEVEL_KEY = _MCP_PREFIX + "logLevel"
 SERVER_INFO_KEY = _MCP_PREFIX + "serverInfo"
 SUBSCRIPTION_ID_KEY = _MCP_PREFIX + "subscriptionId"
 
-#: Methods of one era only. A 2026-07-28 request for a handshake-only method gets -32601.
+#: Methods of one era only. A 2026-07-28 request for a handshake-only method gets
+#: -32601.
 MODERN_ONLY_METHODS = frozenset({"server/discover", "subscriptions/listen"})
 HANDSHAKE_ONLY_METHODS = frozenset({"initialize", "ping", "logging/setLevel",
                                     "resources/subscribe", "resources/unsubscribe"})
-#: The methods whose results a client may cache (ttlMs, cacheScope), and those that may ask
-#: the client for input.
-CACHEABLE_METHODS = frozenset({"server/discover", "tools/list", "prompts/list", "resources/list",
-                               "resources/templates/list", "resources/read"})
+#: The methods whose results a client may cache (ttlMs, cacheScope), and those that may
+#: ask the client for input.
+CACHEABLE_METHODS = frozenset({"server/discover", "tools/list", "prompts/list",
+                               "resources/list", "resources/templates/list",
+                               "resources/read"})
 INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 #: A handler's result meaning "no response": subscriptions/listen answers with a stream.
@@ -3065,44 +3068,50 @@ NO_RESPONSE = object()
 
 
 class Envelope:
-    """What a 2026-07-28 request says about its client in ``params._meta`` (the handshake era
-    learns it from initialize): the protocol version, the client's capabilities and name,
-    and the log level for this request. -32602 for a malformed _meta, -32022 for a version
-    this server does not serve."""
+    """What a 2026-07-28 request says about its client in ``params._meta`` (the
+    handshake era learns it from initialize): the protocol version, the client's
+    capabilities and name, and the log level for this request. -32602 for a malformed
+    _meta, -32022 for a version this server does not serve."""
     __slots__ = ("meta", "version", "client_capabilities", "log_level")
 
     def __init__(self, meta):
         # Three quick tests pass the usual envelope; anything else is checked in full.
-        if type(meta) is not dict or type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict \
-                or meta.get(PROTOCOL_VERSION_KEY) not in MODERN_PROTOCOL_VERSIONS:
+        if (type(meta) is not dict
+                or type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict
+                or meta.get(PROTOCOL_VERSION_KEY) not in MODERN_PROTOCOL_VERSIONS):
             self.refuse(meta)
         level = meta.get(LOG_LEVEL_KEY)
         if LOG_LEVEL_KEY in meta and level not in LOG_LEVELS:
-            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: log level {level!r} in "
-                               f"params._meta; use one of {', '.join(LOG_LEVELS)}")
-        self.meta, self.version, self.log_level = meta, meta[PROTOCOL_VERSION_KEY], level
+            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: log level {level!r} "
+                               f"in params._meta; use one of {', '.join(LOG_LEVELS)}")
+        self.meta = meta
+        self.version = meta[PROTOCOL_VERSION_KEY]
+        self.log_level = level
         self.client_capabilities = meta[CLIENT_CAPABILITIES_KEY]
 
     @staticmethod
     def refuse(meta):
-        """Raise the error saying what is wrong with an envelope, or return if it is only
-        unusual (a dict subclass)."""
+        """Raise the error saying what is wrong with an envelope, or return if it is
+        only unusual (a dict subclass)."""
         if not isinstance(meta, dict):
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: this method is part of "
-                               "protocol 2026-07-28, whose requests carry params._meta with "
-                               f'"{PROTOCOL_VERSION_KEY}" and "{CLIENT_CAPABILITIES_KEY}"')
-        for key, kind, what in ((PROTOCOL_VERSION_KEY, str, "a string"),
-                                (CLIENT_CAPABILITIES_KEY, dict, "an object; {} for none")):
+                               "protocol 2026-07-28, whose requests carry params._meta "
+                               f'with "{PROTOCOL_VERSION_KEY}" and '
+                               f'"{CLIENT_CAPABILITIES_KEY}"')
+        for key, kind, what in (
+                (PROTOCOL_VERSION_KEY, str, "a string"),
+                (CLIENT_CAPABILITIES_KEY, dict, "an object; {} for none")):
             if not isinstance(meta.get(key), kind):
-                raise JSONRPCError(INVALID_PARAMS, f'Invalid params: params._meta needs '
+                raise JSONRPCError(INVALID_PARAMS, "Invalid params: params._meta needs "
                                                    f'"{key}" ({what})')
         version = meta[PROTOCOL_VERSION_KEY]
         if version not in MODERN_PROTOCOL_VERSIONS:
-            raise JSONRPCError(UNSUPPORTED_VERSION, f"Unsupported protocol version "
-                                                    f"{_short_repr(version)}: "
-                               f"requests are served at {', '.join(MODERN_PROTOCOL_VERSIONS)}; "
-                               f"{', '.join(PROTOCOL_VERSIONS)} after initialize",
-                               {"supported": list(MODERN_PROTOCOL_VERSIONS), "requested": version})
+            raise JSONRPCError(
+                UNSUPPORTED_VERSION,
+                f"Unsupported protocol version {_short_repr(version)}: requests are "
+                f"served at {', '.join(MODERN_PROTOCOL_VERSIONS)}; "
+                f"{', '.join(PROTOCOL_VERSIONS)} after initialize",
+                {"supported": list(MODERN_PROTOCOL_VERSIONS), "requested": version})
 
     @property
     def client_info(self):
@@ -3111,8 +3120,8 @@ class Envelope:
 
 
 def is_stateless(method, meta):
-    """Whether a request is a 2026-07-28 one: it carries an envelope key in params._meta, or
-    its method exists only there. initialize is always the handshake."""
+    """Whether a request is a 2026-07-28 one (initialize never is): it carries an
+    envelope key in params._meta, or its method exists only there."""
     if method in MODERN_ONLY_METHODS:
         return True
     return type(meta) is dict and method != "initialize" and (
@@ -3122,7 +3131,8 @@ def is_stateless(method, meta):
 def _digest(value):
     """A short, stable fingerprint of a JSON value (its canonical encoding, hashed)."""
     import hashlib
-    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
@@ -3131,47 +3141,56 @@ def _b64url(data):
 
 
 class RequestStateSigner:
-    """Seals and opens requestState: JSON, base64url, and an HMAC-SHA256 over it. The key is
-    ``key`` (bytes or str), else env MCP_MIN_STATE_KEY, else random for this process; give
-    every process that serves the same clients the same key (behind a load balancer, a retry
-    may reach another one). A state expires ``ttl`` seconds after it was issued. One longer
-    than ``max_bytes`` is neither issued nor opened: the client holds it, and may send back
-    anything in its place, which the signature check would otherwise copy and hash whole."""
+    """Seals and opens requestState: JSON, base64url, and an HMAC-SHA256 over it. The
+    key is ``key`` (bytes or str), else env MCP_MIN_STATE_KEY, else random for this
+    process; give every process that serves the same clients the same key (behind a
+    load balancer, a retry may reach another one). A state expires ``ttl`` seconds after
+    it was issued. One longer than ``max_bytes`` is neither issued nor opened: the
+    client holds it, and may send back anything in its place, which the signature check
+    would otherwise copy and hash whole."""
 
     def __init__(self, key=None, ttl=600, max_bytes=64 << 10):
         key = key if key is not None else os.environ.get("MCP_MIN_STATE_KEY")
         if isinstance(key, str):
             key = key.encode("utf-8")
-        self.key, self.ttl, self.shared = key or os.urandom(32), ttl, bool(key)
+        self.key = key or os.urandom(32)
+        self.ttl = ttl
+        self.shared = bool(key)
         self.max_bytes = max_bytes
 
     def signature(self, body):
         import hashlib
         import hmac
-        return _b64url(hmac.new(self.key, body.encode("ascii"), hashlib.sha256).digest())
+        digest = hmac.new(self.key, body.encode("ascii"), hashlib.sha256).digest()
+        return _b64url(digest)
 
     def seal(self, payload):
         body = _b64url(encode_message(dict(payload, exp=int(time.time() + self.ttl))))
         token = f"v1.{body}.{self.signature(body)}"
         if len(token) > self.max_bytes:       # its retry would be refused: say so now
-            raise JSONRPCError(INVALID_PARAMS, "Invalid params: the requestState carrying the "
-                               f"answers so far would be {len(token)} bytes, over the limit of "
-                               f"{self.max_bytes} (Server(max_state_bytes=...))")
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: the requestState "
+                               f"carrying the answers so far would be {len(token)} "
+                               f"bytes, over the limit of {self.max_bytes} "
+                               "(Server(max_state_bytes=...))")
         return token
 
     def open(self, token):
         """The payload of a state this server sealed, or -32602 saying why not."""
         import hmac
-        if len(token) > self.max_bytes:       # nothing this server issues: not worth a hash
-            raise _invalid_state(f"it is {len(token)} characters long, over the limit of "
-                                 f"{self.max_bytes} (Server(max_state_bytes=...))")
+        # nothing this server issues: not worth a hash
+        if len(token) > self.max_bytes:
+            raise _invalid_state(f"it is {len(token)} characters long, over the limit "
+                                 f"of {self.max_bytes} (Server(max_state_bytes=...))")
         version, _, rest = token.partition(".")
         body, _, mac = rest.partition(".")
-        try:             # compared as text: a signature written any other way is refused
+        try:
+            # compared as text: a signature written any other way is refused
             genuine = version == "v1" and hmac.compare_digest(
                 mac.encode("ascii"), self.signature(body).encode("ascii"))
-            body = body.replace("-", "+").replace("_", "/")
-            payload = json.loads(b64decode(body + "=" * (-len(body) % 4))) if genuine else None
+            payload = None
+            if genuine:
+                body = body.replace("-", "+").replace("_", "/")
+                payload = json.loads(b64decode(body + "=" * (-len(body) % 4)))
         except ValueError:      # binascii.Error and UnicodeEncodeError too
             payload = None
         if not isinstance(payload, dict):
@@ -3186,23 +3205,34 @@ def _invalid_state(why):
                         {"reason": "invalid_request_state"})
 
 
+# What the answer to each question must hold: (field, its type). The answer to another
+# method may be any object.
+_ANSWER_SHAPES = {
+    "elicitation/create": ("action", str),
+    "sampling/createMessage": ("content", (dict, list)),
+    "roots/list": ("roots", list),
+}
+
+
 def _check_answer(key, method, answer):
-    """An answer must be the result the question's method returns: the inputResponses entry
-    ``key`` (2026-07-28), or with ``key`` None the client's response (the handshake era)."""
-    shapes = {"elicitation/create": ("action", str),
-              "sampling/createMessage": ("content", (dict, list)), "roots/list": ("roots", list)}
-    field, kind = shapes.get(method, (None, None))       # another method: any object will do
+    """An answer must be the result the question's method returns: the
+    inputResponses entry ``key`` (2026-07-28), or with ``key`` None the client's
+    response (the handshake era)."""
+    field, kind = _ANSWER_SHAPES.get(method, (None, None))
     if key is None:
         answered = "The client's answer"
     else:
         answered = f"Invalid params: inputResponses.{key}"
     if not isinstance(answer, dict):
-        raise InvalidAnswer(f"{answered} is not a result of {method} (a result is an object)")
+        raise InvalidAnswer(f"{answered} is not a result of {method} (a result is an "
+                            "object)")
     if field and not isinstance(answer.get(field), kind):
-        raise InvalidAnswer(f"{answered} is not a result of {method} (it needs {field!r})")
-    if method == "elicitation/create" and answer["action"] not in ("accept", "decline", "cancel"):
-        raise InvalidAnswer(f'{answered} has the action {_preview(answer["action"])}: it must '
-                            'be "accept", "decline" or "cancel"')
+        raise InvalidAnswer(f"{answered} is not a result of {method} (it needs "
+                            f"{field!r})")
+    if (method == "elicitation/create"
+            and answer["action"] not in ("accept", "decline", "cancel")):
+        raise InvalidAnswer(f"{answered} has the action {_preview(answer['action'])}: "
+                            'it must be "accept", "decline" or "cancel"')
     return answer
 
 
