@@ -2638,7 +2638,8 @@ def _log_params(level, data, logger, threshold):
     if level not in _LEVEL_RANK:
         raise ValueError(f"unknown log level {level!r}; use one of "
                          f"{', '.join(LOG_LEVELS)}")
-    if logger is not None and not isinstance(logger, str):  # the spec's is a string
+    # the spec's logger is a string
+    if logger is not None and not isinstance(logger, str):
         raise TypeError(f"logger must be a str, not {_preview(logger)}")
     if threshold is None or _LEVEL_RANK[level] < _LEVEL_RANK[threshold]:
         return None
