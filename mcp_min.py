@@ -1905,21 +1905,21 @@ def compile_schema(schema):
     return _Compiler(schema).validate
 
 
-# ============================================================================================
+# ======================================================================================
 # Content
-# ============================================================================================
+# ======================================================================================
 #
-# Tools and prompts answer with content blocks: {"type": "text", "text": ...} and friends.
-# The helpers below build them as Content, a dict subclass, so a tool result can tell a
-# block it should pass through from a dict it should return as structured data.
+# Tools and prompts answer with content blocks: {"type": "text", "text": ...} and
+# friends. The helpers below build them as Content, a dict subclass, so that a tool
+# result can tell a block to pass through from a dict to return as structured data.
 
 class Content(dict):
     """A content block: text, image, audio, resource_link or resource (embedded)."""
 
 
 def _block(annotations, meta, **fields):
-    """A Content of the fields that are not None. ``annotations`` are {"audience": [...],
-    "priority": 0..1, "lastModified": ...}."""
+    """A Content of the fields that are not None. ``annotations`` are
+    {"audience": [...], "priority": 0..1, "lastModified": ...}."""
     fields.update(annotations=annotations or None, _meta=meta or None)
     return Content((k, v) for k, v in fields.items() if v is not None)
 
@@ -1931,13 +1931,22 @@ def text(value, *, annotations=None, meta=None):
     return _block(annotations, meta, type="text", text=str(value))
 
 
-_MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
-          (b"GIF87a", "image/gif"), (b"GIF89a", "image/gif"), (b"OggS", "audio/ogg"),
-          (b"fLaC", "audio/flac"), (b"ID3", "audio/mpeg"), (b"\xff\xfb", "audio/mpeg"))
+# The first bytes of a file -> its MIME type, for image() and audio().
+_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"OggS", "audio/ogg"),
+    (b"fLaC", "audio/flac"),
+    (b"ID3", "audio/mpeg"),
+    (b"\xff\xfb", "audio/mpeg"),
+)
 
 
 def _sniff(data):
-    if data[:4] == b"RIFF":                 # a container: what it holds is named at offset 8
+    # RIFF is a container: what it holds is named at offset 8
+    if data[:4] == b"RIFF":
         return {b"WEBP": "image/webp", b"WAVE": "audio/wav"}.get(data[8:12])
     return next((mime for magic, mime in _MAGIC if data.startswith(magic)), None)
 
@@ -1949,7 +1958,9 @@ def _media(kind, data, path, mime_type, annotations, meta):
         with open(path, "rb") as f:
             data = f.read()
     if isinstance(data, str):                     # already base64
-        encoded, raw = data, b64decode(data[:64]) if mime_type is None else b""
+        encoded = data
+        # only its first bytes, for _sniff() to tell the type by
+        raw = b64decode(data[:64]) if mime_type is None else b""
     else:
         raw = bytes(data)
         encoded = b64encode(raw)
@@ -1961,30 +1972,31 @@ def _media(kind, data, path, mime_type, annotations, meta):
 
 
 def image(data=None, *, path=None, mime_type=None, annotations=None, meta=None):
-    """An image block from bytes (or base64 text) or a file; the MIME type is detected."""
+    """An image block from bytes, base64 text or a file; the MIME type is detected."""
     return _media("image", data, path, mime_type, annotations, meta)
 
 
 def audio(data=None, *, path=None, mime_type=None, annotations=None, meta=None):
-    """An audio block from bytes (or base64 text) or a file; the MIME type is detected."""
+    """An audio block from bytes, base64 text or a file; the MIME type is detected."""
     return _media("audio", data, path, mime_type, annotations, meta)
 
 
-def resource_link(uri, name=None, *, title=None, description=None, mime_type=None, size=None,
-                  annotations=None, icons=None, meta=None):
+def resource_link(uri, name=None, *, title=None, description=None, mime_type=None,
+                  size=None, annotations=None, icons=None, meta=None):
     """A link to a resource the client can read with resources/read (2025-06-18+)."""
     return _block(annotations, meta, type="resource_link", uri=uri, name=name or uri,
-                  title=title, description=description, mimeType=mime_type, size=size,
-                  icons=icons)
+                  title=title, description=description, mimeType=mime_type,
+                  size=size, icons=icons)
 
 
-def embedded_resource(uri, *, text=None, blob=None, mime_type=None, annotations=None, meta=None):
+def embedded_resource(uri, *, text=None, blob=None, mime_type=None, annotations=None,
+                      meta=None):
     """A resource's contents inline: ``text`` (str) or ``blob`` (bytes)."""
     if (text is None) == (blob is None):
         raise TypeError("embedded_resource() takes either text or blob")
     if text is not None and not isinstance(text, str):
-        raise TypeError(f"embedded_resource(text=...) takes a str, not {type(text).__name__}: "
-                        "bytes go in blob=")
+        raise TypeError("embedded_resource(text=...) takes a str, not "
+                        f"{type(text).__name__}: bytes go in blob=")
     if isinstance(blob, str):                     # already base64, as image() takes it
         contents = {"uri": uri, "mimeType": mime_type or "application/octet-stream",
                     "blob": blob}
@@ -1999,9 +2011,10 @@ def _guess_type(uri):
 
 
 def to_json(value, root="result"):
-    """JSON text for humans and models (non-ASCII kept; dataclasses, enums, sets welcome).
-    What JSON cannot carry raises TypeError (ValueError for NaN) naming where it is in
-    ``value``, as in ``result.items[2].when: a value of type Thing has no JSON form``."""
+    """JSON text for humans and models (non-ASCII kept; dataclasses, enums, sets
+    welcome). What JSON cannot carry raises TypeError (ValueError for NaN) naming
+    where it is in ``value``, as in
+    ``result.items[2].when: a value of type Thing has no JSON form``."""
     value = _dump(value)
     try:
         return _encode_text(value)
@@ -2010,12 +2023,12 @@ def to_json(value, root="result"):
 
 
 def _find_not_json(value, path):
-    """"path: what is wrong" for the first thing in a _dump()ed value JSON cannot carry."""
+    """The first thing in a _dump()ed value JSON cannot carry: "path: what is wrong"."""
     if isinstance(value, dict):
         for key, item in value.items():
             if key is not None and not isinstance(key, (str, int, float)):
-                return (f"{path}: a key of type {type(key).__name__}, {key!r}; JSON object "
-                        "keys are strings")
+                return (f"{path}: a key of type {type(key).__name__}, {key!r}; "
+                        "JSON object keys are strings")
             if found := _find_not_json(item, f"{path}.{key}"):
                 return found
     elif isinstance(value, list):
@@ -2027,8 +2040,10 @@ def _find_not_json(value, path):
     elif value is not None and not isinstance(value, (str, int, float)):
         hint = "convert it to a str, number, bool, list, dict or dataclass"
         if isinstance(value, (bytes, bytearray, memoryview)):
-            hint = "send it as image(...), audio(...), embedded_resource(blob=...) or base64 text"
-        return f"{path}: a value of type {type(value).__name__} has no JSON form; {hint}"
+            hint = ("send it as image(...), audio(...), embedded_resource(blob=...) "
+                    "or base64 text")
+        return (f"{path}: a value of type {type(value).__name__} has no JSON form; "
+                f"{hint}")
     return None
 
 
@@ -2042,31 +2057,36 @@ def _contents(uri, value, mime_type=None):
                 "blob": b64encode(value)}
     if isinstance(value, str):
         return {"uri": uri, "mimeType": mime_type or "text/plain", "text": value}
-    return {"uri": uri, "mimeType": mime_type or "application/json", "text": to_json(value)}
+    return {"uri": uri, "mimeType": mime_type or "application/json",
+            "text": to_json(value)}
 
 
 def _content_block(value, what):
-    """``value`` as one content block: a str becomes a text block; anything but a block (a
-    dict with a "type", as text(), image()... make) is a TypeError saying what it was."""
+    """``value`` as one content block: a str becomes a text block; anything else but
+    a block (a dict with a "type", as text(), image()... make) is a TypeError saying
+    what it was."""
     if isinstance(value, str):
         return text(value)
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
-        raise TypeError(f"{what} must be a content block (a str, or text(), image(), ...), "
-                        f"not {_preview(value)}")
+        raise TypeError(f"{what} must be a content block (a str, or text(), image(), "
+                        f"...), not {_preview(value)}")
     return value
 
 
 class ToolResult:
-    """A tool result with full control: content blocks, structured data, the error flag."""
+    """A tool result in full: content blocks, structured data, the error flag."""
 
     def __init__(self, content=(), structured=None, is_error=False, meta=None):
-        if isinstance(content, (str, dict, bytes)):   # one block (a dict's keys are none)
+        # one block, not a list of them (a dict's keys are no blocks)
+        if isinstance(content, (str, dict, bytes)):
             content = [content]
         self.content = [_content_block(c, "ToolResult content") for c in content]
         if structured is not None and not isinstance(_dump(structured), dict):
-            raise TypeError("ToolResult(structured=...) is an object (a dict, a dataclass), "
-                            f"not {_preview(_dump(structured))}")
-        self.structured, self.is_error, self.meta = structured, is_error, meta
+            raise TypeError("ToolResult(structured=...) is an object (a dict, a "
+                            f"dataclass), not {_preview(_dump(structured))}")
+        self.structured = structured
+        self.is_error = is_error
+        self.meta = meta
 
     def to_dict(self):
         result = {"content": self.content, "isError": self.is_error}
@@ -2083,11 +2103,12 @@ def _shape_block(block, version):
         return block
     kind = block.get("type")
     if kind == "resource_link" and version < V2025_06:
-        return {"type": "text", "text": f"Resource: {block['uri']} ({block.get('name')})"}
+        link = f"Resource: {block['uri']} ({block.get('name')})"
+        return {"type": "text", "text": link}
     if kind == "audio" and version < V2025_03:
         return {"type": "text",
                 "text": f"[{block.get('mimeType')} audio omitted: not in {version}]"}
-    if kind == "resource_link" and "icons" in block:       # icons are new in 2025-11-25
+    if kind == "resource_link" and "icons" in block:   # icons are new in 2025-11-25
         block = {k: v for k, v in block.items() if k != "icons"}
     if version < V2025_06 and ("_meta" in block or "annotations" in block):
         block = {k: v for k, v in block.items() if k != "_meta"}
@@ -2105,7 +2126,8 @@ def _shape_annotations(annotations, version):
 def _shape_result(result, version):
     if version >= V2026_07:
         return result
-    # Its text block carries the data; before 2026-07-28, structuredContent is an object.
+    # Its text block carries the data. Before 2026-07-28, structuredContent is an
+    # object; before 2025-06-18 there is none.
     if version < V2025_06 or not isinstance(result.get("structuredContent", {}), dict):
         result.pop("structuredContent", None)
     if version < V2025_11:
@@ -2113,9 +2135,9 @@ def _shape_result(result, version):
     return result
 
 
-# ============================================================================================
+# ======================================================================================
 # Registry: tools, resources, prompts
-# ============================================================================================
+# ======================================================================================
 
 def _add_optional(entry, key, value, version="", since=""):
     """Add an optional field if it is set and the negotiated version defines it."""
@@ -2128,9 +2150,10 @@ def _errors_text(problems):
 
 
 def _as_blocks(value):
-    """``value`` as a list of content blocks, if it is one or a list of them; else None."""
+    """The content blocks ``value`` is (one, or a list of them) as a list, else None."""
     blocks = [value] if isinstance(value, Content) else value
-    if isinstance(blocks, list) and blocks and all(isinstance(b, Content) for b in blocks):
+    if (isinstance(blocks, list) and blocks
+            and all(isinstance(b, Content) for b in blocks)):
         return blocks
     return None
 
@@ -2141,18 +2164,21 @@ def _parsed(values, keys):
     for key, value in values.items():
         if isinstance(value, str) and key in keys:
             try:
-                values[key] = _decoder.decode(value)        # NaN and Infinity are no JSON
+                values[key] = _decoder.decode(value)  # NaN and Infinity are no JSON
             except ValueError:
                 pass                          # validation says what is wrong with it
     return values
 
 
 class Entry:
-    """What tools, resources and prompts share: a function and its Signature, the display
-    metadata, and calling the function with validated arguments."""
+    """What tools, resources and prompts share: a function and its Signature, the
+    display metadata, and calling the function with validated arguments."""
 
     def __init__(self, fn, name, title, description, icons, meta, **signature_options):
-        self.fn, self.title, self.icons, self.meta = fn, title, icons, meta
+        self.fn = fn
+        self.title = title
+        self.icons = icons
+        self.meta = meta
         self.name = getattr(fn, "__name__", None) if name is None else name
         if not isinstance(self.name, str):
             raise TypeError(f"{fn!r} has no __name__ to name it by: pass name=...")
@@ -2173,67 +2199,84 @@ class Entry:
         return _run_coroutine(value, ctx) if hasattr(value, "__await__") else value
 
     def bind_strings(self, values, what):
-        """Bind arguments that arrive as strings (prompt arguments, URI template variables):
-        a parameter typed int, float, bool, list... gets its string parsed as JSON first; one
-        that may also be a string (``int | Literal["all"]``) only if the string does not fit."""
+        """Bind arguments that arrive as strings (prompt arguments, URI template
+        variables): a parameter typed int, float, bool, list... gets its string parsed
+        as JSON first; one that may also be a string (``int | Literal["all"]``) only if
+        the string does not fit."""
         signature = self.signature
         kwargs, problems = signature.bind(_parsed(values, signature.parse_strings))
         named = {re.split(r"[.\[:]", problem, maxsplit=1)[0] for problem in problems}
         unfit = named & signature.parse_strings_if_unfit
         if unfit:
-            kwargs, problems = signature.bind(_parsed(values, signature.parse_strings | unfit))
+            parsed = _parsed(values, signature.parse_strings | unfit)
+            kwargs, problems = signature.bind(parsed)
         if problems:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid arguments for {what}:\n"
-                                               + _errors_text(problems))
+                               + _errors_text(problems))
         return kwargs
 
 
 class Tool(Entry):
-    """A registered tool: the function, its schemas, and what tools/list says about it."""
+    """A registered tool: the function, its schemas, its tools/list entry."""
     registry_name = "tools"
 
     def __init__(self, fn, *, name=None, title=None, description=None, annotations=None,
-                 input_schema=None, output_schema=None, structured=None, icons=None, meta=None):
-        super().__init__(fn, name, title, description, icons, meta, input_schema=input_schema,
-                         output_schema=output_schema, structured=structured,
-                         content_types=(Content, ToolResult))
+                 input_schema=None, output_schema=None, structured=None, icons=None,
+                 meta=None):
+        super().__init__(fn, name, title, description, icons, meta,
+                         input_schema=input_schema, output_schema=output_schema,
+                         structured=structured, content_types=(Content, ToolResult))
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", self.name):
-            raise ValueError(f"tool name {self.name!r} does not follow the MCP naming guidance: "
-                             "1 to 128 characters from A-Z a-z 0-9 _ - . (no spaces)")
-        if self.signature.input_schema.get("type") != "object":   # as every revision says
+            raise ValueError(f"tool name {self.name!r} does not follow the MCP naming "
+                             "guidance: 1 to 128 characters from A-Z a-z 0-9 _ - . "
+                             "(no spaces)")
+        # as every revision of the spec says
+        if self.signature.input_schema.get("type") != "object":
             raise ValueError(f"tool {self.name!r}: the input schema's root must have "
                              '"type": "object" (tool arguments are a JSON object)')
         self.mirrored = _mirrored_arguments(self.signature.input_schema, self.name)
-        schema, self.check_output = self.signature.output_schema, None
-        if schema is not None:
-            compiler = _Compiler(schema)
-            self.check_output = self.check_returned = compiler.validate
-            if self.signature.wrap_output:    # a return value, to be wrapped as {"result": ...}:
-                check = compiler.compile(schema["properties"]["result"])   # quicker checked alone
-                passes = getattr(check, "passes", ())       # as ``-> int`` returning 3 does
-
-                def check_returned(value):
-                    if type(value) in passes:
-                        return []
-                    return compiler.validate(value, check, ("", "result"))
-                self.check_returned = check_returned
-        self.annotations, self.described = annotations, {}     # version -> tools/list entry
+        self.check_output = None
+        if self.signature.output_schema is not None:
+            self.compile_output_checks(self.signature.output_schema)
+        self.annotations = annotations
+        self.described = {}     # version -> its tools/list entry
         self.last_took = None   # seconds its last call took (see HttpSession.run_here)
+
+    def compile_output_checks(self, schema):
+        """Set check_output, which checks structured content against the output schema,
+        and check_returned, which checks a return value before it is wrapped as
+        {"result": ...} (where the signature wraps it)."""
+        compiler = _Compiler(schema)
+        self.check_output = self.check_returned = compiler.validate
+        if not self.signature.wrap_output:
+            return
+        # The return value is quicker checked alone, and a type the check passes
+        # untested (as ``-> int`` returning 3) not at all.
+        check = compiler.compile(schema["properties"]["result"])
+        passes = getattr(check, "passes", ())
+
+        def check_returned(value):
+            if type(value) in passes:
+                return []
+            return compiler.validate(value, check, ("", "result"))
+        self.check_returned = check_returned
 
     def describe(self, version):
         if version not in self.described:
             entry = {"name": self.name, "inputSchema": self.signature.input_schema}
             output = self.signature.output_schema
-            if version < V2026_07 and output is not None and output.get("type") != "object":
-                output = None             # before 2026-07-28, an outputSchema's root is an object
+            # before 2026-07-28, an outputSchema's root is an object
+            if (version < V2026_07 and output is not None
+                    and output.get("type") != "object"):
+                output = None
             _add_optional(entry, "outputSchema", output, version, V2025_06)
             _add_optional(entry, "annotations", self.annotations, version, V2025_03)
             self.described[version] = self.describe_common(entry, version)
         return self.described[version]
 
     def call(self, ctx, arguments):
-        """Run the tool. Its failures are results with isError, for the model to read, as
-        the spec has it; only protocol errors are JSON-RPC errors."""
+        """Run the tool. Its failures are results with isError, for the model to read,
+        as the spec has it; only protocol errors are JSON-RPC errors."""
         kwargs, problems = self.signature.bind(arguments)
         if problems:
             return _error_result(f"Invalid arguments for tool '{self.name}':\n"
@@ -2245,9 +2288,10 @@ class Tool(Entry):
             return _error_result(str(e))
         except (Cancelled, InputRequired):
             raise
-        except BaseException as e:       # SystemExit and KeyboardInterrupt too: never exit
-            if isinstance(e, (CapabilityError, InvalidAnswer)) and ctx.envelope is not None:
-                raise                    # 2026-07-28: protocol errors, -32021 and -32602
+        except BaseException as e:  # SystemExit and KeyboardInterrupt too: never exit
+            if (isinstance(e, (CapabilityError, InvalidAnswer))
+                    and ctx.envelope is not None):
+                raise           # 2026-07-28: protocol errors, -32021 and -32602
             expected = isinstance(e, (CapabilityError, TimeoutError, JSONRPCError))
             _log_failure(f"tool {self.name!r}", e, with_traceback=not expected)
             return _error_result(f"{type(e).__name__}: {e}")
@@ -2260,16 +2304,23 @@ class Tool(Entry):
         plain = type(value) in _SCALAR_TYPES  # the usual return value: nothing to dump
         blocks = None if plain else _as_blocks(value)
         if isinstance(value, ToolResult) or blocks:
-            result = value.to_dict() if blocks is None else {"content": blocks, "isError": False}
-            try:                              # what JSON cannot carry: an error saying where
-                if blocks is None:            # (the helpers make blocks that JSON can carry)
+            if blocks is None:
+                result = value.to_dict()
+                # A trial encoding: what JSON cannot carry is an error saying where.
+                # (Blocks the helpers made need no such check.)
+                try:
                     encode_message(result)
-            except (TypeError, ValueError) as e:
-                raise type(e)(_find_not_json(result, "result") or str(e)) from None
+                except (TypeError, ValueError) as e:
+                    raise type(e)(_find_not_json(result, "result") or str(e)) from None
+            else:
+                result = {"content": blocks, "isError": False}
             if self.check_output is None or result["isError"]:
                 return result
             structured = result.get("structuredContent")
-            problems = _NO_STRUCTURED if structured is None else self.check_output(structured)
+            if structured is None:
+                problems = _NO_STRUCTURED
+            else:
+                problems = self.check_output(structured)
             return self.mismatch(problems) if problems else result
         if self.check_output is not None:
             shown = structured = value if plain else _dump(value)
@@ -2286,24 +2337,26 @@ class Tool(Entry):
                 return {"content": [text(to_json(shown))], "isError": False}
         # str and int are their own JSON text; anything else is encoded
         shown = str(shown) if type(shown) in (str, int) else to_json(shown)
-        return {"content": [{"type": "text", "text": shown}], "structuredContent": structured,
-                "isError": False}
+        return {"content": [{"type": "text", "text": shown}],
+                "structuredContent": structured, "isError": False}
 
     def mismatch(self, problems):
         """Output that breaks the tool's own outputSchema is a server bug: say so."""
         log.error("tool %r returned output that does not match its outputSchema:\n%s",
                   self.name, _errors_text(problems))
-        return _error_result(f"Tool '{self.name}' produced output that does not match its "
-                             f"output schema:\n{_errors_text(problems)}")
+        return _error_result(f"Tool '{self.name}' produced output that does not match "
+                             f"its output schema:\n{_errors_text(problems)}")
 
 
 def _mirrored_arguments(schema, tool):
-    """The arguments a tool's input schema marks with "x-mcp-header": over HTTP in 2026-07-28
-    clients repeat them as Mcp-Param-{Name} headers, for proxies to route on. Returns {name:
-    path of properties}; an annotation the spec does not allow makes the tool invalid."""
+    """The arguments a tool's input schema marks with "x-mcp-header": over HTTP in
+    2026-07-28 clients repeat them as Mcp-Param-{Name} headers, for proxies to route
+    on. Returns {name: path of properties}; a mark the spec does not allow makes the
+    tool invalid (ValueError)."""
     mirrored = {}
 
-    def walk(node, path):             # path: None once the way from the root is not properties
+    # path: None once the way from the root is not by properties alone
+    def walk(node, path):
         if isinstance(node, list):
             for item in node:
                 walk(item, None)
@@ -2311,15 +2364,7 @@ def _mirrored_arguments(schema, tool):
             return
         name = node.get("x-mcp-header")
         if name is not None:
-            problem = None
-            if not path:
-                problem = "it may only mark a property reached from the root by properties"
-            elif not isinstance(name, str) or not _TOKEN.fullmatch(name):
-                problem = "it must be a header name (letters, digits and !#$%&'*+-.^_`|~)"
-            elif node.get("type") not in ("string", "integer", "boolean"):
-                problem = "it may only mark a string, integer or boolean"
-            elif name.lower() in {n.lower() for n in mirrored}:
-                problem = "it must be unique (whatever the case)"
+            problem = _header_mark_problem(node, name, path, mirrored)
             if problem:
                 raise ValueError(f"tool {tool!r}: x-mcp-header {name!r}: {problem}")
             mirrored[name] = path
@@ -2327,13 +2372,29 @@ def _mirrored_arguments(schema, tool):
             if key == "properties" and path is not None and isinstance(value, dict):
                 for prop, sub in value.items():
                     walk(sub, path + (prop,))
-            elif key not in ("enum", "const", "default", "examples"):     # values, no schemas
+            # these keywords hold values, not schemas
+            elif key not in ("enum", "const", "default", "examples"):
                 walk(value, None)
     walk(schema, ())
     return mirrored
 
 
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")         # an HTTP field name (RFC 9110)
+def _header_mark_problem(node, name, path, mirrored):
+    """What is wrong with the "x-mcp-header" ``name`` on the schema ``node`` at ``path``
+    (the names in ``mirrored`` are taken), or None."""
+    if not path:
+        return "it may only mark a property reached from the root by properties"
+    if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+        return "it must be a header name (letters, digits and !#$%&'*+-.^_`|~)"
+    if node.get("type") not in ("string", "integer", "boolean"):
+        return "it may only mark a string, integer or boolean"
+    if name.lower() in {n.lower() for n in mirrored}:
+        return "it must be unique (whatever the case)"
+    return None
+
+
+# an HTTP field name (RFC 9110)
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 def _mirrors(value, header):
@@ -2363,29 +2424,35 @@ def _call_handler(handler, ctx):
     result = handler(ctx, ctx.params)
     if hasattr(result, "__await__"):
         result = _run_coroutine(result, ctx)
-    if not isinstance(result, dict) and result is not NO_RESPONSE:   # MCP results are objects
-        raise TypeError(f"{ctx.method} returned {_preview(result)}: a result must be an object")
+    # MCP results are objects
+    if not isinstance(result, dict) and result is not NO_RESPONSE:
+        raise TypeError(f"{ctx.method} returned {_preview(result)}: a result must be "
+                        "an object")
     return result
 
 
 class _Escaped:
-    """SystemExit or KeyboardInterrupt raised by an async handler, carried off the loop."""
+    """SystemExit or KeyboardInterrupt from an async handler, carried off the loop."""
 
     def __init__(self, error):
         self.error = error
 
 
 def _run_coroutine(awaitable, ctx):
-    """Run an async handler on the shared event loop while this thread waits. If the client
-    cancels the request, the coroutine gets asyncio.CancelledError where it awaits."""
+    """Run an async handler on the shared event loop while this thread waits. If
+    the client cancels the request, the coroutine gets asyncio.CancelledError where
+    it awaits."""
     import concurrent.futures
 
     async def serving():
-        _serving_ctx.set(ctx)         # in this task's own context: forwarded logging finds it
+        # set in this task's own context, where forwarded logging finds it
+        _serving_ctx.set(ctx)
         try:
             return await awaitable
-        except (SystemExit, KeyboardInterrupt) as e:   # out of a task, they stop the loop:
-            return _Escaped(e)                         # raised in the caller's thread instead
+        except (SystemExit, KeyboardInterrupt) as e:
+            # Out of a task they would stop the loop: they are raised in the caller's
+            # thread instead.
+            return _Escaped(e)
     future = _event_loop().submit(serving())
     ctx._on_cancel = future.cancel
     if ctx.cancelled:                         # cancelled before the hook was in place
@@ -2404,62 +2471,74 @@ def _run_coroutine(awaitable, ctx):
 
 
 class Resource(Entry):
-    """A resource at a fixed URI, or a family of them under an RFC 6570 template: ``{var}``
-    matches one path segment (percent-decoded), ``{+var}`` matches the rest, slashes too.
-    Neither lets a URI walk out of a directory the function joins the value to: a {var}
-    holding '/' or '\\' once decoded, or '.' or '..', does not match, nor a {+var} with a
-    '..' segment or a leading '/' (unless ``allow_dot_segments=True``), nor either with NUL."""
+    """A resource at a fixed URI, or a family of them under an RFC 6570 template:
+    ``{var}`` matches one path segment (percent-decoded), ``{+var}`` matches the rest,
+    slashes too. Neither lets a URI walk out of a directory the function joins the
+    value to: a {var} holding '/' or '\\' once decoded, or '.' or '..', does not match,
+    nor a {+var} with a '..' segment or a leading '/' (unless
+    ``allow_dot_segments=True``), nor either with NUL."""
     registry_name = "resources"
 
-    def __init__(self, fn, uri, *, name=None, title=None, description=None, mime_type=None,
-                 size=None, annotations=None, icons=None, meta=None, ttl_ms=None,
-                 cache_scope=None, allow_dot_segments=False):
+    def __init__(self, fn, uri, *, name=None, title=None, description=None,
+                 mime_type=None, size=None, annotations=None, icons=None, meta=None,
+                 ttl_ms=None, cache_scope=None, allow_dot_segments=False):
         super().__init__(fn, name, title, description, icons, meta, structured=False)
-        self.uri, self.pattern = uri, None
+        self.uri = uri
+        self.pattern = None
         self.variables = {}     # name -> whether it is a {+name}, taking slashes too
         if not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", uri):
-            raise ValueError(f"resource {uri!r} has no scheme: start it with one, as in "
-                             f"{'file:///' + uri.lstrip('/')!r}")
+            raise ValueError(f"resource {uri!r} has no scheme: start it with one, as "
+                             f"in {'file:///' + uri.lstrip('/')!r}")
         if "{" in uri or "}" in uri:
             self.compile_template(uri)
         self.is_template = bool(self.variables)
         if type(allow_dot_segments) is not bool:
-            raise ValueError(f"resource {uri!r}: allow_dot_segments must be True or False, "
-                             f"not {allow_dot_segments!r}")
+            raise ValueError(f"resource {uri!r}: allow_dot_segments must be True or "
+                             f"False, not {allow_dot_segments!r}")
         if allow_dot_segments and not any(self.variables.values()):
-            raise ValueError(f"resource {uri!r}: allow_dot_segments=True is for a {{+var}}, "
-                             "which this URI has not; a {var} is always one segment")
+            raise ValueError(f"resource {uri!r}: allow_dot_segments=True is for a "
+                             "{+var}, which this URI has not; a {var} is always one "
+                             "segment")
         self.allow_dot_segments = allow_dot_segments
         params = set(self.signature.input_schema.get("properties", ()))
         if params != set(self.variables):
-            raise TypeError(f"resource {uri!r}: the function's parameters {sorted(params)} must "
-                            f"match the URI template's variables {sorted(self.variables)}")
+            raise TypeError(f"resource {uri!r}: the function's parameters "
+                            f"{sorted(params)} must match the URI template's variables "
+                            f"{sorted(self.variables)}")
         self.mime_type = mime_type or _guess_type(uri)
-        self.size, self.annotations = size, annotations
+        self.size = size
+        self.annotations = annotations
         # 2026-07-28 cache hints for resources/read, where they differ from the server's
-        self.ttl_ms, self.cache_scope = _cache_hints(ttl_ms, cache_scope, f"resource {uri!r}")
+        self.ttl_ms, self.cache_scope = _cache_hints(ttl_ms, cache_scope,
+                                                     f"resource {uri!r}")
 
     def compile_template(self, uri):
-        parts = re.split(r"\{(\+?)([A-Za-z_][A-Za-z0-9_]*)\}", uri)  # literal, +, name, ...
+        # literal, "+" or "", name, literal, "+" or "", name, ..., literal
+        parts = re.split(r"\{(\+?)([A-Za-z_][A-Za-z0-9_]*)\}", uri)
         for literal in parts[::3]:
             if "{" in literal or "}" in literal:
                 raise ValueError(_template_brace_error(uri, literal))
         pattern = [re.escape(parts[0])]
         for i in range(1, len(parts), 3):
-            plus, var, literal = parts[i:i + 3]
+            plus = parts[i]
+            var = parts[i + 1]
+            literal = parts[i + 2]
             if var in self.variables:
                 raise ValueError(f"resource {uri!r}: variable {var!r} appears twice; "
                                  "give each variable a name of its own")
-            if not literal and i + 3 < len(parts):     # where would one end, the next start?
-                raise ValueError(f"resource {uri!r}: variables {var!r} and {parts[i + 4]!r} "
-                                 "are next to each other; put a literal between them, such "
-                                 "as '/' or '-'")
+            # Two variables side by side: where would one end and the next start?
+            if not literal and i + 3 < len(parts):
+                raise ValueError(f"resource {uri!r}: variables {var!r} and "
+                                 f"{parts[i + 4]!r} are next to each other; put a "
+                                 "literal between them, such as '/' or '-'")
             self.variables[var] = bool(plus)
-            pattern += [f"(?P<{var}>{'.+' if plus else '[^/?#]+'})", re.escape(literal)]
+            matches = ".+" if plus else "[^/?#]+"
+            pattern += [f"(?P<{var}>{matches})", re.escape(literal)]
         self.pattern = re.compile("".join(pattern) + r"\Z")
 
     def describe(self, version):
-        entry = {"uriTemplate" if self.is_template else "uri": self.uri, "name": self.name}
+        key = "uriTemplate" if self.is_template else "uri"
+        entry = {key: self.uri, "name": self.name}
         _add_optional(entry, "mimeType", self.mime_type)
         if not self.is_template:
             _add_optional(entry, "size", self.size)
@@ -2483,20 +2562,21 @@ class Resource(Entry):
             else:
                 try:
                     variables[var] = decoded = unquote(value, errors="strict")
-                except UnicodeDecodeError:   # two URIs must not reach the function as one name
+                except UnicodeDecodeError:
+                    # two URIs must not reach the function as one name
                     raise JSONRPCError(INVALID_PARAMS, f"Invalid params: {uri} has a "
                                        "percent-encoding that is not UTF-8") from None
-            # Decoded once more too: a function that decodes what it gets (again) must not
-            # see a way out either ("%252e%252e" is ".." then).
+            # Decoded once more too: a function that decodes what it gets (again) must
+            # not see a way out either ("%252e%252e" is ".." then).
             for text in (decoded, unquote(decoded, errors="replace")):
                 if not self.safe_value(text, self.variables[var]):
                     return None
         return variables
 
     def safe_value(self, text, plus):
-        """Whether a decoded variable stays where it is put: a {var} one path segment (and
-        not the directory itself, '.'); a {+var} relative, with no '..' segment (unless
-        allowed). Never a NUL."""
+        """Whether a decoded variable stays where it is put: a {var} one path segment
+        (and not the directory itself, '.'); a {+var} relative, with no '..' segment
+        (unless allowed). Never a NUL."""
         if "\0" in text:
             return False
         if not plus:
@@ -2514,8 +2594,8 @@ class Resource(Entry):
             return [_contents(uri, value, self.mime_type or _guess_type(uri))]
         for block in blocks:
             if block.get("type") != "resource":
-                raise TypeError(f"resource {uri!r} returned a {block.get('type')!r} content "
-                                "block; return str, bytes, JSON data, or "
+                raise TypeError(f"resource {uri!r} returned a {block.get('type')!r} "
+                                "content block; return str, bytes, JSON data, or "
                                 "embedded_resource(...) blocks")
         return [block["resource"] for block in blocks]
 
@@ -2529,25 +2609,31 @@ def _template_brace_error(uri, literal):
         problem = f"{literal[start:]!r} is not closed"
     else:
         problem = f"{literal[start:literal.index('}', start) + 1]!r} is not a variable"
-    return (f"resource {uri!r}: {problem}; variables are {{name}} (one path segment) or "
-            "{+name} (the rest, slashes too), the name made of letters, digits and _")
+    return (f"resource {uri!r}: {problem}; variables are {{name}} (one path "
+            "segment) or {+name} (the rest, slashes too), the name made of letters, "
+            "digits and _")
 
 
 class Prompt(Entry):
-    """A registered prompt: a function returning messages; its parameters are the prompt's
-    arguments (required when they have no default)."""
+    """A registered prompt: a function returning messages; its parameters are the
+    prompt's arguments (required when they have no default)."""
     registry_name = "prompts"
 
-    def __init__(self, fn, *, name=None, title=None, description=None, icons=None, meta=None):
+    def __init__(self, fn, *, name=None, title=None, description=None, icons=None,
+                 meta=None):
         super().__init__(fn, name, title, description, icons, meta, structured=False)
         schema = self.signature.input_schema
         required = set(schema.get("required", ()))
-        self.arguments = [{"name": arg, "required": arg in required,
-                           **{k: v for k, v in prop.items() if k == "description"}}
-                          for arg, prop in schema.get("properties", {}).items()]
+        self.arguments = []
+        for arg, prop in schema.get("properties", {}).items():
+            argument = {"name": arg, "required": arg in required}
+            if "description" in prop:
+                argument["description"] = prop["description"]
+            self.arguments.append(argument)
 
     def describe(self, version):
-        return self.describe_common({"name": self.name, "arguments": self.arguments}, version)
+        entry = {"name": self.name, "arguments": self.arguments}
+        return self.describe_common(entry, version)
 
     def get(self, ctx, arguments):
         value = self.invoke(ctx, self.bind_strings(arguments, f"prompt '{self.name}'"))
@@ -2562,35 +2648,40 @@ class Prompt(Entry):
 
 
 def _prompt_message(item):
-    """A prompt's return item -> a PromptMessage: str or a content block is a user message;
-    a dict with "role" passes through (its str content becomes a text block)."""
+    """A prompt's return item -> a PromptMessage: str or a content block is a user
+    message; a dict with "role" passes through, its str content made a text block."""
     if isinstance(item, (str, Content)):
         item = {"role": "user", "content": item}
     elif not isinstance(item, dict) or "role" not in item:
-        raise TypeError(f"a prompt returned {type(item).__name__}; expected str, a content "
-                        'block or {"role": ..., "content": ...}')
+        raise TypeError(f"a prompt returned {type(item).__name__}; expected str, a "
+                        'content block or {"role": ..., "content": ...}')
     if item["role"] not in ("user", "assistant"):
         raise TypeError(f'a prompt message\'s role is "user" or "assistant", not '
                         f'{_preview(item["role"])}')
-    return dict(item, content=_content_block(item.get("content"), "a prompt message's content"))
+    content = _content_block(item.get("content"), "a prompt message's content")
+    return dict(item, content=content)
 
 
-# ============================================================================================
+# ======================================================================================
 # Context
-# ============================================================================================
+# ======================================================================================
 
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+LOG_LEVELS = (
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 _LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
-_current = threading.local()                  # the Context a worker thread is serving
-_serving_ctx = contextvars.ContextVar("mcp_min_ctx", default=None)   # and an async handler
+# The Context a worker thread is serving, and the one an async handler is serving.
+_current = threading.local()
+_serving_ctx = contextvars.ContextVar("mcp_min_ctx", default=None)
 
 
 def _log_params(level, data, logger, threshold):
-    """The params of notifications/message, or None when ``level`` is below ``threshold``
-    (None: the client asked for no messages)."""
+    """The params of notifications/message, or None when ``level`` is below
+    ``threshold`` (None: the client asked for no messages)."""
     if level not in _LEVEL_RANK:
-        raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
-    if logger is not None and not isinstance(logger, str):    # the spec's logger is a string
+        raise ValueError(f"unknown log level {level!r}; use one of "
+                         f"{', '.join(LOG_LEVELS)}")
+    # the spec's logger is a string
+    if logger is not None and not isinstance(logger, str):
         raise TypeError(f"logger must be a str, not {_preview(logger)}")
     if threshold is None or _LEVEL_RANK[level] < _LEVEL_RANK[threshold]:
         return None
@@ -2601,41 +2692,49 @@ def _log_params(level, data, logger, threshold):
 
 
 class Context:
-    """What a handler knows and can do while it serves one request (see the README). A tool,
-    resource or prompt function gets one by declaring a parameter annotated ``Context``;
-    built-in handlers get it as their first argument. In an ``async def`` handler its
-    methods return awaitables, as in FastMCP: ``await ctx.info(...)``."""
+    """What a handler knows and can do while it serves one request (see the README). A
+    tool, resource or prompt function gets one by declaring a parameter annotated
+    ``Context``; built-in handlers get it as their first argument. In an ``async def``
+    handler its methods return awaitables, as in FastMCP: ``await ctx.info(...)``."""
 
-    _on_cancel = None       # while an async handler runs: cancels it (called by the reader)
-    _with_response = None   # called just before the response, under the write lock (initialize)
+    # While an async handler runs: cancels it (called by the reader).
+    _on_cancel = None
+    # Called just before the response, under the write lock (initialize).
+    _with_response = None
     # A request's state as it starts: set on the instance only once it changes.
     answers = None          # 2026-07-28: key -> [question digest, answer]
     questions = 0           # questions asked so far in this run
     cancelled = False       # set by notifications/cancelled (from the reader)
-    stopped = False         # cancelled by the server's shutdown: its reply is still sent
+    stopped = False         # cancelled by the server's shutdown: still answered
     done = False            # set once the response is written
     last_progress = None
     progress_token = None
 
     def __init__(self, session, request_id, method, params, envelope=None, outlet=None):
-        self.session, self.server = session, session.server
-        self.outlet = outlet or session    # where frames about this request go (Peer.respond)
-        self.request_id, self.method, self.params = request_id, method, params
-        self.envelope = envelope           # 2026-07-28: the request's own envelope, else None
-        self.principal = session.principal # who the transport says the client is, if anyone
+        self.session = session
+        self.server = session.server
+        # where frames about this request go (Peer.respond)
+        self.outlet = outlet or session
+        self.request_id = request_id
+        self.method = method
+        self.params = params
+        self.envelope = envelope  # 2026-07-28: the request's own envelope, else None
+        # who the transport says the client is, if anyone
+        self.principal = session.principal
         meta = params.get("_meta")
         self.meta = meta if isinstance(meta, dict) else {}
         token = self.meta.get("progressToken")
         if token is not None and (isinstance(token, str) or _is_json_number(token)):
-            self.progress_token = token    # a string or a number (1.5 too), nothing else
+            self.progress_token = token  # a string or a number (1.5 too), nothing else
 
-    # In the handshake era these come from initialize (the session); in 2026-07-28, from the
-    # request's own envelope.
+    # In the handshake era these come from initialize (the session); in 2026-07-28, from
+    # the request's own envelope.
     protocol_version = property(lambda self: (self.envelope or self.session).version)
     client_info = property(lambda self: (self.envelope or self.session).client_info)
     client_capabilities = property(
         lambda self: (self.envelope or self.session).client_capabilities)
-    lifespan = property(lambda self: self.server.lifespan_value, doc="What the lifespan yielded.")
+    lifespan = property(lambda self: self.server.lifespan_value,
+                        doc="What the lifespan yielded.")
 
     def check_cancelled(self):
         """Raise Cancelled if the client cancelled this request (or the server, shutting
@@ -2646,12 +2745,13 @@ class Context:
     @property
     def cancel_reason(self):
         if self.stopped:
-            return f"request {self.request_id!r} was cancelled: the server is shutting down"
+            return (f"request {self.request_id!r} was cancelled: the server is "
+                    "shutting down")
         return f"request {self.request_id!r} was cancelled"
 
     def report_progress(self, progress, total=None, message=None):
-        """Send notifications/progress, if the request has a progressToken; returns whether
-        it was sent. Progress must increase, as the spec requires."""
+        """Send notifications/progress, if the request has a progressToken; returns
+        whether it was sent. Progress must increase, as the spec requires."""
         for name, value in (("progress", progress), ("total", total)):
             if value is not None and not _is_json_number(value):
                 raise TypeError(f"{name} must be a number, not {_preview(value)}")
@@ -2662,23 +2762,29 @@ class Context:
         params = {"progressToken": self.progress_token, "progress": progress}
         _add_optional(params, "total", total)
         _add_optional(params, "message", message, self.protocol_version or "", V2025_03)
-        with self.session.lock:               # the response cannot overtake us here, and
-            last = self.last_progress         # threads reporting at once keep the order
+        # Under the lock the response cannot overtake us, and threads reporting at
+        # once keep the order.
+        with self.session.lock:
+            last = self.last_progress
             if last is not None and progress <= last:
                 raise ValueError(f"progress must increase: {progress} after {last}")
-            if self.done or self.cancelled:   # nothing about a request after its response
+            # nothing about a request after its response
+            if self.done or self.cancelled:
                 return False
             self.last_progress = progress
             return self.outlet.notify("notifications/progress", params)
 
     def log(self, level, data, logger=None):
-        """Send notifications/message if ``level`` is at or above what the client asked for
-        (logging/setLevel; in 2026-07-28, this request's ``_meta``, and only before the
-        response). ``data`` is any JSON value. Never log secrets."""
+        """Send notifications/message if ``level`` is at or above what the client asked
+        for (logging/setLevel; in 2026-07-28, this request's ``_meta``, and only before
+        the response). ``data`` is any JSON value. Never log secrets."""
         if self.envelope is None:
             session = self.session
-            params = _log_params(level, data, logger, session.version and session.log_level)
-            return params is not None and self.outlet.notify("notifications/message", params)
+            threshold = session.version and session.log_level
+            params = _log_params(level, data, logger, threshold)
+            if params is None:
+                return False
+            return self.outlet.notify("notifications/message", params)
         params = _log_params(level, data, logger, self.envelope.log_level)
         if params is None:
             return False
@@ -2690,57 +2796,77 @@ class Context:
     # ctx.debug(data), ctx.info(data), ... ctx.emergency(data): one method per level
     def _at_level(level):
         return lambda self, data, logger=None: self.log(level, data, logger)
-    debug, info, notice, warning, error, critical, alert, emergency = map(_at_level, LOG_LEVELS)
+    debug = _at_level("debug")
+    info = _at_level("info")
+    notice = _at_level("notice")
+    warning = _at_level("warning")
+    error = _at_level("error")
+    critical = _at_level("critical")
+    alert = _at_level("alert")
+    emergency = _at_level("emergency")
     del _at_level
 
-    # -- asking the client (the README says how each era carries the question) ---------------
-    # The client capability each question needs; in 2026-07-28 the only questions there are.
-    _CAPABILITY_ASKED = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling",
-                         "roots/list": "roots"}
+    # -- asking the client (the README says how each era carries the question) --------
+    # The client capability each question needs; in 2026-07-28 these are the only
+    # questions there are.
+    _CAPABILITY_ASKED = {
+        "elicitation/create": "elicitation",
+        "sampling/createMessage": "sampling",
+        "roots/list": "roots",
+    }
 
     def request(self, method, params=None, capability=None, timeout=None, key=None):
         """Ask the client and return its answer, if it declared ``capability`` (else
         CapabilityError). In 2026-07-28 an unanswered question ends this run with an
         input_required result; ``key`` names it there (default: its kind and number)."""
-        # The handshake allows only pings (and logging) before notifications/initialized.
+        # The handshake allows only pings (and logging) before
+        # notifications/initialized.
         if self.envelope is None and not self.session.initialized and method != "ping":
             raise CapabilityError(f"cannot send {method} before the client has sent "
                                   "notifications/initialized")
         if self.envelope is None and self.session.no_requests:
-            raise CapabilityError(f"{method} cannot be sent: {self.session.no_requests}")
+            raise CapabilityError(f"{method} cannot be sent: "
+                                  f"{self.session.no_requests}")
         capability = capability or self._CAPABILITY_ASKED.get(method)
         if self.envelope is not None and method not in self._CAPABILITY_ASKED:
-            raise ValueError(f"{method} cannot be sent to a 2026-07-28 client: a server asks "
-                             "it only for elicitation, sampling or roots")
-        if capability and not isinstance(self.client_capabilities.get(capability), dict):
-            raise CapabilityError(f"the client did not declare the '{capability}' capability, "
-                                  f"so {method} cannot be sent to it", {capability: {}})
+            raise ValueError(f"{method} cannot be sent to a 2026-07-28 client: a "
+                             "server asks it only for elicitation, sampling or roots")
+        if capability:
+            declared = self.client_capabilities.get(capability)
+            if not isinstance(declared, dict):
+                raise CapabilityError(f"the client did not declare the '{capability}' "
+                                      f"capability, so {method} cannot be sent to it",
+                                      {capability: {}})
         self.check_cancelled()
         if self.envelope is not None:
             return self._ask(method, params, key)
         if timeout is None:
             timeout = self.server.request_timeout
-        return _check_answer(None, method, self.session.request(method, params, timeout,
-                                                                owner=self))
+        answer = self.session.request(method, params, timeout, owner=self)
+        return _check_answer(None, method, answer)
 
     def _ask(self, method, params, key=None):
-        """2026-07-28: the answer to this question if the retry carries it, else InputRequired.
-        Each answer is kept with a digest of its question, so a handler that asks something
-        else on a later run (its inputs changed) is asked anew, never handed a stale answer."""
+        """2026-07-28: the answer to this question if the retry carries it, else
+        InputRequired. Each answer is kept with a digest of its question, so a handler
+        that asks something else on a later run (its inputs changed) is asked anew,
+        never handed a stale answer."""
         self.questions += 1
-        question = {"method": method} if params is None else {"method": method, "params": params}
+        question = {"method": method}
+        if params is not None:
+            question["params"] = params
         digest = _digest(question)
         key = key or f"{method.split('/')[0]}-{self.questions}"
         answer = self.answers.get(key) if self.answers else None
         if answer is not None and answer[0] == digest:
             return answer[1]
-        if answer is not None and answer[0] is None:   # sent before it was asked: check it
+        # sent before it was asked: check it
+        if answer is not None and answer[0] is None:
             return _check_answer(key, method, answer[1])
         raise InputRequired({key: (question, digest)})
 
     def ask_together(self, *asks):
-        """Ask several questions (``lambda: ctx.elicit(...)``, ...) and return their answers:
-        in 2026-07-28 those unanswered share one round, not one round each."""
+        """Ask several questions (``lambda: ctx.elicit(...)``, ...) and return their
+        answers: in 2026-07-28 those unanswered share one round, not one round each."""
         answers, waiting = [], {}
         for ask in asks:
             try:
@@ -2755,54 +2881,62 @@ class Context:
     def sample(self, messages, *, max_tokens=1000, system_prompt=None, temperature=None,
                stop_sequences=None, model_preferences=None, include_context=None,
                metadata=None, tools=None, tool_choice=None, timeout=None, key=None):
-        """sampling/createMessage: ``messages`` is a message or a list of them: a string or block
-        (a user turn), a ``{"role", "content"}`` dict. Returns ``{"role", "content", "model"}``."""
+        """sampling/createMessage: ``messages`` is a message or a list of them: a string
+        or block (a user turn), a ``{"role", "content"}`` dict. Returns ``{"role",
+        "content", "model"}``."""
         if isinstance(messages, (str, dict)):     # one message, not a list of its keys
             messages = [messages]
-        params = {"messages": [_prompt_message(m) for m in messages], "maxTokens": max_tokens}
+        params = {"messages": [_prompt_message(m) for m in messages],
+                  "maxTokens": max_tokens}
         optional = {"systemPrompt": system_prompt, "temperature": temperature,
                     "stopSequences": stop_sequences, "includeContext": include_context,
                     "modelPreferences": model_preferences, "metadata": metadata,
                     "tools": tools, "toolChoice": tool_choice}
-        params.update((field, value) for field, value in optional.items() if value is not None)
+        params.update((field, value) for field, value in optional.items()
+                      if value is not None)
         declared = self.client_capabilities.get("sampling")
-        takes_tools = isinstance(declared, dict) and "tools" in declared \
-            and (self.protocol_version or "") >= V2025_11
+        takes_tools = (isinstance(declared, dict) and "tools" in declared
+                       and (self.protocol_version or "") >= V2025_11)
         if (tools or tool_choice) and not takes_tools:
-            raise CapabilityError("the client did not declare sampling.tools (2025-11-25), so a "
-                                  "sampling request cannot offer tools",
-                                  {"sampling": {"tools": {}}})
+            raise CapabilityError("the client did not declare sampling.tools "
+                                  "(2025-11-25), so a sampling request cannot offer "
+                                  "tools", {"sampling": {"tools": {}}})
         return self.request("sampling/createMessage", params, "sampling", timeout, key)
 
-    def elicit(self, message, schema=None, *, url=None, elicitation_id=None, timeout=None,
-               key=None):
-        """elicitation/create: a flat form ``schema``, or (2025-11-25) a page at ``url``, for
-        anything secret. Returns ``{"action": "accept"|"decline"|"cancel", "content"}``."""
+    def elicit(self, message, schema=None, *, url=None, elicitation_id=None,
+               timeout=None, key=None):
+        """elicitation/create: a flat form ``schema``, or (2025-11-25) a page at
+        ``url``, for anything secret. Returns ``{"action":
+        "accept"|"decline"|"cancel", "content"}``."""
         if not isinstance(message, str):
             raise TypeError(f"message must be a str, not {_preview(message)}")
-        declared, version = self.client_capabilities.get("elicitation"), self.protocol_version
+        declared = self.client_capabilities.get("elicitation")
+        version = self.protocol_version
         if (version or "") < V2025_06:
-            raise CapabilityError(f"elicitation arrived in protocol 2025-06-18; this session "
-                                  f"speaks {version}")
+            raise CapabilityError("elicitation arrived in protocol 2025-06-18; this "
+                                  f"session speaks {version}")
         if url is not None:
-            if not isinstance(declared, dict) or "url" not in declared or version < V2025_11:
-                raise CapabilityError("the client did not declare elicitation.url (2025-11-25)",
-                                      {"elicitation": {"url": {}}})
+            if (not isinstance(declared, dict) or "url" not in declared
+                    or version < V2025_11):
+                raise CapabilityError("the client did not declare elicitation.url "
+                                      "(2025-11-25)", {"elicitation": {"url": {}}})
             params = {"mode": "url", "message": message, "url": url}
-            if self.envelope is None:       # 2026-07-28 correlates through requestState instead
+            # 2026-07-28 correlates through requestState instead
+            if self.envelope is None:
                 import uuid
                 params["elicitationId"] = elicitation_id or str(uuid.uuid4())
         else:
             if isinstance(declared, dict) and declared and "form" not in declared:
-                raise CapabilityError("the client declared only URL elicitation, not forms",
-                                      {"elicitation": {"form": {}}})
+                raise CapabilityError("the client declared only URL elicitation, not "
+                                      "forms", {"elicitation": {"form": {}}})
             schema = schema or {"type": "object", "properties": {}}
             _check_form(schema)
             params = {"message": message, "requestedSchema": schema}
             if version >= V2025_11:
                 params = {"mode": "form", **params}
         answer = self.request("elicitation/create", params, "elicitation", timeout, key)
-        if url is None and isinstance(answer, dict) and answer.get("action") == "accept":
+        if (url is None and isinstance(answer, dict)
+                and answer.get("action") == "accept"):
             problems = compile_schema(schema)(answer.get("content", {}))
             if problems:
                 raise InvalidAnswer("The client's answer does not fit the form:\n"
@@ -2810,10 +2944,11 @@ class Context:
         return answer
 
     def list_roots(self, timeout=None, key=None):
-        """roots/list: ``[{"uri", "name"?}, ...]``; in the handshake era cached until the
-        client sends notifications/roots/list_changed."""
+        """roots/list: ``[{"uri", "name"?}, ...]``; in the handshake era cached until
+        the client sends notifications/roots/list_changed."""
         if self.envelope is not None:              # stateless: asked for each request
-            return self.request("roots/list", None, "roots", timeout, key).get("roots", [])
+            answer = self.request("roots/list", None, "roots", timeout, key)
+            return answer.get("roots", [])
         session, roots = self.session, self.session.roots
         if roots is None:
             generation = session.roots_generation
@@ -2824,18 +2959,22 @@ class Context:
 
 
 def _awaitable_on_the_loop(method, waits):
-    """``method``, except that on the event loop (in an async handler) it returns an awaitable:
-    at once a finished Future for a quick one; for one that waits for the client, a coroutine
-    that waits in a thread of its own, as blocking the loop would hold up every async call."""
+    """``method``, except that on the event loop (in an async handler) it returns an
+    awaitable: at once a finished Future for a quick one; for one that waits for the
+    client, a coroutine that waits in a thread of its own, as blocking the loop would
+    hold up every async call."""
     @functools.wraps(method)
     def call(self, *args, **kwargs):
-        # by thread id: current_thread() would leave a dummy Thread for each _thread thread
+        # By thread id: current_thread() would leave a dummy Thread behind for each
+        # _thread thread.
         if _loop_thread is None or _thread.get_ident() != _loop_thread.ident:
             return method(self, *args, **kwargs)
         if waits:
             waiting = _in_a_thread(lambda: method(self, *args, **kwargs))
-            waiting.__qualname__ = method.__qualname__     # "coroutine 'Context.elicit' was
-            return waiting                                  # never awaited", if it is not
+            # Named as the method, for the warning "coroutine 'Context.elicit' was
+            # never awaited", if it is not.
+            waiting.__qualname__ = method.__qualname__
+            return waiting
         done = _loop_thread.loop.create_future()
         done.set_result(method(self, *args, **kwargs))
         return done
@@ -2849,7 +2988,7 @@ async def _in_a_thread(call):
 
     def work():
         # Once running, the future ignores cancel(): setting it below cannot fail.
-        if not future.set_running_or_notify_cancel():       # the coroutine stopped waiting
+        if not future.set_running_or_notify_cancel():  # the coroutine stopped waiting
             return
         try:
             future.set_result(context.run(call))
@@ -2871,45 +3010,50 @@ def _check_form(schema):
     enumerated strings, as the spec requires: anything else is a mistake in the tool."""
     properties = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict) or schema.get("type") != "object":
-        raise ValueError('an elicitation form is {"type": "object", "properties": {...}}')
+        raise ValueError('an elicitation form is {"type": "object", '
+                         '"properties": {...}}')
     for name, prop in properties.items():
         kind = prop.get("type") if isinstance(prop, dict) else None
         items = prop.get("items") if kind == "array" else None
         enumerated = isinstance(items, dict) and ("enum" in items or "anyOf" in items)
         if kind not in ("string", "number", "integer", "boolean") and not enumerated:
-            raise ValueError(f"elicitation form property {name!r}: forms take strings, numbers, "
-                             "booleans and arrays of enumerated strings, nothing nested")
+            raise ValueError(f"elicitation form property {name!r}: forms take strings, "
+                             "numbers, booleans and arrays of enumerated strings, "
+                             "nothing nested")
 
 
 _forwarding = {"servers": 0, "installed": False}   # see _forward_logging
 
 
 def _forward_logging(server, serving):
-    """Server(forward_logging=...): logging records made in a handler also go to its client.
-    One wrapper of the log record factory does it for every server while one serves: no
-    handler is added anywhere, so the application's loggers stay as they are."""
+    """Server(forward_logging=...): logging records made in a handler also go to its
+    client. One wrapper of the log record factory does it for every server while one
+    serves: no handler is added anywhere, and the application's loggers stay as
+    they are."""
     if not server.forward_logging:
         return
     import logging
     with _first_use:
         _forwarding["servers"] += 1 if serving else -1
-        # Installed once: a wrapper another library put around ours keeps it in the chain
-        # (it passes records through while no server serves), and must not be wrapped again.
+        # Installed once: a wrapper another library put around ours keeps it in the
+        # chain (it passes records through while no server serves), and it must not
+        # be wrapped again.
         if serving and _forwarding["servers"] == 1 and not _forwarding["installed"]:
             _forwarding["make"] = logging.getLogRecordFactory()
             _forwarding["format"] = logging.Formatter().format
             logging.setLogRecordFactory(_forwarded_record)
             _forwarding["installed"] = True
-        elif not _forwarding["servers"] and logging.getLogRecordFactory() is _forwarded_record:
+        elif (not _forwarding["servers"]
+                and logging.getLogRecordFactory() is _forwarded_record):
             logging.setLogRecordFactory(_forwarding["make"])
             _forwarding["installed"] = False
 
 
 def _mcp_level(levelno):
-    """A logging level -> the MCP level at or below it: 25 (a NOTICE) is "notice", 35 is
-    "warning"."""
-    for lowest, level in ((50, "critical"), (40, "error"), (30, "warning"), (25, "notice"),
-                          (20, "info")):
+    """A logging level -> the MCP level at or below it: 25 (a NOTICE) is "notice",
+    35 is "warning"."""
+    for lowest, level in ((50, "critical"), (40, "error"), (30, "warning"),
+                          (25, "notice"), (20, "info")):
         if levelno >= lowest:
             return level
     return "debug"
@@ -2929,34 +3073,37 @@ def _forwarded_record(*args, **kwargs):
     return record
 
 
-# ============================================================================================
+# ======================================================================================
 # Stateless requests (2026-07-28): the envelope, requestState
-# ============================================================================================
+# ======================================================================================
 #
-# From 2026-07-28 there is no initialize: every request carries, in params._meta, the protocol
-# version and the client's capabilities (the "envelope"), and the server remembers nothing
-# between requests. A handler that needs the client's input (elicitation, sampling, roots)
-# answers {"resultType": "input_required", "inputRequests": {...}, "requestState": "..."};
-# the client retries the same request with the answers and the requestState echoed, and
-# the handler runs again from the top. requestState carries the earlier rounds' answers, so
-# it is signed: the client holds it, and it must not be able to alter it or move it to
-# another call.
+# From 2026-07-28 there is no initialize: every request carries, in params._meta, the
+# protocol version and the client's capabilities (the "envelope"), and the server
+# remembers nothing between requests. A handler that needs the client's input
+# (elicitation, sampling, roots) answers {"resultType": "input_required",
+# "inputRequests": {...}, "requestState": "..."}; the client retries the same request
+# with the answers and the requestState echoed, and the handler runs again from the
+# top. requestState carries the earlier rounds' answers, so it is signed: the client
+# holds it, and it must not be able to alter it or move it to another call.
 
 _MCP_PREFIX = "io.modelcontextprotocol/"
 PROTOCOL_VERSION_KEY = _MCP_PREFIX + "protocolVersion"
 CLIENT_CAPABILITIES_KEY = _MCP_PREFIX + "clientCapabilities"
-CLIENT_INFO_KEY, LOG_LEVEL_KEY = _MCP_PREFIX + "clientInfo", _MCP_PREFIX + "logLevel"
+CLIENT_INFO_KEY = _MCP_PREFIX + "clientInfo"
+LOG_LEVEL_KEY = _MCP_PREFIX + "logLevel"
 SERVER_INFO_KEY = _MCP_PREFIX + "serverInfo"
 SUBSCRIPTION_ID_KEY = _MCP_PREFIX + "subscriptionId"
 
-#: Methods of one era only. A 2026-07-28 request for a handshake-only method gets -32601.
+#: Methods of one era only. A 2026-07-28 request for a handshake-only method gets
+#: -32601.
 MODERN_ONLY_METHODS = frozenset({"server/discover", "subscriptions/listen"})
 HANDSHAKE_ONLY_METHODS = frozenset({"initialize", "ping", "logging/setLevel",
                                     "resources/subscribe", "resources/unsubscribe"})
-#: The methods whose results a client may cache (ttlMs, cacheScope), and those that may ask
-#: the client for input.
-CACHEABLE_METHODS = frozenset({"server/discover", "tools/list", "prompts/list", "resources/list",
-                               "resources/templates/list", "resources/read"})
+#: The methods whose results a client may cache (ttlMs, cacheScope), and those that may
+#: ask the client for input.
+CACHEABLE_METHODS = frozenset({"server/discover", "tools/list", "prompts/list",
+                               "resources/list", "resources/templates/list",
+                               "resources/read"})
 INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 #: A handler's result meaning "no response": subscriptions/listen answers with a stream.
@@ -2964,44 +3111,50 @@ NO_RESPONSE = object()
 
 
 class Envelope:
-    """What a 2026-07-28 request says about its client in ``params._meta`` (the handshake era
-    learns it from initialize): the protocol version, the client's capabilities and name,
-    and the log level for this request. -32602 for a malformed _meta, -32022 for a version
-    this server does not serve."""
+    """What a 2026-07-28 request says about its client in ``params._meta`` (the
+    handshake era learns it from initialize): the protocol version, the client's
+    capabilities and name, and the log level for this request. -32602 for a malformed
+    _meta, -32022 for a version this server does not serve."""
     __slots__ = ("meta", "version", "client_capabilities", "log_level")
 
     def __init__(self, meta):
         # Three quick tests pass the usual envelope; anything else is checked in full.
-        if type(meta) is not dict or type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict \
-                or meta.get(PROTOCOL_VERSION_KEY) not in MODERN_PROTOCOL_VERSIONS:
+        if (type(meta) is not dict
+                or type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict
+                or meta.get(PROTOCOL_VERSION_KEY) not in MODERN_PROTOCOL_VERSIONS):
             self.refuse(meta)
         level = meta.get(LOG_LEVEL_KEY)
         if LOG_LEVEL_KEY in meta and level not in LOG_LEVELS:
-            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: log level {level!r} in "
-                               f"params._meta; use one of {', '.join(LOG_LEVELS)}")
-        self.meta, self.version, self.log_level = meta, meta[PROTOCOL_VERSION_KEY], level
+            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: log level {level!r} "
+                               f"in params._meta; use one of {', '.join(LOG_LEVELS)}")
+        self.meta = meta
+        self.version = meta[PROTOCOL_VERSION_KEY]
+        self.log_level = level
         self.client_capabilities = meta[CLIENT_CAPABILITIES_KEY]
 
     @staticmethod
     def refuse(meta):
-        """Raise the error saying what is wrong with an envelope, or return if it is only
-        unusual (a dict subclass)."""
+        """Raise the error saying what is wrong with an envelope, or return if it is
+        only unusual (a dict subclass)."""
         if not isinstance(meta, dict):
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: this method is part of "
-                               "protocol 2026-07-28, whose requests carry params._meta with "
-                               f'"{PROTOCOL_VERSION_KEY}" and "{CLIENT_CAPABILITIES_KEY}"')
-        for key, kind, what in ((PROTOCOL_VERSION_KEY, str, "a string"),
-                                (CLIENT_CAPABILITIES_KEY, dict, "an object; {} for none")):
+                               "protocol 2026-07-28, whose requests carry params._meta "
+                               f'with "{PROTOCOL_VERSION_KEY}" and '
+                               f'"{CLIENT_CAPABILITIES_KEY}"')
+        for key, kind, what in (
+                (PROTOCOL_VERSION_KEY, str, "a string"),
+                (CLIENT_CAPABILITIES_KEY, dict, "an object; {} for none")):
             if not isinstance(meta.get(key), kind):
-                raise JSONRPCError(INVALID_PARAMS, f'Invalid params: params._meta needs '
+                raise JSONRPCError(INVALID_PARAMS, "Invalid params: params._meta needs "
                                                    f'"{key}" ({what})')
         version = meta[PROTOCOL_VERSION_KEY]
         if version not in MODERN_PROTOCOL_VERSIONS:
-            raise JSONRPCError(UNSUPPORTED_VERSION, f"Unsupported protocol version "
-                                                    f"{_short_repr(version)}: "
-                               f"requests are served at {', '.join(MODERN_PROTOCOL_VERSIONS)}; "
-                               f"{', '.join(PROTOCOL_VERSIONS)} after initialize",
-                               {"supported": list(MODERN_PROTOCOL_VERSIONS), "requested": version})
+            raise JSONRPCError(
+                UNSUPPORTED_VERSION,
+                f"Unsupported protocol version {_short_repr(version)}: requests are "
+                f"served at {', '.join(MODERN_PROTOCOL_VERSIONS)}; "
+                f"{', '.join(PROTOCOL_VERSIONS)} after initialize",
+                {"supported": list(MODERN_PROTOCOL_VERSIONS), "requested": version})
 
     @property
     def client_info(self):
@@ -3010,8 +3163,8 @@ class Envelope:
 
 
 def is_stateless(method, meta):
-    """Whether a request is a 2026-07-28 one: it carries an envelope key in params._meta, or
-    its method exists only there. initialize is always the handshake."""
+    """Whether a request is a 2026-07-28 one (initialize never is): it carries an
+    envelope key in params._meta, or its method exists only there."""
     if method in MODERN_ONLY_METHODS:
         return True
     return type(meta) is dict and method != "initialize" and (
@@ -3021,7 +3174,8 @@ def is_stateless(method, meta):
 def _digest(value):
     """A short, stable fingerprint of a JSON value (its canonical encoding, hashed)."""
     import hashlib
-    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
@@ -3030,47 +3184,56 @@ def _b64url(data):
 
 
 class RequestStateSigner:
-    """Seals and opens requestState: JSON, base64url, and an HMAC-SHA256 over it. The key is
-    ``key`` (bytes or str), else env MCP_MIN_STATE_KEY, else random for this process; give
-    every process that serves the same clients the same key (behind a load balancer, a retry
-    may reach another one). A state expires ``ttl`` seconds after it was issued. One longer
-    than ``max_bytes`` is neither issued nor opened: the client holds it, and may send back
-    anything in its place, which the signature check would otherwise copy and hash whole."""
+    """Seals and opens requestState: JSON, base64url, and an HMAC-SHA256 over it. The
+    key is ``key`` (bytes or str), else env MCP_MIN_STATE_KEY, else random for this
+    process; give every process that serves the same clients the same key (behind a
+    load balancer, a retry may reach another one). A state expires ``ttl`` seconds after
+    it was issued. One longer than ``max_bytes`` is neither issued nor opened: the
+    client holds it, and may send back anything in its place, which the signature check
+    would otherwise copy and hash whole."""
 
     def __init__(self, key=None, ttl=600, max_bytes=64 << 10):
         key = key if key is not None else os.environ.get("MCP_MIN_STATE_KEY")
         if isinstance(key, str):
             key = key.encode("utf-8")
-        self.key, self.ttl, self.shared = key or os.urandom(32), ttl, bool(key)
+        self.key = key or os.urandom(32)
+        self.ttl = ttl
+        self.shared = bool(key)
         self.max_bytes = max_bytes
 
     def signature(self, body):
         import hashlib
         import hmac
-        return _b64url(hmac.new(self.key, body.encode("ascii"), hashlib.sha256).digest())
+        digest = hmac.new(self.key, body.encode("ascii"), hashlib.sha256).digest()
+        return _b64url(digest)
 
     def seal(self, payload):
         body = _b64url(encode_message(dict(payload, exp=int(time.time() + self.ttl))))
         token = f"v1.{body}.{self.signature(body)}"
         if len(token) > self.max_bytes:       # its retry would be refused: say so now
-            raise JSONRPCError(INVALID_PARAMS, "Invalid params: the requestState carrying the "
-                               f"answers so far would be {len(token)} bytes, over the limit of "
-                               f"{self.max_bytes} (Server(max_state_bytes=...))")
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: the requestState "
+                               f"carrying the answers so far would be {len(token)} "
+                               f"bytes, over the limit of {self.max_bytes} "
+                               "(Server(max_state_bytes=...))")
         return token
 
     def open(self, token):
         """The payload of a state this server sealed, or -32602 saying why not."""
         import hmac
-        if len(token) > self.max_bytes:       # nothing this server issues: not worth a hash
-            raise _invalid_state(f"it is {len(token)} characters long, over the limit of "
-                                 f"{self.max_bytes} (Server(max_state_bytes=...))")
+        # nothing this server issues: not worth a hash
+        if len(token) > self.max_bytes:
+            raise _invalid_state(f"it is {len(token)} characters long, over the limit "
+                                 f"of {self.max_bytes} (Server(max_state_bytes=...))")
         version, _, rest = token.partition(".")
         body, _, mac = rest.partition(".")
-        try:             # compared as text: a signature written any other way is refused
+        try:
+            # compared as text: a signature written any other way is refused
             genuine = version == "v1" and hmac.compare_digest(
                 mac.encode("ascii"), self.signature(body).encode("ascii"))
-            body = body.replace("-", "+").replace("_", "/")
-            payload = json.loads(b64decode(body + "=" * (-len(body) % 4))) if genuine else None
+            payload = None
+            if genuine:
+                body = body.replace("-", "+").replace("_", "/")
+                payload = json.loads(b64decode(body + "=" * (-len(body) % 4)))
         except ValueError:      # binascii.Error and UnicodeEncodeError too
             payload = None
         if not isinstance(payload, dict):
@@ -3085,23 +3248,34 @@ def _invalid_state(why):
                         {"reason": "invalid_request_state"})
 
 
+# What the answer to each question must hold: (field, its type). The answer to another
+# method may be any object.
+_ANSWER_SHAPES = {
+    "elicitation/create": ("action", str),
+    "sampling/createMessage": ("content", (dict, list)),
+    "roots/list": ("roots", list),
+}
+
+
 def _check_answer(key, method, answer):
-    """An answer must be the result the question's method returns: the inputResponses entry
-    ``key`` (2026-07-28), or with ``key`` None the client's response (the handshake era)."""
-    shapes = {"elicitation/create": ("action", str),
-              "sampling/createMessage": ("content", (dict, list)), "roots/list": ("roots", list)}
-    field, kind = shapes.get(method, (None, None))       # another method: any object will do
+    """An answer must be the result the question's method returns: the
+    inputResponses entry ``key`` (2026-07-28), or with ``key`` None the client's
+    response (the handshake era)."""
+    field, kind = _ANSWER_SHAPES.get(method, (None, None))
     if key is None:
         answered = "The client's answer"
     else:
         answered = f"Invalid params: inputResponses.{key}"
     if not isinstance(answer, dict):
-        raise InvalidAnswer(f"{answered} is not a result of {method} (a result is an object)")
+        raise InvalidAnswer(f"{answered} is not a result of {method} (a result is an "
+                            "object)")
     if field and not isinstance(answer.get(field), kind):
-        raise InvalidAnswer(f"{answered} is not a result of {method} (it needs {field!r})")
-    if method == "elicitation/create" and answer["action"] not in ("accept", "decline", "cancel"):
-        raise InvalidAnswer(f'{answered} has the action {_preview(answer["action"])}: it must '
-                            'be "accept", "decline" or "cancel"')
+        raise InvalidAnswer(f"{answered} is not a result of {method} (it needs "
+                            f"{field!r})")
+    if (method == "elicitation/create"
+            and answer["action"] not in ("accept", "decline", "cancel")):
+        raise InvalidAnswer(f"{answered} has the action {_preview(answer['action'])}: "
+                            'it must be "accept", "decline" or "cancel"')
     return answer
 
 
