@@ -870,24 +870,25 @@ class Batch:
         self.outlet.respond(b"[" + b",".join(self.frames) + b"]" if self.frames else None)
 
 
-# ============================================================================================
+# ======================================================================================
 # Schemas
-# ============================================================================================
+# ======================================================================================
 #
-# Python annotations -> JSON Schema 2020-12, and a validator for it. The costly work happens
-# once, when a handler is registered: annotations are translated into a schema and
-# converters, and the schema is compiled into nested closures. A call then costs one
-# validation walk plus the conversions it needs. Dataclass, TypedDict and Enum classes go into
-# "$defs" under their name, used through {"$ref": "#/$defs/Name"}: one rule, and it
-# terminates on recursive classes.
+# Python annotations -> JSON Schema 2020-12, and a validator for it. The costly work
+# happens once, when a handler is registered: annotations are translated into a schema
+# and converters, and the schema is compiled into nested closures. A call then costs one
+# validation walk plus the conversions it needs. Dataclass, TypedDict and Enum classes
+# go into "$defs" under their name, used through {"$ref": "#/$defs/Name"}: one rule, and
+# it terminates on recursive classes.
 
 class SchemaError(TypeError):
-    """A handler's annotations or schema can't become a usable JSON Schema. Raised when the
-    handler is registered, never while a call is served."""
+    """A handler's annotations or schema can't become a usable JSON Schema. Raised when
+    the handler is registered, never while a call is served."""
 
 
 def _blamed(label, make, *args, **kwargs):
-    """make(...), with `label` put in front of a SchemaError it raises: "f: parameter 'x': ..."."""
+    """make(...), with `label` put in front of a SchemaError it raises:
+    "f: parameter 'x': ..."."""
     try:
         return make(*args, **kwargs)
     except SchemaError as e:
@@ -895,8 +896,8 @@ def _blamed(label, make, *args, **kwargs):
 
 
 class _Typing:
-    """The typing module's names, and groups of them, imported on first use: plain classes
-    never pay for it."""
+    """The typing module's names, and groups of them, imported on first use: plain
+    classes never pay for it."""
 
     def __getattr__(self, name):
         import collections.abc as abc
@@ -904,8 +905,9 @@ class _Typing:
         required = {getattr(typing, "Required", 1): True,      # Python 3.11+
                     getattr(typing, "NotRequired", 2): False}
         self.__dict__.update(
-            vars(typing), UNIONS=(typing.Union, types.UnionType), OBJECTS=(dict, abc.Mapping),
-            ARRAYS=(list, abc.Sequence, set, frozenset), REQUIRED=required)
+            vars(typing), UNIONS=(typing.Union, types.UnionType),
+            OBJECTS=(dict, abc.Mapping), ARRAYS=(list, abc.Sequence, set, frozenset),
+            REQUIRED=required)
         return object.__getattribute__(self, name)
 
 
@@ -913,51 +915,72 @@ _typing = _Typing()
 _JSON_TYPES = {type(None): "null", bool: "boolean", int: "integer", float: "number",
                str: "string", list: "array", dict: "object"}
 _SCALAR_TYPES = frozenset((type(None), bool, int, float, str))
-# Classes JSON carries as strings, as the official SDK sends them: (package, class) -> schema
-_AS_STRINGS = {("uuid", "UUID"): {"type": "string", "format": "uuid"},
-               ("decimal", "Decimal"): {"type": ["string", "number"]},
-               ("pathlib", "Path"): {"type": "string"}, ("pathlib", "PurePath"): {"type": "string"},
-               ("datetime", "datetime"): {"type": "string", "format": "date-time"},
-               ("datetime", "date"): {"type": "string", "format": "date"}}
+# Classes JSON carries as strings, as the official SDK sends them:
+# (package, class) -> schema
+_AS_STRINGS = {
+    ("uuid", "UUID"): {"type": "string", "format": "uuid"},
+    ("decimal", "Decimal"): {"type": ["string", "number"]},
+    ("pathlib", "Path"): {"type": "string"},
+    ("pathlib", "PurePath"): {"type": "string"},
+    ("datetime", "datetime"): {"type": "string", "format": "date-time"},
+    ("datetime", "date"): {"type": "string", "format": "date"}}
 
 # Annotated metadata (pydantic, annotated_types): attribute name -> JSON Schema keyword
 _BOUND_KEYWORDS = {"gt": "exclusiveMinimum", "ge": "minimum", "lt": "exclusiveMaximum",
                    "le": "maximum", "multiple_of": "multipleOf"}
 _LENGTH_KEYWORDS = {
-    "min_length": {"string": "minLength", "array": "minItems", "object": "minProperties"},
-    "max_length": {"string": "maxLength", "array": "maxItems", "object": "maxProperties"}}
-_METADATA_NAMES = {*_BOUND_KEYWORDS, *_LENGTH_KEYWORDS, "pattern", "description", "title",
-                   "examples", "documentation", "strict", "allow_inf_nan"}
+    "min_length": {"string": "minLength", "array": "minItems",
+                   "object": "minProperties"},
+    "max_length": {"string": "maxLength", "array": "maxItems",
+                   "object": "maxProperties"}}
+_METADATA_NAMES = {*_BOUND_KEYWORDS, *_LENGTH_KEYWORDS, "pattern", "description",
+                   "title", "examples", "documentation", "strict", "allow_inf_nan"}
 
 # --- docstrings ------------------------------------------------------------
 
-_SECTION = re.compile(r"[A-Z][A-Za-z ]*:")              # "Args:", "Keyword Args:", "Returns:"
+_SECTION = re.compile(r"[A-Z][A-Za-z ]*:")      # "Args:", "Keyword Args:", "Returns:"
 _PARAM_SECTIONS = {"Args", "Arguments", "Parameters", "Params", "Keyword Args",
                    "Keyword Arguments", "Other Parameters",
-                   "Attributes"}                        # the fields of a dataclass
-_GOOGLE_ITEM = re.compile(r"\**(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)")         # "name (type): text"
-_SPHINX_ITEM = re.compile(                                                 # ":param type name:"
+                   "Attributes"}                # the fields of a dataclass
+# "name (type): text"
+_GOOGLE_ITEM = re.compile(r"\**(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)")
+# ":param type name: text"
+_SPHINX_ITEM = re.compile(
     r":(?:param|parameter|arg|argument|key|keyword)\s+(?:[^:]*\s)?\**(\w+)\s*:\s*(.*)")
 
 
 def _ends_summary(i, line):
-    """The first paragraph ends at a blank line, a field or a section; the first line is a
-    section only if it names parameters ("Look up the weather for:" is a summary)."""
+    """The first paragraph ends at a blank line, a field or a section; the first line is
+    a section only if it names parameters ("Look up the weather for:" is a summary)."""
     if not line or line.startswith(":"):
         return True
     return bool(_SECTION.fullmatch(line)) and (i > 0 or line[:-1] in _PARAM_SECTIONS)
 
 
 def parse_docstring(doc):
-    """Docstring -> (first paragraph, {parameter: description}), the latter from Google-style
-    `Args:` sections and Sphinx `:param [type] name:` fields. Whitespace is normalised."""
+    """Docstring -> (first paragraph, {parameter: description}), the latter from
+    Google-style `Args:` sections and Sphinx `:param [type] name:` fields. Whitespace is
+    normalised."""
     first, *rest = (doc or "").expandtabs().strip().splitlines() or [""]
-    margin = min((len(line) - len(line.lstrip()) for line in rest if line.strip()), default=0)
-    lines = [first.rstrip()] + [line[margin:].rstrip() for line in rest]   # as inspect.cleandoc
-    end = next((i for i, line in enumerate(lines) if _ends_summary(i, line)), len(lines))
-    params, current, indent, section = {}, None, 0, None
-    for line in lines[end:]:
-        text, depth = line.strip(), len(line) - len(line.lstrip())
+    margin = min((len(line) - len(line.lstrip()) for line in rest if line.strip()),
+                 default=0)
+    # Dedented as inspect.cleandoc does it
+    lines = [first.rstrip()] + [line[margin:].rstrip() for line in rest]
+    ends = (i for i, line in enumerate(lines) if _ends_summary(i, line))
+    end = next(ends, len(lines))
+    summary = " ".join(" ".join(lines[:end]).split()) or None
+    return summary, _parameter_docs(lines[end:])
+
+
+def _parameter_docs(lines):
+    """{parameter: description} from the dedented lines after a docstring's summary."""
+    params = {}
+    current = None          # the item that more indented lines continue
+    indent = 0              # the indentation of its first line
+    section = None
+    for line in lines:
+        text = line.strip()
+        depth = len(line) - len(line.lstrip())
         if current and text and depth > indent:         # continues the current item
             params[current] += " " + text
             continue
@@ -966,16 +989,17 @@ def parse_docstring(doc):
             section = text[:-1]
         elif item := _SPHINX_ITEM.match(text) or (
                 section in _PARAM_SECTIONS and _GOOGLE_ITEM.fullmatch(text)):
-            current, indent, params[item[1]] = item[1], depth, item[2]
-    summary = " ".join(" ".join(lines[:end]).split()) or None
-    return summary, {name: " ".join(words.split()) for name, words in params.items()}
+            current, indent = item[1], depth
+            params[current] = item[2]
+    return {name: " ".join(words.split()) for name, words in params.items()}
 
 
 # --- JSON values -----------------------------------------------------------
 
 def _is_json_number(v):
-    """An int or a finite float: JSON has no inf or nan (json reads 1e400 as inf). Exact types
-    first, for speed; subclasses (numpy.float64, an IntEnum) count too, a bool does not."""
+    """An int or a finite float: JSON has no inf or nan (json reads 1e400 as inf). Exact
+    types first, for speed; subclasses (numpy.float64, an IntEnum) count too, a bool
+    does not."""
     if type(v) is int:
         return True
     if isinstance(v, float):
@@ -1017,7 +1041,7 @@ def _preview(value):
 
 
 def _short_repr(text):
-    """A string as repr() shows it, cut to about 60 characters: the names in messages."""
+    """A string as repr() shows it, cut to about 60 characters: names in messages."""
     return repr(text) if len(text) <= 60 else repr(text[:59]) + "…"
 
 
@@ -1025,34 +1049,39 @@ def _typed_preview(value):
     """A value as a problem names what it got: 'null', 'integer 5', 'string "x"'."""
     if value is None:
         return "null"
-    if isinstance(value, float) and value - value != 0:
-        return f"{_preview(value)} (JSON has no such number)"    # json reads 1e400 as inf
+    if isinstance(value, float) and value - value != 0:     # json reads 1e400 as inf
+        return f"{_preview(value)} (JSON has no such number)"
     return f"{_json_type(value)} {_preview(value)}"
 
 
 def _dump(value):
-    """Python value -> JSON value: dataclasses field by field, Enums by value, tuples and sets
-    as lists, dates as ISO strings. Anything else is left for json.dumps to judge."""
+    """Python value -> JSON value: dataclasses field by field, Enums by value, tuples
+    and sets as lists, dates as ISO strings. Anything else is left for json.dumps to
+    judge."""
     if isinstance(value, enum.Enum):
         return _dump(value.value)
     if value is None or isinstance(value, (str, int, float)):
         return value
     if isinstance(value, dict):
-        return {k.value if isinstance(k, enum.Enum) else k: _dump(v) for k, v in value.items()}
+        return {k.value if isinstance(k, enum.Enum) else k: _dump(v)
+                for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [_dump(v) for v in value]
     if hasattr(type(value), "__dataclass_fields__"):
         import dataclasses
-        return {f.name: _dump(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {f.name: _dump(getattr(value, f.name))
+                for f in dataclasses.fields(value)}
     if getattr(value, "tzinfo", False) is None and hasattr(value, "astimezone"):
-        value = value.astimezone()    # a naive datetime is local time: RFC 3339 wants the offset
+        # A naive datetime is local time: RFC 3339 wants the offset.
+        value = value.astimezone()
     if hasattr(value, "isoformat"):
         return value.isoformat()
     if isinstance(value, os.PathLike):
         return os.fspath(value)
-    for module, name in (("uuid", "UUID"), ("decimal", "Decimal")):   # never imported here:
-        cls = getattr(sys.modules.get(module), name, None)              # a value of one means
-        if cls is not None and isinstance(value, cls):                  # its module is loaded
+    # uuid and decimal are never imported here: a value of one means it is loaded.
+    for module, name in (("uuid", "UUID"), ("decimal", "Decimal")):
+        cls = getattr(sys.modules.get(module), name, None)
+        if cls is not None and isinstance(value, cls):
             return str(value)
     return value
 
