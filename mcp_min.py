@@ -1093,19 +1093,22 @@ def _type_name(tp):
 
 
 def _is_subclass(tp, classes):
-    """issubclass() for an annotation, which may be no class (list[int] is a type in 3.10)."""
-    return isinstance(tp, type) and not isinstance(tp, types.GenericAlias) \
-        and issubclass(tp, classes)
+    """issubclass() for an annotation, which may be no class (list[int] is a type in
+    3.10)."""
+    return (isinstance(tp, type) and not isinstance(tp, types.GenericAlias)
+            and issubclass(tp, classes))
 
 
 def _from_string(cls, schema):
     """The converter to a class of _AS_STRINGS; its ValueError says what was expected.
-    A Decimal must also be finite and meet the number bounds of ``schema`` (put there later,
-    from Annotated or Field): a validator checks those on numbers only, not on "19.99"."""
+    A Decimal must also be finite and meet the number bounds of ``schema`` (put there
+    later, from Annotated or Field): a validator checks those on numbers only, not on
+    "19.99"."""
     is_date = cls.__module__ == "datetime"
     expected = f"a {cls.__name__}"
     if is_date:
-        expected = f"an ISO 8601 {_AS_STRINGS['datetime', cls.__name__]['format']} string"
+        date_format = _AS_STRINGS["datetime", cls.__name__]["format"]
+        expected = f"an ISO 8601 {date_format} string"
     bounded = cls.__module__ == "decimal"
 
     def convert(v):
@@ -1122,25 +1125,30 @@ def _from_string(cls, schema):
         for keyword, _, _, passes, text in _NUMBER_BOUNDS:
             if keyword not in schema:
                 continue
-            bound = cls(str(schema[keyword]))       # as written: 0.1, not 0.1000000000000000055
+            # As written: 0.1, not 0.1000000000000000055
+            bound = cls(str(schema[keyword]))
             try:
-                ok = value % bound == 0 if keyword == "multipleOf" else passes(value, bound)
-            except ArithmeticError:                 # 1e30000000 % 0.01: too many digits to say
+                ok = (value % bound == 0 if keyword == "multipleOf"
+                      else passes(value, bound))
+            except ArithmeticError:         # 1e30000000 % 0.01: too many digits to say
                 ok = False
             if not ok:
-                raise ValueError(f"{text.format(_preview(schema[keyword]))}, got {_preview(v)}")
+                bound_text = text.format(_preview(schema[keyword]))
+                raise ValueError(f"{bound_text}, got {_preview(v)}")
         return value
     return convert
 
 
 def _integer(value):
-    """A valid JSON integer as an int: 1.0 is one too. (Cheaper than int(value) for an int.)"""
+    """A valid JSON integer as an int: 1.0 is one too. (Cheaper than int(value) for an
+    int.)"""
     return value if type(value) is int else int(value)
 
 
 def _float(value):
-    """A valid JSON number as a float, as pydantic (and so the official SDK) hands it to a
-    float parameter: 2 -> 2.0. An integer too large for a float is refused, not made inf."""
+    """A valid JSON number as a float, as pydantic (and so the official SDK) hands it to
+    a float parameter: 2 -> 2.0. An integer too large for a float is refused, not made
+    inf."""
     if type(value) is float:
         return value
     try:
@@ -1152,32 +1160,147 @@ def _float(value):
 _NUMBER_CONVERTERS = {int: _integer, float: _float}
 
 
+def _union_converter(checks, arms):
+    """The converter of a union whose alternatives are `arms`, [(schema, converter)]:
+    the value converted as the first alternative it fits (checks[i] checks arm i; they
+    are compiled by _Types.finish())."""
+    def convert(v):
+        first_error = None
+        for check, (_, arm) in zip(checks, arms):
+            if _problems(check, v, ""):
+                continue
+            if arm is None:
+                return v
+            try:
+                return arm(v)
+            except (ValueError, TypeError) as e:    # "now" is a string, no datetime:
+                first_error = first_error or e      # the next alternative may take it
+        raise first_error                   # validated: some alternative fitted
+    return convert
+
+
 class _Types:
     """Translates annotations into schemas and converters, sharing one `defs` dict."""
 
+    _forms = None       # origin -> method, made on first use (typing is imported then)
+
     def __init__(self, defs, where):
-        self.defs, self.owners, self.converters, self.unions = defs, {}, {}, []
+        self.defs = defs
+        self.owners = {}                # name in defs -> the class it stands for
+        self.converters = {}            # class in defs -> its converter
+        self.unions = []                # (checks, arms) of unions to convert: finish()
         self.where = where              # what a warning names: "f: parameter 'n'"
 
     def translate(self, tp):
         """Annotation -> (a fresh schema dict the caller may add to, a function from a
-        *validated* JSON value to what `tp` asks for, or None when the JSON value will do)."""
-        if tp is None or isinstance(tp, type) and tp in _JSON_TYPES:
-            schema = {"type": _JSON_TYPES[type(None) if tp is None else tp]}
-            return schema, _NUMBER_CONVERTERS.get(tp)
-        origin, args = _typing.get_origin(tp) or tp, _typing.get_args(tp)
-        if origin is _typing.Annotated:     # Annotated[T, "description"], [T, {keywords}],
-            schema, convert = self.translate(args[0])   # or pydantic / annotated_types metadata
-            for extra in args[1:]:
-                if isinstance(extra, str):
-                    schema["description"] = extra
-                elif isinstance(extra, dict):
-                    schema.update(extra)
-                else:
-                    self.metadata(schema, extra)
-            return schema, convert
-        if tp in (_typing.Any, object):
-            return {}, None
+        *validated* JSON value to what `tp` asks for, or None when the JSON value will
+        do). Plain JSON types first (exact classes: a bool is no int, an IntEnum no
+        int), then forms by their origin, then classes."""
+        if tp is None or (isinstance(tp, type) and tp in _JSON_TYPES):
+            return self._plain(tp)          # the usual annotation: no typing needed
+        origin = _typing.get_origin(tp) or tp
+        form = self._form_of(origin)
+        if form is not None:
+            return form(self, tp, origin, _typing.get_args(tp))
+        return self._class(tp)
+
+    @classmethod
+    def _form_of(cls, origin):
+        """The method that translates annotations of this origin (list for list[int],
+        Union, Annotated, Any, ...), or None. None of these origins is a class that
+        _class() takes, so looking them up first changes no answer."""
+        if cls._forms is None:          # threads here at once make the same table
+            t = _typing
+            cls._forms = {
+                t.Annotated: cls._annotated, t.Literal: cls._literal,
+                t.Any: cls._anything, object: cls._anything,
+                **dict.fromkeys(t.UNIONS, cls._union),
+                tuple: cls._tuple, **dict.fromkeys(t.ARRAYS, cls._array),
+                **dict.fromkeys(t.OBJECTS, cls._mapping),
+                bytes: cls._bytes, bytearray: cls._bytes}
+        try:
+            return cls._forms.get(origin)
+        except TypeError:               # unhashable, as the annotation [int]: no form
+            return None
+
+    def _plain(self, tp):
+        """None, bool, int, float, str, list or dict; numbers converted: 1.0 -> 1."""
+        schema = {"type": _JSON_TYPES[type(None) if tp is None else tp]}
+        return schema, _NUMBER_CONVERTERS.get(tp)
+
+    def _annotated(self, tp, origin, args):
+        """Annotated[T, "description"], [T, {keywords}], or pydantic / annotated_types
+        metadata."""
+        schema, convert = self.translate(args[0])
+        for extra in args[1:]:
+            if isinstance(extra, str):
+                schema["description"] = extra
+            elif isinstance(extra, dict):
+                schema.update(extra)
+            else:
+                self.metadata(schema, extra)
+        return schema, convert
+
+    def _anything(self, tp, origin, args):
+        """Any and object: any JSON value, as it is."""
+        return {}, None
+
+    def _literal(self, tp, origin, args):
+        """Literal[...], converted to the literal itself: "red" -> Colour.RED."""
+        table = {_json_key(_dump(v)): v for v in args}
+        return self.choices([_dump(v) for v in args]), lambda v: table[_json_key(v)]
+
+    def _union(self, tp, origin, args):
+        """X | Y and Optional[X], converted as the first alternative the value fits."""
+        arms = [self.translate(arg) for arg in args]
+        checks = []
+        schema = {"anyOf": [schema for schema, _ in arms]}
+        if not any(convert for _, convert in arms):
+            return schema, None
+        self.unions.append((checks, arms))      # finish() compiles the checks
+        return schema, _union_converter(checks, arms)
+
+    def _tuple(self, tp, origin, args):
+        """tuple[X, Y] is an array of that length; tuple[X, ...] and tuple as _array."""
+        if not args or args[-1] is ...:
+            return self._array(tp, origin, args)
+        arms = [self.translate(arg) for arg in args]
+        # Its length bounded by maxItems, not by "items": false, which draft-07 misreads
+        schema = {"type": "array", "prefixItems": [schema for schema, _ in arms],
+                  "minItems": len(args), "maxItems": len(args)}
+        return schema, lambda v: tuple(c(x) if c else x for (_, c), x in zip(arms, v))
+
+    def _array(self, tp, origin, args):
+        """list, Sequence, set and frozenset (unique items), tuple[X, ...]: converted to
+        the class asked for."""
+        schema = {"type": "array"}
+        item = None
+        if args:
+            schema["items"], item = self.translate(args[0])
+        if origin in (set, frozenset):
+            schema["uniqueItems"] = True
+        if origin in (tuple, set, frozenset):
+            return schema, (lambda v: origin(map(item, v))) if item else origin
+        return schema, item and (lambda v: [item(x) for x in v])
+
+    def _mapping(self, tp, origin, args):
+        """dict[str, X] and Mapping[str, X]: an object of X values."""
+        if not args:
+            return {"type": "object"}, None
+        if args[0] not in (str, _typing.Any):
+            raise SchemaError(f"{_type_name(tp)} is not supported: JSON object keys "
+                              "are strings")
+        schema, item = self.translate(args[1])
+        convert = item and (lambda v: {k: item(x) for k, x in v.items()})
+        return {"type": "object", "additionalProperties": schema}, convert
+
+    def _bytes(self, tp, origin, args):
+        raise SchemaError("bytes is not supported: JSON has no binary type; take a "
+                          "base64 str")
+
+    def _class(self, tp):
+        """A NewType, a class JSON carries as a string, or an Enum, TypedDict or
+        dataclass (a $ref to its entry in defs); anything else is not supported."""
         if hasattr(tp, "__supertype__"):                 # typing.NewType
             return self.translate(tp.__supertype__)
         # By package: Python 3.13 defines pathlib's classes in pathlib._local.
@@ -1185,71 +1308,25 @@ class _Types:
         if named in _AS_STRINGS:
             schema = dict(_AS_STRINGS[named])
             return schema, _from_string(tp, schema)
-        if _is_subclass(tp, enum.Enum) or _typing.is_typeddict(tp) \
-                or isinstance(tp, type) and hasattr(tp, "__dataclass_fields__"):
+        if (_is_subclass(tp, enum.Enum) or _typing.is_typeddict(tp)
+                or (isinstance(tp, type) and hasattr(tp, "__dataclass_fields__"))):
             return self._named(tp)
-        if origin is _typing.Literal:   # converted to the literal itself: "red" -> Colour.RED
-            table = {_json_key(_dump(v)): v for v in args}
-            return self.choices([_dump(v) for v in args]), lambda v: table[_json_key(v)]
-        if origin in _typing.UNIONS:    # converted as the first alternative the value fits
-            arms, checks = [self.translate(arg) for arg in args], []
-            schema = {"anyOf": [schema for schema, _ in arms]}
-            if not any(convert for _, convert in arms):
-                return schema, None
-            self.unions.append((checks, arms))      # finish() compiles the checks
-
-            def convert(v):
-                first_error = None
-                for check, (_, arm) in zip(checks, arms):
-                    if _problems(check, v, ""):
-                        continue
-                    if arm is None:
-                        return v
-                    try:
-                        return arm(v)
-                    except (ValueError, TypeError) as e:    # "now" is a string, no datetime:
-                        first_error = first_error or e      # the next alternative may take it
-                raise first_error                   # validated: some alternative fitted
-            return schema, convert
-        if origin is tuple and args and args[-1] is not ...:
-            arms = [self.translate(arg) for arg in args]   # not "items": false, which draft-07
-            schema = {"type": "array", "prefixItems": [schema for schema, _ in arms],   # misreads
-                      "minItems": len(args), "maxItems": len(args)}
-            return schema, lambda v: tuple(c(x) if c else x for (_, c), x in zip(arms, v))
-        if origin is tuple or origin in _typing.ARRAYS:
-            schema, item = {"type": "array"}, None
-            if args:
-                schema["items"], item = self.translate(args[0])
-            if origin in (set, frozenset):
-                schema["uniqueItems"] = True
-            if origin in (tuple, set, frozenset):
-                return schema, (lambda v: origin(map(item, v))) if item else origin
-            return schema, item and (lambda v: [item(x) for x in v])
-        if origin in _typing.OBJECTS:
-            if not args:
-                return {"type": "object"}, None
-            if args[0] not in (str, _typing.Any):
-                raise SchemaError(f"{_type_name(tp)} is not supported: JSON object keys are "
-                                  "strings")
-            schema, item = self.translate(args[1])
-            convert = item and (lambda v: {k: item(x) for k, x in v.items()})
-            return {"type": "object", "additionalProperties": schema}, convert
-        if tp in (bytes, bytearray):
-            raise SchemaError("bytes is not supported: JSON has no binary type; take a base64 str")
         raise SchemaError(f"the annotation {_type_name(tp)} is not supported")
 
     def metadata(self, schema, extra):
-        """Put what Annotated metadata from pydantic (``Field(description=..., le=10)``) or
-        annotated_types (``Ge(0)``, ``MaxLen(9)``, ``Interval(gt=0, lt=1)``, ...) says into
-        ``schema``, so that it is enforced. Both are read by attribute name, never imported;
-        what cannot become a keyword is warned about, not dropped silently."""
-        if extra is None:                   # pydantic's conint(ge=0) leaves None placeholders
+        """Put what Annotated metadata from pydantic (``Field(description=..., le=10)``)
+        or annotated_types (``Ge(0)``, ``MaxLen(9)``, ``Interval(gt=0, lt=1)``, ...)
+        says into ``schema``, so that it is enforced. Both are read by attribute name,
+        never imported; what cannot become a keyword is warned about, not dropped
+        silently."""
+        if extra is None:           # pydantic's conint(ge=0) leaves None placeholders
             return
         if _is_field_info(extra):
             return self.field_info(schema, extra)
-        if hasattr(type(extra), "__dataclass_fields__"):            # annotated_types, Strict
-            fields = {name: getattr(extra, name) for name in type(extra).__dataclass_fields__}
-        else:                                                       # pydantic's other metadata
+        if hasattr(type(extra), "__dataclass_fields__"):    # annotated_types, Strict
+            names = type(extra).__dataclass_fields__
+            fields = {name: getattr(extra, name) for name in names}
+        else:                                               # pydantic's other metadata
             fields = dict(getattr(extra, "__dict__", None) or {})
         if not fields or not fields.keys() <= _METADATA_NAMES:
             return self.unused(repr(extra), "JSON Schema has no keyword for it")
@@ -1258,33 +1335,38 @@ class _Types:
                 self.keyword(schema, name, value)
 
     def keyword(self, schema, name, value):
-        """One constraint or annotation (``le``, ``min_length``, ``pattern``, ...) -> keyword."""
+        """One constraint or annotation (``le``, ``min_length``, ``pattern``, ...) ->
+        keyword."""
         kinds = _types_of(schema, {"$defs": self.defs}) or []
         if name in _BOUND_KEYWORDS:
-            if not _is_number(value) or name == "multiple_of" and value <= 0 \
-                    or kinds and not {"integer", "number"} & set(kinds):
-                return self.unused(f"{name}={value!r}",
-                                   "JSON Schema bounds are numbers, and bound numbers only")
+            if (not _is_number(value) or (name == "multiple_of" and value <= 0)
+                    or (kinds and not {"integer", "number"} & set(kinds))):
+                return self.unused(
+                    f"{name}={value!r}",
+                    "JSON Schema bounds are numbers, and bound numbers only")
             schema[_BOUND_KEYWORDS[name]] = value
         elif name in _LENGTH_KEYWORDS:
             if name == "min_length" and value == 0:
-                return                                  # Len(max_length=5) says min_length=0
+                return                          # Len(max_length=5) says min_length=0
             kinds = [kind for kind in kinds if kind in _LENGTH_KEYWORDS[name]]
             if type(value) is not int or value < 0 or not kinds:
-                return self.unused(f"{name}={value!r}",
-                                   "only strings, arrays and objects have a length in JSON")
+                return self.unused(
+                    f"{name}={value!r}",
+                    "only strings, arrays and objects have a length in JSON")
             schema.update((_LENGTH_KEYWORDS[name][kind], value) for kind in kinds)
         elif name == "pattern":
             if not isinstance(value, str):
-                return self.unused(f"pattern={value!r}", "a JSON Schema pattern is a string")
+                return self.unused(f"pattern={value!r}",
+                                   "a JSON Schema pattern is a string")
             schema["pattern"] = value
         elif name in ("description", "documentation", "title", "examples"):
             schema["description" if name == "documentation" else name] = value
-        # else strict and allow_inf_nan: JSON arguments are checked strictly, and are finite
+        # else strict and allow_inf_nan: JSON arguments are checked strictly, are finite
 
     def field_info(self, schema, info, is_default=False):
-        """pydantic's FieldInfo: its annotations, its json_schema_extra, its constraints;
-        ``is_default``: it is the parameter's default (``n: int = Field(3, le=9)``)."""
+        """pydantic's FieldInfo: its annotations, its json_schema_extra, its
+        constraints; ``is_default``: it is the parameter's default
+        (``n: int = Field(3, le=9)``)."""
         for name in ("description", "title", "examples"):
             if getattr(info, name, None) is not None:
                 self.keyword(schema, name, getattr(info, name))
@@ -1298,25 +1380,32 @@ class _Types:
         for item in info.metadata:
             self.metadata(schema, item)
         if not is_default and _pydantic_default(info)[1] is not None:
-            self.unused("Field(default=...)", "give the parameter its default in the signature")
+            self.unused("Field(default=...)",
+                        "give the parameter its default in the signature")
         for name in ("alias", "discriminator"):
             if getattr(info, name, None) is not None:
-                self.unused(f"Field({name}=...)", "arguments are named as the parameters are")
+                self.unused(f"Field({name}=...)",
+                            "arguments are named as the parameters are")
 
     def unused(self, what, why):
+        """Warn that metadata `what` is neither in the schema nor checked, and why."""
         import warnings
-        frame, level = sys._getframe(1), 2         # point at the caller's line, outside this file
+        # The warning points at the caller's line, outside this file.
+        frame = sys._getframe(1)
+        level = 2
         while frame is not None and frame.f_code.co_filename == __file__:
             frame, level = frame.f_back, level + 1
-        warnings.warn(f"{self.where}: Annotated metadata {what} is not used by mcp_min ({why}); "
-                      "it is neither in the schema nor checked", stacklevel=level)
+        warnings.warn(f"{self.where}: Annotated metadata {what} is not used by mcp_min "
+                      f"({why}); it is neither in the schema nor checked",
+                      stacklevel=level)
 
     def choices(self, values):
-        """Schema for a fixed set of JSON scalars (Literal, Enum), typed for clients to show."""
+        """Schema for a fixed set of JSON scalars (Literal, Enum), typed for clients to
+        show."""
         kinds = list(dict.fromkeys(map(_json_type, values)))
         if not set(kinds) <= {"null", "boolean", "integer", "number", "string"}:
-            raise SchemaError(f"the values {values!r} are not all JSON strings, numbers, "
-                              "booleans or null")
+            raise SchemaError(f"the values {values!r} are not all JSON strings, "
+                              "numbers, booleans or null")
         if len(values) == 1:
             return {"type": kinds[0], "const": values[0]}
         return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": values}
@@ -1326,105 +1415,129 @@ class _Types:
         try:
             hints = _typing.get_type_hints(cls, include_extras=True)
         except Exception as e:
-            raise SchemaError(f"cannot resolve the annotations of {cls.__name__}: {e}") from None
+            raise SchemaError(
+                f"cannot resolve the annotations of {cls.__name__}: {e}") from None
         if hasattr(cls, "__dataclass_fields__"):
             import dataclasses
-            no = dataclasses.MISSING
-            return [(f.name, hints[f.name], f.init and f.default is no and f.default_factory is no,
-                     _NOTHING if f.default is no else f.default, f.init)
+            missing = dataclasses.MISSING
+            return [(f.name, hints[f.name],
+                     f.init and f.default is missing and f.default_factory is missing,
+                     _NOTHING if f.default is missing else f.default, f.init)
                     for f in dataclasses.fields(cls)]
         fields = []
         for name, hint in hints.items():
-            required, mark = name in cls.__required_keys__, _typing.get_origin(hint)
-            if mark in _typing.REQUIRED:    # Required[...]: Python 3.11 misses it in a string
-                hint, required = _typing.get_args(hint)[0], _typing.REQUIRED[mark]
+            required = name in cls.__required_keys__
+            mark = _typing.get_origin(hint)
+            # Required[...] or NotRequired[...]: Python 3.11 misses them in a string
+            if mark in _typing.REQUIRED:
+                hint = _typing.get_args(hint)[0]
+                required = _typing.REQUIRED[mark]
             fields.append((name, hint, required, _NOTHING, True))
         return fields
 
     def _named(self, cls):
-        """A $ref to `cls` and its converter; the class's schema goes into defs the first time."""
+        """A $ref to `cls` and its converter; the class's schema goes into defs the
+        first time."""
         name = cls.__name__
         if self.owners.setdefault(name, cls) is not cls:
             raise SchemaError(f"two classes are named {name!r}: "
                               f"{_type_name(self.owners[name])} and {_type_name(cls)}")
         if name not in self.defs:
-            doc = cls.__dict__.get("__doc__") or ""
-            if doc.startswith(name + "(") or doc == "An enumeration.":
-                doc = ""                # made up by dataclass ("Point(x: int)") or by Enum
-            description, docs = parse_docstring(doc)
-            # The entry goes in first, so that a class containing itself terminates.
-            self.defs[name] = schema = {"description": description} if description else {}
-            if issubclass(cls, enum.Enum):
-                self.converters[cls] = cls                      # Colour("red") is Colour.RED
-                schema.update(self.choices([_dump(member.value) for member in cls]))
-            else:
-                fields, converters = self.fields(cls), {}
-                accepted = {field for field, *_, init in fields if init}  # init=False: no argument
-
-                def convert(v):
-                    return cls(**{k: converters[k](x) if converters[k] else x
-                                  for k, x in v.items() if k in accepted})
-                self.converters[cls] = convert
-                schema.update(self.object(fields, docs, lambda field: f"field {field!r} of {name}",
-                                          converters))
+            self._define(cls, name)
         return {"$ref": f"#/$defs/{name}"}, self.converters.get(cls)
 
+    def _define(self, cls, name):
+        """Put the schema of an Enum, TypedDict or dataclass into defs under `name`, and
+        its converter into self.converters."""
+        doc = cls.__dict__.get("__doc__") or ""
+        if doc.startswith(name + "(") or doc == "An enumeration.":
+            doc = ""                # made up by dataclass ("Point(x: int)") or by Enum
+        description, docs = parse_docstring(doc)
+        # The entry goes in first, so that a class containing itself terminates.
+        self.defs[name] = schema = {"description": description} if description else {}
+        if issubclass(cls, enum.Enum):
+            self.converters[cls] = cls                  # Colour("red") is Colour.RED
+            schema.update(self.choices([_dump(member.value) for member in cls]))
+            return
+        fields = self.fields(cls)
+        converters = {}
+        # A field with init=False takes no argument.
+        accepted = {field for field, *_, init in fields if init}
+
+        def convert(v):
+            return cls(**{k: converters[k](x) if converters[k] else x
+                          for k, x in v.items() if k in accepted})
+        self.converters[cls] = convert
+        schema.update(self.object(fields, docs,
+                                  lambda field: f"field {field!r} of {name}",
+                                  converters))
+
     def object(self, fields, docs, where, converters):
-        """Object schema for [(name, annotation, required, default, ...)]; the converters go
-        into `converters`, and where(name) names a field in errors and warnings."""
-        props, outer = {}, self.where
+        """Object schema for [(name, annotation, required, default, ...)]; the
+        converters go into `converters`, and where(name) names a field in errors and
+        warnings."""
+        props = {}
+        outer = self.where
         for name, hint, _, default, *_ in fields:
             self.where = where(name)
             props[name], converters[name] = {}, None
             if hint is not _NOTHING:
-                props[name], converters[name] = _blamed(where(name), self.translate, hint)
-            if docs.get(name):
-                props[name].setdefault("description", docs[name])     # one from Annotated wins
-            try:            # a default with no JSON form (say object()) is just not advertised
-                if default is not _NOTHING:
-                    props[name]["default"] = json.loads(json.dumps(_dump(default), allow_nan=False))
-            except (TypeError, ValueError):
-                pass
+                props[name], converters[name] = _blamed(where(name), self.translate,
+                                                        hint)
+            if docs.get(name):      # a description from Annotated wins
+                props[name].setdefault("description", docs[name])
+            if default is not _NOTHING:
+                # A default with no JSON form (say object()) is just not advertised.
+                try:
+                    props[name]["default"] = json.loads(
+                        json.dumps(_dump(default), allow_nan=False))
+                except (TypeError, ValueError):
+                    pass
         self.where = outer
         required = [field[0] for field in fields if field[2]]
         return {"type": "object", "properties": props,
-                **({"required": required} if required else {}), "additionalProperties": False}
+                **({"required": required} if required else {}),
+                "additionalProperties": False}
 
     def finish(self, compiler):
-        """Compile the alternatives of the unions to convert, once the whole schema is known."""
+        """Compile the alternatives of the unions to convert, once the whole schema is
+        known."""
         for checks, arms in self.unions:
             checks.extend(compiler.compile(schema) for schema, _ in arms)
 
 
 def _is_field_info(value):
-    """Is it pydantic's FieldInfo (what ``Field(...)`` returns)? Known by its attributes."""
-    return hasattr(value, "json_schema_extra") \
-        and isinstance(getattr(value, "metadata", None), list)
+    """Is it pydantic's FieldInfo (what ``Field(...)`` returns)? Known by its
+    attributes."""
+    return (hasattr(value, "json_schema_extra")
+            and isinstance(getattr(value, "metadata", None), list))
 
 
 def _pydantic_default(info):
-    """(the default a schema shows or _NOTHING, a function making it or None) of a FieldInfo."""
+    """(the default a schema shows or _NOTHING, a function making it or None) of a
+    FieldInfo."""
     if getattr(info, "default_factory", None) is not None:
         return _NOTHING, info.default_factory
     default = getattr(info, "default", None)
-    if type(default).__name__ == "PydanticUndefinedType":         # Field() or Field(...)
+    if type(default).__name__ == "PydanticUndefinedType":     # Field() or Field(...)
         return _NOTHING, None
     return default, lambda: default
 
 
 def type_schema(tp, defs=None, *, where="a type"):
-    """Python type hint -> JSON Schema. Classes go into `defs` and are referenced with $ref;
-    without `defs` the result is a whole schema (with "$defs" when it needs them). A warning
-    about metadata it cannot use names `where`."""
+    """Python type hint -> JSON Schema. Classes go into `defs` and are referenced with
+    $ref; without `defs` the result is a whole schema (with "$defs" when it needs them).
+    A warning about metadata it cannot use names `where`."""
     translator = _Types({} if defs is None else defs, where)
     schema, _ = translator.translate(tp)
     if defs is not None:
         return schema
     defs = translator.defs
-    if schema.get("$ref", "").startswith("#/$defs/"):       # a class on top is written out in place
+    # A class on top is written out in place, and needs no entry unless it is recursive.
+    if schema.get("$ref", "").startswith("#/$defs/"):
         name = schema.pop("$ref")[len("#/$defs/"):]
         schema = {**defs[name], **schema}
-        if f"'#/$defs/{name}'" not in repr(defs):           # and needs no entry, unless recursive
+        if f"'#/$defs/{name}'" not in repr(defs):
             del defs[name]
     return {**schema, "$defs": defs} if defs else schema
 
@@ -1433,14 +1546,15 @@ def _is_content(tp, content_types):
     """Does a return annotation name content blocks (or a list or union of them)?"""
     if _is_subclass(tp, content_types):
         return True
-    if type(tp) is type:                  # a plain class (int, a dataclass): typing not needed
+    if type(tp) is type:        # a plain class (int, a dataclass): typing not needed
         return False
     origin, args = _typing.get_origin(tp), _typing.get_args(tp)
     if origin is _typing.Annotated:
         args = args[:1]
     elif origin not in _typing.UNIONS and origin not in _typing.ARRAYS:
         return False
-    return bool(args) and all(arg is type(None) or _is_content(arg, content_types) for arg in args)
+    return bool(args) and all(arg is type(None) or _is_content(arg, content_types)
+                              for arg in args)
 
 
 # --- the handler signature -------------------------------------------------
