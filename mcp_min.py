@@ -1560,19 +1560,21 @@ def _is_content(tp, content_types):
 # --- the handler signature -------------------------------------------------
 
 def _parameters(fn):
-    """([(name, kind, default, annotation)], return annotation, globals) of a callable; kind
-    is "/", "*", "**" or "" (named); _NOTHING stands for no default or no annotation. Plain
-    functions are read from their code object: inspect is slow to import. (Python 3.14
-    evaluates annotations when first read: NameError for a class not defined yet.)"""
+    """([(name, kind, default, annotation)], return annotation, globals) of a callable;
+    kind is "/", "*", "**" or "" (named); _NOTHING stands for no default or no
+    annotation. Plain functions are read from their code object: inspect is slow to
+    import. (Python 3.14 evaluates annotations when first read: NameError for a class
+    not defined yet.)"""
     if type(fn) is types.FunctionType and not hasattr(fn, "__wrapped__"):
         try:
             return _code_parameters(fn)
-        except (AttributeError, TypeError, ValueError):     # code objects changed: use inspect
-            pass
+        except (AttributeError, TypeError, ValueError):
+            pass                            # code objects changed: use inspect
     import inspect
     sig, empty = inspect.signature(fn), inspect.Parameter.empty
     kinds = {"POSITIONAL_ONLY": "/", "VAR_POSITIONAL": "*", "VAR_KEYWORD": "**"}
-    params = [(p.name, kinds.get(p.kind.name, ""), _NOTHING if p.default is empty else p.default,
+    params = [(p.name, kinds.get(p.kind.name, ""),
+               _NOTHING if p.default is empty else p.default,
                _NOTHING if p.annotation is empty else p.annotation)
               for p in sig.parameters.values()]
     returns = _NOTHING if sig.return_annotation is empty else sig.return_annotation
@@ -1580,14 +1582,16 @@ def _parameters(fn):
 
 
 def _code_parameters(fn):
-    """_parameters() of a plain function, from its code object (the co_* attributes are in
-    the data model)."""
+    """_parameters() of a plain function, from its code object (the co_* attributes are
+    in the data model)."""
     code, hints = fn.__code__, fn.__annotations__
     names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
-    defaults = dict(zip(reversed(names[:code.co_argcount]), reversed(fn.__defaults__ or ())))
+    positional = names[:code.co_argcount]
+    defaults = dict(zip(reversed(positional), reversed(fn.__defaults__ or ())))
     defaults.update(fn.__kwdefaults__ or {})
-    params = [(name, "/" if i < code.co_posonlyargcount else "", defaults.get(name, _NOTHING),
-               hints.get(name, _NOTHING)) for i, name in enumerate(names)]
+    params = [(name, "/" if i < code.co_posonlyargcount else "",
+               defaults.get(name, _NOTHING), hints.get(name, _NOTHING))
+              for i, name in enumerate(names)]
     # CO_VARARGS and CO_VARKEYWORDS
     stars = [kind for flag, kind in ((4, "*"), (8, "**")) if code.co_flags & flag]
     params += [(name, kind, _NOTHING, hints.get(name, _NOTHING))
@@ -1596,137 +1600,191 @@ def _code_parameters(fn):
 
 
 class Signature:
-    """What mcp_min needs to know about a handler, worked out once when it is registered:
-    .description, .input_schema, .output_schema, .wrap_output, .context_param,
-    .bind(arguments) -> (kwargs, problems) and .dump_output(value). A parameter annotated
-    `context_type` (or a string naming it) is left out of the schema. A return annotation
-    naming `content_types` (or a list or union of them) gets no output schema, nor does any
-    with structured=False; input_schema and output_schema, when given, are used as given."""
+    """What mcp_min needs to know about a handler, worked out once when it is
+    registered: .description, .input_schema, .output_schema, .wrap_output,
+    .context_param, .bind(arguments) -> (kwargs, problems) and .dump_output(value). A
+    parameter annotated `context_type` (or a string naming it) is left out of the
+    schema. A return annotation naming `content_types` (or a list or union of them) gets
+    no output schema, nor does any with structured=False; input_schema and
+    output_schema, when given, are used as given."""
 
-    def __init__(self, fn, *, context_type=None, description=None, param_descriptions=None,
-                 input_schema=None, output_schema=None, structured=None, content_types=()):
-        self.context_param, self.wrap_output = None, False
-        self._where = where = getattr(fn, "__qualname__", None) or repr(fn)
+    def __init__(self, fn, *, context_type=None, description=None,
+                 param_descriptions=None, input_schema=None, output_schema=None,
+                 structured=None, content_types=()):
+        self.context_param = None
+        self.wrap_output = False
+        self._where = getattr(fn, "__qualname__", None) or repr(fn)
+        parameters, returns = self._read_parameters(fn)
+        doc, docs = parse_docstring(getattr(fn, "__doc__", None))
+        self.description = doc if description is None else description
+        self._defaults = {}             # parameter -> what makes its default (Field)
+        fields, rest = self._parameter_fields(parameters, context_type,
+                                              resolve=input_schema is None)
+        translator = _Types({}, self._where)
+        self._converters = {}           # parameter -> its converter, or None
+        self._rest_converter = None     # that of the arguments **kwargs takes
+        if input_schema is None:
+            docs = {**docs, **(param_descriptions or {})}
+            input_schema = self._input_schema_of(fields, rest, docs, translator)
+        self.input_schema = input_schema    # one given is kept as is: $schema, $defs...
+        compiler = _blamed(f"{self._where}: input schema", _Compiler, input_schema)
+        translator.finish(compiler)
+        self._validate = compiler.validate
+        self._find_string_arguments(input_schema)
+        self.output_schema = output_schema
+        if output_schema is None and structured is not False:
+            self.output_schema, self.wrap_output = self._output_schema_of(
+                returns, content_types)
+
+    def _read_parameters(self, fn):
+        """(parameters, return annotation) of `fn` as _parameters() gives them; keeps
+        its globals, where its string annotations are resolved."""
         try:
             parameters, returns, self._globals = _parameters(fn)
         except NameError as e:
-            raise SchemaError(f"{where}: an annotation names {e.name!r}, which is not defined "
-                              f"when it is registered: define {e.name} first") from None
-        doc, docs = parse_docstring(getattr(fn, "__doc__", None))
-        self.description = doc if description is None else description
-        fields, rest = [], _NOTHING     # [(name, annotation, required, default)], **kwargs's
-        by_field, self._defaults = {}, {}   # `n: int = Field(...)`: name -> FieldInfo, -> maker
+            raise SchemaError(f"{self._where}: an annotation names {e.name!r}, which "
+                              f"is not defined when it is registered: define {e.name} "
+                              "first") from None
+        return parameters, returns
+
+    def _parameter_fields(self, parameters, context_type, resolve):
+        """([(name, annotation, required, default, pydantic FieldInfo or None)] of the
+        parameters that JSON arguments fill, the annotation of **kwargs or _NOTHING).
+        Finds the context parameter; `resolve`: evaluate string annotations (which a
+        given input schema makes unnecessary)."""
+        fields = []
+        rest = _NOTHING
         for name, kind, default, annotation in parameters:
-            # "Context" or "mcp_min.Context" need not resolve, nor anything for a given schema.
-            by_name = context_type and isinstance(annotation, str) \
-                and annotation.rpartition(".")[2] == context_type.__name__
+            # "Context" or "mcp_min.Context" need not resolve, nor anything for a
+            # given schema.
+            by_name = (context_type and isinstance(annotation, str)
+                       and annotation.rpartition(".")[2] == context_type.__name__)
             hint = annotation
-            if not by_name and input_schema is None:
+            if not by_name and resolve:
                 hint = self._resolve(annotation, f"parameter {name!r}")
-            if by_name or context_type and _is_subclass(hint, context_type):
+            if by_name or (context_type and _is_subclass(hint, context_type)):
                 self.context_param = name
             elif kind in ("*", "/"):
-                raise SchemaError(f"{where}: parameter {name!r} can't be passed by name, and "
-                                  "JSON arguments are named: *args and positional-only are "
-                                  "not supported")
+                raise SchemaError(f"{self._where}: parameter {name!r} can't be passed "
+                                  "by name, and JSON arguments are named: *args and "
+                                  "positional-only are not supported")
             elif kind == "**":
                 rest = _typing.Any if hint is _NOTHING else hint
             else:
-                if _is_field_info(default):             # pydantic's `n: int = Field(3, le=9)`:
-                    by_field[name] = default            # Python's default would be the Field
-                    default, make = _pydantic_default(default)
-                    if make is not None:
-                        self._defaults[name] = make
-                required = default is _NOTHING and name not in self._defaults
-                fields.append((name, hint, required, default))
+                fields.append(self._parameter_field(name, hint, default))
+        return fields, rest
 
-        translator, self._converters, self._rest_converter = _Types({}, where), {}, None
-        if input_schema is None:
-            input_schema = translator.object(fields, {**docs, **(param_descriptions or {})},
-                                             lambda name: f"{where}: parameter {name!r}",
-                                             self._converters)
-            for name, info in by_field.items():
+    def _parameter_field(self, name, hint, default):
+        """(name, annotation, required, default, FieldInfo or None) of a named
+        parameter."""
+        info = None
+        if _is_field_info(default):     # pydantic's `n: int = Field(3, le=9)`: Python's
+            info = default              # default would be the Field
+            default, make = _pydantic_default(info)
+            if make is not None:
+                self._defaults[name] = make
+        required = default is _NOTHING and name not in self._defaults
+        return name, hint, required, default, info
+
+    def _input_schema_of(self, fields, rest, docs, translator):
+        """The input schema of the parameters _parameter_fields() found; the converters
+        go into ._converters, and that of **kwargs into ._rest_converter."""
+        where = self._where
+        schema = translator.object(fields, docs,
+                                   lambda name: f"{where}: parameter {name!r}",
+                                   self._converters)
+        for name, *_, info in fields:
+            if info is not None:
                 translator.where = f"{where}: parameter {name!r}"
-                translator.field_info(input_schema["properties"][name], info, is_default=True)
-            if rest is not _NOTHING:
-                translator.where = f"{where}: **kwargs"
-                input_schema["additionalProperties"], self._rest_converter = _blamed(
-                    f"{where}: **kwargs", translator.translate, rest)
-            if translator.defs:
-                input_schema["$defs"] = translator.defs
-        self.input_schema = input_schema    # one given is kept exactly ($schema, $defs, ...)
-        compiler = _blamed(f"{where}: input schema", _Compiler, input_schema)
-        translator.finish(compiler)
-        self._validate = compiler.validate
+                translator.field_info(schema["properties"][name], info, is_default=True)
+        if rest is not _NOTHING:
+            translator.where = f"{where}: **kwargs"
+            schema["additionalProperties"], self._rest_converter = _blamed(
+                f"{where}: **kwargs", translator.translate, rest)
+        if translator.defs:
+            schema["$defs"] = translator.defs
+        return schema
+
+    def _find_string_arguments(self, input_schema):
+        """Which arguments may arrive as JSON text, to be parsed: .parse_strings,
+        .parse_strings_if_unfit and ._coerce."""
         kinds_of = {name: _types_of(sub, input_schema)
                     for name, sub in input_schema.get("properties", {}).items()}
         typed = {name: kinds for name, kinds in kinds_of.items()
                  if kinds and "string" not in kinds}
-        # Prompt arguments and URI variables are always strings: parse those typed otherwise,
-        # and those that may be strings or not (int | Literal["all"]) if the string won't do.
+        # Prompt arguments and URI variables are always strings: parse those typed
+        # otherwise, and those that may be strings or not (int | Literal["all"]) if the
+        # string won't do.
         self.parse_strings = set(typed)
-        self.parse_strings_if_unfit = {name for name, kinds in kinds_of.items()
-                                       if kinds and "string" in kinds and len(kinds) > 1}
-        # Claude Desktop sends object and array arguments as JSON text: these may need parsing.
+        self.parse_strings_if_unfit = {
+            name for name, kinds in kinds_of.items()
+            if kinds and "string" in kinds and len(kinds) > 1}
+        # Claude Desktop sends object and array arguments as JSON text, to be parsed.
         self._coerce = [(name, kinds) for name, kinds in typed.items()
                         if {"object", "array"} & set(kinds)]
 
-        self.output_schema = output_schema
-        ret = _NOTHING
-        if output_schema is None and structured is not False:
-            ret = self._resolve(returns, "the return value")
+    def _output_schema_of(self, returns, content_types):
+        """(the output schema of a return annotation or None, whether a return value is
+        wrapped as {"result": value}: MCP wants an object)."""
+        ret = self._resolve(returns, "the return value")
         # A str is text content already: wrapping it would double every payload.
-        if ret not in (_NOTHING, None, type(None), str) \
-                and not _is_content(ret, tuple(content_types)):
-            schema = _blamed(f"{where}: return annotation (structured=False skips it)",
-                             type_schema, ret, where=f"{where}: return value")
-            self.wrap_output = schema.get("type") != "object"    # MCP wants an object:
-            if self.wrap_output:                                # {"result": value}
-                defs = {"$defs": schema.pop("$defs")} if "$defs" in schema else {}
-                schema = {"type": "object", "properties": {"result": schema},
-                          "required": ["result"], **defs}
-            self.output_schema = schema
+        if (ret in (_NOTHING, None, type(None), str)
+                or _is_content(ret, tuple(content_types))):
+            return None, False
+        label = f"{self._where}: return annotation (structured=False skips it)"
+        schema = _blamed(label, type_schema, ret, where=f"{self._where}: return value")
+        if schema.get("type") == "object":
+            return schema, False
+        defs = {"$defs": schema.pop("$defs")} if "$defs" in schema else {}
+        return {"type": "object", "properties": {"result": schema},
+                "required": ["result"], **defs}, True
 
     def _resolve(self, annotation, label):
-        """Evaluate a (possibly postponed: a string) annotation in the function's module."""
+        """Evaluate a (possibly postponed: a string) annotation in the function's
+        module."""
         if annotation is _NOTHING or isinstance(annotation, type):
             return annotation
         try:
             holder = types.SimpleNamespace(__annotations__={"_": annotation})
-            return _typing.get_type_hints(holder, self._globals, include_extras=True)["_"]
-        except Exception as e:          # NameError for a missing name, SyntaxError, TypeError, ...
-            raise SchemaError(f"{self._where}: cannot resolve the annotation {annotation!r} of "
-                              f"{label}: {e}") from None
+            hints = _typing.get_type_hints(holder, self._globals, include_extras=True)
+            return hints["_"]
+        except Exception as e:      # NameError for a missing name, SyntaxError, ...
+            raise SchemaError(f"{self._where}: cannot resolve the annotation "
+                              f"{annotation!r} of {label}: {e}") from None
 
     def bind(self, arguments):
-        """tools/call arguments -> (kwargs for the function, problems: if any, report them all)."""
+        """tools/call arguments -> (kwargs for the function, problems: if any, report
+        them all)."""
         args = {} if arguments is None else arguments
         if not isinstance(args, dict):
-            return {}, [f"Expected the arguments to be an object, got {_typed_preview(args)}"]
+            return {}, ["Expected the arguments to be an object, got "
+                        f"{_typed_preview(args)}"]
         for name, kinds in self._coerce:
             if isinstance(args.get(name), str):
                 try:
-                    parsed = _decoder.decode(args[name])      # NaN and Infinity are no JSON
+                    parsed = _decoder.decode(args[name])    # refuses NaN and Infinity
                 except ValueError:
-                    continue                    # validation will say what is wrong with it
+                    continue                # validation will say what is wrong with it
                 if isinstance(parsed, (dict, list)) and _json_type(parsed) in kinds:
-                    args = {**args, name: parsed}   # a copy: the caller's dict stays as it was
+                    # A copy: the caller's dict stays as it was.
+                    args = {**args, name: parsed}
         try:
             problems = self._validate(args)
-        except RecursionError:            # json read it, but checking it nests deeper still
+        except RecursionError:      # json read it, but checking it nests deeper still
             return {}, ["the arguments are nested too deeply to check"]
         if problems:
             return {}, problems
         kwargs = {}
         for name, value in args.items():
-            convert = self._converters.get(name, self._rest_converter)  # not a parameter: **kwargs
+            # An argument no parameter is named for goes to **kwargs
+            convert = self._converters.get(name, self._rest_converter)
             if convert is None or _NUMBER_CONVERTERS.get(type(value)) is convert:
                 kwargs[name] = value            # the usual argument: nothing to convert
                 continue
             try:
                 kwargs[name] = convert(value)
-            except (ValueError, TypeError) as e:    # a date that isn't one, a __post_init__
-                problems.append(f"{name}: {e}")     # that says no
+            except (ValueError, TypeError) as e:    # a date that isn't one, or a
+                problems.append(f"{name}: {e}")     # __post_init__ that says no
             except Exception as e:
                 problems.append(f"{name}: {type(e).__name__}: {e}")
         for name, make in self._defaults.items():
@@ -1735,7 +1793,8 @@ class Signature:
         return kwargs, problems
 
     def dump_output(self, value):
-        """Return value -> structuredContent, wrapped as {"result": ...} if the schema says so."""
+        """Return value -> structuredContent, wrapped as {"result": ...} if the schema
+        says so."""
         return {"result": _dump(value)} if self.wrap_output else _dump(value)
 
 
