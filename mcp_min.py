@@ -1799,13 +1799,13 @@ class Signature:
 
 
 # --- the validator ---------------------------------------------------------
-# A schema is compiled once into nested closures check(value, path, problems); validating
-# is calling them. A problem reads "path: what, got what".
+# A schema is compiled once into nested closures check(value, path, problems);
+# validating is calling them. A problem reads "path: what, got what".
 
 def _is_multiple(value, factor):
     if type(value) is int and type(factor) is int:
         return value % factor == 0
-    from fractions import Fraction      # exact, on the decimals as written: 19.99 / 0.01
+    from fractions import Fraction  # exact, on the decimals as written: 19.99 / 0.01
     try:
         return Fraction(str(value)) % Fraction(str(factor)) == 0
     except (ValueError, OverflowError):     # inf, nan
@@ -1819,24 +1819,30 @@ _BOUNDS = [  # keyword, applies to, measure (None: the value), passes, message
     ("exclusiveMaximum", _is_number, None, operator.lt, "must be < {}"),
     ("multipleOf", _is_number, None, _is_multiple, "must be a multiple of {}"),
     # lengths of strings count code points
-    ("minLength", _TYPE_TESTS["string"], len, operator.ge, "must be at least {} characters long"),
-    ("maxLength", _TYPE_TESTS["string"], len, operator.le, "must be at most {} characters long"),
+    ("minLength", _TYPE_TESTS["string"], len, operator.ge,
+     "must be at least {} characters long"),
+    ("maxLength", _TYPE_TESTS["string"], len, operator.le,
+     "must be at most {} characters long"),
     ("minItems", _TYPE_TESTS["array"], len, operator.ge, "must have at least {} items"),
     ("maxItems", _TYPE_TESTS["array"], len, operator.le, "must have at most {} items"),
-    ("minProperties", _TYPE_TESTS["object"], len, operator.ge, "must have at least {} properties"),
-    ("maxProperties", _TYPE_TESTS["object"], len, operator.le, "must have at most {} properties"),
+    ("minProperties", _TYPE_TESTS["object"], len, operator.ge,
+     "must have at least {} properties"),
+    ("maxProperties", _TYPE_TESTS["object"], len, operator.le,
+     "must have at most {} properties"),
 ]
 _NUMBER_BOUNDS = _BOUNDS[:5]        # minimum ... multipleOf
 
 
 def _at_path(path, text):
-    """"where: text", or "Text" at the root. A path is built as nested (parent, key) pairs and
-    spelled out only for a problem: ((("", "a"), 2), "b") -> "a[2].b"."""
+    """"where: text", or "Text" at the root. A path is built as nested (parent, key)
+    pairs and spelled out only for a problem: ((("", "a"), 2), "b") -> "a[2].b"."""
     keys = []
     while path:
         path, key = path
         keys.insert(0, f"[{key}]" if isinstance(key, int) else f".{key}")
-    return f"{''.join(keys).removeprefix('.')}: {text}" if keys else text[0].upper() + text[1:]
+    if not keys:
+        return text[0].upper() + text[1:]
+    return f"{''.join(keys).removeprefix('.')}: {text}"
 
 
 def _either(names):
@@ -1872,10 +1878,11 @@ def _all_of(checks):
 
 
 def _resolve_ref(root, ref):
-    """A JSON pointer within the document: "#", "#/$defs/Name", "#/definitions/Name", ..."""
-    if not isinstance(ref, str) or not (ref + "/").startswith("#/"):      # "#" or "#/..."
-        raise SchemaError(f"$ref {ref!r} is not supported: only references within the schema "
-                          "(#/...)")
+    """A JSON pointer within the document: "#", "#/$defs/Name", "#/definitions/Name",
+    ..."""
+    if not isinstance(ref, str) or not (ref + "/").startswith("#/"):    # "#" or "#/..."
+        raise SchemaError(f"$ref {ref!r} is not supported: only references within the "
+                          "schema (#/...)")
     node = root
     try:
         for part in ref.split("/")[1:]:
@@ -1887,111 +1894,153 @@ def _resolve_ref(root, ref):
 
 
 def _types_of(schema, root, seen=()):
-    """The JSON types `schema` admits by its `type` keywords (through $ref, anyOf and oneOf),
-    or None if it does not say."""
+    """The JSON types `schema` admits by its `type` keywords (through $ref, anyOf and
+    oneOf), or None if it does not say."""
     schema = schema if isinstance(schema, dict) else {}
     if "type" in schema:
-        return [schema["type"]] if isinstance(schema["type"], str) else list(schema["type"])
+        kind = schema["type"]
+        return [kind] if isinstance(kind, str) else list(kind)
     if "$ref" in schema and schema["$ref"] not in seen:
-        return _types_of(_resolve_ref(root, schema["$ref"]), root, (*seen, schema["$ref"]))
-    kinds = [_types_of(sub, root, seen) for sub in schema.get("anyOf") or schema.get("oneOf") or ()]
+        target = _resolve_ref(root, schema["$ref"])
+        return _types_of(target, root, (*seen, schema["$ref"]))
+    arms = schema.get("anyOf") or schema.get("oneOf") or ()
+    kinds = [_types_of(sub, root, seen) for sub in arms]
     if not kinds or None in kinds:
         return None
     return list(dict.fromkeys(kind for arm in kinds for kind in arm))
 
 
 class _Compiler:
-    """A schema compiled into .check(value, path, problems) and .validate(value) -> problems."""
+    """A schema compiled into .check(value, path, problems) and .validate(value) ->
+    problems."""
 
     def __init__(self, root):
-        self.root, self.refs = root, {}
+        self.root = root
+        self.refs = {}                  # $ref -> its check
         dialect = root.get("$schema", "") if isinstance(root, dict) else ""
         known = ("2020-12", "2019-09", "draft-07", "draft-06")
         if dialect and not any(name in dialect for name in known):
-            raise SchemaError(f"unsupported JSON Schema dialect {dialect!r}; use 2020-12 or "
-                              "draft-07")
+            raise SchemaError(f"unsupported JSON Schema dialect {dialect!r}; use "
+                              "2020-12 or draft-07")
         self.check = self.compile(root)
 
     def validate(self, value, check=_NOTHING, path=""):
-        """The problems of ``value`` against the schema (or one part of it: ``check``, for
-        the value at ``path``)."""
+        """The problems of ``value`` against the schema (or one part of it: ``check``,
+        for the value at ``path``)."""
         problems = _problems(self.check if check is _NOTHING else check, value, path)
         return list(dict.fromkeys(problems)) if len(problems) > 1 else problems
 
     def compile(self, schema):
-        """Schema -> check(value, path, problems), or None when the schema accepts anything."""
+        """Schema -> check(value, path, problems), or None when the schema accepts
+        anything."""
         if schema is True or schema == {}:
             return None
         if schema is False:
             return _rule(lambda v, _: False, None, "not allowed")
         if not isinstance(schema, dict):
-            raise SchemaError(f"a schema must be an object or a boolean, not {_preview(schema)}")
+            raise SchemaError(
+                f"a schema must be an object or a boolean, not {_preview(schema)}")
         if "patternProperties" in schema:
             raise SchemaError("patternProperties is not supported: name the properties")
+        rest = _all_of([check for check in self._keyword_checks(schema) if check])
+        if "type" not in schema:
+            return rest
+        return self._typed(schema, rest)
+
+    def _keyword_checks(self, schema):
+        """The checks of every keyword but `type`, in the order problems are reported
+        (some may be None)."""
         checks = [self.ref(schema["$ref"])] if "$ref" in schema else []
-        for keyword, applies, measure, passes, text in _BOUNDS:
-            if keyword in schema:
-                bound = schema[keyword]
-                if not _is_number(bound):
-                    raise SchemaError(f"{keyword} must be a number, not {_preview(bound)}")
-                if keyword == "multipleOf" and bound <= 0:
-                    raise SchemaError(f"multipleOf must be greater than 0, not {_preview(bound)}")
-                checks.append(_rule(passes, bound, text.format(_preview(bound)), applies, measure))
+        checks += self._bounds(schema)
         if "enum" in schema:
+            values = ", ".join(map(_preview, schema["enum"]))
             checks.append(_rule(lambda v, keys: _json_key(v) in keys,
                                 {_json_key(x) for x in schema["enum"]},
-                                "must be one of " + ", ".join(map(_preview, schema["enum"]))))
+                                "must be one of " + values))
         if "const" in schema:
-            checks.append(_rule(lambda v, key: _json_key(v) == key, _json_key(schema["const"]),
+            checks.append(_rule(lambda v, key: _json_key(v) == key,
+                                _json_key(schema["const"]),
                                 f"must be {_preview(schema['const'])}"))
         if "pattern" in schema:
-            try:        # Python's re, as the `jsonschema` package uses; ECMA-only syntax is refused
-                regex = re.compile(schema["pattern"])
-            except (re.error, TypeError) as e:
-                raise SchemaError(f"invalid pattern {schema['pattern']!r}: {e}") from None
-            checks.append(_rule(lambda v, regex: regex.search(v), regex, f"must match the "
-                                f"pattern {schema['pattern']}", _TYPE_TESTS["string"]))
+            checks.append(self._pattern(schema["pattern"]))
         if schema.get("uniqueItems") is True:
-            checks.append(_rule(lambda v, _: len({_json_key(x) for x in v}) == len(v), None,
-                                "must not contain duplicates", _TYPE_TESTS["array"]))
+            checks.append(_rule(lambda v, _: len({_json_key(x) for x in v}) == len(v),
+                                None, "must not contain duplicates",
+                                _TYPE_TESTS["array"]))
         if any(k in schema for k in ("required", "properties", "additionalProperties")):
             checks.append(self._object(schema))
         if "prefixItems" in schema or "items" in schema:
             checks.append(self._array(schema))
         checks += map(self.compile, schema.get("allOf", ()))
-        checks += [self._alternatives(schema[k], k == "oneOf") for k in ("anyOf", "oneOf")
-                   if k in schema]
+        checks += [self._alternatives(schema[k], k == "oneOf")
+                   for k in ("anyOf", "oneOf") if k in schema]
         if "not" in schema:
             checks.append(_rule(lambda v, check: _problems(check, v, ""),
                                 self.compile(schema["not"]),
                                 f"must not match {_preview(schema['not'])}"))
-        rest = _all_of([check for check in checks if check])
-        if "type" not in schema:
-            return rest
+        return checks
+
+    def _bounds(self, schema):
+        """The checks of minimum, maxLength, multipleOf and the like."""
+        checks = []
+        for keyword, applies, measure, passes, text in _BOUNDS:
+            if keyword not in schema:
+                continue
+            bound = schema[keyword]
+            if not _is_number(bound):
+                raise SchemaError(f"{keyword} must be a number, not {_preview(bound)}")
+            if keyword == "multipleOf" and bound <= 0:
+                raise SchemaError(
+                    f"multipleOf must be greater than 0, not {_preview(bound)}")
+            message = text.format(_preview(bound))
+            checks.append(_rule(passes, bound, message, applies, measure))
+        return checks
+
+    def _pattern(self, pattern):
+        # Python's re, as the `jsonschema` package uses; ECMA-only syntax is refused
+        try:
+            regex = re.compile(pattern)
+        except (re.error, TypeError) as e:
+            raise SchemaError(f"invalid pattern {pattern!r}: {e}") from None
+        return _rule(lambda v, regex: regex.search(v), regex,
+                     f"must match the pattern {pattern}", _TYPE_TESTS["string"])
+
+    def _typed(self, schema, rest):
+        """The check of `type`, which does the `rest` of the checks on a value of that
+        type."""
         names = _types_of(schema, self.root)
         if not names or not set(names) <= _TYPE_TESTS.keys():
             raise SchemaError(f"unknown type {_preview(schema['type'])}")
-        tests, expected = [_TYPE_TESTS[name] for name in names], _either(names)
+        tests = [_TYPE_TESTS[name] for name in names]
+        expected = _either(names)
         fits = tests[0] if len(tests) == 1 else lambda v: any(test(v) for test in tests)
-        # What json gives is of these exact types: most values pass without calling fits().
-        # Not a float: it may be inf or nan (json reads 1e400 as inf), which are no JSON.
-        sure = {cls for cls, name in _JSON_TYPES.items() if cls is not float
-                and (name in names or name == "integer" and "number" in names)}
+        # What json gives is of these exact types: most values pass without calling
+        # fits(). Not a float: it may be inf or nan (json reads 1e400 as inf), which are
+        # no JSON.
+        sure = {cls for cls, name in _JSON_TYPES.items()
+                if cls is not float
+                and (name in names or (name == "integer" and "number" in names))}
 
         def check(v, path, out):
-            if type(v) not in sure and not fits(v):  # the other keywords would only repeat it
-                out.append(_at_path(path, f"expected {expected}, got {_typed_preview(v)}"))
+            # Not of the type: the other keywords would only repeat that.
+            if type(v) not in sure and not fits(v):
+                out.append(_at_path(
+                    path, f"expected {expected}, got {_typed_preview(v)}"))
             elif rest:
                 rest(v, path, out)
-        check.passes = () if rest else sure   # a type is all it checks: these pass untested
+        # A type is all it checks: values of these types pass it untested.
+        check.passes = () if rest else sure
         return check
 
     def _object(self, schema):
-        props = {k: self.compile(sub) for k, sub in schema.get("properties", {}).items()}
-        required, extra = schema.get("required", ()), schema.get("additionalProperties", True)
+        props = {k: self.compile(sub)
+                 for k, sub in schema.get("properties", {}).items()}
+        required = schema.get("required", ())
+        extra = schema.get("additionalProperties", True)
         extra_check = None if extra is False else self.compile(extra)
-        # The usual argument ("a": 3 for {"type": "integer"}) is checked here, not by a call.
-        passes = {k: check.passes for k, check in props.items() if hasattr(check, "passes")}
+        # The usual argument ("a": 3 for {"type": "integer"}) is checked here: no call.
+        passes = {k: check.passes for k, check in props.items()
+                  if hasattr(check, "passes")}
 
         def object_(v, path, out):
             if isinstance(v, dict):
@@ -2009,7 +2058,8 @@ class _Compiler:
         return object_
 
     def _array(self, schema):
-        prefix, items = schema.get("prefixItems", []), schema.get("items", True)
+        prefix = schema.get("prefixItems", [])
+        items = schema.get("items", True)
         if isinstance(items, list):         # the draft-07 spelling of prefixItems
             prefix, items = items, schema.get("additionalItems", True)
         prefix = [self.compile(sub) for sub in prefix]
@@ -2027,10 +2077,12 @@ class _Compiler:
         return array
 
     def _alternatives(self, schemas, exactly_one):
-        """anyOf, or oneOf when `exactly_one`. When nothing matches, one useful account: the
-        problems of the alternative meant for this kind of value, else the kinds expected."""
+        """anyOf, or oneOf when `exactly_one`. When nothing matches, one useful account:
+        the problems of the alternative meant for this kind of value, else the kinds
+        expected."""
         arms = [(self.compile(sub), _types_of(sub, self.root)) for sub in schemas]
-        expected = _either(list(dict.fromkeys(k for _, kinds in arms for k in kinds or ())))
+        every_kind = dict.fromkeys(k for _, kinds in arms for k in kinds or ())
+        expected = _either(list(every_kind))
 
         def alternatives(v, path, out):
             results = [_problems(check, v, path) for check, _ in arms]
@@ -2041,14 +2093,17 @@ class _Compiler:
                 if fitting:
                     out.extend(min(fitting, key=len))
                 else:
-                    out.append(_at_path(path, f"expected {expected}, got {_typed_preview(v)}"))
+                    out.append(_at_path(path, f"expected {expected}, got "
+                                              f"{_typed_preview(v)}"))
             elif exactly_one and len(matching) > 1:
-                out.append(_at_path(path, "must match exactly one oneOf alternative, but matches "
-                                          f"alternatives {', '.join(matching)}, got {_preview(v)}"))
+                out.append(_at_path(
+                    path, "must match exactly one oneOf alternative, but matches "
+                          f"alternatives {', '.join(matching)}, got {_preview(v)}"))
         return alternatives
 
     def ref(self, ref):
-        """The check for a $ref, compiled once; meanwhile recursion gets one calling it."""
+        """The check for a $ref, compiled once; meanwhile recursion gets one calling
+        it."""
         if ref not in self.refs:
             slot = []
             self.refs[ref] = lambda v, path, out: slot[0] and slot[0](v, path, out)
@@ -2058,10 +2113,11 @@ class _Compiler:
 
 
 def compile_schema(schema):
-    """Compile a JSON Schema once into validate(value) -> list of problems (empty: valid), each
-    like `items[2].name: expected string, got integer 5`. Equality (enum, const, uniqueItems)
-    is JSON's: 1 == 1.0, True != 1. Keywords it does not check (format, if, contains, ...) are
-    annotations to it, as the spec allows; patternProperties is refused."""
+    """Compile a JSON Schema once into validate(value) -> list of problems (empty:
+    valid), each like `items[2].name: expected string, got integer 5`. Equality (enum,
+    const, uniqueItems) is JSON's: 1 == 1.0, True != 1. Keywords it does not check
+    (format, if, contains, ...) are annotations to it, as the spec allows;
+    patternProperties is refused."""
     return _Compiler(schema).validate
 
 
