@@ -912,24 +912,25 @@ class Batch:
         self.outlet.respond(b"[" + b",".join(self.frames) + b"]" if self.frames else None)
 
 
-# ============================================================================================
+# ======================================================================================
 # Schemas
-# ============================================================================================
+# ======================================================================================
 #
-# Python annotations -> JSON Schema 2020-12, and a validator for it. The costly work happens
-# once, when a handler is registered: annotations are translated into a schema and
-# converters, and the schema is compiled into nested closures. A call then costs one
-# validation walk plus the conversions it needs. Dataclass, TypedDict and Enum classes go into
-# "$defs" under their name, used through {"$ref": "#/$defs/Name"}: one rule, and it
-# terminates on recursive classes.
+# Python annotations -> JSON Schema 2020-12, and a validator for it. The costly work
+# happens once, when a handler is registered: annotations are translated into a schema
+# and converters, and the schema is compiled into nested closures. A call then costs one
+# validation walk plus the conversions it needs. Dataclass, TypedDict and Enum classes
+# go into "$defs" under their name, used through {"$ref": "#/$defs/Name"}: one rule, and
+# it terminates on recursive classes.
 
 class SchemaError(TypeError):
-    """A handler's annotations or schema can't become a usable JSON Schema. Raised when the
-    handler is registered, never while a call is served."""
+    """A handler's annotations or schema can't become a usable JSON Schema. Raised when
+    the handler is registered, never while a call is served."""
 
 
 def _blamed(label, make, *args, **kwargs):
-    """make(...), with `label` put in front of a SchemaError it raises: "f: parameter 'x': ..."."""
+    """make(...), with `label` put in front of a SchemaError it raises:
+    "f: parameter 'x': ..."."""
     try:
         return make(*args, **kwargs)
     except SchemaError as e:
@@ -937,8 +938,8 @@ def _blamed(label, make, *args, **kwargs):
 
 
 class _Typing:
-    """The typing module's names, and groups of them, imported on first use: plain classes
-    never pay for it."""
+    """The typing module's names, and groups of them, imported on first use: plain
+    classes never pay for it."""
 
     def __getattr__(self, name):
         import collections.abc as abc
@@ -946,8 +947,9 @@ class _Typing:
         required = {getattr(typing, "Required", 1): True,      # Python 3.11+
                     getattr(typing, "NotRequired", 2): False}
         self.__dict__.update(
-            vars(typing), UNIONS=(typing.Union, types.UnionType), OBJECTS=(dict, abc.Mapping),
-            ARRAYS=(list, abc.Sequence, set, frozenset), REQUIRED=required)
+            vars(typing), UNIONS=(typing.Union, types.UnionType),
+            OBJECTS=(dict, abc.Mapping), ARRAYS=(list, abc.Sequence, set, frozenset),
+            REQUIRED=required)
         return object.__getattribute__(self, name)
 
 
@@ -955,51 +957,72 @@ _typing = _Typing()
 _JSON_TYPES = {type(None): "null", bool: "boolean", int: "integer", float: "number",
                str: "string", list: "array", dict: "object"}
 _SCALAR_TYPES = frozenset((type(None), bool, int, float, str))
-# Classes JSON carries as strings, as the official SDK sends them: (package, class) -> schema
-_AS_STRINGS = {("uuid", "UUID"): {"type": "string", "format": "uuid"},
-               ("decimal", "Decimal"): {"type": ["string", "number"]},
-               ("pathlib", "Path"): {"type": "string"}, ("pathlib", "PurePath"): {"type": "string"},
-               ("datetime", "datetime"): {"type": "string", "format": "date-time"},
-               ("datetime", "date"): {"type": "string", "format": "date"}}
+# Classes JSON carries as strings, as the official SDK sends them:
+# (package, class) -> schema
+_AS_STRINGS = {
+    ("uuid", "UUID"): {"type": "string", "format": "uuid"},
+    ("decimal", "Decimal"): {"type": ["string", "number"]},
+    ("pathlib", "Path"): {"type": "string"},
+    ("pathlib", "PurePath"): {"type": "string"},
+    ("datetime", "datetime"): {"type": "string", "format": "date-time"},
+    ("datetime", "date"): {"type": "string", "format": "date"}}
 
 # Annotated metadata (pydantic, annotated_types): attribute name -> JSON Schema keyword
 _BOUND_KEYWORDS = {"gt": "exclusiveMinimum", "ge": "minimum", "lt": "exclusiveMaximum",
                    "le": "maximum", "multiple_of": "multipleOf"}
 _LENGTH_KEYWORDS = {
-    "min_length": {"string": "minLength", "array": "minItems", "object": "minProperties"},
-    "max_length": {"string": "maxLength", "array": "maxItems", "object": "maxProperties"}}
-_METADATA_NAMES = {*_BOUND_KEYWORDS, *_LENGTH_KEYWORDS, "pattern", "description", "title",
-                   "examples", "documentation", "strict", "allow_inf_nan"}
+    "min_length": {"string": "minLength", "array": "minItems",
+                   "object": "minProperties"},
+    "max_length": {"string": "maxLength", "array": "maxItems",
+                   "object": "maxProperties"}}
+_METADATA_NAMES = {*_BOUND_KEYWORDS, *_LENGTH_KEYWORDS, "pattern", "description",
+                   "title", "examples", "documentation", "strict", "allow_inf_nan"}
 
 # --- docstrings ------------------------------------------------------------
 
-_SECTION = re.compile(r"[A-Z][A-Za-z ]*:")              # "Args:", "Keyword Args:", "Returns:"
+_SECTION = re.compile(r"[A-Z][A-Za-z ]*:")      # "Args:", "Keyword Args:", "Returns:"
 _PARAM_SECTIONS = {"Args", "Arguments", "Parameters", "Params", "Keyword Args",
                    "Keyword Arguments", "Other Parameters",
-                   "Attributes"}                        # the fields of a dataclass
-_GOOGLE_ITEM = re.compile(r"\**(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)")         # "name (type): text"
-_SPHINX_ITEM = re.compile(                                                 # ":param type name:"
+                   "Attributes"}                # the fields of a dataclass
+# "name (type): text"
+_GOOGLE_ITEM = re.compile(r"\**(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)")
+# ":param type name: text"
+_SPHINX_ITEM = re.compile(
     r":(?:param|parameter|arg|argument|key|keyword)\s+(?:[^:]*\s)?\**(\w+)\s*:\s*(.*)")
 
 
 def _ends_summary(i, line):
-    """The first paragraph ends at a blank line, a field or a section; the first line is a
-    section only if it names parameters ("Look up the weather for:" is a summary)."""
+    """The first paragraph ends at a blank line, a field or a section; the first line is
+    a section only if it names parameters ("Look up the weather for:" is a summary)."""
     if not line or line.startswith(":"):
         return True
     return bool(_SECTION.fullmatch(line)) and (i > 0 or line[:-1] in _PARAM_SECTIONS)
 
 
 def parse_docstring(doc):
-    """Docstring -> (first paragraph, {parameter: description}), the latter from Google-style
-    `Args:` sections and Sphinx `:param [type] name:` fields. Whitespace is normalised."""
+    """Docstring -> (first paragraph, {parameter: description}), the latter from
+    Google-style `Args:` sections and Sphinx `:param [type] name:` fields. Whitespace is
+    normalised."""
     first, *rest = (doc or "").expandtabs().strip().splitlines() or [""]
-    margin = min((len(line) - len(line.lstrip()) for line in rest if line.strip()), default=0)
-    lines = [first.rstrip()] + [line[margin:].rstrip() for line in rest]   # as inspect.cleandoc
-    end = next((i for i, line in enumerate(lines) if _ends_summary(i, line)), len(lines))
-    params, current, indent, section = {}, None, 0, None
-    for line in lines[end:]:
-        text, depth = line.strip(), len(line) - len(line.lstrip())
+    margin = min((len(line) - len(line.lstrip()) for line in rest if line.strip()),
+                 default=0)
+    # Dedented as inspect.cleandoc does it
+    lines = [first.rstrip()] + [line[margin:].rstrip() for line in rest]
+    ends = (i for i, line in enumerate(lines) if _ends_summary(i, line))
+    end = next(ends, len(lines))
+    summary = " ".join(" ".join(lines[:end]).split()) or None
+    return summary, _parameter_docs(lines[end:])
+
+
+def _parameter_docs(lines):
+    """{parameter: description} from the dedented lines after a docstring's summary."""
+    params = {}
+    current = None          # the item that more indented lines continue
+    indent = 0              # the indentation of its first line
+    section = None
+    for line in lines:
+        text = line.strip()
+        depth = len(line) - len(line.lstrip())
         if current and text and depth > indent:         # continues the current item
             params[current] += " " + text
             continue
@@ -1008,16 +1031,17 @@ def parse_docstring(doc):
             section = text[:-1]
         elif item := _SPHINX_ITEM.match(text) or (
                 section in _PARAM_SECTIONS and _GOOGLE_ITEM.fullmatch(text)):
-            current, indent, params[item[1]] = item[1], depth, item[2]
-    summary = " ".join(" ".join(lines[:end]).split()) or None
-    return summary, {name: " ".join(words.split()) for name, words in params.items()}
+            current, indent = item[1], depth
+            params[current] = item[2]
+    return {name: " ".join(words.split()) for name, words in params.items()}
 
 
 # --- JSON values -----------------------------------------------------------
 
 def _is_json_number(v):
-    """An int or a finite float: JSON has no inf or nan (json reads 1e400 as inf). Exact types
-    first, for speed; subclasses (numpy.float64, an IntEnum) count too, a bool does not."""
+    """An int or a finite float: JSON has no inf or nan (json reads 1e400 as inf). Exact
+    types first, for speed; subclasses (numpy.float64, an IntEnum) count too, a bool
+    does not."""
     if type(v) is int:
         return True
     if isinstance(v, float):
@@ -1059,7 +1083,7 @@ def _preview(value):
 
 
 def _short_repr(text):
-    """A string as repr() shows it, cut to about 60 characters: the names in messages."""
+    """A string as repr() shows it, cut to about 60 characters: names in messages."""
     return repr(text) if len(text) <= 60 else repr(text[:59]) + "…"
 
 
@@ -1067,34 +1091,39 @@ def _typed_preview(value):
     """A value as a problem names what it got: 'null', 'integer 5', 'string "x"'."""
     if value is None:
         return "null"
-    if isinstance(value, float) and value - value != 0:
-        return f"{_preview(value)} (JSON has no such number)"    # json reads 1e400 as inf
+    if isinstance(value, float) and value - value != 0:     # json reads 1e400 as inf
+        return f"{_preview(value)} (JSON has no such number)"
     return f"{_json_type(value)} {_preview(value)}"
 
 
 def _dump(value):
-    """Python value -> JSON value: dataclasses field by field, Enums by value, tuples and sets
-    as lists, dates as ISO strings. Anything else is left for json.dumps to judge."""
+    """Python value -> JSON value: dataclasses field by field, Enums by value, tuples
+    and sets as lists, dates as ISO strings. Anything else is left for json.dumps to
+    judge."""
     if isinstance(value, enum.Enum):
         return _dump(value.value)
     if value is None or isinstance(value, (str, int, float)):
         return value
     if isinstance(value, dict):
-        return {k.value if isinstance(k, enum.Enum) else k: _dump(v) for k, v in value.items()}
+        return {k.value if isinstance(k, enum.Enum) else k: _dump(v)
+                for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [_dump(v) for v in value]
     if hasattr(type(value), "__dataclass_fields__"):
         import dataclasses
-        return {f.name: _dump(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {f.name: _dump(getattr(value, f.name))
+                for f in dataclasses.fields(value)}
     if getattr(value, "tzinfo", False) is None and hasattr(value, "astimezone"):
-        value = value.astimezone()    # a naive datetime is local time: RFC 3339 wants the offset
+        # A naive datetime is local time: RFC 3339 wants the offset.
+        value = value.astimezone()
     if hasattr(value, "isoformat"):
         return value.isoformat()
     if isinstance(value, os.PathLike):
         return os.fspath(value)
-    for module, name in (("uuid", "UUID"), ("decimal", "Decimal")):   # never imported here:
-        cls = getattr(sys.modules.get(module), name, None)              # a value of one means
-        if cls is not None and isinstance(value, cls):                  # its module is loaded
+    # uuid and decimal are never imported here: a value of one means it is loaded.
+    for module, name in (("uuid", "UUID"), ("decimal", "Decimal")):
+        cls = getattr(sys.modules.get(module), name, None)
+        if cls is not None and isinstance(value, cls):
             return str(value)
     return value
 
@@ -1106,19 +1135,22 @@ def _type_name(tp):
 
 
 def _is_subclass(tp, classes):
-    """issubclass() for an annotation, which may be no class (list[int] is a type in 3.10)."""
-    return isinstance(tp, type) and not isinstance(tp, types.GenericAlias) \
-        and issubclass(tp, classes)
+    """issubclass() for an annotation, which may be no class (list[int] is a type in
+    3.10)."""
+    return (isinstance(tp, type) and not isinstance(tp, types.GenericAlias)
+            and issubclass(tp, classes))
 
 
 def _from_string(cls, schema):
     """The converter to a class of _AS_STRINGS; its ValueError says what was expected.
-    A Decimal must also be finite and meet the number bounds of ``schema`` (put there later,
-    from Annotated or Field): a validator checks those on numbers only, not on "19.99"."""
+    A Decimal must also be finite and meet the number bounds of ``schema`` (put there
+    later, from Annotated or Field): a validator checks those on numbers only, not on
+    "19.99"."""
     is_date = cls.__module__ == "datetime"
     expected = f"a {cls.__name__}"
     if is_date:
-        expected = f"an ISO 8601 {_AS_STRINGS['datetime', cls.__name__]['format']} string"
+        date_format = _AS_STRINGS["datetime", cls.__name__]["format"]
+        expected = f"an ISO 8601 {date_format} string"
     bounded = cls.__module__ == "decimal"
 
     def convert(v):
@@ -1135,25 +1167,30 @@ def _from_string(cls, schema):
         for keyword, _, _, passes, text in _NUMBER_BOUNDS:
             if keyword not in schema:
                 continue
-            bound = cls(str(schema[keyword]))       # as written: 0.1, not 0.1000000000000000055
+            # As written: 0.1, not 0.1000000000000000055
+            bound = cls(str(schema[keyword]))
             try:
-                ok = value % bound == 0 if keyword == "multipleOf" else passes(value, bound)
-            except ArithmeticError:                 # 1e30000000 % 0.01: too many digits to say
+                ok = (value % bound == 0 if keyword == "multipleOf"
+                      else passes(value, bound))
+            except ArithmeticError:         # 1e30000000 % 0.01: too many digits to say
                 ok = False
             if not ok:
-                raise ValueError(f"{text.format(_preview(schema[keyword]))}, got {_preview(v)}")
+                bound_text = text.format(_preview(schema[keyword]))
+                raise ValueError(f"{bound_text}, got {_preview(v)}")
         return value
     return convert
 
 
 def _integer(value):
-    """A valid JSON integer as an int: 1.0 is one too. (Cheaper than int(value) for an int.)"""
+    """A valid JSON integer as an int: 1.0 is one too. (Cheaper than int(value) for an
+    int.)"""
     return value if type(value) is int else int(value)
 
 
 def _float(value):
-    """A valid JSON number as a float, as pydantic (and so the official SDK) hands it to a
-    float parameter: 2 -> 2.0. An integer too large for a float is refused, not made inf."""
+    """A valid JSON number as a float, as pydantic (and so the official SDK) hands it to
+    a float parameter: 2 -> 2.0. An integer too large for a float is refused, not made
+    inf."""
     if type(value) is float:
         return value
     try:
@@ -1165,32 +1202,147 @@ def _float(value):
 _NUMBER_CONVERTERS = {int: _integer, float: _float}
 
 
+def _union_converter(checks, arms):
+    """The converter of a union whose alternatives are `arms`, [(schema, converter)]:
+    the value converted as the first alternative it fits (checks[i] checks arm i; they
+    are compiled by _Types.finish())."""
+    def convert(v):
+        first_error = None
+        for check, (_, arm) in zip(checks, arms):
+            if _problems(check, v, ""):
+                continue
+            if arm is None:
+                return v
+            try:
+                return arm(v)
+            except (ValueError, TypeError) as e:    # "now" is a string, no datetime:
+                first_error = first_error or e      # the next alternative may take it
+        raise first_error                   # validated: some alternative fitted
+    return convert
+
+
 class _Types:
     """Translates annotations into schemas and converters, sharing one `defs` dict."""
 
+    _forms = None       # origin -> method, made on first use (typing is imported then)
+
     def __init__(self, defs, where):
-        self.defs, self.owners, self.converters, self.unions = defs, {}, {}, []
+        self.defs = defs
+        self.owners = {}                # name in defs -> the class it stands for
+        self.converters = {}            # class in defs -> its converter
+        self.unions = []                # (checks, arms) of unions to convert: finish()
         self.where = where              # what a warning names: "f: parameter 'n'"
 
     def translate(self, tp):
         """Annotation -> (a fresh schema dict the caller may add to, a function from a
-        *validated* JSON value to what `tp` asks for, or None when the JSON value will do)."""
-        if tp is None or isinstance(tp, type) and tp in _JSON_TYPES:
-            schema = {"type": _JSON_TYPES[type(None) if tp is None else tp]}
-            return schema, _NUMBER_CONVERTERS.get(tp)
-        origin, args = _typing.get_origin(tp) or tp, _typing.get_args(tp)
-        if origin is _typing.Annotated:     # Annotated[T, "description"], [T, {keywords}],
-            schema, convert = self.translate(args[0])   # or pydantic / annotated_types metadata
-            for extra in args[1:]:
-                if isinstance(extra, str):
-                    schema["description"] = extra
-                elif isinstance(extra, dict):
-                    schema.update(extra)
-                else:
-                    self.metadata(schema, extra)
-            return schema, convert
-        if tp in (_typing.Any, object):
-            return {}, None
+        *validated* JSON value to what `tp` asks for, or None when the JSON value will
+        do). Plain JSON types first (exact classes: a bool is no int, an IntEnum no
+        int), then forms by their origin, then classes."""
+        if tp is None or (isinstance(tp, type) and tp in _JSON_TYPES):
+            return self._plain(tp)          # the usual annotation: no typing needed
+        origin = _typing.get_origin(tp) or tp
+        form = self._form_of(origin)
+        if form is not None:
+            return form(self, tp, origin, _typing.get_args(tp))
+        return self._class(tp)
+
+    @classmethod
+    def _form_of(cls, origin):
+        """The method that translates annotations of this origin (list for list[int],
+        Union, Annotated, Any, ...), or None. None of these origins is a class that
+        _class() takes, so looking them up first changes no answer."""
+        if cls._forms is None:          # threads here at once make the same table
+            t = _typing
+            cls._forms = {
+                t.Annotated: cls._annotated, t.Literal: cls._literal,
+                t.Any: cls._anything, object: cls._anything,
+                **dict.fromkeys(t.UNIONS, cls._union),
+                tuple: cls._tuple, **dict.fromkeys(t.ARRAYS, cls._array),
+                **dict.fromkeys(t.OBJECTS, cls._mapping),
+                bytes: cls._bytes, bytearray: cls._bytes}
+        try:
+            return cls._forms.get(origin)
+        except TypeError:               # unhashable, as the annotation [int]: no form
+            return None
+
+    def _plain(self, tp):
+        """None, bool, int, float, str, list or dict; numbers converted: 1.0 -> 1."""
+        schema = {"type": _JSON_TYPES[type(None) if tp is None else tp]}
+        return schema, _NUMBER_CONVERTERS.get(tp)
+
+    def _annotated(self, tp, origin, args):
+        """Annotated[T, "description"], [T, {keywords}], or pydantic / annotated_types
+        metadata."""
+        schema, convert = self.translate(args[0])
+        for extra in args[1:]:
+            if isinstance(extra, str):
+                schema["description"] = extra
+            elif isinstance(extra, dict):
+                schema.update(extra)
+            else:
+                self.metadata(schema, extra)
+        return schema, convert
+
+    def _anything(self, tp, origin, args):
+        """Any and object: any JSON value, as it is."""
+        return {}, None
+
+    def _literal(self, tp, origin, args):
+        """Literal[...], converted to the literal itself: "red" -> Colour.RED."""
+        table = {_json_key(_dump(v)): v for v in args}
+        return self.choices([_dump(v) for v in args]), lambda v: table[_json_key(v)]
+
+    def _union(self, tp, origin, args):
+        """X | Y and Optional[X], converted as the first alternative the value fits."""
+        arms = [self.translate(arg) for arg in args]
+        checks = []
+        schema = {"anyOf": [schema for schema, _ in arms]}
+        if not any(convert for _, convert in arms):
+            return schema, None
+        self.unions.append((checks, arms))      # finish() compiles the checks
+        return schema, _union_converter(checks, arms)
+
+    def _tuple(self, tp, origin, args):
+        """tuple[X, Y] is an array of that length; tuple[X, ...] and tuple as _array."""
+        if not args or args[-1] is ...:
+            return self._array(tp, origin, args)
+        arms = [self.translate(arg) for arg in args]
+        # Its length bounded by maxItems, not by "items": false, which draft-07 misreads
+        schema = {"type": "array", "prefixItems": [schema for schema, _ in arms],
+                  "minItems": len(args), "maxItems": len(args)}
+        return schema, lambda v: tuple(c(x) if c else x for (_, c), x in zip(arms, v))
+
+    def _array(self, tp, origin, args):
+        """list, Sequence, set and frozenset (unique items), tuple[X, ...]: converted to
+        the class asked for."""
+        schema = {"type": "array"}
+        item = None
+        if args:
+            schema["items"], item = self.translate(args[0])
+        if origin in (set, frozenset):
+            schema["uniqueItems"] = True
+        if origin in (tuple, set, frozenset):
+            return schema, (lambda v: origin(map(item, v))) if item else origin
+        return schema, item and (lambda v: [item(x) for x in v])
+
+    def _mapping(self, tp, origin, args):
+        """dict[str, X] and Mapping[str, X]: an object of X values."""
+        if not args:
+            return {"type": "object"}, None
+        if args[0] not in (str, _typing.Any):
+            raise SchemaError(f"{_type_name(tp)} is not supported: JSON object keys "
+                              "are strings")
+        schema, item = self.translate(args[1])
+        convert = item and (lambda v: {k: item(x) for k, x in v.items()})
+        return {"type": "object", "additionalProperties": schema}, convert
+
+    def _bytes(self, tp, origin, args):
+        raise SchemaError("bytes is not supported: JSON has no binary type; take a "
+                          "base64 str")
+
+    def _class(self, tp):
+        """A NewType, a class JSON carries as a string, or an Enum, TypedDict or
+        dataclass (a $ref to its entry in defs); anything else is not supported."""
         if hasattr(tp, "__supertype__"):                 # typing.NewType
             return self.translate(tp.__supertype__)
         # By package: Python 3.13 defines pathlib's classes in pathlib._local.
@@ -1198,71 +1350,25 @@ class _Types:
         if named in _AS_STRINGS:
             schema = dict(_AS_STRINGS[named])
             return schema, _from_string(tp, schema)
-        if _is_subclass(tp, enum.Enum) or _typing.is_typeddict(tp) \
-                or isinstance(tp, type) and hasattr(tp, "__dataclass_fields__"):
+        if (_is_subclass(tp, enum.Enum) or _typing.is_typeddict(tp)
+                or (isinstance(tp, type) and hasattr(tp, "__dataclass_fields__"))):
             return self._named(tp)
-        if origin is _typing.Literal:   # converted to the literal itself: "red" -> Colour.RED
-            table = {_json_key(_dump(v)): v for v in args}
-            return self.choices([_dump(v) for v in args]), lambda v: table[_json_key(v)]
-        if origin in _typing.UNIONS:    # converted as the first alternative the value fits
-            arms, checks = [self.translate(arg) for arg in args], []
-            schema = {"anyOf": [schema for schema, _ in arms]}
-            if not any(convert for _, convert in arms):
-                return schema, None
-            self.unions.append((checks, arms))      # finish() compiles the checks
-
-            def convert(v):
-                first_error = None
-                for check, (_, arm) in zip(checks, arms):
-                    if _problems(check, v, ""):
-                        continue
-                    if arm is None:
-                        return v
-                    try:
-                        return arm(v)
-                    except (ValueError, TypeError) as e:    # "now" is a string, no datetime:
-                        first_error = first_error or e      # the next alternative may take it
-                raise first_error                   # validated: some alternative fitted
-            return schema, convert
-        if origin is tuple and args and args[-1] is not ...:
-            arms = [self.translate(arg) for arg in args]   # not "items": false, which draft-07
-            schema = {"type": "array", "prefixItems": [schema for schema, _ in arms],   # misreads
-                      "minItems": len(args), "maxItems": len(args)}
-            return schema, lambda v: tuple(c(x) if c else x for (_, c), x in zip(arms, v))
-        if origin is tuple or origin in _typing.ARRAYS:
-            schema, item = {"type": "array"}, None
-            if args:
-                schema["items"], item = self.translate(args[0])
-            if origin in (set, frozenset):
-                schema["uniqueItems"] = True
-            if origin in (tuple, set, frozenset):
-                return schema, (lambda v: origin(map(item, v))) if item else origin
-            return schema, item and (lambda v: [item(x) for x in v])
-        if origin in _typing.OBJECTS:
-            if not args:
-                return {"type": "object"}, None
-            if args[0] not in (str, _typing.Any):
-                raise SchemaError(f"{_type_name(tp)} is not supported: JSON object keys are "
-                                  "strings")
-            schema, item = self.translate(args[1])
-            convert = item and (lambda v: {k: item(x) for k, x in v.items()})
-            return {"type": "object", "additionalProperties": schema}, convert
-        if tp in (bytes, bytearray):
-            raise SchemaError("bytes is not supported: JSON has no binary type; take a base64 str")
         raise SchemaError(f"the annotation {_type_name(tp)} is not supported")
 
     def metadata(self, schema, extra):
-        """Put what Annotated metadata from pydantic (``Field(description=..., le=10)``) or
-        annotated_types (``Ge(0)``, ``MaxLen(9)``, ``Interval(gt=0, lt=1)``, ...) says into
-        ``schema``, so that it is enforced. Both are read by attribute name, never imported;
-        what cannot become a keyword is warned about, not dropped silently."""
-        if extra is None:                   # pydantic's conint(ge=0) leaves None placeholders
+        """Put what Annotated metadata from pydantic (``Field(description=..., le=10)``)
+        or annotated_types (``Ge(0)``, ``MaxLen(9)``, ``Interval(gt=0, lt=1)``, ...)
+        says into ``schema``, so that it is enforced. Both are read by attribute name,
+        never imported; what cannot become a keyword is warned about, not dropped
+        silently."""
+        if extra is None:           # pydantic's conint(ge=0) leaves None placeholders
             return
         if _is_field_info(extra):
             return self.field_info(schema, extra)
-        if hasattr(type(extra), "__dataclass_fields__"):            # annotated_types, Strict
-            fields = {name: getattr(extra, name) for name in type(extra).__dataclass_fields__}
-        else:                                                       # pydantic's other metadata
+        if hasattr(type(extra), "__dataclass_fields__"):    # annotated_types, Strict
+            names = type(extra).__dataclass_fields__
+            fields = {name: getattr(extra, name) for name in names}
+        else:                                               # pydantic's other metadata
             fields = dict(getattr(extra, "__dict__", None) or {})
         if not fields or not fields.keys() <= _METADATA_NAMES:
             return self.unused(repr(extra), "JSON Schema has no keyword for it")
@@ -1271,33 +1377,38 @@ class _Types:
                 self.keyword(schema, name, value)
 
     def keyword(self, schema, name, value):
-        """One constraint or annotation (``le``, ``min_length``, ``pattern``, ...) -> keyword."""
+        """One constraint or annotation (``le``, ``min_length``, ``pattern``, ...) ->
+        keyword."""
         kinds = _types_of(schema, {"$defs": self.defs}) or []
         if name in _BOUND_KEYWORDS:
-            if not _is_number(value) or name == "multiple_of" and value <= 0 \
-                    or kinds and not {"integer", "number"} & set(kinds):
-                return self.unused(f"{name}={value!r}",
-                                   "JSON Schema bounds are numbers, and bound numbers only")
+            if (not _is_number(value) or (name == "multiple_of" and value <= 0)
+                    or (kinds and not {"integer", "number"} & set(kinds))):
+                return self.unused(
+                    f"{name}={value!r}",
+                    "JSON Schema bounds are numbers, and bound numbers only")
             schema[_BOUND_KEYWORDS[name]] = value
         elif name in _LENGTH_KEYWORDS:
             if name == "min_length" and value == 0:
-                return                                  # Len(max_length=5) says min_length=0
+                return                          # Len(max_length=5) says min_length=0
             kinds = [kind for kind in kinds if kind in _LENGTH_KEYWORDS[name]]
             if type(value) is not int or value < 0 or not kinds:
-                return self.unused(f"{name}={value!r}",
-                                   "only strings, arrays and objects have a length in JSON")
+                return self.unused(
+                    f"{name}={value!r}",
+                    "only strings, arrays and objects have a length in JSON")
             schema.update((_LENGTH_KEYWORDS[name][kind], value) for kind in kinds)
         elif name == "pattern":
             if not isinstance(value, str):
-                return self.unused(f"pattern={value!r}", "a JSON Schema pattern is a string")
+                return self.unused(f"pattern={value!r}",
+                                   "a JSON Schema pattern is a string")
             schema["pattern"] = value
         elif name in ("description", "documentation", "title", "examples"):
             schema["description" if name == "documentation" else name] = value
-        # else strict and allow_inf_nan: JSON arguments are checked strictly, and are finite
+        # else strict and allow_inf_nan: JSON arguments are checked strictly, are finite
 
     def field_info(self, schema, info, is_default=False):
-        """pydantic's FieldInfo: its annotations, its json_schema_extra, its constraints;
-        ``is_default``: it is the parameter's default (``n: int = Field(3, le=9)``)."""
+        """pydantic's FieldInfo: its annotations, its json_schema_extra, its
+        constraints; ``is_default``: it is the parameter's default
+        (``n: int = Field(3, le=9)``)."""
         for name in ("description", "title", "examples"):
             if getattr(info, name, None) is not None:
                 self.keyword(schema, name, getattr(info, name))
@@ -1311,25 +1422,32 @@ class _Types:
         for item in info.metadata:
             self.metadata(schema, item)
         if not is_default and _pydantic_default(info)[1] is not None:
-            self.unused("Field(default=...)", "give the parameter its default in the signature")
+            self.unused("Field(default=...)",
+                        "give the parameter its default in the signature")
         for name in ("alias", "discriminator"):
             if getattr(info, name, None) is not None:
-                self.unused(f"Field({name}=...)", "arguments are named as the parameters are")
+                self.unused(f"Field({name}=...)",
+                            "arguments are named as the parameters are")
 
     def unused(self, what, why):
+        """Warn that metadata `what` is neither in the schema nor checked, and why."""
         import warnings
-        frame, level = sys._getframe(1), 2         # point at the caller's line, outside this file
+        # The warning points at the caller's line, outside this file.
+        frame = sys._getframe(1)
+        level = 2
         while frame is not None and frame.f_code.co_filename == __file__:
             frame, level = frame.f_back, level + 1
-        warnings.warn(f"{self.where}: Annotated metadata {what} is not used by mcp_min ({why}); "
-                      "it is neither in the schema nor checked", stacklevel=level)
+        warnings.warn(f"{self.where}: Annotated metadata {what} is not used by mcp_min "
+                      f"({why}); it is neither in the schema nor checked",
+                      stacklevel=level)
 
     def choices(self, values):
-        """Schema for a fixed set of JSON scalars (Literal, Enum), typed for clients to show."""
+        """Schema for a fixed set of JSON scalars (Literal, Enum), typed for clients to
+        show."""
         kinds = list(dict.fromkeys(map(_json_type, values)))
         if not set(kinds) <= {"null", "boolean", "integer", "number", "string"}:
-            raise SchemaError(f"the values {values!r} are not all JSON strings, numbers, "
-                              "booleans or null")
+            raise SchemaError(f"the values {values!r} are not all JSON strings, "
+                              "numbers, booleans or null")
         if len(values) == 1:
             return {"type": kinds[0], "const": values[0]}
         return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": values}
@@ -1339,105 +1457,129 @@ class _Types:
         try:
             hints = _typing.get_type_hints(cls, include_extras=True)
         except Exception as e:
-            raise SchemaError(f"cannot resolve the annotations of {cls.__name__}: {e}") from None
+            raise SchemaError(
+                f"cannot resolve the annotations of {cls.__name__}: {e}") from None
         if hasattr(cls, "__dataclass_fields__"):
             import dataclasses
-            no = dataclasses.MISSING
-            return [(f.name, hints[f.name], f.init and f.default is no and f.default_factory is no,
-                     _NOTHING if f.default is no else f.default, f.init)
+            missing = dataclasses.MISSING
+            return [(f.name, hints[f.name],
+                     f.init and f.default is missing and f.default_factory is missing,
+                     _NOTHING if f.default is missing else f.default, f.init)
                     for f in dataclasses.fields(cls)]
         fields = []
         for name, hint in hints.items():
-            required, mark = name in cls.__required_keys__, _typing.get_origin(hint)
-            if mark in _typing.REQUIRED:    # Required[...]: Python 3.11 misses it in a string
-                hint, required = _typing.get_args(hint)[0], _typing.REQUIRED[mark]
+            required = name in cls.__required_keys__
+            mark = _typing.get_origin(hint)
+            # Required[...] or NotRequired[...]: Python 3.11 misses them in a string
+            if mark in _typing.REQUIRED:
+                hint = _typing.get_args(hint)[0]
+                required = _typing.REQUIRED[mark]
             fields.append((name, hint, required, _NOTHING, True))
         return fields
 
     def _named(self, cls):
-        """A $ref to `cls` and its converter; the class's schema goes into defs the first time."""
+        """A $ref to `cls` and its converter; the class's schema goes into defs the
+        first time."""
         name = cls.__name__
         if self.owners.setdefault(name, cls) is not cls:
             raise SchemaError(f"two classes are named {name!r}: "
                               f"{_type_name(self.owners[name])} and {_type_name(cls)}")
         if name not in self.defs:
-            doc = cls.__dict__.get("__doc__") or ""
-            if doc.startswith(name + "(") or doc == "An enumeration.":
-                doc = ""                # made up by dataclass ("Point(x: int)") or by Enum
-            description, docs = parse_docstring(doc)
-            # The entry goes in first, so that a class containing itself terminates.
-            self.defs[name] = schema = {"description": description} if description else {}
-            if issubclass(cls, enum.Enum):
-                self.converters[cls] = cls                      # Colour("red") is Colour.RED
-                schema.update(self.choices([_dump(member.value) for member in cls]))
-            else:
-                fields, converters = self.fields(cls), {}
-                accepted = {field for field, *_, init in fields if init}  # init=False: no argument
-
-                def convert(v):
-                    return cls(**{k: converters[k](x) if converters[k] else x
-                                  for k, x in v.items() if k in accepted})
-                self.converters[cls] = convert
-                schema.update(self.object(fields, docs, lambda field: f"field {field!r} of {name}",
-                                          converters))
+            self._define(cls, name)
         return {"$ref": f"#/$defs/{name}"}, self.converters.get(cls)
 
+    def _define(self, cls, name):
+        """Put the schema of an Enum, TypedDict or dataclass into defs under `name`, and
+        its converter into self.converters."""
+        doc = cls.__dict__.get("__doc__") or ""
+        if doc.startswith(name + "(") or doc == "An enumeration.":
+            doc = ""                # made up by dataclass ("Point(x: int)") or by Enum
+        description, docs = parse_docstring(doc)
+        # The entry goes in first, so that a class containing itself terminates.
+        self.defs[name] = schema = {"description": description} if description else {}
+        if issubclass(cls, enum.Enum):
+            self.converters[cls] = cls                  # Colour("red") is Colour.RED
+            schema.update(self.choices([_dump(member.value) for member in cls]))
+            return
+        fields = self.fields(cls)
+        converters = {}
+        # A field with init=False takes no argument.
+        accepted = {field for field, *_, init in fields if init}
+
+        def convert(v):
+            return cls(**{k: converters[k](x) if converters[k] else x
+                          for k, x in v.items() if k in accepted})
+        self.converters[cls] = convert
+        schema.update(self.object(fields, docs,
+                                  lambda field: f"field {field!r} of {name}",
+                                  converters))
+
     def object(self, fields, docs, where, converters):
-        """Object schema for [(name, annotation, required, default, ...)]; the converters go
-        into `converters`, and where(name) names a field in errors and warnings."""
-        props, outer = {}, self.where
+        """Object schema for [(name, annotation, required, default, ...)]; the
+        converters go into `converters`, and where(name) names a field in errors and
+        warnings."""
+        props = {}
+        outer = self.where
         for name, hint, _, default, *_ in fields:
             self.where = where(name)
             props[name], converters[name] = {}, None
             if hint is not _NOTHING:
-                props[name], converters[name] = _blamed(where(name), self.translate, hint)
-            if docs.get(name):
-                props[name].setdefault("description", docs[name])     # one from Annotated wins
-            try:            # a default with no JSON form (say object()) is just not advertised
-                if default is not _NOTHING:
-                    props[name]["default"] = json.loads(json.dumps(_dump(default), allow_nan=False))
-            except (TypeError, ValueError):
-                pass
+                props[name], converters[name] = _blamed(where(name), self.translate,
+                                                        hint)
+            if docs.get(name):      # a description from Annotated wins
+                props[name].setdefault("description", docs[name])
+            if default is not _NOTHING:
+                # A default with no JSON form (say object()) is just not advertised.
+                try:
+                    props[name]["default"] = json.loads(
+                        json.dumps(_dump(default), allow_nan=False))
+                except (TypeError, ValueError):
+                    pass
         self.where = outer
         required = [field[0] for field in fields if field[2]]
         return {"type": "object", "properties": props,
-                **({"required": required} if required else {}), "additionalProperties": False}
+                **({"required": required} if required else {}),
+                "additionalProperties": False}
 
     def finish(self, compiler):
-        """Compile the alternatives of the unions to convert, once the whole schema is known."""
+        """Compile the alternatives of the unions to convert, once the whole schema is
+        known."""
         for checks, arms in self.unions:
             checks.extend(compiler.compile(schema) for schema, _ in arms)
 
 
 def _is_field_info(value):
-    """Is it pydantic's FieldInfo (what ``Field(...)`` returns)? Known by its attributes."""
-    return hasattr(value, "json_schema_extra") \
-        and isinstance(getattr(value, "metadata", None), list)
+    """Is it pydantic's FieldInfo (what ``Field(...)`` returns)? Known by its
+    attributes."""
+    return (hasattr(value, "json_schema_extra")
+            and isinstance(getattr(value, "metadata", None), list))
 
 
 def _pydantic_default(info):
-    """(the default a schema shows or _NOTHING, a function making it or None) of a FieldInfo."""
+    """(the default a schema shows or _NOTHING, a function making it or None) of a
+    FieldInfo."""
     if getattr(info, "default_factory", None) is not None:
         return _NOTHING, info.default_factory
     default = getattr(info, "default", None)
-    if type(default).__name__ == "PydanticUndefinedType":         # Field() or Field(...)
+    if type(default).__name__ == "PydanticUndefinedType":     # Field() or Field(...)
         return _NOTHING, None
     return default, lambda: default
 
 
 def type_schema(tp, defs=None, *, where="a type"):
-    """Python type hint -> JSON Schema. Classes go into `defs` and are referenced with $ref;
-    without `defs` the result is a whole schema (with "$defs" when it needs them). A warning
-    about metadata it cannot use names `where`."""
+    """Python type hint -> JSON Schema. Classes go into `defs` and are referenced with
+    $ref; without `defs` the result is a whole schema (with "$defs" when it needs them).
+    A warning about metadata it cannot use names `where`."""
     translator = _Types({} if defs is None else defs, where)
     schema, _ = translator.translate(tp)
     if defs is not None:
         return schema
     defs = translator.defs
-    if schema.get("$ref", "").startswith("#/$defs/"):       # a class on top is written out in place
+    # A class on top is written out in place, and needs no entry unless it is recursive.
+    if schema.get("$ref", "").startswith("#/$defs/"):
         name = schema.pop("$ref")[len("#/$defs/"):]
         schema = {**defs[name], **schema}
-        if f"'#/$defs/{name}'" not in repr(defs):           # and needs no entry, unless recursive
+        if f"'#/$defs/{name}'" not in repr(defs):
             del defs[name]
     return {**schema, "$defs": defs} if defs else schema
 
@@ -1446,32 +1588,35 @@ def _is_content(tp, content_types):
     """Does a return annotation name content blocks (or a list or union of them)?"""
     if _is_subclass(tp, content_types):
         return True
-    if type(tp) is type:                  # a plain class (int, a dataclass): typing not needed
+    if type(tp) is type:        # a plain class (int, a dataclass): typing not needed
         return False
     origin, args = _typing.get_origin(tp), _typing.get_args(tp)
     if origin is _typing.Annotated:
         args = args[:1]
     elif origin not in _typing.UNIONS and origin not in _typing.ARRAYS:
         return False
-    return bool(args) and all(arg is type(None) or _is_content(arg, content_types) for arg in args)
+    return bool(args) and all(arg is type(None) or _is_content(arg, content_types)
+                              for arg in args)
 
 
 # --- the handler signature -------------------------------------------------
 
 def _parameters(fn):
-    """([(name, kind, default, annotation)], return annotation, globals) of a callable; kind
-    is "/", "*", "**" or "" (named); _NOTHING stands for no default or no annotation. Plain
-    functions are read from their code object: inspect is slow to import. (Python 3.14
-    evaluates annotations when first read: NameError for a class not defined yet.)"""
+    """([(name, kind, default, annotation)], return annotation, globals) of a callable;
+    kind is "/", "*", "**" or "" (named); _NOTHING stands for no default or no
+    annotation. Plain functions are read from their code object: inspect is slow to
+    import. (Python 3.14 evaluates annotations when first read: NameError for a class
+    not defined yet.)"""
     if type(fn) is types.FunctionType and not hasattr(fn, "__wrapped__"):
         try:
             return _code_parameters(fn)
-        except (AttributeError, TypeError, ValueError):     # code objects changed: use inspect
-            pass
+        except (AttributeError, TypeError, ValueError):
+            pass                            # code objects changed: use inspect
     import inspect
     sig, empty = inspect.signature(fn), inspect.Parameter.empty
     kinds = {"POSITIONAL_ONLY": "/", "VAR_POSITIONAL": "*", "VAR_KEYWORD": "**"}
-    params = [(p.name, kinds.get(p.kind.name, ""), _NOTHING if p.default is empty else p.default,
+    params = [(p.name, kinds.get(p.kind.name, ""),
+               _NOTHING if p.default is empty else p.default,
                _NOTHING if p.annotation is empty else p.annotation)
               for p in sig.parameters.values()]
     returns = _NOTHING if sig.return_annotation is empty else sig.return_annotation
@@ -1479,14 +1624,16 @@ def _parameters(fn):
 
 
 def _code_parameters(fn):
-    """_parameters() of a plain function, from its code object (the co_* attributes are in
-    the data model)."""
+    """_parameters() of a plain function, from its code object (the co_* attributes are
+    in the data model)."""
     code, hints = fn.__code__, fn.__annotations__
     names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
-    defaults = dict(zip(reversed(names[:code.co_argcount]), reversed(fn.__defaults__ or ())))
+    positional = names[:code.co_argcount]
+    defaults = dict(zip(reversed(positional), reversed(fn.__defaults__ or ())))
     defaults.update(fn.__kwdefaults__ or {})
-    params = [(name, "/" if i < code.co_posonlyargcount else "", defaults.get(name, _NOTHING),
-               hints.get(name, _NOTHING)) for i, name in enumerate(names)]
+    params = [(name, "/" if i < code.co_posonlyargcount else "",
+               defaults.get(name, _NOTHING), hints.get(name, _NOTHING))
+              for i, name in enumerate(names)]
     # CO_VARARGS and CO_VARKEYWORDS
     stars = [kind for flag, kind in ((4, "*"), (8, "**")) if code.co_flags & flag]
     params += [(name, kind, _NOTHING, hints.get(name, _NOTHING))
@@ -1495,137 +1642,191 @@ def _code_parameters(fn):
 
 
 class Signature:
-    """What mcp_min needs to know about a handler, worked out once when it is registered:
-    .description, .input_schema, .output_schema, .wrap_output, .context_param,
-    .bind(arguments) -> (kwargs, problems) and .dump_output(value). A parameter annotated
-    `context_type` (or a string naming it) is left out of the schema. A return annotation
-    naming `content_types` (or a list or union of them) gets no output schema, nor does any
-    with structured=False; input_schema and output_schema, when given, are used as given."""
+    """What mcp_min needs to know about a handler, worked out once when it is
+    registered: .description, .input_schema, .output_schema, .wrap_output,
+    .context_param, .bind(arguments) -> (kwargs, problems) and .dump_output(value). A
+    parameter annotated `context_type` (or a string naming it) is left out of the
+    schema. A return annotation naming `content_types` (or a list or union of them) gets
+    no output schema, nor does any with structured=False; input_schema and
+    output_schema, when given, are used as given."""
 
-    def __init__(self, fn, *, context_type=None, description=None, param_descriptions=None,
-                 input_schema=None, output_schema=None, structured=None, content_types=()):
-        self.context_param, self.wrap_output = None, False
-        self._where = where = getattr(fn, "__qualname__", None) or repr(fn)
+    def __init__(self, fn, *, context_type=None, description=None,
+                 param_descriptions=None, input_schema=None, output_schema=None,
+                 structured=None, content_types=()):
+        self.context_param = None
+        self.wrap_output = False
+        self._where = getattr(fn, "__qualname__", None) or repr(fn)
+        parameters, returns = self._read_parameters(fn)
+        doc, docs = parse_docstring(getattr(fn, "__doc__", None))
+        self.description = doc if description is None else description
+        self._defaults = {}             # parameter -> what makes its default (Field)
+        fields, rest = self._parameter_fields(parameters, context_type,
+                                              resolve=input_schema is None)
+        translator = _Types({}, self._where)
+        self._converters = {}           # parameter -> its converter, or None
+        self._rest_converter = None     # that of the arguments **kwargs takes
+        if input_schema is None:
+            docs = {**docs, **(param_descriptions or {})}
+            input_schema = self._input_schema_of(fields, rest, docs, translator)
+        self.input_schema = input_schema    # one given is kept as is: $schema, $defs...
+        compiler = _blamed(f"{self._where}: input schema", _Compiler, input_schema)
+        translator.finish(compiler)
+        self._validate = compiler.validate
+        self._find_string_arguments(input_schema)
+        self.output_schema = output_schema
+        if output_schema is None and structured is not False:
+            self.output_schema, self.wrap_output = self._output_schema_of(
+                returns, content_types)
+
+    def _read_parameters(self, fn):
+        """(parameters, return annotation) of `fn` as _parameters() gives them; keeps
+        its globals, where its string annotations are resolved."""
         try:
             parameters, returns, self._globals = _parameters(fn)
         except NameError as e:
-            raise SchemaError(f"{where}: an annotation names {e.name!r}, which is not defined "
-                              f"when it is registered: define {e.name} first") from None
-        doc, docs = parse_docstring(getattr(fn, "__doc__", None))
-        self.description = doc if description is None else description
-        fields, rest = [], _NOTHING     # [(name, annotation, required, default)], **kwargs's
-        by_field, self._defaults = {}, {}   # `n: int = Field(...)`: name -> FieldInfo, -> maker
+            raise SchemaError(f"{self._where}: an annotation names {e.name!r}, which "
+                              f"is not defined when it is registered: define {e.name} "
+                              "first") from None
+        return parameters, returns
+
+    def _parameter_fields(self, parameters, context_type, resolve):
+        """([(name, annotation, required, default, pydantic FieldInfo or None)] of the
+        parameters that JSON arguments fill, the annotation of **kwargs or _NOTHING).
+        Finds the context parameter; `resolve`: evaluate string annotations (which a
+        given input schema makes unnecessary)."""
+        fields = []
+        rest = _NOTHING
         for name, kind, default, annotation in parameters:
-            # "Context" or "mcp_min.Context" need not resolve, nor anything for a given schema.
-            by_name = context_type and isinstance(annotation, str) \
-                and annotation.rpartition(".")[2] == context_type.__name__
+            # "Context" or "mcp_min.Context" need not resolve, nor anything for a
+            # given schema.
+            by_name = (context_type and isinstance(annotation, str)
+                       and annotation.rpartition(".")[2] == context_type.__name__)
             hint = annotation
-            if not by_name and input_schema is None:
+            if not by_name and resolve:
                 hint = self._resolve(annotation, f"parameter {name!r}")
-            if by_name or context_type and _is_subclass(hint, context_type):
+            if by_name or (context_type and _is_subclass(hint, context_type)):
                 self.context_param = name
             elif kind in ("*", "/"):
-                raise SchemaError(f"{where}: parameter {name!r} can't be passed by name, and "
-                                  "JSON arguments are named: *args and positional-only are "
-                                  "not supported")
+                raise SchemaError(f"{self._where}: parameter {name!r} can't be passed "
+                                  "by name, and JSON arguments are named: *args and "
+                                  "positional-only are not supported")
             elif kind == "**":
                 rest = _typing.Any if hint is _NOTHING else hint
             else:
-                if _is_field_info(default):             # pydantic's `n: int = Field(3, le=9)`:
-                    by_field[name] = default            # Python's default would be the Field
-                    default, make = _pydantic_default(default)
-                    if make is not None:
-                        self._defaults[name] = make
-                required = default is _NOTHING and name not in self._defaults
-                fields.append((name, hint, required, default))
+                fields.append(self._parameter_field(name, hint, default))
+        return fields, rest
 
-        translator, self._converters, self._rest_converter = _Types({}, where), {}, None
-        if input_schema is None:
-            input_schema = translator.object(fields, {**docs, **(param_descriptions or {})},
-                                             lambda name: f"{where}: parameter {name!r}",
-                                             self._converters)
-            for name, info in by_field.items():
+    def _parameter_field(self, name, hint, default):
+        """(name, annotation, required, default, FieldInfo or None) of a named
+        parameter."""
+        info = None
+        if _is_field_info(default):     # pydantic's `n: int = Field(3, le=9)`: Python's
+            info = default              # default would be the Field
+            default, make = _pydantic_default(info)
+            if make is not None:
+                self._defaults[name] = make
+        required = default is _NOTHING and name not in self._defaults
+        return name, hint, required, default, info
+
+    def _input_schema_of(self, fields, rest, docs, translator):
+        """The input schema of the parameters _parameter_fields() found; the converters
+        go into ._converters, and that of **kwargs into ._rest_converter."""
+        where = self._where
+        schema = translator.object(fields, docs,
+                                   lambda name: f"{where}: parameter {name!r}",
+                                   self._converters)
+        for name, *_, info in fields:
+            if info is not None:
                 translator.where = f"{where}: parameter {name!r}"
-                translator.field_info(input_schema["properties"][name], info, is_default=True)
-            if rest is not _NOTHING:
-                translator.where = f"{where}: **kwargs"
-                input_schema["additionalProperties"], self._rest_converter = _blamed(
-                    f"{where}: **kwargs", translator.translate, rest)
-            if translator.defs:
-                input_schema["$defs"] = translator.defs
-        self.input_schema = input_schema    # one given is kept exactly ($schema, $defs, ...)
-        compiler = _blamed(f"{where}: input schema", _Compiler, input_schema)
-        translator.finish(compiler)
-        self._validate = compiler.validate
+                translator.field_info(schema["properties"][name], info, is_default=True)
+        if rest is not _NOTHING:
+            translator.where = f"{where}: **kwargs"
+            schema["additionalProperties"], self._rest_converter = _blamed(
+                f"{where}: **kwargs", translator.translate, rest)
+        if translator.defs:
+            schema["$defs"] = translator.defs
+        return schema
+
+    def _find_string_arguments(self, input_schema):
+        """Which arguments may arrive as JSON text, to be parsed: .parse_strings,
+        .parse_strings_if_unfit and ._coerce."""
         kinds_of = {name: _types_of(sub, input_schema)
                     for name, sub in input_schema.get("properties", {}).items()}
         typed = {name: kinds for name, kinds in kinds_of.items()
                  if kinds and "string" not in kinds}
-        # Prompt arguments and URI variables are always strings: parse those typed otherwise,
-        # and those that may be strings or not (int | Literal["all"]) if the string won't do.
+        # Prompt arguments and URI variables are always strings: parse those typed
+        # otherwise, and those that may be strings or not (int | Literal["all"]) if the
+        # string won't do.
         self.parse_strings = set(typed)
-        self.parse_strings_if_unfit = {name for name, kinds in kinds_of.items()
-                                       if kinds and "string" in kinds and len(kinds) > 1}
-        # Claude Desktop sends object and array arguments as JSON text: these may need parsing.
+        self.parse_strings_if_unfit = {
+            name for name, kinds in kinds_of.items()
+            if kinds and "string" in kinds and len(kinds) > 1}
+        # Claude Desktop sends object and array arguments as JSON text, to be parsed.
         self._coerce = [(name, kinds) for name, kinds in typed.items()
                         if {"object", "array"} & set(kinds)]
 
-        self.output_schema = output_schema
-        ret = _NOTHING
-        if output_schema is None and structured is not False:
-            ret = self._resolve(returns, "the return value")
+    def _output_schema_of(self, returns, content_types):
+        """(the output schema of a return annotation or None, whether a return value is
+        wrapped as {"result": value}: MCP wants an object)."""
+        ret = self._resolve(returns, "the return value")
         # A str is text content already: wrapping it would double every payload.
-        if ret not in (_NOTHING, None, type(None), str) \
-                and not _is_content(ret, tuple(content_types)):
-            schema = _blamed(f"{where}: return annotation (structured=False skips it)",
-                             type_schema, ret, where=f"{where}: return value")
-            self.wrap_output = schema.get("type") != "object"    # MCP wants an object:
-            if self.wrap_output:                                # {"result": value}
-                defs = {"$defs": schema.pop("$defs")} if "$defs" in schema else {}
-                schema = {"type": "object", "properties": {"result": schema},
-                          "required": ["result"], **defs}
-            self.output_schema = schema
+        if (ret in (_NOTHING, None, type(None), str)
+                or _is_content(ret, tuple(content_types))):
+            return None, False
+        label = f"{self._where}: return annotation (structured=False skips it)"
+        schema = _blamed(label, type_schema, ret, where=f"{self._where}: return value")
+        if schema.get("type") == "object":
+            return schema, False
+        defs = {"$defs": schema.pop("$defs")} if "$defs" in schema else {}
+        return {"type": "object", "properties": {"result": schema},
+                "required": ["result"], **defs}, True
 
     def _resolve(self, annotation, label):
-        """Evaluate a (possibly postponed: a string) annotation in the function's module."""
+        """Evaluate a (possibly postponed: a string) annotation in the function's
+        module."""
         if annotation is _NOTHING or isinstance(annotation, type):
             return annotation
         try:
             holder = types.SimpleNamespace(__annotations__={"_": annotation})
-            return _typing.get_type_hints(holder, self._globals, include_extras=True)["_"]
-        except Exception as e:          # NameError for a missing name, SyntaxError, TypeError, ...
-            raise SchemaError(f"{self._where}: cannot resolve the annotation {annotation!r} of "
-                              f"{label}: {e}") from None
+            hints = _typing.get_type_hints(holder, self._globals, include_extras=True)
+            return hints["_"]
+        except Exception as e:      # NameError for a missing name, SyntaxError, ...
+            raise SchemaError(f"{self._where}: cannot resolve the annotation "
+                              f"{annotation!r} of {label}: {e}") from None
 
     def bind(self, arguments):
-        """tools/call arguments -> (kwargs for the function, problems: if any, report them all)."""
+        """tools/call arguments -> (kwargs for the function, problems: if any, report
+        them all)."""
         args = {} if arguments is None else arguments
         if not isinstance(args, dict):
-            return {}, [f"Expected the arguments to be an object, got {_typed_preview(args)}"]
+            return {}, ["Expected the arguments to be an object, got "
+                        f"{_typed_preview(args)}"]
         for name, kinds in self._coerce:
             if isinstance(args.get(name), str):
                 try:
-                    parsed = _decoder.decode(args[name])      # NaN and Infinity are no JSON
+                    parsed = _decoder.decode(args[name])    # refuses NaN and Infinity
                 except ValueError:
-                    continue                    # validation will say what is wrong with it
+                    continue                # validation will say what is wrong with it
                 if isinstance(parsed, (dict, list)) and _json_type(parsed) in kinds:
-                    args = {**args, name: parsed}   # a copy: the caller's dict stays as it was
+                    # A copy: the caller's dict stays as it was.
+                    args = {**args, name: parsed}
         try:
             problems = self._validate(args)
-        except RecursionError:            # json read it, but checking it nests deeper still
+        except RecursionError:      # json read it, but checking it nests deeper still
             return {}, ["the arguments are nested too deeply to check"]
         if problems:
             return {}, problems
         kwargs = {}
         for name, value in args.items():
-            convert = self._converters.get(name, self._rest_converter)  # not a parameter: **kwargs
+            # An argument no parameter is named for goes to **kwargs
+            convert = self._converters.get(name, self._rest_converter)
             if convert is None or _NUMBER_CONVERTERS.get(type(value)) is convert:
                 kwargs[name] = value            # the usual argument: nothing to convert
                 continue
             try:
                 kwargs[name] = convert(value)
-            except (ValueError, TypeError) as e:    # a date that isn't one, a __post_init__
-                problems.append(f"{name}: {e}")     # that says no
+            except (ValueError, TypeError) as e:    # a date that isn't one, or a
+                problems.append(f"{name}: {e}")     # __post_init__ that says no
             except Exception as e:
                 problems.append(f"{name}: {type(e).__name__}: {e}")
         for name, make in self._defaults.items():
@@ -1634,18 +1835,19 @@ class Signature:
         return kwargs, problems
 
     def dump_output(self, value):
-        """Return value -> structuredContent, wrapped as {"result": ...} if the schema says so."""
+        """Return value -> structuredContent, wrapped as {"result": ...} if the schema
+        says so."""
         return {"result": _dump(value)} if self.wrap_output else _dump(value)
 
 
 # --- the validator ---------------------------------------------------------
-# A schema is compiled once into nested closures check(value, path, problems); validating
-# is calling them. A problem reads "path: what, got what".
+# A schema is compiled once into nested closures check(value, path, problems);
+# validating is calling them. A problem reads "path: what, got what".
 
 def _is_multiple(value, factor):
     if type(value) is int and type(factor) is int:
         return value % factor == 0
-    from fractions import Fraction      # exact, on the decimals as written: 19.99 / 0.01
+    from fractions import Fraction  # exact, on the decimals as written: 19.99 / 0.01
     try:
         return Fraction(str(value)) % Fraction(str(factor)) == 0
     except (ValueError, OverflowError):     # inf, nan
@@ -1659,24 +1861,30 @@ _BOUNDS = [  # keyword, applies to, measure (None: the value), passes, message
     ("exclusiveMaximum", _is_number, None, operator.lt, "must be < {}"),
     ("multipleOf", _is_number, None, _is_multiple, "must be a multiple of {}"),
     # lengths of strings count code points
-    ("minLength", _TYPE_TESTS["string"], len, operator.ge, "must be at least {} characters long"),
-    ("maxLength", _TYPE_TESTS["string"], len, operator.le, "must be at most {} characters long"),
+    ("minLength", _TYPE_TESTS["string"], len, operator.ge,
+     "must be at least {} characters long"),
+    ("maxLength", _TYPE_TESTS["string"], len, operator.le,
+     "must be at most {} characters long"),
     ("minItems", _TYPE_TESTS["array"], len, operator.ge, "must have at least {} items"),
     ("maxItems", _TYPE_TESTS["array"], len, operator.le, "must have at most {} items"),
-    ("minProperties", _TYPE_TESTS["object"], len, operator.ge, "must have at least {} properties"),
-    ("maxProperties", _TYPE_TESTS["object"], len, operator.le, "must have at most {} properties"),
+    ("minProperties", _TYPE_TESTS["object"], len, operator.ge,
+     "must have at least {} properties"),
+    ("maxProperties", _TYPE_TESTS["object"], len, operator.le,
+     "must have at most {} properties"),
 ]
 _NUMBER_BOUNDS = _BOUNDS[:5]        # minimum ... multipleOf
 
 
 def _at_path(path, text):
-    """"where: text", or "Text" at the root. A path is built as nested (parent, key) pairs and
-    spelled out only for a problem: ((("", "a"), 2), "b") -> "a[2].b"."""
+    """"where: text", or "Text" at the root. A path is built as nested (parent, key)
+    pairs and spelled out only for a problem: ((("", "a"), 2), "b") -> "a[2].b"."""
     keys = []
     while path:
         path, key = path
         keys.insert(0, f"[{key}]" if isinstance(key, int) else f".{key}")
-    return f"{''.join(keys).removeprefix('.')}: {text}" if keys else text[0].upper() + text[1:]
+    if not keys:
+        return text[0].upper() + text[1:]
+    return f"{''.join(keys).removeprefix('.')}: {text}"
 
 
 def _either(names):
@@ -1712,10 +1920,11 @@ def _all_of(checks):
 
 
 def _resolve_ref(root, ref):
-    """A JSON pointer within the document: "#", "#/$defs/Name", "#/definitions/Name", ..."""
-    if not isinstance(ref, str) or not (ref + "/").startswith("#/"):      # "#" or "#/..."
-        raise SchemaError(f"$ref {ref!r} is not supported: only references within the schema "
-                          "(#/...)")
+    """A JSON pointer within the document: "#", "#/$defs/Name", "#/definitions/Name",
+    ..."""
+    if not isinstance(ref, str) or not (ref + "/").startswith("#/"):    # "#" or "#/..."
+        raise SchemaError(f"$ref {ref!r} is not supported: only references within the "
+                          "schema (#/...)")
     node = root
     try:
         for part in ref.split("/")[1:]:
@@ -1727,111 +1936,153 @@ def _resolve_ref(root, ref):
 
 
 def _types_of(schema, root, seen=()):
-    """The JSON types `schema` admits by its `type` keywords (through $ref, anyOf and oneOf),
-    or None if it does not say."""
+    """The JSON types `schema` admits by its `type` keywords (through $ref, anyOf and
+    oneOf), or None if it does not say."""
     schema = schema if isinstance(schema, dict) else {}
     if "type" in schema:
-        return [schema["type"]] if isinstance(schema["type"], str) else list(schema["type"])
+        kind = schema["type"]
+        return [kind] if isinstance(kind, str) else list(kind)
     if "$ref" in schema and schema["$ref"] not in seen:
-        return _types_of(_resolve_ref(root, schema["$ref"]), root, (*seen, schema["$ref"]))
-    kinds = [_types_of(sub, root, seen) for sub in schema.get("anyOf") or schema.get("oneOf") or ()]
+        target = _resolve_ref(root, schema["$ref"])
+        return _types_of(target, root, (*seen, schema["$ref"]))
+    arms = schema.get("anyOf") or schema.get("oneOf") or ()
+    kinds = [_types_of(sub, root, seen) for sub in arms]
     if not kinds or None in kinds:
         return None
     return list(dict.fromkeys(kind for arm in kinds for kind in arm))
 
 
 class _Compiler:
-    """A schema compiled into .check(value, path, problems) and .validate(value) -> problems."""
+    """A schema compiled into .check(value, path, problems) and .validate(value) ->
+    problems."""
 
     def __init__(self, root):
-        self.root, self.refs = root, {}
+        self.root = root
+        self.refs = {}                  # $ref -> its check
         dialect = root.get("$schema", "") if isinstance(root, dict) else ""
         known = ("2020-12", "2019-09", "draft-07", "draft-06")
         if dialect and not any(name in dialect for name in known):
-            raise SchemaError(f"unsupported JSON Schema dialect {dialect!r}; use 2020-12 or "
-                              "draft-07")
+            raise SchemaError(f"unsupported JSON Schema dialect {dialect!r}; use "
+                              "2020-12 or draft-07")
         self.check = self.compile(root)
 
     def validate(self, value, check=_NOTHING, path=""):
-        """The problems of ``value`` against the schema (or one part of it: ``check``, for
-        the value at ``path``)."""
+        """The problems of ``value`` against the schema (or one part of it: ``check``,
+        for the value at ``path``)."""
         problems = _problems(self.check if check is _NOTHING else check, value, path)
         return list(dict.fromkeys(problems)) if len(problems) > 1 else problems
 
     def compile(self, schema):
-        """Schema -> check(value, path, problems), or None when the schema accepts anything."""
+        """Schema -> check(value, path, problems), or None when the schema accepts
+        anything."""
         if schema is True or schema == {}:
             return None
         if schema is False:
             return _rule(lambda v, _: False, None, "not allowed")
         if not isinstance(schema, dict):
-            raise SchemaError(f"a schema must be an object or a boolean, not {_preview(schema)}")
+            raise SchemaError(
+                f"a schema must be an object or a boolean, not {_preview(schema)}")
         if "patternProperties" in schema:
             raise SchemaError("patternProperties is not supported: name the properties")
+        rest = _all_of([check for check in self._keyword_checks(schema) if check])
+        if "type" not in schema:
+            return rest
+        return self._typed(schema, rest)
+
+    def _keyword_checks(self, schema):
+        """The checks of every keyword but `type`, in the order problems are reported
+        (some may be None)."""
         checks = [self.ref(schema["$ref"])] if "$ref" in schema else []
-        for keyword, applies, measure, passes, text in _BOUNDS:
-            if keyword in schema:
-                bound = schema[keyword]
-                if not _is_number(bound):
-                    raise SchemaError(f"{keyword} must be a number, not {_preview(bound)}")
-                if keyword == "multipleOf" and bound <= 0:
-                    raise SchemaError(f"multipleOf must be greater than 0, not {_preview(bound)}")
-                checks.append(_rule(passes, bound, text.format(_preview(bound)), applies, measure))
+        checks += self._bounds(schema)
         if "enum" in schema:
+            values = ", ".join(map(_preview, schema["enum"]))
             checks.append(_rule(lambda v, keys: _json_key(v) in keys,
                                 {_json_key(x) for x in schema["enum"]},
-                                "must be one of " + ", ".join(map(_preview, schema["enum"]))))
+                                "must be one of " + values))
         if "const" in schema:
-            checks.append(_rule(lambda v, key: _json_key(v) == key, _json_key(schema["const"]),
+            checks.append(_rule(lambda v, key: _json_key(v) == key,
+                                _json_key(schema["const"]),
                                 f"must be {_preview(schema['const'])}"))
         if "pattern" in schema:
-            try:        # Python's re, as the `jsonschema` package uses; ECMA-only syntax is refused
-                regex = re.compile(schema["pattern"])
-            except (re.error, TypeError) as e:
-                raise SchemaError(f"invalid pattern {schema['pattern']!r}: {e}") from None
-            checks.append(_rule(lambda v, regex: regex.search(v), regex, f"must match the "
-                                f"pattern {schema['pattern']}", _TYPE_TESTS["string"]))
+            checks.append(self._pattern(schema["pattern"]))
         if schema.get("uniqueItems") is True:
-            checks.append(_rule(lambda v, _: len({_json_key(x) for x in v}) == len(v), None,
-                                "must not contain duplicates", _TYPE_TESTS["array"]))
+            checks.append(_rule(lambda v, _: len({_json_key(x) for x in v}) == len(v),
+                                None, "must not contain duplicates",
+                                _TYPE_TESTS["array"]))
         if any(k in schema for k in ("required", "properties", "additionalProperties")):
             checks.append(self._object(schema))
         if "prefixItems" in schema or "items" in schema:
             checks.append(self._array(schema))
         checks += map(self.compile, schema.get("allOf", ()))
-        checks += [self._alternatives(schema[k], k == "oneOf") for k in ("anyOf", "oneOf")
-                   if k in schema]
+        checks += [self._alternatives(schema[k], k == "oneOf")
+                   for k in ("anyOf", "oneOf") if k in schema]
         if "not" in schema:
             checks.append(_rule(lambda v, check: _problems(check, v, ""),
                                 self.compile(schema["not"]),
                                 f"must not match {_preview(schema['not'])}"))
-        rest = _all_of([check for check in checks if check])
-        if "type" not in schema:
-            return rest
+        return checks
+
+    def _bounds(self, schema):
+        """The checks of minimum, maxLength, multipleOf and the like."""
+        checks = []
+        for keyword, applies, measure, passes, text in _BOUNDS:
+            if keyword not in schema:
+                continue
+            bound = schema[keyword]
+            if not _is_number(bound):
+                raise SchemaError(f"{keyword} must be a number, not {_preview(bound)}")
+            if keyword == "multipleOf" and bound <= 0:
+                raise SchemaError(
+                    f"multipleOf must be greater than 0, not {_preview(bound)}")
+            message = text.format(_preview(bound))
+            checks.append(_rule(passes, bound, message, applies, measure))
+        return checks
+
+    def _pattern(self, pattern):
+        # Python's re, as the `jsonschema` package uses; ECMA-only syntax is refused
+        try:
+            regex = re.compile(pattern)
+        except (re.error, TypeError) as e:
+            raise SchemaError(f"invalid pattern {pattern!r}: {e}") from None
+        return _rule(lambda v, regex: regex.search(v), regex,
+                     f"must match the pattern {pattern}", _TYPE_TESTS["string"])
+
+    def _typed(self, schema, rest):
+        """The check of `type`, which does the `rest` of the checks on a value of that
+        type."""
         names = _types_of(schema, self.root)
         if not names or not set(names) <= _TYPE_TESTS.keys():
             raise SchemaError(f"unknown type {_preview(schema['type'])}")
-        tests, expected = [_TYPE_TESTS[name] for name in names], _either(names)
+        tests = [_TYPE_TESTS[name] for name in names]
+        expected = _either(names)
         fits = tests[0] if len(tests) == 1 else lambda v: any(test(v) for test in tests)
-        # What json gives is of these exact types: most values pass without calling fits().
-        # Not a float: it may be inf or nan (json reads 1e400 as inf), which are no JSON.
-        sure = {cls for cls, name in _JSON_TYPES.items() if cls is not float
-                and (name in names or name == "integer" and "number" in names)}
+        # What json gives is of these exact types: most values pass without calling
+        # fits(). Not a float: it may be inf or nan (json reads 1e400 as inf), which are
+        # no JSON.
+        sure = {cls for cls, name in _JSON_TYPES.items()
+                if cls is not float
+                and (name in names or (name == "integer" and "number" in names))}
 
         def check(v, path, out):
-            if type(v) not in sure and not fits(v):  # the other keywords would only repeat it
-                out.append(_at_path(path, f"expected {expected}, got {_typed_preview(v)}"))
+            # Not of the type: the other keywords would only repeat that.
+            if type(v) not in sure and not fits(v):
+                out.append(_at_path(
+                    path, f"expected {expected}, got {_typed_preview(v)}"))
             elif rest:
                 rest(v, path, out)
-        check.passes = () if rest else sure   # a type is all it checks: these pass untested
+        # A type is all it checks: values of these types pass it untested.
+        check.passes = () if rest else sure
         return check
 
     def _object(self, schema):
-        props = {k: self.compile(sub) for k, sub in schema.get("properties", {}).items()}
-        required, extra = schema.get("required", ()), schema.get("additionalProperties", True)
+        props = {k: self.compile(sub)
+                 for k, sub in schema.get("properties", {}).items()}
+        required = schema.get("required", ())
+        extra = schema.get("additionalProperties", True)
         extra_check = None if extra is False else self.compile(extra)
-        # The usual argument ("a": 3 for {"type": "integer"}) is checked here, not by a call.
-        passes = {k: check.passes for k, check in props.items() if hasattr(check, "passes")}
+        # The usual argument ("a": 3 for {"type": "integer"}) is checked here: no call.
+        passes = {k: check.passes for k, check in props.items()
+                  if hasattr(check, "passes")}
 
         def object_(v, path, out):
             if isinstance(v, dict):
@@ -1849,7 +2100,8 @@ class _Compiler:
         return object_
 
     def _array(self, schema):
-        prefix, items = schema.get("prefixItems", []), schema.get("items", True)
+        prefix = schema.get("prefixItems", [])
+        items = schema.get("items", True)
         if isinstance(items, list):         # the draft-07 spelling of prefixItems
             prefix, items = items, schema.get("additionalItems", True)
         prefix = [self.compile(sub) for sub in prefix]
@@ -1867,10 +2119,12 @@ class _Compiler:
         return array
 
     def _alternatives(self, schemas, exactly_one):
-        """anyOf, or oneOf when `exactly_one`. When nothing matches, one useful account: the
-        problems of the alternative meant for this kind of value, else the kinds expected."""
+        """anyOf, or oneOf when `exactly_one`. When nothing matches, one useful account:
+        the problems of the alternative meant for this kind of value, else the kinds
+        expected."""
         arms = [(self.compile(sub), _types_of(sub, self.root)) for sub in schemas]
-        expected = _either(list(dict.fromkeys(k for _, kinds in arms for k in kinds or ())))
+        every_kind = dict.fromkeys(k for _, kinds in arms for k in kinds or ())
+        expected = _either(list(every_kind))
 
         def alternatives(v, path, out):
             results = [_problems(check, v, path) for check, _ in arms]
@@ -1881,14 +2135,17 @@ class _Compiler:
                 if fitting:
                     out.extend(min(fitting, key=len))
                 else:
-                    out.append(_at_path(path, f"expected {expected}, got {_typed_preview(v)}"))
+                    out.append(_at_path(path, f"expected {expected}, got "
+                                              f"{_typed_preview(v)}"))
             elif exactly_one and len(matching) > 1:
-                out.append(_at_path(path, "must match exactly one oneOf alternative, but matches "
-                                          f"alternatives {', '.join(matching)}, got {_preview(v)}"))
+                out.append(_at_path(
+                    path, "must match exactly one oneOf alternative, but matches "
+                          f"alternatives {', '.join(matching)}, got {_preview(v)}"))
         return alternatives
 
     def ref(self, ref):
-        """The check for a $ref, compiled once; meanwhile recursion gets one calling it."""
+        """The check for a $ref, compiled once; meanwhile recursion gets one calling
+        it."""
         if ref not in self.refs:
             slot = []
             self.refs[ref] = lambda v, path, out: slot[0] and slot[0](v, path, out)
@@ -1898,10 +2155,11 @@ class _Compiler:
 
 
 def compile_schema(schema):
-    """Compile a JSON Schema once into validate(value) -> list of problems (empty: valid), each
-    like `items[2].name: expected string, got integer 5`. Equality (enum, const, uniqueItems)
-    is JSON's: 1 == 1.0, True != 1. Keywords it does not check (format, if, contains, ...) are
-    annotations to it, as the spec allows; patternProperties is refused."""
+    """Compile a JSON Schema once into validate(value) -> list of problems (empty:
+    valid), each like `items[2].name: expected string, got integer 5`. Equality (enum,
+    const, uniqueItems) is JSON's: 1 == 1.0, True != 1. Keywords it does not check
+    (format, if, contains, ...) are annotations to it, as the spec allows;
+    patternProperties is refused."""
     return _Compiler(schema).validate
 
 
