@@ -6180,95 +6180,129 @@ def _parse_address(address):
     return host, int(port)
 
 
-# ============================================================================================
+# ======================================================================================
 # Client
-# ============================================================================================
+# ======================================================================================
 
 class ProtocolError(Exception):
-    """The server broke the protocol: a result of the wrong shape, a cursor that repeats."""
+    """The server broke the protocol: a result of the wrong shape, a cursor that
+    repeats."""
 
 
 def _expect_object(value, what):
-    """``value`` if it is a JSON object, else ProtocolError naming what the server sent."""
+    """``value`` if it is a JSON object, else ProtocolError naming what the server
+    sent."""
     if not isinstance(value, dict):
-        raise ProtocolError(f"{what} must be an object; the server sent {_preview(value)}")
+        raise ProtocolError(f"{what} must be an object; the server sent "
+                            f"{_preview(value)}")
     return value
 
 
+def _callback_capabilities(roots, sampling, elicitation):
+    """The client capabilities that the callbacks given stand for."""
+    offers = (("roots", roots, {"listChanged": True}),
+              ("sampling", sampling, {}),
+              ("elicitation", elicitation, {}))
+    return {name: offer for name, callback, offer in offers if callback}
+
+
 class Client(Peer):
-    """An MCP client on the same JSON-RPC core, for tests, scripts and workshops: ``target``
-    is a server command or a Server in memory. ``era``: "legacy" performs the handshake,
-    "2026-07-28" sends server/discover and stamps every request with the envelope, "auto"
-    tries 2026-07-28 and falls back to the handshake. The ``sampling``, ``elicitation`` and
-    ``roots`` callbacks answer the server's requests, or the questions of input_required
-    results. Every notification received is kept in ``notifications``."""
+    """An MCP client on the same JSON-RPC core, for tests, scripts and workshops.
+
+    ``target`` is a server command or a Server in memory. ``era``: "legacy" performs the
+    handshake, "2026-07-28" sends server/discover and stamps every request with the
+    envelope, "auto" tries 2026-07-28 and falls back to the handshake.
+
+    The ``sampling``, ``elicitation`` and ``roots`` callbacks answer the server's
+    requests, or the questions of input_required results. Every notification received
+    is kept in ``notifications``."""
 
     def __init__(self, target, *, roots=None, sampling=None, elicitation=None,
-                 protocol_version=LATEST_PROTOCOL_VERSION, client_info=None, capabilities=None,
-                 timeout=30.0, env=None, cwd=None, stderr=None, trace=None,
-                 on_notification=None, initialize=True, era="legacy", log_level=None,
-                 max_rounds=10):
+                 protocol_version=LATEST_PROTOCOL_VERSION, client_info=None,
+                 capabilities=None, timeout=30.0, env=None, cwd=None, stderr=None,
+                 trace=None, on_notification=None, initialize=True, era="legacy",
+                 log_level=None, max_rounds=10):
         eras = ("legacy", "auto") + MODERN_PROTOCOL_VERSIONS
         if era not in eras:
             raise ValueError(f"era must be one of {eras}")
-        self.era, self.modern, self.log_level, self.max_rounds = era, False, log_level, max_rounds
-        self.subscriptions = {}                  # listen id -> Subscription
-        self.timeout, self.on_notification = timeout, on_notification
-        self.notifications, self.progress_handlers, self.junk = [], {}, []
+        self.era = era
+        self.modern = False                      # True once 2026-07-28 is spoken
+        self.log_level = log_level
+        self.max_rounds = max_rounds
+        self.timeout = timeout
+        self.on_notification = on_notification
+        self.notifications = []
+        self.progress_handlers = {}              # progress token -> callback
         self.progress_tokens = count(1).__next__
-        self.cancelled_requests = set()          # the server's requests it has given up on
+        self.junk = []                       # lines from the server that are not JSON
+        self.subscriptions = {}                  # listen id -> Subscription
+        self.cancelled_requests = set()      # the server's requests it has given up on
         self.callbacks = {"roots/list": roots, "sampling/createMessage": sampling,
                           "elicitation/create": elicitation}
         self.process = self.server_thread = None
-        if isinstance(target, Server):          # in memory: the real wire code over OS pipes
-            to_server, from_client = os.pipe()
-            to_client, from_server = os.pipe()
-
-            def serve():
-                try:
-                    target.serve(to_server, from_server)
-                finally:
-                    os.close(to_server)
-                    os.close(from_server)
-            self.server_thread = threading.Thread(target=serve, daemon=True,
-                                                  name="mcp_min-server")
-            self.server_thread.start()
-            write_fd, rfile = from_client, open(to_client, "rb", buffering=1 << 16)
+        if isinstance(target, Server):
+            write_fd, rfile = self._serve_in_memory(target)
         else:
-            import subprocess
-            # A process group of its own: Ctrl+C in a terminal reaches this client alone,
-            # which cancels what is in flight and closes the server's input (__exit__),
-            # rather than stopping the server in the middle of a call.
-            self.process = subprocess.Popen(target, stdin=subprocess.PIPE,
-                                            stdout=subprocess.PIPE, stderr=stderr, env=env,
-                                            cwd=cwd, start_new_session=os.name == "posix")
-            write_fd, rfile = self.process.stdin.fileno(), self.process.stdout
+            write_fd, rfile = self._start_process(target, env, cwd, stderr)
         super().__init__(write_fd, trace and self._guarded_trace(trace))
         self.reader = threading.Thread(target=self._read, args=(rfile,), daemon=True,
                                        name="mcp_min-client-reader")
         self.reader.start()
-        if capabilities is None:                # those of the callbacks given
-            offers = (("roots", roots, {"listChanged": True}), ("sampling", sampling, {}),
-                      ("elicitation", elicitation, {}))
-            capabilities = {name: offer for name, callback, offer in offers if callback}
+        if capabilities is None:
+            capabilities = _callback_capabilities(roots, sampling, elicitation)
         self.capabilities = capabilities
-        self.client_info = client_info or {"name": "mcp_min-client", "version": __version__}
+        self.client_info = client_info or {"name": "mcp_min-client",
+                                           "version": __version__}
         self.protocol_version = self.handshake_version = protocol_version
-        self.server_info = self.server_capabilities = self.instructions = None
+        self.server_info = None
+        self.server_capabilities = None
+        self.instructions = None
         if initialize:
+            self._connect_or_close()
+
+    def _serve_in_memory(self, server):
+        """Serve ``server`` on a thread over OS pipes, so the real wire code runs.
+        Returns the client's ends: the fd to write to and the file to read from."""
+        server_reads, client_writes = os.pipe()
+        client_reads, server_writes = os.pipe()
+
+        def serve():
             try:
-                self.connect()
-            except BaseException:
-                try:
-                    self.close(timeout=1.0)      # don't leave a server process behind
-                except Exception:
-                    pass
-                raise
+                server.serve(server_reads, server_writes)
+            finally:
+                os.close(server_reads)
+                os.close(server_writes)
+        self.server_thread = threading.Thread(target=serve, daemon=True,
+                                              name="mcp_min-server")
+        self.server_thread.start()
+        return client_writes, open(client_reads, "rb", buffering=1 << 16)
+
+    def _start_process(self, command, env, cwd, stderr):
+        """Start the server ``command``; returns its stdin's fd and its stdout."""
+        import subprocess
+        # A process group of its own: Ctrl+C in a terminal reaches this client alone,
+        # which cancels what is in flight and closes the server's input (__exit__),
+        # rather than stopping the server in the middle of a call.
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+            env=env, cwd=cwd, start_new_session=os.name == "posix")
+        return self.process.stdin.fileno(), self.process.stdout
+
+    def _connect_or_close(self):
+        """connect(); if that fails, close first: no server process is left behind."""
+        try:
+            self.connect()
+        except BaseException:
+            try:
+                self.close(timeout=1.0)
+            except Exception:
+                pass
+            raise
 
     def _guarded_trace(self, trace):
-        """``trace``, switched off the first time it raises (e.g. printing to a stdout that
-        was closed, as by `| head`): raising in the reader thread would end it, and with it
-        every message still to come."""
+        """``trace``, switched off the first time it raises (e.g. printing to a stdout
+        that was closed, as by `| head`): raising in the reader thread would end it, and
+        with it every message still to come."""
         def guarded(direction, raw):
             try:
                 trace(direction, raw)
@@ -6283,36 +6317,46 @@ class Client(Peer):
         try:
             self.read_loop(rfile, 1 << 30)
         finally:
-            self.closed, code = True, None
-            if self.process is None:          # our end of the in-memory pipe
-                rfile.close()
-            else:
-                try:
-                    code = self.process.wait(1)
-                except Exception:             # still running: it only closed stdout
-                    pass
-            why = "the server closed the connection" + (f" (exit code {code})" if code else "")
-            if code == 0 and self.server_info is None:     # it ended before saying anything
-                why += ": it exited before answering; does the script call server.run()?"
+            self.closed = True
+            why = self._why_closed(rfile)
             self.fail_pending(ConnectionError(why))
             for listen_id in list(self.subscriptions):
                 self.end_subscription(listen_id, why)
 
-    # -- lifecycle -------------------------------------------------------------------------------
+    def _why_closed(self, rfile):
+        """The reader is done: close our end, and say why the connection ended."""
+        code = None
+        if self.process is None:                 # our end of the in-memory pipe
+            rfile.close()
+        else:
+            try:
+                code = self.process.wait(1)
+            except Exception:                    # still running: it only closed stdout
+                pass
+        why = "the server closed the connection"
+        if code:
+            why += f" (exit code {code})"
+        if code == 0 and self.server_info is None:     # it ended before saying anything
+            why += ": it exited before answering; does the script call server.run()?"
+        return why
+
+    # -- lifecycle ---------------------------------------------------------------------
     def connect(self):
-        """Open the session in the client's ``era``: the result of initialize or discover."""
+        """Open the session in the client's ``era``: the result of initialize or
+        discover."""
         if self.era == "legacy":
             return self.initialize()
-        # At most 10 s: a handshake-only server may never answer a method it does not know.
+        # At most 10 s: a handshake-only server may never answer a method it does not
+        # know.
         probe_timeout = 10.0 if self.timeout is None else min(self.timeout, 10.0)
         try:
             result = self.discover(timeout=probe_timeout)
         except (TimeoutError, JSONRPCError) as e:
             if self.era != "auto":
                 raise
-            if getattr(e, "code", None) == UNSUPPORTED_VERSION:   # a stateless-era server
-                supported = e.data.get("supported") if isinstance(e.data, dict) else None
-                self._check_handshake_offered(supported)
+            if getattr(e, "code", None) == UNSUPPORTED_VERSION:   # stateless-era server
+                data = e.data if isinstance(e.data, dict) else {}
+                self._check_handshake_offered(data.get("supported"))
             return self.initialize()             # a handshake-only server: not an error
         if self.modern:                          # discover() saw 2026-07-28 offered
             return result
@@ -6320,36 +6364,46 @@ class Client(Peer):
         if self.era != "auto":
             raise ConnectionError(f"the server does not serve {self.era}: it offers "
                                   f"{_preview(supported)}")
-        if supported is not None:                # a discover result: not a handshake-only server
+        if supported is not None:    # a discover result: not a handshake-only server
             self._check_handshake_offered(supported)
         return self.initialize()
 
     def _check_handshake_offered(self, supported):
-        """A server that knows server/discover but not 2026-07-28 is of the stateless era: it
-        has no handshake to fall back to, unless it lists a version of the handshake too."""
-        if isinstance(supported, list) and any(v in PROTOCOL_VERSIONS for v in supported):
-            return
-        offered = f"protocol versions {_preview(supported)}" if supported else "other versions"
-        raise ConnectionError(f"the server supports {offered}: not 2026-07-28, and as a "
-                              "server of the stateless era it has no handshake to fall back to")
+        """A server that knows server/discover but not 2026-07-28 is of the stateless
+        era: it has no handshake to fall back to, unless it lists a version of the
+        handshake too."""
+        if isinstance(supported, list):
+            if any(version in PROTOCOL_VERSIONS for version in supported):
+                return
+        if supported:
+            offered = f"protocol versions {_preview(supported)}"
+        else:
+            offered = "other versions"
+        raise ConnectionError(f"the server supports {offered}: not 2026-07-28, and as "
+                              "a server of the stateless era it has no handshake to "
+                              "fall back to")
 
     def discover(self, timeout=None):
-        """server/discover; if the server serves 2026-07-28, every later request carries the
-        envelope."""
-        result = _expect_object(
-            super().request("server/discover", {"_meta": self.envelope(V2026_07)},
-                            self.timeout if timeout is None else timeout),
-            "the result of server/discover")
+        """server/discover; if the server serves 2026-07-28, every later request carries
+        the envelope."""
+        if timeout is None:
+            timeout = self.timeout
+        answer = super().request("server/discover", {"_meta": self.envelope(V2026_07)},
+                                 timeout)
+        result = _expect_object(answer, "the result of server/discover")
         supported = result.get("supportedVersions")
         if supported is not None and not isinstance(supported, list):
-            raise ProtocolError("supportedVersions in the result of server/discover must be a "
-                                f"list; the server sent {_preview(supported)}")
+            raise ProtocolError("supportedVersions in the result of server/discover "
+                                "must be a list; the server sent "
+                                f"{_preview(supported)}")
         if V2026_07 in (supported or ()):
-            meta = _expect_object(result.get("_meta") or {}, "_meta in the result of "
-                                                             "server/discover")
-            capabilities = _expect_object(result.get("capabilities", {}), "capabilities in the "
-                                          "result of server/discover")
-            self.modern, self.protocol_version = True, V2026_07
+            meta = _expect_object(result.get("_meta") or {},
+                                  "_meta in the result of server/discover")
+            capabilities = _expect_object(
+                result.get("capabilities", {}),
+                "capabilities in the result of server/discover")
+            self.modern = True
+            self.protocol_version = V2026_07
             self.server_info = meta.get(SERVER_INFO_KEY)
             self.server_capabilities = capabilities
             self.instructions = result.get("instructions")
@@ -6358,24 +6412,27 @@ class Client(Peer):
     def envelope(self, version=None):
         """The _meta keys a 2026-07-28 request carries: who and what this client is."""
         meta = {PROTOCOL_VERSION_KEY: version or self.protocol_version,
-                CLIENT_CAPABILITIES_KEY: self.capabilities, CLIENT_INFO_KEY: self.client_info}
+                CLIENT_CAPABILITIES_KEY: self.capabilities,
+                CLIENT_INFO_KEY: self.client_info}
         if self.log_level:
             meta[LOG_LEVEL_KEY] = self.log_level
         return meta
 
     def initialize(self):
-        self.modern = False                   # the handshake era: no envelopes from here on
-        result = _expect_object(
-            self.request("initialize", {"protocolVersion": self.handshake_version,
-                                        "capabilities": self.capabilities,
-                                        "clientInfo": self.client_info}),
-            "the result of initialize")
+        self.modern = False              # the handshake era: no envelopes from here on
+        params = {"protocolVersion": self.handshake_version,
+                  "capabilities": self.capabilities,
+                  "clientInfo": self.client_info}
+        result = _expect_object(self.request("initialize", params),
+                                "the result of initialize")
         capabilities = _expect_object(result.get("capabilities", {}),
                                       "capabilities in the result of initialize")
         version = result.get("protocolVersion")
-        if version not in PROTOCOL_VERSIONS:   # the spec: a client that cannot speak it leaves
-            raise ConnectionError(f"the server offers protocol version {_preview(version)}, "
-                                  "which this client does not speak")
+        if version not in PROTOCOL_VERSIONS:
+            # The spec: a client that cannot speak the version offered leaves.
+            raise ConnectionError(f"the server offers protocol version "
+                                  f"{_preview(version)}, which this client does not "
+                                  "speak")
         self.protocol_version = version
         self.server_info = result.get("serverInfo")
         self.server_capabilities = capabilities
@@ -6384,8 +6441,9 @@ class Client(Peer):
         return result
 
     def close(self, timeout=5.0):
-        """Close the server's input (the MCP shutdown signal) and wait for it to end: between
-        frames, unless one is stuck for ``timeout`` on a server that reads nothing."""
+        """Close the server's input (the MCP shutdown signal) and wait for it to end:
+        between frames, unless one is stuck for ``timeout`` on a server that reads
+        nothing."""
         got = self.write_lock.acquire(timeout=timeout)
         fd, self.write_fd = self.write_fd, None
         if got:
@@ -6397,17 +6455,22 @@ class Client(Peer):
         else:
             if fd is not None:
                 self.process.stdin.close()
+            self._wait_for_process(timeout)
+            self.process.stdout.close()
+        self.reader.join(timeout)
+
+    def _wait_for_process(self, timeout):
+        """Wait for the server process to exit: terminate it after ``timeout``, and kill
+        it after as long again."""
+        try:
+            self.process.wait(timeout)
+        except Exception:
+            self.process.terminate()
             try:
                 self.process.wait(timeout)
             except Exception:
-                self.process.terminate()
-                try:
-                    self.process.wait(timeout)
-                except Exception:
-                    self.process.kill()
-                    self.process.wait()
-            self.process.stdout.close()
-        self.reader.join(timeout)
+                self.process.kill()
+                self.process.wait()
 
     def __enter__(self):
         return self
@@ -6416,8 +6479,8 @@ class Client(Peer):
         if exc_type is None:
             self.close()
             return
-        # Left by an exception (Ctrl+C: KeyboardInterrupt): the requests still waiting are
-        # cancelled, so that the server stops their calls and exits at once.
+        # Left by an exception (Ctrl+C: KeyboardInterrupt): the requests still waiting
+        # are cancelled, so that the server stops their calls and exits at once.
         self.cancel_all(f"the client stopped ({exc_type.__name__})")
         self.close(timeout=0.5)
 
@@ -6426,14 +6489,16 @@ class Client(Peer):
         for request_id in list(self.pending):
             self.cancel(request_id, reason)
 
-    # -- incoming --------------------------------------------------------------------------------
+    # -- incoming ----------------------------------------------------------------------
     def handle_batch(self, items, outlet):
         # Protocol 2025-03-26 has batches, and a client must take them: each message is
-        # handled as if it came alone, and the answers to its requests go back as one batch.
+        # handled as if it came alone, and the answers to its requests go back as one
+        # batch.
         if self.protocol_version != V2025_03:
             return super().handle_batch(items, outlet)
         if not items:
-            return self.send(error_response(None, INVALID_REQUEST, "Invalid Request: empty batch"))
+            return self.send(error_response(None, INVALID_REQUEST,
+                                            "Invalid Request: empty batch"))
         batch = Batch(self, len(items))
         for item in items:
             if isinstance(item, list):
@@ -6443,10 +6508,12 @@ class Client(Peer):
                 self.handle_message(item, batch)
 
     def handle_request(self, message, outlet):
-        threading.Thread(target=self._answer, args=(message, outlet), daemon=True).start()
+        threading.Thread(target=self._answer, args=(message, outlet),
+                         daemon=True).start()
 
     def respond(self, frame):
-        if not self.modern:          # 2026-07-28: a client MUST NOT write responses on stdio
+        # 2026-07-28: a client MUST NOT write responses on stdio.
+        if not self.modern:
             super().respond(frame)
 
     def answer(self, method, params):
@@ -6461,7 +6528,8 @@ class Client(Peer):
             return {"roots": callback()}
         result = callback(params or {})
         if not isinstance(result, dict):          # a result is a JSON object
-            raise TypeError(f"the {method} callback returned {_preview(result)}, not a dict")
+            raise TypeError(f"the {method} callback returned {_preview(result)}, "
+                            "not a dict")
         return result
 
     def _answer(self, message, outlet):
@@ -6471,16 +6539,20 @@ class Client(Peer):
             frame = encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
         except JSONRPCError as e:             # without its data, if that is not JSON
             frame = Session.encode_error(rid, e.code, e.message, e.data)
-        except Exception as e:      # the callback failed, or returned something not JSON
-            frame = encode_message(error_response(rid, INTERNAL_ERROR, f"{type(e).__name__}: {e}"))
-        if rid in self.cancelled_requests:  # cancelled by the server: the spec forbids a reply
+        except Exception as e:  # the callback failed, or returned something not JSON
+            frame = encode_message(error_response(rid, INTERNAL_ERROR,
+                                                  f"{type(e).__name__}: {e}"))
+        if rid in self.cancelled_requests:
+            # Cancelled by the server: the spec forbids a reply (a batch still learns
+            # that this one is done).
             self.cancelled_requests.discard(rid)
-            frame = None                    # (a batch still learns that this one is done)
+            frame = None
         outlet.respond(frame)
 
     def handle_unparsable(self, line, error):
-        # A server that writes anything but JSON-RPC to stdout is broken: keep the line so
-        # callers can say so, but don't answer it (it would only add noise to the wire).
+        # A server that writes anything but JSON-RPC to stdout is broken: keep the line
+        # so callers can say so, but don't answer it (it would only add noise to the
+        # wire).
         self.junk.append(line.decode("utf-8", "replace").rstrip("\r\n"))
 
     def handle_notification(self, message):
@@ -6488,87 +6560,108 @@ class Client(Peer):
         params = message.get("params") or {}
         meta = params.get("_meta")
         listen_id = meta.get(SUBSCRIPTION_ID_KEY) if isinstance(meta, dict) else None
-        try:                                     # a failing callback must not stop the reader
+        try:                             # a failing callback must not stop the reader
             if listen_id is not None:
                 self.deliver(listen_id, message)
-            if message["method"] == "notifications/cancelled":
-                self.cancelled_requests.add(params.get("requestId"))
-                self.end_subscription(params.get("requestId"), "the server cancelled the "
-                                      f"subscription {params.get('requestId')!r}")
-            elif message["method"] == "notifications/progress":
-                handler = self.progress_handlers.get(params.get("progressToken"))
-                if handler:
-                    handler(params)
+            self._follow_notification(message["method"], params)
             if self.on_notification:
                 self.on_notification(message)
         except Exception as e:
             _log_failure("a notification callback", e)
 
-    # -- requests ------------------------------------------------------------------------------
+    def _follow_notification(self, method, params):
+        """What a cancellation or progress notification changes here."""
+        if method == "notifications/cancelled":
+            request_id = params.get("requestId")
+            self.cancelled_requests.add(request_id)
+            self.end_subscription(request_id, "the server cancelled the subscription "
+                                              f"{request_id!r}")
+        elif method == "notifications/progress":
+            handler = self.progress_handlers.get(params.get("progressToken"))
+            if handler:
+                handler(params)
+
+    # -- requests ----------------------------------------------------------------------
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):
         if threading.current_thread() is self.reader:
-            # A callback (on_notification, a progress handler) runs on the thread that reads
-            # the server's messages: waiting there, it would wait for itself.
-            raise RuntimeError(f"{method}: a request from a notification or progress callback "
-                               "could never be answered (the callback runs on the thread that "
-                               "reads the answers); make it from a thread of its own")
-        if self.modern:                          # 2026-07-28: every request says who we are
+            # A callback (on_notification, a progress handler) runs on the thread that
+            # reads the server's messages: waiting there, it would wait for itself.
+            raise RuntimeError(f"{method}: a request from a notification or progress "
+                               "callback could never be answered (the callback runs "
+                               "on the thread that reads the answers); make it from a "
+                               "thread of its own")
+        if self.modern:                      # 2026-07-28: every request says who we are
             params = dict(params or {})
             meta = params.get("_meta") or {}
             if not isinstance(meta, dict):
-                raise TypeError(f"params._meta must be a dict, not {type(meta).__name__}")
+                raise TypeError("params._meta must be a dict, not "
+                                f"{type(meta).__name__}")
             params["_meta"] = {**self.envelope(), **meta}
-        result = super().request(method, params, self.timeout if timeout is None else timeout,
-                                 owner, request_id)
-        kind = result.get("resultType", "complete") if isinstance(result, dict) else "complete"
-        if self.modern and kind not in ("complete", "input_required"):   # the spec: invalid
-            raise ProtocolError(f"{method}: the server sent resultType {_preview(kind)}, which "
-                                "this client does not know")
+        if timeout is None:
+            timeout = self.timeout
+        result = super().request(method, params, timeout, owner, request_id)
+        kind = "complete"
+        if isinstance(result, dict):
+            kind = result.get("resultType", "complete")
+        if self.modern and kind not in ("complete", "input_required"):
+            # The spec: any other resultType is invalid.
+            raise ProtocolError(f"{method}: the server sent resultType "
+                                f"{_preview(kind)}, which this client does not know")
         return result
 
     def request_with_input(self, method, params, timeout=None):
-        """A request that may answer input_required (2026-07-28): answer its questions with
-        the callbacks and retry, with the answers and the requestState, until it is done."""
+        """A request that may answer input_required (2026-07-28): answer its questions
+        with the callbacks and retry, with the answers and the requestState, until it is
+        done."""
         result = self.request(method, params, timeout)
         for rounds in count():
-            if not isinstance(result, dict) or result.get("resultType") != "input_required":
+            if not isinstance(result, dict):
+                return result
+            if result.get("resultType") != "input_required":
                 return result
             if rounds >= self.max_rounds:
-                raise JSONRPCError(INTERNAL_ERROR, f"{method}: still input_required after "
-                                                   f"{self.max_rounds} rounds; giving up")
+                raise JSONRPCError(INTERNAL_ERROR,
+                                   f"{method}: still input_required after "
+                                   f"{self.max_rounds} rounds; giving up")
             asked = _expect_object(result.get("inputRequests") or {},
                                    f"inputRequests in the result of {method}")
-            answers = {}
-            for key, question in asked.items():
-                where = f"inputRequests[{_preview(key)}] in the result of {method}"
-                _expect_object(question, where)
-                answers[key] = self.answer(question.get("method"), question.get("params"))
-            retry = dict(params, inputResponses=answers)
+            retry = dict(params, inputResponses=self._answer_inputs(method, asked))
             if "requestState" in result:
                 retry["requestState"] = result["requestState"]
             if not asked:
-                time.sleep(0.05)                 # the server asked only to be asked again
+                time.sleep(0.05)             # the server asked only to be asked again
             result = self.request(method, retry, timeout)
 
-    # -- 2026-07-28 subscriptions ------------------------------------------------------------------
+    def _answer_inputs(self, method, asked):
+        """The inputResponses to the inputRequests ``asked`` in the result of
+        ``method``."""
+        answers = {}
+        for key, question in asked.items():
+            where = f"inputRequests[{_preview(key)}] in the result of {method}"
+            _expect_object(question, where)
+            answers[key] = self.answer(question.get("method"), question.get("params"))
+        return answers
+
+    # -- 2026-07-28 subscriptions ------------------------------------------------------
     def listen(self, *, tools=False, prompts=False, resources=False, resource_uris=None,
                timeout=None):
-        """Open a subscriptions/listen stream (2026-07-28) for list changes and updates of
-        ``resource_uris``; returns a Subscription once the server has acknowledged it."""
-        wanted = {f"{kind}ListChanged": True for kind, on in
-                  (("tools", tools), ("prompts", prompts), ("resources", resources)) if on}
+        """Open a subscriptions/listen stream (2026-07-28) for list changes and updates
+        of ``resource_uris``; returns a Subscription once the server has acknowledged
+        it."""
+        kinds = (("tools", tools), ("prompts", prompts), ("resources", resources))
+        wanted = {f"{kind}ListChanged": True for kind, on in kinds if on}
         if resource_uris:
             wanted["resourceSubscriptions"] = list(resource_uris)
         return self._listen(wanted, timeout)[0]
 
     def _listen(self, wanted, timeout):
-        """subscriptions/listen for the ``notifications`` object ``wanted``: the Subscription
-        and the acknowledgement's params."""
+        """subscriptions/listen for the ``notifications`` object ``wanted``: the
+        Subscription and the acknowledgement's params."""
         rid = f"listen-{self.next_id()}"
         subscription = self.subscriptions[rid] = Subscription(self, rid)
         try:           # the acknowledgement stands in for the response: see deliver()
-            ack = self.request("subscriptions/listen", {"notifications": wanted}, timeout,
-                               request_id=rid)
+            ack = self.request("subscriptions/listen", {"notifications": wanted},
+                               timeout, request_id=rid)
         except BaseException:
             self.subscriptions.pop(rid, None)
             raise
@@ -6576,16 +6669,18 @@ class Client(Peer):
         return subscription, ack
 
     def end_subscription(self, listen_id, why):
-        """The stream is over: its next() raises ConnectionError, after what came before."""
+        """The stream is over: its next() raises ConnectionError, after what came
+        before."""
         subscription = self.subscriptions.pop(listen_id, None)
         if subscription is not None:
             subscription.events.put(ConnectionError(why))
 
     def handle_response(self, message):
         rid = message.get("id")
-        if rid in self.subscriptions and rid not in self.pending:   # acknowledged: it ends
-            return self.end_subscription(rid, f"the server ended the subscription {rid!r}; "
-                                              "listen again to go on")
+        if rid in self.subscriptions and rid not in self.pending:
+            # An acknowledged subscription's response: the stream ends.
+            return self.end_subscription(rid, "the server ended the subscription "
+                                              f"{rid!r}; listen again to go on")
         super().handle_response(message)
 
     def deliver(self, listen_id, message):
@@ -6603,32 +6698,38 @@ class Client(Peer):
         return self.request("ping")
 
     def list_all(self, method, key):
-        """Every item of a paginated list method, following nextCursor. ProtocolError if a
-        page is not a list, or a cursor comes again: following it would never end."""
-        items, params, seen = [], {}, set()
+        """Every item of a paginated list method, following nextCursor. ProtocolError
+        if a page is not a list, or a cursor comes again: following it would never
+        end."""
+        items = []
+        params = {}
+        seen = set()
         while True:
-            result = _expect_object(self.request(method, params), f"the result of {method}")
+            result = _expect_object(self.request(method, params),
+                                    f"the result of {method}")
             page = result.get(key, [])
             if not isinstance(page, list):
-                raise ProtocolError(f"{key} in the result of {method} must be a list; the "
-                                    f"server sent {_preview(page)}")
+                raise ProtocolError(f"{key} in the result of {method} must be a list; "
+                                    f"the server sent {_preview(page)}")
             items += page
             cursor = result.get("nextCursor")
-            if cursor is None:                # "" is a cursor too: only none ends the list
+            if cursor is None:            # "" is a cursor too: only none ends the list
                 return items
             if not isinstance(cursor, str) or cursor in seen:
-                raise ProtocolError(f"{method}: the server sent nextCursor {_preview(cursor)}, "
-                                    "which is not a new cursor (a string it has not sent)")
+                raise ProtocolError(f"{method}: the server sent nextCursor "
+                                    f"{_preview(cursor)}, which is not a new cursor (a "
+                                    "string it has not sent)")
             seen.add(cursor)
             params = {"cursor": cursor}
 
     list_tools = functools.partialmethod(list_all, "tools/list", "tools")
     list_resources = functools.partialmethod(list_all, "resources/list", "resources")
-    list_resource_templates = functools.partialmethod(list_all, "resources/templates/list",
-                                                      "resourceTemplates")
+    list_resource_templates = functools.partialmethod(
+        list_all, "resources/templates/list", "resourceTemplates")
     list_prompts = functools.partialmethod(list_all, "prompts/list", "prompts")
 
-    def call_tool(self, name, arguments=None, *, progress=None, meta=None, timeout=None):
+    def call_tool(self, name, arguments=None, *, progress=None, meta=None,
+                  timeout=None):
         """Call a tool; ``progress`` is called with each notifications/progress params.
         In 2026-07-28 the tool's questions are answered through the callbacks."""
         params = {"name": name, "arguments": arguments or {}}
@@ -6645,7 +6746,8 @@ class Client(Peer):
             self.progress_handlers.pop(token, None)
 
     def cancel(self, request_id, reason=None):
-        """Cancel a request of ours: tell the server, and stop waiting for the answer."""
+        """Cancel a request of ours: tell the server, and stop waiting for the
+        answer."""
         params = {"requestId": request_id}
         if reason:
             params["reason"] = reason
@@ -6658,12 +6760,13 @@ class Client(Peer):
         return self.request_with_input("resources/read", {"uri": uri})
 
     def get_prompt(self, name, arguments=None):
-        return self.request_with_input("prompts/get", {"name": name,
-                                                       "arguments": arguments or {}})
+        params = {"name": name, "arguments": arguments or {}}
+        return self.request_with_input("prompts/get", params)
 
     def complete(self, ref, argument, value, context=None):
-        """Completion for a prompt argument (``ref={"type": "ref/prompt", "name": ...}``) or a
-        template variable (``ref={"type": "ref/resource", "uri": ...}``)."""
+        """Completion for a prompt argument
+        (``ref={"type": "ref/prompt", "name": ...}``) or a template variable
+        (``ref={"type": "ref/resource", "uri": ...}``)."""
         params = {"ref": ref, "argument": {"name": argument, "value": value}}
         if context:
             params["context"] = {"arguments": context}
@@ -6684,20 +6787,24 @@ class Client(Peer):
 
 
 class Subscription:
-    """An open subscriptions/listen stream (2026-07-28): ``honoured`` is what the server
-    agreed to send; ``next()`` waits for the next notification; ``close()`` (or leaving a
-    ``with`` block) cancels it."""
+    """An open subscriptions/listen stream (2026-07-28): ``honoured`` is what the
+    server agreed to send; ``next()`` waits for the next notification; ``close()`` (or
+    leaving a ``with`` block) cancels it."""
 
     def __init__(self, client, request_id):
-        self.client, self.id, self.honoured = client, request_id, None
+        self.client = client
+        self.id = request_id
+        self.honoured = None
         self.events = SimpleQueue()
 
     def next(self, timeout=None):
         """The next notification on this stream; TimeoutError if none comes in time,
         ConnectionError once the server or the connection has ended the stream and every
         notification was taken."""
+        if timeout is None:
+            timeout = self.client.timeout
         try:
-            event = self.events.get(timeout=self.client.timeout if timeout is None else timeout)
+            event = self.events.get(timeout=timeout)
         except Empty:
             raise TimeoutError(f"no notification on {self.id!r} in time") from None
         if isinstance(event, ConnectionError):
