@@ -6823,196 +6823,264 @@ class Subscription:
         self.close()
 
 
-# ============================================================================================
+# ======================================================================================
 # Command line
-# ============================================================================================
+# ======================================================================================
 #
-# Tools for seeing the protocol: `demo` plays a whole session with the gift server (built in,
-# demo_server(): `serve` with no file serves it too), `inspect` lists what a server offers,
-# `call` makes one request, `repl` lets you type frames, `explain` says what a message is and
-# what is wrong with it.
+# Tools for seeing the protocol: `demo` plays a whole session with the gift server
+# (built in, demo_server(): `serve` with no file serves it too), `inspect` lists what a
+# server offers, `call` makes one request, `repl` lets you type frames, `explain` says
+# what a message is and what is wrong with it.
 
-# Every method of both eras, with the params the spec gives it: name -> the JSON types its
-# value may have ("?" after the name: it may be left out; "any": any type).
+# Every method of both eras, with the params the spec gives it: name -> the JSON types
+# its value may have ("?" after the name: it may be left out; "any": any type).
 _PAGE = {"cursor?": "string null"}        # null: no cursor, as clients send it
 MCP_METHODS = {
     "initialize": {"protocolVersion": "string", "capabilities": "object",
                    "clientInfo": "object"},
-    "ping": {}, "tools/list": _PAGE, "tools/call": {"name": "string", "arguments?": "object"},
-    "resources/list": _PAGE, "resources/templates/list": _PAGE,
-    "resources/read": {"uri": "string"}, "resources/subscribe": {"uri": "string"},
-    "resources/unsubscribe": {"uri": "string"}, "prompts/list": _PAGE,
+    "ping": {},
+    "tools/list": _PAGE,
+    "tools/call": {"name": "string", "arguments?": "object"},
+    "resources/list": _PAGE,
+    "resources/templates/list": _PAGE,
+    "resources/read": {"uri": "string"},
+    "resources/subscribe": {"uri": "string"},
+    "resources/unsubscribe": {"uri": "string"},
+    "prompts/list": _PAGE,
     "prompts/get": {"name": "string", "arguments?": "object"},
-    "completion/complete": {"ref": "object", "argument": "object", "context?": "object"},
+    "completion/complete": {"ref": "object", "argument": "object",
+                            "context?": "object"},
     "logging/setLevel": {"level": "string"},
     "sampling/createMessage": {"messages": "array", "maxTokens": "integer",
                                "systemPrompt?": "string", "temperature?": "number"},
     "elicitation/create": {"message": "string", "requestedSchema?": "object",
                            "mode?": "string", "url?": "string"},
-    "roots/list": {}, "notifications/initialized": {},
+    "roots/list": {},
+    "notifications/initialized": {},
     "notifications/cancelled": {"requestId": "string integer", "reason?": "string"},
     "notifications/progress": {"progressToken": "string number", "progress": "number",
                                "total?": "number", "message?": "string"},
     "notifications/message": {"level": "string", "data": "any", "logger?": "string"},
     "notifications/resources/updated": {"uri": "string"},
-    "notifications/resources/list_changed": {}, "notifications/tools/list_changed": {},
-    "notifications/prompts/list_changed": {}, "notifications/roots/list_changed": {},
+    "notifications/resources/list_changed": {},
+    "notifications/tools/list_changed": {},
+    "notifications/prompts/list_changed": {},
+    "notifications/roots/list_changed": {},
     "notifications/elicitation/complete": {"elicitationId": "string"},
     # 2026-07-28
-    "server/discover": {}, "subscriptions/listen": {"notifications": "object"},
+    "server/discover": {},
+    "subscriptions/listen": {"notifications": "object"},
     "notifications/subscriptions/acknowledged": {"notifications": "object"},
 }
 
 
 def explain(raw):
     """What a message is, and what is wrong with it: (summary, list of problems)."""
-    import difflib
     try:
         message = json.loads(raw)
     except (ValueError, RecursionError) as e:
-        return "not JSON", [f"not valid JSON ({e}): a receiver answers -32700 Parse error"]
+        return "not JSON", [f"not valid JSON ({e}): a receiver answers -32700 Parse "
+                            "error"]
     if isinstance(message, list):
         return f"a batch of {len(message)}", [
-            "a JSON array is a batch: only protocol 2025-03-26 has batches; from 2025-06-18 "
-            "send one message per line"]
-    problems, kind = [], "invalid message"
+            "a JSON array is a batch: only protocol 2025-03-26 has batches; from "
+            "2025-06-18 send one message per line"]
+    problems = []
+    kind = "invalid message"
     try:
         kind = classify(message)
     except JSONRPCError as e:
         problems.append(e.message.removeprefix("Invalid Request: "))
     if not isinstance(message, dict):
         return kind, problems
-    method, params, error = message.get("method"), message.get("params"), message.get("error")
-    params = params if isinstance(params, dict) else {}
+    method = message.get("method")
+    params = message.get("params")
+    if not isinstance(params, dict):
+        params = {}
     known = isinstance(method, str) and method in MCP_METHODS
-    notification = known and method.startswith("notifications/")
-    null_id = message.get("id", 0) is None
-    bad_error = isinstance(error, dict) and (type(error.get("code")) is not int
-                                             or not isinstance(error.get("message"), str))
-    problems += [problem for found, problem in (
-        ("method" in message and null_id, "a null id is not allowed in MCP: give a request a "
-         "string or integer id, or drop the id to make it a notification"),
-        ("result" in message and "error" in message,
-         "a response carries result or error, never both"),
-        (notification and "id" in message, f"{method} is a notification: it must not carry an "
-         "id, or the receiver has to answer it as a request"),
-        (known and not notification and "id" not in message,
-         f"{method} is a request: without an id it is a notification and gets no answer"),
-        (kind == "response" and null_id, '"id": null: the 2025-11-25 schema omits the id of an '
-         "error to an unreadable request instead, and some clients reject null"),
-        (kind == "response" and bad_error, "error needs an integer code and a string message"),
-    ) if found]
+    problems += _frame_problems(message, kind, method, known)
     if isinstance(method, str) and not known:
-        close = difflib.get_close_matches(method, MCP_METHODS, n=1, cutoff=0.6) or [
-            m for m in MCP_METHODS if m.endswith("/" + method)]
-        hint = f": did you mean {close[0]!r}?" if close else ""
-        problems.append(f"{method!r} is not an MCP method{hint}")
+        problems.append(_unknown_method_problem(method))
     if known:
         _explain_params(method, params, problems)
     if kind == "invalid message":
         return kind, problems
-    summary, result = describe_frame(message), message.get("result")
     if kind != "response":
-        return summary + _explain_envelope(method, params, problems), problems
+        summary = describe_frame(message) + _explain_envelope(method, params, problems)
+        return summary, problems
+    return _explain_response(message, problems), problems
+
+
+def _frame_problems(message, kind, method, known):
+    """What MCP finds wrong in a message's JSON-RPC frame: its id, result and error."""
+    notification = known and method.startswith("notifications/")
+    null_id = message.get("id", 0) is None
+    error = message.get("error")
+    bad_error = isinstance(error, dict) and (
+        type(error.get("code")) is not int or not isinstance(error.get("message"), str))
+    checks = (
+        ("method" in message and null_id,
+         "a null id is not allowed in MCP: give a request a string or integer id, or "
+         "drop the id to make it a notification"),
+        ("result" in message and "error" in message,
+         "a response carries result or error, never both"),
+        (notification and "id" in message,
+         f"{method} is a notification: it must not carry an id, or the receiver has to "
+         "answer it as a request"),
+        (known and not notification and "id" not in message,
+         f"{method} is a request: without an id it is a notification and gets no "
+         "answer"),
+        (kind == "response" and null_id,
+         '"id": null: the 2025-11-25 schema omits the id of an error to an unreadable '
+         "request instead, and some clients reject null"),
+        (kind == "response" and bad_error,
+         "error needs an integer code and a string message"),
+    )
+    return [problem for found, problem in checks if found]
+
+
+def _unknown_method_problem(method):
+    """The problem with a method MCP does not have, naming the one meant if it can."""
+    import difflib
+    close = difflib.get_close_matches(method, MCP_METHODS, n=1, cutoff=0.6)
+    if not close:
+        close = [known for known in MCP_METHODS if known.endswith("/" + method)]
+    hint = f": did you mean {close[0]!r}?" if close else ""
+    return f"{method!r} is not an MCP method{hint}"
+
+
+def _explain_response(message, problems):
+    """The summary line of a response: what kind of answer it is."""
+    summary = describe_frame(message)
+    result = message.get("result")
     if isinstance(result, dict) and result.get("resultType") == "input_required":
-        return f"{summary} {_explain_input_required(result, problems)}", problems
+        return f"{summary} {_explain_input_required(result, problems)}"
     if summary.endswith(" (isError)"):
-        return (summary.removesuffix(" (isError)") + " (a tool result with isError: a business "
-                "error, not a protocol error)"), problems
+        return (summary.removesuffix(" (isError)") + " (a tool result with isError: a "
+                "business error, not a protocol error)")
     if "error" in message:
         summary += " (a protocol error)"
-    return summary, problems
+    return summary
 
 
 def _explain_params(method, params, problems):
-    """What is wrong with the params of a known method, by the shapes of MCP_METHODS: what
-    the receiver answers with -32602 (a notification's receiver drops it)."""
-    if method.startswith("notifications/"):
-        answer = "a receiver ignores it"
-    elif method in ("sampling/createMessage", "elicitation/create", "roots/list"):
-        answer = "a client answers -32602"
-    else:
-        answer = "a server answers -32602"
+    """What is wrong with the params of a known method, by the shapes of MCP_METHODS:
+    what the receiver answers with -32602 (a notification's receiver drops it)."""
+    answer = _bad_params_answer(method)
     for key, kinds in MCP_METHODS[method].items():
-        optional, key = key.endswith("?"), key.rstrip("?")
-        if key not in params:
-            hint = _did_you_mean(key, params=params)   # an optional one: missing if misnamed
-            if hint or not optional:
-                problems.append(f"params.{key} is missing{hint}")
-            continue
-        value, kinds = params[key], kinds.split()
-        found = _json_type(value)
-        if "any" in kinds or found in kinds or (found == "integer" and "number" in kinds):
-            continue
-        wanted = " or ".join(kind if kind == "null" else
-                             f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}" for kind in kinds)
-        problems.append(f"params.{key} must be {wanted}, not {_typed_preview(value)}: "
-                        f"{answer}")
+        problem = _param_problem(key, kinds, params, answer)
+        if problem:
+            problems.append(problem)
     level = params.get("level")
-    if method in ("logging/setLevel", "notifications/message") and isinstance(level, str) \
-            and level not in LOG_LEVELS:
+    if (method in ("logging/setLevel", "notifications/message")
+            and isinstance(level, str) and level not in LOG_LEVELS):
         problems.append(f"params.level must be one of {', '.join(LOG_LEVELS)}, not "
                         f"{_preview(level)}: {answer}")
     arguments = params.get("arguments")
     if method == "prompts/get" and isinstance(arguments, dict):
-        for name, value in arguments.items():
-            if not isinstance(value, str):
-                problems.append(f"params.arguments.{name} must be a string (the spec's "
-                                f"prompt arguments are), not {_typed_preview(value)}: a "
-                                "strict server answers -32602")
+        problems += _prompt_argument_problems(arguments)
+
+
+def _bad_params_answer(method):
+    """What the receiver of ``method`` does with params that are wrong."""
+    if method.startswith("notifications/"):
+        return "a receiver ignores it"
+    if method in ("sampling/createMessage", "elicitation/create", "roots/list"):
+        return "a client answers -32602"
+    return "a server answers -32602"
+
+
+def _param_problem(key, kinds, params, answer):
+    """The problem with the param ``key`` (as MCP_METHODS names it: "?" at the end if it
+    is optional) in ``params``, if any: it is missing, or of none of the ``kinds``."""
+    optional = key.endswith("?")
+    key = key.rstrip("?")
+    if key not in params:
+        # An optional param is missing only if it was sent misnamed.
+        hint = _did_you_mean(key, params=params)
+        if hint or not optional:
+            return f"params.{key} is missing{hint}"
+        return None
+    value = params[key]
+    kinds = kinds.split()
+    found = _json_type(value)
+    if "any" in kinds or found in kinds or (found == "integer" and "number" in kinds):
+        return None
+    wanted = " or ".join(_with_article(kind) for kind in kinds)
+    return f"params.{key} must be {wanted}, not {_typed_preview(value)}: {answer}"
+
+
+def _with_article(kind):
+    """A JSON type's name with its article: "an object", "a string"; null alone."""
+    if kind == "null":
+        return kind
+    article = "an" if kind[0] in "aeiou" else "a"
+    return f"{article} {kind}"
+
+
+def _prompt_argument_problems(arguments):
+    """The spec's prompt arguments are strings: a problem for each that is not."""
+    return [f"params.arguments.{name} must be a string (the spec's prompt arguments "
+            f"are), not {_typed_preview(value)}: a strict server answers -32602"
+            for name, value in arguments.items() if not isinstance(value, str)]
 
 
 def _explain_envelope(method, params, problems):
-    """The 2026-07-28 part of explaining a request or notification: a note for the summary
-    line (empty for a handshake-era message), and the envelope's problems."""
+    """The 2026-07-28 part of explaining a request or notification: a note for the
+    summary line (empty for a handshake-era message), and the envelope's problems."""
     meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
     if method == "notifications/subscriptions/acknowledged":
         listen = json.dumps(meta.get(SUBSCRIPTION_ID_KEY))
-        return (f" (acknowledges subscriptions/listen {listen}: notifications tagged with that "
-                "id follow)")
+        return (f" (acknowledges subscriptions/listen {listen}: notifications tagged "
+                "with that id follow)")
     if method.startswith("notifications/") or not is_stateless(method, meta):
         return ""
     try:
         Envelope(params.get("_meta"))
     except JSONRPCError as e:
-        problems.append(f"{e.message.removeprefix('Invalid params: ')}: a server answers {e.code}")
+        what = e.message.removeprefix("Invalid params: ")
+        problems.append(f"{what}: a server answers {e.code}")
     if method in HANDSHAKE_ONLY_METHODS:
         problems.append(f"{method} is not part of 2026-07-28: a server answers -32601")
-    return (" (2026-07-28: stateless; params._meta carries the version and the client's "
-            "capabilities)")
+    return (" (2026-07-28: stateless; params._meta carries the version and the "
+            "client's capabilities)")
 
 
 def _explain_input_required(result, problems):
+    """The note on an input_required result for the summary line; its problems."""
     questions = result.get("inputRequests") or {}
     if not isinstance(questions, dict):
-        problems.append("inputRequests must be an object (a key for each question), not "
-                        f"{_preview(questions)}")
+        problems.append("inputRequests must be an object (a key for each question), "
+                        f"not {_preview(questions)}")
         questions = {}
     elif not questions and "requestState" not in result:
-        problems.append("an input_required result needs inputRequests, requestState or both")
+        problems.append("an input_required result needs inputRequests, requestState or "
+                        "both")
     for key, question in questions.items():
         if not isinstance(question, dict):
-            problems.append(f"inputRequests[{_preview(key)}] must be an object (a request: "
-                            f"method and params), not {_preview(question)}")
-    asked = ", ".join(f"{key}: {q.get('method')}" for key, q in questions.items()
-                      if isinstance(q, dict))
+            problems.append(f"inputRequests[{_preview(key)}] must be an object (a "
+                            f"request: method and params), not {_preview(question)}")
+    asked = ", ".join(f"{key}: {question.get('method')}"
+                      for key, question in questions.items()
+                      if isinstance(question, dict))
     if asked:
         asked = f" ({asked})"
-    return (f"(input_required: the server asks the client {len(questions)} question(s){asked}; "
-            "the client sends the request again, with a new id, the answers in inputResponses "
-            "and requestState echoed)")
+    return (f"(input_required: the server asks the client {len(questions)} "
+            f"question(s){asked}; the client sends the request again, with a new id, "
+            "the answers in inputResponses and requestState echoed)")
 
 
 def _print_text(text, file=None):
-    """print(), showing escaped (as \\udcff) what the stream cannot encode: a lone surrogate
-    (a file name read with surrogateescape, sent as JSON's \\udcff), or a character its code
-    page lacks (an ASCII stdout, a Windows one in cp1251)."""
+    """print(), showing escaped (as \\udcff) what the stream cannot encode: a lone
+    surrogate (a file name read with surrogateescape, sent as JSON's \\udcff), or a
+    character its code page lacks (an ASCII stdout, a Windows one in cp1251)."""
     file = file or sys.stdout
     try:
         print(text, file=file, flush=True)
     except UnicodeEncodeError:
         encoding = file.encoding or "utf-8"
-        print(text.encode(encoding, "backslashreplace").decode(encoding), file=file, flush=True)
+        escaped = text.encode(encoding, "backslashreplace").decode(encoding)
+        print(escaped, file=file, flush=True)
 
 
 def _print_json(value):
