@@ -7096,193 +7096,272 @@ def _client_trace(colour):
     return FramePrinter({"out": "C->S", "in": "S->C"}, sys.stdout, colour)
 
 
+# The demo's catalogue: each gift's name, its price in dollars, and the occasions and
+# the interests it suits.
+_GIFT_CATALOG = (
+    ("Board game: Catan", 45, "birthday housewarming", "board games|games|strategy"),
+    ("Dice set with velvet bag", 20, "birthday thank-you",
+     "board games|games|roleplaying"),
+    ("Cooperative game: Pandemic", 40, "birthday graduation",
+     "board games|games|teamwork"),
+    ("Cast-iron skillet", 35, "wedding housewarming", "cooking|food|kitchen"),
+    ("Chef's knife", 90, "wedding housewarming anniversary", "cooking|food|kitchen"),
+    ("Houseplant in a ceramic pot", 28, "housewarming thank-you",
+     "plants|gardening|home"))
+
+
 def demo_server():
     """The gift server that `demo` talks to and `serve` with no file serves: the one of
-    examples/gift_server.py with a shorter catalogue, built in for a lone copy of this file."""
-    import typing
+    examples/gift_server.py with a shorter catalogue, built in for a lone copy of this
+    file."""
     server = Server("gift-server", "1.0.0", title="Gift picker", instructions=(
-        "Suggests gifts from a small catalogue. Call suggest_gifts with the occasion, a budget "
-        "in dollars and a few words about the recipient; read the gift_catalog resource for "
-        "everything on offer."))
-    catalog = [  # name, price in dollars, the occasions and the interests it suits
-        ("Board game: Catan", 45, "birthday housewarming", "board games|games|strategy"),
-        ("Dice set with velvet bag", 20, "birthday thank-you", "board games|games|roleplaying"),
-        ("Cooperative game: Pandemic", 40, "birthday graduation", "board games|games|teamwork"),
-        ("Cast-iron skillet", 35, "wedding housewarming", "cooking|food|kitchen"),
-        ("Chef's knife", 90, "wedding housewarming anniversary", "cooking|food|kitchen"),
-        ("Houseplant in a ceramic pot", 28, "housewarming thank-you", "plants|gardening|home")]
+        "Suggests gifts from a small catalogue. Call suggest_gifts with the occasion, "
+        "a budget in dollars and a few words about the recipient; read the "
+        "gift_catalog resource for everything on offer."))
+    _add_gift_tools(server)
+    server.resource("mcp://gift-server/resources/gift_catalog", name="gift_catalog",
+                    description="Base catalog of gifts with categories and prices",
+                    mime_type="application/json")(_gift_catalog)
+    server.prompt(_gift_congrats_style, name="gift_congrats_style",
+                  title="Congratulations style")
+    return server
+
+
+def _add_gift_tools(server):
+    """The gift server's tools: suggest_gifts, and pick_gift, which asks the user."""
+    import typing
 
     def suggest_gifts(occasion, budget: float, recipient: str = "") -> dict:
-        """Suggest gift ideas for an occasion, a budget in dollars and a few words about the
-        recipient ("friend who loves board games")."""
-        if budget <= 0:
-            raise ToolError("The budget must be more than $0.")
-        scored = []
-        for name, price, occasions, interests in catalog:
-            matched = sorted(i for i in interests.split("|") if i in recipient.lower())
-            if price <= budget and occasion in occasions.split():
-                scored.append((len(matched), -price, name, price, matched))
-        if not scored:
-            raise ToolError(f"No gifts in the catalogue for a {occasion} within ${budget:g}. "
-                            "Try a larger budget or another occasion.")
-        gifts = []
-        for _, _, name, price, matched in sorted(scored, reverse=True)[:3]:
-            why = f"matches {', '.join(matched)}" if matched else f"a safe {occasion} pick"
-            gifts.append({"name": name, "price": price, "why": why})
-        return {"occasion": occasion, "budget": budget, "gifts": gifts}
+        """Suggest gift ideas for an occasion, a budget in dollars and a few words about
+        the recipient ("friend who loves board games")."""
+        return _suggested_gifts(occasion, budget, recipient)
 
     def pick_gift(occasion, budget: float, ctx: Context) -> dict:
         """Pick one gift for an occasion and a budget, asking the user who it is for."""
-        try:
-            answer = ctx.elicit("Who is the gift for?", {"type": "object", "required": [
-                "recipient"], "properties": {"recipient": {"type": "string"}}})
-        except CapabilityError:           # a client that cannot ask its user: pick anyway
-            answer = {"action": "decline"}
-        recipient = answer.get("content", {}).get("recipient", "")
-        accepted = answer["action"] == "accept"
-        return suggest_gifts(occasion, budget, recipient if accepted else "")["gifts"][0]
+        recipient = _ask_gift_recipient(ctx)
+        return _suggested_gifts(occasion, budget, recipient)["gifts"][0]
 
-    for tool, title in ((suggest_gifts, "Gift ideas generator"), (pick_gift, "Pick one gift")):
-        # This module's annotations are strings, read in its globals: this one is a local.
+    tools = ((suggest_gifts, "Gift ideas generator"), (pick_gift, "Pick one gift"))
+    for tool, title in tools:
+        # This module's annotations are strings, read in its globals: this one is a
+        # local (typing is imported only here, as it is slow to import).
         tool.__annotations__["occasion"] = typing.Literal[
-            "birthday", "wedding", "anniversary", "graduation", "housewarming", "thank-you"]
-        server.tool(tool, title=title, annotations={"readOnlyHint": True, "openWorldHint": False})
+            "birthday", "wedding", "anniversary", "graduation", "housewarming",
+            "thank-you"]
+        server.tool(tool, title=title,
+                    annotations={"readOnlyHint": True, "openWorldHint": False})
 
-    @server.resource("mcp://gift-server/resources/gift_catalog", name="gift_catalog",
-                     description="Base catalog of gifts with categories and prices",
-                     mime_type="application/json")
-    def gift_catalog() -> dict:
-        return {"gifts": [{"name": name, "price": price, "occasions": occasions.split(),
-                           "interests": interests.split("|")}
-                          for name, price, occasions, interests in catalog]}
 
-    @server.prompt(title="Congratulations style")
-    def gift_congrats_style(recipient: str = "a friend", occasion: str = "birthday") -> str:
-        """Style guide for congratulations in a friendly tone."""
-        return (f"You are a friendly assistant that writes short, warm {occasion} "
-                f"congratulations for {recipient}. Two or three sentences, no clichés, one "
-                "personal touch, and end with a wish for the year ahead.")
-    return server
+def _suggested_gifts(occasion, budget, recipient):
+    """Up to three gifts from the catalogue for the occasion within the budget, those
+    that match the most interests named in ``recipient`` first, then the cheapest."""
+    if budget <= 0:
+        raise ToolError("The budget must be more than $0.")
+    scored = []
+    for name, price, occasions, interests in _GIFT_CATALOG:
+        matched = sorted(i for i in interests.split("|") if i in recipient.lower())
+        if price <= budget and occasion in occasions.split():
+            scored.append((len(matched), -price, name, price, matched))
+    if not scored:
+        raise ToolError(f"No gifts in the catalogue for a {occasion} within "
+                        f"${budget:g}. Try a larger budget or another occasion.")
+    gifts = []
+    for _, _, name, price, matched in sorted(scored, reverse=True)[:3]:
+        if matched:
+            why = f"matches {', '.join(matched)}"
+        else:
+            why = f"a safe {occasion} pick"
+        gifts.append({"name": name, "price": price, "why": why})
+    return {"occasion": occasion, "budget": budget, "gifts": gifts}
+
+
+def _ask_gift_recipient(ctx):
+    """Who the gift is for, as the user answers; "" if they do not say."""
+    schema = {"type": "object", "required": ["recipient"],
+              "properties": {"recipient": {"type": "string"}}}
+    try:
+        answer = ctx.elicit("Who is the gift for?", schema)
+    except CapabilityError:        # a client that cannot ask its user: pick anyway
+        answer = {"action": "decline"}
+    recipient = answer.get("content", {}).get("recipient", "")
+    accepted = answer["action"] == "accept"
+    return recipient if accepted else ""
+
+
+def _gift_catalog() -> dict:
+    return {"gifts": [{"name": name, "price": price, "occasions": occasions.split(),
+                       "interests": interests.split("|")}
+                      for name, price, occasions, interests in _GIFT_CATALOG]}
+
+
+def _gift_congrats_style(recipient: str = "a friend",
+                         occasion: str = "birthday") -> str:
+    """Style guide for congratulations in a friendly tone."""
+    return (f"You are a friendly assistant that writes short, warm {occasion} "
+            f"congratulations for {recipient}. Two or three sentences, no clichés, "
+            "one personal touch, and end with a wish for the year ahead.")
 
 
 _BOARD_GAME_BIRTHDAY = {"occasion": "birthday", "budget": 100,
                         "recipient": "friend who loves board games"}
-# The demo's two sessions, one in each era: the Client's options, then the steps, each a note
-# to print (or None) and the Client method to call (if any) with its arguments.
+# The demo's two sessions, one in each era: the Client's options, then the steps, each
+# a note to print (or None) and the Client method to call (if any) with its arguments.
 _DEMO_SESSIONS = {
     "legacy": ({}, [
-        ("The client starts the server as a subprocess and opens with initialize.", "initialize"),
+        ("The client starts the server as a subprocess and opens with initialize.",
+         "initialize"),
         ("initialized was a notification: no id, so no reply. Now discovery:",
          "request", "tools/list"),
-        ("A tool call. structuredContent is for programs, the text block for the model.",
+        ("A tool call. structuredContent is for programs, the text block for the "
+         "model.",
          "call_tool", "suggest_gifts", _BOARD_GAME_BIRTHDAY),
         ("A resource is addressable data, read by URI.",
          "read_resource", "mcp://gift-server/resources/gift_catalog"),
         ("A prompt is a reusable template the client can fill in.",
-         "get_prompt", "gift_congrats_style", {"recipient": "Sam", "occasion": "birthday"}),
+         "get_prompt", "gift_congrats_style",
+         {"recipient": "Sam", "occasion": "birthday"}),
         ("A protocol error: a method that does not exist gets a JSON-RPC error.",
          "request", "tools/col"),
         (None, "request", "tools/call", {"name": "suggest_gift"}),
-        ("Business errors are results with isError: the tool, or its argument check, said no.",
+        ("Business errors are results with isError: the tool, or its argument check, "
+         "said no.",
          "call_tool", "suggest_gifts", {"occasion": "wedding", "budget": 5}),
-        (None, "call_tool", "suggest_gifts", {"occasion": "funeral", "budget": "a hundred bucks"}),
+        (None, "call_tool", "suggest_gifts",
+         {"occasion": "funeral", "budget": "a hundred bucks"}),
         ("Closing stdin ends the session; the server exits.",)]),
     V2026_07: ({"era": V2026_07, "elicitation": lambda question: {
         "action": "accept", "content": {"recipient": "a friend who loves cooking"}}}, [
-        ("Protocol 2026-07-28 has no handshake. The client may ask what the server speaks:",
+        ("Protocol 2026-07-28 has no handshake. The client may ask what the server "
+         "speaks:",
          "discover"),
         ("Each request carries the envelope in params._meta: the version, the client's "
          "capabilities and name. The server remembers nothing between requests.",
          "call_tool", "suggest_gifts", _BOARD_GAME_BIRTHDAY),
-        ("pick_gift must ask the user. The server sends no request: it answers input_required, "
-         "with the question and a signed requestState. The client asks its user and sends the "
-         "request again (a new id) with the answer; the tool runs again from the top, and this "
-         "time gets the answer where it asked.",
+        ("pick_gift must ask the user. The server sends no request: it answers "
+         "input_required, with the question and a signed requestState. The client asks "
+         "its user and sends the request again (a new id) with the answer; the tool "
+         "runs again from the top, and this time gets the answer where it asked.",
          "call_tool", "pick_gift", {"occasion": "housewarming", "budget": 60}),
         ("Closing stdin ends it; the server exits.",)]),
 }
+# The list methods, each with the key of its result that holds the list.
+_LIST_METHODS = (("tools/list", "tools"), ("resources/list", "resources"),
+                 ("resources/templates/list", "resourceTemplates"),
+                 ("prompts/list", "prompts"))
 
 
 def demo(colour=False, era=None, command=None):
-    """Play the _DEMO_SESSIONS with the gift server (demo_server()), printing every frame:
-    both, or the one of ``era``. With ``command`` (a server's), narrate a session with that
-    server instead (demo_yours)."""
+    """Play the _DEMO_SESSIONS with the gift server (demo_server()), printing every
+    frame: both, or the one of ``era``. With ``command`` (a server's), narrate a session
+    with that server instead (demo_yours)."""
     if command:
         return demo_yours(command, colour, era or "auto")
     command = [sys.executable, os.path.abspath(__file__), "serve"]
-    info = {"name": "mcp_min-demo", "version": __version__}
     for session_era, (options, steps) in _DEMO_SESSIONS.items():
-        if era not in (None, session_era):
-            continue
-        with Client(command, trace=_client_trace(colour), initialize=False, client_info=info,
-                    **options) as client:
-            for note, *call in steps:
-                if note:
-                    print(f"\n\x1b[1m# {note}\x1b[0m" if colour else f"\n# {note}", flush=True)
-                try:
-                    if call:
-                        getattr(client, call[0])(*call[1:])
-                except JSONRPCError:      # an error the demo shows: the frames say it all
-                    pass
+        if era in (None, session_era):
+            _play_demo_session(command, colour, options, steps)
     return 0
+
+
+def _play_demo_session(command, colour, options, steps):
+    """One of the _DEMO_SESSIONS: each step's note, then its call, every frame shown."""
+    info = {"name": "mcp_min-demo", "version": __version__}
+    with Client(command, trace=_client_trace(colour), initialize=False,
+                client_info=info, **options) as client:
+        for note, *call in steps:
+            if note:
+                _demo_note(note, colour)
+            if call:
+                _demo_step(client, *call)
+
+
+def _demo_note(text, colour):
+    print(f"\n\x1b[1m# {text}\x1b[0m" if colour else f"\n# {text}", flush=True)
+
+
+def _demo_step(client, method, *args):
+    """The Client ``method`` called; None if the server answers an error: that is part
+    of the show, and the frames printed say it all."""
+    try:
+        return getattr(client, method)(*args)
+    except JSONRPCError:
+        return None
+
+
+def _canned_callbacks(model):
+    """Client callbacks with canned answers, for showing a session: a fixed sampled
+    reply from ``model``, every elicitation declined, the working directory as the one
+    root (a file URI)."""
+    import pathlib
+
+    def sampling(params):
+        return {"role": "assistant", "model": model,
+                "content": {"type": "text", "text": "(a sampled reply)"}}
+    return {"sampling": sampling,
+            "elicitation": lambda params: {"action": "decline"},
+            "roots": lambda: [{"uri": pathlib.Path.cwd().as_uri(), "name": "cwd"}]}
 
 
 def demo_yours(command, colour=False, era="auto"):
     """`demo -- CMD...`: a session with the user's own server, every frame shown: the
-    opening (discover or initialize), its lists, a call of its first tool with arguments made
-    from the tool's schema, a read of its first resource, its first prompt."""
-    import pathlib
-
-    def note(text):
-        print(f"\n\x1b[1m# {text}\x1b[0m" if colour else f"\n# {text}", flush=True)
-
-    def step(method, *args):
-        try:
-            return getattr(client, method)(*args)
-        except JSONRPCError:                  # an error is part of the show: the frames say it
-            return None
+    opening (discover or initialize), its lists, a call of its first tool with arguments
+    made from the tool's schema, a read of its first resource, its first prompt."""
     info = {"name": "mcp_min-demo", "version": __version__}
-    note("The client starts your server as a subprocess and opens the session: "
-         + {"legacy": "initialize, the handshake.", "auto": "server/discover first (protocol "
-            "2026-07-28), initialize if the server does not know it."}.get(
-             era, f"protocol {era}, with no handshake."))
+    _demo_note("The client starts your server as a subprocess and opens the session: "
+               + _demo_opening(era), colour)
     with Client(command, trace=_client_trace(colour), client_info=info, era=era,
-                sampling=lambda p: {"role": "assistant", "model": "demo",
-                                    "content": {"type": "text", "text": "(a sampled reply)"}},
-                elicitation=lambda p: {"action": "decline"},
-                roots=lambda: [{"uri": pathlib.Path.cwd().as_uri(), "name": "cwd"}]) as client:
+                **_canned_callbacks("demo")) as client:
         offered = client.server_capabilities or {}
-        opened = f"protocol {client.protocol_version}" if not client.modern else "2026-07-28"
-        note(f"Your server speaks {opened} and offers: "
-             + (", ".join(sorted(offered)) or "nothing") + ". What it has:")
+        if client.modern:
+            opened = "2026-07-28"
+        else:
+            opened = f"protocol {client.protocol_version}"
+        names = ", ".join(sorted(offered)) or "nothing"
+        _demo_note(f"Your server speaks {opened} and offers: {names}. What it has:",
+                   colour)
         found = {}
-        for kind, method, key in (("tools", "tools/list", "tools"),
-                                  ("resources", "resources/list", "resources"),
-                                  ("resources", "resources/templates/list", "resourceTemplates"),
-                                  ("prompts", "prompts/list", "prompts")):
-            if kind in offered:
-                result = step("request", method) or {}
+        for method, key in _LIST_METHODS:
+            if method.split("/")[0] in offered:
+                result = _demo_step(client, "request", method) or {}
                 found[key] = result.get(key) or []
-        tools = found.get("tools") or []
-        if tools:
-            tool = tools[0]
-            arguments = _example_arguments(tool.get("inputSchema") or {})
-            note(f"A call of {tool['name']}, with arguments made from its inputSchema "
-                 f"(defaults, first choices, sample values): {json.dumps(arguments)}")
-            step("call_tool", tool["name"], arguments)
-        resources = found.get("resources") or []
-        if resources:
-            note("A resource is addressable data, read by URI.")
-            step("read_resource", resources[0]["uri"])
-        prompts = found.get("prompts") or []
-        if prompts:
-            prompt = prompts[0]
-            arguments = {a["name"]: "example" for a in prompt.get("arguments") or ()
-                         if isinstance(a, dict) and a.get("required")}
-            note(f"A prompt is a template the client fills in: {prompt['name']}.")
-            step("get_prompt", prompt["name"], arguments)
-        note("Closing stdin ends the session; the server exits.")
+        _demo_first_items(client, found, colour)
+        _demo_note("Closing stdin ends the session; the server exits.", colour)
     return 0
+
+
+def _demo_opening(era):
+    """How a session in ``era`` opens, for the first note of demo_yours."""
+    if era == "legacy":
+        return "initialize, the handshake."
+    if era == "auto":
+        return ("server/discover first (protocol 2026-07-28), initialize if the server "
+                "does not know it.")
+    return f"protocol {era}, with no handshake."
+
+
+def _demo_first_items(client, found, colour):
+    """demo_yours's tour of the lists ``found``: a call of the first tool, a read of
+    the first resource, the first prompt."""
+    tools = found.get("tools") or []
+    if tools:
+        tool = tools[0]
+        arguments = _example_arguments(tool.get("inputSchema") or {})
+        _demo_note(f"A call of {tool['name']}, with arguments made from its "
+                   "inputSchema (defaults, first choices, sample values): "
+                   f"{json.dumps(arguments)}", colour)
+        _demo_step(client, "call_tool", tool["name"], arguments)
+    resources = found.get("resources") or []
+    if resources:
+        _demo_note("A resource is addressable data, read by URI.", colour)
+        _demo_step(client, "read_resource", resources[0]["uri"])
+    prompts = found.get("prompts") or []
+    if prompts:
+        prompt = prompts[0]
+        arguments = {a["name"]: "example" for a in prompt.get("arguments") or ()
+                     if isinstance(a, dict) and a.get("required")}
+        _demo_note(f"A prompt is a template the client fills in: {prompt['name']}.",
+                   colour)
+        _demo_step(client, "get_prompt", prompt["name"], arguments)
 
 
 def _example_arguments(schema):
@@ -7292,8 +7371,8 @@ def _example_arguments(schema):
 
 
 def _example_value(schema, defs, required_only=False, depth=0):
-    """A value that fits ``schema``: its default, example, const or first choice, else a
-    sample of its type ("example", 1, 1.5, true, one item, the required properties)."""
+    """A value that fits ``schema``: its default, example, const or first choice, else
+    a sample of its type ("example", 42, true, one item, the required properties)."""
     if not isinstance(schema, dict) or depth > 8:
         return None
     for key in ("default", "const"):
@@ -7303,39 +7382,61 @@ def _example_value(schema, defs, required_only=False, depth=0):
         return schema["examples"][0]
     if schema.get("enum"):
         return schema["enum"][0]
+    inner = _example_subschema(schema, defs)
+    if inner is not _NOTHING:
+        return _example_value(inner, defs, required_only, depth + 1)
+    return _example_of_type(schema, defs, required_only, depth)
+
+
+def _example_subschema(schema, defs):
+    """The schema that a $ref, or the first choice (not null) of anyOf, oneOf or allOf,
+    stands for; _NOTHING if there is none."""
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        return _example_value(defs.get(ref[8:]), defs, required_only, depth + 1)
+        return defs.get(ref[8:])
     for key in ("anyOf", "oneOf", "allOf"):
         choices = [c for c in schema.get(key) or () if c.get("type") != "null"]
         if choices:
-            return _example_value(choices[0], defs, required_only, depth + 1)
+            return choices[0]
+    return _NOTHING
+
+
+_EXAMPLE_STRINGS = {"date-time": "2026-01-01T12:00:00Z", "date": "2026-01-01",
+                    "uri": "https://example.com/", "email": "someone@example.com"}
+
+
+def _example_of_type(schema, defs, required_only, depth):
+    """A sample of the type ``schema`` gives; None if it gives none."""
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), None)
     if kind == "string":
-        return {"date-time": "2026-01-01T12:00:00Z", "date": "2026-01-01",
-                "uri": "https://example.com/", "email": "someone@example.com"}.get(
-                    schema.get("format"), "example")
-    if kind in ("integer", "number"):         # 42, within the bounds the schema gives
-        step = 1 if kind == "integer" else 0.5
-        value = max(42, schema.get("minimum", 42), schema.get("exclusiveMinimum", 0) + step)
-        value = min(value, schema.get("maximum", value),
-                    schema.get("exclusiveMaximum", value + step) - step)
-        return int(value) if kind == "integer" else value
+        return _EXAMPLE_STRINGS.get(schema.get("format"), "example")
+    if kind in ("integer", "number"):
+        return _example_number(schema, kind)
     if kind == "boolean":
         return True
     if kind == "array":
-        if schema.get("prefixItems"):
-            return [_example_value(item, defs, False, depth + 1)
-                    for item in schema["prefixItems"]]
-        return [_example_value(schema.get("items") or {}, defs, False, depth + 1)]
+        items = schema.get("prefixItems") or [schema.get("items") or {}]
+        return [_example_value(item, defs, False, depth + 1) for item in items]
     if kind == "object" or "properties" in schema:
         properties = schema.get("properties") or {}
-        names = schema.get("required") or [] if required_only else list(properties)
+        if required_only:
+            names = schema.get("required") or []
+        else:
+            names = list(properties)
         return {name: _example_value(properties.get(name) or {}, defs, False, depth + 1)
                 for name in names}
     return None
+
+
+def _example_number(schema, kind):
+    """42, moved within the bounds the schema gives: an int for "integer"."""
+    step = 1 if kind == "integer" else 0.5
+    value = max(42, schema.get("minimum", 42), schema.get("exclusiveMinimum", 0) + step)
+    value = min(value, schema.get("maximum", value),
+                schema.get("exclusiveMaximum", value + step) - step)
+    return int(value) if kind == "integer" else value
 
 
 class _NotJSON(ValueError):
