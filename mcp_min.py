@@ -7450,107 +7450,133 @@ def _finite_float(text):
     return value
 
 
-# As strict as the wire: no NaN or Infinity, and no number too large to send back (1e999).
-_argument_decoder = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+# As strict as the wire: no NaN or Infinity, and no number too large to send back
+# (1e999).
+_argument_decoder = json.JSONDecoder(parse_constant=_reject_constant,
+                                     parse_float=_finite_float)
 
 
 def _json_argument(text):
     try:
         return _argument_decoder.decode(text)
-    except (ValueError, RecursionError) as e:      # json.JSONDecodeError is a ValueError
+    except (ValueError, RecursionError) as e:    # json.JSONDecodeError is a ValueError
         raise _NotJSON(e) from None
 
 
-# What a server's script is called: a word of `call` that ends so names the server, not a tool.
-_SCRIPT_SUFFIXES = (".py", ".pyz", ".js", ".mjs", ".cjs", ".ts", ".sh", ".rb", ".jar", ".exe")
+# What a server's script is called: a word of `call` that ends so names the server, not
+# a tool.
+_SCRIPT_SUFFIXES = (".py", ".pyz", ".js", ".mjs", ".cjs", ".ts", ".sh", ".rb", ".jar",
+                    ".exe")
 _CALL_USAGE = "usage: mcp_min.py call [options] -- SERVER_CMD... METHOD|TOOL [JSON]"
 
 
 def _parse_call(words, tool=None, method=None, json_text=None):
-    """`call`'s words -> (server command, method, params). With --tool or --method every word
-    is the server command. Else the last word, if it is JSON (it starts with {, [ or "), is
-    the params or arguments, and the word before it the method (it has a slash) or the tool:
-    read from the words alone, never from what files happen to exist."""
+    """`call`'s words -> (server command, method, params). With --tool or --method every
+    word is the server command. Else the last word, if it is JSON (it starts with {, [
+    or "), is the params or arguments, and the word before it the method (it has a
+    slash) or the tool: read from the words alone, never from what files happen to
+    exist."""
     words = list(words)
-    if json_text is None and tool is None and method is None and words \
-            and words[-1].lstrip()[:1] in ('{', '[', '"'):
-        json_text = words.pop()
-    params = None if json_text is None else _json_argument(json_text)
-    if params is not None and not isinstance(params, dict):
-        raise SystemExit(f"mcp_min: the arguments must be a JSON object, as in "
-                         f"'{{\"a\": 1}}', not {_typed_preview(params)}")
-    if tool is None and method is None:
+    named = tool is not None or method is not None     # by --tool or --method
+    if json_text is None and not named and words:
+        if words[-1].lstrip()[:1] in ('{', '[', '"'):
+            json_text = words.pop()
+    params = _call_params(json_text)
+    if not named:
         if len(words) < 2:
             raise SystemExit(f"{_CALL_USAGE}: name a method or a tool after the server "
                              "command")
-        name = words.pop()
-        if name.lower().endswith(_SCRIPT_SUFFIXES) or name.startswith(("/", ".", "~")):
-            raise SystemExit(f"{_CALL_USAGE}: {_preview(name)} looks like the server's "
-                             "command: name a method or a tool after it (--tool NAME and "
-                             "--method METHOD take any name)")
-        if "/" in name or name == "ping":
-            method = name
-        else:
-            tool = name
+        method, tool = _method_or_tool(words.pop())
     if not words:
         raise SystemExit(f"{_CALL_USAGE}: the server command is missing after --")
     if tool is not None:
-        params, method = {"name": tool, "arguments": params or {}}, "tools/call"
+        params = {"name": tool, "arguments": params or {}}
+        method = "tools/call"
     if params is not None and not isinstance(params.get("_meta", {}), dict):
         meta = _preview(params["_meta"])
         raise SystemExit(f"mcp_min: params._meta must be an object, not {meta}")
     return words, method, params
 
 
-def repl(command, colour=False, stdin=None):
-    """Type JSON lines (sent verbatim) or commands; every frame is printed as it crosses.
-    The client's side of sampling, elicitation and roots is answered with canned replies."""
-    import pathlib                        # the roots: the working directory, as a file URI
-    client = Client(command, trace=_client_trace(colour), initialize=False,
-                    sampling=lambda p: {"role": "assistant", "model": "repl",
-                                        "content": {"type": "text", "text": "(a sampled reply)"}},
-                    elicitation=lambda p: {"action": "decline"},
-                    roots=lambda: [{"uri": pathlib.Path.cwd().as_uri(), "name": "cwd"}])
-    greeting = ("mcp_min repl: type a JSON line, or: init (the handshake) or discover "
-                "(2026-07-28), tools, resources, prompts, ping, call NAME {args}, read URI, "
-                "prompt NAME {args}, listen, cancel ID, help, quit")
-    print(greeting, flush=True)
-    commands = {"init": lambda a: client.initialize(), "ping": lambda a: client.ping(),
-                "discover": lambda a: client.discover(),
-                "listen": lambda a: client.listen(tools=True, prompts=True, resources=True),
-                "tools": lambda a: client.request("tools/list"),
-                "resources": lambda a: client.request("resources/list"),
-                "prompts": lambda a: client.request("prompts/list"),
-                "read": client.read_resource, "cancel": lambda a: client.cancel(json.loads(a)),
-                "call": lambda a: client.call_tool(*_name_args(a), progress=lambda p: None),
-                "prompt": lambda a: client.get_prompt(*_name_args(a))}
+def _call_params(json_text):
+    """The JSON of `call` (its last word, or --json) as an object; None without it."""
+    params = None if json_text is None else _json_argument(json_text)
+    if params is not None and not isinstance(params, dict):
+        raise SystemExit(f"mcp_min: the arguments must be a JSON object, as in "
+                         f"'{{\"a\": 1}}', not {_typed_preview(params)}")
+    return params
 
-    def run(fn, arg):
-        try:
-            fn(arg)
-        except JSONRPCError:
-            pass                                   # the frames already show it
-        except Exception as e:
-            _print_text(f"! {type(e).__name__}: {e}")
+
+def _method_or_tool(name):
+    """The word of `call` after the server command: (method, None) for a method (it
+    has a slash, or is ping), else (None, tool)."""
+    if name.lower().endswith(_SCRIPT_SUFFIXES) or name.startswith(("/", ".", "~")):
+        raise SystemExit(f"{_CALL_USAGE}: {_preview(name)} looks like the server's "
+                         "command: name a method or a tool after it (--tool NAME and "
+                         "--method METHOD take any name)")
+    if "/" in name or name == "ping":
+        return name, None
+    return None, name
+
+
+_REPL_GREETING = (
+    "mcp_min repl: type a JSON line, or: init (the handshake) or discover "
+    "(2026-07-28), tools, resources, prompts, ping, call NAME {args}, read URI, "
+    "prompt NAME {args}, listen, cancel ID, help, quit")
+
+
+def repl(command, colour=False, stdin=None):
+    """Type JSON lines (sent verbatim) or commands; every frame is printed as it
+    crosses. The client's side of sampling, elicitation and roots is answered with
+    canned replies."""
+    client = Client(command, trace=_client_trace(colour), initialize=False,
+                    **_canned_callbacks("repl"))
+    print(_REPL_GREETING, flush=True)
+    commands = {
+        "init": lambda a: client.initialize(),
+        "ping": lambda a: client.ping(),
+        "discover": lambda a: client.discover(),
+        "listen": lambda a: client.listen(tools=True, prompts=True, resources=True),
+        "tools": lambda a: client.request("tools/list"),
+        "resources": lambda a: client.request("resources/list"),
+        "prompts": lambda a: client.request("prompts/list"),
+        "read": client.read_resource,
+        "cancel": lambda a: client.cancel(json.loads(a)),
+        "call": lambda a: client.call_tool(*_name_args(a), progress=lambda p: None),
+        "prompt": lambda a: client.get_prompt(*_name_args(a))}
     with client:
         for line in stdin or sys.stdin:
             line = line.strip()
-            name, _, arg = line.partition(" ")
             if line in ("quit", "exit"):
                 break
-            if line == "help":                       # not sent: a reminder of the commands
-                print(greeting, flush=True)
+            if line == "help":                   # not sent: a reminder of the commands
+                print(_REPL_GREETING, flush=True)
                 continue
-            if line and name not in commands:        # a frame: sent verbatim, mistakes included
-                if not client.send_frame(line.encode()):
-                    print("! not sent: the connection to the server is closed", flush=True)
-            elif name in ("init", "discover"):      # the era is set before the next line
-                run(commands[name], arg)
-            elif line:
-                threading.Thread(target=run, args=(commands[name], arg.strip()),
-                                 daemon=True).start()
-            time.sleep(0.2)                          # let the reply print before the next prompt
+            _repl_line(client, commands, line)
+            time.sleep(0.2)                      # let the reply print before the prompt
     return 0
+
+
+def _repl_line(client, commands, line):
+    """A line typed at the repl: a frame sent as it is, or a command run."""
+    name, _, arg = line.partition(" ")
+    if line and name not in commands:        # a frame: sent verbatim, mistakes included
+        if not client.send_frame(line.encode()):
+            print("! not sent: the connection to the server is closed", flush=True)
+    elif name in ("init", "discover"):       # the era is set before the next line
+        _run_repl_command(commands[name], arg)
+    elif line:
+        threading.Thread(target=_run_repl_command, args=(commands[name], arg.strip()),
+                         daemon=True).start()
+
+
+def _run_repl_command(command, arg):
+    try:
+        command(arg)
+    except JSONRPCError:
+        pass                                   # the frames already show it
+    except Exception as e:
+        _print_text(f"! {type(e).__name__}: {e}")
 
 
 def _name_args(text):
@@ -7559,88 +7585,138 @@ def _name_args(text):
 
 
 def main(argv=None):
+    """The command line: parse the arguments, then run the command; the exit code."""
+    parser = _argument_parser()
+    args = parser.parse_args(argv)
+    words = getattr(args, "words", [])
+    if words[:1] == ["--"]:
+        words = words[1:]
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    _check_arguments(parser, args, words)
+    return _run_and_report(parser, args, words)
+
+
+def _argument_parser():
     import argparse
-    parser = argparse.ArgumentParser(prog="mcp_min.py", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="mcp_min.py",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("--version", action="version", version=f"mcp_min {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    serve = commands.add_parser("serve", help="run the server in a Python file (FILE.py[:NAME]); "
-                                "with none, the demo's gift server")
+    _add_serve_command(commands)
+    _add_demo_command(commands)
+    for name, text in (("inspect", "list what a server offers"),
+                       ("call", "one request: -- CMD... METHOD|TOOL [JSON]"),
+                       ("repl", "type frames to a server and watch the replies")):
+        _add_client_command(commands, name, text)
+    explain_command = commands.add_parser(
+        "explain", help="what a JSON-RPC/MCP message is, and what is wrong with it")
+    explain_command.add_argument("message", help="the message as JSON; - reads it from "
+                                 "standard input")
+    return parser
+
+
+def _add_serve_command(commands):
+    serve = commands.add_parser("serve", help="run the server in a Python file "
+                                "(FILE.py[:NAME]); with none, the demo's gift server")
     serve.add_argument("target", nargs="?")
     serve.add_argument("--trace", action="store_true", help="log every frame to stderr")
     serve.add_argument("--http", metavar="[HOST:]PORT", help="serve Streamable HTTP at "
                        "http://HOST:PORT/mcp (HOST: 127.0.0.1 unless given)")
+
+
+def _add_demo_command(commands):
+    import argparse
     demo_command = commands.add_parser(
-        "demo", help="watch a client and the gift server (or yours: demo -- SERVER_CMD...) "
-                     "talk, frame by frame", usage="%(prog)s [--era ERA] [-- SERVER_CMD...]")
+        "demo", help="watch a client and the gift server (or yours: demo -- "
+                     "SERVER_CMD...) talk, frame by frame",
+        usage="%(prog)s [--era ERA] [-- SERVER_CMD...]")
     demo_command.add_argument("--era", choices=("legacy", "auto", V2026_07),
-                              help="one session in this era (default: the gift server, one in "
-                                   "each; yours: auto)")
-    demo_command.add_argument("words", nargs=argparse.REMAINDER, metavar="-- SERVER_CMD...",
+                              help="one session in this era (default: the gift server, "
+                                   "one in each; yours: auto)")
+    demo_command.add_argument("words", nargs=argparse.REMAINDER,
+                              metavar="-- SERVER_CMD...",
                               help="narrate a session with this server instead")
-    for name, text in (("inspect", "list what a server offers"),
-                       ("call", "one request: -- CMD... METHOD|TOOL [JSON]"),
-                       ("repl", "type frames to a server and watch the replies")):
-        words = "-- SERVER_CMD... METHOD|TOOL [JSON]" if name == "call" else "-- SERVER_CMD..."
-        command = commands.add_parser(
-            name, help=text, formatter_class=argparse.RawDescriptionHelpFormatter,
-            usage=f"%(prog)s [options] {words}", **(_CALL_HELP if name == "call" else {}))
-        if name != "repl":
-            command.add_argument("--era", choices=("auto", "legacy") + MODERN_PROTOCOL_VERSIONS,
-                                 default="auto", help="auto (the default) speaks 2026-07-28 with "
-                                 "servers that offer it, else the handshake (legacy)")
-        if name == "call":
-            command.add_argument("-v", "--verbose", action="store_true",
-                                 help="show the server's log messages and progress on stderr as "
-                                      "they arrive (it is asked for every level)")
-            command.add_argument("--timeout", type=_seconds, default=30.0, metavar="SECONDS",
-                                 help="how long to wait for the answer (default 30); 0 or none: "
-                                      "as long as the call runs, showing its progress")
-            named = command.add_mutually_exclusive_group()
-            named.add_argument("--tool", metavar="NAME", help="call this tool: every word "
-                               "after -- is then the server command")
-            named.add_argument("--method", metavar="METHOD", help="send this method, the "
-                               "server's own too: every word after -- is the server command")
-            command.add_argument("--json", metavar="JSON", help="with --tool or --method: the "
-                                 "tool's arguments, or the method's params")
-        command.add_argument("words", nargs=argparse.REMAINDER, metavar=words,
-                             help="the command that starts the server (after --)"
-                             + (", then what to call" if name == "call" else ""))
-    commands.add_parser("explain", help="what a JSON-RPC/MCP message is, and what is wrong with it"
-                        ).add_argument("message", help="the message as JSON; - reads it from "
-                                       "standard input")
-    args = parser.parse_args(argv)
-    words = getattr(args, "words", [])
-    words = words[1:] if words[:1] == ["--"] else words
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        return 2
+
+
+def _add_client_command(commands, name, text):
+    """inspect, call or repl: a command that starts a server (the words after --)."""
+    import argparse
+    words = "-- SERVER_CMD..."
+    extra = {}
+    if name == "call":
+        words = "-- SERVER_CMD... METHOD|TOOL [JSON]"
+        extra = _CALL_HELP
+    command = commands.add_parser(
+        name, help=text, formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage=f"%(prog)s [options] {words}", **extra)
+    if name != "repl":
+        eras = ("auto", "legacy") + MODERN_PROTOCOL_VERSIONS
+        command.add_argument("--era", choices=eras, default="auto",
+                             help="auto (the default) speaks 2026-07-28 with servers "
+                                  "that offer it, else the handshake (legacy)")
+    if name == "call":
+        _add_call_options(command)
+    command.add_argument("words", nargs=argparse.REMAINDER, metavar=words,
+                         help="the command that starts the server (after --)"
+                         + (", then what to call" if name == "call" else ""))
+
+
+def _add_call_options(command):
+    command.add_argument("-v", "--verbose", action="store_true",
+                         help="show the server's log messages and progress on stderr "
+                              "as they arrive (it is asked for every level)")
+    command.add_argument("--timeout", type=_seconds, default=30.0, metavar="SECONDS",
+                         help="how long to wait for the answer (default 30); 0 or "
+                              "none: as long as the call runs, showing its progress")
+    named = command.add_mutually_exclusive_group()
+    named.add_argument("--tool", metavar="NAME", help="call this tool: every word "
+                       "after -- is then the server command")
+    named.add_argument("--method", metavar="METHOD", help="send this method, the "
+                       "server's own too: every word after -- is the server command")
+    command.add_argument("--json", metavar="JSON", help="with --tool or --method: the "
+                         "tool's arguments, or the method's params")
+
+
+def _check_arguments(parser, args, words):
+    """What argparse cannot check; a usage error (exit 2) if something is wrong."""
     if args.command in ("inspect", "call", "repl") and not words:
-        parser.error(f"{args.command} needs a server command: {args.command} -- SERVER_CMD ...")
-    if args.command == "call" and args.json is not None and not (args.tool or args.method):
-        parser.error("--json goes with --tool NAME or --method METHOD (or put the JSON last, "
-                     "after the tool's name)")
+        parser.error(f"{args.command} needs a server command: {args.command} -- "
+                     "SERVER_CMD ...")
+    json_alone = args.command == "call" and args.json is not None
+    if json_alone and not (args.tool or args.method):
+        parser.error("--json goes with --tool NAME or --method METHOD (or put the JSON "
+                     "last, after the tool's name)")
     if args.command == "serve" and args.http:
         if args.trace:            # HTTP has no stream of frames to trace, only requests
-            parser.error("--trace shows the frames of a server on stdin/stdout; it does not "
-                         "work with --http")
+            parser.error("--trace shows the frames of a server on stdin/stdout; it "
+                         "does not work with --http")
         try:
             port = _parse_address(args.http)[1]
         except ValueError as e:
             parser.error(str(e))
         if port > 65535:
             parser.error(f"not a port: {port} (a port is 0 to 65535)")
+
+
+def _run_and_report(parser, args, words):
+    """Run the command: its exit code. What goes wrong is said in a line on stderr
+    (exit 1), not in a traceback."""
     try:
         return _run_command(args, words, _shows_colour(sys.stdout))
     except _NotJSON as e:                          # a JSON argument that isn't JSON
         parser.error(f"not valid JSON: {e}")
-    except BrokenPipeError:         # stdout was closed early, as by `| head`: end quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # (and at exit)
-    except KeyboardInterrupt:                      # Ctrl+C: what was in flight is cancelled
+    except BrokenPipeError:
+        # stdout was closed early, as by `| head`: end quietly (and at exit too).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except KeyboardInterrupt:                  # Ctrl+C: what was in flight is cancelled
         print("mcp_min: interrupted", file=sys.stderr)
         return 130
     except TimeoutError as e:
-        hint = ("; call --timeout SECONDS waits longer (0: as long as it takes)"
-                if args.command == "call" else "")
+        hint = ""
+        if args.command == "call":
+            hint = "; call --timeout SECONDS waits longer (0: as long as it takes)"
         print(f"mcp_min: {e}{hint}", file=sys.stderr)
     except (ConnectionError, ProtocolError) as e:
         print(f"mcp_min: {e}", file=sys.stderr)
@@ -7649,8 +7725,9 @@ def main(argv=None):
             raise
         print(f"mcp_min: cannot start {e.filename!r}: {e.strerror}{_start_hint(e)}",
               file=sys.stderr)
-    except JSONRPCError as e:                      # e.g. --era 2026-07-28 to a server without it
-        print(f"mcp_min: the server answered error {e.code}: {e.message}", file=sys.stderr)
+    except JSONRPCError as e:          # e.g. --era 2026-07-28 to a server without it
+        print(f"mcp_min: the server answered error {e.code}: {e.message}",
+              file=sys.stderr)
     return 1
 
 
@@ -7663,7 +7740,8 @@ def _seconds(text):
     except ValueError:
         value = -1.0
     if not value > 0 or value == float("inf"):
-        raise _argparse_error(f"not a number of seconds: {text!r} (0 or none: no limit)")
+        raise _argparse_error(f"not a number of seconds: {text!r} (0 or none: no "
+                              "limit)")
     return value
 
 
@@ -7673,7 +7751,8 @@ def _argparse_error(message):
 
 
 def _start_hint(error):
-    """What to do about a server command that could not be started, if the error tells."""
+    """What to do about a server command that could not be started, if the error
+    tells."""
     if os.path.isdir(error.filename):
         return " (it is a directory: name the server's program or script)"
     if isinstance(error, PermissionError) and os.path.isfile(error.filename):
@@ -7691,9 +7770,10 @@ Start a server, make one request, print its result as JSON on stdout.
   JSON           the method's params, or the tool's arguments (default: none): a JSON
                  object, the last word
 
-The words after -- are read from the end: the JSON, if the last word starts with {, [ or ",
-then the method (it has a slash) or the tool; the words before them start the server. With
---tool NAME or --method METHOD (and --json JSON) every word after -- starts the server.
+The words after -- are read from the end: the JSON, if the last word starts with {, [
+or ", then the method (it has a slash) or the tool; the words before them start the
+server. With --tool NAME or --method METHOD (and --json JSON) every word after --
+starts the server.
 """, "epilog": """\
 examples:
   mcp_min.py call -- python3 server.py tools/list
@@ -7701,92 +7781,126 @@ examples:
   mcp_min.py call --tool add --json '{"a": 2, "b": 3}' -- python3 server.py
   mcp_min.py call -- python3 server.py resources/read '{"uri": "file:///notes/a"}'
   mcp_min.py call -v -- python3 examples/slow_server.py countdown '{"steps": 3}'
-  mcp_min.py call --timeout 0 -- python3 examples/slow_server.py countdown '{"steps": 60}'
+  mcp_min.py call --timeout 0 -- python3 examples/slow_server.py countdown \\
+      '{"steps": 60}'
 
-A tool that fails still answers with a result (exit 0): its "isError" result is on stdout,
-and its text on stderr, as written. A JSON-RPC error exits 1 with the code and message on
-stderr. This client offers no sampling, elicitation or roots: a tool that asks for them
-fails (error -32021 in 2026-07-28); repl answers them.
+A tool that fails still answers with a result (exit 0): its "isError" result is on
+stdout, and its text on stderr, as written. A JSON-RPC error exits 1 with the code and
+message on stderr. This client offers no sampling, elicitation or roots: a tool that
+asks for them fails (error -32021 in 2026-07-28); repl answers them.
 """}
 
 
 def _show_notification(message):
     """`call -v`: a log message or progress from the server, on stderr as it arrives."""
-    method, params = message.get("method"), message.get("params") or {}
+    method = message.get("method")
+    params = message.get("params") or {}
     if method == "notifications/message":
         data = params.get("data")
         logger = f"{params['logger']}: " if params.get("logger") else ""
         shown = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
         line = f"[{params.get('level')}] {logger}{shown}"
     elif method == "notifications/progress":
-        total = f"/{params['total']:g}" if isinstance(params.get("total"), (int, float)) else ""
-        line = f"progress {params.get('progress')}{total}" + (
-            f": {params['message']}" if params.get("message") else "")
+        total = ""
+        if isinstance(params.get("total"), (int, float)):
+            total = f"/{params['total']:g}"
+        line = f"progress {params.get('progress')}{total}"
+        if params.get("message"):
+            line += f": {params['message']}"
     else:
         line = f"{method} {json.dumps(params, ensure_ascii=False)}"
     print(line, file=sys.stderr, flush=True)
 
 
 def _run_command(args, words, colour):
-    if args.command == "serve":
-        if args.target:
-            server = load_server(args.target)
-        else:
-            if sys.stdin and sys.stdin.isatty() and not args.http:   # typed at a prompt
-                print("mcp_min: serving the demo's gift server over stdin/stdout (serve "
-                      "FILE.py serves yours); Ctrl+D ends it", file=sys.stderr)
-            server = demo_server()
-        if args.http is None:
-            server.run(trace=args.trace or None)
-        else:
-            try:
-                server.run(http=args.http)
-            except OSError as e:                   # e.g. the port is taken
-                raise SystemExit(f"mcp_min: cannot serve on {args.http}: {e.strerror or e}")
-    elif args.command == "demo":
-        if not words and args.era == "auto":
-            raise SystemExit("mcp_min: --era auto is for your own server: demo --era auto -- "
-                             "SERVER_CMD...")
-        return demo(colour=colour, era=args.era, command=words)
-    elif args.command == "repl":
-        return repl(words, colour=colour)
-    elif args.command == "explain":
-        summary, problems = explain(sys.stdin.read() if args.message == "-" else args.message)
-        _print_text(summary)
-        _print_text("\n".join(f"  problem: {p}" for p in problems) or "  no problems found")
-        return 1 if problems else 0
-    elif args.command == "inspect":
-        with Client(words, era=args.era) as client:
-            report = {"serverInfo": client.server_info,
-                      "protocolVersion": client.protocol_version,
-                      "capabilities": client.server_capabilities,
-                      "instructions": client.instructions}
-            for method, key in (("tools/list", "tools"), ("resources/list", "resources"),
-                                ("resources/templates/list", "resourceTemplates"),
-                                ("prompts/list", "prompts")):
-                if method.split("/")[0] in client.server_capabilities:
-                    report[key] = client.list_all(method, key)
-        _print_json(report)
-    elif args.command == "call":
-        command, method, params = _parse_call(words, args.tool, args.method, args.json)
-        era = args.era
-        if era == "auto" and method in HANDSHAKE_ONLY_METHODS:     # e.g. ping: only there
-            era = "legacy"
-        options = {"timeout": args.timeout}
-        if args.verbose:
-            options.update(on_notification=_show_notification, log_level="debug")
-        elif args.timeout is None:            # no limit: show that the call is alive
-            options.update(on_notification=_show_progress)
-        client = Client(command, era=era, **options)
-        try:
-            with client:
-                code = _call(client, method, params, args.verbose or args.timeout is None)
-        finally:      # after close(), which has read all the server wrote, its last line too
-            for line in client.junk:               # e.g. a print() in a hand-rolled server
-                print(f"mcp_min: the server wrote a line that is not JSON-RPC: {line}",
-                      file=sys.stderr)
-        return 1 if client.junk else code
+    """Run the command parsed: its exit code."""
+    return _COMMANDS[args.command](args, words, colour)
+
+
+def _serve_command(args, words, colour):
+    """`serve`: the server in a file, or the demo's, on stdio or over HTTP."""
+    if args.target:
+        server = load_server(args.target)
+    else:
+        if sys.stdin and sys.stdin.isatty() and not args.http:   # typed at a prompt
+            print("mcp_min: serving the demo's gift server over stdin/stdout (serve "
+                  "FILE.py serves yours); Ctrl+D ends it", file=sys.stderr)
+        server = demo_server()
+    if args.http is None:
+        server.run(trace=args.trace or None)
+        return 0
+    try:
+        server.run(http=args.http)
+    except OSError as e:                   # e.g. the port is taken
+        raise SystemExit(f"mcp_min: cannot serve on {args.http}: {e.strerror or e}")
     return 0
+
+
+def _demo_command(args, words, colour):
+    if not words and args.era == "auto":
+        raise SystemExit("mcp_min: --era auto is for your own server: demo --era auto "
+                         "-- SERVER_CMD...")
+    return demo(colour=colour, era=args.era, command=words)
+
+
+def _repl_command(args, words, colour):
+    return repl(words, colour=colour)
+
+
+def _explain_command(args, words, colour):
+    raw = sys.stdin.read() if args.message == "-" else args.message
+    summary, problems = explain(raw)
+    _print_text(summary)
+    shown = "\n".join(f"  problem: {problem}" for problem in problems)
+    _print_text(shown or "  no problems found")
+    return 1 if problems else 0
+
+
+def _inspect_command(args, words, colour):
+    """`inspect`: what the server says of itself, and every list it offers, as JSON."""
+    with Client(words, era=args.era) as client:
+        report = {"serverInfo": client.server_info,
+                  "protocolVersion": client.protocol_version,
+                  "capabilities": client.server_capabilities,
+                  "instructions": client.instructions}
+        for method, key in _LIST_METHODS:
+            if method.split("/")[0] in client.server_capabilities:
+                report[key] = client.list_all(method, key)
+    _print_json(report)
+    return 0
+
+
+def _call_command(args, words, colour):
+    """`call`: one request, its result printed; then any line the server wrote that
+    is not JSON-RPC, on stderr (exit 1)."""
+    command, method, params = _parse_call(words, args.tool, args.method, args.json)
+    era = args.era
+    if era == "auto" and method in HANDSHAKE_ONLY_METHODS:     # e.g. ping: only there
+        era = "legacy"
+    client = Client(command, era=era, **_call_client_options(args))
+    try:
+        with client:
+            code = _call(client, method, params, args.verbose or args.timeout is None)
+    finally:  # after close(), which has read all the server wrote, its last line too
+        for line in client.junk:               # e.g. a print() in a hand-rolled server
+            print(f"mcp_min: the server wrote a line that is not JSON-RPC: {line}",
+                  file=sys.stderr)
+    return 1 if client.junk else code
+
+
+def _call_client_options(args):
+    """The Client's options for `call`: what it shows of the server's notifications."""
+    options = {"timeout": args.timeout}
+    if args.verbose:
+        options.update(on_notification=_show_notification, log_level="debug")
+    elif args.timeout is None:            # no limit: show that the call is alive
+        options.update(on_notification=_show_progress)
+    return options
+
+
+_COMMANDS = {"serve": _serve_command, "demo": _demo_command, "repl": _repl_command,
+             "explain": _explain_command, "inspect": _inspect_command,
+             "call": _call_command}
 
 
 def _show_progress(message):
@@ -7799,32 +7913,52 @@ def _call(client, method, params, progress):
     progress (and, with -v, log messages: the client's on_notification shows them)."""
     try:
         if progress:
-            if client.on_notification is _show_notification and \
-                    "logging" in client.server_capabilities:    # (2026-07-28: already)
-                client.set_logging_level("debug")
-            params = dict(params or {})
-            params["_meta"] = {**(params.get("_meta") or {}), "progressToken": "call"}
-        if method == "subscriptions/listen":   # answered by an acknowledgement, not a response
-            result = client._listen((params or {}).get("notifications") or {}, None)[1]
-            print("mcp_min: acknowledged; the notifications that follow are for a longer "
-                  "session: repl's listen shows them", file=sys.stderr)
-        elif method in INPUT_METHODS:          # input_required: answered, with no callbacks
-            result = client.request_with_input(method, params or {})
-        else:
-            result = client.request(method, params)
+            params = _asking_for_progress(client, params)
+        result = _call_request(client, method, params)
         _print_json(result)
         if isinstance(result, dict) and result.get("isError") is True:
-            shown = [b.get("text") for b in result.get("content") or ()
-                     if isinstance(b, dict) and isinstance(b.get("text"), str)]
-            print("\n".join(["mcp_min: the tool reported an error:", *shown]), file=sys.stderr)
+            _show_tool_error(result)
     except JSONRPCError as e:
         print(f"error {e.code}: {e.message}", file=sys.stderr)
         return 1
     return 0
 
 
+def _asking_for_progress(client, params):
+    """``params`` with a progress token; with -v, the server is asked for every log
+    level too (in 2026-07-28 the client's log_level asks already)."""
+    if (client.on_notification is _show_notification
+            and "logging" in client.server_capabilities):
+        client.set_logging_level("debug")
+    params = dict(params or {})
+    params["_meta"] = {**(params.get("_meta") or {}), "progressToken": "call"}
+    return params
+
+
+def _call_request(client, method, params):
+    """The request of `call`, made the way its method is answered: the result."""
+    if method == "subscriptions/listen":
+        # Answered by an acknowledgement, not a response.
+        notifications = (params or {}).get("notifications") or {}
+        result = client._listen(notifications, None)[1]
+        print("mcp_min: acknowledged; the notifications that follow are for a longer "
+              "session: repl's listen shows them", file=sys.stderr)
+        return result
+    if method in INPUT_METHODS:            # input_required: answered, with no callbacks
+        return client.request_with_input(method, params or {})
+    return client.request(method, params)
+
+
+def _show_tool_error(result):
+    """The text of a tool's isError result, on stderr."""
+    shown = [block.get("text") for block in result.get("content") or ()
+             if isinstance(block, dict) and isinstance(block.get("text"), str)]
+    print("\n".join(["mcp_min: the tool reported an error:", *shown]), file=sys.stderr)
+
+
 def load_server(target):
-    """The Server in a Python file: ``path.py`` (its only Server) or ``path.py:name``."""
+    """The Server in a Python file: ``path.py`` (its only Server) or
+    ``path.py:name``."""
     import runpy
     path, _, name = target.partition(":")
     if not os.path.isfile(path):
@@ -7836,12 +7970,13 @@ def load_server(target):
         return namespace[name]
     servers = [v for v in namespace.values() if isinstance(v, Server)]
     if len(servers) != 1:
-        raise SystemExit(f"{path}: found {len(servers)} Server objects; name one as {path}:NAME")
+        raise SystemExit(f"{path}: found {len(servers)} Server objects; name one as "
+                         f"{path}:NAME")
     return servers[0]
 
 
 if __name__ == "__main__":
-    # Run as a script, this module is __main__; files it loads that `import mcp_min` must
-    # get this same module (and its Server class), not a second copy.
+    # Run as a script, this module is __main__; files it loads that `import mcp_min`
+    # must get this same module (and its Server class), not a second copy.
     sys.modules.setdefault("mcp_min", sys.modules[__name__])
     sys.exit(main())
