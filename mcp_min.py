@@ -6239,15 +6239,7 @@ class Client(Peer):
         self.cancelled_requests = set()      # the server's requests it has given up on
         self.callbacks = {"roots/list": roots, "sampling/createMessage": sampling,
                           "elicitation/create": elicitation}
-        self.process = self.server_thread = None
-        if isinstance(target, Server):
-            write_fd, rfile = self._serve_in_memory(target)
-        else:
-            write_fd, rfile = self._start_process(target, env, cwd, stderr)
-        super().__init__(write_fd, trace and self._guarded_trace(trace))
-        self.reader = threading.Thread(target=self._read, args=(rfile,), daemon=True,
-                                       name="mcp_min-client-reader")
-        self.reader.start()
+        self._start(target, env, cwd, stderr, trace)
         if capabilities is None:
             capabilities = _callback_capabilities(roots, sampling, elicitation)
         self.capabilities = capabilities
@@ -6259,6 +6251,19 @@ class Client(Peer):
         self.instructions = None
         if initialize:
             self._connect_or_close()
+
+    def _start(self, target, env, cwd, stderr, trace):
+        """Start the server (a process, or a Server on a thread), and the thread that
+        reads what it sends."""
+        self.process = self.server_thread = None
+        if isinstance(target, Server):
+            write_fd, rfile = self._serve_in_memory(target)
+        else:
+            write_fd, rfile = self._start_process(target, env, cwd, stderr)
+        super().__init__(write_fd, trace and self._guarded_trace(trace))
+        self.reader = threading.Thread(target=self._read, args=(rfile,), daemon=True,
+                                       name="mcp_min-client-reader")
+        self.reader.start()
 
     def _serve_in_memory(self, server):
         """Serve ``server`` on a thread over OS pipes, so the real wire code runs.
@@ -6893,6 +6898,12 @@ def explain(raw):
         problems.append(e.message.removeprefix("Invalid Request: "))
     if not isinstance(message, dict):
         return kind, problems
+    return _explain_object(message, kind, problems)
+
+
+def _explain_object(message, kind, problems):
+    """explain() for a message that is a JSON object, of ``kind`` (as classify() says)
+    and with ``problems`` found so far."""
     method = message.get("method")
     params = message.get("params")
     if not isinstance(params, dict):
