@@ -6226,16 +6226,16 @@ class Client(Peer):
         if era not in eras:
             raise ValueError(f"era must be one of {eras}")
         self.era = era
-        self.modern = False                      # True once 2026-07-28 is spoken
+        self.modern = False                  # True once 2026-07-28 is spoken
         self.log_level = log_level
         self.max_rounds = max_rounds
         self.timeout = timeout
         self.on_notification = on_notification
         self.notifications = []
-        self.progress_handlers = {}              # progress token -> callback
+        self.progress_handlers = {}          # progress token -> callback
         self.progress_tokens = count(1).__next__
         self.junk = []                       # lines from the server that are not JSON
-        self.subscriptions = {}                  # listen id -> Subscription
+        self.subscriptions = {}              # listen id -> Subscription
         self.cancelled_requests = set()      # the server's requests it has given up on
         self.callbacks = {"roots/list": roots, "sampling/createMessage": sampling,
                           "elicitation/create": elicitation}
