@@ -6649,95 +6649,134 @@ def _parse_address(address):
     return host, int(port)
 
 
-# ============================================================================================
+# ======================================================================================
 # Client
-# ============================================================================================
+# ======================================================================================
 
 class ProtocolError(Exception):
-    """The server broke the protocol: a result of the wrong shape, a cursor that repeats."""
+    """The server broke the protocol: a result of the wrong shape, a cursor that
+    repeats."""
 
 
 def _expect_object(value, what):
-    """``value`` if it is a JSON object, else ProtocolError naming what the server sent."""
+    """``value`` if it is a JSON object, else ProtocolError naming what the server
+    sent."""
     if not isinstance(value, dict):
-        raise ProtocolError(f"{what} must be an object; the server sent {_preview(value)}")
+        raise ProtocolError(f"{what} must be an object; the server sent "
+                            f"{_preview(value)}")
     return value
 
 
+def _callback_capabilities(roots, sampling, elicitation):
+    """The client capabilities that the callbacks given stand for."""
+    offers = (("roots", roots, {"listChanged": True}),
+              ("sampling", sampling, {}),
+              ("elicitation", elicitation, {}))
+    return {name: offer for name, callback, offer in offers if callback}
+
+
 class Client(Peer):
-    """An MCP client on the same JSON-RPC core, for tests, scripts and workshops: ``target``
-    is a server command or a Server in memory. ``era``: "legacy" performs the handshake,
-    "2026-07-28" sends server/discover and stamps every request with the envelope, "auto"
-    tries 2026-07-28 and falls back to the handshake. The ``sampling``, ``elicitation`` and
-    ``roots`` callbacks answer the server's requests, or the questions of input_required
-    results. Every notification received is kept in ``notifications``."""
+    """An MCP client on the same JSON-RPC core, for tests, scripts and workshops.
+
+    ``target`` is a server command or a Server in memory. ``era``: "legacy" performs the
+    handshake, "2026-07-28" sends server/discover and stamps every request with the
+    envelope, "auto" tries 2026-07-28 and falls back to the handshake.
+
+    The ``sampling``, ``elicitation`` and ``roots`` callbacks answer the server's
+    requests, or the questions of input_required results. Every notification received
+    is kept in ``notifications``."""
 
     def __init__(self, target, *, roots=None, sampling=None, elicitation=None,
-                 protocol_version=LATEST_PROTOCOL_VERSION, client_info=None, capabilities=None,
-                 timeout=30.0, env=None, cwd=None, stderr=None, trace=None,
-                 on_notification=None, initialize=True, era="legacy", log_level=None,
-                 max_rounds=10):
+                 protocol_version=LATEST_PROTOCOL_VERSION, client_info=None,
+                 capabilities=None, timeout=30.0, env=None, cwd=None, stderr=None,
+                 trace=None, on_notification=None, initialize=True, era="legacy",
+                 log_level=None, max_rounds=10):
         eras = ("legacy", "auto") + MODERN_PROTOCOL_VERSIONS
         if era not in eras:
             raise ValueError(f"era must be one of {eras}")
-        self.era, self.modern, self.log_level, self.max_rounds = era, False, log_level, max_rounds
-        self.subscriptions = {}                  # listen id -> Subscription
-        self.timeout, self.on_notification = timeout, on_notification
-        self.notifications, self.progress_handlers, self.junk = [], {}, []
+        self.era = era
+        self.modern = False                  # True once 2026-07-28 is spoken
+        self.log_level = log_level
+        self.max_rounds = max_rounds
+        self.timeout = timeout
+        self.on_notification = on_notification
+        self.notifications = []
+        self.progress_handlers = {}          # progress token -> callback
         self.progress_tokens = count(1).__next__
-        self.cancelled_requests = set()          # the server's requests it has given up on
+        self.junk = []                       # lines from the server that are not JSON
+        self.subscriptions = {}              # listen id -> Subscription
+        self.cancelled_requests = set()      # the server's requests it has given up on
         self.callbacks = {"roots/list": roots, "sampling/createMessage": sampling,
                           "elicitation/create": elicitation}
-        self.process = self.server_thread = None
-        if isinstance(target, Server):          # in memory: the real wire code over OS pipes
-            to_server, from_client = os.pipe()
-            to_client, from_server = os.pipe()
+        self._start(target, env, cwd, stderr, trace)
+        if capabilities is None:
+            capabilities = _callback_capabilities(roots, sampling, elicitation)
+        self.capabilities = capabilities
+        self.client_info = client_info or {"name": "mcp_min-client",
+                                           "version": __version__}
+        self.protocol_version = self.handshake_version = protocol_version
+        self.server_info = None
+        self.server_capabilities = None
+        self.instructions = None
+        if initialize:
+            self._connect_or_close()
 
-            def serve():
-                try:
-                    target.serve(to_server, from_server)
-                finally:
-                    os.close(to_server)
-                    os.close(from_server)
-            self.server_thread = threading.Thread(target=serve, daemon=True,
-                                                  name="mcp_min-server")
-            self.server_thread.start()
-            write_fd, rfile = from_client, open(to_client, "rb", buffering=1 << 16)
+    def _start(self, target, env, cwd, stderr, trace):
+        """Start the server (a process, or a Server on a thread), and the thread that
+        reads what it sends."""
+        self.process = self.server_thread = None
+        if isinstance(target, Server):
+            write_fd, rfile = self._serve_in_memory(target)
         else:
-            import subprocess
-            # A process group of its own: Ctrl+C in a terminal reaches this client alone,
-            # which cancels what is in flight and closes the server's input (__exit__),
-            # rather than stopping the server in the middle of a call.
-            self.process = subprocess.Popen(target, stdin=subprocess.PIPE,
-                                            stdout=subprocess.PIPE, stderr=stderr, env=env,
-                                            cwd=cwd, start_new_session=os.name == "posix")
-            write_fd, rfile = self.process.stdin.fileno(), self.process.stdout
+            write_fd, rfile = self._start_process(target, env, cwd, stderr)
         super().__init__(write_fd, trace and self._guarded_trace(trace))
         self.reader = threading.Thread(target=self._read, args=(rfile,), daemon=True,
                                        name="mcp_min-client-reader")
         self.reader.start()
-        if capabilities is None:                # those of the callbacks given
-            offers = (("roots", roots, {"listChanged": True}), ("sampling", sampling, {}),
-                      ("elicitation", elicitation, {}))
-            capabilities = {name: offer for name, callback, offer in offers if callback}
-        self.capabilities = capabilities
-        self.client_info = client_info or {"name": "mcp_min-client", "version": __version__}
-        self.protocol_version = self.handshake_version = protocol_version
-        self.server_info = self.server_capabilities = self.instructions = None
-        if initialize:
+
+    def _serve_in_memory(self, server):
+        """Serve ``server`` on a thread over OS pipes, so the real wire code runs.
+        Returns the client's ends: the fd to write to and the file to read from."""
+        server_reads, client_writes = os.pipe()
+        client_reads, server_writes = os.pipe()
+
+        def serve():
             try:
-                self.connect()
-            except BaseException:
-                try:
-                    self.close(timeout=1.0)      # don't leave a server process behind
-                except Exception:
-                    pass
-                raise
+                server.serve(server_reads, server_writes)
+            finally:
+                os.close(server_reads)
+                os.close(server_writes)
+        self.server_thread = threading.Thread(target=serve, daemon=True,
+                                              name="mcp_min-server")
+        self.server_thread.start()
+        return client_writes, open(client_reads, "rb", buffering=1 << 16)
+
+    def _start_process(self, command, env, cwd, stderr):
+        """Start the server ``command``; returns its stdin's fd and its stdout."""
+        import subprocess
+        # A process group of its own: Ctrl+C in a terminal reaches this client alone,
+        # which cancels what is in flight and closes the server's input (__exit__),
+        # rather than stopping the server in the middle of a call.
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+            env=env, cwd=cwd, start_new_session=os.name == "posix")
+        return self.process.stdin.fileno(), self.process.stdout
+
+    def _connect_or_close(self):
+        """connect(); if that fails, close first: no server process is left behind."""
+        try:
+            self.connect()
+        except BaseException:
+            try:
+                self.close(timeout=1.0)
+            except Exception:
+                pass
+            raise
 
     def _guarded_trace(self, trace):
-        """``trace``, switched off the first time it raises (e.g. printing to a stdout that
-        was closed, as by `| head`): raising in the reader thread would end it, and with it
-        every message still to come."""
+        """``trace``, switched off the first time it raises (e.g. printing to a stdout
+        that was closed, as by `| head`): raising in the reader thread would end it, and
+        with it every message still to come."""
         def guarded(direction, raw):
             try:
                 trace(direction, raw)
@@ -6752,36 +6791,46 @@ class Client(Peer):
         try:
             self.read_loop(rfile, 1 << 30)
         finally:
-            self.closed, code = True, None
-            if self.process is None:          # our end of the in-memory pipe
-                rfile.close()
-            else:
-                try:
-                    code = self.process.wait(1)
-                except Exception:             # still running: it only closed stdout
-                    pass
-            why = "the server closed the connection" + (f" (exit code {code})" if code else "")
-            if code == 0 and self.server_info is None:     # it ended before saying anything
-                why += ": it exited before answering; does the script call server.run()?"
+            self.closed = True
+            why = self._why_closed(rfile)
             self.fail_pending(ConnectionError(why))
             for listen_id in list(self.subscriptions):
                 self.end_subscription(listen_id, why)
 
-    # -- lifecycle -------------------------------------------------------------------------------
+    def _why_closed(self, rfile):
+        """The reader is done: close our end, and say why the connection ended."""
+        code = None
+        if self.process is None:                 # our end of the in-memory pipe
+            rfile.close()
+        else:
+            try:
+                code = self.process.wait(1)
+            except Exception:                    # still running: it only closed stdout
+                pass
+        why = "the server closed the connection"
+        if code:
+            why += f" (exit code {code})"
+        if code == 0 and self.server_info is None:     # it ended before saying anything
+            why += ": it exited before answering; does the script call server.run()?"
+        return why
+
+    # -- lifecycle ---------------------------------------------------------------------
     def connect(self):
-        """Open the session in the client's ``era``: the result of initialize or discover."""
+        """Open the session in the client's ``era``: the result of initialize or
+        discover."""
         if self.era == "legacy":
             return self.initialize()
-        # At most 10 s: a handshake-only server may never answer a method it does not know.
+        # At most 10 s: a handshake-only server may never answer a method it does not
+        # know.
         probe_timeout = 10.0 if self.timeout is None else min(self.timeout, 10.0)
         try:
             result = self.discover(timeout=probe_timeout)
         except (TimeoutError, JSONRPCError) as e:
             if self.era != "auto":
                 raise
-            if getattr(e, "code", None) == UNSUPPORTED_VERSION:   # a stateless-era server
-                supported = e.data.get("supported") if isinstance(e.data, dict) else None
-                self._check_handshake_offered(supported)
+            if getattr(e, "code", None) == UNSUPPORTED_VERSION:   # stateless-era server
+                data = e.data if isinstance(e.data, dict) else {}
+                self._check_handshake_offered(data.get("supported"))
             return self.initialize()             # a handshake-only server: not an error
         if self.modern:                          # discover() saw 2026-07-28 offered
             return result
@@ -6789,36 +6838,46 @@ class Client(Peer):
         if self.era != "auto":
             raise ConnectionError(f"the server does not serve {self.era}: it offers "
                                   f"{_preview(supported)}")
-        if supported is not None:                # a discover result: not a handshake-only server
+        if supported is not None:    # a discover result: not a handshake-only server
             self._check_handshake_offered(supported)
         return self.initialize()
 
     def _check_handshake_offered(self, supported):
-        """A server that knows server/discover but not 2026-07-28 is of the stateless era: it
-        has no handshake to fall back to, unless it lists a version of the handshake too."""
-        if isinstance(supported, list) and any(v in PROTOCOL_VERSIONS for v in supported):
-            return
-        offered = f"protocol versions {_preview(supported)}" if supported else "other versions"
-        raise ConnectionError(f"the server supports {offered}: not 2026-07-28, and as a "
-                              "server of the stateless era it has no handshake to fall back to")
+        """A server that knows server/discover but not 2026-07-28 is of the stateless
+        era: it has no handshake to fall back to, unless it lists a version of the
+        handshake too."""
+        if isinstance(supported, list):
+            if any(version in PROTOCOL_VERSIONS for version in supported):
+                return
+        if supported:
+            offered = f"protocol versions {_preview(supported)}"
+        else:
+            offered = "other versions"
+        raise ConnectionError(f"the server supports {offered}: not 2026-07-28, and as "
+                              "a server of the stateless era it has no handshake to "
+                              "fall back to")
 
     def discover(self, timeout=None):
-        """server/discover; if the server serves 2026-07-28, every later request carries the
-        envelope."""
-        result = _expect_object(
-            super().request("server/discover", {"_meta": self.envelope(V2026_07)},
-                            self.timeout if timeout is None else timeout),
-            "the result of server/discover")
+        """server/discover; if the server serves 2026-07-28, every later request carries
+        the envelope."""
+        if timeout is None:
+            timeout = self.timeout
+        answer = super().request("server/discover", {"_meta": self.envelope(V2026_07)},
+                                 timeout)
+        result = _expect_object(answer, "the result of server/discover")
         supported = result.get("supportedVersions")
         if supported is not None and not isinstance(supported, list):
-            raise ProtocolError("supportedVersions in the result of server/discover must be a "
-                                f"list; the server sent {_preview(supported)}")
+            raise ProtocolError("supportedVersions in the result of server/discover "
+                                "must be a list; the server sent "
+                                f"{_preview(supported)}")
         if V2026_07 in (supported or ()):
-            meta = _expect_object(result.get("_meta") or {}, "_meta in the result of "
-                                                             "server/discover")
-            capabilities = _expect_object(result.get("capabilities", {}), "capabilities in the "
-                                          "result of server/discover")
-            self.modern, self.protocol_version = True, V2026_07
+            meta = _expect_object(result.get("_meta") or {},
+                                  "_meta in the result of server/discover")
+            capabilities = _expect_object(
+                result.get("capabilities", {}),
+                "capabilities in the result of server/discover")
+            self.modern = True
+            self.protocol_version = V2026_07
             self.server_info = meta.get(SERVER_INFO_KEY)
             self.server_capabilities = capabilities
             self.instructions = result.get("instructions")
@@ -6827,24 +6886,27 @@ class Client(Peer):
     def envelope(self, version=None):
         """The _meta keys a 2026-07-28 request carries: who and what this client is."""
         meta = {PROTOCOL_VERSION_KEY: version or self.protocol_version,
-                CLIENT_CAPABILITIES_KEY: self.capabilities, CLIENT_INFO_KEY: self.client_info}
+                CLIENT_CAPABILITIES_KEY: self.capabilities,
+                CLIENT_INFO_KEY: self.client_info}
         if self.log_level:
             meta[LOG_LEVEL_KEY] = self.log_level
         return meta
 
     def initialize(self):
-        self.modern = False                   # the handshake era: no envelopes from here on
-        result = _expect_object(
-            self.request("initialize", {"protocolVersion": self.handshake_version,
-                                        "capabilities": self.capabilities,
-                                        "clientInfo": self.client_info}),
-            "the result of initialize")
+        self.modern = False              # the handshake era: no envelopes from here on
+        params = {"protocolVersion": self.handshake_version,
+                  "capabilities": self.capabilities,
+                  "clientInfo": self.client_info}
+        result = _expect_object(self.request("initialize", params),
+                                "the result of initialize")
         capabilities = _expect_object(result.get("capabilities", {}),
                                       "capabilities in the result of initialize")
         version = result.get("protocolVersion")
-        if version not in PROTOCOL_VERSIONS:   # the spec: a client that cannot speak it leaves
-            raise ConnectionError(f"the server offers protocol version {_preview(version)}, "
-                                  "which this client does not speak")
+        if version not in PROTOCOL_VERSIONS:
+            # The spec: a client that cannot speak the version offered leaves.
+            raise ConnectionError(f"the server offers protocol version "
+                                  f"{_preview(version)}, which this client does not "
+                                  "speak")
         self.protocol_version = version
         self.server_info = result.get("serverInfo")
         self.server_capabilities = capabilities
@@ -6853,8 +6915,9 @@ class Client(Peer):
         return result
 
     def close(self, timeout=5.0):
-        """Close the server's input (the MCP shutdown signal) and wait for it to end: between
-        frames, unless one is stuck for ``timeout`` on a server that reads nothing."""
+        """Close the server's input (the MCP shutdown signal) and wait for it to end:
+        between frames, unless one is stuck for ``timeout`` on a server that reads
+        nothing."""
         got = self.write_lock.acquire(timeout=timeout)
         fd, self.write_fd = self.write_fd, None
         if got:
@@ -6866,17 +6929,22 @@ class Client(Peer):
         else:
             if fd is not None:
                 self.process.stdin.close()
+            self._wait_for_process(timeout)
+            self.process.stdout.close()
+        self.reader.join(timeout)
+
+    def _wait_for_process(self, timeout):
+        """Wait for the server process to exit: terminate it after ``timeout``, and kill
+        it after as long again."""
+        try:
+            self.process.wait(timeout)
+        except Exception:
+            self.process.terminate()
             try:
                 self.process.wait(timeout)
             except Exception:
-                self.process.terminate()
-                try:
-                    self.process.wait(timeout)
-                except Exception:
-                    self.process.kill()
-                    self.process.wait()
-            self.process.stdout.close()
-        self.reader.join(timeout)
+                self.process.kill()
+                self.process.wait()
 
     def __enter__(self):
         return self
@@ -6885,8 +6953,8 @@ class Client(Peer):
         if exc_type is None:
             self.close()
             return
-        # Left by an exception (Ctrl+C: KeyboardInterrupt): the requests still waiting are
-        # cancelled, so that the server stops their calls and exits at once.
+        # Left by an exception (Ctrl+C: KeyboardInterrupt): the requests still waiting
+        # are cancelled, so that the server stops their calls and exits at once.
         self.cancel_all(f"the client stopped ({exc_type.__name__})")
         self.close(timeout=0.5)
 
@@ -6895,14 +6963,16 @@ class Client(Peer):
         for request_id in list(self.pending):
             self.cancel(request_id, reason)
 
-    # -- incoming --------------------------------------------------------------------------------
+    # -- incoming ----------------------------------------------------------------------
     def handle_batch(self, items, outlet):
         # Protocol 2025-03-26 has batches, and a client must take them: each message is
-        # handled as if it came alone, and the answers to its requests go back as one batch.
+        # handled as if it came alone, and the answers to its requests go back as one
+        # batch.
         if self.protocol_version != V2025_03:
             return super().handle_batch(items, outlet)
         if not items:
-            return self.send(error_response(None, INVALID_REQUEST, "Invalid Request: empty batch"))
+            return self.send(error_response(None, INVALID_REQUEST,
+                                            "Invalid Request: empty batch"))
         batch = Batch(self, len(items))
         for item in items:
             if isinstance(item, list):
@@ -6912,10 +6982,12 @@ class Client(Peer):
                 self.handle_message(item, batch)
 
     def handle_request(self, message, outlet):
-        threading.Thread(target=self._answer, args=(message, outlet), daemon=True).start()
+        threading.Thread(target=self._answer, args=(message, outlet),
+                         daemon=True).start()
 
     def respond(self, frame):
-        if not self.modern:          # 2026-07-28: a client MUST NOT write responses on stdio
+        # 2026-07-28: a client MUST NOT write responses on stdio.
+        if not self.modern:
             super().respond(frame)
 
     def answer(self, method, params):
@@ -6930,7 +7002,8 @@ class Client(Peer):
             return {"roots": callback()}
         result = callback(params or {})
         if not isinstance(result, dict):          # a result is a JSON object
-            raise TypeError(f"the {method} callback returned {_preview(result)}, not a dict")
+            raise TypeError(f"the {method} callback returned {_preview(result)}, "
+                            "not a dict")
         return result
 
     def _answer(self, message, outlet):
@@ -6940,16 +7013,20 @@ class Client(Peer):
             frame = encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
         except JSONRPCError as e:             # without its data, if that is not JSON
             frame = Session.encode_error(rid, e.code, e.message, e.data)
-        except Exception as e:      # the callback failed, or returned something not JSON
-            frame = encode_message(error_response(rid, INTERNAL_ERROR, f"{type(e).__name__}: {e}"))
-        if rid in self.cancelled_requests:  # cancelled by the server: the spec forbids a reply
+        except Exception as e:  # the callback failed, or returned something not JSON
+            frame = encode_message(error_response(rid, INTERNAL_ERROR,
+                                                  f"{type(e).__name__}: {e}"))
+        if rid in self.cancelled_requests:
+            # Cancelled by the server: the spec forbids a reply (a batch still learns
+            # that this one is done).
             self.cancelled_requests.discard(rid)
-            frame = None                    # (a batch still learns that this one is done)
+            frame = None
         outlet.respond(frame)
 
     def handle_unparsable(self, line, error):
-        # A server that writes anything but JSON-RPC to stdout is broken: keep the line so
-        # callers can say so, but don't answer it (it would only add noise to the wire).
+        # A server that writes anything but JSON-RPC to stdout is broken: keep the line
+        # so callers can say so, but don't answer it (it would only add noise to the
+        # wire).
         self.junk.append(line.decode("utf-8", "replace").rstrip("\r\n"))
 
     def handle_notification(self, message):
@@ -6957,87 +7034,108 @@ class Client(Peer):
         params = message.get("params") or {}
         meta = params.get("_meta")
         listen_id = meta.get(SUBSCRIPTION_ID_KEY) if isinstance(meta, dict) else None
-        try:                                     # a failing callback must not stop the reader
+        try:                             # a failing callback must not stop the reader
             if listen_id is not None:
                 self.deliver(listen_id, message)
-            if message["method"] == "notifications/cancelled":
-                self.cancelled_requests.add(params.get("requestId"))
-                self.end_subscription(params.get("requestId"), "the server cancelled the "
-                                      f"subscription {params.get('requestId')!r}")
-            elif message["method"] == "notifications/progress":
-                handler = self.progress_handlers.get(params.get("progressToken"))
-                if handler:
-                    handler(params)
+            self._follow_notification(message["method"], params)
             if self.on_notification:
                 self.on_notification(message)
         except Exception as e:
             _log_failure("a notification callback", e)
 
-    # -- requests ------------------------------------------------------------------------------
+    def _follow_notification(self, method, params):
+        """What a cancellation or progress notification changes here."""
+        if method == "notifications/cancelled":
+            request_id = params.get("requestId")
+            self.cancelled_requests.add(request_id)
+            self.end_subscription(request_id, "the server cancelled the subscription "
+                                              f"{request_id!r}")
+        elif method == "notifications/progress":
+            handler = self.progress_handlers.get(params.get("progressToken"))
+            if handler:
+                handler(params)
+
+    # -- requests ----------------------------------------------------------------------
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):
         if threading.current_thread() is self.reader:
-            # A callback (on_notification, a progress handler) runs on the thread that reads
-            # the server's messages: waiting there, it would wait for itself.
-            raise RuntimeError(f"{method}: a request from a notification or progress callback "
-                               "could never be answered (the callback runs on the thread that "
-                               "reads the answers); make it from a thread of its own")
-        if self.modern:                          # 2026-07-28: every request says who we are
+            # A callback (on_notification, a progress handler) runs on the thread that
+            # reads the server's messages: waiting there, it would wait for itself.
+            raise RuntimeError(f"{method}: a request from a notification or progress "
+                               "callback could never be answered (the callback runs "
+                               "on the thread that reads the answers); make it from a "
+                               "thread of its own")
+        if self.modern:                      # 2026-07-28: every request says who we are
             params = dict(params or {})
             meta = params.get("_meta") or {}
             if not isinstance(meta, dict):
-                raise TypeError(f"params._meta must be a dict, not {type(meta).__name__}")
+                raise TypeError("params._meta must be a dict, not "
+                                f"{type(meta).__name__}")
             params["_meta"] = {**self.envelope(), **meta}
-        result = super().request(method, params, self.timeout if timeout is None else timeout,
-                                 owner, request_id)
-        kind = result.get("resultType", "complete") if isinstance(result, dict) else "complete"
-        if self.modern and kind not in ("complete", "input_required"):   # the spec: invalid
-            raise ProtocolError(f"{method}: the server sent resultType {_preview(kind)}, which "
-                                "this client does not know")
+        if timeout is None:
+            timeout = self.timeout
+        result = super().request(method, params, timeout, owner, request_id)
+        kind = "complete"
+        if isinstance(result, dict):
+            kind = result.get("resultType", "complete")
+        if self.modern and kind not in ("complete", "input_required"):
+            # The spec: any other resultType is invalid.
+            raise ProtocolError(f"{method}: the server sent resultType "
+                                f"{_preview(kind)}, which this client does not know")
         return result
 
     def request_with_input(self, method, params, timeout=None):
-        """A request that may answer input_required (2026-07-28): answer its questions with
-        the callbacks and retry, with the answers and the requestState, until it is done."""
+        """A request that may answer input_required (2026-07-28): answer its questions
+        with the callbacks and retry, with the answers and the requestState, until it is
+        done."""
         result = self.request(method, params, timeout)
         for rounds in count():
-            if not isinstance(result, dict) or result.get("resultType") != "input_required":
+            if not isinstance(result, dict):
+                return result
+            if result.get("resultType") != "input_required":
                 return result
             if rounds >= self.max_rounds:
-                raise JSONRPCError(INTERNAL_ERROR, f"{method}: still input_required after "
-                                                   f"{self.max_rounds} rounds; giving up")
+                raise JSONRPCError(INTERNAL_ERROR,
+                                   f"{method}: still input_required after "
+                                   f"{self.max_rounds} rounds; giving up")
             asked = _expect_object(result.get("inputRequests") or {},
                                    f"inputRequests in the result of {method}")
-            answers = {}
-            for key, question in asked.items():
-                where = f"inputRequests[{_preview(key)}] in the result of {method}"
-                _expect_object(question, where)
-                answers[key] = self.answer(question.get("method"), question.get("params"))
-            retry = dict(params, inputResponses=answers)
+            retry = dict(params, inputResponses=self._answer_inputs(method, asked))
             if "requestState" in result:
                 retry["requestState"] = result["requestState"]
             if not asked:
-                time.sleep(0.05)                 # the server asked only to be asked again
+                time.sleep(0.05)             # the server asked only to be asked again
             result = self.request(method, retry, timeout)
 
-    # -- 2026-07-28 subscriptions ------------------------------------------------------------------
+    def _answer_inputs(self, method, asked):
+        """The inputResponses to the inputRequests ``asked`` in the result of
+        ``method``."""
+        answers = {}
+        for key, question in asked.items():
+            where = f"inputRequests[{_preview(key)}] in the result of {method}"
+            _expect_object(question, where)
+            answers[key] = self.answer(question.get("method"), question.get("params"))
+        return answers
+
+    # -- 2026-07-28 subscriptions ------------------------------------------------------
     def listen(self, *, tools=False, prompts=False, resources=False, resource_uris=None,
                timeout=None):
-        """Open a subscriptions/listen stream (2026-07-28) for list changes and updates of
-        ``resource_uris``; returns a Subscription once the server has acknowledged it."""
-        wanted = {f"{kind}ListChanged": True for kind, on in
-                  (("tools", tools), ("prompts", prompts), ("resources", resources)) if on}
+        """Open a subscriptions/listen stream (2026-07-28) for list changes and updates
+        of ``resource_uris``; returns a Subscription once the server has acknowledged
+        it."""
+        kinds = (("tools", tools), ("prompts", prompts), ("resources", resources))
+        wanted = {f"{kind}ListChanged": True for kind, on in kinds if on}
         if resource_uris:
             wanted["resourceSubscriptions"] = list(resource_uris)
         return self._listen(wanted, timeout)[0]
 
     def _listen(self, wanted, timeout):
-        """subscriptions/listen for the ``notifications`` object ``wanted``: the Subscription
-        and the acknowledgement's params."""
+        """subscriptions/listen for the ``notifications`` object ``wanted``: the
+        Subscription and the acknowledgement's params."""
         rid = f"listen-{self.next_id()}"
         subscription = self.subscriptions[rid] = Subscription(self, rid)
         try:           # the acknowledgement stands in for the response: see deliver()
-            ack = self.request("subscriptions/listen", {"notifications": wanted}, timeout,
-                               request_id=rid)
+            ack = self.request("subscriptions/listen", {"notifications": wanted},
+                               timeout, request_id=rid)
         except BaseException:
             self.subscriptions.pop(rid, None)
             raise
@@ -7045,16 +7143,18 @@ class Client(Peer):
         return subscription, ack
 
     def end_subscription(self, listen_id, why):
-        """The stream is over: its next() raises ConnectionError, after what came before."""
+        """The stream is over: its next() raises ConnectionError, after what came
+        before."""
         subscription = self.subscriptions.pop(listen_id, None)
         if subscription is not None:
             subscription.events.put(ConnectionError(why))
 
     def handle_response(self, message):
         rid = message.get("id")
-        if rid in self.subscriptions and rid not in self.pending:   # acknowledged: it ends
-            return self.end_subscription(rid, f"the server ended the subscription {rid!r}; "
-                                              "listen again to go on")
+        if rid in self.subscriptions and rid not in self.pending:
+            # An acknowledged subscription's response: the stream ends.
+            return self.end_subscription(rid, "the server ended the subscription "
+                                              f"{rid!r}; listen again to go on")
         super().handle_response(message)
 
     def deliver(self, listen_id, message):
@@ -7072,32 +7172,38 @@ class Client(Peer):
         return self.request("ping")
 
     def list_all(self, method, key):
-        """Every item of a paginated list method, following nextCursor. ProtocolError if a
-        page is not a list, or a cursor comes again: following it would never end."""
-        items, params, seen = [], {}, set()
+        """Every item of a paginated list method, following nextCursor. ProtocolError
+        if a page is not a list, or a cursor comes again: following it would never
+        end."""
+        items = []
+        params = {}
+        seen = set()
         while True:
-            result = _expect_object(self.request(method, params), f"the result of {method}")
+            result = _expect_object(self.request(method, params),
+                                    f"the result of {method}")
             page = result.get(key, [])
             if not isinstance(page, list):
-                raise ProtocolError(f"{key} in the result of {method} must be a list; the "
-                                    f"server sent {_preview(page)}")
+                raise ProtocolError(f"{key} in the result of {method} must be a list; "
+                                    f"the server sent {_preview(page)}")
             items += page
             cursor = result.get("nextCursor")
-            if cursor is None:                # "" is a cursor too: only none ends the list
+            if cursor is None:            # "" is a cursor too: only none ends the list
                 return items
             if not isinstance(cursor, str) or cursor in seen:
-                raise ProtocolError(f"{method}: the server sent nextCursor {_preview(cursor)}, "
-                                    "which is not a new cursor (a string it has not sent)")
+                raise ProtocolError(f"{method}: the server sent nextCursor "
+                                    f"{_preview(cursor)}, which is not a new cursor (a "
+                                    "string it has not sent)")
             seen.add(cursor)
             params = {"cursor": cursor}
 
     list_tools = functools.partialmethod(list_all, "tools/list", "tools")
     list_resources = functools.partialmethod(list_all, "resources/list", "resources")
-    list_resource_templates = functools.partialmethod(list_all, "resources/templates/list",
-                                                      "resourceTemplates")
+    list_resource_templates = functools.partialmethod(
+        list_all, "resources/templates/list", "resourceTemplates")
     list_prompts = functools.partialmethod(list_all, "prompts/list", "prompts")
 
-    def call_tool(self, name, arguments=None, *, progress=None, meta=None, timeout=None):
+    def call_tool(self, name, arguments=None, *, progress=None, meta=None,
+                  timeout=None):
         """Call a tool; ``progress`` is called with each notifications/progress params.
         In 2026-07-28 the tool's questions are answered through the callbacks."""
         params = {"name": name, "arguments": arguments or {}}
@@ -7114,7 +7220,8 @@ class Client(Peer):
             self.progress_handlers.pop(token, None)
 
     def cancel(self, request_id, reason=None):
-        """Cancel a request of ours: tell the server, and stop waiting for the answer."""
+        """Cancel a request of ours: tell the server, and stop waiting for the
+        answer."""
         params = {"requestId": request_id}
         if reason:
             params["reason"] = reason
@@ -7127,12 +7234,13 @@ class Client(Peer):
         return self.request_with_input("resources/read", {"uri": uri})
 
     def get_prompt(self, name, arguments=None):
-        return self.request_with_input("prompts/get", {"name": name,
-                                                       "arguments": arguments or {}})
+        params = {"name": name, "arguments": arguments or {}}
+        return self.request_with_input("prompts/get", params)
 
     def complete(self, ref, argument, value, context=None):
-        """Completion for a prompt argument (``ref={"type": "ref/prompt", "name": ...}``) or a
-        template variable (``ref={"type": "ref/resource", "uri": ...}``)."""
+        """Completion for a prompt argument
+        (``ref={"type": "ref/prompt", "name": ...}``) or a template variable
+        (``ref={"type": "ref/resource", "uri": ...}``)."""
         params = {"ref": ref, "argument": {"name": argument, "value": value}}
         if context:
             params["context"] = {"arguments": context}
@@ -7153,20 +7261,24 @@ class Client(Peer):
 
 
 class Subscription:
-    """An open subscriptions/listen stream (2026-07-28): ``honoured`` is what the server
-    agreed to send; ``next()`` waits for the next notification; ``close()`` (or leaving a
-    ``with`` block) cancels it."""
+    """An open subscriptions/listen stream (2026-07-28): ``honoured`` is what the
+    server agreed to send; ``next()`` waits for the next notification; ``close()`` (or
+    leaving a ``with`` block) cancels it."""
 
     def __init__(self, client, request_id):
-        self.client, self.id, self.honoured = client, request_id, None
+        self.client = client
+        self.id = request_id
+        self.honoured = None
         self.events = SimpleQueue()
 
     def next(self, timeout=None):
         """The next notification on this stream; TimeoutError if none comes in time,
         ConnectionError once the server or the connection has ended the stream and every
         notification was taken."""
+        if timeout is None:
+            timeout = self.client.timeout
         try:
-            event = self.events.get(timeout=self.client.timeout if timeout is None else timeout)
+            event = self.events.get(timeout=timeout)
         except Empty:
             raise TimeoutError(f"no notification on {self.id!r} in time") from None
         if isinstance(event, ConnectionError):
@@ -7185,196 +7297,270 @@ class Subscription:
         self.close()
 
 
-# ============================================================================================
+# ======================================================================================
 # Command line
-# ============================================================================================
+# ======================================================================================
 #
-# Tools for seeing the protocol: `demo` plays a whole session with the gift server (built in,
-# demo_server(): `serve` with no file serves it too), `inspect` lists what a server offers,
-# `call` makes one request, `repl` lets you type frames, `explain` says what a message is and
-# what is wrong with it.
+# Tools for seeing the protocol: `demo` plays a whole session with the gift server
+# (built in, demo_server(): `serve` with no file serves it too), `inspect` lists what a
+# server offers, `call` makes one request, `repl` lets you type frames, `explain` says
+# what a message is and what is wrong with it.
 
-# Every method of both eras, with the params the spec gives it: name -> the JSON types its
-# value may have ("?" after the name: it may be left out; "any": any type).
+# Every method of both eras, with the params the spec gives it: name -> the JSON types
+# its value may have ("?" after the name: it may be left out; "any": any type).
 _PAGE = {"cursor?": "string null"}        # null: no cursor, as clients send it
 MCP_METHODS = {
     "initialize": {"protocolVersion": "string", "capabilities": "object",
                    "clientInfo": "object"},
-    "ping": {}, "tools/list": _PAGE, "tools/call": {"name": "string", "arguments?": "object"},
-    "resources/list": _PAGE, "resources/templates/list": _PAGE,
-    "resources/read": {"uri": "string"}, "resources/subscribe": {"uri": "string"},
-    "resources/unsubscribe": {"uri": "string"}, "prompts/list": _PAGE,
+    "ping": {},
+    "tools/list": _PAGE,
+    "tools/call": {"name": "string", "arguments?": "object"},
+    "resources/list": _PAGE,
+    "resources/templates/list": _PAGE,
+    "resources/read": {"uri": "string"},
+    "resources/subscribe": {"uri": "string"},
+    "resources/unsubscribe": {"uri": "string"},
+    "prompts/list": _PAGE,
     "prompts/get": {"name": "string", "arguments?": "object"},
-    "completion/complete": {"ref": "object", "argument": "object", "context?": "object"},
+    "completion/complete": {"ref": "object", "argument": "object",
+                            "context?": "object"},
     "logging/setLevel": {"level": "string"},
     "sampling/createMessage": {"messages": "array", "maxTokens": "integer",
                                "systemPrompt?": "string", "temperature?": "number"},
     "elicitation/create": {"message": "string", "requestedSchema?": "object",
                            "mode?": "string", "url?": "string"},
-    "roots/list": {}, "notifications/initialized": {},
+    "roots/list": {},
+    "notifications/initialized": {},
     "notifications/cancelled": {"requestId": "string integer", "reason?": "string"},
     "notifications/progress": {"progressToken": "string number", "progress": "number",
                                "total?": "number", "message?": "string"},
     "notifications/message": {"level": "string", "data": "any", "logger?": "string"},
     "notifications/resources/updated": {"uri": "string"},
-    "notifications/resources/list_changed": {}, "notifications/tools/list_changed": {},
-    "notifications/prompts/list_changed": {}, "notifications/roots/list_changed": {},
+    "notifications/resources/list_changed": {},
+    "notifications/tools/list_changed": {},
+    "notifications/prompts/list_changed": {},
+    "notifications/roots/list_changed": {},
     "notifications/elicitation/complete": {"elicitationId": "string"},
     # 2026-07-28
-    "server/discover": {}, "subscriptions/listen": {"notifications": "object"},
+    "server/discover": {},
+    "subscriptions/listen": {"notifications": "object"},
     "notifications/subscriptions/acknowledged": {"notifications": "object"},
 }
 
 
 def explain(raw):
     """What a message is, and what is wrong with it: (summary, list of problems)."""
-    import difflib
     try:
         message = json.loads(raw)
     except (ValueError, RecursionError) as e:
-        return "not JSON", [f"not valid JSON ({e}): a receiver answers -32700 Parse error"]
+        return "not JSON", [f"not valid JSON ({e}): a receiver answers -32700 Parse "
+                            "error"]
     if isinstance(message, list):
         return f"a batch of {len(message)}", [
-            "a JSON array is a batch: only protocol 2025-03-26 has batches; from 2025-06-18 "
-            "send one message per line"]
-    problems, kind = [], "invalid message"
+            "a JSON array is a batch: only protocol 2025-03-26 has batches; from "
+            "2025-06-18 send one message per line"]
+    problems = []
+    kind = "invalid message"
     try:
         kind = classify(message)
     except JSONRPCError as e:
         problems.append(e.message.removeprefix("Invalid Request: "))
     if not isinstance(message, dict):
         return kind, problems
-    method, params, error = message.get("method"), message.get("params"), message.get("error")
-    params = params if isinstance(params, dict) else {}
+    return _explain_object(message, kind, problems)
+
+
+def _explain_object(message, kind, problems):
+    """explain() for a message that is a JSON object, of ``kind`` (as classify() says)
+    and with ``problems`` found so far."""
+    method = message.get("method")
+    params = message.get("params")
+    if not isinstance(params, dict):
+        params = {}
     known = isinstance(method, str) and method in MCP_METHODS
-    notification = known and method.startswith("notifications/")
-    null_id = message.get("id", 0) is None
-    bad_error = isinstance(error, dict) and (type(error.get("code")) is not int
-                                             or not isinstance(error.get("message"), str))
-    problems += [problem for found, problem in (
-        ("method" in message and null_id, "a null id is not allowed in MCP: give a request a "
-         "string or integer id, or drop the id to make it a notification"),
-        ("result" in message and "error" in message,
-         "a response carries result or error, never both"),
-        (notification and "id" in message, f"{method} is a notification: it must not carry an "
-         "id, or the receiver has to answer it as a request"),
-        (known and not notification and "id" not in message,
-         f"{method} is a request: without an id it is a notification and gets no answer"),
-        (kind == "response" and null_id, '"id": null: the 2025-11-25 schema omits the id of an '
-         "error to an unreadable request instead, and some clients reject null"),
-        (kind == "response" and bad_error, "error needs an integer code and a string message"),
-    ) if found]
+    problems += _frame_problems(message, kind, method, known)
     if isinstance(method, str) and not known:
-        close = difflib.get_close_matches(method, MCP_METHODS, n=1, cutoff=0.6) or [
-            m for m in MCP_METHODS if m.endswith("/" + method)]
-        hint = f": did you mean {close[0]!r}?" if close else ""
-        problems.append(f"{method!r} is not an MCP method{hint}")
+        problems.append(_unknown_method_problem(method))
     if known:
         _explain_params(method, params, problems)
     if kind == "invalid message":
         return kind, problems
-    summary, result = describe_frame(message), message.get("result")
     if kind != "response":
-        return summary + _explain_envelope(method, params, problems), problems
+        summary = describe_frame(message) + _explain_envelope(method, params, problems)
+        return summary, problems
+    return _explain_response(message, problems), problems
+
+
+def _frame_problems(message, kind, method, known):
+    """What MCP finds wrong in a message's JSON-RPC frame: its id, result and error."""
+    notification = known and method.startswith("notifications/")
+    null_id = message.get("id", 0) is None
+    error = message.get("error")
+    bad_error = isinstance(error, dict) and (
+        type(error.get("code")) is not int or not isinstance(error.get("message"), str))
+    checks = (
+        ("method" in message and null_id,
+         "a null id is not allowed in MCP: give a request a string or integer id, or "
+         "drop the id to make it a notification"),
+        ("result" in message and "error" in message,
+         "a response carries result or error, never both"),
+        (notification and "id" in message,
+         f"{method} is a notification: it must not carry an id, or the receiver has to "
+         "answer it as a request"),
+        (known and not notification and "id" not in message,
+         f"{method} is a request: without an id it is a notification and gets no "
+         "answer"),
+        (kind == "response" and null_id,
+         '"id": null: the 2025-11-25 schema omits the id of an error to an unreadable '
+         "request instead, and some clients reject null"),
+        (kind == "response" and bad_error,
+         "error needs an integer code and a string message"),
+    )
+    return [problem for found, problem in checks if found]
+
+
+def _unknown_method_problem(method):
+    """The problem with a method MCP does not have, naming the one meant if it can."""
+    import difflib
+    close = difflib.get_close_matches(method, MCP_METHODS, n=1, cutoff=0.6)
+    if not close:
+        close = [known for known in MCP_METHODS if known.endswith("/" + method)]
+    hint = f": did you mean {close[0]!r}?" if close else ""
+    return f"{method!r} is not an MCP method{hint}"
+
+
+def _explain_response(message, problems):
+    """The summary line of a response: what kind of answer it is."""
+    summary = describe_frame(message)
+    result = message.get("result")
     if isinstance(result, dict) and result.get("resultType") == "input_required":
-        return f"{summary} {_explain_input_required(result, problems)}", problems
+        return f"{summary} {_explain_input_required(result, problems)}"
     if summary.endswith(" (isError)"):
-        return (summary.removesuffix(" (isError)") + " (a tool result with isError: a business "
-                "error, not a protocol error)"), problems
+        return (summary.removesuffix(" (isError)") + " (a tool result with isError: a "
+                "business error, not a protocol error)")
     if "error" in message:
         summary += " (a protocol error)"
-    return summary, problems
+    return summary
 
 
 def _explain_params(method, params, problems):
-    """What is wrong with the params of a known method, by the shapes of MCP_METHODS: what
-    the receiver answers with -32602 (a notification's receiver drops it)."""
-    if method.startswith("notifications/"):
-        answer = "a receiver ignores it"
-    elif method in ("sampling/createMessage", "elicitation/create", "roots/list"):
-        answer = "a client answers -32602"
-    else:
-        answer = "a server answers -32602"
+    """What is wrong with the params of a known method, by the shapes of MCP_METHODS:
+    what the receiver answers with -32602 (a notification's receiver drops it)."""
+    answer = _bad_params_answer(method)
     for key, kinds in MCP_METHODS[method].items():
-        optional, key = key.endswith("?"), key.rstrip("?")
-        if key not in params:
-            hint = _did_you_mean(key, params=params)   # an optional one: missing if misnamed
-            if hint or not optional:
-                problems.append(f"params.{key} is missing{hint}")
-            continue
-        value, kinds = params[key], kinds.split()
-        found = _json_type(value)
-        if "any" in kinds or found in kinds or (found == "integer" and "number" in kinds):
-            continue
-        wanted = " or ".join(kind if kind == "null" else
-                             f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}" for kind in kinds)
-        problems.append(f"params.{key} must be {wanted}, not {_typed_preview(value)}: "
-                        f"{answer}")
+        problem = _param_problem(key, kinds, params, answer)
+        if problem:
+            problems.append(problem)
     level = params.get("level")
-    if method in ("logging/setLevel", "notifications/message") and isinstance(level, str) \
-            and level not in LOG_LEVELS:
+    if (method in ("logging/setLevel", "notifications/message")
+            and isinstance(level, str) and level not in LOG_LEVELS):
         problems.append(f"params.level must be one of {', '.join(LOG_LEVELS)}, not "
                         f"{_preview(level)}: {answer}")
     arguments = params.get("arguments")
     if method == "prompts/get" and isinstance(arguments, dict):
-        for name, value in arguments.items():
-            if not isinstance(value, str):
-                problems.append(f"params.arguments.{name} must be a string (the spec's "
-                                f"prompt arguments are), not {_typed_preview(value)}: a "
-                                "strict server answers -32602")
+        problems += _prompt_argument_problems(arguments)
+
+
+def _bad_params_answer(method):
+    """What the receiver of ``method`` does with params that are wrong."""
+    if method.startswith("notifications/"):
+        return "a receiver ignores it"
+    if method in ("sampling/createMessage", "elicitation/create", "roots/list"):
+        return "a client answers -32602"
+    return "a server answers -32602"
+
+
+def _param_problem(key, kinds, params, answer):
+    """The problem with the param ``key`` (as MCP_METHODS names it: "?" at the end if it
+    is optional) in ``params``, if any: it is missing, or of none of the ``kinds``."""
+    optional = key.endswith("?")
+    key = key.rstrip("?")
+    if key not in params:
+        # An optional param is missing only if it was sent misnamed.
+        hint = _did_you_mean(key, params=params)
+        if hint or not optional:
+            return f"params.{key} is missing{hint}"
+        return None
+    value = params[key]
+    kinds = kinds.split()
+    found = _json_type(value)
+    if "any" in kinds or found in kinds or (found == "integer" and "number" in kinds):
+        return None
+    wanted = " or ".join(_with_article(kind) for kind in kinds)
+    return f"params.{key} must be {wanted}, not {_typed_preview(value)}: {answer}"
+
+
+def _with_article(kind):
+    """A JSON type's name with its article: "an object", "a string"; null alone."""
+    if kind == "null":
+        return kind
+    article = "an" if kind[0] in "aeiou" else "a"
+    return f"{article} {kind}"
+
+
+def _prompt_argument_problems(arguments):
+    """The spec's prompt arguments are strings: a problem for each that is not."""
+    return [f"params.arguments.{name} must be a string (the spec's prompt arguments "
+            f"are), not {_typed_preview(value)}: a strict server answers -32602"
+            for name, value in arguments.items() if not isinstance(value, str)]
 
 
 def _explain_envelope(method, params, problems):
-    """The 2026-07-28 part of explaining a request or notification: a note for the summary
-    line (empty for a handshake-era message), and the envelope's problems."""
+    """The 2026-07-28 part of explaining a request or notification: a note for the
+    summary line (empty for a handshake-era message), and the envelope's problems."""
     meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
     if method == "notifications/subscriptions/acknowledged":
         listen = json.dumps(meta.get(SUBSCRIPTION_ID_KEY))
-        return (f" (acknowledges subscriptions/listen {listen}: notifications tagged with that "
-                "id follow)")
+        return (f" (acknowledges subscriptions/listen {listen}: notifications tagged "
+                "with that id follow)")
     if method.startswith("notifications/") or not is_stateless(method, meta):
         return ""
     try:
         Envelope(params.get("_meta"))
     except JSONRPCError as e:
-        problems.append(f"{e.message.removeprefix('Invalid params: ')}: a server answers {e.code}")
+        what = e.message.removeprefix("Invalid params: ")
+        problems.append(f"{what}: a server answers {e.code}")
     if method in HANDSHAKE_ONLY_METHODS:
         problems.append(f"{method} is not part of 2026-07-28: a server answers -32601")
-    return (" (2026-07-28: stateless; params._meta carries the version and the client's "
-            "capabilities)")
+    return (" (2026-07-28: stateless; params._meta carries the version and the "
+            "client's capabilities)")
 
 
 def _explain_input_required(result, problems):
+    """The note on an input_required result for the summary line; its problems."""
     questions = result.get("inputRequests") or {}
     if not isinstance(questions, dict):
-        problems.append("inputRequests must be an object (a key for each question), not "
-                        f"{_preview(questions)}")
+        problems.append("inputRequests must be an object (a key for each question), "
+                        f"not {_preview(questions)}")
         questions = {}
     elif not questions and "requestState" not in result:
-        problems.append("an input_required result needs inputRequests, requestState or both")
+        problems.append("an input_required result needs inputRequests, requestState or "
+                        "both")
     for key, question in questions.items():
         if not isinstance(question, dict):
-            problems.append(f"inputRequests[{_preview(key)}] must be an object (a request: "
-                            f"method and params), not {_preview(question)}")
-    asked = ", ".join(f"{key}: {q.get('method')}" for key, q in questions.items()
-                      if isinstance(q, dict))
+            problems.append(f"inputRequests[{_preview(key)}] must be an object (a "
+                            f"request: method and params), not {_preview(question)}")
+    asked = ", ".join(f"{key}: {question.get('method')}"
+                      for key, question in questions.items()
+                      if isinstance(question, dict))
     if asked:
         asked = f" ({asked})"
-    return (f"(input_required: the server asks the client {len(questions)} question(s){asked}; "
-            "the client sends the request again, with a new id, the answers in inputResponses "
-            "and requestState echoed)")
+    return (f"(input_required: the server asks the client {len(questions)} "
+            f"question(s){asked}; the client sends the request again, with a new id, "
+            "the answers in inputResponses and requestState echoed)")
 
 
 def _print_text(text, file=None):
-    """print(), showing escaped (as \\udcff) what the stream cannot encode: a lone surrogate
-    (a file name read with surrogateescape, sent as JSON's \\udcff), or a character its code
-    page lacks (an ASCII stdout, a Windows one in cp1251)."""
+    """print(), showing escaped (as \\udcff) what the stream cannot encode: a lone
+    surrogate (a file name read with surrogateescape, sent as JSON's \\udcff), or a
+    character its code page lacks (an ASCII stdout, a Windows one in cp1251)."""
     file = file or sys.stdout
     try:
         print(text, file=file, flush=True)
     except UnicodeEncodeError:
         encoding = file.encoding or "utf-8"
-        print(text.encode(encoding, "backslashreplace").decode(encoding), file=file, flush=True)
+        escaped = text.encode(encoding, "backslashreplace").decode(encoding)
+        print(escaped, file=file, flush=True)
 
 
 def _print_json(value):
@@ -7390,193 +7576,272 @@ def _client_trace(colour):
     return FramePrinter({"out": "C->S", "in": "S->C"}, sys.stdout, colour)
 
 
+# The demo's catalogue: each gift's name, its price in dollars, and the occasions and
+# the interests it suits.
+_GIFT_CATALOG = (
+    ("Board game: Catan", 45, "birthday housewarming", "board games|games|strategy"),
+    ("Dice set with velvet bag", 20, "birthday thank-you",
+     "board games|games|roleplaying"),
+    ("Cooperative game: Pandemic", 40, "birthday graduation",
+     "board games|games|teamwork"),
+    ("Cast-iron skillet", 35, "wedding housewarming", "cooking|food|kitchen"),
+    ("Chef's knife", 90, "wedding housewarming anniversary", "cooking|food|kitchen"),
+    ("Houseplant in a ceramic pot", 28, "housewarming thank-you",
+     "plants|gardening|home"))
+
+
 def demo_server():
     """The gift server that `demo` talks to and `serve` with no file serves: the one of
-    examples/gift_server.py with a shorter catalogue, built in for a lone copy of this file."""
-    import typing
+    examples/gift_server.py with a shorter catalogue, built in for a lone copy of this
+    file."""
     server = Server("gift-server", "1.0.0", title="Gift picker", instructions=(
-        "Suggests gifts from a small catalogue. Call suggest_gifts with the occasion, a budget "
-        "in dollars and a few words about the recipient; read the gift_catalog resource for "
-        "everything on offer."))
-    catalog = [  # name, price in dollars, the occasions and the interests it suits
-        ("Board game: Catan", 45, "birthday housewarming", "board games|games|strategy"),
-        ("Dice set with velvet bag", 20, "birthday thank-you", "board games|games|roleplaying"),
-        ("Cooperative game: Pandemic", 40, "birthday graduation", "board games|games|teamwork"),
-        ("Cast-iron skillet", 35, "wedding housewarming", "cooking|food|kitchen"),
-        ("Chef's knife", 90, "wedding housewarming anniversary", "cooking|food|kitchen"),
-        ("Houseplant in a ceramic pot", 28, "housewarming thank-you", "plants|gardening|home")]
+        "Suggests gifts from a small catalogue. Call suggest_gifts with the occasion, "
+        "a budget in dollars and a few words about the recipient; read the "
+        "gift_catalog resource for everything on offer."))
+    _add_gift_tools(server)
+    server.resource("mcp://gift-server/resources/gift_catalog", name="gift_catalog",
+                    description="Base catalog of gifts with categories and prices",
+                    mime_type="application/json")(_gift_catalog)
+    server.prompt(_gift_congrats_style, name="gift_congrats_style",
+                  title="Congratulations style")
+    return server
+
+
+def _add_gift_tools(server):
+    """The gift server's tools: suggest_gifts, and pick_gift, which asks the user."""
+    import typing
 
     def suggest_gifts(occasion, budget: float, recipient: str = "") -> dict:
-        """Suggest gift ideas for an occasion, a budget in dollars and a few words about the
-        recipient ("friend who loves board games")."""
-        if budget <= 0:
-            raise ToolError("The budget must be more than $0.")
-        scored = []
-        for name, price, occasions, interests in catalog:
-            matched = sorted(i for i in interests.split("|") if i in recipient.lower())
-            if price <= budget and occasion in occasions.split():
-                scored.append((len(matched), -price, name, price, matched))
-        if not scored:
-            raise ToolError(f"No gifts in the catalogue for a {occasion} within ${budget:g}. "
-                            "Try a larger budget or another occasion.")
-        gifts = []
-        for _, _, name, price, matched in sorted(scored, reverse=True)[:3]:
-            why = f"matches {', '.join(matched)}" if matched else f"a safe {occasion} pick"
-            gifts.append({"name": name, "price": price, "why": why})
-        return {"occasion": occasion, "budget": budget, "gifts": gifts}
+        """Suggest gift ideas for an occasion, a budget in dollars and a few words about
+        the recipient ("friend who loves board games")."""
+        return _suggested_gifts(occasion, budget, recipient)
 
     def pick_gift(occasion, budget: float, ctx: Context) -> dict:
         """Pick one gift for an occasion and a budget, asking the user who it is for."""
-        try:
-            answer = ctx.elicit("Who is the gift for?", {"type": "object", "required": [
-                "recipient"], "properties": {"recipient": {"type": "string"}}})
-        except CapabilityError:           # a client that cannot ask its user: pick anyway
-            answer = {"action": "decline"}
-        recipient = answer.get("content", {}).get("recipient", "")
-        accepted = answer["action"] == "accept"
-        return suggest_gifts(occasion, budget, recipient if accepted else "")["gifts"][0]
+        recipient = _ask_gift_recipient(ctx)
+        return _suggested_gifts(occasion, budget, recipient)["gifts"][0]
 
-    for tool, title in ((suggest_gifts, "Gift ideas generator"), (pick_gift, "Pick one gift")):
-        # This module's annotations are strings, read in its globals: this one is a local.
+    tools = ((suggest_gifts, "Gift ideas generator"), (pick_gift, "Pick one gift"))
+    for tool, title in tools:
+        # This module's annotations are strings, read in its globals: this one is a
+        # local (typing is imported only here, as it is slow to import).
         tool.__annotations__["occasion"] = typing.Literal[
-            "birthday", "wedding", "anniversary", "graduation", "housewarming", "thank-you"]
-        server.tool(tool, title=title, annotations={"readOnlyHint": True, "openWorldHint": False})
+            "birthday", "wedding", "anniversary", "graduation", "housewarming",
+            "thank-you"]
+        server.tool(tool, title=title,
+                    annotations={"readOnlyHint": True, "openWorldHint": False})
 
-    @server.resource("mcp://gift-server/resources/gift_catalog", name="gift_catalog",
-                     description="Base catalog of gifts with categories and prices",
-                     mime_type="application/json")
-    def gift_catalog() -> dict:
-        return {"gifts": [{"name": name, "price": price, "occasions": occasions.split(),
-                           "interests": interests.split("|")}
-                          for name, price, occasions, interests in catalog]}
 
-    @server.prompt(title="Congratulations style")
-    def gift_congrats_style(recipient: str = "a friend", occasion: str = "birthday") -> str:
-        """Style guide for congratulations in a friendly tone."""
-        return (f"You are a friendly assistant that writes short, warm {occasion} "
-                f"congratulations for {recipient}. Two or three sentences, no clichés, one "
-                "personal touch, and end with a wish for the year ahead.")
-    return server
+def _suggested_gifts(occasion, budget, recipient):
+    """Up to three gifts from the catalogue for the occasion within the budget, those
+    that match the most interests named in ``recipient`` first, then the cheapest."""
+    if budget <= 0:
+        raise ToolError("The budget must be more than $0.")
+    scored = []
+    for name, price, occasions, interests in _GIFT_CATALOG:
+        matched = sorted(i for i in interests.split("|") if i in recipient.lower())
+        if price <= budget and occasion in occasions.split():
+            scored.append((len(matched), -price, name, price, matched))
+    if not scored:
+        raise ToolError(f"No gifts in the catalogue for a {occasion} within "
+                        f"${budget:g}. Try a larger budget or another occasion.")
+    gifts = []
+    for _, _, name, price, matched in sorted(scored, reverse=True)[:3]:
+        if matched:
+            why = f"matches {', '.join(matched)}"
+        else:
+            why = f"a safe {occasion} pick"
+        gifts.append({"name": name, "price": price, "why": why})
+    return {"occasion": occasion, "budget": budget, "gifts": gifts}
+
+
+def _ask_gift_recipient(ctx):
+    """Who the gift is for, as the user answers; "" if they do not say."""
+    schema = {"type": "object", "required": ["recipient"],
+              "properties": {"recipient": {"type": "string"}}}
+    try:
+        answer = ctx.elicit("Who is the gift for?", schema)
+    except CapabilityError:        # a client that cannot ask its user: pick anyway
+        answer = {"action": "decline"}
+    recipient = answer.get("content", {}).get("recipient", "")
+    accepted = answer["action"] == "accept"
+    return recipient if accepted else ""
+
+
+def _gift_catalog() -> dict:
+    return {"gifts": [{"name": name, "price": price, "occasions": occasions.split(),
+                       "interests": interests.split("|")}
+                      for name, price, occasions, interests in _GIFT_CATALOG]}
+
+
+def _gift_congrats_style(recipient: str = "a friend",
+                         occasion: str = "birthday") -> str:
+    """Style guide for congratulations in a friendly tone."""
+    return (f"You are a friendly assistant that writes short, warm {occasion} "
+            f"congratulations for {recipient}. Two or three sentences, no clichés, "
+            "one personal touch, and end with a wish for the year ahead.")
 
 
 _BOARD_GAME_BIRTHDAY = {"occasion": "birthday", "budget": 100,
                         "recipient": "friend who loves board games"}
-# The demo's two sessions, one in each era: the Client's options, then the steps, each a note
-# to print (or None) and the Client method to call (if any) with its arguments.
+# The demo's two sessions, one in each era: the Client's options, then the steps, each
+# a note to print (or None) and the Client method to call (if any) with its arguments.
 _DEMO_SESSIONS = {
     "legacy": ({}, [
-        ("The client starts the server as a subprocess and opens with initialize.", "initialize"),
+        ("The client starts the server as a subprocess and opens with initialize.",
+         "initialize"),
         ("initialized was a notification: no id, so no reply. Now discovery:",
          "request", "tools/list"),
-        ("A tool call. structuredContent is for programs, the text block for the model.",
+        ("A tool call. structuredContent is for programs, the text block for the "
+         "model.",
          "call_tool", "suggest_gifts", _BOARD_GAME_BIRTHDAY),
         ("A resource is addressable data, read by URI.",
          "read_resource", "mcp://gift-server/resources/gift_catalog"),
         ("A prompt is a reusable template the client can fill in.",
-         "get_prompt", "gift_congrats_style", {"recipient": "Sam", "occasion": "birthday"}),
+         "get_prompt", "gift_congrats_style",
+         {"recipient": "Sam", "occasion": "birthday"}),
         ("A protocol error: a method that does not exist gets a JSON-RPC error.",
          "request", "tools/col"),
         (None, "request", "tools/call", {"name": "suggest_gift"}),
-        ("Business errors are results with isError: the tool, or its argument check, said no.",
+        ("Business errors are results with isError: the tool, or its argument check, "
+         "said no.",
          "call_tool", "suggest_gifts", {"occasion": "wedding", "budget": 5}),
-        (None, "call_tool", "suggest_gifts", {"occasion": "funeral", "budget": "a hundred bucks"}),
+        (None, "call_tool", "suggest_gifts",
+         {"occasion": "funeral", "budget": "a hundred bucks"}),
         ("Closing stdin ends the session; the server exits.",)]),
     V2026_07: ({"era": V2026_07, "elicitation": lambda question: {
         "action": "accept", "content": {"recipient": "a friend who loves cooking"}}}, [
-        ("Protocol 2026-07-28 has no handshake. The client may ask what the server speaks:",
+        ("Protocol 2026-07-28 has no handshake. The client may ask what the server "
+         "speaks:",
          "discover"),
         ("Each request carries the envelope in params._meta: the version, the client's "
          "capabilities and name. The server remembers nothing between requests.",
          "call_tool", "suggest_gifts", _BOARD_GAME_BIRTHDAY),
-        ("pick_gift must ask the user. The server sends no request: it answers input_required, "
-         "with the question and a signed requestState. The client asks its user and sends the "
-         "request again (a new id) with the answer; the tool runs again from the top, and this "
-         "time gets the answer where it asked.",
+        ("pick_gift must ask the user. The server sends no request: it answers "
+         "input_required, with the question and a signed requestState. The client asks "
+         "its user and sends the request again (a new id) with the answer; the tool "
+         "runs again from the top, and this time gets the answer where it asked.",
          "call_tool", "pick_gift", {"occasion": "housewarming", "budget": 60}),
         ("Closing stdin ends it; the server exits.",)]),
 }
+# The list methods, each with the key of its result that holds the list.
+_LIST_METHODS = (("tools/list", "tools"), ("resources/list", "resources"),
+                 ("resources/templates/list", "resourceTemplates"),
+                 ("prompts/list", "prompts"))
 
 
 def demo(colour=False, era=None, command=None):
-    """Play the _DEMO_SESSIONS with the gift server (demo_server()), printing every frame:
-    both, or the one of ``era``. With ``command`` (a server's), narrate a session with that
-    server instead (demo_yours)."""
+    """Play the _DEMO_SESSIONS with the gift server (demo_server()), printing every
+    frame: both, or the one of ``era``. With ``command`` (a server's), narrate a session
+    with that server instead (demo_yours)."""
     if command:
         return demo_yours(command, colour, era or "auto")
     command = [sys.executable, os.path.abspath(__file__), "serve"]
-    info = {"name": "mcp_min-demo", "version": __version__}
     for session_era, (options, steps) in _DEMO_SESSIONS.items():
-        if era not in (None, session_era):
-            continue
-        with Client(command, trace=_client_trace(colour), initialize=False, client_info=info,
-                    **options) as client:
-            for note, *call in steps:
-                if note:
-                    print(f"\n\x1b[1m# {note}\x1b[0m" if colour else f"\n# {note}", flush=True)
-                try:
-                    if call:
-                        getattr(client, call[0])(*call[1:])
-                except JSONRPCError:      # an error the demo shows: the frames say it all
-                    pass
+        if era in (None, session_era):
+            _play_demo_session(command, colour, options, steps)
     return 0
+
+
+def _play_demo_session(command, colour, options, steps):
+    """One of the _DEMO_SESSIONS: each step's note, then its call, every frame shown."""
+    info = {"name": "mcp_min-demo", "version": __version__}
+    with Client(command, trace=_client_trace(colour), initialize=False,
+                client_info=info, **options) as client:
+        for note, *call in steps:
+            if note:
+                _demo_note(note, colour)
+            if call:
+                _demo_step(client, *call)
+
+
+def _demo_note(text, colour):
+    print(f"\n\x1b[1m# {text}\x1b[0m" if colour else f"\n# {text}", flush=True)
+
+
+def _demo_step(client, method, *args):
+    """The Client ``method`` called; None if the server answers an error: that is part
+    of the show, and the frames printed say it all."""
+    try:
+        return getattr(client, method)(*args)
+    except JSONRPCError:
+        return None
+
+
+def _canned_callbacks(model):
+    """Client callbacks with canned answers, for showing a session: a fixed sampled
+    reply from ``model``, every elicitation declined, the working directory as the one
+    root (a file URI)."""
+    import pathlib
+
+    def sampling(params):
+        return {"role": "assistant", "model": model,
+                "content": {"type": "text", "text": "(a sampled reply)"}}
+    return {"sampling": sampling,
+            "elicitation": lambda params: {"action": "decline"},
+            "roots": lambda: [{"uri": pathlib.Path.cwd().as_uri(), "name": "cwd"}]}
 
 
 def demo_yours(command, colour=False, era="auto"):
     """`demo -- CMD...`: a session with the user's own server, every frame shown: the
-    opening (discover or initialize), its lists, a call of its first tool with arguments made
-    from the tool's schema, a read of its first resource, its first prompt."""
-    import pathlib
-
-    def note(text):
-        print(f"\n\x1b[1m# {text}\x1b[0m" if colour else f"\n# {text}", flush=True)
-
-    def step(method, *args):
-        try:
-            return getattr(client, method)(*args)
-        except JSONRPCError:                  # an error is part of the show: the frames say it
-            return None
+    opening (discover or initialize), its lists, a call of its first tool with arguments
+    made from the tool's schema, a read of its first resource, its first prompt."""
     info = {"name": "mcp_min-demo", "version": __version__}
-    note("The client starts your server as a subprocess and opens the session: "
-         + {"legacy": "initialize, the handshake.", "auto": "server/discover first (protocol "
-            "2026-07-28), initialize if the server does not know it."}.get(
-             era, f"protocol {era}, with no handshake."))
+    _demo_note("The client starts your server as a subprocess and opens the session: "
+               + _demo_opening(era), colour)
     with Client(command, trace=_client_trace(colour), client_info=info, era=era,
-                sampling=lambda p: {"role": "assistant", "model": "demo",
-                                    "content": {"type": "text", "text": "(a sampled reply)"}},
-                elicitation=lambda p: {"action": "decline"},
-                roots=lambda: [{"uri": pathlib.Path.cwd().as_uri(), "name": "cwd"}]) as client:
+                **_canned_callbacks("demo")) as client:
         offered = client.server_capabilities or {}
-        opened = f"protocol {client.protocol_version}" if not client.modern else "2026-07-28"
-        note(f"Your server speaks {opened} and offers: "
-             + (", ".join(sorted(offered)) or "nothing") + ". What it has:")
+        if client.modern:
+            opened = "2026-07-28"
+        else:
+            opened = f"protocol {client.protocol_version}"
+        names = ", ".join(sorted(offered)) or "nothing"
+        _demo_note(f"Your server speaks {opened} and offers: {names}. What it has:",
+                   colour)
         found = {}
-        for kind, method, key in (("tools", "tools/list", "tools"),
-                                  ("resources", "resources/list", "resources"),
-                                  ("resources", "resources/templates/list", "resourceTemplates"),
-                                  ("prompts", "prompts/list", "prompts")):
-            if kind in offered:
-                result = step("request", method) or {}
+        for method, key in _LIST_METHODS:
+            if method.split("/")[0] in offered:
+                result = _demo_step(client, "request", method) or {}
                 found[key] = result.get(key) or []
-        tools = found.get("tools") or []
-        if tools:
-            tool = tools[0]
-            arguments = _example_arguments(tool.get("inputSchema") or {})
-            note(f"A call of {tool['name']}, with arguments made from its inputSchema "
-                 f"(defaults, first choices, sample values): {json.dumps(arguments)}")
-            step("call_tool", tool["name"], arguments)
-        resources = found.get("resources") or []
-        if resources:
-            note("A resource is addressable data, read by URI.")
-            step("read_resource", resources[0]["uri"])
-        prompts = found.get("prompts") or []
-        if prompts:
-            prompt = prompts[0]
-            arguments = {a["name"]: "example" for a in prompt.get("arguments") or ()
-                         if isinstance(a, dict) and a.get("required")}
-            note(f"A prompt is a template the client fills in: {prompt['name']}.")
-            step("get_prompt", prompt["name"], arguments)
-        note("Closing stdin ends the session; the server exits.")
+        _demo_first_items(client, found, colour)
+        _demo_note("Closing stdin ends the session; the server exits.", colour)
     return 0
+
+
+def _demo_opening(era):
+    """How a session in ``era`` opens, for the first note of demo_yours."""
+    if era == "legacy":
+        return "initialize, the handshake."
+    if era == "auto":
+        return ("server/discover first (protocol 2026-07-28), initialize if the server "
+                "does not know it.")
+    return f"protocol {era}, with no handshake."
+
+
+def _demo_first_items(client, found, colour):
+    """demo_yours's tour of the lists ``found``: a call of the first tool, a read of
+    the first resource, the first prompt."""
+    tools = found.get("tools") or []
+    if tools:
+        tool = tools[0]
+        arguments = _example_arguments(tool.get("inputSchema") or {})
+        _demo_note(f"A call of {tool['name']}, with arguments made from its "
+                   "inputSchema (defaults, first choices, sample values): "
+                   f"{json.dumps(arguments)}", colour)
+        _demo_step(client, "call_tool", tool["name"], arguments)
+    resources = found.get("resources") or []
+    if resources:
+        _demo_note("A resource is addressable data, read by URI.", colour)
+        _demo_step(client, "read_resource", resources[0]["uri"])
+    prompts = found.get("prompts") or []
+    if prompts:
+        prompt = prompts[0]
+        arguments = {a["name"]: "example" for a in prompt.get("arguments") or ()
+                     if isinstance(a, dict) and a.get("required")}
+        _demo_note(f"A prompt is a template the client fills in: {prompt['name']}.",
+                   colour)
+        _demo_step(client, "get_prompt", prompt["name"], arguments)
 
 
 def _example_arguments(schema):
@@ -7586,8 +7851,8 @@ def _example_arguments(schema):
 
 
 def _example_value(schema, defs, required_only=False, depth=0):
-    """A value that fits ``schema``: its default, example, const or first choice, else a
-    sample of its type ("example", 1, 1.5, true, one item, the required properties)."""
+    """A value that fits ``schema``: its default, example, const or first choice, else
+    a sample of its type ("example", 42, true, one item, the required properties)."""
     if not isinstance(schema, dict) or depth > 8:
         return None
     for key in ("default", "const"):
@@ -7597,39 +7862,61 @@ def _example_value(schema, defs, required_only=False, depth=0):
         return schema["examples"][0]
     if schema.get("enum"):
         return schema["enum"][0]
+    inner = _example_subschema(schema, defs)
+    if inner is not _NOTHING:
+        return _example_value(inner, defs, required_only, depth + 1)
+    return _example_of_type(schema, defs, required_only, depth)
+
+
+def _example_subschema(schema, defs):
+    """The schema that a $ref, or the first choice (not null) of anyOf, oneOf or allOf,
+    stands for; _NOTHING if there is none."""
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        return _example_value(defs.get(ref[8:]), defs, required_only, depth + 1)
+        return defs.get(ref[8:])
     for key in ("anyOf", "oneOf", "allOf"):
         choices = [c for c in schema.get(key) or () if c.get("type") != "null"]
         if choices:
-            return _example_value(choices[0], defs, required_only, depth + 1)
+            return choices[0]
+    return _NOTHING
+
+
+_EXAMPLE_STRINGS = {"date-time": "2026-01-01T12:00:00Z", "date": "2026-01-01",
+                    "uri": "https://example.com/", "email": "someone@example.com"}
+
+
+def _example_of_type(schema, defs, required_only, depth):
+    """A sample of the type ``schema`` gives; None if it gives none."""
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), None)
     if kind == "string":
-        return {"date-time": "2026-01-01T12:00:00Z", "date": "2026-01-01",
-                "uri": "https://example.com/", "email": "someone@example.com"}.get(
-                    schema.get("format"), "example")
-    if kind in ("integer", "number"):         # 42, within the bounds the schema gives
-        step = 1 if kind == "integer" else 0.5
-        value = max(42, schema.get("minimum", 42), schema.get("exclusiveMinimum", 0) + step)
-        value = min(value, schema.get("maximum", value),
-                    schema.get("exclusiveMaximum", value + step) - step)
-        return int(value) if kind == "integer" else value
+        return _EXAMPLE_STRINGS.get(schema.get("format"), "example")
+    if kind in ("integer", "number"):
+        return _example_number(schema, kind)
     if kind == "boolean":
         return True
     if kind == "array":
-        if schema.get("prefixItems"):
-            return [_example_value(item, defs, False, depth + 1)
-                    for item in schema["prefixItems"]]
-        return [_example_value(schema.get("items") or {}, defs, False, depth + 1)]
+        items = schema.get("prefixItems") or [schema.get("items") or {}]
+        return [_example_value(item, defs, False, depth + 1) for item in items]
     if kind == "object" or "properties" in schema:
         properties = schema.get("properties") or {}
-        names = schema.get("required") or [] if required_only else list(properties)
+        if required_only:
+            names = schema.get("required") or []
+        else:
+            names = list(properties)
         return {name: _example_value(properties.get(name) or {}, defs, False, depth + 1)
                 for name in names}
     return None
+
+
+def _example_number(schema, kind):
+    """42, moved within the bounds the schema gives: an int for "integer"."""
+    step = 1 if kind == "integer" else 0.5
+    value = max(42, schema.get("minimum", 42), schema.get("exclusiveMinimum", 0) + step)
+    value = min(value, schema.get("maximum", value),
+                schema.get("exclusiveMaximum", value + step) - step)
+    return int(value) if kind == "integer" else value
 
 
 class _NotJSON(ValueError):
@@ -7643,107 +7930,133 @@ def _finite_float(text):
     return value
 
 
-# As strict as the wire: no NaN or Infinity, and no number too large to send back (1e999).
-_argument_decoder = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+# As strict as the wire: no NaN or Infinity, and no number too large to send back
+# (1e999).
+_argument_decoder = json.JSONDecoder(parse_constant=_reject_constant,
+                                     parse_float=_finite_float)
 
 
 def _json_argument(text):
     try:
         return _argument_decoder.decode(text)
-    except (ValueError, RecursionError) as e:      # json.JSONDecodeError is a ValueError
+    except (ValueError, RecursionError) as e:    # json.JSONDecodeError is a ValueError
         raise _NotJSON(e) from None
 
 
-# What a server's script is called: a word of `call` that ends so names the server, not a tool.
-_SCRIPT_SUFFIXES = (".py", ".pyz", ".js", ".mjs", ".cjs", ".ts", ".sh", ".rb", ".jar", ".exe")
+# What a server's script is called: a word of `call` that ends so names the server, not
+# a tool.
+_SCRIPT_SUFFIXES = (".py", ".pyz", ".js", ".mjs", ".cjs", ".ts", ".sh", ".rb", ".jar",
+                    ".exe")
 _CALL_USAGE = "usage: mcp_min.py call [options] -- SERVER_CMD... METHOD|TOOL [JSON]"
 
 
 def _parse_call(words, tool=None, method=None, json_text=None):
-    """`call`'s words -> (server command, method, params). With --tool or --method every word
-    is the server command. Else the last word, if it is JSON (it starts with {, [ or "), is
-    the params or arguments, and the word before it the method (it has a slash) or the tool:
-    read from the words alone, never from what files happen to exist."""
+    """`call`'s words -> (server command, method, params). With --tool or --method every
+    word is the server command. Else the last word, if it is JSON (it starts with {, [
+    or "), is the params or arguments, and the word before it the method (it has a
+    slash) or the tool: read from the words alone, never from what files happen to
+    exist."""
     words = list(words)
-    if json_text is None and tool is None and method is None and words \
-            and words[-1].lstrip()[:1] in ('{', '[', '"'):
-        json_text = words.pop()
-    params = None if json_text is None else _json_argument(json_text)
-    if params is not None and not isinstance(params, dict):
-        raise SystemExit(f"mcp_min: the arguments must be a JSON object, as in "
-                         f"'{{\"a\": 1}}', not {_typed_preview(params)}")
-    if tool is None and method is None:
+    named = tool is not None or method is not None     # by --tool or --method
+    if json_text is None and not named and words:
+        if words[-1].lstrip()[:1] in ('{', '[', '"'):
+            json_text = words.pop()
+    params = _call_params(json_text)
+    if not named:
         if len(words) < 2:
             raise SystemExit(f"{_CALL_USAGE}: name a method or a tool after the server "
                              "command")
-        name = words.pop()
-        if name.lower().endswith(_SCRIPT_SUFFIXES) or name.startswith(("/", ".", "~")):
-            raise SystemExit(f"{_CALL_USAGE}: {_preview(name)} looks like the server's "
-                             "command: name a method or a tool after it (--tool NAME and "
-                             "--method METHOD take any name)")
-        if "/" in name or name == "ping":
-            method = name
-        else:
-            tool = name
+        method, tool = _method_or_tool(words.pop())
     if not words:
         raise SystemExit(f"{_CALL_USAGE}: the server command is missing after --")
     if tool is not None:
-        params, method = {"name": tool, "arguments": params or {}}, "tools/call"
+        params = {"name": tool, "arguments": params or {}}
+        method = "tools/call"
     if params is not None and not isinstance(params.get("_meta", {}), dict):
         meta = _preview(params["_meta"])
         raise SystemExit(f"mcp_min: params._meta must be an object, not {meta}")
     return words, method, params
 
 
-def repl(command, colour=False, stdin=None):
-    """Type JSON lines (sent verbatim) or commands; every frame is printed as it crosses.
-    The client's side of sampling, elicitation and roots is answered with canned replies."""
-    import pathlib                        # the roots: the working directory, as a file URI
-    client = Client(command, trace=_client_trace(colour), initialize=False,
-                    sampling=lambda p: {"role": "assistant", "model": "repl",
-                                        "content": {"type": "text", "text": "(a sampled reply)"}},
-                    elicitation=lambda p: {"action": "decline"},
-                    roots=lambda: [{"uri": pathlib.Path.cwd().as_uri(), "name": "cwd"}])
-    greeting = ("mcp_min repl: type a JSON line, or: init (the handshake) or discover "
-                "(2026-07-28), tools, resources, prompts, ping, call NAME {args}, read URI, "
-                "prompt NAME {args}, listen, cancel ID, help, quit")
-    print(greeting, flush=True)
-    commands = {"init": lambda a: client.initialize(), "ping": lambda a: client.ping(),
-                "discover": lambda a: client.discover(),
-                "listen": lambda a: client.listen(tools=True, prompts=True, resources=True),
-                "tools": lambda a: client.request("tools/list"),
-                "resources": lambda a: client.request("resources/list"),
-                "prompts": lambda a: client.request("prompts/list"),
-                "read": client.read_resource, "cancel": lambda a: client.cancel(json.loads(a)),
-                "call": lambda a: client.call_tool(*_name_args(a), progress=lambda p: None),
-                "prompt": lambda a: client.get_prompt(*_name_args(a))}
+def _call_params(json_text):
+    """The JSON of `call` (its last word, or --json) as an object; None without it."""
+    params = None if json_text is None else _json_argument(json_text)
+    if params is not None and not isinstance(params, dict):
+        raise SystemExit(f"mcp_min: the arguments must be a JSON object, as in "
+                         f"'{{\"a\": 1}}', not {_typed_preview(params)}")
+    return params
 
-    def run(fn, arg):
-        try:
-            fn(arg)
-        except JSONRPCError:
-            pass                                   # the frames already show it
-        except Exception as e:
-            _print_text(f"! {type(e).__name__}: {e}")
+
+def _method_or_tool(name):
+    """The word of `call` after the server command: (method, None) for a method (it
+    has a slash, or is ping), else (None, tool)."""
+    if name.lower().endswith(_SCRIPT_SUFFIXES) or name.startswith(("/", ".", "~")):
+        raise SystemExit(f"{_CALL_USAGE}: {_preview(name)} looks like the server's "
+                         "command: name a method or a tool after it (--tool NAME and "
+                         "--method METHOD take any name)")
+    if "/" in name or name == "ping":
+        return name, None
+    return None, name
+
+
+_REPL_GREETING = (
+    "mcp_min repl: type a JSON line, or: init (the handshake) or discover "
+    "(2026-07-28), tools, resources, prompts, ping, call NAME {args}, read URI, "
+    "prompt NAME {args}, listen, cancel ID, help, quit")
+
+
+def repl(command, colour=False, stdin=None):
+    """Type JSON lines (sent verbatim) or commands; every frame is printed as it
+    crosses. The client's side of sampling, elicitation and roots is answered with
+    canned replies."""
+    client = Client(command, trace=_client_trace(colour), initialize=False,
+                    **_canned_callbacks("repl"))
+    print(_REPL_GREETING, flush=True)
+    commands = {
+        "init": lambda a: client.initialize(),
+        "ping": lambda a: client.ping(),
+        "discover": lambda a: client.discover(),
+        "listen": lambda a: client.listen(tools=True, prompts=True, resources=True),
+        "tools": lambda a: client.request("tools/list"),
+        "resources": lambda a: client.request("resources/list"),
+        "prompts": lambda a: client.request("prompts/list"),
+        "read": client.read_resource,
+        "cancel": lambda a: client.cancel(json.loads(a)),
+        "call": lambda a: client.call_tool(*_name_args(a), progress=lambda p: None),
+        "prompt": lambda a: client.get_prompt(*_name_args(a))}
     with client:
         for line in stdin or sys.stdin:
             line = line.strip()
-            name, _, arg = line.partition(" ")
             if line in ("quit", "exit"):
                 break
-            if line == "help":                       # not sent: a reminder of the commands
-                print(greeting, flush=True)
+            if line == "help":                   # not sent: a reminder of the commands
+                print(_REPL_GREETING, flush=True)
                 continue
-            if line and name not in commands:        # a frame: sent verbatim, mistakes included
-                if not client.send_frame(line.encode()):
-                    print("! not sent: the connection to the server is closed", flush=True)
-            elif name in ("init", "discover"):      # the era is set before the next line
-                run(commands[name], arg)
-            elif line:
-                threading.Thread(target=run, args=(commands[name], arg.strip()),
-                                 daemon=True).start()
-            time.sleep(0.2)                          # let the reply print before the next prompt
+            _repl_line(client, commands, line)
+            time.sleep(0.2)                      # let the reply print before the prompt
     return 0
+
+
+def _repl_line(client, commands, line):
+    """A line typed at the repl: a frame sent as it is, or a command run."""
+    name, _, arg = line.partition(" ")
+    if line and name not in commands:        # a frame: sent verbatim, mistakes included
+        if not client.send_frame(line.encode()):
+            print("! not sent: the connection to the server is closed", flush=True)
+    elif name in ("init", "discover"):       # the era is set before the next line
+        _run_repl_command(commands[name], arg)
+    elif line:
+        threading.Thread(target=_run_repl_command, args=(commands[name], arg.strip()),
+                         daemon=True).start()
+
+
+def _run_repl_command(command, arg):
+    try:
+        command(arg)
+    except JSONRPCError:
+        pass                                   # the frames already show it
+    except Exception as e:
+        _print_text(f"! {type(e).__name__}: {e}")
 
 
 def _name_args(text):
@@ -7752,88 +8065,138 @@ def _name_args(text):
 
 
 def main(argv=None):
+    """The command line: parse the arguments, then run the command; the exit code."""
+    parser = _argument_parser()
+    args = parser.parse_args(argv)
+    words = getattr(args, "words", [])
+    if words[:1] == ["--"]:
+        words = words[1:]
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    _check_arguments(parser, args, words)
+    return _run_and_report(parser, args, words)
+
+
+def _argument_parser():
     import argparse
-    parser = argparse.ArgumentParser(prog="mcp_min.py", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="mcp_min.py",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("--version", action="version", version=f"mcp_min {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    serve = commands.add_parser("serve", help="run the server in a Python file (FILE.py[:NAME]); "
-                                "with none, the demo's gift server")
+    _add_serve_command(commands)
+    _add_demo_command(commands)
+    for name, text in (("inspect", "list what a server offers"),
+                       ("call", "one request: -- CMD... METHOD|TOOL [JSON]"),
+                       ("repl", "type frames to a server and watch the replies")):
+        _add_client_command(commands, name, text)
+    explain_command = commands.add_parser(
+        "explain", help="what a JSON-RPC/MCP message is, and what is wrong with it")
+    explain_command.add_argument("message", help="the message as JSON; - reads it from "
+                                 "standard input")
+    return parser
+
+
+def _add_serve_command(commands):
+    serve = commands.add_parser("serve", help="run the server in a Python file "
+                                "(FILE.py[:NAME]); with none, the demo's gift server")
     serve.add_argument("target", nargs="?")
     serve.add_argument("--trace", action="store_true", help="log every frame to stderr")
     serve.add_argument("--http", metavar="[HOST:]PORT", help="serve Streamable HTTP at "
                        "http://HOST:PORT/mcp (HOST: 127.0.0.1 unless given)")
+
+
+def _add_demo_command(commands):
+    import argparse
     demo_command = commands.add_parser(
-        "demo", help="watch a client and the gift server (or yours: demo -- SERVER_CMD...) "
-                     "talk, frame by frame", usage="%(prog)s [--era ERA] [-- SERVER_CMD...]")
+        "demo", help="watch a client and the gift server (or yours: demo -- "
+                     "SERVER_CMD...) talk, frame by frame",
+        usage="%(prog)s [--era ERA] [-- SERVER_CMD...]")
     demo_command.add_argument("--era", choices=("legacy", "auto", V2026_07),
-                              help="one session in this era (default: the gift server, one in "
-                                   "each; yours: auto)")
-    demo_command.add_argument("words", nargs=argparse.REMAINDER, metavar="-- SERVER_CMD...",
+                              help="one session in this era (default: the gift server, "
+                                   "one in each; yours: auto)")
+    demo_command.add_argument("words", nargs=argparse.REMAINDER,
+                              metavar="-- SERVER_CMD...",
                               help="narrate a session with this server instead")
-    for name, text in (("inspect", "list what a server offers"),
-                       ("call", "one request: -- CMD... METHOD|TOOL [JSON]"),
-                       ("repl", "type frames to a server and watch the replies")):
-        words = "-- SERVER_CMD... METHOD|TOOL [JSON]" if name == "call" else "-- SERVER_CMD..."
-        command = commands.add_parser(
-            name, help=text, formatter_class=argparse.RawDescriptionHelpFormatter,
-            usage=f"%(prog)s [options] {words}", **(_CALL_HELP if name == "call" else {}))
-        if name != "repl":
-            command.add_argument("--era", choices=("auto", "legacy") + MODERN_PROTOCOL_VERSIONS,
-                                 default="auto", help="auto (the default) speaks 2026-07-28 with "
-                                 "servers that offer it, else the handshake (legacy)")
-        if name == "call":
-            command.add_argument("-v", "--verbose", action="store_true",
-                                 help="show the server's log messages and progress on stderr as "
-                                      "they arrive (it is asked for every level)")
-            command.add_argument("--timeout", type=_seconds, default=30.0, metavar="SECONDS",
-                                 help="how long to wait for the answer (default 30); 0 or none: "
-                                      "as long as the call runs, showing its progress")
-            named = command.add_mutually_exclusive_group()
-            named.add_argument("--tool", metavar="NAME", help="call this tool: every word "
-                               "after -- is then the server command")
-            named.add_argument("--method", metavar="METHOD", help="send this method, the "
-                               "server's own too: every word after -- is the server command")
-            command.add_argument("--json", metavar="JSON", help="with --tool or --method: the "
-                                 "tool's arguments, or the method's params")
-        command.add_argument("words", nargs=argparse.REMAINDER, metavar=words,
-                             help="the command that starts the server (after --)"
-                             + (", then what to call" if name == "call" else ""))
-    commands.add_parser("explain", help="what a JSON-RPC/MCP message is, and what is wrong with it"
-                        ).add_argument("message", help="the message as JSON; - reads it from "
-                                       "standard input")
-    args = parser.parse_args(argv)
-    words = getattr(args, "words", [])
-    words = words[1:] if words[:1] == ["--"] else words
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        return 2
+
+
+def _add_client_command(commands, name, text):
+    """inspect, call or repl: a command that starts a server (the words after --)."""
+    import argparse
+    words = "-- SERVER_CMD..."
+    extra = {}
+    if name == "call":
+        words = "-- SERVER_CMD... METHOD|TOOL [JSON]"
+        extra = _CALL_HELP
+    command = commands.add_parser(
+        name, help=text, formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage=f"%(prog)s [options] {words}", **extra)
+    if name != "repl":
+        eras = ("auto", "legacy") + MODERN_PROTOCOL_VERSIONS
+        command.add_argument("--era", choices=eras, default="auto",
+                             help="auto (the default) speaks 2026-07-28 with servers "
+                                  "that offer it, else the handshake (legacy)")
+    if name == "call":
+        _add_call_options(command)
+    command.add_argument("words", nargs=argparse.REMAINDER, metavar=words,
+                         help="the command that starts the server (after --)"
+                         + (", then what to call" if name == "call" else ""))
+
+
+def _add_call_options(command):
+    command.add_argument("-v", "--verbose", action="store_true",
+                         help="show the server's log messages and progress on stderr "
+                              "as they arrive (it is asked for every level)")
+    command.add_argument("--timeout", type=_seconds, default=30.0, metavar="SECONDS",
+                         help="how long to wait for the answer (default 30); 0 or "
+                              "none: as long as the call runs, showing its progress")
+    named = command.add_mutually_exclusive_group()
+    named.add_argument("--tool", metavar="NAME", help="call this tool: every word "
+                       "after -- is then the server command")
+    named.add_argument("--method", metavar="METHOD", help="send this method, the "
+                       "server's own too: every word after -- is the server command")
+    command.add_argument("--json", metavar="JSON", help="with --tool or --method: the "
+                         "tool's arguments, or the method's params")
+
+
+def _check_arguments(parser, args, words):
+    """What argparse cannot check; a usage error (exit 2) if something is wrong."""
     if args.command in ("inspect", "call", "repl") and not words:
-        parser.error(f"{args.command} needs a server command: {args.command} -- SERVER_CMD ...")
-    if args.command == "call" and args.json is not None and not (args.tool or args.method):
-        parser.error("--json goes with --tool NAME or --method METHOD (or put the JSON last, "
-                     "after the tool's name)")
+        parser.error(f"{args.command} needs a server command: {args.command} -- "
+                     "SERVER_CMD ...")
+    json_alone = args.command == "call" and args.json is not None
+    if json_alone and not (args.tool or args.method):
+        parser.error("--json goes with --tool NAME or --method METHOD (or put the JSON "
+                     "last, after the tool's name)")
     if args.command == "serve" and args.http:
         if args.trace:            # HTTP has no stream of frames to trace, only requests
-            parser.error("--trace shows the frames of a server on stdin/stdout; it does not "
-                         "work with --http")
+            parser.error("--trace shows the frames of a server on stdin/stdout; it "
+                         "does not work with --http")
         try:
             port = _parse_address(args.http)[1]
         except ValueError as e:
             parser.error(str(e))
         if port > 65535:
             parser.error(f"not a port: {port} (a port is 0 to 65535)")
+
+
+def _run_and_report(parser, args, words):
+    """Run the command: its exit code. What goes wrong is said in a line on stderr
+    (exit 1), not in a traceback."""
     try:
         return _run_command(args, words, _shows_colour(sys.stdout))
     except _NotJSON as e:                          # a JSON argument that isn't JSON
         parser.error(f"not valid JSON: {e}")
-    except BrokenPipeError:         # stdout was closed early, as by `| head`: end quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # (and at exit)
-    except KeyboardInterrupt:                      # Ctrl+C: what was in flight is cancelled
+    except BrokenPipeError:
+        # stdout was closed early, as by `| head`: end quietly (and at exit too).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except KeyboardInterrupt:                  # Ctrl+C: what was in flight is cancelled
         print("mcp_min: interrupted", file=sys.stderr)
         return 130
     except TimeoutError as e:
-        hint = ("; call --timeout SECONDS waits longer (0: as long as it takes)"
-                if args.command == "call" else "")
+        hint = ""
+        if args.command == "call":
+            hint = "; call --timeout SECONDS waits longer (0: as long as it takes)"
         print(f"mcp_min: {e}{hint}", file=sys.stderr)
     except (ConnectionError, ProtocolError) as e:
         print(f"mcp_min: {e}", file=sys.stderr)
@@ -7842,8 +8205,9 @@ def main(argv=None):
             raise
         print(f"mcp_min: cannot start {e.filename!r}: {e.strerror}{_start_hint(e)}",
               file=sys.stderr)
-    except JSONRPCError as e:                      # e.g. --era 2026-07-28 to a server without it
-        print(f"mcp_min: the server answered error {e.code}: {e.message}", file=sys.stderr)
+    except JSONRPCError as e:          # e.g. --era 2026-07-28 to a server without it
+        print(f"mcp_min: the server answered error {e.code}: {e.message}",
+              file=sys.stderr)
     return 1
 
 
@@ -7856,7 +8220,8 @@ def _seconds(text):
     except ValueError:
         value = -1.0
     if not value > 0 or value == float("inf"):
-        raise _argparse_error(f"not a number of seconds: {text!r} (0 or none: no limit)")
+        raise _argparse_error(f"not a number of seconds: {text!r} (0 or none: no "
+                              "limit)")
     return value
 
 
@@ -7866,7 +8231,8 @@ def _argparse_error(message):
 
 
 def _start_hint(error):
-    """What to do about a server command that could not be started, if the error tells."""
+    """What to do about a server command that could not be started, if the error
+    tells."""
     if os.path.isdir(error.filename):
         return " (it is a directory: name the server's program or script)"
     if isinstance(error, PermissionError) and os.path.isfile(error.filename):
@@ -7884,9 +8250,10 @@ Start a server, make one request, print its result as JSON on stdout.
   JSON           the method's params, or the tool's arguments (default: none): a JSON
                  object, the last word
 
-The words after -- are read from the end: the JSON, if the last word starts with {, [ or ",
-then the method (it has a slash) or the tool; the words before them start the server. With
---tool NAME or --method METHOD (and --json JSON) every word after -- starts the server.
+The words after -- are read from the end: the JSON, if the last word starts with {, [
+or ", then the method (it has a slash) or the tool; the words before them start the
+server. With --tool NAME or --method METHOD (and --json JSON) every word after --
+starts the server.
 """, "epilog": """\
 examples:
   mcp_min.py call -- python3 server.py tools/list
@@ -7894,92 +8261,126 @@ examples:
   mcp_min.py call --tool add --json '{"a": 2, "b": 3}' -- python3 server.py
   mcp_min.py call -- python3 server.py resources/read '{"uri": "file:///notes/a"}'
   mcp_min.py call -v -- python3 examples/slow_server.py countdown '{"steps": 3}'
-  mcp_min.py call --timeout 0 -- python3 examples/slow_server.py countdown '{"steps": 60}'
+  mcp_min.py call --timeout 0 -- python3 examples/slow_server.py countdown \\
+      '{"steps": 60}'
 
-A tool that fails still answers with a result (exit 0): its "isError" result is on stdout,
-and its text on stderr, as written. A JSON-RPC error exits 1 with the code and message on
-stderr. This client offers no sampling, elicitation or roots: a tool that asks for them
-fails (error -32021 in 2026-07-28); repl answers them.
+A tool that fails still answers with a result (exit 0): its "isError" result is on
+stdout, and its text on stderr, as written. A JSON-RPC error exits 1 with the code and
+message on stderr. This client offers no sampling, elicitation or roots: a tool that
+asks for them fails (error -32021 in 2026-07-28); repl answers them.
 """}
 
 
 def _show_notification(message):
     """`call -v`: a log message or progress from the server, on stderr as it arrives."""
-    method, params = message.get("method"), message.get("params") or {}
+    method = message.get("method")
+    params = message.get("params") or {}
     if method == "notifications/message":
         data = params.get("data")
         logger = f"{params['logger']}: " if params.get("logger") else ""
         shown = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
         line = f"[{params.get('level')}] {logger}{shown}"
     elif method == "notifications/progress":
-        total = f"/{params['total']:g}" if isinstance(params.get("total"), (int, float)) else ""
-        line = f"progress {params.get('progress')}{total}" + (
-            f": {params['message']}" if params.get("message") else "")
+        total = ""
+        if isinstance(params.get("total"), (int, float)):
+            total = f"/{params['total']:g}"
+        line = f"progress {params.get('progress')}{total}"
+        if params.get("message"):
+            line += f": {params['message']}"
     else:
         line = f"{method} {json.dumps(params, ensure_ascii=False)}"
     print(line, file=sys.stderr, flush=True)
 
 
 def _run_command(args, words, colour):
-    if args.command == "serve":
-        if args.target:
-            server = load_server(args.target)
-        else:
-            if sys.stdin and sys.stdin.isatty() and not args.http:   # typed at a prompt
-                print("mcp_min: serving the demo's gift server over stdin/stdout (serve "
-                      "FILE.py serves yours); Ctrl+D ends it", file=sys.stderr)
-            server = demo_server()
-        if args.http is None:
-            server.run(trace=args.trace or None)
-        else:
-            try:
-                server.run(http=args.http)
-            except OSError as e:                   # e.g. the port is taken
-                raise SystemExit(f"mcp_min: cannot serve on {args.http}: {e.strerror or e}")
-    elif args.command == "demo":
-        if not words and args.era == "auto":
-            raise SystemExit("mcp_min: --era auto is for your own server: demo --era auto -- "
-                             "SERVER_CMD...")
-        return demo(colour=colour, era=args.era, command=words)
-    elif args.command == "repl":
-        return repl(words, colour=colour)
-    elif args.command == "explain":
-        summary, problems = explain(sys.stdin.read() if args.message == "-" else args.message)
-        _print_text(summary)
-        _print_text("\n".join(f"  problem: {p}" for p in problems) or "  no problems found")
-        return 1 if problems else 0
-    elif args.command == "inspect":
-        with Client(words, era=args.era) as client:
-            report = {"serverInfo": client.server_info,
-                      "protocolVersion": client.protocol_version,
-                      "capabilities": client.server_capabilities,
-                      "instructions": client.instructions}
-            for method, key in (("tools/list", "tools"), ("resources/list", "resources"),
-                                ("resources/templates/list", "resourceTemplates"),
-                                ("prompts/list", "prompts")):
-                if method.split("/")[0] in client.server_capabilities:
-                    report[key] = client.list_all(method, key)
-        _print_json(report)
-    elif args.command == "call":
-        command, method, params = _parse_call(words, args.tool, args.method, args.json)
-        era = args.era
-        if era == "auto" and method in HANDSHAKE_ONLY_METHODS:     # e.g. ping: only there
-            era = "legacy"
-        options = {"timeout": args.timeout}
-        if args.verbose:
-            options.update(on_notification=_show_notification, log_level="debug")
-        elif args.timeout is None:            # no limit: show that the call is alive
-            options.update(on_notification=_show_progress)
-        client = Client(command, era=era, **options)
-        try:
-            with client:
-                code = _call(client, method, params, args.verbose or args.timeout is None)
-        finally:      # after close(), which has read all the server wrote, its last line too
-            for line in client.junk:               # e.g. a print() in a hand-rolled server
-                print(f"mcp_min: the server wrote a line that is not JSON-RPC: {line}",
-                      file=sys.stderr)
-        return 1 if client.junk else code
+    """Run the command parsed: its exit code."""
+    return _COMMANDS[args.command](args, words, colour)
+
+
+def _serve_command(args, words, colour):
+    """`serve`: the server in a file, or the demo's, on stdio or over HTTP."""
+    if args.target:
+        server = load_server(args.target)
+    else:
+        if sys.stdin and sys.stdin.isatty() and not args.http:   # typed at a prompt
+            print("mcp_min: serving the demo's gift server over stdin/stdout (serve "
+                  "FILE.py serves yours); Ctrl+D ends it", file=sys.stderr)
+        server = demo_server()
+    if args.http is None:
+        server.run(trace=args.trace or None)
+        return 0
+    try:
+        server.run(http=args.http)
+    except OSError as e:                   # e.g. the port is taken
+        raise SystemExit(f"mcp_min: cannot serve on {args.http}: {e.strerror or e}")
     return 0
+
+
+def _demo_command(args, words, colour):
+    if not words and args.era == "auto":
+        raise SystemExit("mcp_min: --era auto is for your own server: demo --era auto "
+                         "-- SERVER_CMD...")
+    return demo(colour=colour, era=args.era, command=words)
+
+
+def _repl_command(args, words, colour):
+    return repl(words, colour=colour)
+
+
+def _explain_command(args, words, colour):
+    raw = sys.stdin.read() if args.message == "-" else args.message
+    summary, problems = explain(raw)
+    _print_text(summary)
+    shown = "\n".join(f"  problem: {problem}" for problem in problems)
+    _print_text(shown or "  no problems found")
+    return 1 if problems else 0
+
+
+def _inspect_command(args, words, colour):
+    """`inspect`: what the server says of itself, and every list it offers, as JSON."""
+    with Client(words, era=args.era) as client:
+        report = {"serverInfo": client.server_info,
+                  "protocolVersion": client.protocol_version,
+                  "capabilities": client.server_capabilities,
+                  "instructions": client.instructions}
+        for method, key in _LIST_METHODS:
+            if method.split("/")[0] in client.server_capabilities:
+                report[key] = client.list_all(method, key)
+    _print_json(report)
+    return 0
+
+
+def _call_command(args, words, colour):
+    """`call`: one request, its result printed; then any line the server wrote that
+    is not JSON-RPC, on stderr (exit 1)."""
+    command, method, params = _parse_call(words, args.tool, args.method, args.json)
+    era = args.era
+    if era == "auto" and method in HANDSHAKE_ONLY_METHODS:     # e.g. ping: only there
+        era = "legacy"
+    client = Client(command, era=era, **_call_client_options(args))
+    try:
+        with client:
+            code = _call(client, method, params, args.verbose or args.timeout is None)
+    finally:  # after close(), which has read all the server wrote, its last line too
+        for line in client.junk:               # e.g. a print() in a hand-rolled server
+            print(f"mcp_min: the server wrote a line that is not JSON-RPC: {line}",
+                  file=sys.stderr)
+    return 1 if client.junk else code
+
+
+def _call_client_options(args):
+    """The Client's options for `call`: what it shows of the server's notifications."""
+    options = {"timeout": args.timeout}
+    if args.verbose:
+        options.update(on_notification=_show_notification, log_level="debug")
+    elif args.timeout is None:            # no limit: show that the call is alive
+        options.update(on_notification=_show_progress)
+    return options
+
+
+_COMMANDS = {"serve": _serve_command, "demo": _demo_command, "repl": _repl_command,
+             "explain": _explain_command, "inspect": _inspect_command,
+             "call": _call_command}
 
 
 def _show_progress(message):
@@ -7992,32 +8393,52 @@ def _call(client, method, params, progress):
     progress (and, with -v, log messages: the client's on_notification shows them)."""
     try:
         if progress:
-            if client.on_notification is _show_notification and \
-                    "logging" in client.server_capabilities:    # (2026-07-28: already)
-                client.set_logging_level("debug")
-            params = dict(params or {})
-            params["_meta"] = {**(params.get("_meta") or {}), "progressToken": "call"}
-        if method == "subscriptions/listen":   # answered by an acknowledgement, not a response
-            result = client._listen((params or {}).get("notifications") or {}, None)[1]
-            print("mcp_min: acknowledged; the notifications that follow are for a longer "
-                  "session: repl's listen shows them", file=sys.stderr)
-        elif method in INPUT_METHODS:          # input_required: answered, with no callbacks
-            result = client.request_with_input(method, params or {})
-        else:
-            result = client.request(method, params)
+            params = _asking_for_progress(client, params)
+        result = _call_request(client, method, params)
         _print_json(result)
         if isinstance(result, dict) and result.get("isError") is True:
-            shown = [b.get("text") for b in result.get("content") or ()
-                     if isinstance(b, dict) and isinstance(b.get("text"), str)]
-            print("\n".join(["mcp_min: the tool reported an error:", *shown]), file=sys.stderr)
+            _show_tool_error(result)
     except JSONRPCError as e:
         print(f"error {e.code}: {e.message}", file=sys.stderr)
         return 1
     return 0
 
 
+def _asking_for_progress(client, params):
+    """``params`` with a progress token; with -v, the server is asked for every log
+    level too (in 2026-07-28 the client's log_level asks already)."""
+    if (client.on_notification is _show_notification
+            and "logging" in client.server_capabilities):
+        client.set_logging_level("debug")
+    params = dict(params or {})
+    params["_meta"] = {**(params.get("_meta") or {}), "progressToken": "call"}
+    return params
+
+
+def _call_request(client, method, params):
+    """The request of `call`, made the way its method is answered: the result."""
+    if method == "subscriptions/listen":
+        # Answered by an acknowledgement, not a response.
+        notifications = (params or {}).get("notifications") or {}
+        result = client._listen(notifications, None)[1]
+        print("mcp_min: acknowledged; the notifications that follow are for a longer "
+              "session: repl's listen shows them", file=sys.stderr)
+        return result
+    if method in INPUT_METHODS:            # input_required: answered, with no callbacks
+        return client.request_with_input(method, params or {})
+    return client.request(method, params)
+
+
+def _show_tool_error(result):
+    """The text of a tool's isError result, on stderr."""
+    shown = [block.get("text") for block in result.get("content") or ()
+             if isinstance(block, dict) and isinstance(block.get("text"), str)]
+    print("\n".join(["mcp_min: the tool reported an error:", *shown]), file=sys.stderr)
+
+
 def load_server(target):
-    """The Server in a Python file: ``path.py`` (its only Server) or ``path.py:name``."""
+    """The Server in a Python file: ``path.py`` (its only Server) or
+    ``path.py:name``."""
     import runpy
     path, _, name = target.partition(":")
     if not os.path.isfile(path):
@@ -8029,12 +8450,13 @@ def load_server(target):
         return namespace[name]
     servers = [v for v in namespace.values() if isinstance(v, Server)]
     if len(servers) != 1:
-        raise SystemExit(f"{path}: found {len(servers)} Server objects; name one as {path}:NAME")
+        raise SystemExit(f"{path}: found {len(servers)} Server objects; name one as "
+                         f"{path}:NAME")
     return servers[0]
 
 
 if __name__ == "__main__":
-    # Run as a script, this module is __main__; files it loads that `import mcp_min` must
-    # get this same module (and its Server class), not a second copy.
+    # Run as a script, this module is __main__; files it loads that `import mcp_min`
+    # must get this same module (and its Server class), not a second copy.
     sys.modules.setdefault("mcp_min", sys.modules[__name__])
     sys.exit(main())
