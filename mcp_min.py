@@ -1803,10 +1803,7 @@ class Signature:
                         f"{_typed_preview(args)}"]
         for name, kinds in self._coerce:
             if isinstance(args.get(name), str):
-                try:
-                    parsed = _decoder.decode(args[name])    # refuses NaN and Infinity
-                except ValueError:
-                    continue                # validation will say what is wrong with it
+                parsed = _json_in(args[name])   # (if none, validation says what is wrong)
                 if isinstance(parsed, (dict, list)) and _json_type(parsed) in kinds:
                     # A copy: the caller's dict stays as it was.
                     args = {**args, name: parsed}
@@ -2416,15 +2413,24 @@ def _as_blocks(value):
     return None
 
 
+def _json_in(text):
+    """The JSON value a string holds (arguments and headers carry JSON in strings), or
+    _NOTHING: not JSON (NaN and Infinity are not), or nested too deeply to read."""
+    try:
+        return _decoder.decode(text)
+    except (ValueError, RecursionError):
+        return _NOTHING
+
+
 def _parsed(values, keys):
-    """``values`` with the strings of ``keys`` parsed as JSON, where they are JSON."""
+    """``values`` with the strings of ``keys`` parsed as JSON, where they are JSON (where
+    not, validation says what is wrong with them)."""
     values = dict(values)
     for key, value in values.items():
         if isinstance(value, str) and key in keys:
-            try:
-                values[key] = _decoder.decode(value)  # NaN and Infinity are no JSON
-            except ValueError:
-                pass                          # validation says what is wrong with it
+            parsed = _json_in(value)
+            if parsed is not _NOTHING:
+                values[key] = parsed
     return values
 
 
@@ -2660,9 +2666,8 @@ def _mirrors(value, header):
     ``value``: integers compare as numbers (42.0 is 42), booleans are true or false."""
     if isinstance(value, str) or header is None:
         return header == value
-    try:
-        sent = _decoder.decode(header)
-    except ValueError:
+    sent = _json_in(header)
+    if sent is _NOTHING:
         return False
     if isinstance(value, bool) or isinstance(sent, bool):
         return sent is value

@@ -880,6 +880,13 @@ def test_arguments_too_deep_to_check_are_refused_not_crashed_on():
         {}, ["the arguments are nested too deeply to check"])
 
 
+def test_an_argument_string_nesting_too_deep_to_read_is_invalid_not_a_crash():
+    def total(numbers: list[int]) -> int: ...
+    kwargs, problems = Signature(total).bind({"numbers": "[" * 100_000})
+    assert kwargs == {} and len(problems) == 1
+    assert problems[0].startswith("numbers: expected array, got string")
+
+
 def test_pydantic_conint_gives_no_warning_about_its_placeholders():
     pydantic = pytest.importorskip("pydantic")
     import warnings
