@@ -250,18 +250,23 @@ class RunningServer:
         self.proc = subprocess.Popen(spec.argv, stdin=subprocess.DEVNULL,
                                      stdout=self.log, stderr=subprocess.STDOUT,
                                      env=spec.env, cwd=workdir, start_new_session=True)
-        deadline = time.monotonic() + START_TIMEOUT
-        self.port = None
+        try:
+            self.port = self._wait_until_ready(time.monotonic() + START_TIMEOUT)
+        except BaseException:         # not started, or Ctrl+C: no server left behind
+            self.close()
+            raise
+
+    def _wait_until_ready(self, deadline: float) -> int:
+        """The port, once the log names it and every worker is up."""
         while True:
             text = self.log_path.read_text(errors="replace")
-            found = re.search(spec.port_pattern, text)
-            ready = len(re.findall(spec.ready_pattern, text)) if spec.workers else 0
-            if found and ready >= spec.workers:
-                self.port = int(found.group(1))
-                return
+            found = re.search(self.spec.port_pattern, text)
+            ready = (len(re.findall(self.spec.ready_pattern, text)) if self.spec.workers
+                     else 0)
+            if found and ready >= self.spec.workers:
+                return int(found.group(1))
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.close()
-                raise BenchError(f"{spec.name} did not start: {text[-600:]}")
+                raise BenchError(f"{self.spec.name} did not start: {text[-600:]}")
             time.sleep(0.05)
 
     def pids(self) -> list[int]:
