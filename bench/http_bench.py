@@ -1,19 +1,26 @@
 #!/usr/bin/env python3
 """Benchmark MCP over Streamable HTTP: requests/s and latency of `tools/call add`.
 
-    bash bench/setup.sh                  # once: the SDK's venv and gunicorn's, in a cache
-    python3 bench/http_bench.py          # every server found, 3 interleaved rounds
+    bash bench/setup.sh            # once: venvs for the SDK and the engines, in a cache
+    python3 bench/http_bench.py    # every server found, 3 interleaved rounds
     python3 bench/http_bench.py --quick --servers wsgiref   # smoke test, needs no setup
 
 The servers, all serving bench/peers' tools on 127.0.0.1 in 2026-07-28 (stateless: every
 request carries the envelope in params._meta and the MCP-Protocol-Version, Mcp-Method and
 Mcp-Name headers; no initialize, no session):
 
-    wsgiref     mcp_min.py serve --http (one process, a thread per connection)
-    gunicorn-1  server.wsgi on gunicorn, 1 gthread worker
-    gunicorn-2  the same with 2 workers, sharing MCP_MIN_STATE_KEY
-    sdk         the official Python SDK (MCPServer.streamable_http_app with stateless_http
-                and json_response) on uvicorn
+    wsgiref       mcp_min.py serve --http (one process, a thread per connection)
+    gunicorn-W    server.wsgi on gunicorn: W gthread workers, sharing MCP_MIN_STATE_KEY
+    granian-WwTt  server.wsgi on granian: W workers of T blocking threads, sharing it
+    floor-ENGINE  bench/peers/floor_wsgi.py, a bare WSGI app, on the same engine and
+                  configuration: what the engine alone costs (floor-wsgiref: on the
+                  stdlib's threading WSGI server)
+    sdk           the official Python SDK (MCPServer.streamable_http_app with
+                  stateless_http and json_response) on uvicorn
+
+By default: wsgiref, gunicorn-1 and -2, granian with 1 and 2 workers of 1, 2 and 8
+threads, each followed by its floor, and sdk. Each row's requests/s are also given as a
+ratio to its floor's and to the SDK's.
 
 The driver holds N keep-alive connections, a thread each, on raw sockets with every request
 encoded before the clock starts; each window counts the replies that arrived before it
@@ -34,6 +41,7 @@ import os
 import re
 import resource
 import shlex
+import signal
 import socket
 import statistics
 import subprocess
@@ -49,20 +57,30 @@ import bench  # noqa: E402  (the stdio benchmark: shared helpers and conventions
 from bench import (BUSY_WARNING, DEFAULT_CACHE, ENVELOPE, MODERN_VERSION, PEERS_DIR,  # noqa: E402
                    REPO_ROOT, BenchError, machine_info, percentile, progress, warn)
 
-SERVER_NAMES = ("wsgiref", "gunicorn-1", "gunicorn-2", "sdk")
-STATE_KEY = "http-bench-state-key"   # shared by gunicorn's workers, as in any multi-worker setup
+# A server's name: an engine serving mcp_min (with floor- before it, the bare WSGI
+# floor), or sdk. The groups: floor-, engine, gunicorn's workers, granian's workers and
+# threads.
+NAME_PATTERN = re.compile(
+    r"(floor-)?(wsgiref|gunicorn-([1-9]\d*)|granian-([1-9]\d*)w([1-9]\d*)t)$")
+ENGINE_ROWS = ("wsgiref", "gunicorn-1", "gunicorn-2", "granian-1w1t", "granian-1w2t",
+               "granian-1w8t", "granian-2w1t", "granian-2w2t", "granian-2w8t")
+# Each floor right after its engine's row, so that drift on the machine hits both alike.
+SERVER_NAMES = (*(name for row in ENGINE_ROWS for name in (row, f"floor-{row}")), "sdk")
+# Shared by an engine's workers, as in any multi-worker setup.
+STATE_KEY = "http-bench-state-key"
 START_TIMEOUT = 30.0
 REPLY_TIMEOUT = 10.0
 # A server that fails a window (an error status, a wrong or unparsable reply, a closed or
 # stuck connection) costs that window, never the run.
 FAILURES = (BenchError, OSError, ValueError, AttributeError, KeyError, TypeError)
 
-# Tiny modules written into the run's scratch directory: gunicorn and uvicorn import an
-# attribute of a module, and the peers' files only define `server`.
-GUNICORN_APP = """import sys
+# Tiny modules written into the run's scratch directory: gunicorn, granian and uvicorn
+# import an attribute of a module, and the peers' files name theirs `server` or `app`.
+WSGI_APP = """import sys
 sys.path.insert(0, {peers!r})
-from mcp_min_server import server
+from {module} import {attribute} as app
 """
+WSGI_APPS = {"mcp_min": ("mcp_min_server", "server"), "floor": ("floor_wsgi", "app")}
 SDK_APP = """import sys
 sys.path.insert(0, {peers!r})
 from sdk_server import server
@@ -72,8 +90,9 @@ app = server.streamable_http_app(stateless_http=True, json_response=True)
 
 @dataclass
 class Settings:
-    # keep-alive connections in the throughput windows: gunicorn's workers take connections
-    # as they race to accept them, so with few, one worker may get none (see the README)
+    # keep-alive connections in the throughput windows: an engine's workers take
+    # connections as they race to accept them, so with few, one worker may get none (see
+    # the README)
     connections: int = 16
     seconds: float = 3.0        # length of each throughput window
     sequential_seconds: float = 1.5   # length of each one-connection latency window
@@ -91,7 +110,8 @@ class ServerSpec:
     name: str
     argv: list[str] = field(default_factory=list)
     port_pattern: str = ""      # the line of its log that gives the port
-    workers: int = 0            # gunicorn: worker processes to wait for
+    ready_pattern: str = ""     # a line its log has once per worker ready to serve
+    workers: int = 0            # worker processes to wait for (gunicorn, granian)
     env: dict | None = None
     interpreter: str = ""
     missing: str = ""
@@ -99,14 +119,16 @@ class ServerSpec:
 
 # --------------------------------------------------------------------------- the servers
 
-def gunicorn_python(cache: Path) -> tuple[str | None, str]:
-    """The interpreter that has gunicorn: setup.sh's venv, else the one running the driver."""
-    venv = cache / "venv-gunicorn" / "bin" / "python"
+def engine_python(cache: Path, module: str) -> tuple[str | None, str]:
+    """The interpreter that has the engine (gunicorn, granian): setup.sh's venv, else
+    the one running the driver."""
+    venv = cache / "venv-engines" / "bin" / "python"
     if venv.exists():
         return str(venv), f"venv {venv.parent.parent}"
-    if importlib.util.find_spec("gunicorn") is not None:
+    if importlib.util.find_spec(module) is not None:
         return sys.executable, "the driver's interpreter"
-    return None, f"no venv at {venv.parent.parent} (run bench/setup.sh) and no gunicorn here"
+    return None, (f"no venv at {venv.parent.parent} (run bench/setup.sh) and no "
+                  f"{module} here")
 
 
 def installed_version(python: str, package: str) -> str:
@@ -115,86 +137,146 @@ def installed_version(python: str, package: str) -> str:
     return out.stdout.strip() or "?"
 
 
+def free_port() -> int:
+    """A port free now, for granian: it logs the port it was given, not the bound
+    one."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def find_servers(names: list[str], cache: Path, workdir: Path, settings: Settings):
-    specs = []
+    specs, bare_python = [], None
+    for app, (module, attribute) in WSGI_APPS.items():
+        (workdir / f"{app}_app.py").write_text(
+            WSGI_APP.format(peers=str(PEERS_DIR), module=module, attribute=attribute))
     for name in names:
         spec = ServerSpec(name)
-        if name == "wsgiref":
-            # as in bench.py: a venv without packages, -I, bytecode in the scratch directory
-            python, how = bench.make_bare_venv(workdir / "venv")
-            spec.argv = [*python, "-X", f"pycache_prefix={workdir / 'pycache'}",
-                         str(REPO_ROOT / "mcp_min.py"), "serve", "--http", "127.0.0.1:0",
-                         str(PEERS_DIR / "mcp_min_server.py")]
-            spec.port_pattern = r"http://127\.0\.0\.1:(\d+)/mcp"
-            spec.interpreter = f"Python {bench.python_version(python[0])} ({how})"
-        elif name.startswith("gunicorn-"):
-            python, how = gunicorn_python(cache)
-            if python is None:
-                spec.missing = how
-            else:
-                (workdir / "mcp_min_wsgi.py").write_text(GUNICORN_APP.format(peers=str(PEERS_DIR)))
-                spec.workers = int(name.split("-")[1])
-                spec.argv = [python, "-I", "-m", "gunicorn", "--workers", str(spec.workers),
-                             "--worker-class", "gthread", "--threads", str(settings.threads),
-                             "--bind", "127.0.0.1:0", "--chdir", str(workdir)]
-                help_text = subprocess.run([python, "-I", "-m", "gunicorn", "--help"],
-                                           capture_output=True, text=True, timeout=60).stdout
-                if "--no-control-socket" in help_text:   # else one socket shared by every run
-                    spec.argv.append("--no-control-socket")
-                spec.argv.append("mcp_min_wsgi:server")
-                spec.port_pattern = r"Listening at: http://127\.0\.0\.1:(\d+)"
-                spec.env = {**os.environ, "MCP_MIN_STATE_KEY": STATE_KEY,
-                            "PYTHONPYCACHEPREFIX": str(workdir / "pycache")}
-                spec.interpreter = (f"Python {bench.python_version(python)} ({how}), gunicorn "
-                                    f"{installed_version(python, 'gunicorn')}")
-        elif name == "sdk":
-            python = cache / "venv-sdk" / "bin" / "python"
-            if not python.exists():
-                spec.missing = f"no venv at {python.parent.parent} (run bench/setup.sh)"
-            else:
-                (workdir / "sdk_http.py").write_text(SDK_APP.format(peers=str(PEERS_DIR)))
-                spec.argv = [str(python), "-I", "-m", "uvicorn", "--app-dir", str(workdir),
-                             "sdk_http:app", "--host", "127.0.0.1", "--port", "0",
-                             "--no-access-log"]
-                spec.port_pattern = r"Uvicorn running on http://127\.0\.0\.1:(\d+)"
-                spec.interpreter = (f"Python {bench.python_version(str(python))} (venv "
-                                    f"{python.parent.parent}, -I), uvicorn "
-                                    f"{installed_version(str(python), 'uvicorn')}, mcp "
-                                    f"{installed_version(str(python), 'mcp')}")
         specs.append(spec)
+        if name == "sdk":
+            sdk_spec(spec, cache, workdir)
+            continue
+        floor, engine, gunicorn_workers, granian_workers, threads = \
+            NAME_PATTERN.match(name).groups()
+        if engine == "wsgiref":
+            if bare_python is None:
+                bare_python = bench.make_bare_venv(workdir / "venv")
+            wsgiref_spec(spec, bare_python, bool(floor), workdir)
+            continue
+        module = "gunicorn" if gunicorn_workers else "granian"
+        python, how = engine_python(cache, module)
+        if python is None:
+            spec.missing = how
+            continue
+        target = f"{'floor' if floor else 'mcp_min'}_app:app"
+        command = isolated(python, workdir)
+        if gunicorn_workers:
+            gunicorn_spec(spec, command, int(gunicorn_workers), settings.threads,
+                          target, workdir)
+        else:
+            spec.workers = int(granian_workers)
+            spec.argv = [*command, "-m", "granian", "--interface", "wsgi",
+                         "--workers", granian_workers, "--blocking-threads", threads,
+                         "--host", "127.0.0.1", "--port", str(free_port()),
+                         "--working-dir", str(workdir), "--log-level", "info", target]
+            spec.port_pattern = r"Listening at: http://127\.0\.0\.1:(\d+)"
+            spec.ready_pattern = r"Started worker-"
+        spec.env = {**os.environ, "MCP_MIN_STATE_KEY": STATE_KEY}
+        spec.interpreter = (f"Python {bench.python_version(python)} ({how}), {module} "
+                            f"{installed_version(python, module)}")
     return specs
 
 
+def isolated(python: str, workdir: Path) -> list[str]:
+    """The interpreter with -I, and its bytecode in the scratch directory, not beside
+    the peers: -X, since -I ignores PYTHONPYCACHEPREFIX. Workers forked or spawned by
+    the engine inherit both."""
+    return [python, "-I", "-X", f"pycache_prefix={workdir / 'pycache'}"]
+
+
+def wsgiref_spec(spec: ServerSpec, bare_python: tuple, floor: bool,
+                 workdir: Path) -> None:
+    """As in bench.py: a venv without packages, -I, bytecode in the scratch folder."""
+    python, how = bare_python
+    served = ([str(PEERS_DIR / "floor_wsgi.py")] if floor else
+              [str(REPO_ROOT / "mcp_min.py"), "serve", "--http", "127.0.0.1:0",
+               str(PEERS_DIR / "mcp_min_server.py")])
+    spec.argv = [*python, "-X", f"pycache_prefix={workdir / 'pycache'}", *served]
+    spec.port_pattern = r"http://127\.0\.0\.1:(\d+)/mcp"
+    spec.interpreter = f"Python {bench.python_version(python[0])} ({how})"
+
+
+def gunicorn_spec(spec: ServerSpec, command: list[str], workers: int, threads: int,
+                  target: str, workdir: Path) -> None:
+    spec.workers = workers
+    spec.argv = [*command, "-m", "gunicorn", "--workers", str(workers),
+                 "--worker-class", "gthread", "--threads", str(threads),
+                 "--bind", "127.0.0.1:0", "--chdir", str(workdir)]
+    help_text = subprocess.run([*command, "-m", "gunicorn", "--help"],
+                               capture_output=True, text=True, timeout=60).stdout
+    if "--no-control-socket" in help_text:    # else one socket shared by every run
+        spec.argv.append("--no-control-socket")
+    spec.argv.append(target)
+    spec.port_pattern = r"Listening at: http://127\.0\.0\.1:(\d+)"
+    spec.ready_pattern = r"Booting worker with pid"
+
+
+def sdk_spec(spec: ServerSpec, cache: Path, workdir: Path) -> None:
+    python = cache / "venv-sdk" / "bin" / "python"
+    if not python.exists():
+        spec.missing = f"no venv at {python.parent.parent} (run bench/setup.sh)"
+        return
+    (workdir / "sdk_http.py").write_text(SDK_APP.format(peers=str(PEERS_DIR)))
+    spec.argv = [*isolated(str(python), workdir), "-m", "uvicorn",
+                 "--app-dir", str(workdir), "sdk_http:app", "--host", "127.0.0.1",
+                 "--port", "0", "--no-access-log"]
+    spec.port_pattern = r"Uvicorn running on http://127\.0\.0\.1:(\d+)"
+    spec.interpreter = (f"Python {bench.python_version(str(python))} (venv "
+                        f"{python.parent.parent}, -I), uvicorn "
+                        f"{installed_version(str(python), 'uvicorn')}, mcp "
+                        f"{installed_version(str(python), 'mcp')}")
+
+
 class RunningServer:
-    """A server process (for gunicorn, its master) and the port its log names."""
+    """A server process (for gunicorn and granian, their master) and the port its log
+    names. It leads a process group of its own: should the master not stop, its workers
+    are killed with it."""
 
     def __init__(self, spec: ServerSpec, workdir: Path):
         self.spec = spec
         self.log_path = workdir / f"{spec.name}.log"
         self.log = open(self.log_path, "wb")
+        # granian logs to stdout, the others to stderr
         self.proc = subprocess.Popen(spec.argv, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=self.log, env=spec.env,
-                                     cwd=workdir)
-        deadline = time.monotonic() + START_TIMEOUT
-        self.port = None
+                                     stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=spec.env, cwd=workdir, start_new_session=True)
+        try:
+            self.port = self._wait_until_ready(time.monotonic() + START_TIMEOUT)
+        except BaseException:         # not started, or Ctrl+C: no server left behind
+            self.close()
+            raise
+
+    def _wait_until_ready(self, deadline: float) -> int:
+        """The port, once the log names it and every worker is up."""
         while True:
             text = self.log_path.read_text(errors="replace")
-            found = re.search(spec.port_pattern, text)
-            booted = len(re.findall(r"Booting worker with pid", text))
-            if found and booted >= spec.workers:
-                self.port = int(found.group(1))
-                return
+            found = re.search(self.spec.port_pattern, text)
+            ready = (len(re.findall(self.spec.ready_pattern, text)) if self.spec.workers
+                     else 0)
+            if found and ready >= self.spec.workers:
+                return int(found.group(1))
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.close()
-                raise BenchError(f"{spec.name} did not start: {text[-600:]}")
+                raise BenchError(f"{self.spec.name} did not start: {text[-600:]}")
             time.sleep(0.05)
 
     def pids(self) -> list[int]:
-        """The process and its children (gunicorn's workers)."""
+        """The process and its children (the engine's workers), whichever of its threads
+        started them."""
         pids = [self.proc.pid]
         try:
-            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as children:
-                pids += [int(pid) for pid in children.read().split()]
+            for thread in os.listdir(f"/proc/{self.proc.pid}/task"):
+                with open(f"/proc/{self.proc.pid}/task/{thread}/children") as children:
+                    pids += [int(pid) for pid in children.read().split()]
         except OSError:
             pass
         return pids
@@ -211,8 +293,8 @@ class RunningServer:
         return total
 
     def connections_per_worker(self) -> list[int]:
-        """Established connections on the port held by each worker (gunicorn): whether the
-        kernel spread the driver's connections evenly."""
+        """Established connections on the port held by each worker (gunicorn, granian):
+        whether the kernel spread the driver's connections evenly."""
         inodes = set()
         try:
             with open("/proc/net/tcp") as table:
@@ -234,12 +316,17 @@ class RunningServer:
         return counts
 
     def close(self) -> None:
-        self.proc.terminate()
+        if self.proc.poll() is None:
+            self.proc.terminate()
         try:
             self.proc.wait(15)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
+            pass
+        try:                          # a master that hung, or a worker that outlived it
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(5)
         self.log.close()
 
 
@@ -380,10 +467,10 @@ def load(server: RunningServer, connections: int, seconds: float) -> dict:
 
 def open_connections(server: RunningServer, plans: list) -> tuple[list, list, int]:
     """One connection per plan, opened one after the other, each sending its first request
-    (untimed) before the next opens. gunicorn's workers race to accept connections, and with
-    a few long-lived ones a worker may get none, which would measure one worker fewer: then
-    all are closed and opened again (up to 5 times). Returns the connections, how many each
-    worker holds, and how many openings that took."""
+    (untimed) before the next opens. An engine's workers race to accept connections,
+    and with a few long-lived ones a worker may get none, which would measure one worker
+    fewer: then all are closed and opened again (up to 5 times). Returns the
+    connections, how many each worker holds, and how many openings that took."""
     for opening in range(1, 6):
         sockets = []
         for number, plan in enumerate(plans):
@@ -458,17 +545,35 @@ def summarise(rounds: dict) -> dict:
             "connections_per_worker": [run["connections_per_worker"] for run in good],
             "reopened": sum(run["connection_openings"] - 1 for run in good),
             "errors": errors}
+        for key, reference in (("floor", floor_of(name)), ("sdk", "sdk")):
+            by_round = ([] if reference == name else
+                        ratio_figures(rounds, name, reference))
+            middle = statistics.median(by_round) if by_round else None
+            summary[name][f"vs_{key}"] = middle
+            summary[name][f"vs_{key}_by_round"] = by_round
     return summary
 
 
-RATIOS = (  # (label, server, reference, target or None)
+def floor_of(name: str) -> str | None:
+    """The floor on the same engine and configuration as the row, if the row has one."""
+    if name == "sdk" or name.startswith("floor-"):
+        return None
+    return f"floor-{name}"
+
+
+# (label, server, reference, target or None); a reference other than the SDK is the same
+# engine with one worker: a scaling ratio, meaningless when pinned.
+RATIOS = (
     ("mcp_min 1 worker (gunicorn) vs the SDK", "gunicorn-1", "sdk", 2.0),
+    ("mcp_min 1 worker (granian, 8 threads) vs the SDK", "granian-1w8t", "sdk", 2.0),
     ("mcp_min on wsgiref vs the SDK", "wsgiref", "sdk", None),
-    ("mcp_min 2 workers vs 1 worker", "gunicorn-2", "gunicorn-1", 1.6),
+    ("mcp_min 2 workers vs 1 worker (gunicorn)", "gunicorn-2", "gunicorn-1", 1.6),
+    ("mcp_min 2 workers vs 1 worker (granian, 8 threads)", "granian-2w8t",
+     "granian-1w8t", 1.6),
 )
 
 
-def ratio_figures(rounds: dict, server: str, reference: str) -> list[float]:
+def ratio_figures(rounds: dict, server: str, reference: str | None) -> list[float]:
     """requests/s ratios, one per round in which both ran."""
     pairs = zip(rounds.get(server, []), rounds.get(reference, []))
     return [a["requests_per_s"] / b["requests_per_s"] for a, b in pairs
@@ -489,18 +594,26 @@ def markdown(report: dict, settings: Settings) -> str:
     lines += [f"`tools/call add`, {MODERN_VERSION}, over keep-alive HTTP/1.1: "
               f"{settings.connections} connections for {settings.seconds:g} s, then one "
               f"connection for {settings.sequential_seconds:g} s, per server and round; medians "
-              f"of {settings.rounds} interleaved rounds.", "",
-              "| server | requests/s | p50 ms | p99 ms | 1 connection: p50 ms | "
-              "server CPU µs/request | driver CPU | connections per worker |",
-              "|---|---:|---:|---:|---:|---:|---:|---|"]
+              f"of {settings.rounds} interleaved rounds. × floor: requests/s as a "
+              "share of the bare WSGI floor's on the same engine and configuration; "
+              "× sdk: as a multiple of the SDK's (each the median of the per-round "
+              "ratios).", "",
+              "| server | requests/s | × floor | × sdk | p50 ms | p99 ms | "
+              "1 connection: p50 ms | server CPU µs/request | driver CPU | "
+              "connections per worker |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for name, figures in summary.items():
         if "requests_per_s" not in figures:
-            lines.append(f"| {name} | failed | | | | | | |")
+            lines.append(f"| {name} | failed | | | | | | | | |")
             continue
         spread = ", ".join("+".join(map(str, counts))
                            for counts in figures["connections_per_worker"] if counts)
-        lines.append(f"| {name} | {figures['requests_per_s']:,.0f} | {figures['p50_ms']:.2f} | "
-                     f"{figures['p99_ms']:.2f} | {figures['sequential_p50_ms']:.2f} | "
+        ratios = [f"{figures[key]:.2f}" if figures[key] is not None else "—"
+                  for key in ("vs_floor", "vs_sdk")]
+        lines.append(f"| {name} | {figures['requests_per_s']:,.0f} | "
+                     f"{' | '.join(ratios)} | "
+                     f"{figures['p50_ms']:.2f} | {figures['p99_ms']:.2f} | "
+                     f"{figures['sequential_p50_ms']:.2f} | "
                      f"{figures['server_cpu_us_per_request']:,.0f} | "
                      f"{figures['driver_cpu_share']:.0%} | {spread or '—'} |")
     ratio_rows = []
@@ -510,7 +623,7 @@ def markdown(report: dict, settings: Settings) -> str:
             continue
         middle = statistics.median(figures)
         verdict = "—"
-        if server == "gunicorn-2" and len(report.get("server_cpus", [0, 1])) < 2:
+        if reference != "sdk" and len(report.get("server_cpus", [0, 1])) < 2:
             verdict = "— (pinned: both workers on one CPU, so no scaling to see)"
         elif goal is not None:
             verdict = f"≥ {goal:g}: {'met' if middle >= goal else 'missed'}"
@@ -542,11 +655,15 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Settings]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--servers", default=",".join(SERVER_NAMES),
-                        help="comma-separated servers to run (default: %(default)s)")
+                        help="comma-separated servers to run, in that order (default: "
+                             "%(default)s); any engine configuration may be named: "
+                             "gunicorn-W (W workers), granian-WwTt (W workers, T "
+                             "blocking threads each), and floor- before an engine's "
+                             "name")
     parser.add_argument("--quick", action="store_true", help="short windows, one round")
     parser.add_argument("--pin", action="store_true",
                         help="the driver on CPU 0, the servers on the other CPUs (on two cores "
-                             "both gunicorn workers then share CPU 1)")
+                             "an engine's two workers then share CPU 1)")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE,
                         help="where bench/setup.sh installed the peers (default: %(default)s)")
     parser.add_argument("--out", type=Path,
@@ -569,11 +686,14 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Settings]:
                 parser.error(f"--{name} must be positive")
             setattr(settings, name, value)
     settings.pin = args.pin
-    args.server_names = [name.strip() for name in args.servers.split(",") if name.strip()]
-    unknown = set(args.server_names) - set(SERVER_NAMES)
+    named = (name.strip() for name in args.servers.split(","))
+    args.server_names = list(dict.fromkeys(name for name in named if name))
+    unknown = [name for name in args.server_names
+               if name != "sdk" and not NAME_PATTERN.match(name)]
     if unknown:
-        parser.error(f"unknown server(s) {', '.join(sorted(unknown))}; "
-                     f"choose from {', '.join(SERVER_NAMES)}")
+        parser.error(f"unknown server(s) {', '.join(unknown)}; choose from sdk, "
+                     "wsgiref, gunicorn-W, granian-WwTt, and an engine's name with "
+                     f"floor- before it (default {','.join(SERVER_NAMES)})")
     return args, settings
 
 
@@ -617,6 +737,8 @@ def main(argv: list[str] | None = None) -> int:
                 os.sched_setaffinity(0, cpus[:1])
             report["rounds"] = measure(servers, settings) if servers else {}
         finally:
+            for server in servers.values():   # all at once: each takes a moment to stop
+                server.proc.terminate()
             for server in servers.values():
                 server.close()
     report["summary"] = summarise(report["rounds"])

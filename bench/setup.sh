@@ -17,7 +17,8 @@ PYTHON="${PYTHON:-python3}"
 
 MCP_VERSION=2.3.0
 FASTMCP_VERSION=4.2.3
-GUNICORN_VERSION=27.0.1  # serves mcp_min's server.wsgi in http_bench.py
+GUNICORN_VERSION=27.0.1  # the engines that serve mcp_min's server.wsgi in http_bench.py
+GRANIAN_VERSION=2.8.7
 TS_SDK_VERSION=1.32.2
 ZOD_VERSION=4.6.7  # the SDK takes zod ^3.25 or ^4
 
@@ -25,19 +26,21 @@ mkdir -p "$CACHE"
 # Resolve shims (pyenv) to the real interpreter so every venv points at it.
 PYTHON_REAL="$("$PYTHON" -c 'import sys; print(sys.executable)')"
 
-python_peer() {  # python_peer VENV_NAME REQUIREMENT
+python_peer() {  # python_peer VENV_NAME REQUIREMENT...
     local venv="$CACHE/$1"
     if [ ! -x "$venv/bin/python" ]; then
         echo "== creating $venv"
         "$PYTHON_REAL" -m venv "$venv"
     fi
-    echo "== installing $2 into $venv"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$2"
+    shift
+    echo "== installing $* into $venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$@"
 }
 
 python_peer venv-sdk "mcp==$MCP_VERSION"
 python_peer venv-fastmcp "fastmcp==$FASTMCP_VERSION"
-python_peer venv-gunicorn "gunicorn==$GUNICORN_VERSION"   # mcp_min itself needs no install
+# mcp_min itself needs no install: only the engines that serve it over HTTP
+python_peer venv-engines "gunicorn==$GUNICORN_VERSION" "granian==$GRANIAN_VERSION"
 
 if command -v npm >/dev/null 2>&1; then
     echo "== installing @modelcontextprotocol/sdk@$TS_SDK_VERSION into $CACHE/ts"

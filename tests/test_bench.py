@@ -1,6 +1,7 @@
-"""The benchmark driver runs: a smoke test of bench/bench.py --quick against the two peers
-that need no setup. Speed is never asserted here (the machines are shared and noisy); the
-figures live in bench/results/ and README.md."""
+"""The benchmark drivers run: smoke tests of bench/bench.py --quick against the two peers
+that need no setup, and of bench/http_bench.py --quick on the embedded server and its floor.
+Speed is never asserted here (the machines are shared and noisy); the figures live in
+bench/results/ and README.md."""
 
 import importlib.util
 import json
@@ -218,3 +219,85 @@ def test_the_cancellation_target_is_missed_if_any_repeat_was_not_exact():
         "MISSED (repeat 2 of 3: not exact: 1 calls answered more than once")
     assert target.judge(bench.combine([runs[0], runs[2]]), None, None) == \
         "met (exact; 650 of 700 cancelled calls not answered)"
+
+
+# -------------------------------------------------------------- bench/http_bench.py
+
+def load_http_bench():
+    sys.path.insert(0, str(ROOT / "bench"))     # it imports bench.py by that name
+    try:
+        spec = importlib.util.spec_from_file_location("http_bench_driver",
+                                                      ROOT / "bench" / "http_bench.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["http_bench_driver"] = module       # dataclasses look here
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+
+
+def test_http_bench_quick_measures_mcp_min_and_its_floor_on_wsgiref(tmp_path):
+    out = tmp_path / "http.json"
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "http_bench.py"),
+                             "--quick", "--servers", "wsgiref,floor-wsgiref",
+                             "--connections", "4", "--out", str(out)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(out.read_text())
+    # every reply of both was checked: status 200, its id, the sum, a 2026-07-28 result
+    assert list(report["summary"]) == ["wsgiref", "floor-wsgiref"]
+    for name, figures in report["summary"].items():
+        assert figures["errors"] == [], (name, figures["errors"])
+        assert figures["requests_per_s"] > 0
+        assert figures["reconnects"] == 0, name         # both keep connections alive
+        assert figures["vs_sdk"] is None                # no sdk in this run
+    mcp_min, floor = report["summary"]["wsgiref"], report["summary"]["floor-wsgiref"]
+    share = mcp_min["requests_per_s"] / floor["requests_per_s"]
+    assert mcp_min["vs_floor_by_round"] == [share] and mcp_min["vs_floor"] == share
+    assert floor["vs_floor"] is None
+    table = out.with_suffix(".md").read_text()
+    assert "| server | requests/s | × floor | × sdk | p50 ms |" in table
+    row = f"| wsgiref | {mcp_min['requests_per_s']:,.0f} | {share:.2f} | — |"
+    assert row in table
+    assert "floor_wsgi.py" in report["servers"]["floor-wsgiref"]["command"]
+
+
+def http_round(requests_per_s):
+    """One round's figures for one server, as http_bench's load() reports them."""
+    return {"requests_per_s": requests_per_s, "p50_ms": 1.0, "p99_ms": 2.0,
+            "server_cpu_us_per_request": 100.0, "driver_cpu_share": 0.2,
+            "reconnects": 0, "connections_per_worker": [], "connection_openings": 1,
+            "sequential": {"p50_ms": 0.5, "requests_per_s": 1000.0}}
+
+
+def test_http_bench_rows_are_compared_with_their_own_floor_and_the_sdk_round_by_round():
+    http_bench = load_http_bench()
+    rounds = {"granian-1w8t": [http_round(v) for v in (100, 300, 200)],
+              "floor-granian-1w8t": [http_round(v) for v in (400, 300, 1000)],
+              "sdk": [http_round(50), http_round(100), {"error": "a failed round"}]}
+    summary = http_bench.summarise(rounds)
+    row = summary["granian-1w8t"]
+    assert row["requests_per_s"] == 200
+    assert row["vs_floor_by_round"] == [0.25, 1.0, 0.2]   # each round, its own floor
+    assert row["vs_floor"] == 0.25                        # their median, not 200 / 400
+    assert row["vs_sdk_by_round"] == [2.0, 3.0]           # none for the failed round
+    assert row["vs_sdk"] == 2.5
+    assert summary["floor-granian-1w8t"]["vs_floor"] is None     # a floor has none
+    assert summary["sdk"]["vs_sdk"] is None and summary["sdk"]["vs_floor"] is None
+    assert summary["sdk"]["errors"] == ["a failed round"]
+
+
+def test_http_bench_takes_any_engine_configuration_and_refuses_unknown_names():
+    http_bench = load_http_bench()
+    args, _ = http_bench.parse_args(["--servers", "granian-3w4t,floor-gunicorn-3,sdk"])
+    assert args.server_names == ["granian-3w4t", "floor-gunicorn-3", "sdk"]
+    assert http_bench.NAME_PATTERN.match("floor-granian-3w4t").groups() == \
+        ("floor-", "granian-3w4t", None, "3", "4")
+    for bad in ("granian-0w1t", "gunicorn", "floor-sdk", "uvicorn"):
+        with pytest.raises(SystemExit):
+            http_bench.parse_args(["--servers", bad])
+    default, _ = http_bench.parse_args([])
+    assert default.server_names[:2] == ["wsgiref", "floor-wsgiref"]
+    assert default.server_names[-1] == "sdk"
+    floors = [f"floor-{name}" for name in http_bench.ENGINE_ROWS]
+    assert set(floors) <= set(default.server_names)
