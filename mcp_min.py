@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """mcp_min: a Model Context Protocol server in one file, standard library only.
 
-A client (Claude Desktop, Claude Code, an IDE, an agent) starts an MCP server as a subprocess
-and talks JSON-RPC 2.0 with it over stdin and stdout, one message per line each way. This
-module is such a server, and a small client besides. Copy it next to your code:
+A client (Claude Desktop, Claude Code, an IDE, an agent) starts an MCP server as a
+subprocess and talks JSON-RPC 2.0 with it over stdin and stdout, one message a line each
+way. This module is such a server, and a small client too. Copy it next to your code:
 
     from mcp_min import Server
 
@@ -17,7 +17,7 @@ module is such a server, and a small client besides. Copy it next to your code:
     if __name__ == "__main__":
         server.run()
 
-After the handshake (initialize, then notifications/initialized), the client calls the tool:
+After the handshake (initialize, notifications/initialized), the client calls the tool:
 
     C->S {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add",...}}
     S->C {"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"5"}],...}}
@@ -25,7 +25,7 @@ After the handshake (initialize, then notifications/initialized), the client cal
 That request's way through this file, from its line on stdin to the reply's line on
 stdout, one stop a line, in call order:
 
-    Server.run              claims stdin and stdout for the protocol, catches stop signals
+    Server.run              claims stdin and stdout for the protocol; catches signals
     Server.serve            a Session for the connection; the lifespan is entered
     Session.serve           starts the reader thread, then waits for the end of input
     Session.read_to_end     the reader thread's body: it reads until the input ends
@@ -44,12 +44,12 @@ stdout, one stop a line, in call order:
     Server.call_tool        the handler of tools/call
     _named                  the tool params.name names, or -32602
     Tool.call               checks the arguments, calls the function, shapes the result
-    Signature.bind          the arguments -> keyword arguments, checked against the schema
+    Signature.bind          the arguments -> keyword arguments, checked by the schema
     Entry.invoke            calls add(a=2, b=3)
     Tool.result             its return value -> content blocks and structuredContent
     _shape_result           the result as the session's protocol version has it
     encode_message          the response -> one compact line
-    Peer.respond            the outlet: the Session itself (a Batch or an HTTP stream too)
+    Peer.respond            the outlet: the Session itself (or a Batch, an HTTP stream)
     Peer.send_frame         writes the line under the write lock: replies from several
                               workers never interleave
     write_all               every byte, retrying short writes
@@ -86,10 +86,10 @@ The sections, lower layers first:
     Schemas             Python type hints -> JSON Schema, and a validator
     Content             the blocks tools and prompts return
     Registry            tools, resources, prompts
-    Context             what a handler can do during a call: progress, logs, cancellation,
-                        asking the client for sampling, elicitation and roots
-    Stateless requests  (2026-07-28) the envelope, and the signed requestState that carries
-                        a handler's questions and answers from one round to the next
+    Context             what a handler can do during a call: progress, logs,
+                        cancellation, asking the client for sampling, elicitation, roots
+    Stateless requests  (2026-07-28) the envelope, and the signed requestState that
+                        carries a handler's questions and answers round to round
     Server              the handlers dict: method name -> callable
     Session             one connection: its reader loop, the worker pool, shutdown
     Streamable HTTP     the same sessions and handlers behind a WSGI application
