@@ -117,8 +117,10 @@ from collections import deque
 from itertools import count
 from queue import Empty, SimpleQueue
 
-if sys.version_info < (3, 10):          # say so plainly, not with a traceback from deep inside
-    raise SystemExit(f"mcp_min needs Python 3.10 or newer; this is {sys.version.split()[0]}")
+# Said plainly, rather than as a traceback from deep inside.
+if sys.version_info < (3, 10):
+    raise SystemExit("mcp_min needs Python 3.10 or newer; "
+                     f"this is {sys.version.split()[0]}")
 
 # Startup time matters (clients spawn servers often), so modules that take milliseconds
 # to import (logging, typing, inspect, dataclasses, signal, asyncio, ...) are imported
@@ -127,8 +129,8 @@ if sys.version_info < (3, 10):          # say so plainly, not with a traceback f
 __version__ = "0.1.0"
 __all__ = [
     "Server", "Context", "Client", "Session", "Peer", "WorkerPool", "FramePrinter",
-    "ToolError", "JSONRPCError", "Cancelled", "CapabilityError", "SchemaError", "ToolResult",
-    "ResourceNotFound", "ProtocolError",
+    "ToolError", "JSONRPCError", "Cancelled", "CapabilityError", "SchemaError",
+    "ToolResult", "ResourceNotFound", "ProtocolError",
     "Content", "text", "image", "audio", "resource_link", "embedded_resource",
     "Signature", "compile_schema", "type_schema", "parse_docstring",
     "PROTOCOL_VERSIONS", "LATEST_PROTOCOL_VERSION", "LOG_LEVELS", "explain", "main",
@@ -136,17 +138,18 @@ __all__ = [
 
 
 class _Log:
-    """The "mcp_min" logger, set up on first use (logging is slow to import). It writes to
-    stderr, unless the application configured logging itself."""
+    """The "mcp_min" logger, set up on first use (logging is slow to import). It writes
+    to stderr, unless the application configured logging itself."""
 
     def __getattr__(self, name):
         global log
         import logging
-        with _first_use:                  # threads that log first at once set it up once
+        with _first_use:            # threads that log first at once set it up once
             logger = logging.getLogger("mcp_min")
             if not logging.getLogger().handlers and not logger.handlers:
                 handler = logging.StreamHandler(sys.stderr)
-                handler.setFormatter(logging.Formatter("mcp_min %(levelname)s: %(message)s"))
+                handler.setFormatter(
+                    logging.Formatter("mcp_min %(levelname)s: %(message)s"))
                 # Silent once the application configures logging: its handlers then show
                 # the record, which would otherwise appear twice.
                 handler.addFilter(lambda record: not logging.getLogger().handlers)
@@ -156,52 +159,83 @@ class _Log:
         return getattr(logger, name)
 
 
-# Guards what is set up on first use, as above: on a free-threaded build nothing else would.
+# Guards what is set up on first use, as above: no GIL does on a free-threaded build.
 _first_use = threading.Lock()
 log = _Log()
 
-#: What the log keeps of a failure: the first and the last frames of each traceback, and
-#: this many characters in all. A handler that fails deep in a recursion (or that a client
-#: makes fail so) must not write a hundred KiB per request.
+# No value, where None is one: no default, no annotation, not JSON.
+_NOTHING = object()
+
+V2025_03 = "2025-03-26"
+V2025_06 = "2025-06-18"
+V2025_11 = "2025-11-25"
+#: Handshake-era revisions this server speaks, oldest first.
+PROTOCOL_VERSIONS = ("2024-11-05", V2025_03, V2025_06, V2025_11)
+LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[-1]
+#: Stateless revisions: no initialize; every request names its version in params._meta.
+MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)
+V2026_07 = MODERN_PROTOCOL_VERSIONS[0]
+
+
+# ======================================================================================
+# Logging failures (a first reading can skip this)
+# ======================================================================================
+#
+# A failure is logged once, at ERROR, and bounded: a handler that fails deep in a
+# recursion (or that a client makes fail so) must not write a hundred KiB per request.
+
+#: What the log keeps of a traceback: its first and its last frames; and of a failure's
+#: whole text, this many characters.
 _LOGGED_FRAMES = (4, 8)
 _LOGGED_CHARS = 4096
+_CAUSED = "\nThe above exception caused the next:\n\n"
+_DURING = "\nThe next exception came while handling the above:\n\n"
 
 
 def _log_failure(what, error, with_traceback=True):
-    """Log at ERROR that ``what`` failed with ``error``, once and bounded: its type and
-    message, then (``with_traceback``) its traceback, a RecursionError in one line."""
+    """Log that ``what`` failed with ``error``: its type and message, then (if
+    ``with_traceback``) its traceback, a RecursionError in one line."""
     log.error("%s failed: %s", what, _failure_text(error, with_traceback))
 
 
 def _failure_text(error, with_traceback=True):
+    """What _log_failure logs of ``error``, at most _LOGGED_CHARS long."""
     import traceback
-    headline = _exception_line(error, traceback, 200)
     if isinstance(error, RecursionError):
         text = _recursion_line(error, traceback)
     elif not with_traceback:
-        text = headline
+        text = _exception_line(error, traceback, 200)
     else:
-        parts, seen = [], set()
-        while error is not None and id(error) not in seen and len(seen) < 5:   # newest first
-            seen.add(id(error))
-            if isinstance(error, RecursionError):
-                parts.append(_recursion_line(error, traceback) + "\n")
-            else:
-                parts.append(_short_traceback(error, traceback))
-            if error.__cause__ is not None:
-                error, link = error.__cause__, "\nThe above exception caused the next:\n\n"
-            elif not error.__suppress_context__ and error.__context__ is not None:
-                error = error.__context__
-                link = "\nThe next exception came while handling the above:\n\n"
-            else:
-                error = None
-            if error is not None:
-                parts.append(link)
-        text = headline + "\n" + "".join(reversed(parts)).rstrip()
-    if len(text) > _LOGGED_CHARS:             # a long message: its start and its end
-        cut, keep = len(text) - _LOGGED_CHARS, _LOGGED_CHARS // 2
+        text = (_exception_line(error, traceback, 200) + "\n"
+                + _traceback_chain(error, traceback))
+    if len(text) > _LOGGED_CHARS:             # a long text: its start and its end
+        cut = len(text) - _LOGGED_CHARS
+        keep = _LOGGED_CHARS // 2
         text = f"{text[:keep]}\n[... {cut} characters left out ...]\n{text[-keep:]}"
     return text
+
+
+def _traceback_chain(error, traceback):
+    """The tracebacks of ``error`` and of the exceptions it came from (five at most),
+    the oldest first, linked as Python links them."""
+    parts = []
+    seen = set()
+    # Newest first; reversed at the end.
+    while error is not None and id(error) not in seen and len(seen) < 5:
+        seen.add(id(error))
+        if isinstance(error, RecursionError):
+            parts.append(_recursion_line(error, traceback) + "\n")
+        else:
+            parts.append(_short_traceback(error, traceback))
+        if error.__cause__ is not None:
+            error, link = error.__cause__, _CAUSED
+        elif not error.__suppress_context__ and error.__context__ is not None:
+            error, link = error.__context__, _DURING
+        else:
+            error = None
+        if error is not None:
+            parts.append(link)
+    return "".join(reversed(parts)).rstrip()
 
 
 def _exception_line(error, traceback, limit=500):
@@ -229,7 +263,8 @@ def _short_traceback(error, traceback):
 def _recursion_line(error, traceback):
     """A RecursionError in one line: where the recursion began, and where it ended."""
     import collections
-    frames = [(frame.f_code, lineno) for frame, lineno in traceback.walk_tb(error.__traceback__)]
+    frames = [(frame.f_code, lineno)
+              for frame, lineno in traceback.walk_tb(error.__traceback__)]
     if not frames:
         return _exception_line(error, traceback)
 
@@ -243,15 +278,6 @@ def _recursion_line(error, traceback):
         if first > 0:
             place = f"called from {where(*frames[first - 1])}: " + place
     return f"{_exception_line(error, traceback)} ({place})"
-_NOTHING = object()     # no value, where None is one: no default, no annotation, not JSON
-
-#: Handshake-era revisions this server speaks, oldest first.
-PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[-1]
-V2025_03, V2025_06, V2025_11 = PROTOCOL_VERSIONS[1:]
-#: Stateless revisions: no initialize; every request names its version in params._meta.
-MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)
-V2026_07 = MODERN_PROTOCOL_VERSIONS[0]
 
 
 # ============================================================================================
