@@ -280,23 +280,25 @@ def _recursion_line(error, traceback):
     return f"{_exception_line(error, traceback)} ({place})"
 
 
-# ============================================================================================
+# ======================================================================================
 # Stdio hygiene
-# ============================================================================================
+# ======================================================================================
 #
-# stdout is the wire: one stray byte (a print(), a C library's warning, a child process's
-# output) corrupts the stream and the client drops the connection. So while serving we keep
-# a private duplicate of the real stdout for protocol bytes and point fd 1 (and sys.stdout)
-# at stderr. Likewise stdin: a child process that inherits fd 0 could swallow protocol
-# bytes, so fd 0 becomes /dev/null and the protocol is read from a private duplicate.
+# stdout is the wire: one stray byte (a print(), a C library's warning, a child
+# process's output) corrupts the stream and the client drops the connection. So while
+# serving we keep a private duplicate of the real stdout for protocol bytes and point
+# fd 1 (and sys.stdout) at stderr. Likewise stdin: a child process that inherits fd 0
+# could swallow protocol bytes, so fd 0 becomes /dev/null; the protocol is read from a
+# private duplicate of it.
 
 def claim_stdio():
-    """Take stdin and stdout for the protocol; return private (read_fd, write_fd) for it."""
+    """Take stdin and stdout for the protocol; return private (read_fd, write_fd)."""
     global _tune_allocator
     _tune_allocator = True
-    wire_in, wire_out = os.dup(0), os.dup(1)          # dup'ed fds are not inherited
-    os.dup2(2, 1)                                      # fd 1 -> stderr, for C code and children
-    for stream in (sys.stdout, sys.stderr):           # what print() buffered: stderr, too
+    wire_in = os.dup(0)                     # dup'ed fds are not inherited
+    wire_out = os.dup(1)
+    os.dup2(2, 1)                           # fd 1 -> stderr, for C code and children
+    for stream in (sys.stdout, sys.stderr):   # what print() buffered: stderr, too
         try:
             stream.flush()
         except (OSError, ValueError):
@@ -304,9 +306,9 @@ def claim_stdio():
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    sys.stdout = sys.stderr                            # print() -> stderr
-    sys.stdin = open(os.devnull, encoding="utf-8")     # input() -> EOF, not protocol bytes
-    if sys.platform == "win32":                        # never let Windows translate newlines
+    sys.stdout = sys.stderr                         # print() -> stderr
+    sys.stdin = open(os.devnull, encoding="utf-8")  # input() -> EOF, not protocol bytes
+    if sys.platform == "win32":                     # Windows must not alter newlines
         import msvcrt
         for fd in (wire_in, wire_out):
             msvcrt.setmode(fd, os.O_BINARY)
@@ -314,14 +316,14 @@ def claim_stdio():
 
 
 def write_all(fd, frame):
-    """Write a frame and its newline, every byte: pipes take large writes in pieces, and a
-    signal can cut one short. writev adds the newline without copying a large frame."""
+    """Write a frame and its newline, every byte: pipes take large writes in pieces, and
+    a signal can cut one short. writev adds the newline without copying the frame."""
     parts = [frame, b"\n"]
     written = _writev(fd, parts) if _writev else 0
-    if written == len(frame) + 1:                          # the usual case: all at once
+    if written == len(frame) + 1:               # the usual case: all at once
         return
     while True:
-        while parts and written >= len(parts[0]):          # drop what went out
+        while parts and written >= len(parts[0]):   # drop what went out
             written -= len(parts.pop(0))
         if not parts:
             return
@@ -339,46 +341,56 @@ def b64encode(data):
 b64decode = binascii.a2b_base64
 
 
-# ============================================================================================
+# ======================================================================================
 # JSON-RPC core
-# ============================================================================================
+# ======================================================================================
 
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = (
-    -32700, -32600, -32601, -32602, -32603)
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND = -32002      # MCP, handshake era
 # MCP 2026-07-28: the only codes of the range -32020...-32099 a server may send.
-HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION = -32020, -32021, -32022
-SERVER_BUSY = -32000             # implementation-defined range: work refused past the queue limit
+HEADER_MISMATCH = -32020
+MISSING_CAPABILITY = -32021
+UNSUPPORTED_VERSION = -32022
+# Of the implementation-defined range: work refused past the queue limit.
+SERVER_BUSY = -32000
 
 
 class JSONRPCError(Exception):
-    """A JSON-RPC error: raise it in a handler (an entry of ``server.handlers``), a resource
-    or a prompt to answer with ``{"error": {...}}`` (raised in a tool, it is an ``isError``
-    result, as any exception is); outbound requests raise it when the other side answered
-    with an error. In 2026-07-28 a code of the reserved -32020...-32099 range other than
-    -32020, -32021 and -32022 is sent as -32603."""
+    """A JSON-RPC error: raise it in a handler (an entry of ``server.handlers``), a
+    resource or a prompt to answer with ``{"error": {...}}`` (raised in a tool, it is an
+    ``isError`` result, as any exception is); outbound requests raise it when the other
+    side answered with an error. In 2026-07-28 a code of the reserved -32020...-32099
+    range other than -32020, -32021 and -32022 is sent as -32603."""
 
     def __init__(self, code, message, data=None):
         super().__init__(message)
-        self.code, self.message, self.data = code, message, data
+        self.code = code
+        self.message = message
+        self.data = data
 
 
 class ToolError(Exception):
-    """Raise in a tool to report a failure the model should see (an ``isError`` result)."""
+    """Raise in a tool for a failure the model should see (an ``isError`` result)."""
 
 
 class ResourceNotFound(LookupError):
-    """Raise in a resource function for a URI it does not serve (FileNotFoundError does the
-    same): the client gets the not-found error of its era, -32002 or (2026-07-28) -32602."""
+    """Raise in a resource function for a URI it does not serve (FileNotFoundError does
+    the same): the client gets its era's not-found error, -32002 (or -32602 in
+    2026-07-28)."""
 
 
 class Cancelled(Exception):
-    """The request was cancelled by the client; raised by ``Context.check_cancelled()``."""
+    """The client cancelled the request; raised by ``Context.check_cancelled()``."""
 
 
 class CapabilityError(Exception):
-    """The client did not declare what a request to it needs. ``required`` is the client
-    capability it lacks, as 2026-07-28 names it in error -32021: e.g. ``{"sampling": {}}``."""
+    """The client did not declare what a request to it needs. ``required`` is the
+    client capability it lacks, as 2026-07-28 names it in error -32021, e.g.
+    ``{"sampling": {}}``."""
 
     def __init__(self, message, required=None):
         super().__init__(message)
@@ -393,9 +405,10 @@ class InvalidAnswer(JSONRPCError):
 
 
 class InputRequired(BaseException):
-    """Raised by ``ctx.elicit()``, ``ctx.sample()`` and ``ctx.list_roots()`` in a 2026-07-28
-    request the client has not answered yet: the call ends ``input_required``, and runs again
-    when the client retries with the answer. A BaseException: ``except Exception`` passes it."""
+    """Raised by ``ctx.elicit()``, ``ctx.sample()`` and ``ctx.list_roots()`` in a
+    2026-07-28 request the client has not answered yet: the call ends
+    ``input_required``, and runs again when the client retries with the answer. A
+    BaseException, so that ``except Exception`` passes it."""
 
     def __init__(self, questions):
         super().__init__(f"waiting for the client to answer {', '.join(questions)}")
@@ -407,17 +420,21 @@ def _not_json(value):
 
 
 def _json_encoder(ensure_ascii, separators=(",", ":")):
-    """A JSON encoder built once (json.dumps builds one per call): json's C encoder where it
-    exists and still works as this expects on a sample (it is not public API), else json's."""
-    encoder, (items, keys) = json.encoder, separators
-    escape = encoder.encode_basestring_ascii if ensure_ascii else encoder.encode_basestring
+    """A JSON encoder built once (json.dumps builds one per call): json's C encoder
+    where it exists and works as expected on a sample (it is not public API); else
+    json's own."""
+    encoder = json.encoder
+    items, keys = separators
+    escape = (encoder.encode_basestring_ascii if ensure_ascii
+              else encoder.encode_basestring)
 
     def fast(value):
         return "".join(encode(value, 0))
     try:
-        encode = encoder.c_make_encoder(None, _not_json, escape, None, keys, items, False,
-                                        False, False)
-        if fast({"é\n": [None, 2.5]}) == "{" + escape("é\n") + keys + "[null" + items + "2.5]}":
+        encode = encoder.c_make_encoder(None, _not_json, escape, None, keys, items,
+                                        False, False, False)
+        expected = "{" + escape("é\n") + keys + "[null" + items + "2.5]}"
+        if fast({"é\n": [None, 2.5]}) == expected:
             return fast
     except Exception:                     # absent (None), or called differently
         pass
@@ -425,15 +442,16 @@ def _json_encoder(ensure_ascii, separators=(",", ":")):
                             allow_nan=False).encode
 
 
-_encode_compact, _encode_ascii = _json_encoder(False), _json_encoder(True)
+_encode_compact = _json_encoder(False)
+_encode_ascii = _json_encoder(True)
 
 
 def encode_message(message):
-    """One message -> UTF-8 bytes (the newline is added when written): compact, and never
-    with a raw newline inside. Raises ValueError or TypeError if it is not JSON."""
+    """One message -> UTF-8 bytes (the newline is added when written): compact, and
+    never with a raw newline inside. Raises ValueError or TypeError if not JSON."""
     try:
         return _encode_compact(message).encode("utf-8")
-    except UnicodeEncodeError:            # a lone surrogate: escape it rather than send bad UTF-8
+    except UnicodeEncodeError:      # a lone surrogate: escape it, never send bad UTF-8
         return _encode_ascii(message).encode("ascii")
 
 
@@ -443,20 +461,22 @@ def _reject_constant(name):
 
 _decoder = json.JSONDecoder(parse_constant=_reject_constant)
 _scan = _decoder.raw_decode               # the public way: (value, end), or ValueError
-try:                                      # the scanner it calls, without its checks; not public
+# The scanner raw_decode calls, without its checks: quicker, but not public, so it is
+# used only if it works as expected in this Python.
+try:
     if _decoder.scan_once('{"a":[1]}\n', 0) == ({"a": [1]}, 9):
         _scan = _decoder.scan_once
-except Exception:                         # renamed, or called differently, in this Python
+except Exception:                         # renamed, or called differently
     pass
 
 
 def _decode(text):
-    """json.loads, quicker for the usual line: an object right at the start, then only the
-    newline. Anything else takes the full decoder, which also words the errors."""
+    """json.loads, quicker for the usual line: an object right at the start, then only
+    the newline. Anything else takes the full decoder, which also words the errors."""
     if text[:1] == "{":
         try:
             value, end = _scan(text, 0)
-            if text[end:] in ("\n", "\r\n", ""):     # JSON whitespace, not str.isspace()
+            if text[end:] in ("\n", "\r\n", ""):   # JSON whitespace, not str.isspace()
                 return value
         except (StopIteration, ValueError):
             pass
@@ -464,7 +484,7 @@ def _decode(text):
 
 
 def decode_message(line):
-    """One line of bytes -> a parsed message, or JSONRPCError(PARSE_ERROR) saying why not."""
+    """A line of bytes -> a message, or JSONRPCError(PARSE_ERROR) saying why not."""
     try:
         return _decode(line.decode("utf-8"))
     except UnicodeDecodeError as e:
@@ -473,83 +493,100 @@ def decode_message(line):
         why = "JSON nested too deeply"
     except ValueError as e:
         why = e
-        if line.startswith(b"\xef\xbb\xbf"):         # as a Windows editor may save a file
-            why = "the line starts with a byte-order mark (EF BB BF): send UTF-8 without one"
+        if line.startswith(b"\xef\xbb\xbf"):   # as a Windows editor may save a file
+            why = ("the line starts with a byte-order mark (EF BB BF): "
+                   "send UTF-8 without one")
     raise JSONRPCError(PARSE_ERROR, f"Parse error: {why}")
 
 
-# What the first and last bytes of an over-long line tell (the README's "Protocol behaviour").
-_FIRST_KEY = rb'\s*\{(?:\s*"(?:jsonrpc|id)"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,)*\s*"(\w+)"\s*:'
+# What the first and last bytes of an over-long line tell (the README's "Protocol
+# behaviour"). _FIRST_KEY: the first key after any "jsonrpc" and "id".
+_FIRST_KEY = (rb'\s*\{(?:\s*"(?:jsonrpc|id)"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,)*'
+              rb'\s*"(\w+)"\s*:')
 _AN_ID = rb'(-?\d{1,18}|"[^"\\]{0,200}")'
 _LEADING_ID = rb'\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*' + _AN_ID + rb'\s*,'
 _TRAILING_ID = rb',\s*"id"\s*:\s*' + _AN_ID + rb'\s*\}\s*$'
 
 
 class LineTooLong:
-    """Stands for a line over the size limit that was skipped; keeps its first and last bytes
-    so a request id may still be recovered and the client not left waiting."""
+    """Stands for a line over the size limit that was skipped; keeps its first and last
+    bytes so a request id may still be recovered and the client not left waiting."""
 
     def __init__(self, size, head, tail):
-        self.size, self.head, self.tail = size, head, tail
+        self.size = size
+        self.head = head
+        self.tail = tail
 
     def kind(self):
-        """Best effort: "request", "notification" or "response", from the bytes we kept."""
+        """Best effort: "request", "notification" or "response", from the bytes kept."""
         ends = self.head + b" " + self.tail
-        first = re.match(_FIRST_KEY, self.head)      # the first key after "jsonrpc" and "id"
+        first = re.match(_FIRST_KEY, self.head)
         if first and first[1] in (b"result", b"error"):
             return "response"
         if not re.search(rb'"method"\s*:', ends):
-            return "response" if re.search(rb'"(result|error)"\s*:', self.head) else "request"
+            if re.search(rb'"(result|error)"\s*:', self.head):
+                return "response"
+            return "request"
         return "request" if re.search(rb'"id"\s*:', ends) else "notification"
 
     def request_id(self):
-        """Best effort: the id, if the line starts or ends with it (as the SDK clients write)."""
+        """Best effort: the id, if the line starts or ends with it (SDK clients do)."""
         match = re.match(_LEADING_ID, self.head) or re.search(_TRAILING_ID, self.tail)
-        try:                                    # _AN_ID only matches an integer or a string
+        try:                              # _AN_ID only matches an integer or a string
             return json.loads(match[1]) if match else None
-        except ValueError:                      # not valid JSON after all: no id, then
+        except ValueError:                # not valid JSON after all: no id, then
             return None
 
 
 def read_lines(rfile, max_bytes):
-    """Yield each line, its LF or CR LF still on (JSON reads it as whitespace), split on b"\\n"
-    only: JSON strings may hold U+2028 and friends raw. A line over ``max_bytes`` is never
-    held whole: it is read past in pieces, and yielded as a LineTooLong."""
+    """Yield each line, its LF or CR LF still on (JSON reads it as whitespace), split on
+    b"\\n" only: JSON strings may hold U+2028 and friends raw. A line over ``max_bytes``
+    is never held whole: it is read past in pieces, and yielded as a LineTooLong."""
     readline = rfile.readline
-    while line := readline(max_bytes + 2):            # room for the longest line and CR LF
+    while line := readline(max_bytes + 2):      # room for the longest line and CR LF
         size = len(line)
         if line[-1:] == b"\n":
             size -= 1
-        if line[size - 1:size] == b"\r":               # of CR LF, or where the limit cut it
+        if line[size - 1:size] == b"\r":         # of CR LF, or where the limit cut it
             size -= 1
         if size <= max_bytes:
             yield line
-            continue
-        head, tail = line[:512], line[-512:]
-        more = line[-1:] != b"\n" and len(line) == max_bytes + 2     # else it ends here or EOF
-        while more:
-            piece = readline(1 << 20)
-            tail = (tail + piece)[-512:]
-            more = piece and piece[-1:] != b"\n"
-            if not more:                               # the last piece: not its line ending
-                piece = piece.rstrip(b"\r\n")
-            size += len(piece)
-        yield LineTooLong(size, head, tail.rstrip(b"\r\n"))
+        else:
+            yield _read_past(readline, line, size, max_bytes)
 
 
-_tune_allocator = False     # set by claim_stdio(), run_http and gunicorn: the process is the
-                            # server's
+def _read_past(readline, line, size, max_bytes):
+    """Read the rest of an over-long line in pieces, keeping only its last bytes: a
+    LineTooLong for the line ``line`` began (``size`` bytes so far, not its ending)."""
+    head = line[:512]
+    tail = line[-512:]
+    # Else the line, or the input, ended within what was read.
+    more = line[-1:] != b"\n" and len(line) == max_bytes + 2
+    while more:
+        piece = readline(1 << 20)
+        tail = (tail + piece)[-512:]
+        more = piece and piece[-1:] != b"\n"
+        if not more:                        # the last piece: not its line ending
+            piece = piece.rstrip(b"\r\n")
+        size += len(piece)
+    return LineTooLong(size, head, tail.rstrip(b"\r\n"))
+
+
+# Set by claim_stdio(), run_http and gunicorn: the process is the server's.
+_tune_allocator = False
 
 
 def _keep_big_blocks_apart():
-    """Pin glibc's mmap threshold at 1 MiB on the first large message: glibc raises it once a
-    large block is freed, and then each multi-MiB message grows a per-thread heap that keeps
-    the memory. Only on Linux, and only in a process that is the server's: serving stdio (see
-    claim_stdio), run_http, or a gunicorn worker (Server.wsgi); not in an application that
-    mounts the server among its own, whose allocator is its business."""
+    """Pin glibc's mmap threshold at 1 MiB on the first large message: glibc raises it
+    once a large block is freed, and then each multi-MiB message grows a per-thread heap
+    that keeps the memory. Only on Linux, and only in a process that is the server's:
+    serving stdio (see claim_stdio), run_http, or a gunicorn worker (Server.wsgi); not
+    in an application that mounts the server among its own (its allocator is its
+    business)."""
     global _tune_allocator
     with _first_use:
-        tune, _tune_allocator = _tune_allocator, False
+        tune = _tune_allocator
+        _tune_allocator = False
     if not tune or not sys.platform.startswith("linux"):
         return
     try:
@@ -565,8 +602,8 @@ def valid_id(value):
 
 
 def error_response(request_id, code, message, data=None):
-    """The error object for a reply. An unreadable request id is left out, as the 2025-11-25
-    schema allows: JSON-RPC's ``"id": null`` is rejected by some SDK clients."""
+    """The error object for a reply. An unreadable request id is left out, as the
+    2025-11-25 schema allows: some SDK clients reject JSON-RPC's ``"id": null``."""
     error = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
@@ -576,12 +613,14 @@ def error_response(request_id, code, message, data=None):
 
 
 def classify(message):
-    """Return "request", "notification" or "response", or raise JSONRPCError(INVALID_REQUEST)
-    saying what is wrong. The error's ``data`` holds the id when it is readable, and "kind":
-    what the message meant to be, if that much is clear."""
+    """Return "request", "notification" or "response", or raise
+    JSONRPCError(INVALID_REQUEST) saying what is wrong. The error's ``data`` holds the
+    id when it is readable, and "kind": what the message meant to be, if clear."""
     if not isinstance(message, dict):
-        raise JSONRPCError(INVALID_REQUEST, "Invalid Request: a message must be a JSON object", {})
-    rid, problem = message.get("id"), None
+        raise JSONRPCError(INVALID_REQUEST,
+                           "Invalid Request: a message must be a JSON object", {})
+    rid = message.get("id")
+    problem = None
     if "method" in message:
         kind = "request" if "id" in message else "notification"
         if not isinstance(message["method"], str):
@@ -589,15 +628,16 @@ def classify(message):
         elif not isinstance(message.get("params", {}), dict):
             problem = '"params" must be an object'
         elif kind == "request" and not valid_id(rid):
-            problem = ('"id" must be a string or an integer (not null, a boolean, a float or '
-                       'an object)')
+            problem = ('"id" must be a string or an integer (not null, a boolean, '
+                       'a float or an object)')
     else:
         kind = "response" if "result" in message or "error" in message else None
         one_of_them = ("result" in message) != ("error" in message)
         # An error answering a request whose id was unreadable has no id.
-        if not one_of_them or not (valid_id(rid) or "error" in message and rid is None):
-            problem = ('expected "method" (a request or notification), or "id" with exactly one '
-                       'of "result" and "error" (a response)')
+        id_fits = valid_id(rid) or ("error" in message and rid is None)
+        if not one_of_them or not id_fits:
+            problem = ('expected "method" (a request or notification), or "id" with '
+                       'exactly one of "result" and "error" (a response)')
     if message.get("jsonrpc") != "2.0":
         problem = '"jsonrpc" must be "2.0"'
     if problem is None:
@@ -607,9 +647,9 @@ def classify(message):
 
 
 def describe_frame(message, answers=None):
-    """A short label for a message: 'request 3 tools/call', 'notification notifications/...',
-    'response 3 tools/call' (``answers`` names the request's method, if known), 'error 3
-    -32601', 'batch of N'. Used by traces and the command line."""
+    """A short label for a message: 'request 3 tools/call', 'notification
+    notifications/...', 'response 3 tools/call' (``answers`` names the request's method,
+    if known), 'error 3 -32601', 'batch of N'. Used by traces and the command line."""
     if isinstance(message, list):
         return f"batch of {len(message)}"
     if not isinstance(message, dict):
@@ -625,12 +665,14 @@ def describe_frame(message, answers=None):
     if answers:
         label += f" {answers}"
     result = message.get("result")
-    return label + " (isError)" if isinstance(result, dict) and result.get("isError") else label
+    if isinstance(result, dict) and result.get("isError"):
+        return label + " (isError)"
+    return label
 
 
 def _shows_colour(stream):
-    """Does ``stream`` show ANSI colours? A terminal, unless NO_COLOR is set; on Windows only
-    a terminal known to read them (the classic console prints them raw)."""
+    """Does ``stream`` show ANSI colours? A terminal, unless NO_COLOR is set; on Windows
+    only a terminal known to read them (the classic console prints them raw)."""
     isatty = getattr(stream, "isatty", None)         # pythonw has no stdout at all
     if not isatty or not isatty() or os.environ.get("NO_COLOR"):
         return False
@@ -639,16 +681,20 @@ def _shows_colour(stream):
 
 
 class FramePrinter:
-    """A Peer's trace: one line a frame, with who sent it (``labels`` maps "in" and "out" to,
-    say, "C->S"), what it is (see describe_frame) and its bytes; coloured on a terminal."""
+    """A Peer's trace: one line a frame, with who sent it (``labels`` maps "in" and
+    "out" to, say, "C->S"), what it is (see describe_frame) and its bytes; coloured on
+    a terminal."""
 
     _COLOURS = {"request": "36", "notification": "33", "response": "32", "error": "31"}
 
     def __init__(self, labels, stream=None, colour=None):
-        self.labels, self.stream = labels, stream or sys.stdout
+        self.labels = labels
+        self.stream = stream or sys.stdout
         if colour is None:
             colour = _shows_colour(self.stream)
-        self.colour, self.lock, self.methods = colour, threading.Lock(), {}
+        self.colour = colour
+        self.lock = threading.Lock()
+        self.methods = {}
 
     def __call__(self, direction, raw):
         body = raw.decode("utf-8", "replace").rstrip("\r\n")
@@ -662,7 +708,8 @@ class FramePrinter:
             else:
                 label = describe_frame(message, self.answered(direction, message))
             if self.colour:
-                label = f"\x1b[{self._COLOURS.get(label.split(' ')[0], '35')}m{label}\x1b[0m"
+                code = self._COLOURS.get(label.split(' ')[0], '35')
+                label = f"\x1b[{code}m{label}\x1b[0m"
             _print_text(f"{self.labels[direction]} {label}: {body}", self.stream)
 
     def answered(self, direction, message):
@@ -670,7 +717,9 @@ class FramePrinter:
         if not isinstance(message, dict) or not valid_id(message.get("id")):
             return None
         if "method" not in message:
-            return self.methods.pop(("out" if direction == "in" else "in", message["id"]), None)
+            # The request it answers came the other way.
+            asked = "out" if direction == "in" else "in"
+            return self.methods.pop((asked, message["id"]), None)
         self.methods[direction, message["id"]] = message["method"]
         if len(self.methods) > 4096:       # some requests are never answered
             del self.methods[next(iter(self.methods))]
