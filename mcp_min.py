@@ -731,43 +731,59 @@ class _Pending:
     __slots__ = ("done", "result", "error", "owner")
 
     def __init__(self, owner):
-        self.done, self.result, self.error, self.owner = threading.Event(), None, None, owner
+        self.done = threading.Event()
+        self.result = None
+        self.error = None
+        self.owner = owner
 
     def resolve(self, result=None, error=None):
-        self.result, self.error = result, error
+        self.result = result
+        self.error = error
         self.done.set()
+
+    def outcome(self):
+        """The result; or raise the error: an exception, or the other side's error
+        object as a JSONRPCError."""
+        error = self.error
+        if isinstance(error, BaseException):
+            raise error
+        if error is not None:
+            raise JSONRPCError(error.get("code", INTERNAL_ERROR),
+                               str(error.get("message", "")), error.get("data"))
+        return self.result
 
 
 class Peer:
-    """One end of a JSON-RPC connection, one message a line: the server's Session and the
-    Client are Peers. It writes each frame whole under a lock, sends requests and waits for
-    their responses, and reads lines, handing each message to a handle_* hook."""
+    """One end of a JSON-RPC connection, one message a line: the server's Session and
+    the Client are Peers. It writes each frame whole under a lock, sends requests and
+    waits for their responses, and reads lines, handing each message to a hook
+    (handle_*)."""
 
     def __init__(self, write_fd, trace=None):
         self.write_fd = write_fd
         self.write_lock = threading.Lock()
-        self.trace = trace                    # callable("in" or "out", raw bytes) or None
-        self.pending = {}                     # id of an outbound request -> _Pending
+        self.trace = trace              # callable("in" or "out", raw bytes) or None
+        self.pending = {}               # id of an outbound request -> _Pending
         self.next_id = count(1).__next__
-        self.closed = False                   # the wire is gone: stop writing
-        self.writing = False                  # a frame is being written now
-        self.input_ended = False              # end of input: no response can arrive any more
-        self.reader_ident = None              # the ident of the thread reading the lines
+        self.closed = False             # the wire is gone: stop writing
+        self.writing = False            # a frame is being written now
+        self.input_ended = False        # end of input: no response can arrive any more
+        self.reader_ident = None        # the ident of the thread reading the lines
 
-    # -- writing ---------------------------------------------------------------------------
+    # -- writing -----------------------------------------------------------------------
     def send_frame(self, frame):
         """Write one encoded frame; False if the other side has gone away."""
-        if self.closed:                       # not waiting for a write stuck on a closed wire
+        if self.closed:                 # not waiting for a write stuck on a closed wire
             return False
         with self.write_lock:
             if self.closed or self.write_fd is None:    # closed while we waited
                 return False
             if self.trace:
                 self.trace("out", frame)
-            self.writing = True               # (it blocks while the other side reads nothing)
+            self.writing = True         # (it blocks while the other side reads nothing)
             try:
                 write_all(self.write_fd, frame)
-            except (OSError, ValueError) as e:     # OSError: a broken pipe, a reset, ...
+            except (OSError, ValueError) as e:   # OSError: a broken pipe, a reset, ...
                 self.closed = True
                 log.debug("wire closed while writing: %s", e)
                 self.on_closed()
@@ -788,44 +804,49 @@ class Peer:
     def on_closed(self):
         """Hook: the wire broke while writing."""
 
-    # -- outbound requests -----------------------------------------------------------------
+    # -- outbound requests -------------------------------------------------------------
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):
-        """Send a request and wait for its result. Raises JSONRPCError for an error reply,
-        TimeoutError (after telling the other side with notifications/cancelled), Cancelled
-        if ``owner`` (a Context) is cancelled meanwhile, ConnectionError if the wire closes."""
+        """Send a request and wait for its result. Raises JSONRPCError for an error
+        reply, TimeoutError (after telling the other side with notifications/cancelled),
+        Cancelled if ``owner`` (a Context) is cancelled meanwhile, ConnectionError if
+        the wire closes."""
         rid = self.next_id() if request_id is None else request_id
         message = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             message["params"] = params
-        frame = encode_message(message)               # before registering: may raise TypeError
+        frame = encode_message(message)     # before registering: it may raise TypeError
         slot = self.pending[rid] = _Pending(owner)
-        if getattr(owner, "cancelled", False):        # cancelled just before we registered
+        if getattr(owner, "cancelled", False):    # cancelled just before we registered
             self.pending.pop(rid, None)
             raise Cancelled("the request that made this one was cancelled")
-        outlet = self if owner is None else owner.outlet   # the stream of the request asking
-        if self.input_ended or not outlet.send_frame(frame):   # no response could ever arrive
+        # The request goes out on the stream of the request asking, if any.
+        outlet = self if owner is None else owner.outlet
+        # After the end of input, no response could ever arrive.
+        if self.input_ended or not outlet.send_frame(frame):
             self.pending.pop(rid, None)
             raise ConnectionError("the connection is closed")
         if not slot.done.wait(timeout):
-            if self.pending.pop(rid, None) is not None:
-                if method != "initialize":    # the one request the spec forbids cancelling
-                    outlet.notify("notifications/cancelled", {
-                        "requestId": rid, "reason": f"no response within {timeout} s"})
-                raise TimeoutError(f"{method}: no response within {timeout} s")
-            slot.done.wait()                  # the answer won the race: it is being filed now
-        if isinstance(slot.error, BaseException):
-            raise slot.error
-        if slot.error is not None:
-            raise JSONRPCError(slot.error.get("code", INTERNAL_ERROR),
-                               str(slot.error.get("message", "")), slot.error.get("data"))
-        return slot.result
+            self._give_up(rid, method, timeout, outlet)
+            slot.done.wait()            # the answer won the race: it is being filed now
+        return slot.outcome()
+
+    def _give_up(self, rid, method, timeout, outlet):
+        """No response came within ``timeout``: tell the other side, and raise
+        TimeoutError; unless the answer is being filed just now (then return)."""
+        if self.pending.pop(rid, None) is None:
+            return
+        if method != "initialize":      # the one request the spec forbids cancelling
+            outlet.notify("notifications/cancelled", {
+                "requestId": rid, "reason": f"no response within {timeout} s"})
+        raise TimeoutError(f"{method}: no response within {timeout} s")
 
     def cancel_pending(self, owner, reason):
         """Give up the outbound requests an owner made, telling the other side."""
         outlet = self if owner is None else owner.outlet   # where its requests went
         for rid, slot in list(self.pending.items()):
             if slot.owner is owner and self.pending.pop(rid, None) is not None:
-                outlet.notify("notifications/cancelled", {"requestId": rid, "reason": reason})
+                outlet.notify("notifications/cancelled",
+                              {"requestId": rid, "reason": reason})
                 slot.resolve(error=Cancelled(reason))
 
     def fail_pending(self, exc):
@@ -835,16 +856,17 @@ class Peer:
             if slot is not None:
                 slot.resolve(error=exc)
 
-    # -- reading ---------------------------------------------------------------------------
+    # -- reading -----------------------------------------------------------------------
     def read_loop(self, rfile, max_line_bytes):
         """Read and handle lines until end of input or the wire closes (True), or until
         another thread takes the reading over (False: see Session.run_here)."""
-        self.lines, self.max_line_bytes = read_lines(rfile, max_line_bytes), max_line_bytes
+        self.lines = read_lines(rfile, max_line_bytes)
+        self.max_line_bytes = max_line_bytes
         return self.keep_reading()
 
     def claim_reading(self):
-        """Make this thread the reader (the thread keep_reading() reads on); False: it may
-        not read (a Session that a stop signal ended)."""
+        """Make this thread the reader (the thread keep_reading() reads on); False: it
+        may not read (a Session that a stop signal ended)."""
         self.reader_ident = _thread.get_ident()
         return True
 
@@ -865,12 +887,12 @@ class Peer:
                 self.handle_line(line)
             if self.closed:
                 break
-            if self.reader_ident != me:       # taken over: the next line is not ours to read
+            if self.reader_ident != me:   # taken over: the next line is not ours
                 return False
         return True
 
     def handle_line(self, line):
-        if line.isspace():                    # blank lines carry no message: skip them
+        if line.isspace():                # blank lines carry no message: skip them
             return
         try:
             message = decode_message(line)
@@ -893,31 +915,23 @@ class Peer:
             self.fail_response(line.request_id(), INVALID_REQUEST, text)
 
     def fail_response(self, rid, code, text):
-        """A response we could not read: its request fails (a response is never answered)."""
-        slot = self.pending.pop(rid, None)    # rid: a valid id or None (True would pop 1)
+        """A response we could not read: its request fails (responses get no answer)."""
+        # rid is a valid id or None (True would pop the request of id 1).
+        slot = self.pending.pop(rid, None)
         if slot is not None:
             slot.resolve(error={"code": code, "message": text})
 
     def handle_message(self, message, outlet=None):
-        """Act on one decoded message. ``outlet`` is where the response goes, through its
-        ``respond`` (and other frames about the request through ``send_frame``): this peer,
-        a Batch, or an HTTP EventStream."""
+        """Act on one decoded message. ``outlet`` is where the response goes, through
+        its ``respond`` (and other frames about the request through ``send_frame``):
+        this peer, a Batch, or an HTTP EventStream."""
         outlet = outlet or self
         if isinstance(message, list):
             return self.handle_batch(message, outlet)
         try:
             kind = classify(message)
         except JSONRPCError as e:
-            kind = e.data.get("kind")
-            if kind is None and e.data.get("id") in self.pending:   # no method: an answer to
-                kind = "response"                   # our request, botched (no result, say)
-            if kind not in ("notification", "response"):
-                return outlet.respond(encode_message(error_response(e.data.get("id"), e.code,
-                                                                    e.message)))
-            log.warning("ignored an invalid %s: %s", kind, e.message)   # never answered
-            if kind == "response":
-                self.fail_response(e.data.get("id"), e.code, e.message)
-            return outlet.respond(None)
+            return self._handle_invalid(e, outlet)
         if kind == "request":
             return self.handle_request(message, outlet)
         if kind == "notification":
@@ -926,6 +940,22 @@ class Peer:
             self.handle_response(message)
         outlet.respond(None)
 
+    def _handle_invalid(self, error, outlet):
+        """A message classify refused with ``error``: a request is answered with it; an
+        invalid notification or response is logged, never answered."""
+        kind = error.data.get("kind")
+        rid = error.data.get("id")
+        # No method, and the id of a request of ours: a botched answer (no result, say).
+        if kind is None and rid in self.pending:
+            kind = "response"
+        if kind not in ("notification", "response"):
+            frame = encode_message(error_response(rid, error.code, error.message))
+            return outlet.respond(frame)
+        log.warning("ignored an invalid %s: %s", kind, error.message)
+        if kind == "response":
+            self.fail_response(rid, error.code, error.message)
+        return outlet.respond(None)
+
     def handle_response(self, message):
         rid = message.get("id")               # a valid id or None: classify saw to it
         slot = self.pending.pop(rid, None)
@@ -933,7 +963,9 @@ class Peer:
             log.debug("ignored a response to no pending request: id %r", rid)
         elif "error" in message:
             error = message["error"]
-            slot.resolve(error=error if isinstance(error, dict) else {"message": str(error)})
+            if not isinstance(error, dict):
+                error = {"message": str(error)}
+            slot.resolve(error=error)
         else:
             slot.resolve(result=message["result"])
 
@@ -945,8 +977,8 @@ class Peer:
     def handle_batch(self, items, outlet):
         """Hook: a JSON array of messages (only protocol 2025-03-26 has them)."""
         outlet.respond(encode_message(error_response(
-            None, INVALID_REQUEST, "Invalid Request: batches are not supported; send one "
-                                   "message per line")))
+            None, INVALID_REQUEST, "Invalid Request: batches are not supported; "
+                                   "send one message per line")))
 
     def handle_request(self, message, outlet):
         """Hook: answer a request (through ``outlet.respond``)."""
@@ -958,14 +990,18 @@ class Peer:
 
 
 class Batch:
-    """Collects the replies to one JSON-RPC batch (protocol 2025-03-26 only) and responds
-    with them as one array, through the outlet the batch came from, once every member has
-    been answered or turned out to need no answer (then with None: nothing to send)."""
+    """Collects the replies to one JSON-RPC batch (protocol 2025-03-26 only) and
+    responds with them as one array, through the outlet the batch came from, once every
+    member has been answered or turned out to need no answer (if none needed one: with
+    None, nothing to send)."""
 
     def __init__(self, outlet, size):
-        self.remaining, self.frames, self.lock = size, [], threading.Lock()
-        self.outlet, self.events = outlet, getattr(outlet, "events", True)
-        self.send_frame = outlet.send_frame   # notifications go out at once, not batched
+        self.remaining = size
+        self.frames = []
+        self.lock = threading.Lock()
+        self.outlet = outlet
+        self.events = getattr(outlet, "events", True)
+        self.send_frame = outlet.send_frame   # notifications go out at once, unbatched
 
     send, notify = Peer.send, Peer.notify
 
@@ -976,7 +1012,10 @@ class Batch:
             self.remaining -= 1
             if self.remaining:
                 return
-        self.outlet.respond(b"[" + b",".join(self.frames) + b"]" if self.frames else None)
+        if self.frames:
+            self.outlet.respond(b"[" + b",".join(self.frames) + b"]")
+        else:
+            self.outlet.respond(None)
 
 
 # ============================================================================================
