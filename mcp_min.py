@@ -181,15 +181,13 @@ V2026_07 = MODERN_PROTOCOL_VERSIONS[0]
 # Logging failures (a first reading can skip this)
 # ======================================================================================
 #
-# A failure is logged once, at ERROR, and bounded: a handler that fails deep in a
-# recursion (or that a client makes fail so) must not write a hundred KiB per request.
+# A failure is logged once, at ERROR, and bounded: of each traceback only its first and
+# last frames (_LOGGED_FRAMES), and _LOGGED_CHARS characters in all. A handler that
+# fails deep in a recursion (or that a client makes fail so) must not write a hundred
+# KiB per request.
 
-#: What the log keeps of a traceback: its first and its last frames; and of a failure's
-#: whole text, this many characters.
 _LOGGED_FRAMES = (4, 8)
 _LOGGED_CHARS = 4096
-_CAUSED = "\nThe above exception caused the next:\n\n"
-_DURING = "\nThe next exception came while handling the above:\n\n"
 
 
 def _log_failure(what, error, with_traceback=True):
@@ -209,8 +207,7 @@ def _failure_text(error, with_traceback=True):
         text = (_exception_line(error, traceback, 200) + "\n"
                 + _traceback_chain(error, traceback))
     if len(text) > _LOGGED_CHARS:             # a long text: its start and its end
-        cut = len(text) - _LOGGED_CHARS
-        keep = _LOGGED_CHARS // 2
+        cut, keep = len(text) - _LOGGED_CHARS, _LOGGED_CHARS // 2
         text = f"{text[:keep]}\n[... {cut} characters left out ...]\n{text[-keep:]}"
     return text
 
@@ -218,24 +215,23 @@ def _failure_text(error, with_traceback=True):
 def _traceback_chain(error, traceback):
     """The tracebacks of ``error`` and of the exceptions it came from (five at most),
     the oldest first, linked as Python links them."""
-    parts = []
+    text = ""
     seen = set()
-    # Newest first; reversed at the end.
     while error is not None and id(error) not in seen and len(seen) < 5:
         seen.add(id(error))
         if isinstance(error, RecursionError):
-            parts.append(_recursion_line(error, traceback) + "\n")
+            text = _recursion_line(error, traceback) + "\n" + text
         else:
-            parts.append(_short_traceback(error, traceback))
+            text = _short_traceback(error, traceback) + text
         if error.__cause__ is not None:
-            error, link = error.__cause__, _CAUSED
+            error = error.__cause__
+            text = "\nThe above exception caused the next:\n\n" + text
         elif not error.__suppress_context__ and error.__context__ is not None:
-            error, link = error.__context__, _DURING
+            error = error.__context__
+            text = "\nThe next exception came while handling the above:\n\n" + text
         else:
             error = None
-        if error is not None:
-            parts.append(link)
-    return "".join(reversed(parts)).rstrip()
+    return text.rstrip()
 
 
 def _exception_line(error, traceback, limit=500):
