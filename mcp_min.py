@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """mcp_min: a Model Context Protocol server in one file, standard library only.
 
-A client (Claude Desktop, Claude Code, an IDE, an agent) starts an MCP server as a subprocess
-and talks JSON-RPC 2.0 with it over stdin and stdout, one message per line each way. This
-module is such a server, and a small client besides. Copy it next to your code:
+A client (Claude Desktop, Claude Code, an IDE, an agent) starts an MCP server as a
+subprocess and talks JSON-RPC 2.0 with it over stdin and stdout, one message a line each
+way. This module is such a server, and a small client too. Copy it next to your code:
 
     from mcp_min import Server
 
@@ -17,7 +17,7 @@ module is such a server, and a small client besides. Copy it next to your code:
     if __name__ == "__main__":
         server.run()
 
-After the handshake (initialize, then notifications/initialized), the client calls the tool:
+After the handshake (initialize, notifications/initialized), the client calls the tool:
 
     C->S {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add",...}}
     S->C {"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"5"}],...}}
@@ -25,7 +25,7 @@ After the handshake (initialize, then notifications/initialized), the client cal
 That request's way through this file, from its line on stdin to the reply's line on
 stdout, one stop a line, in call order:
 
-    Server.run              claims stdin and stdout for the protocol, catches stop signals
+    Server.run              claims stdin and stdout for the protocol; catches signals
     Server.serve            a Session for the connection; the lifespan is entered
     Session.serve           starts the reader thread, then waits for the end of input
     Session.read_to_end     the reader thread's body: it reads until the input ends
@@ -44,12 +44,12 @@ stdout, one stop a line, in call order:
     Server.call_tool        the handler of tools/call
     _named                  the tool params.name names, or -32602
     Tool.call               checks the arguments, calls the function, shapes the result
-    Signature.bind          the arguments -> keyword arguments, checked against the schema
+    Signature.bind          the arguments -> keyword arguments, checked by the schema
     Entry.invoke            calls add(a=2, b=3)
     Tool.result             its return value -> content blocks and structuredContent
     _shape_result           the result as the session's protocol version has it
     encode_message          the response -> one compact line
-    Peer.respond            the outlet: the Session itself (a Batch or an HTTP stream too)
+    Peer.respond            the outlet: the Session itself (or a Batch, an HTTP stream)
     Peer.send_frame         writes the line under the write lock: replies from several
                               workers never interleave
     write_all               every byte, retrying short writes
@@ -86,10 +86,10 @@ The sections, lower layers first:
     Schemas             Python type hints -> JSON Schema, and a validator
     Content             the blocks tools and prompts return
     Registry            tools, resources, prompts
-    Context             what a handler can do during a call: progress, logs, cancellation,
-                        asking the client for sampling, elicitation and roots
-    Stateless requests  (2026-07-28) the envelope, and the signed requestState that carries
-                        a handler's questions and answers from one round to the next
+    Context             what a handler can do during a call: progress, logs,
+                        cancellation, asking the client for sampling, elicitation, roots
+    Stateless requests  (2026-07-28) the envelope, and the signed requestState that
+                        carries a handler's questions and answers round to round
     Server              the handlers dict: method name -> callable
     Session             one connection: its reader loop, the worker pool, shutdown
     Streamable HTTP     the same sessions and handlers behind a WSGI application
@@ -117,8 +117,10 @@ from collections import deque
 from itertools import count
 from queue import Empty, SimpleQueue
 
-if sys.version_info < (3, 10):          # say so plainly, not with a traceback from deep inside
-    raise SystemExit(f"mcp_min needs Python 3.10 or newer; this is {sys.version.split()[0]}")
+# Said plainly, rather than as a traceback from deep inside.
+if sys.version_info < (3, 10):
+    raise SystemExit("mcp_min needs Python 3.10 or newer; "
+                     f"this is {sys.version.split()[0]}")
 
 # Startup time matters (clients spawn servers often), so modules that take milliseconds
 # to import (logging, typing, inspect, dataclasses, signal, asyncio, ...) are imported
@@ -127,8 +129,8 @@ if sys.version_info < (3, 10):          # say so plainly, not with a traceback f
 __version__ = "0.1.0"
 __all__ = [
     "Server", "Context", "Client", "Session", "Peer", "WorkerPool", "FramePrinter",
-    "ToolError", "JSONRPCError", "Cancelled", "CapabilityError", "SchemaError", "ToolResult",
-    "ResourceNotFound", "ProtocolError",
+    "ToolError", "JSONRPCError", "Cancelled", "CapabilityError", "SchemaError",
+    "ToolResult", "ResourceNotFound", "ProtocolError",
     "Content", "text", "image", "audio", "resource_link", "embedded_resource",
     "Signature", "compile_schema", "type_schema", "parse_docstring",
     "PROTOCOL_VERSIONS", "LATEST_PROTOCOL_VERSION", "LOG_LEVELS", "explain", "main",
@@ -136,17 +138,18 @@ __all__ = [
 
 
 class _Log:
-    """The "mcp_min" logger, set up on first use (logging is slow to import). It writes to
-    stderr, unless the application configured logging itself."""
+    """The "mcp_min" logger, set up on first use (logging is slow to import). It writes
+    to stderr, unless the application configured logging itself."""
 
     def __getattr__(self, name):
         global log
         import logging
-        with _first_use:                  # threads that log first at once set it up once
+        with _first_use:            # threads that log first at once set it up once
             logger = logging.getLogger("mcp_min")
             if not logging.getLogger().handlers and not logger.handlers:
                 handler = logging.StreamHandler(sys.stderr)
-                handler.setFormatter(logging.Formatter("mcp_min %(levelname)s: %(message)s"))
+                handler.setFormatter(
+                    logging.Formatter("mcp_min %(levelname)s: %(message)s"))
                 # Silent once the application configures logging: its handlers then show
                 # the record, which would otherwise appear twice.
                 handler.addFilter(lambda record: not logging.getLogger().handlers)
@@ -156,52 +159,79 @@ class _Log:
         return getattr(logger, name)
 
 
-# Guards what is set up on first use, as above: on a free-threaded build nothing else would.
+# Guards what is set up on first use, as above: no GIL does on a free-threaded build.
 _first_use = threading.Lock()
 log = _Log()
 
-#: What the log keeps of a failure: the first and the last frames of each traceback, and
-#: this many characters in all. A handler that fails deep in a recursion (or that a client
-#: makes fail so) must not write a hundred KiB per request.
+# No value, where None is one: no default, no annotation, not JSON.
+_NOTHING = object()
+
+V2025_03 = "2025-03-26"
+V2025_06 = "2025-06-18"
+V2025_11 = "2025-11-25"
+#: Handshake-era revisions this server speaks, oldest first.
+PROTOCOL_VERSIONS = ("2024-11-05", V2025_03, V2025_06, V2025_11)
+LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[-1]
+#: Stateless revisions: no initialize; every request names its version in params._meta.
+MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)
+V2026_07 = MODERN_PROTOCOL_VERSIONS[0]
+
+
+# ======================================================================================
+# Logging failures (a first reading can skip this)
+# ======================================================================================
+#
+# A failure is logged once, at ERROR, and bounded: of each traceback only its first and
+# last frames (_LOGGED_FRAMES), and _LOGGED_CHARS characters in all. A handler that
+# fails deep in a recursion (or that a client makes fail so) must not write a hundred
+# KiB per request.
+
 _LOGGED_FRAMES = (4, 8)
 _LOGGED_CHARS = 4096
 
 
 def _log_failure(what, error, with_traceback=True):
-    """Log at ERROR that ``what`` failed with ``error``, once and bounded: its type and
-    message, then (``with_traceback``) its traceback, a RecursionError in one line."""
+    """Log that ``what`` failed with ``error``: its type and message, then (if
+    ``with_traceback``) its traceback, a RecursionError in one line."""
     log.error("%s failed: %s", what, _failure_text(error, with_traceback))
 
 
 def _failure_text(error, with_traceback=True):
+    """What _log_failure logs of ``error``, at most _LOGGED_CHARS long."""
     import traceback
-    headline = _exception_line(error, traceback, 200)
     if isinstance(error, RecursionError):
         text = _recursion_line(error, traceback)
     elif not with_traceback:
-        text = headline
+        text = _exception_line(error, traceback, 200)
     else:
-        parts, seen = [], set()
-        while error is not None and id(error) not in seen and len(seen) < 5:   # newest first
-            seen.add(id(error))
-            if isinstance(error, RecursionError):
-                parts.append(_recursion_line(error, traceback) + "\n")
-            else:
-                parts.append(_short_traceback(error, traceback))
-            if error.__cause__ is not None:
-                error, link = error.__cause__, "\nThe above exception caused the next:\n\n"
-            elif not error.__suppress_context__ and error.__context__ is not None:
-                error = error.__context__
-                link = "\nThe next exception came while handling the above:\n\n"
-            else:
-                error = None
-            if error is not None:
-                parts.append(link)
-        text = headline + "\n" + "".join(reversed(parts)).rstrip()
-    if len(text) > _LOGGED_CHARS:             # a long message: its start and its end
+        text = (_exception_line(error, traceback, 200) + "\n"
+                + _traceback_chain(error, traceback))
+    if len(text) > _LOGGED_CHARS:             # a long text: its start and its end
         cut, keep = len(text) - _LOGGED_CHARS, _LOGGED_CHARS // 2
         text = f"{text[:keep]}\n[... {cut} characters left out ...]\n{text[-keep:]}"
     return text
+
+
+def _traceback_chain(error, traceback):
+    """The tracebacks of ``error`` and of the exceptions it came from (five at most),
+    the oldest first, linked as Python links them."""
+    text = ""
+    seen = set()
+    while error is not None and id(error) not in seen and len(seen) < 5:
+        seen.add(id(error))
+        if isinstance(error, RecursionError):
+            text = _recursion_line(error, traceback) + "\n" + text
+        else:
+            text = _short_traceback(error, traceback) + text
+        if error.__cause__ is not None:
+            error = error.__cause__
+            text = "\nThe above exception caused the next:\n\n" + text
+        elif not error.__suppress_context__ and error.__context__ is not None:
+            error = error.__context__
+            text = "\nThe next exception came while handling the above:\n\n" + text
+        else:
+            error = None
+    return text.rstrip()
 
 
 def _exception_line(error, traceback, limit=500):
@@ -229,7 +259,8 @@ def _short_traceback(error, traceback):
 def _recursion_line(error, traceback):
     """A RecursionError in one line: where the recursion began, and where it ended."""
     import collections
-    frames = [(frame.f_code, lineno) for frame, lineno in traceback.walk_tb(error.__traceback__)]
+    frames = [(frame.f_code, lineno)
+              for frame, lineno in traceback.walk_tb(error.__traceback__)]
     if not frames:
         return _exception_line(error, traceback)
 
@@ -243,34 +274,27 @@ def _recursion_line(error, traceback):
         if first > 0:
             place = f"called from {where(*frames[first - 1])}: " + place
     return f"{_exception_line(error, traceback)} ({place})"
-_NOTHING = object()     # no value, where None is one: no default, no annotation, not JSON
-
-#: Handshake-era revisions this server speaks, oldest first.
-PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[-1]
-V2025_03, V2025_06, V2025_11 = PROTOCOL_VERSIONS[1:]
-#: Stateless revisions: no initialize; every request names its version in params._meta.
-MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)
-V2026_07 = MODERN_PROTOCOL_VERSIONS[0]
 
 
-# ============================================================================================
+# ======================================================================================
 # Stdio hygiene
-# ============================================================================================
+# ======================================================================================
 #
-# stdout is the wire: one stray byte (a print(), a C library's warning, a child process's
-# output) corrupts the stream and the client drops the connection. So while serving we keep
-# a private duplicate of the real stdout for protocol bytes and point fd 1 (and sys.stdout)
-# at stderr. Likewise stdin: a child process that inherits fd 0 could swallow protocol
-# bytes, so fd 0 becomes /dev/null and the protocol is read from a private duplicate.
+# stdout is the wire: one stray byte (a print(), a C library's warning, a child
+# process's output) corrupts the stream and the client drops the connection. So while
+# serving we keep a private duplicate of the real stdout for protocol bytes and point
+# fd 1 (and sys.stdout) at stderr. Likewise stdin: a child process that inherits fd 0
+# could swallow protocol bytes, so fd 0 becomes /dev/null; the protocol is read from a
+# private duplicate of it.
 
 def claim_stdio():
-    """Take stdin and stdout for the protocol; return private (read_fd, write_fd) for it."""
+    """Take stdin and stdout for the protocol; return private (read_fd, write_fd)."""
     global _tune_allocator
     _tune_allocator = True
-    wire_in, wire_out = os.dup(0), os.dup(1)          # dup'ed fds are not inherited
-    os.dup2(2, 1)                                      # fd 1 -> stderr, for C code and children
-    for stream in (sys.stdout, sys.stderr):           # what print() buffered: stderr, too
+    wire_in = os.dup(0)                     # dup'ed fds are not inherited
+    wire_out = os.dup(1)
+    os.dup2(2, 1)                           # fd 1 -> stderr, for C code and children
+    for stream in (sys.stdout, sys.stderr):   # what print() buffered: stderr, too
         try:
             stream.flush()
         except (OSError, ValueError):
@@ -278,9 +302,9 @@ def claim_stdio():
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    sys.stdout = sys.stderr                            # print() -> stderr
-    sys.stdin = open(os.devnull, encoding="utf-8")     # input() -> EOF, not protocol bytes
-    if sys.platform == "win32":                        # never let Windows translate newlines
+    sys.stdout = sys.stderr                         # print() -> stderr
+    sys.stdin = open(os.devnull, encoding="utf-8")  # input() -> EOF, not protocol bytes
+    if sys.platform == "win32":                     # Windows must not alter newlines
         import msvcrt
         for fd in (wire_in, wire_out):
             msvcrt.setmode(fd, os.O_BINARY)
@@ -288,14 +312,14 @@ def claim_stdio():
 
 
 def write_all(fd, frame):
-    """Write a frame and its newline, every byte: pipes take large writes in pieces, and a
-    signal can cut one short. writev adds the newline without copying a large frame."""
+    """Write a frame and its newline, every byte: pipes take large writes in pieces, and
+    a signal can cut one short. writev adds the newline without copying the frame."""
     parts = [frame, b"\n"]
     written = _writev(fd, parts) if _writev else 0
-    if written == len(frame) + 1:                          # the usual case: all at once
+    if written == len(frame) + 1:               # the usual case: all at once
         return
     while True:
-        while parts and written >= len(parts[0]):          # drop what went out
+        while parts and written >= len(parts[0]):   # drop what went out
             written -= len(parts.pop(0))
         if not parts:
             return
@@ -313,46 +337,56 @@ def b64encode(data):
 b64decode = binascii.a2b_base64
 
 
-# ============================================================================================
+# ======================================================================================
 # JSON-RPC core
-# ============================================================================================
+# ======================================================================================
 
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = (
-    -32700, -32600, -32601, -32602, -32603)
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND = -32002      # MCP, handshake era
 # MCP 2026-07-28: the only codes of the range -32020...-32099 a server may send.
-HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION = -32020, -32021, -32022
-SERVER_BUSY = -32000             # implementation-defined range: work refused past the queue limit
+HEADER_MISMATCH = -32020
+MISSING_CAPABILITY = -32021
+UNSUPPORTED_VERSION = -32022
+# Of the implementation-defined range: work refused past the queue limit.
+SERVER_BUSY = -32000
 
 
 class JSONRPCError(Exception):
-    """A JSON-RPC error: raise it in a handler (an entry of ``server.handlers``), a resource
-    or a prompt to answer with ``{"error": {...}}`` (raised in a tool, it is an ``isError``
-    result, as any exception is); outbound requests raise it when the other side answered
-    with an error. In 2026-07-28 a code of the reserved -32020...-32099 range other than
-    -32020, -32021 and -32022 is sent as -32603."""
+    """A JSON-RPC error: raise it in a handler (an entry of ``server.handlers``), a
+    resource or a prompt to answer with ``{"error": {...}}`` (raised in a tool, it is an
+    ``isError`` result, as any exception is); outbound requests raise it when the other
+    side answered with an error. In 2026-07-28 a code of the reserved -32020...-32099
+    range other than -32020, -32021 and -32022 is sent as -32603."""
 
     def __init__(self, code, message, data=None):
         super().__init__(message)
-        self.code, self.message, self.data = code, message, data
+        self.code = code
+        self.message = message
+        self.data = data
 
 
 class ToolError(Exception):
-    """Raise in a tool to report a failure the model should see (an ``isError`` result)."""
+    """Raise in a tool for a failure the model should see (an ``isError`` result)."""
 
 
 class ResourceNotFound(LookupError):
-    """Raise in a resource function for a URI it does not serve (FileNotFoundError does the
-    same): the client gets the not-found error of its era, -32002 or (2026-07-28) -32602."""
+    """Raise in a resource function for a URI it does not serve (FileNotFoundError does
+    the same): the client gets its era's not-found error, -32002 (or -32602 in
+    2026-07-28)."""
 
 
 class Cancelled(Exception):
-    """The request was cancelled by the client; raised by ``Context.check_cancelled()``."""
+    """The client cancelled the request; raised by ``Context.check_cancelled()``."""
 
 
 class CapabilityError(Exception):
-    """The client did not declare what a request to it needs. ``required`` is the client
-    capability it lacks, as 2026-07-28 names it in error -32021: e.g. ``{"sampling": {}}``."""
+    """The client did not declare what a request to it needs. ``required`` is the
+    client capability it lacks, as 2026-07-28 names it in error -32021, e.g.
+    ``{"sampling": {}}``."""
 
     def __init__(self, message, required=None):
         super().__init__(message)
@@ -367,9 +401,10 @@ class InvalidAnswer(JSONRPCError):
 
 
 class InputRequired(BaseException):
-    """Raised by ``ctx.elicit()``, ``ctx.sample()`` and ``ctx.list_roots()`` in a 2026-07-28
-    request the client has not answered yet: the call ends ``input_required``, and runs again
-    when the client retries with the answer. A BaseException: ``except Exception`` passes it."""
+    """Raised by ``ctx.elicit()``, ``ctx.sample()`` and ``ctx.list_roots()`` in a
+    2026-07-28 request the client has not answered yet: the call ends
+    ``input_required``, and runs again when the client retries with the answer. A
+    BaseException, so that ``except Exception`` passes it."""
 
     def __init__(self, questions):
         super().__init__(f"waiting for the client to answer {', '.join(questions)}")
@@ -381,17 +416,21 @@ def _not_json(value):
 
 
 def _json_encoder(ensure_ascii, separators=(",", ":")):
-    """A JSON encoder built once (json.dumps builds one per call): json's C encoder where it
-    exists and still works as this expects on a sample (it is not public API), else json's."""
-    encoder, (items, keys) = json.encoder, separators
-    escape = encoder.encode_basestring_ascii if ensure_ascii else encoder.encode_basestring
+    """A JSON encoder built once (json.dumps builds one per call): json's C encoder
+    where it exists and works as expected on a sample (it is not public API); else
+    json's own."""
+    encoder = json.encoder
+    items, keys = separators
+    escape = (encoder.encode_basestring_ascii if ensure_ascii
+              else encoder.encode_basestring)
 
     def fast(value):
         return "".join(encode(value, 0))
     try:
-        encode = encoder.c_make_encoder(None, _not_json, escape, None, keys, items, False,
-                                        False, False)
-        if fast({"é\n": [None, 2.5]}) == "{" + escape("é\n") + keys + "[null" + items + "2.5]}":
+        encode = encoder.c_make_encoder(None, _not_json, escape, None, keys, items,
+                                        False, False, False)
+        expected = "{" + escape("é\n") + keys + "[null" + items + "2.5]}"
+        if fast({"é\n": [None, 2.5]}) == expected:
             return fast
     except Exception:                     # absent (None), or called differently
         pass
@@ -399,15 +438,16 @@ def _json_encoder(ensure_ascii, separators=(",", ":")):
                             allow_nan=False).encode
 
 
-_encode_compact, _encode_ascii = _json_encoder(False), _json_encoder(True)
+_encode_compact = _json_encoder(False)
+_encode_ascii = _json_encoder(True)
 
 
 def encode_message(message):
-    """One message -> UTF-8 bytes (the newline is added when written): compact, and never
-    with a raw newline inside. Raises ValueError or TypeError if it is not JSON."""
+    """One message -> UTF-8 bytes (the newline is added when written): compact, and
+    never with a raw newline inside. Raises ValueError or TypeError if not JSON."""
     try:
         return _encode_compact(message).encode("utf-8")
-    except UnicodeEncodeError:            # a lone surrogate: escape it rather than send bad UTF-8
+    except UnicodeEncodeError:      # a lone surrogate: escape it, never send bad UTF-8
         return _encode_ascii(message).encode("ascii")
 
 
@@ -417,20 +457,22 @@ def _reject_constant(name):
 
 _decoder = json.JSONDecoder(parse_constant=_reject_constant)
 _scan = _decoder.raw_decode               # the public way: (value, end), or ValueError
-try:                                      # the scanner it calls, without its checks; not public
+# The scanner raw_decode calls, without its checks: quicker, but not public, so it is
+# used only if it works as expected in this Python.
+try:
     if _decoder.scan_once('{"a":[1]}\n', 0) == ({"a": [1]}, 9):
         _scan = _decoder.scan_once
-except Exception:                         # renamed, or called differently, in this Python
+except Exception:                         # renamed, or called differently
     pass
 
 
 def _decode(text):
-    """json.loads, quicker for the usual line: an object right at the start, then only the
-    newline. Anything else takes the full decoder, which also words the errors."""
+    """json.loads, quicker for the usual line: an object right at the start, then only
+    the newline. Anything else takes the full decoder, which also words the errors."""
     if text[:1] == "{":
         try:
             value, end = _scan(text, 0)
-            if text[end:] in ("\n", "\r\n", ""):     # JSON whitespace, not str.isspace()
+            if text[end:] in ("\n", "\r\n", ""):   # JSON whitespace, not str.isspace()
                 return value
         except (StopIteration, ValueError):
             pass
@@ -438,7 +480,7 @@ def _decode(text):
 
 
 def decode_message(line):
-    """One line of bytes -> a parsed message, or JSONRPCError(PARSE_ERROR) saying why not."""
+    """A line of bytes -> a message, or JSONRPCError(PARSE_ERROR) saying why not."""
     try:
         return _decode(line.decode("utf-8"))
     except UnicodeDecodeError as e:
@@ -447,83 +489,100 @@ def decode_message(line):
         why = "JSON nested too deeply"
     except ValueError as e:
         why = e
-        if line.startswith(b"\xef\xbb\xbf"):         # as a Windows editor may save a file
-            why = "the line starts with a byte-order mark (EF BB BF): send UTF-8 without one"
+        if line.startswith(b"\xef\xbb\xbf"):   # as a Windows editor may save a file
+            why = ("the line starts with a byte-order mark (EF BB BF): "
+                   "send UTF-8 without one")
     raise JSONRPCError(PARSE_ERROR, f"Parse error: {why}")
 
 
-# What the first and last bytes of an over-long line tell (the README's "Protocol behaviour").
-_FIRST_KEY = rb'\s*\{(?:\s*"(?:jsonrpc|id)"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,)*\s*"(\w+)"\s*:'
+# What the first and last bytes of an over-long line tell (the README's "Protocol
+# behaviour"). _FIRST_KEY: the first key after any "jsonrpc" and "id".
+_FIRST_KEY = (rb'\s*\{(?:\s*"(?:jsonrpc|id)"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,)*'
+              rb'\s*"(\w+)"\s*:')
 _AN_ID = rb'(-?\d{1,18}|"[^"\\]{0,200}")'
 _LEADING_ID = rb'\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*' + _AN_ID + rb'\s*,'
 _TRAILING_ID = rb',\s*"id"\s*:\s*' + _AN_ID + rb'\s*\}\s*$'
 
 
 class LineTooLong:
-    """Stands for a line over the size limit that was skipped; keeps its first and last bytes
-    so a request id may still be recovered and the client not left waiting."""
+    """Stands for a line over the size limit that was skipped; keeps its first and last
+    bytes so a request id may still be recovered and the client not left waiting."""
 
     def __init__(self, size, head, tail):
-        self.size, self.head, self.tail = size, head, tail
+        self.size = size
+        self.head = head
+        self.tail = tail
 
     def kind(self):
-        """Best effort: "request", "notification" or "response", from the bytes we kept."""
+        """Best effort: "request", "notification" or "response", from the bytes kept."""
         ends = self.head + b" " + self.tail
-        first = re.match(_FIRST_KEY, self.head)      # the first key after "jsonrpc" and "id"
+        first = re.match(_FIRST_KEY, self.head)
         if first and first[1] in (b"result", b"error"):
             return "response"
         if not re.search(rb'"method"\s*:', ends):
-            return "response" if re.search(rb'"(result|error)"\s*:', self.head) else "request"
+            if re.search(rb'"(result|error)"\s*:', self.head):
+                return "response"
+            return "request"
         return "request" if re.search(rb'"id"\s*:', ends) else "notification"
 
     def request_id(self):
-        """Best effort: the id, if the line starts or ends with it (as the SDK clients write)."""
+        """Best effort: the id, if the line starts or ends with it (SDK clients do)."""
         match = re.match(_LEADING_ID, self.head) or re.search(_TRAILING_ID, self.tail)
-        try:                                    # _AN_ID only matches an integer or a string
+        try:                              # _AN_ID only matches an integer or a string
             return json.loads(match[1]) if match else None
-        except ValueError:                      # not valid JSON after all: no id, then
+        except ValueError:                # not valid JSON after all: no id, then
             return None
 
 
 def read_lines(rfile, max_bytes):
-    """Yield each line, its LF or CR LF still on (JSON reads it as whitespace), split on b"\\n"
-    only: JSON strings may hold U+2028 and friends raw. A line over ``max_bytes`` is never
-    held whole: it is read past in pieces, and yielded as a LineTooLong."""
+    """Yield each line, its LF or CR LF still on (JSON reads it as whitespace), split on
+    b"\\n" only: JSON strings may hold U+2028 and friends raw. A line over ``max_bytes``
+    is never held whole: it is read past in pieces, and yielded as a LineTooLong."""
     readline = rfile.readline
-    while line := readline(max_bytes + 2):            # room for the longest line and CR LF
+    while line := readline(max_bytes + 2):      # room for the longest line and CR LF
         size = len(line)
         if line[-1:] == b"\n":
             size -= 1
-        if line[size - 1:size] == b"\r":               # of CR LF, or where the limit cut it
+        if line[size - 1:size] == b"\r":         # of CR LF, or where the limit cut it
             size -= 1
         if size <= max_bytes:
             yield line
-            continue
-        head, tail = line[:512], line[-512:]
-        more = line[-1:] != b"\n" and len(line) == max_bytes + 2     # else it ends here or EOF
-        while more:
-            piece = readline(1 << 20)
-            tail = (tail + piece)[-512:]
-            more = piece and piece[-1:] != b"\n"
-            if not more:                               # the last piece: not its line ending
-                piece = piece.rstrip(b"\r\n")
-            size += len(piece)
-        yield LineTooLong(size, head, tail.rstrip(b"\r\n"))
+        else:
+            yield _read_past(readline, line, size, max_bytes)
 
 
-_tune_allocator = False     # set by claim_stdio(), run_http and gunicorn: the process is the
-                            # server's
+def _read_past(readline, line, size, max_bytes):
+    """Read the rest of an over-long line in pieces, keeping only its last bytes: a
+    LineTooLong for the line ``line`` began (``size`` bytes so far, not its ending)."""
+    head = line[:512]
+    tail = line[-512:]
+    # Else the line, or the input, ended within what was read.
+    more = line[-1:] != b"\n" and len(line) == max_bytes + 2
+    while more:
+        piece = readline(1 << 20)
+        tail = (tail + piece)[-512:]
+        more = piece and piece[-1:] != b"\n"
+        if not more:                        # the last piece: not its line ending
+            piece = piece.rstrip(b"\r\n")
+        size += len(piece)
+    return LineTooLong(size, head, tail.rstrip(b"\r\n"))
+
+
+# Set by claim_stdio(), run_http and gunicorn: the process is the server's.
+_tune_allocator = False
 
 
 def _keep_big_blocks_apart():
-    """Pin glibc's mmap threshold at 1 MiB on the first large message: glibc raises it once a
-    large block is freed, and then each multi-MiB message grows a per-thread heap that keeps
-    the memory. Only on Linux, and only in a process that is the server's: serving stdio (see
-    claim_stdio), run_http, or a gunicorn worker (Server.wsgi); not in an application that
-    mounts the server among its own, whose allocator is its business."""
+    """Pin glibc's mmap threshold at 1 MiB on the first large message: glibc raises it
+    once a large block is freed, and then each multi-MiB message grows a per-thread heap
+    that keeps the memory. Only on Linux, and only in a process that is the server's:
+    serving stdio (see claim_stdio), run_http, or a gunicorn worker (Server.wsgi); not
+    in an application that mounts the server among its own (its allocator is its
+    business)."""
     global _tune_allocator
     with _first_use:
-        tune, _tune_allocator = _tune_allocator, False
+        tune = _tune_allocator
+        _tune_allocator = False
     if not tune or not sys.platform.startswith("linux"):
         return
     try:
@@ -539,8 +598,8 @@ def valid_id(value):
 
 
 def error_response(request_id, code, message, data=None):
-    """The error object for a reply. An unreadable request id is left out, as the 2025-11-25
-    schema allows: JSON-RPC's ``"id": null`` is rejected by some SDK clients."""
+    """The error object for a reply. An unreadable request id is left out, as the
+    2025-11-25 schema allows: some SDK clients reject JSON-RPC's ``"id": null``."""
     error = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
@@ -558,12 +617,14 @@ def error_frame(request_id, code, message, data=None):
 
 
 def classify(message):
-    """Return "request", "notification" or "response", or raise JSONRPCError(INVALID_REQUEST)
-    saying what is wrong. The error's ``data`` holds the id when it is readable, and "kind":
-    what the message meant to be, if that much is clear."""
+    """Return "request", "notification" or "response", or raise
+    JSONRPCError(INVALID_REQUEST) saying what is wrong. The error's ``data`` holds the
+    id when it is readable, and "kind": what the message meant to be, if clear."""
     if not isinstance(message, dict):
-        raise JSONRPCError(INVALID_REQUEST, "Invalid Request: a message must be a JSON object", {})
-    rid, problem = message.get("id"), None
+        raise JSONRPCError(INVALID_REQUEST,
+                           "Invalid Request: a message must be a JSON object", {})
+    rid = message.get("id")
+    problem = None
     if "method" in message:
         kind = "request" if "id" in message else "notification"
         if not isinstance(message["method"], str):
@@ -571,15 +632,16 @@ def classify(message):
         elif not isinstance(message.get("params", {}), dict):
             problem = '"params" must be an object'
         elif kind == "request" and not valid_id(rid):
-            problem = ('"id" must be a string or an integer (not null, a boolean, a float or '
-                       'an object)')
+            problem = ('"id" must be a string or an integer (not null, a boolean, '
+                       'a float or an object)')
     else:
         kind = "response" if "result" in message or "error" in message else None
         one_of_them = ("result" in message) != ("error" in message)
         # An error answering a request whose id was unreadable has no id.
-        if not one_of_them or not (valid_id(rid) or "error" in message and rid is None):
-            problem = ('expected "method" (a request or notification), or "id" with exactly one '
-                       'of "result" and "error" (a response)')
+        id_fits = valid_id(rid) or ("error" in message and rid is None)
+        if not one_of_them or not id_fits:
+            problem = ('expected "method" (a request or notification), or "id" with '
+                       'exactly one of "result" and "error" (a response)')
     if message.get("jsonrpc") != "2.0":
         problem = '"jsonrpc" must be "2.0"'
     if problem is None:
@@ -589,9 +651,9 @@ def classify(message):
 
 
 def describe_frame(message, answers=None):
-    """A short label for a message: 'request 3 tools/call', 'notification notifications/...',
-    'response 3 tools/call' (``answers`` names the request's method, if known), 'error 3
-    -32601', 'batch of N'. Used by traces and the command line."""
+    """A short label for a message: 'request 3 tools/call', 'notification
+    notifications/...', 'response 3 tools/call' (``answers`` names the request's method,
+    if known), 'error 3 -32601', 'batch of N'. Used by traces and the command line."""
     if isinstance(message, list):
         return f"batch of {len(message)}"
     if not isinstance(message, dict):
@@ -607,12 +669,14 @@ def describe_frame(message, answers=None):
     if answers:
         label += f" {answers}"
     result = message.get("result")
-    return label + " (isError)" if isinstance(result, dict) and result.get("isError") else label
+    if isinstance(result, dict) and result.get("isError"):
+        return label + " (isError)"
+    return label
 
 
 def _shows_colour(stream):
-    """Does ``stream`` show ANSI colours? A terminal, unless NO_COLOR is set; on Windows only
-    a terminal known to read them (the classic console prints them raw)."""
+    """Does ``stream`` show ANSI colours? A terminal, unless NO_COLOR is set; on Windows
+    only a terminal known to read them (the classic console prints them raw)."""
     isatty = getattr(stream, "isatty", None)         # pythonw has no stdout at all
     if not isatty or not isatty() or os.environ.get("NO_COLOR"):
         return False
@@ -621,16 +685,20 @@ def _shows_colour(stream):
 
 
 class FramePrinter:
-    """A Peer's trace: one line a frame, with who sent it (``labels`` maps "in" and "out" to,
-    say, "C->S"), what it is (see describe_frame) and its bytes; coloured on a terminal."""
+    """A Peer's trace: one line a frame, with who sent it (``labels`` maps "in" and
+    "out" to, say, "C->S"), what it is (see describe_frame) and its bytes; coloured on
+    a terminal."""
 
     _COLOURS = {"request": "36", "notification": "33", "response": "32", "error": "31"}
 
     def __init__(self, labels, stream=None, colour=None):
-        self.labels, self.stream = labels, stream or sys.stdout
+        self.labels = labels
+        self.stream = stream or sys.stdout
         if colour is None:
             colour = _shows_colour(self.stream)
-        self.colour, self.lock, self.methods = colour, threading.Lock(), {}
+        self.colour = colour
+        self.lock = threading.Lock()
+        self.methods = {}
 
     def __call__(self, direction, raw):
         body = raw.decode("utf-8", "replace").rstrip("\r\n")
@@ -644,7 +712,8 @@ class FramePrinter:
             else:
                 label = describe_frame(message, self.answered(direction, message))
             if self.colour:
-                label = f"\x1b[{self._COLOURS.get(label.split(' ')[0], '35')}m{label}\x1b[0m"
+                code = self._COLOURS.get(label.split(' ')[0], '35')
+                label = f"\x1b[{code}m{label}\x1b[0m"
             _print_text(f"{self.labels[direction]} {label}: {body}", self.stream)
 
     def answered(self, direction, message):
@@ -652,7 +721,9 @@ class FramePrinter:
         if not isinstance(message, dict) or not valid_id(message.get("id")):
             return None
         if "method" not in message:
-            return self.methods.pop(("out" if direction == "in" else "in", message["id"]), None)
+            # The request it answers came the other way.
+            asked = "out" if direction == "in" else "in"
+            return self.methods.pop((asked, message["id"]), None)
         self.methods[direction, message["id"]] = message["method"]
         if len(self.methods) > 4096:       # some requests are never answered
             del self.methods[next(iter(self.methods))]
@@ -664,43 +735,59 @@ class _Pending:
     __slots__ = ("done", "result", "error", "owner")
 
     def __init__(self, owner):
-        self.done, self.result, self.error, self.owner = threading.Event(), None, None, owner
+        self.done = threading.Event()
+        self.result = None
+        self.error = None
+        self.owner = owner
 
     def resolve(self, result=None, error=None):
-        self.result, self.error = result, error
+        self.result = result
+        self.error = error
         self.done.set()
+
+    def outcome(self):
+        """The result; or raise the error: an exception, or the other side's error
+        object as a JSONRPCError."""
+        error = self.error
+        if isinstance(error, BaseException):
+            raise error
+        if error is not None:
+            raise JSONRPCError(error.get("code", INTERNAL_ERROR),
+                               str(error.get("message", "")), error.get("data"))
+        return self.result
 
 
 class Peer:
-    """One end of a JSON-RPC connection, one message a line: the server's Session and the
-    Client are Peers. It writes each frame whole under a lock, sends requests and waits for
-    their responses, and reads lines, handing each message to a handle_* hook."""
+    """One end of a JSON-RPC connection, one message a line: the server's Session and
+    the Client are Peers. It writes each frame whole under a lock, sends requests and
+    waits for their responses, and reads lines, handing each message to a hook
+    (handle_*)."""
 
     def __init__(self, write_fd, trace=None):
         self.write_fd = write_fd
         self.write_lock = threading.Lock()
-        self.trace = trace                    # callable("in" or "out", raw bytes) or None
-        self.pending = {}                     # id of an outbound request -> _Pending
+        self.trace = trace              # callable("in" or "out", raw bytes) or None
+        self.pending = {}               # id of an outbound request -> _Pending
         self.next_id = count(1).__next__
-        self.closed = False                   # the wire is gone: stop writing
-        self.writing = False                  # a frame is being written now
-        self.input_ended = False              # end of input: no response can arrive any more
-        self.reader_ident = None              # the ident of the thread reading the lines
+        self.closed = False             # the wire is gone: stop writing
+        self.writing = False            # a frame is being written now
+        self.input_ended = False        # end of input: no response can arrive any more
+        self.reader_ident = None        # the ident of the thread reading the lines
 
-    # -- writing ---------------------------------------------------------------------------
+    # -- writing -----------------------------------------------------------------------
     def send_frame(self, frame):
         """Write one encoded frame; False if the other side has gone away."""
-        if self.closed:                       # not waiting for a write stuck on a closed wire
+        if self.closed:                 # not waiting for a write stuck on a closed wire
             return False
         with self.write_lock:
             if self.closed or self.write_fd is None:    # closed while we waited
                 return False
             if self.trace:
                 self.trace("out", frame)
-            self.writing = True               # (it blocks while the other side reads nothing)
+            self.writing = True         # (it blocks while the other side reads nothing)
             try:
                 write_all(self.write_fd, frame)
-            except (OSError, ValueError) as e:     # OSError: a broken pipe, a reset, ...
+            except (OSError, ValueError) as e:   # OSError: a broken pipe, a reset, ...
                 self.closed = True
                 log.debug("wire closed while writing: %s", e)
                 self.on_closed()
@@ -721,44 +808,49 @@ class Peer:
     def on_closed(self):
         """Hook: the wire broke while writing."""
 
-    # -- outbound requests -----------------------------------------------------------------
+    # -- outbound requests -------------------------------------------------------------
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):
-        """Send a request and wait for its result. Raises JSONRPCError for an error reply,
-        TimeoutError (after telling the other side with notifications/cancelled), Cancelled
-        if ``owner`` (a Context) is cancelled meanwhile, ConnectionError if the wire closes."""
+        """Send a request and wait for its result. Raises JSONRPCError for an error
+        reply, TimeoutError (after telling the other side with notifications/cancelled),
+        Cancelled if ``owner`` (a Context) is cancelled meanwhile, ConnectionError if
+        the wire closes."""
         rid = self.next_id() if request_id is None else request_id
         message = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             message["params"] = params
-        frame = encode_message(message)               # before registering: may raise TypeError
+        frame = encode_message(message)     # before registering: it may raise TypeError
         slot = self.pending[rid] = _Pending(owner)
-        if getattr(owner, "cancelled", False):        # cancelled just before we registered
+        if getattr(owner, "cancelled", False):    # cancelled just before we registered
             self.pending.pop(rid, None)
             raise Cancelled("the request that made this one was cancelled")
-        outlet = self if owner is None else owner.outlet   # the stream of the request asking
-        if self.input_ended or not outlet.send_frame(frame):   # no response could ever arrive
+        # The request goes out on the stream of the request asking, if any.
+        outlet = self if owner is None else owner.outlet
+        # After the end of input, no response could ever arrive.
+        if self.input_ended or not outlet.send_frame(frame):
             self.pending.pop(rid, None)
             raise ConnectionError("the connection is closed")
         if not slot.done.wait(timeout):
-            if self.pending.pop(rid, None) is not None:
-                if method != "initialize":    # the one request the spec forbids cancelling
-                    outlet.notify("notifications/cancelled", {
-                        "requestId": rid, "reason": f"no response within {timeout} s"})
-                raise TimeoutError(f"{method}: no response within {timeout} s")
-            slot.done.wait()                  # the answer won the race: it is being filed now
-        if isinstance(slot.error, BaseException):
-            raise slot.error
-        if slot.error is not None:
-            raise JSONRPCError(slot.error.get("code", INTERNAL_ERROR),
-                               str(slot.error.get("message", "")), slot.error.get("data"))
-        return slot.result
+            self._give_up(rid, method, timeout, outlet)
+            slot.done.wait()            # the answer won the race: it is being filed now
+        return slot.outcome()
+
+    def _give_up(self, rid, method, timeout, outlet):
+        """No response came within ``timeout``: tell the other side, and raise
+        TimeoutError; unless the answer is being filed just now (then return)."""
+        if self.pending.pop(rid, None) is None:
+            return
+        if method != "initialize":      # the one request the spec forbids cancelling
+            outlet.notify("notifications/cancelled", {
+                "requestId": rid, "reason": f"no response within {timeout} s"})
+        raise TimeoutError(f"{method}: no response within {timeout} s")
 
     def cancel_pending(self, owner, reason):
         """Give up the outbound requests an owner made, telling the other side."""
         outlet = self if owner is None else owner.outlet   # where its requests went
         for rid, slot in list(self.pending.items()):
             if slot.owner is owner and self.pending.pop(rid, None) is not None:
-                outlet.notify("notifications/cancelled", {"requestId": rid, "reason": reason})
+                outlet.notify("notifications/cancelled",
+                              {"requestId": rid, "reason": reason})
                 slot.resolve(error=Cancelled(reason))
 
     def fail_pending(self, exc):
@@ -768,16 +860,17 @@ class Peer:
             if slot is not None:
                 slot.resolve(error=exc)
 
-    # -- reading ---------------------------------------------------------------------------
+    # -- reading -----------------------------------------------------------------------
     def read_loop(self, rfile, max_line_bytes):
         """Read and handle lines until end of input or the wire closes (True), or until
         another thread takes the reading over (False: see Session.run_here)."""
-        self.lines, self.max_line_bytes = read_lines(rfile, max_line_bytes), max_line_bytes
+        self.lines = read_lines(rfile, max_line_bytes)
+        self.max_line_bytes = max_line_bytes
         return self.keep_reading()
 
     def claim_reading(self):
-        """Make this thread the reader (the thread keep_reading() reads on); False: it may
-        not read (a Session that a stop signal ended)."""
+        """Make this thread the reader (the thread keep_reading() reads on); False: it
+        may not read (a Session that a stop signal ended)."""
         self.reader_ident = _thread.get_ident()
         return True
 
@@ -798,12 +891,12 @@ class Peer:
                 self.handle_line(line)
             if self.closed:
                 break
-            if self.reader_ident != me:       # taken over: the next line is not ours to read
+            if self.reader_ident != me:   # taken over: the next line is not ours
                 return False
         return True
 
     def handle_line(self, line):
-        if line.isspace():                    # blank lines carry no message: skip them
+        if line.isspace():                # blank lines carry no message: skip them
             return
         try:
             message = decode_message(line)
@@ -826,31 +919,23 @@ class Peer:
             self.fail_response(line.request_id(), INVALID_REQUEST, text)
 
     def fail_response(self, rid, code, text):
-        """A response we could not read: its request fails (a response is never answered)."""
-        slot = self.pending.pop(rid, None)    # rid: a valid id or None (True would pop 1)
+        """A response we could not read: its request fails (responses get no answer)."""
+        # rid is a valid id or None (True would pop the request of id 1).
+        slot = self.pending.pop(rid, None)
         if slot is not None:
             slot.resolve(error={"code": code, "message": text})
 
     def handle_message(self, message, outlet=None):
-        """Act on one decoded message. ``outlet`` is where the response goes, through its
-        ``respond`` (and other frames about the request through ``send_frame``): this peer,
-        a Batch, or an HTTP EventStream."""
+        """Act on one decoded message. ``outlet`` is where the response goes, through
+        its ``respond`` (and other frames about the request through ``send_frame``):
+        this peer, a Batch, or an HTTP EventStream."""
         outlet = outlet or self
         if isinstance(message, list):
             return self.handle_batch(message, outlet)
         try:
             kind = classify(message)
         except JSONRPCError as e:
-            kind = e.data.get("kind")
-            if kind is None and e.data.get("id") in self.pending:   # no method: an answer to
-                kind = "response"                   # our request, botched (no result, say)
-            if kind not in ("notification", "response"):
-                return outlet.respond(encode_message(error_response(e.data.get("id"), e.code,
-                                                                    e.message)))
-            log.warning("ignored an invalid %s: %s", kind, e.message)   # never answered
-            if kind == "response":
-                self.fail_response(e.data.get("id"), e.code, e.message)
-            return outlet.respond(None)
+            return self._handle_invalid(e, outlet)
         if kind == "request":
             return self.handle_request(message, outlet)
         if kind == "notification":
@@ -859,6 +944,22 @@ class Peer:
             self.handle_response(message)
         outlet.respond(None)
 
+    def _handle_invalid(self, error, outlet):
+        """A message classify refused with ``error``: a request is answered with it; an
+        invalid notification or response is logged, never answered."""
+        kind = error.data.get("kind")
+        rid = error.data.get("id")
+        # No method, and the id of a request of ours: a botched answer (no result, say).
+        if kind is None and rid in self.pending:
+            kind = "response"
+        if kind not in ("notification", "response"):
+            frame = encode_message(error_response(rid, error.code, error.message))
+            return outlet.respond(frame)
+        log.warning("ignored an invalid %s: %s", kind, error.message)
+        if kind == "response":
+            self.fail_response(rid, error.code, error.message)
+        return outlet.respond(None)
+
     def handle_response(self, message):
         rid = message.get("id")               # a valid id or None: classify saw to it
         slot = self.pending.pop(rid, None)
@@ -866,7 +967,9 @@ class Peer:
             log.debug("ignored a response to no pending request: id %r", rid)
         elif "error" in message:
             error = message["error"]
-            slot.resolve(error=error if isinstance(error, dict) else {"message": str(error)})
+            if not isinstance(error, dict):
+                error = {"message": str(error)}
+            slot.resolve(error=error)
         else:
             slot.resolve(result=message["result"])
 
@@ -878,8 +981,8 @@ class Peer:
     def handle_batch(self, items, outlet):
         """Hook: a JSON array of messages (only protocol 2025-03-26 has them)."""
         outlet.respond(encode_message(error_response(
-            None, INVALID_REQUEST, "Invalid Request: batches are not supported; send one "
-                                   "message per line")))
+            None, INVALID_REQUEST, "Invalid Request: batches are not supported; "
+                                   "send one message per line")))
 
     def handle_request(self, message, outlet):
         """Hook: answer a request (through ``outlet.respond``)."""
@@ -891,14 +994,18 @@ class Peer:
 
 
 class Batch:
-    """Collects the replies to one JSON-RPC batch (protocol 2025-03-26 only) and responds
-    with them as one array, through the outlet the batch came from, once every member has
-    been answered or turned out to need no answer (then with None: nothing to send)."""
+    """Collects the replies to one JSON-RPC batch (protocol 2025-03-26 only) and
+    responds with them as one array, through the outlet the batch came from, once every
+    member has been answered or turned out to need no answer (if none needed one: with
+    None, nothing to send)."""
 
     def __init__(self, outlet, size):
-        self.remaining, self.frames, self.lock = size, [], threading.Lock()
-        self.outlet, self.events = outlet, getattr(outlet, "events", True)
-        self.send_frame = outlet.send_frame   # notifications go out at once, not batched
+        self.remaining = size
+        self.frames = []
+        self.lock = threading.Lock()
+        self.outlet = outlet
+        self.events = getattr(outlet, "events", True)
+        self.send_frame = outlet.send_frame   # notifications go out at once, unbatched
 
     send, notify = Peer.send, Peer.notify
 
@@ -909,7 +1016,10 @@ class Batch:
             self.remaining -= 1
             if self.remaining:
                 return
-        self.outlet.respond(b"[" + b",".join(self.frames) + b"]" if self.frames else None)
+        if self.frames:
+            self.outlet.respond(b"[" + b",".join(self.frames) + b"]")
+        else:
+            self.outlet.respond(None)
 
 
 # ======================================================================================
