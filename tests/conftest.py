@@ -18,6 +18,10 @@ from pathlib import Path
 
 import pytest
 
+# The SDK test modules' shared checks: their asserts are rewritten (to say what differed)
+# only if registered before any test module imports them.
+pytest.register_assert_rewrite("sdk_compat", "sdk_suite")
+
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = Path(__file__).resolve().parent / "servers"
 sys.path.insert(0, str(ROOT))

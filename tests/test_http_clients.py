@@ -37,8 +37,6 @@ import time
 
 import pytest
 
-pytest.register_assert_rewrite("sdk_compat", "sdk_suite")
-
 from sdk_compat import (CLIENTS, FEATURE_STEPS, LEGACY, LISTING_STEPS,  # noqa: E402
                         LOG_LEVEL_KEY, MODERN, RESOURCE_PROMPT_COMPLETION_STEPS, SDK_FEATURES,
                         TOOL_RESULT_STEPS, Run, call, legacy, modern, text_of,

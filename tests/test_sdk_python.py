@@ -15,8 +15,6 @@ import importlib.util
 
 import pytest
 
-pytest.register_assert_rewrite("sdk_compat", "sdk_suite")
-
 if importlib.util.find_spec("mcp") is None or importlib.util.find_spec("mcp_types") is None:
     pytest.skip("the official Python SDK (mcp) is not installed: bash tests/run.sh installs "
                 "tests/requirements.txt into .venv", allow_module_level=True)

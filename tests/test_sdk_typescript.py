@@ -9,8 +9,6 @@ tests/compat_table.md (see tests/sdk_compat.py).
 
 import pytest
 
-pytest.register_assert_rewrite("sdk_compat", "sdk_suite")
-
 from sdk_compat import Driver, typescript_missing  # noqa: E402
 
 if (reason := typescript_missing()) is not None:

@@ -27,8 +27,6 @@ import sys
 
 import pytest
 
-pytest.register_assert_rewrite("sdk_compat", "sdk_suite")
-
 from sdk_compat import (CALCULATOR_STEPS, CLIENTS, CUSTOM_SAMPLE, EXAMPLES,  # noqa: E402
                         LISTING_STEPS, NEW_ROOTS, RESOURCE_PROMPT_COMPLETION_STEPS,
                         TOOL_RESULT_STEPS, WEATHER_STEPS, Driver, call, close, pinned_version,
