@@ -1,15 +1,19 @@
 """README.md tells the truth: its transcript is what the demo prints, its quick start and
 API examples run as written, and the two commands it promises exist."""
 
+import http.client
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, free_port
 
 README = (ROOT / "README.md").read_text()
 # The examples that show the API in depth live in docs/: they are run here all the same.
@@ -124,6 +128,9 @@ def test_the_async_context_example_runs():
 # Every command the README shows is run
 # ============================================================================================
 
+# The command that serves in production, as the README shows it (on two lines).
+PRODUCTION = ("MCP_MIN_STATE_KEY=$(openssl rand -hex 32) granian --interface wsgi "
+              "--workers 2 --blocking-threads 32 --workers-kill-timeout 10 server:server")
 # What the commands below run, as the README writes them (its sh blocks, comments cut off).
 RUN_HERE = {
     "python3 mcp_min.py demo": "test_the_transcript_is_what_the_demo_prints",
@@ -132,12 +139,14 @@ RUN_HERE = {
         "test_the_quick_start_commands_run",
     "python3 mcp_min.py repl -- python3 server.py": "test_the_quick_start_commands_run",
     "python3 mcp_min.py serve --http 8000 server.py": "test_serve_http_and_the_sdk_client_snippet",
+    PRODUCTION: "test_the_production_command_serves_the_quick_start_server",
     "python3 bench/bench.py --quick --peers floor,mcp_min":
         "tests/test_bench.py::test_bench_quick_runs_floor_and_mcp_min_and_checks_every_reply",
 }
 # Commands no test here can run, and why.
 NOT_RUN_HERE = {
     "bash tests/run.sh": "it runs this test suite: CI runs it (checked below)",
+    "pip install granian": "tests/requirements.txt installs it, pinned",
     "claude mcp add calculator -- python3 /absolute/path/to/server.py":
         "Claude Code is not installed where the tests run",
 }
@@ -146,7 +155,7 @@ NOT_RUN_HERE = {
 def shown_commands():
     commands = []
     for block in code_blocks("sh"):
-        for line in block.splitlines():
+        for line in block.replace("\\\n    ", "").splitlines():   # a command on two lines
             command = re.sub(r"\s+#.*$", "", line).strip()
             if command:
                 commands.append(command)
@@ -192,6 +201,54 @@ def test_the_quick_start_commands_run(tmp_path):
                       input="init\ntools\nquit\n")
     assert typed.returncode == 0 and "S->C response 1 initialize" in typed.stdout
     assert '"name":"add"' in typed.stdout
+
+
+def test_the_production_command_serves_the_quick_start_server(tmp_path):
+    """The granian command as shown (on a free port rather than 8000, with granian from
+    tests/requirements.txt): its two workers answer a 2026-07-28 call, and SIGTERM stops
+    them."""
+    pytest.importorskip("granian")
+    quick_start(tmp_path)
+    port = free_port()
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    # (bash runs it as written, then becomes granian: the signal reaches granian itself)
+    command = PRODUCTION.replace(" granian ", " exec granian ")
+    process = subprocess.Popen(["bash", "-c", f"{command} --port {port}"],
+                               cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    try:
+        for _ in range(100):
+            try:
+                status, body = modern_call(port, "add", {"a": 2, "b": 3})
+                break
+            except OSError:                   # not listening yet
+                time.sleep(0.1)
+        else:
+            raise AssertionError("granian never answered")
+        assert status == 200 and body["result"]["structuredContent"] == {"result": 5}
+    finally:
+        process.terminate()
+        assert process.wait(20) == 0
+        log = process.stdout.read()
+        process.stdout.close()
+    assert log.count("Started worker-") == 2 and "Traceback" not in log, log
+
+
+def modern_call(port, name, arguments):
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": name, "arguments": arguments, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}}
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("POST", "/mcp", json.dumps(message), {
+            "Content-Type": "application/json", "Accept": "application/json",
+            "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
+            "Mcp-Name": name})
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
 
 
 def test_serve_http_and_the_sdk_client_snippet(tmp_path):
