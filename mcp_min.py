@@ -26,7 +26,7 @@ That request's way through this file, from its line on stdin to the reply's line
 stdout, one stop a line, in call order:
 
     Server.run              claims stdin and stdout for the protocol, catches stop signals
-    Server.serve            a Session for the connection; the lifespan is entered
+    Server.serve_connection  a Session for the connection; the lifespan is entered
     Session.serve           starts the reader thread, then waits for the end of input
     Session.read_to_end     the reader thread's body: it reads until the input ends
     Peer.keep_reading       one line at a time, from read_lines
@@ -39,7 +39,7 @@ stdout, one stop a line, in call order:
     Session.run_here        runs it on the reader if the pool is idle (a watcher thread
                               takes the reading over should it last)
     WorkerPool.borrow       ...taking one of the pool's places, or else queues it there
-    Session.run             runs the handler and writes its response to the outlet
+    Session.run_call        runs the handler and writes its response to the outlet
     _call_handler           the entry of server.handlers: handler(ctx, params)
     Server.call_tool        the handler of tools/call
     _named                  the tool params.name names, or -32602
@@ -60,7 +60,7 @@ handshake, leaves that way at the session and joins it again to run:
     Session.handle_request  sees the envelope in params._meta
     Session.handle_stateless  checks it (Envelope), and the method
     Session.start           as above
-    Session.run             as above, but through run_stateless
+    Session.run_call        as above, but through run_stateless
     Server.run_stateless    runs the handler; a question for the client becomes an
                               input_required result; the result gets its resultType
 
@@ -2632,6 +2632,8 @@ class Context:
     # In the handshake era these come from initialize (the session); in 2026-07-28, from the
     # request's own envelope.
     protocol_version = property(lambda self: (self.envelope or self.session).version)
+    stateless = property(lambda self: self.envelope is not None,
+                         doc="A 2026-07-28 request: it carries its own envelope.")
     client_info = property(lambda self: (self.envelope or self.session).client_info)
     client_capabilities = property(
         lambda self: (self.envelope or self.session).client_capabilities)
@@ -3511,9 +3513,9 @@ class Server:
         if self.instructions:
             result["instructions"] = self.instructions
         # Changes (list_changed, log messages) reach the session from the moment this response
-        # is written, under the lock that writes it (Session.run): none goes out ahead of it.
-        # One made before is not reported, and not lost: the tools/list (etc.) the client
-        # sends after this response lists it.
+        # is written, under the lock that writes it (Session.run_call): none goes out ahead
+        # of it. One made before is not reported, and not lost: the tools/list (etc.) the
+        # client sends after this response lists it.
         def negotiated():
             session.capabilities, session.version = offered, version
         ctx._with_response = negotiated
@@ -3718,10 +3720,10 @@ class Server:
                 raise ResourceNotFound(uri)
             result = {"contents": resource.read(ctx, uri, variables)}
         except (ResourceNotFound, FileNotFoundError):
-            code = RESOURCE_NOT_FOUND if ctx.envelope is None else INVALID_PARAMS   # 2026-07-28
+            code = INVALID_PARAMS if ctx.stateless else RESOURCE_NOT_FOUND      # 2026-07-28
             shown = uri if len(uri) <= 200 else uri[:199] + "…"     # (data.uri has it all)
             raise JSONRPCError(code, f"Resource not found: {shown}", {"uri": uri}) from None
-        if ctx.envelope is not None:
+        if ctx.stateless:
             _add_optional(result, "ttlMs", resource.ttl_ms)
             _add_optional(result, "cacheScope", resource.cache_scope)
         return result
@@ -3797,7 +3799,7 @@ class Server:
             if self.pool is None:
                 self.pool = WorkerPool(self.max_workers, self.max_queue)
 
-    def serve(self, read_fd=0, write_fd=1, trace=None):
+    def serve_connection(self, read_fd=0, write_fd=1, trace=None):
         """Serve one connection on a pair of file descriptors until end of input, then let
         in-flight calls finish (``grace_period``): ``run()`` on stdin/stdout."""
         self.prepare()
@@ -3980,7 +3982,7 @@ class Server:
         _catch_stop_signals(self.grace_period, write_fd)
         code = 0
         try:
-            self.serve(read_fd, write_fd, trace=trace and FramePrinter(
+            self.serve_connection(read_fd, write_fd, trace=trace and FramePrinter(
                 {"in": "C->S", "out": "S->C"}, sys.stderr))
         except _Stop:
             pass
@@ -4052,8 +4054,8 @@ def _open_lifespan(cm):
     # An async generator must be finalised on the loop that started it, and what it starts
     # (tasks, clients) is used by async handlers: all of them run on the one shared loop.
     loop = _event_loop()
-    value = loop.run(cm.__aenter__())
-    return value, lambda: loop.run(cm.__aexit__(None, None, None))
+    value = loop.result_of(cm.__aenter__())
+    return value, lambda: loop.result_of(cm.__aexit__(None, None, None))
 
 
 class _LoopThread:
@@ -4077,7 +4079,8 @@ class _LoopThread:
                                "from a plain def, or through asyncio.to_thread")
         return self.asyncio.run_coroutine_threadsafe(coroutine, self.loop)
 
-    def run(self, coroutine):
+    def result_of(self, coroutine):
+        """Run ``coroutine`` on the loop, and wait here for its result."""
         return self.submit(coroutine).result()
 
 
@@ -4101,7 +4104,7 @@ class _Stop(BaseException):
 
 _MAIN_THREAD = threading.main_thread().ident
 # The signal state of the run() in progress: a new dict for each, so that nothing carries over
-# to a later run(), or to a serve() the application runs itself. "wire": run()'s write fd;
+# to a later run(), or to a serve_connection() the application runs itself. "wire": run()'s write fd;
 # "saved": the application's handlers, while ours are in; "stop": the first signal; "count";
 # "raised"; "held": the shutdown is under way, a signal must wait; "over": run() is returning.
 _signals = {}
@@ -4481,7 +4484,7 @@ class Session(Peer):
         self.deadline = None                # end of the grace period, once input has ended
         self.lock = threading.Lock()        # guards running, and orders progress before replies
         self.principal = None               # who the transport says the client is (HTTP)
-        self.write_lock = threading.RLock()  # run() holds it around a response (initialize's)
+        self.write_lock = threading.RLock()  # run_call() holds it around a response
         if write_fd is not None:            # it reads its input itself (HTTP's are handed it)
             self.looked = _thread.allocate_lock()   # released after a look (see run_here)
             self.looked.acquire()
@@ -4573,12 +4576,12 @@ class Session(Peer):
             return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: id {rid!r} is "
                                     "already in use by a request still in progress", outlet)
         if method in server.inline_methods:
-            self.run(ctx, handler)
-        elif not self.run_here(ctx, handler) and not server.pool.submit(self.run, ctx, handler):
+            self.run_call(ctx, handler)
+        elif not self.run_here(ctx, handler) and not server.pool.submit(self.run_call, ctx, handler):
             with self.lock:
                 self.running.pop(rid, None)
             # 2026-07-28 asks new servers not to use -32000...-32019
-            code = SERVER_BUSY if envelope is None else INTERNAL_ERROR
+            code = INTERNAL_ERROR if ctx.stateless else SERVER_BUSY
             self.reply_error(rid, code, f"Server busy: {server.max_workers} calls running "
                              f"and {server.max_queue} waiting; try again later", outlet)
 
@@ -4605,7 +4608,7 @@ class Session(Peer):
                 pool.give_back()
                 return False
         try:
-            self.run(ctx, handler)
+            self.run_call(ctx, handler)
         finally:
             self.running_here = None
             pool.give_back()
@@ -4689,23 +4692,23 @@ class Session(Peer):
             if parked is not None:
                 parked.release()
 
-    def run(self, ctx, handler):
+    def run_call(self, ctx, handler):
         """Run one handler (on a worker, or inline) and write its response to its outlet."""
         rid = ctx.request_id
         _current.ctx = ctx
         try:
             ctx.check_cancelled()             # cancelled while it waited for a thread
-            if ctx.envelope is None:
+            if ctx.stateless:
+                frame = self.server.run_stateless(ctx, handler)
+            else:
                 result = _call_handler(handler, ctx)
                 frame = encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
-            else:
-                frame = self.server.run_stateless(ctx, handler)
         except Cancelled as e:                # silent (below) only if the client cancelled it
             frame = self.encode_error(rid, INTERNAL_ERROR, f"Cancelled: {e}")
         except JSONRPCError as e:
             code = e.code
             # 2026-07-28 reserves -32020...-32099, and gives servers three codes of it
-            if ctx.envelope is not None and -32099 <= code <= -32020 and code not in (
+            if ctx.stateless and -32099 <= code <= -32020 and code not in (
                     HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION):
                 code = INTERNAL_ERROR
             frame = self.encode_error(rid, code, e.message, e.data)
@@ -4978,14 +4981,14 @@ class HttpSession(Session):
                 or not self.server.pool.borrow(only_if_idle=False):
             return False
         try:
-            self.run(ctx, handler)
+            self.run_call(ctx, handler)
         finally:
             self.server.pool.give_back()
         return True
 
-    def run(self, ctx, handler):
+    def run_call(self, ctx, handler):
         try:
-            super().run(ctx, handler)
+            super().run_call(ctx, handler)
         finally:                              # idle from the end of its last call
             self.last_used = time.monotonic()
 
@@ -6262,7 +6265,7 @@ class Client(Peer):
 
             def serve():
                 try:
-                    target.serve(to_server, from_server)
+                    target.serve_connection(to_server, from_server)
                 finally:
                     os.close(to_server)
                     os.close(from_server)
