@@ -3172,76 +3172,9 @@ class Server:
     """An MCP server: a registry of tools, resources and prompts, and ``handlers``, the
     dict from method name to ``handler(ctx, params) -> result`` that answers the client.
 
-    Settings (keyword arguments, with their defaults; docs/reference.md says more):
-      page_size=100          items per page of every list method (None: one page)
-      max_workers=64         handlers running at once (tools, resource reads, prompts)
-      max_queue=10000        calls that may wait for a thread; past that, refused at once
-      max_line_bytes=32 MiB  the longest message accepted; longer ones get an error
-      grace_period=5.0       seconds in-flight calls may finish after end of input
-      cancel_timeout=2.0     seconds calls still running after that, once cancelled, have to
-                             return before the lifespan closes anyway
-      request_timeout=60.0   seconds to wait for the client's answer (sampling, elicitation...)
-      lifespan=None          ``fn(server)`` returning a context manager, sync or async (or a
-                             bare generator), entered once around serving: ``ctx.lifespan``
-      forward_logging=False  True, or a logger name: logging records made in handlers also go
-                             to the client
-      cache_ttl_ms=0         2026-07-28: how long (ms) clients may reuse a discover, list or
-      cache_scope="public"   resource result, and whether users may share it ("private": no)
-      state_key=None         2026-07-28: the key that signs requestState (bytes or str; else
-      state_ttl=600          env MCP_MIN_STATE_KEY, else random per process); its lifetime (s)
-      max_state_bytes=64 KiB the longest requestState accepted (-32602 past it, before its
-                             signature is checked) or issued (the answers so far it carries)
-    Over HTTP (``server.wsgi``, ``run(http=...)``):
-      http_path="/mcp"       the MCP endpoint's path
-      allowed_origins=()     browser Origins allowed besides the server's own (its Host's)
-                             and, when it is on this machine, this machine's ("*": any)
-      allowed_hosts=None     DNS names a request's Host may give, without port; localhost and
-                             IP addresses are always accepted, other names get 421 (a
-                             browser after DNS rebinding), a missing or malformed Host 400
-      public_url=None        the MCP endpoint's URL as clients reach it (behind a proxy, say
-                             "https://mcp.example.com/mcp"): named in the RFC 9728 metadata
-                             and WWW-Authenticate instead of the request's Host; its host is
-                             an allowed host
-      auth=None              ``fn(bearer_token)`` -> principal (``ctx.principal``); a falsy
-                             one (None, False, "", 0, {}, []) is a 401.
-                             A user id, a dict, or an object whose repr names the user (a
-                             dataclass): principals with the same JSON form, else the same
-                             repr, are the same client
-      authorization_servers=()  where clients get tokens (served as RFC 9728 metadata)
-      http_sessions=True     handshake-era sessions in this process; False for several worker
-                             processes: no sessions, no requests to the client in that era,
-                             no change notifications in either
-      max_sessions=1000      sessions kept (see max_sessions_per_principal for who makes
-                             room); a client that would need another's session: 503
-      max_sessions_per_principal=16  with ``auth``, sessions one principal keeps: its own
-                             longest idle one makes room for its next. Without auth clients
-                             cannot be told apart: no quota, the longest idle of all goes
-      session_idle=3600      seconds a session may stay unused
-      max_streams=100        listen and GET streams open at once, of all clients (each holds
-                             a thread of the HTTP server); past that: 503. Under gunicorn
-                             gthread, keep it below --threads to leave threads for calls
-      max_streams_per_principal=16  with ``auth``, responses one principal holds open: its
-                             streams and its calls in progress; past that: 429
-      max_subscriptions=1000 resources a listen's resourceSubscriptions, or a handshake-era
-                             session's resources/subscribe, may name; past that: -32602
-      can_subscribe=None     ``fn(principal, uri)`` -> whether a client may hear of changes to
-                             ``uri`` (principal None over stdio and without auth): refused, a
-                             subscribe gets -32602, a listen's acknowledgement leaves it out
-      heartbeat=15.0         seconds between SSE keep-alive lines (they reveal a client gone
-                             away, which cancels its 2026-07-28 request)
-      idle_timeout=30.0      the embedded server (``run(http=...)``) closes a connection whose
-                             client sends nothing for that long (a request's line and headers
-                             must all come within it, and then its body: else 408) or takes
-                             nothing of a response; a stream whose client has not taken a
-                             message that long after it was sent ends, as if the client had
-                             gone away (None: no limit)
-      max_body_bytes=4 MiB   the largest POST body (413 past it, before a byte is read); the
-                             lesser of this and max_line_bytes applies
-      max_inflight_bytes=32 MiB  the bytes of the bodies of requests being handled at once in
-                             this process, reserved by Content-Length before reading: past it,
-                             503 with Retry-After. Decoded, a body takes 2 to 25 times its size
-      max_connections=200    connections the embedded server serves at once, a thread each;
-                             further clients wait in the kernel's queue until one ends
+    Every setting is a keyword argument; docs/reference.md's "Settings" tables give each
+    one, its default, what it does and what happens at its limit. ``__init__`` checks
+    those it can and raises ValueError naming the setting.
     """
 
     _http_start_lock = threading.Lock()      # for the first request of any server's wsgi
