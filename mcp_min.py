@@ -26,7 +26,7 @@ That request's way through this file, from its line on stdin to the reply's line
 stdout, one stop a line, in call order:
 
     Server.run              claims stdin and stdout for the protocol; catches signals
-    Server.serve            a Session for the connection; the lifespan is entered
+    Server.serve_connection  a Session for the connection; the lifespan is entered
     Session.serve           starts the reader thread, then waits for the end of input
     Session.read_to_end     the reader thread's body: it reads until the input ends
     Peer.keep_reading       one line at a time, from read_lines
@@ -34,12 +34,14 @@ stdout, one stop a line, in call order:
     decode_message          the bytes -> JSON, or a parse error (-32700)
     Peer.handle_message     a batch, or one message
     classify                a request, a notification or a response? (-32600 if none)
-    Session.handle_request  checks the session: initialized? the capability declared?
+    Session.handle_request  a request (not a notification) of the handshake era
+    Session.handler_for     its handler, if the session may call it: initialized? the
+                              capability declared?
     Session.start           a Context for the call, under the request's id
     Session.run_here        runs it on the reader if the pool is idle (a watcher thread
                               takes the reading over should it last)
     WorkerPool.borrow       ...taking one of the pool's places, or else queues it there
-    Session.run             runs the handler and writes its response to the outlet
+    Session.run_call        runs the handler and writes its response to the outlet
     _call_handler           the entry of server.handlers: handler(ctx, params)
     Server.call_tool        the handler of tools/call
     _named                  the tool params.name names, or -32602
@@ -60,7 +62,7 @@ handshake, leaves that way at the session and joins it again to run:
     Session.handle_request  sees the envelope in params._meta
     Session.handle_stateless  checks it (Envelope), and the method
     Session.start           as above
-    Session.run             as above, but through run_stateless
+    Session.run_call        as above, but through run_stateless
     Server.run_stateless    runs the handler; a question for the client becomes an
                               input_required result; the result gets its resultType
 
@@ -3103,6 +3105,8 @@ class Context:
     # In the handshake era these come from initialize (the session); in 2026-07-28, from
     # the request's own envelope.
     protocol_version = property(lambda self: (self.envelope or self.session).version)
+    stateless = property(lambda self: self.envelope is not None,
+                         doc="A 2026-07-28 request: it carries its own envelope.")
     client_info = property(lambda self: (self.envelope or self.session).client_info)
     client_capabilities = property(
         lambda self: (self.envelope or self.session).client_capabilities)
@@ -3652,30 +3656,35 @@ def _check_answer(key, method, answer):
     return answer
 
 
-# ============================================================================================
+# ======================================================================================
 # Server
-# ============================================================================================
+# ======================================================================================
 
-# The capability each built-in method needs: a server that did not declare it answers the
-# method -32601, as the spec says of a capability it does not offer.
-_NEEDS = {"tools/list": "tools", "tools/call": "tools", "resources/list": "resources",
-          "resources/templates/list": "resources", "resources/read": "resources",
-          "resources/subscribe": "resources", "resources/unsubscribe": "resources",
-          "prompts/list": "prompts", "prompts/get": "prompts",
-          "completion/complete": "completions", "logging/setLevel": "logging"}
+# The capability each built-in method needs: a server that did not declare it answers
+# the method -32601, as the spec says of a capability it does not offer.
+_NEEDS = {
+    "tools/list": "tools", "tools/call": "tools",
+    "resources/list": "resources", "resources/templates/list": "resources",
+    "resources/read": "resources", "resources/subscribe": "resources",
+    "resources/unsubscribe": "resources",
+    "prompts/list": "prompts", "prompts/get": "prompts",
+    "completion/complete": "completions", "logging/setLevel": "logging"}
 
 # Parameter names people write by mistake -> the ones MCP uses (seen in the wild).
-_DID_YOU_MEAN = {"tool": "name", "toolName": "name", "args": "arguments", "params": "arguments",
-                 "input": "arguments", "resourceId": "uri", "url": "uri", "resource": "uri",
-                 "prompt": "name", "promptName": "name"}
+_DID_YOU_MEAN = {
+    "tool": "name", "toolName": "name", "prompt": "name", "promptName": "name",
+    "args": "arguments", "params": "arguments", "input": "arguments",
+    "resourceId": "uri", "url": "uri", "resource": "uri"}
 
 
 def _did_you_mean(name, known=None, params=None):
-    """The hint that ends an error about ``name``: the names in ``known`` spelled closest to
-    it, as in `` (did you mean 'add'?)``; or, for a parameter missing from ``params``, the
-    key they hold instead, as in `` (found "tool": did you mean "name"?)``. Else ''."""
+    """The hint that ends an error about ``name``: the names in ``known`` spelled
+    closest to it, as in `` (did you mean 'add'?)``; or, for a parameter missing from
+    ``params``, the key they hold instead, as in
+    `` (found "tool": did you mean "name"?)``. Else ''."""
     if params is not None:
-        found = next((k for k, v in _DID_YOU_MEAN.items() if v == name and k in params), None)
+        found = next((wrong for wrong, right in _DID_YOU_MEAN.items()
+                      if right == name and wrong in params), None)
         return f' (found "{found}": did you mean "{name}"?)' if found else ""
     import difflib
     close = difflib.get_close_matches(name, list(known), n=3)
@@ -3683,18 +3692,19 @@ def _did_you_mean(name, known=None, params=None):
 
 
 def _require(params, key, kind, method):
-    """params[key] as ``kind`` or -32602 saying what was expected (and what was meant)."""
+    """params[key] as ``kind``, or -32602 saying what was expected (and what was
+    meant)."""
     value = params.get(key)
     if isinstance(value, kind):
         return value
-    raise JSONRPCError(INVALID_PARAMS, f"{method} needs params.{key} "
-                       f"({'a string' if kind is str else 'an object'})"
+    expected = "a string" if kind is str else "an object"
+    raise JSONRPCError(INVALID_PARAMS, f"{method} needs params.{key} ({expected})"
                        + _did_you_mean(key, params=params))
 
 
 def _named(registry, what, params, method):
-    """The tool or prompt params.name names; else -32602 (a protocol error, as in the spec's
-    example) naming it, and the names it may have meant."""
+    """The tool or prompt params.name names; else -32602 (a protocol error, as in the
+    spec's example) naming it, and the names it may have meant."""
     name = _require(params, "name", str, method)
     entry = registry.get(name)
     if entry is None:
@@ -3704,7 +3714,8 @@ def _named(registry, what, params, method):
 
 
 def _arguments(params, method):
-    """params.arguments: an object, or {} when there is none (nor one under another name)."""
+    """params.arguments: an object, or {} when there is none (nor one under another
+    name)."""
     arguments = params.get("arguments")
     if type(arguments) is dict:
         return arguments
@@ -3713,200 +3724,186 @@ def _arguments(params, method):
     return _require(params, "arguments", dict, method)
 
 
+# Server settings that count something -> the least each may be (page_size may also be
+# None: one page).
+_LEAST = {
+    "max_workers": 1, "max_queue": 0, "page_size": 1, "max_line_bytes": 1,
+    "max_sessions": 1, "max_sessions_per_principal": 1, "max_streams": 1,
+    "max_streams_per_principal": 1, "max_subscriptions": 0, "max_state_bytes": 1,
+    "max_body_bytes": 1, "max_inflight_bytes": 1, "max_connections": 1}
+# Server settings in seconds -> whether None (no limit) is allowed.
+_NONE_IS_NO_LIMIT = {
+    "grace_period": False, "cancel_timeout": False, "request_timeout": True,
+    "state_ttl": False, "session_idle": False, "heartbeat": False, "idle_timeout": True}
+
+
+def _check_settings(settings):
+    """Raise ValueError naming the first setting of ``settings`` (Server's arguments, by
+    name) that cannot be used."""
+    for setting, least in _LEAST.items():
+        value = settings[setting]
+        if setting == "page_size" and value is None:
+            continue
+        if type(value) is not int or value < least:
+            raise ValueError(f"{setting} must be an integer of at least {least}, "
+                             f"not {value!r}")
+    for setting, unlimited in _NONE_IS_NO_LIMIT.items():
+        _check_seconds(setting, settings[setting], unlimited)
+    body, inflight = settings["max_body_bytes"], settings["max_inflight_bytes"]
+    if inflight < body:                       # the largest body could never be taken
+        raise ValueError(f"max_inflight_bytes ({inflight}) must be at least "
+                         f"max_body_bytes ({body})")
+    can_subscribe = settings["can_subscribe"]
+    if can_subscribe is not None and not callable(can_subscribe):
+        raise ValueError(f"can_subscribe must be a function (principal, uri) -> bool, "
+                         f"or None, not {can_subscribe!r}")
+    origins = settings["allowed_origins"]
+    if isinstance(origins, str):              # its characters would allow nothing
+        raise ValueError(f"allowed_origins must be a list of origins, not the string "
+                         f"{origins!r}: allowed_origins=[{origins!r}]")
+    path = settings["http_path"]
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise ValueError(f"http_path must be a path such as \"/mcp\", not {path!r}")
+
+
+def _check_seconds(setting, value, unlimited):
+    """Raise ValueError unless ``value`` is a number of seconds >= 0 (a heartbeat's
+    more than 0), or None where ``unlimited`` lets None mean no limit."""
+    if value is None and unlimited:
+        return
+    heartbeat = setting == "heartbeat"
+    if not _is_json_number(value) or value < 0 or (heartbeat and not value):
+        least = "more than 0" if heartbeat else "at least 0"
+        none = " (or None: no limit)" if unlimited else ""
+        raise ValueError(f"{setting} must be a number of seconds {least}{none}, "
+                         f"not {value!r}")
+
+
 class Server:
     """An MCP server: a registry of tools, resources and prompts, and ``handlers``, the
     dict from method name to ``handler(ctx, params) -> result`` that answers the client.
 
-    Settings (keyword arguments, with their defaults; docs/reference.md says more):
-      page_size=100          items per page of every list method (None: one page)
-      max_workers=64         handlers running at once (tools, resource reads, prompts)
-      max_queue=10000        calls that may wait for a thread; past that, refused at once
-      max_line_bytes=32 MiB  the longest message accepted; longer ones get an error
-      grace_period=5.0       seconds in-flight calls may finish after end of input
-      cancel_timeout=2.0     seconds calls still running after that, once cancelled, have to
-                             return before the lifespan closes anyway
-      request_timeout=60.0   seconds to wait for the client's answer (sampling, elicitation...)
-      lifespan=None          ``fn(server)`` returning a context manager, sync or async (or a
-                             bare generator), entered once around serving: ``ctx.lifespan``
-      forward_logging=False  True, or a logger name: logging records made in handlers also go
-                             to the client
-      cache_ttl_ms=0         2026-07-28: how long (ms) clients may reuse a discover, list or
-      cache_scope="public"   resource result, and whether users may share it ("private": no)
-      state_key=None         2026-07-28: the key that signs requestState (bytes or str; else
-      state_ttl=600          env MCP_MIN_STATE_KEY, else random per process); its lifetime (s)
-      max_state_bytes=64 KiB the longest requestState accepted (-32602 past it, before its
-                             signature is checked) or issued (the answers so far it carries)
-    Over HTTP (``server.wsgi``, ``run(http=...)``):
-      http_path="/mcp"       the MCP endpoint's path
-      allowed_origins=()     browser Origins allowed besides the server's own (its Host's)
-                             and, when it is on this machine, this machine's ("*": any)
-      allowed_hosts=None     DNS names a request's Host may give, without port; localhost and
-                             IP addresses are always accepted, other names get 421 (a
-                             browser after DNS rebinding), a missing or malformed Host 400
-      public_url=None        the MCP endpoint's URL as clients reach it (behind a proxy, say
-                             "https://mcp.example.com/mcp"): named in the RFC 9728 metadata
-                             and WWW-Authenticate instead of the request's Host; its host is
-                             an allowed host
-      auth=None              ``fn(bearer_token)`` -> principal (``ctx.principal``); a falsy
-                             one (None, False, "", 0, {}, []) is a 401.
-                             A user id, a dict, or an object whose repr names the user (a
-                             dataclass): principals with the same JSON form, else the same
-                             repr, are the same client
-      authorization_servers=()  where clients get tokens (served as RFC 9728 metadata)
-      http_sessions=True     handshake-era sessions in this process; False for several worker
-                             processes: no sessions, no requests to the client in that era,
-                             no change notifications in either
-      max_sessions=1000      sessions kept (see max_sessions_per_principal for who makes
-                             room); a client that would need another's session: 503
-      max_sessions_per_principal=16  with ``auth``, sessions one principal keeps: its own
-                             longest idle one makes room for its next. Without auth clients
-                             cannot be told apart: no quota, the longest idle of all goes
-      session_idle=3600      seconds a session may stay unused
-      max_streams=100        listen and GET streams open at once, of all clients (each holds
-                             a thread of the HTTP server); past that: 503. Under gunicorn
-                             gthread, keep it below --threads to leave threads for calls
-      max_streams_per_principal=16  with ``auth``, responses one principal holds open: its
-                             streams and its calls in progress; past that: 429
-      max_subscriptions=1000 resources a listen's resourceSubscriptions, or a handshake-era
-                             session's resources/subscribe, may name; past that: -32602
-      can_subscribe=None     ``fn(principal, uri)`` -> whether a client may hear of changes to
-                             ``uri`` (principal None over stdio and without auth): refused, a
-                             subscribe gets -32602, a listen's acknowledgement leaves it out
-      heartbeat=15.0         seconds between SSE keep-alive lines (they reveal a client gone
-                             away, which cancels its 2026-07-28 request)
-      idle_timeout=30.0      the embedded server (``run(http=...)``) closes a connection whose
-                             client sends nothing for that long (a request's line and headers
-                             must all come within it, and then its body: else 408) or takes
-                             nothing of a response; a stream whose client has not taken a
-                             message that long after it was sent ends, as if the client had
-                             gone away (None: no limit)
-      max_body_bytes=4 MiB   the largest POST body (413 past it, before a byte is read); the
-                             lesser of this and max_line_bytes applies
-      max_inflight_bytes=32 MiB  the bytes of the bodies of requests being handled at once in
-                             this process, reserved by Content-Length before reading: past it,
-                             503 with Retry-After. Decoded, a body takes 2 to 25 times its size
-      max_connections=200    connections the embedded server serves at once, a thread each;
-                             further clients wait in the kernel's queue until one ends
+    Every setting is a keyword argument; docs/reference.md's "Settings" tables give each
+    one, its default, what it does and what happens at its limit. ``__init__`` checks
+    those it can and raises ValueError naming the setting.
     """
 
-    _http_start_lock = threading.Lock()      # for the first request of any server's wsgi
+    # Taken by the first request of any server's wsgi.
+    _http_start_lock = threading.Lock()
 
-    #: Methods always answered on the reader thread; they are quick and run no user code.
-    #: Everything else (tools/call, resources/read, prompts/get, completion/complete and
-    #: methods you add) runs on the reader only while the pool is idle, and a watcher takes
-    #: the reading over if it lasts (Session.run_here); else on the pool.
+    #: Methods always answered on the reader thread; they are quick and run no user
+    #: code. Everything else (tools/call, resources/read, prompts/get,
+    #: completion/complete and methods you add) runs on the reader only while the pool
+    #: is idle, and a watcher takes the reading over if it lasts (Session.run_here);
+    #: else on the pool.
     inline_methods = frozenset({
-        "initialize", "ping", "tools/list", "resources/list", "resources/templates/list",
-        "prompts/list", "resources/subscribe", "resources/unsubscribe", "logging/setLevel",
-        "server/discover", "subscriptions/listen"})
+        "initialize", "ping", "tools/list", "resources/list",
+        "resources/templates/list", "prompts/list", "resources/subscribe",
+        "resources/unsubscribe", "logging/setLevel", "server/discover",
+        "subscriptions/listen"})
 
-    def __init__(self, name, version="0.1.0", *, title=None, description=None, instructions=None,
-                 website_url=None, icons=None, lifespan=None, page_size=100, max_workers=64,
-                 max_queue=10_000, max_line_bytes=32 << 20, grace_period=5.0,
-                 cancel_timeout=2.0, request_timeout=60.0, forward_logging=False,
-                 cache_ttl_ms=0, cache_scope="public", state_key=None, state_ttl=600,
-                 http_path="/mcp", allowed_origins=(), allowed_hosts=None, public_url=None,
-                 auth=None, authorization_servers=(), http_sessions=True, max_sessions=1000,
+    def __init__(self, name, version="0.1.0", *, title=None, description=None,
+                 instructions=None, website_url=None, icons=None, lifespan=None,
+                 page_size=100, max_workers=64, max_queue=10_000,
+                 max_line_bytes=32 << 20, grace_period=5.0, cancel_timeout=2.0,
+                 request_timeout=60.0, forward_logging=False, cache_ttl_ms=0,
+                 cache_scope="public", state_key=None, state_ttl=600, http_path="/mcp",
+                 allowed_origins=(), allowed_hosts=None, public_url=None, auth=None,
+                 authorization_servers=(), http_sessions=True, max_sessions=1000,
                  max_sessions_per_principal=16, session_idle=3600, max_streams=100,
-                 max_streams_per_principal=16, max_subscriptions=1000, can_subscribe=None,
-                 heartbeat=15.0, idle_timeout=30.0, max_state_bytes=64 << 10,
-                 max_body_bytes=4 << 20, max_inflight_bytes=32 << 20, max_connections=200):
-        for setting, value, least in (
-                ("max_workers", max_workers, 1), ("max_queue", max_queue, 0),
-                ("page_size", 1 if page_size is None else page_size, 1),
-                ("max_line_bytes", max_line_bytes, 1), ("max_sessions", max_sessions, 1),
-                ("max_sessions_per_principal", max_sessions_per_principal, 1),
-                ("max_streams", max_streams, 1),
-                ("max_streams_per_principal", max_streams_per_principal, 1),
-                ("max_subscriptions", max_subscriptions, 0),
-                ("max_state_bytes", max_state_bytes, 1), ("max_body_bytes", max_body_bytes, 1),
-                ("max_inflight_bytes", max_inflight_bytes, 1),
-                ("max_connections", max_connections, 1)):
-            if type(value) is not int or value < least:
-                raise ValueError(f"{setting} must be an integer of at least {least}, not {value!r}")
-        # Seconds: a number >= 0, or (where it means "no limit") None; a heartbeat is never 0.
-        for setting, value, unlimited in (
-                ("grace_period", grace_period, False), ("cancel_timeout", cancel_timeout, False),
-                ("request_timeout", request_timeout, True), ("state_ttl", state_ttl, False),
-                ("session_idle", session_idle, False), ("heartbeat", heartbeat, False),
-                ("idle_timeout", idle_timeout, True)):
-            if value is None and unlimited:
-                continue
-            if not _is_json_number(value) or value < 0 or (setting == "heartbeat" and not value):
-                least = "more than 0" if setting == "heartbeat" else "at least 0"
-                none = " (or None: no limit)" if unlimited else ""
-                raise ValueError(f"{setting} must be a number of seconds {least}{none}, not "
-                                 f"{value!r}")
-        if max_inflight_bytes < max_body_bytes:     # else the largest body could never be taken
-            raise ValueError(f"max_inflight_bytes ({max_inflight_bytes}) must be at least "
-                             f"max_body_bytes ({max_body_bytes})")
-        if can_subscribe is not None and not callable(can_subscribe):
-            raise ValueError(f"can_subscribe must be a function (principal, uri) -> bool, or "
-                             f"None, not {can_subscribe!r}")
-        if isinstance(allowed_origins, str):  # a tuple of its characters would allow nothing
-            raise ValueError(f"allowed_origins must be a list of origins, not the string "
-                             f"{allowed_origins!r}: allowed_origins=[{allowed_origins!r}]")
-        if not isinstance(http_path, str) or not http_path.startswith("/"):
-            raise ValueError(f"http_path must be a path such as \"/mcp\", not {http_path!r}")
-        self.name, self.version, self.title, self.description = name, version, title, description
-        self.instructions, self.website_url, self.icons = instructions, website_url, icons
-        self.lifespan, self.lifespan_value, self._lifespan_users = lifespan, None, 0
-        self.page_size, self.max_workers, self.max_queue = page_size, max_workers, max_queue
-        self.max_line_bytes, self.grace_period = max_line_bytes, grace_period
-        self.cancel_timeout = cancel_timeout
-        self.request_timeout, self.forward_logging = request_timeout, forward_logging
-        self.cache_ttl_ms, self.cache_scope = _cache_hints(cache_ttl_ms, cache_scope, name, True)
+                 max_streams_per_principal=16, max_subscriptions=1000,
+                 can_subscribe=None, heartbeat=15.0, idle_timeout=30.0,
+                 max_state_bytes=64 << 10, max_body_bytes=4 << 20,
+                 max_inflight_bytes=32 << 20, max_connections=200):
+        _check_settings(locals())             # the arguments, by name
+        # Identity
+        self.name = name
+        self.version = version
+        self.title = title
+        self.description = description
+        self.instructions = instructions
+        self.website_url = website_url
+        self.icons = icons
+        # Lifespan and logging
+        self.lifespan = lifespan
+        self.lifespan_value = None
+        self._lifespan_users = 0              # connections (or HTTP) that entered it
+        self.forward_logging = forward_logging
+        # Limits
+        self.page_size = page_size
+        self.max_workers, self.max_queue = max_workers, max_queue
+        self.max_line_bytes = max_line_bytes
+        self.grace_period, self.cancel_timeout = grace_period, cancel_timeout
+        self.request_timeout = request_timeout
+        # 2026-07-28
+        self.cache_ttl_ms, self.cache_scope = _cache_hints(
+            cache_ttl_ms, cache_scope, name, True)
         self.request_state = RequestStateSigner(state_key, state_ttl, max_state_bytes)
-        self.http_path, self.allowed_origins = http_path, tuple(allowed_origins)
+        # HTTP
+        self.http_path = http_path
+        self.allowed_origins = tuple(allowed_origins)
         self.allowed_hosts = _allowed_hosts(allowed_hosts)
         self.public_url = _public_url(public_url)
-        self.auth, self.authorization_servers = auth, tuple(authorization_servers)
         self.http_sessions, self.max_sessions = http_sessions, max_sessions
-        self.max_sessions_per_principal = max_sessions_per_principal
-        self.max_streams, self.max_streams_per_principal = max_streams, max_streams_per_principal
-        self.max_subscriptions, self.can_subscribe = max_subscriptions, can_subscribe
         self.session_idle, self.heartbeat = session_idle, heartbeat
         self.idle_timeout, self.max_connections = idle_timeout, max_connections
-        self.max_body_bytes, self.max_inflight_bytes = max_body_bytes, max_inflight_bytes
-        self._http = None                     # the HttpEndpoint, made by the first request
-        self.tools, self.resources, self.prompts, self.completers = {}, {}, {}, {}
-        self.sessions = set()                 # open connections (one, over stdio)
-        self.http_sessions_alive = weakref.WeakSet()    # every HttpSession still in use
-        self._info_meta = None                # serverInfo for 2026-07-28 results, made once
-        self._offered = None                  # capabilities(), until a registration changes
+        self.auth = auth
+        self.authorization_servers = tuple(authorization_servers)
+        self.max_body_bytes = max_body_bytes
+        self.max_inflight_bytes = max_inflight_bytes
+        self.max_sessions_per_principal = max_sessions_per_principal
+        self.max_streams = max_streams
+        self.max_streams_per_principal = max_streams_per_principal
+        self.max_subscriptions, self.can_subscribe = max_subscriptions, can_subscribe
+        # What is registered, and what is serving
+        self.tools, self.resources = {}, {}
+        self.prompts, self.completers = {}, {}
+        self.order = count(1).__next__        # registration order: the order lists use
+        # capabilities(), until a registration changes them
+        self._offered = None
         self.lock = threading.Lock()
-        # Held while the lifespan is entered or exited, which may register tools (self.lock)
+        # Held while the lifespan is entered or exited, which may register tools
+        # (self.lock)
         self._lifespan_lock = threading.Lock()
         self.pool = None                      # started with the first connection
-        self.order = count(1).__next__        # registration order: the order lists use
-        self.handlers = {
+        self.sessions = set()                 # open connections (one, over stdio)
+        self.http_sessions_alive = weakref.WeakSet()    # every HttpSession still in use
+        self._http = None                     # the HttpEndpoint, made at first request
+        self._info_meta = None                # serverInfo for 2026-07-28 results
+        self.handlers = self._built_in_handlers()
+
+    def _built_in_handlers(self):
+        return {
             "initialize": self.initialize, "ping": self.ping,
             "tools/list": self.list_tools, "tools/call": self.call_tool,
             "resources/list": self.list_resources,
             "resources/templates/list": self.list_resource_templates,
-            "resources/read": self.read_resource, "resources/subscribe": self.subscribe,
+            "resources/read": self.read_resource,
+            "resources/subscribe": self.subscribe,
             "resources/unsubscribe": self.unsubscribe,
             "prompts/list": self.list_prompts, "prompts/get": self.get_prompt,
-            "completion/complete": self.complete, "logging/setLevel": self.set_logging_level,
+            "completion/complete": self.complete,
+            "logging/setLevel": self.set_logging_level,
             "server/discover": self.discover, "subscriptions/listen": self.listen,
             "notifications/initialized": self.on_initialized,
             "notifications/cancelled": self.on_cancelled,
             "notifications/roots/list_changed": self.on_roots_list_changed,
         }
 
-    # -- registration ----------------------------------------------------------------------
-    # A name or URI registered twice is an error, unless replace=True says it is on purpose.
+    # -- registration ------------------------------------------------------------------
+    # A name or URI registered twice is an error, unless replace=True says it is on
+    # purpose.
     def tool(self, fn=None, *, replace=False, **options):
         """``@server.tool`` or ``@server.tool(name=..., title=..., description=...,
-        annotations={...}, input_schema=..., output_schema=..., structured=..., icons=...,
-        meta=...)``: register a function as a tool."""
+        annotations={...}, input_schema=..., output_schema=..., structured=...,
+        icons=..., meta=...)``: register a function as a tool."""
         return self._register(Tool, fn, replace, options)
 
     def resource(self, uri, *, replace=False, **options):
-        """``@server.resource(uri, name=..., title=..., description=..., mime_type=..., ...)``:
-        register a function as the resource at ``uri`` (or a URI template with {vars}).
-        ``allow_dot_segments=True`` lets a {+var} hold '..' segments, and begin with '/':
-        for a function that does not make a file path of it."""
+        """``@server.resource(uri, name=..., title=..., description=..., mime_type=...,
+        ...)``: register a function as the resource at ``uri`` (or a URI template with
+        {vars}). ``allow_dot_segments=True`` lets a {+var} hold '..' segments, and begin
+        with '/': for a function that does not make a file path of it."""
         if not isinstance(uri, str):
             raise TypeError('@server.resource needs the URI first: '
                             '@server.resource("file:///notes")')
@@ -3918,28 +3915,38 @@ class Server:
         return self._register(Prompt, fn, replace, options)
 
     def _register(self, kind, fn, replace, options):
-        """Add ``kind(fn, **options)`` to its registry; without ``fn``, a decorator that does."""
+        """Add ``kind(fn, **options)`` to its registry; without ``fn``, a decorator that
+        does."""
         if fn is None:
             return lambda fn: self._register(kind, fn, replace, options)
-        item, registry_name = kind(fn, **options), kind.registry_name
-        key, other = (item.uri, "URI") if kind is Resource else (item.name, "name")
+        item = kind(fn, **options)
+        registry_name = kind.registry_name
+        if kind is Resource:
+            key, other = item.uri, "URI"
+        else:
+            key, other = item.name, "name"
         item.order = self.order()
         with self.lock:
             registry = getattr(self, registry_name)
             if key in registry and not replace:
-                raise ValueError(f"{registry_name[:-1]} {key!r} is already registered: pass "
-                                 f"replace=True to replace it, or give this one another {other}")
+                raise ValueError(f"{registry_name[:-1]} {key!r} is already registered: "
+                                 "pass replace=True to replace it, or give this one "
+                                 f"another {other}")
             registry[key] = item
         self._offered = None
         self.notify_list_changed(registry_name)
         return fn
 
     def completion(self, argument, *, prompt=None, template=None):
-        """Register ``fn(value, arguments) -> [str, ...]`` completing ``argument`` of a prompt
-        or resource template; ``arguments``: the others the client knows (2025-06-18+)."""
+        """Register ``fn(value, arguments) -> [str, ...]`` completing ``argument`` of a
+        prompt or resource template; ``arguments``: the others the client knows
+        (2025-06-18+)."""
         if (prompt is None) == (template is None):
             raise TypeError("completion() takes exactly one of prompt= or template=")
-        key = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", template)
+        if prompt is not None:
+            key = ("ref/prompt", prompt)
+        else:
+            key = ("ref/resource", template)
 
         def register(fn):
             self.completers[key + (argument,)] = fn
@@ -3964,11 +3971,12 @@ class Server:
         self._offered = None
         self.notify_list_changed(registry_name)
 
-    # -- server-initiated notifications ------------------------------------------------------
+    # -- server-initiated notifications ------------------------------------------------
     def notify_list_changed(self, kind):
         """Tell the clients that asked (handshake-era sessions offered ``listChanged``,
         2026-07-28 listen streams) that the tools, resources or prompts changed."""
-        method, flag = f"notifications/{kind}/list_changed", f"{kind}ListChanged"
+        method = f"notifications/{kind}/list_changed"
+        flag = f"{kind}ListChanged"
         for session in list(self.sessions):
             if session.capabilities.get(kind, {}).get("listChanged"):
                 session.notify(method)
@@ -3978,8 +3986,10 @@ class Server:
     def notify_resource_updated(self, uri):
         """Tell the clients subscribed to ``uri`` (or, on a listen stream, to a resource
         containing it: ``file:///dir`` covers ``file:///dir/a``, if can_subscribe allows
-        ``uri`` too) that it changed. It runs inside tools: a few set lookups per listen."""
-        parents, method = _parents(uri), "notifications/resources/updated"
+        ``uri`` too) that it changed. It runs inside tools: a few set lookups per
+        listen."""
+        parents = _parents(uri)
+        method = "notifications/resources/updated"
 
         def covers(honoured, principal):
             if uri in honoured.uris:
@@ -3991,12 +4001,13 @@ class Server:
             if uri in session.subscriptions:
                 session.notify(method, {"uri": uri})
             if session.listens:
-                session.publish(method, functools.partial(covers, principal=session.principal),
-                                {"uri": uri})
+                wanted = functools.partial(covers, principal=session.principal)
+                session.publish(method, wanted, {"uri": uri})
 
     def may_subscribe(self, principal, uri):
-        """Whether can_subscribe lets ``principal`` hear of changes to ``uri`` (yes without
-        it). A hook that fails says no; its log names the error's type, never the URI."""
+        """Whether can_subscribe lets ``principal`` hear of changes to ``uri`` (yes
+        without it). A hook that fails says no; its log names the error's type, never
+        the URI."""
         if self.can_subscribe is None:
             return True
         try:
@@ -4005,11 +4016,12 @@ class Server:
             log.error("the can_subscribe hook failed (%s)", sys.exc_info()[0].__name__)
             return False
 
-    # -- what the server says about itself ---------------------------------------------------
+    # -- what the server says about itself ---------------------------------------------
     def capabilities(self):
-        """The capabilities, from what is registered. Changes are offered only by a server
-        that can deliver them: one process (``http_sessions=True``)."""
-        caps, changes = {"logging": {}}, {"listChanged": True} if self.http_sessions else {}
+        """The capabilities, from what is registered. Changes are offered only by a
+        server that can deliver them: one process (``http_sessions=True``)."""
+        caps = {"logging": {}}
+        changes = {"listChanged": True} if self.http_sessions else {}
         if self.tools:
             caps["tools"] = dict(changes)
         if self.resources:
@@ -4021,8 +4033,8 @@ class Server:
         return caps
 
     def offered(self):
-        """capabilities(), remembered until a registration changes it (2026-07-28 checks it
-        on every request)."""
+        """capabilities(), remembered until a registration changes it (2026-07-28 checks
+        it on every request)."""
         offered = self._offered
         if offered is None:
             with self.lock:               # registrations change the registries under it
@@ -4037,15 +4049,19 @@ class Server:
         _add_optional(info, "websiteUrl", self.website_url, version, V2025_11)
         return info
 
-    # -- built-in handlers: lifecycle ----------------------------------------------------------
+    # -- built-in handlers: lifecycle --------------------------------------------------
     def initialize(self, ctx, params):
         session = ctx.session
         if session.version is not None:
-            raise JSONRPCError(INVALID_REQUEST, "Already initialized: initialize may be sent "
-                                                "only once per connection")
+            raise JSONRPCError(INVALID_REQUEST, "Already initialized: initialize may "
+                                                "be sent only once per connection")
         requested = _require(params, "protocolVersion", str, "initialize")
-        # Echo a version we speak; else counter-offer our latest, as the spec says: no error.
-        version = requested if requested in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
+        # Echo a version we speak; else counter-offer our latest, as the spec says: no
+        # error.
+        if requested in PROTOCOL_VERSIONS:
+            version = requested
+        else:
+            version = LATEST_PROTOCOL_VERSION
         info, caps = params.get("clientInfo"), params.get("capabilities")
         session.client_info = info if isinstance(info, dict) else {}
         session.client_capabilities = caps if isinstance(caps, dict) else {}
@@ -4057,10 +4073,10 @@ class Server:
                   "serverInfo": self.server_info(version)}
         if self.instructions:
             result["instructions"] = self.instructions
-        # Changes (list_changed, log messages) reach the session from the moment this response
-        # is written, under the lock that writes it (Session.run): none goes out ahead of it.
-        # One made before is not reported, and not lost: the tools/list (etc.) the client
-        # sends after this response lists it.
+        # Changes (list_changed, log messages) reach the session from the moment this
+        # response is written, under the lock that writes it (Session.run_call): none
+        # goes out ahead of it. One made before is not reported, and not lost: the
+        # tools/list (etc.) the client sends after this response lists it.
         def negotiated():
             session.capabilities, session.version = offered, version
         ctx._with_response = negotiated
@@ -4083,59 +4099,76 @@ class Server:
     def roots_changed(self, session):
         """Hook: the client's roots changed (override to react)."""
 
-    # -- built-in handlers: the 2026-07-28 era ---------------------------------------------------
+    # -- built-in handlers: the 2026-07-28 era -----------------------------------------
     def discover(self, ctx, params):
-        """server/discover: what initialize would tell (the name is in every result's _meta)."""
+        """server/discover: what initialize would tell (the name is in every result's
+        _meta)."""
+        capabilities = {kind: dict(c) for kind, c in self.offered().items()}
         result = {"supportedVersions": list(MODERN_PROTOCOL_VERSIONS),
-                  "capabilities": {kind: dict(c) for kind, c in self.offered().items()}}
+                  "capabilities": capabilities}
         if self.instructions:
             result["instructions"] = self.instructions
         return result
 
     def listen(self, ctx, params):
         """subscriptions/listen: changes on a stream open until the client cancels it,
-        acknowledged with the kinds this server will send; no response, no thread held."""
+        acknowledged with the kinds this server will send; no response, no thread
+        held."""
         wanted = _require(params, "notifications", dict, "subscriptions/listen")
         offered = self.offered()
-        if not any(kind.get("listChanged") or kind.get("subscribe") for kind in offered.values()):
-            raise JSONRPCError(METHOD_NOT_FOUND, "Method not found: subscriptions/listen (this "
-                                                 "server sends no change notifications)")
-        honoured = {f"{kind}ListChanged": True for kind in ("tools", "prompts", "resources")
+        if not any(kind.get("listChanged") or kind.get("subscribe")
+                   for kind in offered.values()):
+            raise JSONRPCError(METHOD_NOT_FOUND, "Method not found: "
+                               "subscriptions/listen (this server sends no change "
+                               "notifications)")
+        honoured = {f"{kind}ListChanged": True
+                    for kind in ("tools", "prompts", "resources")
                     if wanted.get(f"{kind}ListChanged") is True
                     and offered.get(kind, {}).get("listChanged")}
         uris = wanted.get("resourceSubscriptions")
         if uris is not None:
-            if isinstance(uris, list) and len(uris) > self.max_subscriptions:
-                raise JSONRPCError(INVALID_PARAMS, f"subscriptions/listen: {len(uris)} "
-                                   "resourceSubscriptions are more than this server takes in "
-                                   f"one listen ({self.max_subscriptions}, max_subscriptions); "
-                                   "a URI covers the resources under it")
-            if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
-                raise JSONRPCError(INVALID_PARAMS, "subscriptions/listen: "
-                                   "notifications.resourceSubscriptions must be a list of URIs")
+            self._check_listened_uris(uris)
             if offered.get("resources", {}).get("subscribe"):
-                # The spec's way to refuse part of a listen: leave it out of the acknowledgement.
+                # The spec's way to refuse part of a listen: leave it out of the
+                # acknowledgement.
                 honoured["resourceSubscriptions"] = [
-                    uri for uri in dict.fromkeys(uris) if self.may_subscribe(ctx.principal, uri)]
+                    uri for uri in dict.fromkeys(uris)
+                    if self.may_subscribe(ctx.principal, uri)]
         ctx.session.listen(ctx.request_id, honoured)
         return NO_RESPONSE
 
+    def _check_listened_uris(self, uris):
+        """A listen's resourceSubscriptions: a list of URIs, at most
+        max_subscriptions."""
+        if isinstance(uris, list) and len(uris) > self.max_subscriptions:
+            raise JSONRPCError(INVALID_PARAMS, f"subscriptions/listen: {len(uris)} "
+                               "resourceSubscriptions are more than this server takes "
+                               f"in one listen ({self.max_subscriptions}, "
+                               "max_subscriptions); a URI covers the resources under "
+                               "it")
+        if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
+            raise JSONRPCError(INVALID_PARAMS, "subscriptions/listen: "
+                               "notifications.resourceSubscriptions must be a list of "
+                               "URIs")
+
     def run_stateless(self, ctx, handler):
-        """Run a handler for a 2026-07-28 request and return its response frame (None for
-        none): a question for the client becomes an input_required result, a missing
+        """Run a handler for a 2026-07-28 request and return its response frame (None
+        for none): a question for the client becomes an input_required result, a missing
         capability error -32021, and every result says its resultType, who sent it, and
         whether and for how long clients may cache it."""
+        params = ctx.params
         try:
-            if "requestState" in ctx.params:
-                ctx.answers = self.read_answers(ctx.method, ctx.params, ctx.principal)
-            elif isinstance(ctx.params.get("inputResponses"), dict):
-                # Answers without a state: a client may answer a question it expects before
-                # it is asked; those the handler asks in this run are taken (and checked).
+            if "requestState" in params:
+                ctx.answers = self.read_answers(ctx.method, params, ctx.principal)
+            elif isinstance(params.get("inputResponses"), dict):
+                # Answers without a state: a client may answer a question it expects
+                # before it is asked; those the handler asks in this run are taken (and
+                # checked).
                 ctx.answers = {key: [None, answer]
-                               for key, answer in ctx.params["inputResponses"].items()}
-            elif ctx.params.get("inputResponses") is not None:
-                raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses must be "
-                                                   "an object")
+                               for key, answer in params["inputResponses"].items()}
+            elif params.get("inputResponses") is not None:
+                raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses "
+                                                   "must be an object")
             result = _call_handler(handler, ctx)
         except InputRequired as unanswered:
             result = self.input_required(ctx, unanswered)
@@ -4148,12 +4181,13 @@ class Server:
             info = {SERVER_INFO_KEY: self.server_info(V2026_07)}
             self._info_meta = (info, b',"_meta":' + encode_message(info) + b"}}")
         info, tail = self._info_meta
-        if type(result) is dict and result and "resultType" not in result and \
-                "_meta" not in result and ctx.method not in CACHEABLE_METHODS:
+        if (type(result) is dict and result and "resultType" not in result
+                and "_meta" not in result and ctx.method not in CACHEABLE_METHODS):
             # The usual result (a tool's) ends the same way every time: those bytes are
-            # encoded once and put in place of its closing braces, which saves a third of
-            # the encoding of a small result.
-            frame = encode_message({"jsonrpc": "2.0", "id": ctx.request_id, "result": result})
+            # encoded once and put in place of its closing braces, which saves a third
+            # of the encoding of a small result.
+            frame = encode_message(
+                {"jsonrpc": "2.0", "id": ctx.request_id, "result": result})
             return frame[:-2] + b',"resultType":"complete"' + tail
         result = dict(result)                 # the handler's own dict stays as it was
         kind = result.setdefault("resultType", "complete")
@@ -4165,59 +4199,74 @@ class Server:
             result.setdefault("ttlMs", self.cache_ttl_ms)
             result.setdefault("cacheScope", self.cache_scope)
         result["_meta"] = {**(result.get("_meta") or {}), **info}
-        return encode_message({"jsonrpc": "2.0", "id": ctx.request_id, "result": result})
+        return encode_message(
+            {"jsonrpc": "2.0", "id": ctx.request_id, "result": result})
 
     def read_answers(self, method, params, principal=None):
-        """The answers a retry brings: earlier rounds' in its signed requestState (-32602 if
-        forged, altered, expired or another call's), this round's in inputResponses."""
-        token, responses = params.get("requestState"), params.get("inputResponses")
+        """The answers a retry brings: earlier rounds' in its signed requestState
+        (-32602 if forged, altered, expired or another call's), this round's in
+        inputResponses."""
+        token = params.get("requestState")
+        responses = params.get("inputResponses")
         if not isinstance(token, str):
             raise _invalid_state("it must be the string the server sent")
         state = self.request_state.open(token)
         if state.get("call") != self.call_digest(method, params, principal):
-            raise _invalid_state("it was issued for another call (method, name or arguments)")
+            raise _invalid_state(
+                "it was issued for another call (method, name or arguments)")
         if responses is not None and not isinstance(responses, dict):
-            raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
+            raise JSONRPCError(INVALID_PARAMS,
+                               "Invalid params: inputResponses must be an object")
         answers = state.get("answers", {})
         for key, (digest, method_asked) in state.get("asked", {}).items():
             if responses and key in responses:
-                answers[key] = [digest, _check_answer(key, method_asked, responses[key])]
+                answer = _check_answer(key, method_asked, responses[key])
+                answers[key] = [digest, answer]
         return answers
 
     def call_digest(self, method, params, principal):
-        """What a requestState is bound to: server, method, target, arguments and caller."""
-        target = params.get("uri") if method == "resources/read" else params.get("name")
+        """What a requestState is bound to: server, method, target, arguments and
+        caller."""
+        if method == "resources/read":
+            target = params.get("uri")
+        else:
+            target = params.get("name")
         try:
             return _digest([self.name, method, target, params.get("arguments"),
                             _principal_id(principal)])
-        except (RecursionError, ValueError) as e:      # nested deeper than json.dumps goes
-            raise JSONRPCError(INVALID_PARAMS, "Invalid params: arguments cannot be read "
-                                               f"back ({type(e).__name__})") from None
+        except (RecursionError, ValueError) as e:  # nested deeper than json.dumps goes
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: arguments cannot be "
+                               f"read back ({type(e).__name__})") from None
 
     def input_required(self, ctx, unanswered):
-        """The result asking the unanswered questions, the answers so far in requestState."""
+        """The result asking the unanswered questions, the answers so far in
+        requestState."""
         questions = unanswered.questions
         if ctx.method not in INPUT_METHODS:
-            raise JSONRPCError(INTERNAL_ERROR, f"Internal error: {ctx.method} cannot ask the "
-                               f"client for input ({', '.join(questions)}); only "
-                               f"{', '.join(sorted(INPUT_METHODS))} can")
+            raise JSONRPCError(INTERNAL_ERROR, f"Internal error: {ctx.method} cannot "
+                               f"ask the client for input ({', '.join(questions)}); "
+                               f"only {', '.join(sorted(INPUT_METHODS))} can")
+        asked = {key: [digest, request["method"]]
+                 for key, (request, digest) in questions.items()}
         state = {"call": self.call_digest(ctx.method, ctx.params, ctx.principal),
                  "answers": ctx.answers or {},
-                 "asked": {key: [digest, request["method"]]
-                           for key, (request, digest) in questions.items()}}
+                 "asked": asked}
         try:
             sealed = self.request_state.seal(state)
-        except RecursionError:            # the client's answers, read by json, nest deeper still
-            raise JSONRPCError(INVALID_PARAMS, "Invalid params: the answers in inputResponses "
-                                               "are nested too deeply to carry") from None
+        except RecursionError:    # the client's answers, read by json, nest deeper
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: the answers in "
+                                               "inputResponses are nested too deeply "
+                                               "to carry") from None
+        requests = {key: request for key, (request, _) in questions.items()}
         return {"resultType": "input_required",
-                "inputRequests": {key: request for key, (request, _) in questions.items()},
+                "inputRequests": requests,
                 "requestState": sealed}
 
-    # -- built-in handlers: lists (with cursor pagination) ---------------------------------------
+    # -- built-in handlers: lists (with cursor pagination) -----------------------------
     def paginate(self, ctx, params, items, key):
-        """One page of ``items`` in registration order. The cursor names the last item shown,
-        so items added or removed between pages make none repeat or go missing."""
+        """One page of ``items`` in registration order. The cursor names the last item
+        shown, so items added or removed between pages make none repeat or go
+        missing."""
         cursor = params.get("cursor")
         after = 0 if cursor is None else _cursor_position(cursor)
         entries = sorted((i for i in items if i.order > after), key=lambda i: i.order)
@@ -4241,7 +4290,7 @@ class Server:
     def list_prompts(self, ctx, params):
         return self.paginate(ctx, params, list(self.prompts.values()), "prompts")
 
-    # -- built-in handlers: tools, resources, prompts ---------------------------------------------
+    # -- built-in handlers: tools, resources, prompts ----------------------------------
     def call_tool(self, ctx, params):
         tool = _named(self.tools, "tool", params, "tools/call")
         return tool.call(ctx, _arguments(params, "tools/call"))
@@ -4265,33 +4314,39 @@ class Server:
                 raise ResourceNotFound(uri)
             result = {"contents": resource.read(ctx, uri, variables)}
         except (ResourceNotFound, FileNotFoundError):
-            code = RESOURCE_NOT_FOUND if ctx.envelope is None else INVALID_PARAMS   # 2026-07-28
-            shown = uri if len(uri) <= 200 else uri[:199] + "…"     # (data.uri has it all)
-            raise JSONRPCError(code, f"Resource not found: {shown}", {"uri": uri}) from None
-        if ctx.envelope is not None:
+            # 2026-07-28 has no code of its own for it
+            code = INVALID_PARAMS if ctx.stateless else RESOURCE_NOT_FOUND
+            # (data.uri has it all)
+            shown = uri if len(uri) <= 200 else uri[:199] + "…"
+            raise JSONRPCError(code, f"Resource not found: {shown}",
+                               {"uri": uri}) from None
+        if ctx.stateless:
             _add_optional(result, "ttlMs", resource.ttl_ms)
             _add_optional(result, "cacheScope", resource.cache_scope)
         return result
 
     def subscribe(self, ctx, params):
         if not ctx.session.capabilities["resources"].get("subscribe"):
-            raise JSONRPCError(METHOD_NOT_FOUND, "Method not found: resources/subscribe (this "
-                                                 "server offers no subscriptions)")
+            raise JSONRPCError(METHOD_NOT_FOUND, "Method not found: "
+                               "resources/subscribe (this server offers no "
+                               "subscriptions)")
         uri = _require(params, "uri", str, "resources/subscribe")
         subscriptions = ctx.session.subscriptions
         if uri not in subscriptions:
             if len(subscriptions) >= self.max_subscriptions:
-                raise JSONRPCError(INVALID_PARAMS, f"resources/subscribe: this session has "
-                                   f"{len(subscriptions)} subscriptions, the most this server "
-                                   "keeps (max_subscriptions); unsubscribe from one first")
+                raise JSONRPCError(INVALID_PARAMS, "resources/subscribe: this session "
+                                   f"has {len(subscriptions)} subscriptions, the most "
+                                   "this server keeps (max_subscriptions); unsubscribe "
+                                   "from one first")
             if not self.may_subscribe(ctx.principal, uri):
-                raise JSONRPCError(INVALID_PARAMS, f"resources/subscribe: subscribing to "
-                                   f"{_preview(uri)} is not allowed")
+                raise JSONRPCError(INVALID_PARAMS, "resources/subscribe: subscribing "
+                                   f"to {_preview(uri)} is not allowed")
         subscriptions.add(uri)
         return {}
 
     def unsubscribe(self, ctx, params):
-        ctx.session.subscriptions.discard(_require(params, "uri", str, "resources/unsubscribe"))
+        uri = _require(params, "uri", str, "resources/unsubscribe")
+        ctx.session.subscriptions.discard(uri)
         return {}
 
     def get_prompt(self, ctx, params):
@@ -4303,22 +4358,26 @@ class Server:
         argument = _require(params, "argument", dict, "completion/complete")
         kind, name = ref.get("type"), argument.get("name")
         if kind == "ref/prompt":
-            key, registry, what = ref.get("name"), self.prompts, "prompt"
+            key = ref.get("name")
+            registry, what = self.prompts, "prompt"
         else:
-            key, registry, what = ref.get("uri"), self.resources, "resource template"
-        if kind not in ("ref/prompt", "ref/resource") or not isinstance(key, str) \
-                or not isinstance(name, str):
+            key = ref.get("uri")
+            registry, what = self.resources, "resource template"
+        if (kind not in ("ref/prompt", "ref/resource") or not isinstance(key, str)
+                or not isinstance(name, str)):
             raise JSONRPCError(INVALID_PARAMS, 'completion/complete needs ref {"type": '
-                               '"ref/prompt", "name"} or {"type": "ref/resource", "uri"}, '
-                               "and argument.name")
+                               '"ref/prompt", "name"} or {"type": "ref/resource", '
+                               '"uri"}, and argument.name')
         if key not in registry:
             raise JSONRPCError(INVALID_PARAMS, f"Unknown {what}: {key!r}"
                                + _did_you_mean(key, registry))
-        value, context = argument.get("value", ""), params.get("context")
+        value = argument.get("value", "")
+        context = params.get("context")
         known = context.get("arguments") if isinstance(context, dict) else None
-        if not isinstance(value, str) or known is not None and not isinstance(known, dict):
-            raise JSONRPCError(INVALID_PARAMS, "completion/complete: argument.value must be a "
-                               "string, and context.arguments an object")
+        if not isinstance(value, str) or (
+                known is not None and not isinstance(known, dict)):
+            raise JSONRPCError(INVALID_PARAMS, "completion/complete: argument.value "
+                               "must be a string, and context.arguments an object")
         completer = self.completers.get((kind, key, name))
         values = []
         if completer is not None:
@@ -4332,21 +4391,21 @@ class Server:
     def set_logging_level(self, ctx, params):
         level = params.get("level")
         if level not in LOG_LEVELS:
-            raise JSONRPCError(INVALID_PARAMS, f"Invalid log level {level!r}: use one of "
-                                               f"{', '.join(LOG_LEVELS)}")
+            raise JSONRPCError(INVALID_PARAMS, f"Invalid log level {level!r}: use one "
+                                               f"of {', '.join(LOG_LEVELS)}")
         ctx.session.log_level = level
         return {}
 
-    # -- serving -------------------------------------------------------------------------------
+    # -- serving -----------------------------------------------------------------------
     def prepare(self):
         """Start what serving needs, once: the worker pool."""
         with self.lock:
             if self.pool is None:
                 self.pool = WorkerPool(self.max_workers, self.max_queue)
 
-    def serve(self, read_fd=0, write_fd=1, trace=None):
-        """Serve one connection on a pair of file descriptors until end of input, then let
-        in-flight calls finish (``grace_period``): ``run()`` on stdin/stdout."""
+    def serve_connection(self, read_fd=0, write_fd=1, trace=None):
+        """Serve one connection on a pair of file descriptors until end of input, then
+        let in-flight calls finish (``grace_period``): ``run()`` on stdin/stdout."""
         self.prepare()
         session = Session(self, write_fd, trace)
         rfile = open(read_fd, "rb", buffering=1 << 16, closefd=False)
@@ -4355,7 +4414,7 @@ class Server:
         try:
             session.serve(rfile)
         finally:
-            held = _hold_signals()            # a signal now waits for the shutdown to finish
+            held = _hold_signals()    # a signal now waits for the shutdown to finish
             try:
                 self.sessions.discard(session)
                 self._exit_lifespan()
@@ -4365,7 +4424,8 @@ class Server:
         return session
 
     def _enter_lifespan(self):
-        """The first connection enters the lifespan, and starts the forwarding of logging."""
+        """The first connection enters the lifespan, and starts the forwarding of
+        logging."""
         with self._lifespan_lock:
             self._lifespan_users += 1
             if self._lifespan_users > 1:
@@ -4373,26 +4433,30 @@ class Server:
             _forward_logging(self, True)
             try:
                 if self.lifespan is not None:
-                    self.lifespan_value, self._lifespan_exit = _open_lifespan(self.lifespan(self))
+                    self.lifespan_value, self._lifespan_exit = _open_lifespan(
+                        self.lifespan(self))
             except BaseException:
-                self._lifespan_users -= 1     # not entered: the next connection tries again
+                # Not entered: the next connection tries again.
+                self._lifespan_users -= 1
                 _forward_logging(self, False)
                 raise
 
     def _exit_lifespan(self):
-        with self._lifespan_lock:              # a connection starting now waits for the exit
+        # A connection starting now waits for the exit.
+        with self._lifespan_lock:
             self._lifespan_users -= 1
             if self._lifespan_users:
                 return
             _forward_logging(self, False)
             if self.lifespan is not None:
-                leave, self._lifespan_exit, self.lifespan_value = self._lifespan_exit, None, None
+                leave = self._lifespan_exit
+                self._lifespan_exit = self.lifespan_value = None
                 leave()
 
     def wsgi(self, environ, start_response):
-        """The WSGI application serving Streamable HTTP at ``http_path`` (the server is one
-        too: ``gunicorn app:server``). The first request of a worker process enters the
-        lifespan (``start_http``); the process's exit leaves it."""
+        """The WSGI application serving Streamable HTTP at ``http_path`` (the server is
+        one too: ``gunicorn app:server``). The first request of a worker process enters
+        the lifespan (``start_http``); the process's exit leaves it."""
         endpoint = self._http
         if endpoint is None:
             endpoint = self.start_http(environ.get("SERVER_SOFTWARE", ""))
@@ -4405,10 +4469,11 @@ class Server:
 
     def start_http(self, engine="mcp_min"):
         """Enter the lifespan and make the HTTP endpoint, once per process: ``run_http``
-        calls it before it serves, an engine's worker on its first request. The lifespan is
-        left when the process exits (``stop_http``). A lifespan that fails is logged once,
-        with its traceback; until it starts (tried again at most every ``lifespan_retry``
-        seconds) every request is answered 503 with the error's one-line summary."""
+        calls it before it serves, an engine's worker on its first request. The lifespan
+        is left when the process exits (``stop_http``). A lifespan that fails is logged
+        once, with its traceback; until it starts (tried again at most every
+        ``lifespan_retry`` seconds) every request is answered 503 with the error's
+        one-line summary."""
         global _tune_allocator
         with Server._http_start_lock:
             if isinstance(self._http, HttpEndpoint):
@@ -4427,18 +4492,18 @@ class Server:
                 return self._http
             self._http = HttpEndpoint(self)
             _at_process_exit(self.stop_http)
-            alone = engine == "mcp_min"       # run_http: one process, whatever it shares
+            alone = engine == "mcp_min"   # run_http: one process, whatever it shares
             if not (alone or self.http_sessions or self.request_state.shared):
-                log.warning("requestState is signed with a key of this process alone: give "
-                            "every worker the same MCP_MIN_STATE_KEY, or a retry that "
-                            "reaches another worker is refused")
+                log.warning("requestState is signed with a key of this process alone: "
+                            "give every worker the same MCP_MIN_STATE_KEY, or a retry "
+                            "that reaches another worker is refused")
             return self._http
 
     def stop_http(self, httpd=None):
-        """The end of serving HTTP in this process (run_http's, or the process's exit under
-        an engine): the calls still running are cancelled and get ``cancel_timeout`` seconds
-        to return (``httpd``: and their replies to be written), then the lifespan closes.
-        Once: later calls do nothing."""
+        """The end of serving HTTP in this process (run_http's, or the process's exit
+        under an engine): the calls still running are cancelled and get
+        ``cancel_timeout`` seconds to return (``httpd``: and their replies to be
+        written), then the lifespan closes. Once: later calls do nothing."""
         with Server._http_start_lock:
             endpoint, self._http = self._http, None
         if not isinstance(endpoint, HttpEndpoint):
@@ -4446,20 +4511,20 @@ class Server:
         # An engine may signal its worker twice (a terminal's Ctrl+C reaches the whole
         # process group, and the master passes it on): a second signal must not cut the
         # lifespan's exit in half. The engine kills a worker that takes too long.
-        held = _ignore_stop_signals()
+        ignored = _ignore_stop_signals()
         try:
             self._cancel_http_calls(httpd)
             self._exit_lifespan()
         finally:
-            _restore_signals(held)
+            _restore_signals(ignored)
 
     def run_http(self, address="127.0.0.1:8000"):
-        """Serve ``wsgi`` on wsgiref at "HOST:PORT" until Ctrl+C or SIGTERM: for development
-        and one host (the README says how to use gunicorn). Returns the exit code, as run()
-        exits on stdio: 0 after SIGTERM (a stop asked for), 130 after Ctrl+C."""
-        import signal
+        """Serve ``wsgi`` on wsgiref at "HOST:PORT" until Ctrl+C or SIGTERM: for
+        development and one host (the README says how to use gunicorn). Returns the exit
+        code, as run() exits on stdio: 0 after SIGTERM (a stop asked for), 130 after
+        Ctrl+C."""
         global _tune_allocator
-        _tune_allocator = True                # the process is the server's (see claim_stdio)
+        _tune_allocator = True        # the process is the server's (see claim_stdio)
         host, port = _parse_address(address)
         httpd = make_http_server(self.wsgi, host, port, self.idle_timeout,
                                  self.max_connections,
@@ -4472,17 +4537,23 @@ class Server:
                              f"{started.summary}")
         shown = f"[{host}]" if ":" in host else host
         if not _is_loopback(host) and self.auth is None and self.allowed_hosts is None:
-            log.warning("listening on %s, which other machines can reach, with no auth: "
-                        "anyone who can reach it by its IP address can call this server's "
-                        "tools and read its resources; set Server(auth=...) to require a "
-                        "bearer token, and Server(allowed_hosts=[...]) to the names clients "
-                        "use (bind 127.0.0.1 to serve this machine alone)", shown)
-        saved, code = {}, 0
-        try:                                  # our handlers before the line saying "serving"
-            if threading.current_thread() is threading.main_thread():
-                saved[signal.SIGTERM] = signal.signal(signal.SIGTERM, httpd.stop)
-                if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-                    saved[signal.SIGINT] = signal.signal(signal.SIGINT, httpd.stop)
+            log.warning("listening on %s, which other machines can reach, with no "
+                        "auth: anyone who can reach it by its IP address can call this "
+                        "server's tools and read its resources; set Server(auth=...) "
+                        "to require a bearer token, and Server(allowed_hosts=[...]) to "
+                        "the names clients use (bind 127.0.0.1 to serve this machine "
+                        "alone)", shown)
+        return self._serve_http(httpd, shown)
+
+    def _serve_http(self, httpd, shown):
+        """run_http's serving, from the line that says so to the end of the shutdown;
+        returns the exit code."""
+        import signal
+        saved = {}
+        code = 0
+        try:
+            # Our handlers are in before the line saying "serving".
+            saved = _take_stop_signals(httpd.stop)
             print(f"mcp_min: serving {self.name} on http://{shown}:{httpd.server_port}"
                   f"{self.http_path}", file=sys.stderr, flush=True)
             httpd.serve_forever()
@@ -4497,10 +4568,12 @@ class Server:
         return code
 
     def _cancel_http_calls(self, httpd):
-        """After the grace period of an HTTP shutdown, as at the end of input on stdio: the
-        calls still running are cancelled, and get ``cancel_timeout`` seconds to return and
-        their replies (which say so) to be written, before the lifespan closes."""
-        busy = [session for session in list(self.http_sessions_alive) if session.running]
+        """After the grace period of an HTTP shutdown, as at the end of input on stdio:
+        the calls still running are cancelled, and get ``cancel_timeout`` seconds to
+        return and their replies (which say so) to be written, before the lifespan
+        closes."""
+        busy = [session for session in list(self.http_sessions_alive)
+                if session.running]
         if not busy:
             return
         for session in busy:
@@ -4513,13 +4586,14 @@ class Server:
             time.sleep(0.01)
         left = sum(len(session.running) for session in busy)
         if left:
-            log.warning("exiting with %d call(s) unfinished: still running %.1f s after they "
-                        "were cancelled", left, self.cancel_timeout)
+            log.warning("exiting with %d call(s) unfinished: still running %.1f s "
+                        "after they were cancelled", left, self.cancel_timeout)
 
     def run(self, trace=None, http=None):
-        """Serve stdin/stdout until end of input, SIGTERM or Ctrl+C, then exit (SystemExit:
-        catching it gives back the signal handlers); ``http="HOST:PORT"``: ``run_http``.
-        ``trace=True`` (or env MCP_MIN_TRACE=1) logs every frame to stderr."""
+        """Serve stdin/stdout until end of input, SIGTERM or Ctrl+C, then exit
+        (SystemExit: catching it gives back the signal handlers); ``http="HOST:PORT"``:
+        ``run_http``. ``trace=True`` (or env MCP_MIN_TRACE=1) logs every frame to
+        stderr."""
         if http is not None:
             sys.exit(self.run_http(http))
         if trace is None:
@@ -4528,33 +4602,36 @@ class Server:
         _catch_stop_signals(self.grace_period, write_fd)
         code = 0
         try:
-            self.serve(read_fd, write_fd, trace=trace and FramePrinter(
-                {"in": "C->S", "out": "S->C"}, sys.stderr))
+            if trace:
+                trace = FramePrinter({"in": "C->S", "out": "S->C"}, sys.stderr)
+            self.serve_connection(read_fd, write_fd, trace=trace)
         except _Stop:
             pass
         except KeyboardInterrupt:
             code = 130
         finally:
-            first, saved = _release_stop_signals()
-        if first == 2:                        # SIGINT: exit as an interrupted program does
+            first, saved = _end_stop_signals()
+        if first == 2:                    # SIGINT: exit as an interrupted program does
             code = 130
         raise _Exit(code, saved)
 
 
 class _Honoured(dict):
-    """What a listen was acknowledged (this dict, as sent), with its resourceSubscriptions
-    also as sets: the URIs, and the same without a trailing "/", which cover what lies under
-    them. A resource update finds its listens in a few lookups each (_parents)."""
+    """What a listen was acknowledged (this dict, as sent), with its
+    resourceSubscriptions also as sets: the URIs, and the same without a trailing "/",
+    which cover what lies under them. A resource update finds its listens in a few
+    lookups each (_parents)."""
 
     def __init__(self, honoured):
         super().__init__(honoured)
         uris = honoured.get("resourceSubscriptions", ())
-        self.uris, self.parents = set(uris), {uri.rstrip("/") for uri in uris}
+        self.uris = set(uris)
+        self.parents = {uri.rstrip("/") for uri in uris}
 
 
 def _parents(uri):
-    """The beginnings of ``uri`` that end just before a "/": the subscriptions (without a
-    trailing "/") that cover it."""
+    """The beginnings of ``uri`` that end just before a "/": the subscriptions (without
+    a trailing "/") that cover it."""
     found, at = set(), uri.find("/")
     while at >= 0:
         found.add(uri[:at])
@@ -4563,10 +4640,12 @@ def _parents(uri):
 
 
 def _cache_hints(ttl_ms, scope, owner, required=False):
-    """Check a ttlMs and cacheScope setting and return them. None: not set, so the server's
-    (a resource's); the server's own are ``required``, as every cacheable result has both."""
+    """Check a ttlMs and cacheScope setting and return them. None: not set, so the
+    server's (a resource's); the server's own are ``required``, as every cacheable
+    result has both."""
     if (ttl_ms is not None or required) and (type(ttl_ms) is not int or ttl_ms < 0):
-        raise ValueError(f"{owner}: cache_ttl_ms must be a whole number of milliseconds >= 0")
+        raise ValueError(f"{owner}: cache_ttl_ms must be a whole number of "
+                         "milliseconds >= 0")
     if scope not in ("public", "private") and (scope is not None or required):
         raise ValueError(f'{owner}: cache_scope must be "public" or "private"')
     return ttl_ms, scope
@@ -4577,10 +4656,10 @@ def _cursor_position(cursor):
         raw = b64decode(cursor)
         if raw.startswith(b"after:"):
             return int(raw[6:])
-    except (ValueError, AttributeError, TypeError):     # binascii.Error is a ValueError
+    except (ValueError, AttributeError, TypeError):   # binascii.Error is a ValueError
         pass
-    raise JSONRPCError(INVALID_PARAMS, f"Invalid cursor: {_preview(cursor)} is not a nextCursor "
-                                       "from this server")
+    raise JSONRPCError(INVALID_PARAMS, f"Invalid cursor: {_preview(cursor)} is not a "
+                                       "nextCursor from this server")
 
 
 def _open_lifespan(cm):
@@ -4589,47 +4668,55 @@ def _open_lifespan(cm):
     if isinstance(cm, (types.GeneratorType, types.AsyncGeneratorType)):
         import contextlib
         generator = cm
-        wrap = (contextlib.contextmanager if isinstance(cm, types.GeneratorType)
-                else contextlib.asynccontextmanager)
+        if isinstance(cm, types.GeneratorType):
+            wrap = contextlib.contextmanager
+        else:
+            wrap = contextlib.asynccontextmanager
         cm = wrap(lambda: generator)()
     if hasattr(cm, "__enter__"):
         return cm.__enter__(), lambda: cm.__exit__(None, None, None)
     if not hasattr(cm, "__aenter__"):
-        raise TypeError(f"lifespan returned {type(cm).__name__}, not a context manager: decorate "
-                        "it with @contextlib.contextmanager or @contextlib.asynccontextmanager")
-    # An async generator must be finalised on the loop that started it, and what it starts
-    # (tasks, clients) is used by async handlers: all of them run on the one shared loop.
+        raise TypeError(f"lifespan returned {type(cm).__name__}, not a context "
+                        "manager: decorate it with @contextlib.contextmanager or "
+                        "@contextlib.asynccontextmanager")
+    # An async generator must be finalised on the loop that started it, and what it
+    # starts (tasks, clients) is used by async handlers: all of them run on the one
+    # shared loop.
     loop = _event_loop()
-    value = loop.run(cm.__aenter__())
-    return value, lambda: loop.run(cm.__aexit__(None, None, None))
+    value = loop.result_of(cm.__aenter__())
+    return value, lambda: loop.result_of(cm.__aexit__(None, None, None))
 
 
 class _LoopThread:
-    """The one asyncio event loop of the process, running in a daemon thread from first use
-    to the end of the process. Every async handler and async lifespan runs on it: asyncio
-    objects they share (a lock, a client the lifespan opened) work only on their own loop."""
+    """The one asyncio event loop of the process, running in a daemon thread from first
+    use to the end of the process. Every async handler and async lifespan runs on it:
+    asyncio objects they share (a lock, a client the lifespan opened) work only on their
+    own loop."""
 
     def __init__(self):
-        import asyncio                        # imported only if something async needs it
-        self.asyncio, self.loop = asyncio, asyncio.new_event_loop()
+        import asyncio                # imported only if something async needs it
+        self.asyncio = asyncio
+        self.loop = asyncio.new_event_loop()
         thread = threading.Thread(target=self.loop.run_forever, daemon=True,
                                   name="mcp_min-event-loop")
         thread.start()
         self.ident = thread.ident
 
     def submit(self, coroutine):
-        """Start ``coroutine`` on the loop; returns a concurrent.futures.Future of its result."""
+        """Start ``coroutine`` on the loop; returns a concurrent.futures.Future of its
+        result."""
         if _thread.get_ident() == self.ident:
             coroutine.close()
-            raise RuntimeError("mcp_min's event loop cannot wait for itself: make this call "
-                               "from a plain def, or through asyncio.to_thread")
+            raise RuntimeError("mcp_min's event loop cannot wait for itself: make this "
+                               "call from a plain def, or through asyncio.to_thread")
         return self.asyncio.run_coroutine_threadsafe(coroutine, self.loop)
 
-    def run(self, coroutine):
+    def result_of(self, coroutine):
+        """Run ``coroutine`` on the loop, and wait here for its result."""
         return self.submit(coroutine).result()
 
 
-_loop_thread = None                           # the _LoopThread, once something async needs it
+_loop_thread = None                 # the _LoopThread, once something async needs it
 _loop_lock = threading.Lock()
 
 
@@ -4642,54 +4729,116 @@ def _event_loop():
     return _loop_thread
 
 
+# --- stop signals ----------------------------------------------------------
+# run() serves until end of input, SIGTERM or Ctrl+C. The main thread only waits for the
+# end of input (Session.serve), then shuts down; the frames are written by other
+# threads. A stop signal raises _Stop in that wait; one that comes during the shutdown
+# waits for it (_hold_signals), within a grace period.
+
 class _Stop(BaseException):
-    """Raised in the main thread by SIGTERM (or a broken wire) to end serving gracefully.
-    A BaseException, so no handler's ``except Exception`` swallows it."""
+    """Raised in the main thread by SIGTERM (or a broken wire) to end serving
+    gracefully. A BaseException, so no handler's ``except Exception`` swallows it."""
 
 
 _MAIN_THREAD = threading.main_thread().ident
-# The signal state of the run() in progress: a new dict for each, so that nothing carries over
-# to a later run(), or to a serve() the application runs itself. "wire": run()'s write fd;
-# "saved": the application's handlers, while ours are in; "stop": the first signal; "count";
-# "raised"; "held": the shutdown is under way, a signal must wait; "over": run() is returning.
-_signals = {}
+
+
+class _StopSignals:
+    """The stop-signal state of the run() in progress: a new one for each, so that
+    nothing carries over to a later run(), or to a serve_connection() the application
+    runs itself."""
+
+    def __init__(self, grace, wire):
+        self.grace = grace        # seconds a shutdown may hold a signal back
+        self.wire = wire          # run()'s write fd: the connection it serves
+        self.saved = None         # the application's handlers, while ours are in
+        self.first = None         # the first signal that came: it decides the exit code
+        self.count = 0            # signals so far (a second one ends the grace period)
+        self.raised = False       # _Stop was raised
+        self.held = 0             # open sections a signal must wait for (the shutdown)
+        self.since = None         # when the outermost of them opened
+        self.waiting_since = None   # when a signal first had to wait (watchdog started)
+        self.force = False        # the next signal raises _Stop, held or not
+        self.over = False         # run() is returning: nothing is left to stop
+
+    def held_too_long(self):
+        """Whether a shutdown is holding a signal back, and has for longer than the
+        grace period (from the later of the signal and the shutdown's start)."""
+        if not self.held:
+            return False
+        return time.monotonic() - max(self.waiting_since, self.since) > self.grace
+
+    @staticmethod
+    def of(write_fd):
+        """The state of the run() serving the connection that writes to ``write_fd``;
+        None if no run() serves it."""
+        state = _stop_signals
+        return state if state is not None and state.wire == write_fd else None
+
+
+_stop_signals = None                # the _StopSignals of the run() in progress
 
 
 def _catch_stop_signals(grace, wire):
-    """run(): SIGTERM, and Ctrl+C unless the application handles it, stop serving gracefully
-    (on the main thread: Python delivers signals there alone)."""
-    global _signals
-    _signals = {"grace": grace, "wire": wire}
-    if threading.current_thread() is not threading.main_thread():
-        return
-    import signal
-    saved = _signals["saved"] = {signum: signal.getsignal(signum)
-                                 for signum in (signal.SIGTERM, signal.SIGINT)}
-    signal.signal(signal.SIGTERM, _stop_on_signal)
-    if saved[signal.SIGINT] is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _stop_on_signal)
+    """run(): SIGTERM, and Ctrl+C unless the application handles it, stop serving
+    gracefully."""
+    global _stop_signals
+    state = _stop_signals = _StopSignals(grace, wire)
+    if threading.current_thread() is threading.main_thread():
+        state.saved = _take_stop_signals(_stop_on_signal)
 
 
-def _release_stop_signals():
+def _end_stop_signals():
     """After run(): end this run's signal state (and its watchdog), and ignore the two
-    signals until the application is back in control (see _Exit). Returns the first signal
-    that came, if any, and the application's handlers."""
-    global _signals
-    state, saved = _signals, _signals.get("saved")
-    state["over"] = True
-    if saved:
-        import signal
-        for signum in saved:
-            signal.signal(signum, signal.SIG_IGN)
-    _signals = {}
-    return state.get("stop"), saved
+    signals until the application is back in control (see _Exit). Returns the first
+    signal that came, if any, and the application's handlers."""
+    global _stop_signals
+    state = _stop_signals
+    state.over = True
+    if state.saved:
+        _ignore_signals(state.saved)
+    _stop_signals = None
+    return state.first, state.saved
+
+
+def _take_stop_signals(handler):
+    """SIGTERM, and Ctrl+C unless the application handles it, go to ``handler`` (on the
+    main thread: Python delivers signals there alone). Returns the handlers of both as
+    they were, for _restore_signals; {} on another thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    import signal
+    saved = {signum: signal.getsignal(signum)
+             for signum in (signal.SIGTERM, signal.SIGINT)}
+    signal.signal(signal.SIGTERM, handler)
+    if saved[signal.SIGINT] is signal.default_int_handler:
+        signal.signal(signal.SIGINT, handler)
+    return saved
+
+
+def _ignore_signals(signums):
+    """Ignore the signals ``signums`` (on the main thread); returns their handlers as
+    they were, for _restore_signals; {} on another thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    import signal
+    return {signum: signal.signal(signum, signal.SIG_IGN) for signum in signums}
+
+
+def _restore_signals(saved):
+    """Put back the handlers _take_stop_signals or _ignore_signals replaced."""
+    import signal
+    for signum, handler in saved.items():
+        if handler is not None:       # None: set outside Python; it cannot be put back
+            signal.signal(signum, handler)
 
 
 class _Exit(SystemExit):
-    """How run() ends: SystemExit, holding the application's SIGTERM and SIGINT handlers.
-    While the program exits they stay ignored: a late signal must not turn a clean exit into
-    death by signal. An application that catches the exception gets them back when it lets
-    the exception go: it is then freed with the application's code still running."""
+    """How run() ends: SystemExit, holding the application's SIGTERM and SIGINT
+    handlers. While the program exits they stay ignored: a late signal must not turn a
+    clean exit into death by signal. An application that catches the exception gets them
+    back when it lets the exception go: it is then freed with the application's code
+    still running."""
 
     def __init__(self, code, saved):
         super().__init__(code)
@@ -4697,49 +4846,47 @@ class _Exit(SystemExit):
 
     def __del__(self):
         try:
-            sys._getframe(1)                  # no Python caller: the interpreter is exiting
+            sys._getframe(1)          # no Python caller: the interpreter is exiting
         except ValueError:
             return
         if self.saved and threading.current_thread() is threading.main_thread():
-            import signal
-            for signum, handler in self.saved.items():
-                if handler is not None:       # None: set outside Python; it cannot be put back
-                    signal.signal(signum, handler)
+            _restore_signals(self.saved)
 
 
 def _stop_on_signal(signum, frame):
-    # The main thread only waits for the end of input (Session.serve), then shuts down; the
-    # frames are written by other threads. Raised in the shutdown, _Stop would skip the rest
-    # of it: so it is raised once, by the first signal, while the main thread waits. A later
-    # signal ends the grace period (drain() watches the count) and otherwise waits; a
-    # shutdown still going a grace period later (a client that reads nothing, a hang) is cut
-    # short.
-    state = _signals
-    if state.get("over"):                     # run() is returning: nothing is left to stop
+    # Raised in the shutdown, _Stop would skip the rest of it: so it is raised once, by
+    # the first signal, while the main thread waits. A later signal ends the grace
+    # period (drain() watches the count) and otherwise waits; a shutdown still going a
+    # grace period later (a client that reads nothing, a hang) is cut short.
+    state = _stop_signals
+    if state is None or state.over:   # run() is returning: nothing is left to stop
         return
-    state.setdefault("stop", signum)          # the first decides the exit code
-    state["count"] = state.get("count", 0) + 1
-    if state.get("force") or not (state.get("held") or state.get("raised")):
-        state["raised"] = True
+    if state.first is None:
+        state.first = signum
+    state.count += 1
+    if state.force or not (state.held or state.raised):
+        state.raised = True
         raise _Stop()
-    if "at" not in state:
-        state["at"] = time.monotonic()
+    if state.waiting_since is None:
+        state.waiting_since = time.monotonic()
         _thread.start_new_thread(_stop_if_stuck, (state,))
 
 
 def _stop_if_stuck(state):
-    while not (state.get("held") and
-               time.monotonic() - max(state["at"], state["since"]) > state["grace"]):
-        if state.get("over"):
+    """The watchdog of a signal that waits: a shutdown that holds it back too long is
+    cut short by one more signal, which raises _Stop."""
+    while not state.held_too_long():
+        if state.over:
             return
         time.sleep(0.05)
-    state["force"] = True
+    state.force = True
     _interrupt_main()
 
 
 def _interrupt_main():
-    """SIGTERM to the main thread. pthread_kill interrupts a read or write it is blocked in;
-    where there is none (Windows), the handler runs when the main thread next runs Python."""
+    """SIGTERM to the main thread. pthread_kill interrupts a read or write it is blocked
+    in; where there is none (Windows), the handler runs when the main thread next runs
+    Python."""
     import signal
     if hasattr(signal, "pthread_kill"):
         signal.pthread_kill(_MAIN_THREAD, signal.SIGTERM)
@@ -4748,34 +4895,35 @@ def _interrupt_main():
 
 
 def _hold_signals():
-    """Open a section (on the main thread) that a stop signal must wait for; returns what
-    _release_signals() needs to close it."""
-    if _thread.get_ident() != _MAIN_THREAD:
+    """Open a section (on the main thread) that a stop signal must wait for; returns
+    what _release_signals() needs to close it."""
+    state = _stop_signals
+    if state is None or _thread.get_ident() != _MAIN_THREAD:
         return None
-    state = _signals
-    if not state.get("held"):
-        state["since"] = time.monotonic()
-    state["held"] = state.get("held", 0) + 1
+    if not state.held:
+        state.since = time.monotonic()
+    state.held += 1
     return state
 
 
-def _release_signals(held):
-    if held is not None:
-        held["held"] -= 1
+def _release_signals(state):
+    if state is not None:
+        state.held -= 1
 
 
-# ============================================================================================
+# ======================================================================================
 # Session: one connection, its reader loop, the worker pool, shutdown
-# ============================================================================================
+# ======================================================================================
 
 def _wake_watcher(owner, watch):
-    """Wake the thread parked on ``owner.watcher``, or start ``watch(lock)`` on a new thread
-    with a held lock as ``owner.watcher`` to park on. False if no thread could be started."""
+    """Wake the thread parked on ``owner.watcher``, or start ``watch(lock)`` on a new
+    thread with a held lock as ``owner.watcher`` to park on. False if no thread could be
+    started."""
     if owner.watcher is not None:
         owner.watcher.release()
         return True
-    # Set before the thread runs: should it set None at once (a session's watcher that takes
-    # the reading over does), that must stand.
+    # Set before the thread runs: should it set None at once (a session's watcher that
+    # takes the reading over does), that must stand.
     parked = owner.watcher = _thread.allocate_lock()
     parked.acquire()
     try:
@@ -4791,45 +4939,53 @@ class _Worker:
     __slots__ = ("since", "quick", "parked", "wake")
 
     def __init__(self):
-        self.since = None             # when its current call started; None: between calls
-        self.quick = False            # its last call took less than ``blocking_after``
+        self.since = None         # when its current call started; None: between calls
+        self.quick = False        # its last call took less than ``blocking_after``
         self.parked = False
         self.wake = _thread.allocate_lock()
-        self.wake.acquire()           # a parked worker waits for its release
+        self.wake.acquire()       # a parked worker waits for its release
 
 
 class WorkerPool:
     """Threads for handler work: the reader never waits for the pool; a call that finds
     ``max_workers`` busy and ``max_queue`` waiting is refused at once. ``submit`` may be
-    called from any thread. When the pool has nothing to do, a caller may ``borrow`` a place
-    and run a call on its own thread, which saves waking a worker (see Session.run_here).
+    called from any thread. When the pool has nothing to do, a caller may ``borrow`` a
+    place and run a call on its own thread, which saves waking a worker (see
+    Session.run_here).
 
-    Quick calls run on one thread, one after the other: another awake thread would fight it
-    for the GIL, and handing the GIL between cores costs more than such a call. More workers
-    are woken (or started) only while calls are queued and every awake one is on a call older
-    than ``blocking_after``, so taken to be blocking: as many as are blocked, then four times
-    as many each round while calls keep blocking (64 blocking calls all run after three
-    rounds). When the GIL is busy the workers may only seem blocked: then one more is woken.
-    While calls are queued, a watcher thread looks again when the youngest call comes of that
-    age, so none waits long behind blocking ones. Threads never delay exit."""
+    Quick calls run on one thread, one after the other: another awake thread would fight
+    it for the GIL, and handing the GIL between cores costs more than such a call. More
+    workers are woken (or started) only while calls are queued and every awake one is on
+    a call older than ``blocking_after``, so taken to be blocking: as many as are
+    blocked, then four times as many each round while calls keep blocking (64 blocking
+    calls all run after three rounds). When the GIL is busy the workers may only seem
+    blocked: then one more is woken. While calls are queued, a watcher thread looks
+    again when the youngest call comes of that age, so none waits long behind blocking
+    ones. Threads never delay exit."""
 
-    #: Seconds after which a running call is taken to be blocking (set before the first submit).
+    #: Seconds after which a running call is taken to be blocking (set before the first
+    #: submit).
     blocking_after = 0.002
 
     def __init__(self, max_workers, max_queue):
-        self.max_workers, self.limit = max_workers, max_workers + max_queue
+        self.max_workers = max_workers
+        self.limit = max_workers + max_queue
         self.lock = threading.Lock()
         self.jobs = deque()
-        self.workers = []             # a _Worker for each thread, parked or not
-        self.parked = []              # those waiting for work, the most recently busy last
-        self.threads = self.awake = self.outstanding = 0
-        self.borrowed = 0             # calls running on their callers' threads
-        self.growth = 1               # workers to wake per blocked one; grows while all block
-        self.watching = False         # the watcher is awake and will look at the queue again
-        self.watcher = None           # the lock the watcher sleeps on, once it is started
+        self.workers = []         # a _Worker for each thread, parked or not
+        self.parked = []          # those waiting for work, the most recently busy last
+        self.threads = 0          # threads started
+        self.awake = 0            # workers not parked
+        self.outstanding = 0      # calls queued or running
+        self.borrowed = 0         # calls running on their callers' threads
+        self.growth = 1           # workers to wake per blocked one; grows while all
+                                  # block
+        self.watching = False     # the watcher is awake and will look at the queue
+        self.watcher = None       # the lock the watcher sleeps on, once it is started
 
     def submit(self, fn, *args):
-        """Queue ``fn(*args)`` for a worker; False, with nothing queued, when the pool is full."""
+        """Queue ``fn(*args)`` for a worker; False, with nothing queued, when the pool
+        is full."""
         job = (fn, args)
         with self.lock:
             if self.outstanding >= self.limit:
@@ -4845,19 +5001,24 @@ class WorkerPool:
                     self._watch_queue()
         if starting and not self._start(starting):
             with self.lock:
-                if not self.threads:          # no worker at all: refuse it, as when full
-                    for index, queued in enumerate(self.jobs):
-                        if queued is job:
-                            del self.jobs[index]
-                            break
-                    self.outstanding -= 1
+                if not self.threads:      # no worker at all: refuse it, as when full
+                    self._unqueue(job)
                     return False
         return True
 
+    def _unqueue(self, job):
+        """Take back a queued job (under the lock)."""
+        for index, queued in enumerate(self.jobs):
+            if queued is job:
+                del self.jobs[index]
+                break
+        self.outstanding -= 1
+
     def borrow(self, only_if_idle=True):
         """Take a place for a call the caller runs on its own thread (True): one of the
-        ``max_workers``, if one is free and no call waits for it; ``only_if_idle``: only if no
-        call runs either (the stdio reader, which must not run a call beside the pool's)."""
+        ``max_workers``, if one is free and no call waits for it; ``only_if_idle``: only
+        if no call runs either (the stdio reader, which must not run a call beside the
+        pool's)."""
         with self.lock:
             busy = self.outstanding if only_if_idle else self.jobs
             if busy or self.awake + self.borrowed >= self.max_workers:
@@ -4873,35 +5034,40 @@ class WorkerPool:
             self.borrowed -= 1
             if self.jobs and not self.awake:
                 starting = self._wake(1)
-            elif self.jobs and not self.watching:     # a place is free for a queued call
+            elif self.jobs and not self.watching:   # a place is free for a queued call
                 self._watch_queue()
         if starting:
             self._start(starting)
 
-    # -- under the lock ----------------------------------------------------------------------
+    # -- under the lock ----------------------------------------------------------------
     def _check(self, now, prompt):
-        """Wake workers if every awake one is blocked while calls are queued: returns the new
-        workers to start, and in how many seconds to look again (None: no need). ``prompt``:
-        the caller ran on time, so no thread held the GIL long and the pool may grow fast."""
+        """Wake workers if every awake one is blocked while calls are queued: returns
+        the new workers to start, and in how many seconds to look again (None: no need).
+        ``prompt``: the caller ran on time, so no thread held the GIL long and the pool
+        may grow fast."""
         if not self.jobs:
             self.growth = 1
             return (), None
-        ready, due = 0, None                  # workers between calls; the oldest young call
+        ready = 0                 # workers between calls
+        due = None                # when the oldest call not yet blocking began
         for worker in self.workers:
             if worker.parked:
                 continue
             if worker.since is None:
                 ready += 1
-            elif now - worker.since < self.blocking_after and (due is None or worker.since < due):
+            elif (now - worker.since < self.blocking_after
+                  and (due is None or worker.since < due)):
                 due = worker.since
         if len(self.jobs) <= ready:
-            return (), None                   # each queued call has a worker about to take it
+            # Each queued call has a worker about to take it.
+            return (), None
         if ready or due is not None:
-            # a worker takes the next call soon: give it time to show whether that blocks
+            # A worker takes the next call soon: give it time to show whether that
+            # blocks.
             start = now if due is None else due
             return (), max(start + self.blocking_after - now, 1e-4)
         if self.awake + self.borrowed >= self.max_workers:
-            return (), None                   # nobody to wake: a worker that parks says so
+            return (), None           # nobody to wake: a worker that parks says so
         if not prompt:
             return self._wake(1), self.blocking_after
         wanted = min(len(self.jobs), max(1, self.awake) * self.growth)
@@ -4909,8 +5075,8 @@ class WorkerPool:
         return self._wake(wanted), self.blocking_after
 
     def _wake(self, wanted):
-        """Unpark up to ``wanted`` workers, the most recently busy first; returns the new ones
-        to start (outside the lock: starting a thread takes a while)."""
+        """Unpark up to ``wanted`` workers, the most recently busy first; returns the
+        new ones to start (outside the lock: starting a thread takes a while)."""
         wanted = max(0, min(wanted, self.max_workers - self.awake - self.borrowed))
         while wanted and self.parked:
             worker = self.parked.pop()
@@ -4926,25 +5092,29 @@ class WorkerPool:
 
     def _watch_queue(self):
         self.watching = True
-        if not _wake_watcher(self, self._watch):      # the awake workers still empty the queue
+        if not _wake_watcher(self, self._watch):
+            # The awake workers still empty the queue.
             log.error("cannot start the worker pool's watcher thread")
             self.watching = False
 
     def _surplus(self, me, now):
-        """Whether another awake worker is running quick calls (it will empty the queue)."""
+        """Whether another awake worker is running quick calls (it will empty the
+        queue)."""
         for worker in self.workers:
-            if worker is not me and worker.quick and not worker.parked \
-                    and worker.since is not None and now - worker.since < self.blocking_after:
+            if (worker is not me and worker.quick and not worker.parked
+                    and worker.since is not None
+                    and now - worker.since < self.blocking_after):
                 return True
         return False
 
-    # -- threads -------------------------------------------------------------------------------
+    # -- threads -----------------------------------------------------------------------
     def _start(self, workers):
         """Start a thread for each new worker; False if one could not be started."""
         for started, worker in enumerate(workers):
-            try:              # not threading.Thread: its start() waits for the thread to run
+            # Not threading.Thread: its start() waits for the thread to run.
+            try:
                 _thread.start_new_thread(self._work, (worker,))
-            except RuntimeError:              # out of threads: the running ones do the work
+            except RuntimeError:          # out of threads: the running ones do the work
                 failed = workers[started:]
                 with self.lock:
                     self.workers = [w for w in self.workers if w not in failed]
@@ -4955,8 +5125,9 @@ class WorkerPool:
         return True
 
     def _work(self, me):
-        jobs, lock, clock = self.jobs, self.lock, time.monotonic
-        blocking_after = self.blocking_after
+        # Locals: this loop runs for every call.
+        jobs, lock = self.jobs, self.lock
+        clock, blocking_after = time.monotonic, self.blocking_after
         ran = False
         while True:
             with lock:
@@ -4971,30 +5142,34 @@ class WorkerPool:
                     me.since = started = now
                     ran = True
                 else:
-                    me.since, me.parked, ran = None, True, False
+                    me.since, me.parked = None, True
+                    ran = False
                     self.awake -= 1
                     self.parked.append(me)
-                    if jobs and not self.watching:    # someone to wake, should calls block
+                    if jobs and not self.watching:
+                        # Someone to wake, should calls block.
                         self._watch_queue()
             if not ran:
-                me.wake.acquire()             # until _wake releases it
+                me.wake.acquire()         # until _wake releases it
                 continue
             try:
                 fn(*args)
             except BaseException as e:
                 _log_failure("a worker job", e)
-            fn = args = None                  # don't keep the last call's data alive while idle
-            me.since = None                   # between calls (one store: no need for the lock)
+            # Don't keep the last call's data alive while idle.
+            fn = args = None
+            me.since = None           # between calls (one store: no need for the lock)
 
     def _watch(self, watcher):
-        """While calls are queued, look again when the youngest call comes of age; else sleep
-        on ``watcher`` until _watch_queue releases it."""
+        """While calls are queued, look again when the youngest call comes of age; else
+        sleep on ``watcher`` until _watch_queue releases it."""
         clock, late = time.monotonic, self.blocking_after / 2
-        planned = None                        # when it meant to look; None: just woken
+        planned = None                    # when it meant to look; None: just woken
         while True:
             with self.lock:
                 now = clock()
-                starting, again = self._check(now, planned is not None and now - planned < late)
+                on_time = planned is not None and now - planned < late
+                starting, again = self._check(now, on_time)
                 if again is None:
                     self.watching = False
             if starting:
@@ -5007,11 +5182,26 @@ class WorkerPool:
                 time.sleep(again)
 
 
+def _answer_batch(peer, items, outlet):
+    """Handle the members of a batch (protocol 2025-03-26) each as if it came alone; the
+    answers to its requests go back through ``outlet`` as one array (Batch)."""
+    if not items:
+        return outlet.respond(error_frame(None, INVALID_REQUEST,
+                                          "Invalid Request: empty batch"))
+    batch = Batch(outlet, len(items))
+    for item in items:
+        if isinstance(item, list):            # no batches inside batches
+            batch.respond(error_frame(None, INVALID_REQUEST,
+                                      "Invalid Request: a batch inside a batch"))
+        else:
+            peer.handle_message(item, batch)
+
+
 class Session(Peer):
     """The server's end of one connection: negotiated state, requests in flight, the
     client's subscriptions, and the reader loop that feeds handlers."""
 
-    no_requests = None                      # why it can send no request to the client, if so
+    no_requests = None              # why it can send no request to the client, if so
     #: Seconds the reader may wait to write a reply before another thread reads on.
     write_stall = 0.05
 
@@ -5020,132 +5210,151 @@ class Session(Peer):
         self.server = server
         self.version = None                 # negotiated by initialize
         self.initialized = False            # notifications/initialized arrived
-        self.client_info, self.client_capabilities, self.capabilities = {}, {}, {}
+        self.client_info = {}
+        self.client_capabilities = {}
+        self.capabilities = {}              # what initialize offered this client
         self.log_level = "info"             # until logging/setLevel
         self.subscriptions = set()
         self.roots, self.roots_generation = None, 0     # cached roots/list result
         self.running = {}                   # request id -> Context
-        self.listens = {}                   # id of an open subscriptions/listen -> its filter
-        self.deadline = None                # end of the grace period, once input has ended
-        self.lock = threading.Lock()        # guards running, and orders progress before replies
-        self.principal = None               # who the transport says the client is (HTTP)
-        self.write_lock = threading.RLock()  # run() holds it around a response (initialize's)
-        if write_fd is not None:            # it reads its input itself (HTTP's are handed it)
-            self.looked = _thread.allocate_lock()   # released after a look (see run_here)
+        self.listens = {}                   # open subscriptions/listen's id -> filter
+        self.deadline = None                # end of the grace period, once input ended
+        # Guards running, and orders progress before replies.
+        self.lock = threading.Lock()
+        self.principal = None           # who the transport says the client is (HTTP)
+        # run_call() holds it around a response (initialize's).
+        self.write_lock = threading.RLock()
+        if write_fd is not None:    # it reads its input itself (HTTP's are handed it)
+            # Released after a look (see run_here).
+            self.looked = _thread.allocate_lock()
             self.looked.acquire()
-            self.input_over = threading.Event()     # set by the thread that read to the end
+            # Set by the thread that read to the end.
+            self.input_over = threading.Event()
 
     # The reader's state, set on the instance as it changes.
-    running_here = None                     # the call running on the reader (run_here)
-    calls_here = 0                          # how many have
-    watching = False                        # a watch_reader thread is looking at them
-    watcher = None                          # the lock it parks on between calls
-    look_due = float("inf")                 # when that thread will want the GIL to look
-    stopping = False                        # a stop signal came: read no further
-    read_error = None                       # what stopped the reading, if not end of input
+    running_here = None             # the call running on the reader (run_here)
+    calls_here = 0                  # how many have
+    watching = False                # a watch_reader thread is looking at them
+    watcher = None                  # the lock it parks on between calls
+    look_due = float("inf")         # when that thread will want the GIL to look
+    stopping = False                # a stop signal came: read no further
+    read_error = None               # what stopped the reading, if not end of input
 
-    # -- dispatch ------------------------------------------------------------------------------
+    # -- dispatch ----------------------------------------------------------------------
     def handle_batch(self, items, outlet):
-        if self.version != V2025_03:          # batches exist in protocol 2025-03-26 only
+        if self.version != V2025_03:      # batches exist in protocol 2025-03-26 only
             version = self.version or "none (not initialized)"
-            return self.reply_error(None, INVALID_REQUEST, "Invalid Request: batches are not "
-                                    f"part of protocol version {version}; send one message "
-                                    "at a time", outlet)
-        if not items:
-            return self.reply_error(None, INVALID_REQUEST, "Invalid Request: empty batch", outlet)
-        batch = Batch(outlet, len(items))
-        for item in items:
-            if isinstance(item, list):            # no batches inside batches
-                self.reply_error(None, INVALID_REQUEST, "Invalid Request: a batch inside a "
-                                                        "batch", batch)
-            else:
-                self.handle_message(item, batch)
+            return self.reply_error(None, INVALID_REQUEST, "Invalid Request: batches "
+                                    f"are not part of protocol version {version}; send "
+                                    "one message at a time", outlet)
+        _answer_batch(self, items, outlet)
 
     def handle_request(self, message, outlet, stateless=None):
         """Answer a request, in the era its params say (``stateless``: the transport has
         decided, as HTTP does from its MCP-Protocol-Version header)."""
         rid, method = message["id"], message["method"]
         params = message.get("params") or {}
-        server = self.server
         if method.startswith("notifications/"):
-            return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: {method} is a "
-                                    "notification; send it without an id", outlet)
+            return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: {method} "
+                                    "is a notification; send it without an id", outlet)
         meta = params.get("_meta")
-        if stateless or stateless is None and is_stateless(method, meta):
+        if stateless or (stateless is None and is_stateless(method, meta)):
             return self.handle_stateless(rid, method, params, meta, outlet)
-        handler = server.handlers.get(method)
-        if handler is None:                   # answered at once: clients probe with this
-            return self.reply_error(rid, METHOD_NOT_FOUND, f"Method not found: {method}", outlet)
-        if self.version is None and method not in ("initialize", "ping"):
-            return self.reply_error(rid, INVALID_REQUEST, f"Server not initialized: send "
-                                    f"initialize first (got {method} before initialize)", outlet)
-        if method == "initialize" and isinstance(outlet, Batch):
-            return self.reply_error(rid, INVALID_REQUEST, "initialize must not be part of a "
-                                                          "batch", outlet)
-        needs = _NEEDS.get(method)            # none for initialize and ping, allowed before it
-        if needs and needs not in self.capabilities:
-            return self.reply_error(rid, METHOD_NOT_FOUND, f"Method not found: {method} (this "
-                                    f"server declares no {needs} capability)", outlet)
+        try:
+            handler = self.handler_for(method)
+            if method == "initialize" and isinstance(outlet, Batch):
+                raise JSONRPCError(INVALID_REQUEST,
+                                   "initialize must not be part of a batch")
+        except JSONRPCError as e:
+            return self.reply_error(rid, e.code, e.message, outlet, e.data)
         self.start(rid, method, params, handler, outlet)
 
     def handle_stateless(self, rid, method, params, meta, outlet):
-        """A 2026-07-28 request: all the server knows about the client is in the request,
-        checked in the order the spec's errors imply (envelope, version, method)."""
+        """A 2026-07-28 request: all the server knows about the client is in the
+        request, checked in the order the spec's errors imply (envelope, version,
+        method)."""
         try:
             if isinstance(outlet, Batch):
-                raise JSONRPCError(INVALID_REQUEST, "Invalid Request: 2026-07-28 requests "
-                                                    "cannot be part of a batch")
+                raise JSONRPCError(INVALID_REQUEST, "Invalid Request: 2026-07-28 "
+                                   "requests cannot be part of a batch")
             envelope = Envelope(meta)
-            handler = self.server.handlers.get(method)
-            if handler is None or method in HANDSHAKE_ONLY_METHODS:
-                removed = " (not part of protocol 2026-07-28)" if handler else ""
-                raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method}{removed}")
-            needs = _NEEDS.get(method)
-            if needs and needs not in self.server.offered():
-                raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method} (this server "
-                                                     f"declares no {needs} capability)")
+            handler = self.handler_for(method, stateless=True)
         except JSONRPCError as e:
             return self.reply_error(rid, e.code, e.message, outlet, e.data)
         self.start(rid, method, params, handler, outlet, envelope)
+
+    def handler_for(self, method, stateless=False):
+        """The handler of ``method`` if the request may call it, else a JSONRPCError:
+        -32601 for a method with no handler, one not part of the request's era, or one
+        that needs a capability the server does not declare; -32600 for a handshake-era
+        request before initialize. Unknown methods are answered before initialize too:
+        clients probe with them."""
+        handler = self.server.handlers.get(method)
+        if handler is None or (stateless and method in HANDSHAKE_ONLY_METHODS):
+            removed = " (not part of protocol 2026-07-28)" if handler else ""
+            raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method}{removed}")
+        if (not stateless and self.version is None
+                and method not in ("initialize", "ping")):
+            raise JSONRPCError(INVALID_REQUEST, "Server not initialized: send "
+                               f"initialize first (got {method} before initialize)")
+        # None for initialize and ping, which come before the capabilities are known.
+        needs = _NEEDS.get(method)
+        if needs:
+            declared = self.server.offered() if stateless else self.capabilities
+            if needs not in declared:
+                raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method} "
+                                   f"(this server declares no {needs} capability)")
+        return handler
 
     def start(self, rid, method, params, handler, outlet, envelope=None):
         """Run a handler for a request: inline if it is quick, else on the pool."""
         server = self.server
         with self.lock:
             earlier = self.running.get(rid)
-            # answered, the id is free again; an open listen keeps its id until cancelled
-            duplicate = earlier is not None and not earlier.done or rid in self.listens
+            # Answered, the id is free again; an open listen keeps its id until
+            # cancelled.
+            duplicate = ((earlier is not None and not earlier.done)
+                         or rid in self.listens)
             if not duplicate:
-                ctx = self.running[rid] = Context(self, rid, method, params, envelope, outlet)
+                ctx = Context(self, rid, method, params, envelope, outlet)
+                self.running[rid] = ctx
         if duplicate:
-            return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: id {rid!r} is "
-                                    "already in use by a request still in progress", outlet)
+            return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: id "
+                                    f"{rid!r} is already in use by a request still in "
+                                    "progress", outlet)
         if method in server.inline_methods:
-            self.run(ctx, handler)
-        elif not self.run_here(ctx, handler) and not server.pool.submit(self.run, ctx, handler):
+            self.run_call(ctx, handler)
+        elif (not self.run_here(ctx, handler)
+                and not server.pool.submit(self.run_call, ctx, handler)):
             with self.lock:
                 self.running.pop(rid, None)
-            # 2026-07-28 asks new servers not to use -32000...-32019
-            code = SERVER_BUSY if envelope is None else INTERNAL_ERROR
-            self.reply_error(rid, code, f"Server busy: {server.max_workers} calls running "
-                             f"and {server.max_queue} waiting; try again later", outlet)
+            # 2026-07-28 asks new servers not to use -32000...-32019.
+            code = INTERNAL_ERROR if ctx.stateless else SERVER_BUSY
+            self.reply_error(rid, code, f"Server busy: {server.max_workers} calls "
+                             f"running and {server.max_queue} waiting; try again later",
+                             outlet)
 
     def reply_error(self, rid, code, message, outlet, data=None):
         outlet.respond(self.encode_error(rid, code, message, data))
 
     def run_here(self, ctx, handler):
-        """Run a call on the reader thread if the pool is idle: waking a worker would cost
-        more than a quick call. Should the call last, a watcher thread takes the reading over
-        (watch_reader), so that pings, cancellations and answers are still read. False: the
-        call did not run here. A batch's calls never do: the others would wait behind it."""
+        """Run a call on the reader thread if the pool is idle: waking a worker would
+        cost more than a quick call. Should the call last, a watcher thread takes the
+        reading over (watch_reader), so that pings, cancellations and answers are still
+        read. False: the call did not run here. A batch's calls never do: the others
+        would wait behind it."""
         pool = self.server.pool
-        if self.reader_ident != _thread.get_ident() or isinstance(ctx.outlet, Batch) \
-                or not pool.borrow():
+        if (self.reader_ident != _thread.get_ident() or isinstance(ctx.outlet, Batch)
+                or not pool.borrow()):
             return False
-        self.running_here = ctx               # single stores, read by the watcher: no lock
-        self.calls_here += 1                  # (this thread alone writes them)
-        if not self.watching:                 # the watcher is parked, or not started yet
-            with self.lock:                   # (see watch_reader for why this is enough)
+        # Single stores, read by the watcher without the lock (this thread alone writes
+        # them).
+        self.running_here = ctx
+        self.calls_here += 1
+        # The watcher is parked, or not started yet (see watch_reader for why the lock
+        # is enough).
+        if not self.watching:
+            with self.lock:
                 wake, self.watching = not self.watching, True
             if wake and not _wake_watcher(self, self.watch_reader):
                 with self.lock:               # no thread to spare: the pool runs it
@@ -5153,52 +5362,59 @@ class Session(Peer):
                 pool.give_back()
                 return False
         try:
-            self.run(ctx, handler)
+            self.run_call(ctx, handler)
         finally:
             self.running_here = None
             pool.give_back()
         if time.monotonic() > self.look_due:
-            # The watcher is awake and waits for the GIL, which this thread, running call
-            # after call, would give up only in its writes, and take back each time before the
-            # watcher could: the watcher would be woken in vain hundreds of times, until
-            # Python forced a switch after 5 ms. Waiting for its look costs far less.
-            if not self.looked.acquire(timeout=self.server.pool.blocking_after):
-                self.look_due = float("inf")  # it is late (busy CPUs): don't wait for it again
+            self.wait_for_look()
         return True
 
+    def wait_for_look(self):
+        """The watcher is awake and waits for the GIL, which this thread, running call
+        after call, would give up only in its writes, and take back each time before the
+        watcher could: the watcher would be woken in vain hundreds of times, until
+        Python forced a switch after 5 ms. Waiting for its look costs far less."""
+        if not self.looked.acquire(timeout=self.server.pool.blocking_after):
+            # It is late (busy CPUs): don't wait for it again.
+            self.look_due = float("inf")
+
     def watch_reader(self, parked):
-        """While calls run on the reader, look at them every ``blocking_after`` seconds. A
-        call seen running twice is blocking the reader: this thread then reads on in its
-        place (the reader stops reading when its call returns). After a look that finds no
-        call since the last one, it parks until the next (waking it costs that call less
-        than starting a thread); it ends with the input."""
+        """While calls run on the reader, look at them every ``blocking_after`` seconds.
+        A call seen running twice is blocking the reader: this thread then reads on in
+        its place (the reader stops reading when its call returns). After a look that
+        finds no call since the last one, it parks until the next (waking it costs that
+        call less than starting a thread); it ends with the input."""
         tick = self.server.pool.blocking_after
         with self.lock:
             seen, calls = None, self.calls_here
-        stalled = 0                           # looks that found the reader stuck writing
+        stalled = 0                       # looks that found the reader stuck writing
         while True:
-            self.look_due = time.monotonic() + tick * 1.1     # (sleep oversleeps a little)
+            # (sleep oversleeps a little)
+            self.look_due = time.monotonic() + tick * 1.1
             time.sleep(tick)
             with self.lock:
                 self.look_due = float("inf")
-                if self.looked.locked():      # the reader may wait for this look: let it go
+                if self.looked.locked():      # the reader may wait for this look
                     self.looked.release()
                 if self.stopping:             # nothing more is read: nothing to watch
                     self.watching, self.watcher = False, None
                     return
-                # The reader publishes a call, then reads this flag, without the lock: so
-                # cleared first, either the reader sees it cleared and wakes us, or we see
-                # its call here.
+                # The reader publishes a call, then reads this flag, without the lock:
+                # so cleared first, either the reader sees it cleared and wakes us, or
+                # we see its call here.
                 self.watching = False
                 call, calls_now = self.running_here, self.calls_here
-                # A write that waits for a slow client holds the reader: that is backpressure,
-                # and reading on would only add calls waiting to write, each on a thread. One
-                # that waits longer than write_stall may be for a client that has stopped
-                # reading: reading on then still sees the end of its input.
+                # A write that waits for a slow client holds the reader: that is
+                # backpressure, and reading on would only add calls waiting to write,
+                # each on a thread. One that waits longer than write_stall may be for a
+                # client that has stopped reading: reading on then still sees the end of
+                # its input.
                 stuck = call is not None and call is seen
                 stalled = stalled + 1 if stuck and self.writing else 0
                 if stuck and (stalled == 0 or stalled * tick > self.write_stall):
-                    self.reader_ident = None  # the reader, back from its call, stops reading
+                    # The reader, back from its call, stops reading.
+                    self.reader_ident = None
                     self.watcher = None
                     break
                 idle = call is None and calls_now == calls
@@ -5208,7 +5424,7 @@ class Session(Peer):
                     return
                 seen, calls = call, calls_now
             if idle:
-                parked.acquire()              # until _wake_watcher(), or the end of input
+                parked.acquire()          # until _wake_watcher(), or the end of input
                 if self.input_over.is_set():
                     return
                 with self.lock:
@@ -5216,15 +5432,15 @@ class Session(Peer):
         self.read_to_end()
 
     def claim_reading(self):
-        with self.lock:                       # as serve() ends the reading on a stop signal
+        with self.lock:               # as serve() ends the reading on a stop signal
             if self.stopping:
                 return False
             self.reader_ident = _thread.get_ident()
         return True
 
     def read_to_end(self):
-        """The reader thread (or a watcher that took over from it): tells serve() when the
-        input has ended."""
+        """The reader thread (or a watcher that took over from it): tells serve() when
+        the input has ended."""
         try:
             ended = self.keep_reading()
         except BaseException as e:
@@ -5237,38 +5453,40 @@ class Session(Peer):
             if parked is not None:
                 parked.release()
 
-    def run(self, ctx, handler):
-        """Run one handler (on a worker, or inline) and write its response to its outlet."""
+    def run_call(self, ctx, handler):
+        """Run one handler (on a worker, or inline) and write its response to its
+        outlet."""
         rid = ctx.request_id
         _current.ctx = ctx
         try:
             ctx.check_cancelled()             # cancelled while it waited for a thread
-            if ctx.envelope is None:
+            if ctx.stateless:
+                frame = self.server.run_stateless(ctx, handler)
+            else:
                 result = _call_handler(handler, ctx)
                 frame = encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
-            else:
-                frame = self.server.run_stateless(ctx, handler)
-        except Cancelled as e:                # silent (below) only if the client cancelled it
+        except Cancelled as e:        # silent (below) only if the client cancelled it
             frame = self.encode_error(rid, INTERNAL_ERROR, f"Cancelled: {e}")
         except JSONRPCError as e:
             code = e.code
-            # 2026-07-28 reserves -32020...-32099, and gives servers three codes of it
-            if ctx.envelope is not None and -32099 <= code <= -32020 and code not in (
+            # 2026-07-28 reserves -32020...-32099, and gives servers three codes of it.
+            if ctx.stateless and -32099 <= code <= -32020 and code not in (
                     HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION):
                 code = INTERNAL_ERROR
             frame = self.encode_error(rid, code, e.message, e.data)
-        except CapabilityError as e:          # the client's doing, not a fault of the server
+        except CapabilityError as e:  # the client's doing, not a fault of the server
             frame = self.encode_error(rid, INVALID_REQUEST, f"Invalid Request: {e}",
                                       {"requiredCapabilities": e.required})
-        except BaseException as e:            # SystemExit and KeyboardInterrupt too
+        except BaseException as e:    # SystemExit and KeyboardInterrupt too
             _log_failure(ctx.method, e)
-            frame = self.encode_error(rid, INTERNAL_ERROR, f"Internal error: "
-                                                           f"{type(e).__name__}: {e}")
+            frame = self.encode_error(rid, INTERNAL_ERROR,
+                                      f"Internal error: {type(e).__name__}: {e}")
         finally:
             _current.ctx = None
         with self.lock:
             ctx.done = True
-            if ctx.cancelled and not ctx.stopped:     # cancelled by the client: no response
+            if ctx.cancelled and not ctx.stopped:
+                # Cancelled by the client: no response.
                 frame = None
         try:
             if ctx._with_response is None:
@@ -5277,7 +5495,7 @@ class Session(Peer):
                 with self.write_lock:
                     ctx._with_response()
                     ctx.outlet.respond(frame)
-        finally:                               # in flight until written: drain() waits for it
+        finally:                      # in flight until written: drain() waits for it
             with self.lock:
                 if self.running.get(rid) is ctx:
                     del self.running[rid]
@@ -5285,19 +5503,20 @@ class Session(Peer):
     encode_error = staticmethod(error_frame)
 
     def handle_notification(self, message):
-        handler = self.server.handlers.get(message["method"])
-        if handler is None or not message["method"].startswith("notifications/"):
-            return                              # unknown notifications are ignored
+        method = message["method"]
+        handler = self.server.handlers.get(method)
+        if handler is None or not method.startswith("notifications/"):
+            return                            # unknown notifications are ignored
         params = message.get("params") or {}
         try:
-            handler(Context(self, None, message["method"], params), params)
+            handler(Context(self, None, method, params), params)
         except Exception as e:
-            _log_failure(f"the {message['method']} handler", e)
+            _log_failure(f"the {method} handler", e)
 
     def cancel(self, request_id, reason=None, stopping=False):
-        """Cancel a running request, or close the listen stream it opened; unknown, finished
-        and initialize ids are ignored. ``stopping``: the server, shutting down, cancels it
-        (not the client, who then still gets its reply)."""
+        """Cancel a running request, or close the listen stream it opened; unknown,
+        finished and initialize ids are ignored. ``stopping``: the server, shutting
+        down, cancels it (not the client, who then still gets its reply)."""
         if not valid_id(request_id):
             return
         with self.lock:
@@ -5313,24 +5532,28 @@ class Session(Peer):
             on_cancel()
 
     def log(self, level, data, logger=None):
-        """Log to a handshake-era client, at or above the level of its logging/setLevel."""
-        params = _log_params(level, data, logger, self.log_level if self.version else None)
+        """Log to a handshake-era client, at or above the level of its
+        logging/setLevel."""
+        threshold = self.log_level if self.version else None
+        params = _log_params(level, data, logger, threshold)
         return params is not None and self.notify("notifications/message", params)
 
-    # -- 2026-07-28 subscriptions: one table entry per open listen, no thread held --------------
+    # -- 2026-07-28 subscriptions: one table entry per open listen, no thread held -----
     def listen(self, request_id, honoured):
         # The id is free: start() refuses a request whose id an open listen holds.
-        # Registered and acknowledged under the lock publish() takes for each notification:
-        # the acknowledgement comes first, and no change is missed after it.
+        # Registered and acknowledged under the lock publish() takes for each
+        # notification: the acknowledgement comes first, and no change is missed after
+        # it.
         honoured = _Honoured(honoured)
         with self.lock:
             self.listens[request_id] = honoured
             self.notify("notifications/subscriptions/acknowledged",
-                        {"_meta": {SUBSCRIPTION_ID_KEY: request_id}, "notifications": honoured})
+                        {"_meta": {SUBSCRIPTION_ID_KEY: request_id},
+                         "notifications": honoured})
 
     def end_listens(self):
-        """Shutting down: the responses that end the open listens gracefully, which tell a
-        client to listen again (elsewhere) rather than that it lost the stream."""
+        """Shutting down: the responses that end the open listens gracefully, which tell
+        a client to listen again (elsewhere) rather than that it lost the stream."""
         with self.lock:
             ended, self.listens = list(self.listens), {}
         info = {SERVER_INFO_KEY: self.server.server_info(V2026_07)}
@@ -5339,8 +5562,9 @@ class Session(Peer):
             for rid in ended]
 
     def publish(self, method, wanted, params=None):
-        """Send a notification on every open listen stream for which ``wanted(filter)`` holds,
-        tagged with the listen's id; under the lock, so none follows a cancellation."""
+        """Send a notification on every open listen stream for which ``wanted(filter)``
+        holds, tagged with the listen's id; under the lock, so none follows a
+        cancellation."""
         for request_id, honoured in list(self.listens.items()):
             if not wanted(honoured):
                 continue
@@ -5349,82 +5573,93 @@ class Session(Peer):
                 if self.listens.get(request_id) is honoured:
                     self.notify(method, tagged)
 
-    # -- the loop --------------------------------------------------------------------------------
+    # -- the loop ----------------------------------------------------------------------
     def serve(self, rfile):
-        """Read the connection on a thread of its own, which may run calls (run_here), while
-        this thread waits for the end of input: so a stop signal, which Python delivers to
-        the main thread, interrupts a wait and never a call."""
+        """Read the connection on a thread of its own, which may run calls (run_here),
+        while this thread waits for the end of input: so a stop signal, which Python
+        delivers to the main thread, interrupts a wait and never a call."""
         self.max_line_bytes = self.server.max_line_bytes
         self.lines = read_lines(rfile, self.max_line_bytes)
         try:
             _thread.start_new_thread(self.read_to_end, ())
-            while not self.input_over.wait(0.5):          # a timeout: Ctrl+C on Windows
+            while not self.input_over.wait(0.5):      # a timeout: Ctrl+C on Windows
                 pass
             if self.read_error is not None:
                 raise self.read_error
         finally:
-            if not self.input_over.is_set():  # a stop signal: no request is read after it
-                with self.lock:               # (but the one being read), as at end of input
+            if not self.input_over.is_set():
+                # A stop signal: no request is read after it (but the one being read),
+                # as at end of input.
+                with self.lock:
                     self.stopping, self.reader_ident = True, None
                 for frame in self.end_listens():
                     self.send_frame(frame)
             self.drain()
 
     def drain(self):
-        """End of input: fail our own requests, and give calls in flight ``grace_period``
-        seconds to finish and write their replies. Those still running then are cancelled
-        (``check_cancelled()`` raises, an async handler's task is cancelled) and have
-        ``cancel_timeout`` seconds more to return: the lifespan closes after that, so no
-        call runs on against a closed lifespan without having been told."""
+        """End of input: fail our own requests, and give calls in flight
+        ``grace_period`` seconds to finish and write their replies. Those still running
+        then are cancelled (``check_cancelled()`` raises, an async handler's task is
+        cancelled) and have ``cancel_timeout`` seconds more to return: the lifespan
+        closes after that, so no call runs on against a closed lifespan without having
+        been told."""
         self.fail_pending(ConnectionError("the client closed the connection"))
         server = self.server
-        # One more signal ends the grace period of the connection run() serves (no other).
-        watched = _signals if self.write_fd == _signals.get("wire") else {}
-        self.wait_for_calls(server.grace_period, watched,
+        # One more signal ends the grace period of the connection run() serves (no
+        # other).
+        signals = _StopSignals.of(self.write_fd)
+        self.wait_for_calls(server.grace_period, signals,
                             lambda: self.running and not self.closed)
-        # (A call whose handler is done is writing its reply: close_wire waits for that.)
+        # (A call whose handler is done is writing its reply: close_wire waits for
+        # that.)
         unfinished = [ctx for ctx in list(self.running.values()) if not ctx.done]
         if not unfinished:
             return
         for ctx in unfinished:
             self.cancel(ctx.request_id, "the server is shutting down", stopping=True)
-        self.wait_for_calls(server.cancel_timeout, watched,
-                            lambda: any(ctx.request_id in self.running for ctx in unfinished))
+        self.wait_for_calls(server.cancel_timeout, signals, lambda: any(
+            ctx.request_id in self.running for ctx in unfinished))
         if self.running:
-            log.warning("exiting with %d call(s) unfinished: still running %.1f s after the "
-                        "%.1f s grace period ended and they were cancelled", len(self.running),
-                        server.cancel_timeout, server.grace_period)
+            log.warning("exiting with %d call(s) unfinished: still running %.1f s "
+                        "after the %.1f s grace period ended and they were cancelled",
+                        len(self.running), server.cancel_timeout, server.grace_period)
         else:
             log.warning("%d call(s) still running after the %.1f s grace period were "
                         "cancelled", len(unfinished), server.grace_period)
 
-    def wait_for_calls(self, seconds, watched, waiting):
-        """Wait while ``waiting()`` holds, for at most ``seconds``, or until a stop signal
-        comes (``watched``: the signal state of the run() serving this connection, if any)."""
+    def wait_for_calls(self, seconds, signals, waiting):
+        """Wait while ``waiting()`` holds, for at most ``seconds``, or until a stop
+        signal comes (``signals``: the _StopSignals of the run() serving this
+        connection, if any)."""
         deadline = self.deadline = time.monotonic() + seconds
-        signals = watched.get("count", 0)
+        count = signals.count if signals is not None else 0
         while waiting() and time.monotonic() < deadline:
-            if watched.get("count", 0) != signals:
+            if signals is not None and signals.count != count:
                 return
             time.sleep(0.01)
 
     def close_wire(self):
-        """Close the wire between frames: a reply being written now is finished first (within
-        what is left of the grace period), no later one starts, none is cut in half."""
-        left = self.deadline - time.monotonic() if self.deadline else self.server.grace_period
+        """Close the wire between frames: a reply being written now is finished first
+        (within what is left of the grace period), no later one starts, none is cut in
+        half."""
+        if self.deadline:
+            left = self.deadline - time.monotonic()
+        else:
+            left = self.server.grace_period
         got = self.write_lock.acquire(timeout=max(0.0, left))
         self.closed = True
         if got:
             self.write_lock.release()
 
     def on_closed(self):
-        # stdout is gone: stop reading too. The reader may be blocked in read(), so if this is
-        # the connection run() serves on the main thread, interrupt it with a signal.
-        if "saved" in _signals and self.write_fd == _signals.get("wire") \
-                and self in self.server.sessions and _thread.get_ident() != _MAIN_THREAD:
+        # stdout is gone: stop reading too. The reader may be blocked in read(), so if
+        # this is the connection run() serves on the main thread, interrupt it with a
+        # signal.
+        signals = _StopSignals.of(self.write_fd)
+        if (signals is not None and signals.saved is not None
+                and self in self.server.sessions
+                and _thread.get_ident() != _MAIN_THREAD):
             _interrupt_main()
-
-
 # ============================================================================================
 # Streamable HTTP: the same sessions and handlers behind a WSGI application
 # ============================================================================================
@@ -5526,14 +5761,14 @@ class HttpSession(Session):
                 or not self.server.pool.borrow(only_if_idle=False):
             return False
         try:
-            self.run(ctx, handler)
+            self.run_call(ctx, handler)
         finally:
             self.server.pool.give_back()
         return True
 
-    def run(self, ctx, handler):
+    def run_call(self, ctx, handler):
         try:
-            super().run(ctx, handler)
+            super().run_call(ctx, handler)
         finally:                              # idle from the end of its last call
             self.last_used = time.monotonic()
 
@@ -5748,24 +5983,12 @@ class _LifespanFailed:
 
 
 def _ignore_stop_signals():
-    """Ignore SIGINT, SIGTERM and SIGQUIT (on the main thread, where signals are handled);
+    """Ignore SIGINT, SIGTERM and SIGQUIT (where there is one) on the main thread;
     returns what _restore_signals needs to put their handlers back."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
     import signal
-    held = {}
-    for name in ("SIGINT", "SIGTERM", "SIGQUIT"):
-        signum = getattr(signal, name, None)
-        if signum is not None:
-            held[signum] = signal.signal(signum, signal.SIG_IGN)
-    return held
-
-
-def _restore_signals(held):
-    import signal
-    for signum, handler in held.items():
-        if handler is not None:               # None: set outside Python; it cannot be put back
-            signal.signal(signum, handler)
+    names = ("SIGINT", "SIGTERM", "SIGQUIT")
+    return _ignore_signals([getattr(signal, name) for name in names
+                            if hasattr(signal, name)])
 
 
 def _at_process_exit(fn):
@@ -6857,7 +7080,7 @@ class Client(Peer):
 
         def serve():
             try:
-                server.serve(server_reads, server_writes)
+                server.serve_connection(server_reads, server_writes)
             finally:
                 os.close(server_reads)
                 os.close(server_writes)
@@ -7085,16 +7308,7 @@ class Client(Peer):
         # batch.
         if self.protocol_version != V2025_03:
             return super().handle_batch(items, outlet)
-        if not items:
-            return self.send(error_response(None, INVALID_REQUEST,
-                                            "Invalid Request: empty batch"))
-        batch = Batch(self, len(items))
-        for item in items:
-            if isinstance(item, list):
-                batch.respond(encode_message(error_response(
-                    None, INVALID_REQUEST, "Invalid Request: a batch inside a batch")))
-            else:
-                self.handle_message(item, batch)
+        _answer_batch(self, items, outlet)
 
     def handle_request(self, message, outlet):
         threading.Thread(target=self._answer, args=(message, outlet),

@@ -76,7 +76,7 @@ def serve(kind, count, replies=os.devnull):
         with tempfile.TemporaryFile() as requests_file:
             requests_file.write(b"".join(lines))
             requests_file.seek(0)                    # returns once every call is answered:
-            mcp_min_server.server.serve(requests_file.fileno(), os.open(replies, os.O_WRONLY | os.O_CREAT | os.O_TRUNC))
+            mcp_min_server.server.serve_connection(requests_file.fileno(), os.open(replies, os.O_WRONLY | os.O_CREAT | os.O_TRUNC))
     else:
         import mcp_min
         reply = {"jsonrpc": "2.0", "id": 0, "result": {

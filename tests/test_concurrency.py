@@ -971,7 +971,7 @@ def test_quick_calls_on_the_reader_do_not_set_the_watcher_fighting_for_the_gil(t
         call(n, "add", {"a": n, "b": 1}) for n in range(calls)]))
     with open(requests, "rb") as rfile, open(os.devnull, "wb") as wfile:
         before, began = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw, time.monotonic()
-        server.serve(rfile.fileno(), wfile.fileno())
+        server.serve_connection(rfile.fileno(), wfile.fileno())
         switches = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw - before
         looks = (time.monotonic() - began) / mcp_min.WorkerPool.blocking_after
     assert answered == list(range(calls))
@@ -1000,7 +1000,7 @@ def test_a_client_slow_to_read_holds_the_reader_in_its_writes_and_starts_no_thre
     calls, text = 120, "x" * 4000                     # the pipe holds about 16 replies
     requests_in, requests_out = os.pipe()
     replies_in, replies_out = os.pipe()
-    serving = threading.Thread(target=server.serve, args=(requests_in, replies_out))
+    serving = threading.Thread(target=server.serve_connection, args=(requests_in, replies_out))
     serving.start()
     messages = [{"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": INIT_PARAMS},
                 {"jsonrpc": "2.0", "method": "notifications/initialized"}]

@@ -357,9 +357,9 @@ def test_the_event_loop_refuses_to_wait_for_itself():
 
     async def outer():
         with pytest.raises(RuntimeError, match="cannot wait for itself"):
-            loop.run(inner())
+            loop.result_of(inner())
         return "refused"
-    assert loop.run(outer()) == "refused"
+    assert loop.result_of(outer()) == "refused"
 
 
 def test_context_in_resources_and_prompts_and_async_variants():
@@ -552,7 +552,7 @@ def test_a_lifespan_that_returns_no_context_manager_says_how_to_fix_it():
     read_fd, write_fd = os.pipe()
     try:
         with pytest.raises(TypeError, match="@contextlib.asynccontextmanager"):
-            srv.serve(read_fd, write_fd)
+            srv.serve_connection(read_fd, write_fd)
     finally:
         os.close(read_fd)
         os.close(write_fd)
@@ -1108,7 +1108,7 @@ def test_forward_logging_on_the_wire(spawn):
 
 
 def test_forward_logging_in_process():
-    """Server(forward_logging="unit.fwd") also works when serving in process (serve())."""
+    """Server(forward_logging="unit.fwd") also works when serving in process (serve_connection())."""
     import logging
     srv = server(forward_logging="unit.fwd")
 

@@ -285,7 +285,7 @@ lines = [{"jsonrpc": "2.0", "id": 1, "method": "ping"},
 os.write(requests[1], "".join(json.dumps(m) + "\\n" for m in lines).encode())
 os.close(requests[1])
 try:
-    second.serve(requests[0], replies[1])          # on the main thread, as run() was
+    second.serve_connection(requests[0], replies[1])   # on the main thread, as run() was
     outcome = "served"
 except BaseException as e:
     outcome = type(e).__name__
@@ -309,7 +309,7 @@ BROKEN_NEIGHBOUR = """
 server = Server("main")
 neighbour = Server("neighbour")                    # served on a thread, on pipes of its own
 requests, replies = os.pipe(), os.pipe()
-threading.Thread(target=neighbour.serve, args=(requests[0], replies[1]), daemon=True).start()
+threading.Thread(target=neighbour.serve_connection, args=(requests[0], replies[1]), daemon=True).start()
 
 @server.tool
 def break_the_neighbour() -> str:
