@@ -5820,364 +5820,449 @@ class HttpEndpoint:
 
 def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0,
                      max_connections=200, max_body_bytes=None):
-    """A wsgiref server for ``app`` with a thread per connection, HTTP/1.1 keep-alive and
-    chunked streams (wsgiref alone answers one HTTP/1.0 request per connection). A client that
-    sends or takes nothing for ``idle_timeout`` seconds, or takes longer than that to send a
-    request's line and headers, loses its connection (and thread); one that takes longer
-    than that again to send the body gets 408. With ``max_connections`` open, no more are
-    accepted until one ends: further clients wait in the kernel's queue. A client that asks
-    before sending a body over ``max_body_bytes`` (Expect: 100-continue) is not told to send
-    it. The server's own errors are JSON-RPC errors, and what it logs of a request is
-    bounded."""
-    import http.server
+    """A wsgiref server for ``app`` with a thread per connection, HTTP/1.1 keep-alive
+    and chunked streams (wsgiref alone answers one HTTP/1.0 request per connection). A
+    client that sends or takes nothing for ``idle_timeout`` seconds, or takes longer
+    than that to send a request's line and headers, loses its connection (and thread);
+    one that takes longer than that again to send the body gets 408. With
+    ``max_connections`` open, no more are accepted until one ends: further clients wait
+    in the kernel's queue. A client that asks before sending a body over
+    ``max_body_bytes`` (Expect: 100-continue) is not told to send it. The server's own
+    errors are JSON-RPC errors, and what it logs of a request is bounded."""
+    server_class = _embedded_server_class()
+    httpd = server_class((host, port), idle_timeout, max_connections, max_body_bytes)
+    httpd.set_app(app)
+    return httpd
+
+
+@functools.lru_cache(maxsize=None)
+def _embedded_server_class():
+    """The class of make_http_server's servers. Each mixin below goes on the standard
+    library class it extends, on first use: http.server and wsgiref take milliseconds to
+    import, which a server on stdio need not spend."""
     import io
-    import selectors
     import socket
     import socketserver
     from wsgiref import simple_server
 
-    def readable(connection):
-        """Whether a read would not wait: there is input, or the client closed its end. (By
-        poll() where there is one: select() refuses a descriptor past 1023, and every client
-        would seem gone; epoll would take a descriptor of its own.) A closed one: True."""
+    def join(mixin, *bases, **attributes):
+        name = mixin.__name__.strip("_").removesuffix("Mixin")
+        return type(name, (mixin, *bases), attributes)
+
+    handler = join(
+        _RequestHandlerMixin, simple_server.WSGIRequestHandler,
+        response_writer=join(_ResponseWriterMixin, simple_server.ServerHandler),
+        line_reader=join(_LineReaderMixin, io.BufferedReader),
+        socket_reader=join(_DeadlineReaderMixin, socket.SocketIO))
+    return join(_HttpServerMixin, socketserver.ThreadingMixIn, simple_server.WSGIServer,
+                request_handler=handler)
+
+
+def _readable(connection):
+    """Whether a read would not wait: there is input, or the client closed its end. (By
+    poll() where there is one: select() refuses a descriptor past 1023, and every client
+    would seem gone; epoll would take a descriptor of its own.) A closed one: True."""
+    import selectors
+    try:
+        with getattr(selectors, "PollSelector", selectors.SelectSelector)() as selector:
+            selector.register(connection, selectors.EVENT_READ)
+            return bool(selector.select(0))
+    except (OSError, ValueError):
+        return True
+
+
+class _ResponseWriterMixin:
+    """How the embedded server writes a response (on wsgiref's ServerHandler): in
+    HTTP/1.1, in chunks when its length is not known, with no body after the headers of
+    a HEAD's response or a 204, and keeping the connection only when that is safe."""
+
+    http_version = "1.1"
+    chunked = False
+    mute = False
+
+    def bodiless(self):
+        """Whether no body may follow the headers: those of a HEAD's response (RFC 9110
+        9.3.2), or of a 204, which has no Content-Length either (8.6)."""
+        return self.request_handler.command == "HEAD" or self.status[:3] == "204"
+
+    def cleanup_headers(self):
+        # Keep the connection only if this request's body was all read and the
+        # response's length is known (a stream is sent in chunks for that).
+        request = self.request_handler
+        if not request.body.discard():
+            self.headers["Connection"] = "close"
+            request.close_connection = True
+        if self.status[:3] == "204":
+            del self.headers["Content-Length"]
+        if "Content-Length" not in self.headers and not self.bodiless():
+            if request.request_version == "HTTP/1.1":
+                self.headers["Transfer-Encoding"] = "chunked"
+            else:
+                request.close_connection = True
+        # An HTTP/1.0 client that asked for keep-alive may reuse the connection only
+        # if told so
+        if request.request_version == "HTTP/1.0" and not request.close_connection:
+            self.headers["Connection"] = "keep-alive"
+
+    def send_headers(self):
+        super().send_headers()
+        self.chunked = "Transfer-Encoding" in self.headers
+        # What the application writes next is dropped if no body may follow
+        self.mute = self.bodiless()
+
+    def _write(self, data):
+        if self.mute:
+            return
+        if self.chunked and data:
+            data = b"%X\r\n%s\r\n" % (len(data), data)
+        # In pieces: the timeout bounds each whole send, and a client that reads a long
+        # response slowly (64 KiB per idle_timeout) is not one that stopped reading.
+        view = memoryview(data)
+        for start in range(0, len(view), 1 << 16):
+            super()._write(view[start:start + (1 << 16)])
+
+    def handle_error(self):
+        # A timeout (idle_timeout) within the body or the response, whose close
+        # cancelled the request: the connection ends
+        if isinstance(sys.exc_info()[1], TimeoutError):
+            self.request_handler.close_connection = True
+        else:
+            super().handle_error()
+
+    def log_exception(self, exc_info):        # wsgiref's writes the whole traceback
+        _log_failure("an HTTP request", exc_info[1])
+
+    def finish_content(self):
+        super().finish_content()
+        if self.chunked:
+            self.chunked = False
+            super()._write(b"0\r\n\r\n")
+            self._flush()
+
+
+class _LineReaderMixin:
+    """A connection's reader (on io.BufferedReader) that remembers a bare CR."""
+
+    # The header parser (email's) takes a CR alone for the end of a line: a header
+    # hidden after one ("Foo: x\rMcp-Session-Id: y") would get past a proxy that reads
+    # it as one line. Such a line is remembered, and the request refused (400).
+    bare_cr = False
+
+    def readline(self, size=-1):
+        line = super().readline(size)
+        if b"\r" in line and b"\r" in line.rstrip(b"\n")[:-1]:
+            self.bare_cr = True
+        return line
+
+
+class _DeadlineReaderMixin:
+    """A connection's socket reads (on socket.SocketIO), all to end by ``deadline``."""
+
+    deadline = None                           # time.monotonic() by which reads must end
+    idle_timeout = None                       # the socket's timeout otherwise
+
+    def readinto(self, buffer):
+        if self.deadline is None:
+            return super().readinto(buffer)
+        self._sock.settimeout(max(self.deadline - time.monotonic(), 1e-6))
         try:
-            with getattr(selectors, "PollSelector", selectors.SelectSelector)() as selector:
-                selector.register(connection, selectors.EVENT_READ)
-                return bool(selector.select(0))
+            return super().readinto(buffer)
+        finally:                              # sends keep the whole timeout
+            self._sock.settimeout(self.idle_timeout)
+
+
+_ABSOLUTE_FORM = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)/?(.*)")
+
+
+class _RequestHandlerMixin:
+    """One connection of the embedded server (on wsgiref's WSGIRequestHandler): its
+    requests one after the other (keep-alive), each line, headers and body within the
+    idle timeout, refusals as JSON-RPC errors, logs that quote the client bounded.
+    _embedded_server_class gives it the classes it uses: ``response_writer``,
+    ``line_reader`` and ``socket_reader``."""
+
+    protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes: with Nagle's algorithm the body would
+    # wait for the client's delayed acknowledgement (40 ms) on a kept-alive connection.
+    disable_nagle_algorithm = True
+
+    def setup(self):
+        # The socket's timeout: each read, each send (0 would make it non-blocking)
+        self.timeout = self.server.idle_timeout or None
+        super().setup()
+        self.rfile.close()                    # makefile's: this reader keeps a deadline
+        reader = self.socket_reader(self.connection, "rb")
+        reader.idle_timeout = self.timeout
+        self.rfile = self.line_reader(reader)
+
+    def handle(self):
+        # Not wsgiref's handle, which serves one request, then closes. The idle
+        # timeout (between requests, or within a request's line and headers) ends the
+        # connection.
+        from http.server import BaseHTTPRequestHandler
+        try:
+            BaseHTTPRequestHandler.handle(self)
+        except TimeoutError:
+            pass
+
+    def handle_one_request(self):
+        # The request's line and headers must all come within the timeout: a client that
+        # sends them a byte at a time (slowloris) is never silent for that long.
+        if self.timeout:
+            self.rfile.raw.deadline = time.monotonic() + self.timeout
+        self.rfile.bare_cr = False
+        try:
+            self.raw_requestline = self.rfile.readline(65537)
+        except ConnectionError:               # the client reset an idle connection
+            self.raw_requestline = b""
+        connection = self.connection
+        if not self.raw_requestline:
+            self.close_connection = True
+            self.server.unread.discard(connection)
+            return
+        self.server.serving.add(connection)   # then unread: drain sees one or the other
+        self.server.unread.discard(connection)
+        try:
+            if len(self.raw_requestline) > 65536:
+                self.refuse_line(414)         # the rest of it would be the next request
+            else:
+                self.serve_request()
+        finally:
+            self.server.serving.discard(connection)
+
+    def parse_request(self):
+        # HTTP/0.9 ("GET /mcp", no version) is answered with a bare body: no status
+        # line, no headers. A line without a version gets a 400 that has both, and a
+        # close.
+        if len(self.raw_requestline.split()) in (1, 2):
+            self.refuse_line(400, "The request line needs an HTTP version.")
+            return False
+        if not super().parse_request():
+            return False
+        if self.request_version not in ("HTTP/1.0", "HTTP/1.1"):   # "HTTP/0.9" too
+            self.refuse_line(505, "This server speaks HTTP/1.0 and HTTP/1.1.")
+            return False
+        if self.rfile.bare_cr:
+            self.refuse_line(400, "A line of the request holds a CR that does not end "
+                                  "it.")
+            return False
+        return True
+
+    def refuse_line(self, status, explanation=None):
+        """An error answered in HTTP/1.1 to a request line that cannot be served; then
+        the connection closes."""
+        self.command = None
+        self.path = ""
+        self.request_version = "HTTP/1.1"
+        self.send_error(status, None, explanation)
+        self.close_connection = True
+
+    def serve_request(self):
+        if not self.parse_request():
+            return
+        # The body too must all come within the timeout, from the headers' end: a client
+        # trickling it would keep this thread for ever (408 from the application).
+        if self.timeout:
+            self.rfile.raw.deadline = time.monotonic() + self.timeout
+        # The absolute form (a proxy's "POST http://host/mcp"): a server must take it,
+        # and its host, not the Host header's (RFC 9112 3.2.2).
+        absolute = _ABSOLUTE_FORM.match(self.path)
+        if absolute:
+            self.path = "/" + absolute[2]
+            del self.headers["Host"]
+            self.headers["Host"] = absolute[1]
+        self.body = _BodyReader(self.rfile, self.headers)
+        if self.server.stopping and not self.body.refusal:
+            self.body.refusal = (503, "Service Unavailable: the server is shutting "
+                                      "down")
+        writer = self.response_writer(self.body, self.wfile, self.get_stderr(),
+                                      self.get_environ(), multithread=True)
+        writer.request_handler = self
+        writer.run(self.body.refuse if self.body.refusal else self.server.get_app())
+
+    def get_environ(self):
+        environ = super().get_environ()
+        environ["mcp_min.client_gone"] = self.client_gone
+        return environ
+
+    def client_gone(self):
+        """Whether the client closed its end: readable, with nothing to read."""
+        import socket
+        connection = self.connection
+        try:
+            return _readable(connection) and not connection.recv(1, socket.MSG_PEEK)
         except (OSError, ValueError):
             return True
 
-    class Handler(simple_server.ServerHandler):
-        http_version, chunked, mute = "1.1", False, False
-
-        def bodiless(self):
-            """Whether no body may follow the headers: those of a HEAD's response (RFC 9110
-            9.3.2), or of a 204, which has no Content-Length either (8.6)."""
-            return self.request_handler.command == "HEAD" or self.status[:3] == "204"
-
-        def cleanup_headers(self):
-            # Keep the connection only if this request's body was all read and the response's
-            # length is known (a stream is sent in chunks for that).
-            if not self.request_handler.body.discard():
-                self.headers["Connection"] = "close"
-                self.request_handler.close_connection = True
-            if self.status[:3] == "204":
-                del self.headers["Content-Length"]
-            if "Content-Length" not in self.headers and not self.bodiless():
-                if self.request_handler.request_version == "HTTP/1.1":
-                    self.headers["Transfer-Encoding"] = "chunked"
-                else:
-                    self.request_handler.close_connection = True
-            # An HTTP/1.0 client asked for keep-alive: it may reuse the connection only if told
-            if self.request_handler.request_version == "HTTP/1.0" and \
-                    not self.request_handler.close_connection:
-                self.headers["Connection"] = "keep-alive"
-
-        def send_headers(self):
-            super().send_headers()
-            self.chunked = "Transfer-Encoding" in self.headers
-            self.mute = self.bodiless()       # what the application writes next is dropped
-
-        def _write(self, data):
-            if self.mute:
-                return
-            if self.chunked and data:
-                data = b"%X\r\n%s\r\n" % (len(data), data)
-            # In pieces: the timeout bounds each whole send, and a client that reads a long
-            # response slowly (64 KiB per idle_timeout) is not one that stopped reading.
-            view = memoryview(data)
-            for start in range(0, len(view), 1 << 16):
-                super()._write(view[start:start + (1 << 16)])
-
-        def handle_error(self):
-            # idle_timeout, within the body or the response (whose close cancelled the request)
-            if isinstance(sys.exc_info()[1], TimeoutError):
-                self.request_handler.close_connection = True
-            else:
-                super().handle_error()
-
-        def log_exception(self, exc_info):    # wsgiref's writes the whole traceback
-            _log_failure("an HTTP request", exc_info[1])
-
-        def finish_content(self):
-            super().finish_content()
-            if self.chunked:
-                self.chunked = False
-                super()._write(b"0\r\n\r\n")
-                self._flush()
-
-    class LineReader(io.BufferedReader):
-        # The header parser (email's) takes a CR alone for the end of a line: a header
-        # hidden after one ("Foo: x\rMcp-Session-Id: y") would get past a proxy that reads
-        # it as one line. Such a line is remembered, and the request refused (400).
-        bare_cr = False
-
-        def readline(self, size=-1):
-            line = super().readline(size)
-            if b"\r" in line and b"\r" in line.rstrip(b"\n")[:-1]:
-                self.bare_cr = True
-            return line
-
-    class Reader(socket.SocketIO):
-        deadline = None                       # time.monotonic() by which reads must end
-
-        def readinto(self, buffer):
-            if self.deadline is None:
-                return super().readinto(buffer)
-            self._sock.settimeout(max(self.deadline - time.monotonic(), 1e-6))
-            try:
-                return super().readinto(buffer)
-            finally:                          # sends keep the whole timeout
-                self._sock.settimeout(idle_timeout or None)
-
-    class RequestHandler(simple_server.WSGIRequestHandler):
-        protocol_version = "HTTP/1.1"
-        # Headers and body go out in separate writes: with Nagle's algorithm the body would
-        # wait for the client's delayed acknowledgement (40 ms) on a kept-alive connection.
-        disable_nagle_algorithm = True
-        timeout = idle_timeout or None        # on the socket: each read, each send (0 would
-                                              # make it non-blocking)
-
-        def setup(self):
-            super().setup()
-            self.rfile.close()                # makefile's reader: this one keeps a deadline
-            self.rfile = LineReader(Reader(self.connection, "rb"))
-
-        def handle(self):
-            try:                              # not wsgiref's handle: one request, then close
-                http.server.BaseHTTPRequestHandler.handle(self)
-            except TimeoutError:              # idle_timeout, between requests or in headers
-                pass
-
-        def handle_one_request(self):
-            # The request's line and headers must all come within the timeout: a client that
-            # sends them a byte at a time (slowloris) is never silent for that long.
-            if self.timeout:
-                self.rfile.raw.deadline = time.monotonic() + self.timeout
-            self.rfile.bare_cr = False
-            try:
-                self.raw_requestline = self.rfile.readline(65537)
-            except ConnectionError:           # the client reset an idle connection
-                self.raw_requestline = b""
-            if not self.raw_requestline:
-                self.close_connection = True
-                self.server.unread.discard(self.connection)
-                return
-            self.server.serving.add(self.connection)     # then unread: drain sees one or the other
-            self.server.unread.discard(self.connection)
-            try:
-                if len(self.raw_requestline) > 65536:
-                    self.refuse_line(414)     # the rest of it would be the next request
-                else:
-                    self.serve_request()
-            finally:
-                self.server.serving.discard(self.connection)
-
-        def parse_request(self):
-            # HTTP/0.9 ("GET /mcp", no version) is answered with a bare body: no status line,
-            # no headers. A line without a version gets a 400 that has both, and a close.
-            if len(self.raw_requestline.split()) in (1, 2):
-                self.refuse_line(400, "The request line needs an HTTP version.")
-                return False
-            if not super().parse_request():
-                return False
-            if self.request_version not in ("HTTP/1.0", "HTTP/1.1"):   # "HTTP/0.9" too
-                self.refuse_line(505, "This server speaks HTTP/1.0 and HTTP/1.1.")
-                return False
-            if self.rfile.bare_cr:
-                self.refuse_line(400, "A line of the request holds a CR that does not end it.")
-                return False
+    def handle_expect_100(self):
+        # "100 Continue" asks for the body: not for one the application refuses by its
+        # length (413), which the client then need not send at all.
+        length = self.headers.get("Content-Length", "")
+        limit = self.server.max_body_bytes
+        if limit is not None and _is_length(length) and int(length) > limit:
             return True
+        return super().handle_expect_100()
 
-        def refuse_line(self, status, explanation=None):
-            """An error answered in HTTP/1.1 to a request line that cannot be served; then
-            the connection closes."""
-            self.command, self.path, self.request_version = None, "", "HTTP/1.1"
-            self.send_error(status, None, explanation)
-            self.close_connection = True
+    def send_error(self, code, message=None, explain=None):
+        """The server's own refusals (a request line or headers it cannot read): a
+        JSON-RPC error as the body, as the application's are, and the connection
+        closes."""
+        # The status line has the standard phrase: the message may quote the client.
+        phrase = self.responses.get(code, ("Error",))[0]
+        said = ": ".join(filter(None, (phrase, message, explain)))
+        self.log_error("code %d, message %s", code, said)
+        if self.request_version not in ("HTTP/1.0", "HTTP/1.1"):   # never a bare body
+            self.request_version = "HTTP/1.1"
+        if len(said) > 300:
+            said = said[:299] + "…"
+        body = error_frame(None, INVALID_REQUEST, said)
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        if self.command != "HEAD" and code >= 200 and code not in (204, 304):
+            self.wfile.write(body)
 
-        def serve_request(self):
-            if not self.parse_request():
-                return
-            # The body too must all come within the timeout, from the headers' end: a client
-            # trickling it would keep this thread for ever (408 from the application).
-            if self.timeout:
-                self.rfile.raw.deadline = time.monotonic() + self.timeout
-            # The absolute form (a proxy's "POST http://host/mcp"): a server must take it, and
-            # its host, not the Host header's (RFC 9112 3.2.2).
-            absolute = re.match(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)/?(.*)", self.path)
-            if absolute:
-                self.path = "/" + absolute[2]
-                del self.headers["Host"]
-                self.headers["Host"] = absolute[1]
-            self.body = _BodyReader(self.rfile, self.headers)
-            if self.server.stopping and not self.body.refusal:
-                self.body.refusal = (503, "Service Unavailable: the server is shutting down")
-            handler = Handler(self.body, self.wfile, self.get_stderr(), self.get_environ(),
-                              multithread=True)
-            handler.request_handler = self
-            handler.run(self.body.refuse if self.body.refusal else self.server.get_app())
+    def log_message(self, format, *args):
+        # What the standard library logs of a request quotes the client (its request
+        # line, its version): bounded and escaped, at debug level.
+        log.debug("HTTP %s: %s", self.client_address[0], _preview(format % args))
 
-        def get_environ(self):
-            environ = super().get_environ()
-            environ["mcp_min.client_gone"] = self.client_gone
-            return environ
+    def log_request(self, code="-", size="-"):
+        log.debug("%s %s %s", self.command, _preview(getattr(self, "path", "")), code)
 
-        def client_gone(self):
-            """Whether the client closed its end: readable, with nothing to read."""
-            try:
-                return readable(self.connection) and not self.connection.recv(1, socket.MSG_PEEK)
-            except (OSError, ValueError):
-                return True
 
-        def handle_expect_100(self):
-            # "100 Continue" asks for the body: not for one the application refuses by its
-            # length (413), which the client then need not send at all.
-            length = self.headers.get("Content-Length", "")
-            if max_body_bytes is not None and _is_length(length) and \
-                    int(length) > max_body_bytes:
-                return True
-            return super().handle_expect_100()
+class _HttpServerMixin:
+    """The embedded server (on socketserver.ThreadingMixIn and wsgiref's WSGIServer): a
+    thread per connection, ``max_connections`` at most; a stop signal ends
+    serve_forever, then ``drain`` lets the requests in progress be answered. Its
+    connections are served by ``request_handler`` (given by _embedded_server_class)."""
 
-        def send_error(self, code, message=None, explain=None):
-            """The server's own refusals (a request line or headers it cannot read): a
-            JSON-RPC error as the body, as the application's are, and the connection closes."""
-            # The status line has the standard phrase: the message may quote the client.
-            phrase = self.responses.get(code, ("Error",))[0]
-            said = ": ".join(filter(None, (phrase, message, explain)))
-            self.log_error("code %d, message %s", code, said)
-            if self.request_version not in ("HTTP/1.0", "HTTP/1.1"):   # never a bare body
-                self.request_version = "HTTP/1.1"
-            if len(said) > 300:
-                said = said[:299] + "…"
-            body = encode_message(error_response(None, INVALID_REQUEST, said))
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.close_connection = True
-            if self.command != "HEAD" and code >= 200 and code not in (204, 304):
-                self.wfile.write(body)
+    daemon_threads = True
+    allow_reuse_address = True
+    stopping = False
+    stop_signal = None                        # the signal that stopped serve_forever
+    closing = False                           # shutdown() was called
+    # A connection is being taken: accepted, its thread started
+    taking = False
+    stop_due = False                          # a stop signal came meanwhile
 
-        def log_message(self, format, *args):
-            # What the standard library logs of a request quotes the client (its request
-            # line, its version): bounded and escaped, at debug level.
-            log.debug("HTTP %s: %s", self.client_address[0], _preview(format % args))
+    def __init__(self, address, idle_timeout, max_connections, max_body_bytes):
+        import socket
+        # Connections waiting to be accepted: past socketserver's 5, a burst of new
+        # clients waits a second or more for its SYN to be sent again.
+        self.request_queue_size = socket.SOMAXCONN
+        ipv6 = ":" in address[0]
+        self.address_family = socket.AF_INET6 if ipv6 else socket.AF_INET
+        self.idle_timeout = idle_timeout
+        self.max_body_bytes = max_body_bytes
+        # The connections with a request in progress, and those taken whose first
+        # request is not read yet
+        self.serving = set()
+        self.unread = set()
+        # A connection's thread each
+        self.slots = threading.BoundedSemaphore(max_connections)
+        super().__init__(address, self.request_handler)
 
-        def log_request(self, code="-", size="-"):
-            log.debug("%s %s %s", self.command, _preview(getattr(self, "path", "")), code)
+    def stop(self, signum=None, frame=None):
+        """The handler of SIGTERM and Ctrl+C (run_http's): KeyboardInterrupt, which ends
+        serve_forever. Raised while a connection is taken, it would make socketserver
+        close the connection under the thread just started to serve it: it waits until
+        then."""
+        if self.stop_signal is None:
+            self.stop_signal = signum         # the first decides the exit code
+        if self.taking:
+            self.stop_due = True
+        else:
+            raise KeyboardInterrupt
 
-    class HTTPServer(socketserver.ThreadingMixIn, simple_server.WSGIServer):
-        daemon_threads, allow_reuse_address = True, True
-        # Connections waiting to be accepted: past socketserver's 5, a burst of new clients
-        # waits a second or more for its SYN to be sent again.
-        request_queue_size = socket.SOMAXCONN
-        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        stopping = False
-        stop_signal = None                    # the signal that stopped serve_forever
-        closing = False                       # shutdown() was called
-        taking = False                        # a connection is being accepted, its thread started
-        stop_due = False                      # a stop signal came meanwhile
+    def get_request(self):
+        # At max_connections, take none until one ends: the clients wait in the kernel's
+        # queue, not each on a thread of its own. (A stop signal interrupts the wait.)
+        while not self.slots.acquire(timeout=0.2):
+            if self.closing:
+                # serve_forever's loop goes on, and ends
+                raise OSError("shutting down")
+        self.taking = True
+        try:
+            connection = super().get_request()
+        except BaseException:
+            self.slots.release()
+            raise
+        self.unread.add(connection[0])
+        return connection
 
-        def stop(self, signum=None, frame=None):
-            """The handler of SIGTERM and Ctrl+C (run_http's): KeyboardInterrupt, which ends
-            serve_forever. Raised while a connection is taken, it would make socketserver close
-            the connection under the thread just started to serve it: it waits until then."""
-            if self.stop_signal is None:
-                self.stop_signal = signum     # the first decides the exit code
-            if self.taking:
-                self.stop_due = True
-            else:
-                raise KeyboardInterrupt
+    def shutdown(self):
+        self.closing = True
+        super().shutdown()
 
-        def get_request(self):
-            # At max_connections, take none until one ends: the clients wait in the kernel's
-            # queue, not each on a thread of its own. (A stop signal interrupts the wait.)
-            while not self.slots.acquire(timeout=0.2):
-                if self.closing:
-                    raise OSError("shutting down")    # serve_forever's loop goes on, and ends
-            self.taking = True
-            try:
-                connection = super().get_request()
-            except BaseException:
-                self.slots.release()
-                raise
-            self.unread.add(connection[0])
-            return connection
+    def service_actions(self):                # serve_forever's loop, after taking one
+        self.taking = False
+        if self.stop_due:
+            raise KeyboardInterrupt
 
-        def shutdown(self):
-            self.closing = True
-            super().shutdown()
+    def handle_error(self, request, client_address):
+        # What escaped a connection's thread, bounded
+        _log_failure("serving a connection", sys.exc_info()[1])
 
-        def service_actions(self):            # serve_forever's loop, after taking a connection
-            self.taking = False
-            if self.stop_due:
-                raise KeyboardInterrupt
+    def shutdown_request(self, request):      # its thread ends (or never began)
+        self.unread.discard(request)
+        try:
+            super().shutdown_request(request)
+        finally:
+            self.slots.release()
 
-        def handle_error(self, request, client_address):   # what escaped a connection's
-            _log_failure("serving a connection", sys.exc_info()[1])   # thread, bounded
-
-        def shutdown_request(self, request):  # the connection's thread ends (or never began)
-            self.unread.discard(request)
-            try:
-                super().shutdown_request(request)
-            finally:
-                self.slots.release()
-
-        def drain(self, grace, endpoint=None):
-            """After serve_forever (the listening socket closed): refuse new requests on the
-            open connections (503), end the endpoint's streams that wait for no response (GET,
-            listen), and give the requests in progress ``grace`` seconds to be answered. One
-            more SIGTERM or Ctrl+C cuts the wait short."""
-            self.stopping = True
-            if endpoint is not None:
-                endpoint.end_streams()
-            deadline = time.monotonic() + grace
-            # A connection taken just before the stop whose request has come but is not read
-            # yet: it is answered (503) rather than dropped. One with nothing sent is not.
-            sent = [connection for connection in list(self.unread) if readable(connection)]
-            try:
-                while time.monotonic() < deadline and (
-                        self.serving or any(connection in self.unread for connection in sent)):
-                    time.sleep(0.01)
-            except KeyboardInterrupt:
-                pass
-            if self.serving:
-                log.warning("exiting with %d HTTP request(s) unanswered after the %.1f s grace "
-                            "period", len(self.serving), grace)
-
-    httpd = HTTPServer((host, port), RequestHandler)
-    httpd.set_app(app)
-    httpd.serving = set()                     # the connections with a request in progress
-    httpd.unread = set()                      # and those taken whose first request is not read
-    httpd.slots = threading.BoundedSemaphore(max_connections)     # a connection's thread each
-    return httpd
+    def drain(self, grace, endpoint=None):
+        """After serve_forever (the listening socket closed): refuse new requests on the
+        open connections (503), end the endpoint's streams that wait for no response
+        (GET, listen), and give the requests in progress ``grace`` seconds to be
+        answered. One more SIGTERM or Ctrl+C cuts the wait short."""
+        self.stopping = True
+        if endpoint is not None:
+            endpoint.end_streams()
+        deadline = time.monotonic() + grace
+        # A connection taken just before the stop whose request has come but is not read
+        # yet: it is answered (503) rather than dropped. One with nothing sent is not.
+        sent = [connection for connection in list(self.unread) if _readable(connection)]
+        try:
+            while time.monotonic() < deadline and (
+                    self.serving or any(taken in self.unread for taken in sent)):
+                time.sleep(0.01)
+        except KeyboardInterrupt:
+            pass
+        if self.serving:
+            log.warning("exiting with %d HTTP request(s) unanswered after the %.1f s "
+                        "grace period", len(self.serving), grace)
 
 
 def _is_length(text):
-    """Whether a Content-Length is one: ASCII digits only (int() takes "+5", isdigit() "²"),
-    once the blanks around a header value are left out (RFC 9112 5)."""
+    """Whether a Content-Length is one: ASCII digits only (int() takes "+5", isdigit()
+    "²"), once the blanks around a header value are left out (RFC 9112 5)."""
     text = text.strip(" \t")
-    return text.isascii() and text.isdigit() and len(text) <= 18   # (int() refuses 4,300)
+    # (int() refuses more than 4,300 digits)
+    return text.isascii() and text.isdigit() and len(text) <= 18
 
 
 class _BodyReader:
-    """wsgi.input for wsgiref: reads no further than Content-Length, and knows what is left.
-    A request whose body's end is unknown gets ``refusal`` (status, message) instead of the
-    application, and the connection closes after it: the body must not be taken for the next
-    request (RFC 9112 6.3)."""
+    """wsgi.input for wsgiref: reads no further than Content-Length, and knows what is
+    left. A request whose body's end is unknown gets ``refusal`` (status, message)
+    instead of the application, and the connection closes after it: the body must not be
+    taken for the next request (RFC 9112 6.3)."""
 
     def __init__(self, rfile, headers):
         lengths = headers.get_all("Content-Length", [])
-        self.rfile, self.left, self.refusal = rfile, 0, None
+        self.rfile = rfile
+        self.left = 0
+        self.refusal = None
         # A line that is not a header ("Content-Length : 5") ends the headers the parser
         # reads: the body's length may be among those it left out.
         if headers.defects:
             self.refusal = (400, "Bad Request: a header line is not NAME: VALUE")
         elif "Transfer-Encoding" in headers:  # chunked: a body this reader cannot read
-            self.refusal = (411, "Length Required: send Content-Length (this server reads no "
-                                 "Transfer-Encoding)")
+            self.refusal = (411, "Length Required: send Content-Length (this server "
+                                 "reads no Transfer-Encoding)")
         elif lengths and (len(set(lengths)) > 1 or not _is_length(lengths[0])):
             self.refusal = (400, "Bad Request: invalid Content-Length")
         elif lengths:
@@ -6186,12 +6271,12 @@ class _BodyReader:
     def refuse(self, environ, start_response):
         """The WSGI application for a request that cannot be read."""
         status, message = self.refusal
-        body = encode_message(error_response(None, INVALID_REQUEST, message))
+        body = error_frame(None, INVALID_REQUEST, message)
         return HttpEndpoint.reply(start_response, status, body)
 
     def discard(self, limit=1 << 16):
-        """Drop what the application left unread (up to ``limit`` bytes), lest it be taken
-        for the next request; False if that is not possible."""
+        """Drop what the application left unread (up to ``limit`` bytes), lest it be
+        taken for the next request; False if that is not possible."""
         if 0 < self.left <= limit and not self.refusal:
             self.read()
         return not (self.left or self.refusal)
@@ -6200,7 +6285,7 @@ class _BodyReader:
         size = self.left if size is None or size < 0 else min(size, self.left)
         try:
             data = self.rfile.read(size) if size else b""
-        except TimeoutError:                  # where the body ends is now unknown: close
+        except TimeoutError:                  # where the body ends is unknown: close
             self.refusal = (408, "Request Timeout")
             raise
         self.left -= len(data)
@@ -6208,12 +6293,13 @@ class _BodyReader:
 
 
 def _parse_address(address):
-    """"HOST:PORT", ":PORT", "PORT" or "[::1]:PORT" -> (host, port); the host defaults to
-    127.0.0.1, so that nothing else can reach the server unless asked."""
+    """"HOST:PORT", ":PORT", "PORT" or "[::1]:PORT" -> (host, port); the host defaults
+    to 127.0.0.1, so that nothing else can reach the server unless asked."""
     host, _, port = str(address).rpartition(":")
     host = host.strip("[]") or "127.0.0.1"
     if not port.isdigit():
-        raise ValueError(f"not an address: {address!r} (use HOST:PORT, e.g. 127.0.0.1:8000)")
+        raise ValueError(f"not an address: {address!r} (use HOST:PORT, e.g. "
+                         "127.0.0.1:8000)")
     return host, int(port)
 
 
