@@ -4878,45 +4878,71 @@ class Session(Peer):
             _interrupt_main()
 
 
-# ============================================================================================
+# ======================================================================================
 # Streamable HTTP: the same sessions and handlers behind a WSGI application
-# ============================================================================================
+# ======================================================================================
 #
-# Over HTTP every client message is one POST to one endpoint (/mcp). A request's response is
-# the POST's response: one JSON body, or an SSE stream (text/event-stream) when something about
-# the request comes first (progress, log lines, and in the handshake era the server's own
-# questions to the client). The dispatch is stdio's: the POST's message goes to a Session's
-# handle_message with an EventStream as its outlet, so the frames about that request land in
-# that response. 2026-07-28 requests need no session (a throwaway one per POST), so any worker
-# of a pool of processes can answer any of them; handshake-era clients get a session of their
-# own (Mcp-Session-Id), kept in this process.
+# Over HTTP every client message is one POST to one endpoint (/mcp). A request's
+# response is the POST's response: one JSON body, or an SSE stream (text/event-stream)
+# when something about the request comes first (progress, log lines, and in the
+# handshake era the server's own questions to the client). The dispatch is stdio's: the
+# POST's message goes to a Session's handle_message with an EventStream as its outlet,
+# so the frames about that request land in that response. 2026-07-28 requests need no
+# session (a throwaway one per POST), so any worker of a pool of processes can answer
+# any of them; handshake-era clients get a session of their own (Mcp-Session-Id), kept
+# in this process.
 
-HTTP_STATUS = {200: "200 OK", 202: "202 Accepted", 204: "204 No Content",
-               400: "400 Bad Request", 401: "401 Unauthorized", 403: "403 Forbidden",
-               404: "404 Not Found", 405: "405 Method Not Allowed", 406: "406 Not Acceptable",
-               408: "408 Request Timeout", 409: "409 Conflict", 411: "411 Length Required",
-               413: "413 Content Too Large", 415: "415 Unsupported Media Type",
-               421: "421 Misdirected Request", 429: "429 Too Many Requests",
-               500: "500 Internal Server Error", 503: "503 Service Unavailable"}
-#: 2026-07-28 errors that are the client's fault get 400, an unknown method 404 (both with the
-#: JSON-RPC error as the body); other errors are answered 200, as results are.
-_MODERN_ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400,
-                        HEADER_MISMATCH: 400, MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400,
-                        METHOD_NOT_FOUND: 404}
-_SSE_HEADERS = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
-                ("X-Accel-Buffering", "no"))
+HTTP_STATUS = {
+    200: "200 OK",
+    202: "202 Accepted",
+    204: "204 No Content",
+    400: "400 Bad Request",
+    401: "401 Unauthorized",
+    403: "403 Forbidden",
+    404: "404 Not Found",
+    405: "405 Method Not Allowed",
+    406: "406 Not Acceptable",
+    408: "408 Request Timeout",
+    409: "409 Conflict",
+    411: "411 Length Required",
+    413: "413 Content Too Large",
+    415: "415 Unsupported Media Type",
+    421: "421 Misdirected Request",
+    429: "429 Too Many Requests",
+    500: "500 Internal Server Error",
+    503: "503 Service Unavailable",
+}
+#: 2026-07-28 errors that are the client's fault get 400, an unknown method 404 (both
+#: with the JSON-RPC error as the body); other errors are answered 200, as results are.
+_STATELESS_ERROR_STATUS = {
+    PARSE_ERROR: 400,
+    INVALID_REQUEST: 400,
+    INVALID_PARAMS: 400,
+    HEADER_MISMATCH: 400,
+    MISSING_CAPABILITY: 400,
+    UNSUPPORTED_VERSION: 400,
+    METHOD_NOT_FOUND: 404,
+}
+_SSE_HEADERS = (
+    ("Content-Type", "text/event-stream"),
+    ("Cache-Control", "no-cache"),
+    ("X-Accel-Buffering", "no"),
+)
 
 
 class EventStream:
     """The outlet of one HTTP request: the frames about it and its response, queued as
-    ``(frame, is_response, time.monotonic())`` for the thread writing the HTTP response. A
-    listen stream has no response: it stays open until the client goes away. Without
+    ``(frame, is_response, time.monotonic())`` for the thread writing the HTTP response.
+    A listen stream has no response: it stays open until the client goes away. Without
     ``events`` (the client accepts JSON alone) only the response reaches the client."""
 
-    holder = None       # what it counts against the stream caps while open (HttpEndpoint.hold)
+    #: What it counts against the stream caps while open (HttpEndpoint.hold).
+    holder = None
 
     def __init__(self, listen=False, events=True):
-        self.frames, self.listen, self.closed = SimpleQueue(), listen, False
+        self.frames = SimpleQueue()
+        self.listen = listen
+        self.closed = False
         self.events = events
 
     def send_frame(self, frame):
@@ -4943,40 +4969,45 @@ class HttpSession(Session):
 
     def __init__(self, server, principal=None):
         super().__init__(server, None)
-        server.http_sessions_alive.add(self)  # so that a shutdown can cancel their calls
+        server.http_sessions_alive.add(self)  # so that a shutdown can cancel its calls
         self.principal = principal            # who the bearer token said the client is
-        self.owner = None                     # that principal's identity, once kept (with auth)
+        self.owner = None                     # that principal's identity (kept, auth)
         self.stream = None                    # the GET stream, or a listen's response
-        self.id, self.last_used = None, time.monotonic()
+        self.id = None
+        self.last_used = time.monotonic()
 
     def send_frame(self, frame):
         stream = self.stream
         return stream is not None and stream.send_frame(frame)
 
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):
-        """A request to the client travels in the response to the request that asks it: it
-        cannot if the client accepts JSON alone there, which would leave the call waiting."""
-        if owner is not None and not getattr(owner.outlet, "events", True):   # (a session: yes)
-            raise CapabilityError(f"the client accepts only application/json in response to "
-                                  f"this request, so {method} cannot be sent to it (requests "
-                                  "to the client travel in a text/event-stream)")
+        """A request to the client travels in the response to the request that asks it:
+        it cannot if the client accepts JSON alone there, which would leave the call
+        waiting."""
+        # An outlet without "events" (a session) takes them.
+        if owner is not None and not getattr(owner.outlet, "events", True):
+            raise CapabilityError(
+                f"the client accepts only application/json in response to this "
+                f"request, so {method} cannot be sent to it (requests to the client "
+                "travel in a text/event-stream)")
         return super().request(method, params, timeout, owner, request_id)
 
     #: A tool whose last call took less (seconds) may run on the HTTP server's thread.
     quick_call = 0.1
 
     def run_here(self, ctx, handler):
-        """Run a 2026-07-28 tool call on the HTTP server's thread, which would only wait for
-        it, if it has nothing to stream (no progress token, no log level) and the tool's last
-        call was quick: a call that lasts runs on the pool, so that its stream is kept alive
-        (``heartbeat``) and a client that leaves cancels it."""
-        if ctx.envelope is None or ctx.progress_token is not None \
-                or ctx.envelope.log_level is not None or handler != self.server.call_tool:
+        """Run a 2026-07-28 tool call on the HTTP server's thread, which would only wait
+        for it, if it has nothing to stream (no progress token, no log level) and the
+        tool's last call was quick: a call that lasts runs on the pool, so that its
+        stream is kept alive (``heartbeat``) and a client that leaves cancels it."""
+        envelope = ctx.envelope
+        if (envelope is None or ctx.progress_token is not None
+                or envelope.log_level is not None or handler != self.server.call_tool):
             return False
         name = ctx.params.get("name")
         tool = self.server.tools.get(name) if type(name) is str else None
-        if tool is None or tool.last_took is None or tool.last_took >= self.quick_call \
-                or not self.server.pool.borrow(only_if_idle=False):
+        if (tool is None or tool.last_took is None or tool.last_took >= self.quick_call
+                or not self.server.pool.borrow(only_if_idle=False)):
             return False
         try:
             self.run(ctx, handler)
@@ -4991,7 +5022,8 @@ class HttpSession(Session):
             self.last_used = time.monotonic()
 
     def idle(self, now):
-        """Seconds since it was last used; none while it has a stream open or calls running."""
+        """Seconds since it was last used; none while it has a stream open or calls
+        running."""
         return 0 if self.stream is not None or self.running else now - self.last_used
 
     def end(self):
@@ -5004,11 +5036,12 @@ class HttpSession(Session):
 
 
 class _Releasing:
-    """A WSGI response that calls ``release`` once it is sent, or abandoned (the server calls
-    ``close()`` either way)."""
+    """A WSGI response that calls ``release`` once it is sent, or abandoned (the server
+    calls ``close()`` either way)."""
 
     def __init__(self, response, release):
-        self.response, self.release = response, release
+        self.response = response
+        self.release = release
 
     def __iter__(self):
         return iter(self.response)
@@ -5022,31 +5055,40 @@ class _Releasing:
 
 
 class _HttpRefusal(Exception):
-    """An answer with an error status, and a JSON-RPC error (the exception's text) as body."""
+    """An answer with an error status, and a JSON-RPC error (the exception's text) as
+    body."""
 
-    def __init__(self, status, message, request_id=None, code=INVALID_REQUEST, headers=()):
+    def __init__(self, status, message, request_id=None, code=INVALID_REQUEST,
+                 headers=()):
         super().__init__(message)
-        self.status, self.request_id, self.code, self.headers = status, request_id, code, headers
+        self.status = status
+        self.request_id = request_id
+        self.code = code
+        self.headers = headers
 
 
 def _principal_id(principal):
-    """What tells a principal (the auth hook's answer) from another, in this process and in
-    others: its JSON form (a user id, a dict of claims), else its repr (a dataclass's names
-    its fields). An object with neither cannot be told from another one: TypeError."""
+    """What tells a principal (the auth hook's answer) from another, in this process and
+    in others: its JSON form (a user id, a dict of claims), else its repr (a dataclass's
+    names its fields). An object with neither cannot be told from another one:
+    TypeError."""
     try:
         json.dumps(principal, sort_keys=True)
         return principal
     except (TypeError, ValueError, RecursionError):
         pass
-    if type(principal).__repr__ is object.__repr__:   # "<User object at 0x...>": each its own
-        raise TypeError(f"the auth hook returned a {type(principal).__name__}, which has no "
-                        "JSON form and no __repr__: return a user id or a dict, or give it "
-                        "a __repr__ naming the user (a dataclass has one)")
+    # "<User object at 0x...>": each object its own
+    if type(principal).__repr__ is object.__repr__:
+        raise TypeError(
+            f"the auth hook returned a {type(principal).__name__}, which has no JSON "
+            "form and no __repr__: return a user id or a dict, or give it a __repr__ "
+            "naming the user (a dataclass has one)")
     return repr(principal)
 
 
 def _header_value(raw):
-    """A header value as sent: values that are not plain ASCII travel as =?base64?...?=."""
+    """A header value as sent: values that are not plain ASCII travel as
+    =?base64?...?=."""
     if raw and raw.startswith("=?base64?") and raw.endswith("?="):
         encoded = raw[9:-2]
         if not _BASE64.fullmatch(encoded):    # a2b_base64 would skip what is not base64
@@ -5063,9 +5105,11 @@ _BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{
 
 def _accepted(accept):
     """Whether an Accept header takes text/event-stream, and application/json. Clients
-    send the same one every time: short ones are remembered (a cache that cannot grow)."""
+    send the same one every time: short ones are remembered (a cache that cannot
+    grow)."""
     if len(accept) > 200:
-        return _accepts(accept, "text/event-stream"), _accepts(accept, "application/json")
+        return (_accepts(accept, "text/event-stream"),
+                _accepts(accept, "application/json"))
     return _accepted_short(accept)
 
 
@@ -5075,24 +5119,28 @@ def _accepted_short(accept):
 
 
 def _accepts(accept, media_type):
-    """Whether an Accept header takes ``media_type``: the most specific range that names it
-    (whatever its case) decides, and q=0 refuses it (RFC 9110 12.5.1)."""
+    """Whether an Accept header takes ``media_type``: the most specific range that names
+    it (whatever its case) decides, and q=0 refuses it (RFC 9110 12.5.1)."""
     ranks = {media_type: 3, media_type.split("/")[0] + "/*": 2, "*/*": 1}
-    best, accepted = 0, False
+    best = 0
+    accepted = False
     for item in accept.lower().split(","):
         media, *params = item.split(";")
         rank = ranks.get(media.strip(), 0)
         if rank > best:
-            refused = any(re.fullmatch(r"\s*q\s*=\s*0(\.0*)?\s*", param) for param in params)
-            best, accepted = rank, not refused
+            refused = any(re.fullmatch(r"\s*q\s*=\s*0(\.0*)?\s*", param)
+                          for param in params)
+            best = rank
+            accepted = not refused
     return accepted
 
 
-#: A Host header, or the host[:port] of an Origin or a URL: a bracketed IPv6 address, or a
-#: name or IPv4 address in the characters of DNS names; then perhaps a port.
+#: A Host header, or the host[:port] of an Origin or a URL: a bracketed IPv6 address, or
+#: a name or IPv4 address in the characters of DNS names; then perhaps a port.
 _HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?")
-#: What a URL's path may hold besides letters, digits and "_.-" (which quote() keeps too):
-#: nothing that could end a header's quoted string ('"', '\', space, control characters).
+#: What a URL's path may hold besides letters, digits and "_.-" (which quote() keeps
+#: too): nothing that could end a header's quoted string ('"', '\', space, control
+#: characters).
 _URL_SAFE = "/:@!$&'()*+,;=~%"
 _URL_PATH = re.compile(r"[\w.~\-" + re.escape(_URL_SAFE) + "]*", re.ASCII)
 _PUBLIC_URL = re.compile(r"((?i:https?)://([^/?#]*))(/[^?#]*)?")
@@ -5102,11 +5150,11 @@ _WELL_KNOWN = "/.well-known/oauth-protected-resource"        # RFC 9728
 
 
 def _host_parts(host):
-    """``(name, port)`` of a Host header or of an Origin's or URL's host[:port]: the name
-    lowercased and without brackets, the port an int or None. None for anything else (junk,
-    a bad port, brackets around something other than an IPv6 address)."""
+    """``(name, port)`` of a Host header or of an Origin's or URL's host[:port]: the
+    name lowercased and without brackets, the port an int or None. None for anything
+    else (junk, a bad port, brackets around something other than an IPv6 address)."""
     match = _HOST.fullmatch(host)
-    if match is None or match[2] is not None and not 0 < int(match[2]) < 65536:
+    if match is None or (match[2] is not None and not 0 < int(match[2]) < 65536):
         return None
     name = match[1].lower()
     if name.startswith("["):
@@ -5116,14 +5164,16 @@ def _host_parts(host):
     return name, None if match[2] is None else int(match[2])
 
 
-#: check_host's _host_parts: clients send the same Host every time (300 characters at most:
-#: a DNS name has 253, so the cache cannot grow past 64 of them).
+#: check_host's _host_parts: clients send the same Host every time (300 characters at
+#: most: a DNS name has 253, so the cache cannot grow past 64 of them).
 _known_host_parts = functools.lru_cache(maxsize=64)(_host_parts)
 
 
-@functools.lru_cache(maxsize=256)          # the same few names and addresses come every time
+# The same few names and addresses come every time.
+@functools.lru_cache(maxsize=256)
 def _ip_address(name):
-    """The address an IPv4 or IPv6 literal (without brackets) writes; None for a name."""
+    """The address an IPv4 or IPv6 literal (without brackets) writes; None for a
+    name."""
     import ipaddress
     try:
         return ipaddress.ip_address(name)
@@ -5132,16 +5182,16 @@ def _ip_address(name):
 
 
 def _is_loopback(name):
-    """Whether a host name or address (without port or brackets) is this machine: localhost,
-    127.0.0.0/8 or ::1, also written as IPv6 writes IPv4 (a dual-stack socket reports a
-    client at 127.0.0.1 as ::ffff:127.0.0.1)."""
-    if name == "localhost":                   # of the names, only localhost is this machine
+    """Whether a host name or address (without port or brackets) is this machine:
+    localhost, 127.0.0.0/8 or ::1, also written as IPv6 writes IPv4 (a dual-stack socket
+    reports a client at 127.0.0.1 as ::ffff:127.0.0.1)."""
+    if name == "localhost":                   # of names, only localhost is this machine
         return True
     address = _ip_address(name)
     if address is None:
         return False
     mapped = getattr(address, "ipv4_mapped", None)
-    return address.is_loopback or mapped is not None and mapped.is_loopback
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 def _allowed_hosts(names):
@@ -5164,28 +5214,30 @@ def _allowed_hosts(names):
 
 
 def _public_url(url):
-    """The public_url setting, checked: None, or an http(s) URL with a host and no query or
-    fragment, whose every character may stand in a header."""
+    """The public_url setting, checked: None, or an http(s) URL with a host and no query
+    or fragment, whose every character may stand in a header."""
     if url is None:
         return None
     match = _PUBLIC_URL.fullmatch(url) if isinstance(url, str) else None
-    if match is None or _host_parts(match[2]) is None \
-            or not _URL_PATH.fullmatch(match[3] or ""):
-        raise ValueError(f"public_url must be the http(s) URL clients reach the MCP endpoint "
-                         f"at, with a host and no query or fragment, like "
-                         f"'https://mcp.example.com/mcp', not {url!r}")
+    if (match is None or _host_parts(match[2]) is None
+            or not _URL_PATH.fullmatch(match[3] or "")):
+        raise ValueError(
+            f"public_url must be the http(s) URL clients reach the MCP endpoint at, "
+            f"with a host and no query or fragment, like "
+            f"'https://mcp.example.com/mcp', not {url!r}")
     return url
 
 
 class _LifespanFailed:
-    """The WSGI application of a process whose lifespan failed to start: every request gets
-    503 with the error's one-line summary (its traceback was logged once, by start_http)
-    until the lifespan is tried again."""
+    """The WSGI application of a process whose lifespan failed to start: every request
+    gets 503 with the error's one-line summary (its traceback was logged once, by
+    start_http) until the lifespan is tried again."""
 
     def __init__(self, error, retry):
         import traceback
         self.summary = _exception_line(error, traceback, 200)
-        self.retry, self.retry_at = retry, time.monotonic() + retry
+        self.retry = retry
+        self.retry_at = time.monotonic() + retry
 
     def due(self):
         return time.monotonic() >= self.retry_at
@@ -5194,8 +5246,8 @@ class _LifespanFailed:
         length = environ.get("CONTENT_LENGTH") or ""
         if _is_length(length) and int(length) <= 1 << 16:    # read, as engines expect
             environ["wsgi.input"].read(int(length))
-        body = encode_message(error_response(None, INTERNAL_ERROR, "Service Unavailable: the "
-                                             f"server's lifespan failed: {self.summary}"))
+        body = error_frame(None, INTERNAL_ERROR, "Service Unavailable: the server's "
+                           f"lifespan failed: {self.summary}")
         return HttpEndpoint.reply(start_response, 503, body,
                                   [("Retry-After", str(max(1, round(self.retry))))])
 
@@ -5223,8 +5275,8 @@ def _restore_signals(held):
 
 def _at_process_exit(fn):
     """Call ``fn`` as this process exits: by atexit when Python exits the usual way (the
-    embedded server, gunicorn's and waitress's processes), and by multiprocessing's own exit
-    in a worker process it started (granian's), which skips atexit for os._exit."""
+    embedded server, gunicorn's and waitress's processes), and by multiprocessing's own
+    exit in a worker process it started (granian's), which skips atexit for os._exit."""
     import atexit
     atexit.register(fn)
     multiprocessing = sys.modules.get("multiprocessing")
@@ -5238,42 +5290,51 @@ class HttpEndpoint:
     Origin, Host, token, headers, body), then hands the message to a Session."""
 
     def __init__(self, server):
-        self.server, self.sessions, self.lock = server, {}, threading.Lock()
+        self.server = server
+        self.sessions = {}
+        self.lock = threading.Lock()
         # The DNS names a Host may give: allowed_hosts, and public_url's host
         self.host_names = set(server.allowed_hosts or ())
         if server.public_url is not None:
-            self.host_names.add(_host_parts(_PUBLIC_URL.fullmatch(server.public_url)[2])[0])
-        self.inflight = 0                     # bytes of bodies reserved (max_inflight_bytes)
-        self.held = {}                        # principal's identity -> responses it holds open
-        self.streams = 0                      # listen and GET streams open, of all clients
+            public_host = _PUBLIC_URL.fullmatch(server.public_url)[2]
+            self.host_names.add(_host_parts(public_host)[0])
+        # Bytes of bodies reserved (max_inflight_bytes)
+        self.inflight = 0
+        # A principal's identity -> the responses it holds open
+        self.held = {}
+        # The listen and GET streams open, of all clients
+        self.streams = 0
 
     def __call__(self, environ, start_response):
         try:
             try:
                 result = self.route(environ, start_response)
             except _HttpRefusal as refusal:
-                body = encode_message(error_response(refusal.request_id, refusal.code,
-                                                     str(refusal)))
-                result = self.reply(start_response, refusal.status, body, refusal.headers)
+                body = error_frame(refusal.request_id, refusal.code, str(refusal))
+                result = self.reply(start_response, refusal.status, body,
+                                    refusal.headers)
         except BaseException:
             self.release(environ)
             raise
         if not environ.get("mcp_min.reserved"):
             return result
-        if type(result) is list:              # a whole response: the call is over
-            self.release(environ)             # (and a list is the engines' quickest body)
+        # A whole response: the call is over (and a list is the engines' quickest body)
+        if type(result) is list:
+            self.release(environ)
             return result
         return _Releasing(result, lambda: self.release(environ))
 
     def route(self, environ, start_response):
         server = self.server
-        path, method = environ.get("PATH_INFO") or "/", environ["REQUEST_METHOD"]
+        path = environ.get("PATH_INFO") or "/"
+        method = environ["REQUEST_METHOD"]
         host = self.check_host(environ)
         self.check_origin(environ, host)
         if path == _WELL_KNOWN + server.http_path and server.auth:
             return self.metadata(environ, start_response, host)
         if path.rstrip("/") != server.http_path.rstrip("/"):
-            raise _HttpRefusal(404, f"Not Found: the MCP endpoint is {server.http_path}")
+            raise _HttpRefusal(404, "Not Found: the MCP endpoint is "
+                                    f"{server.http_path}")
         principal = None if server.auth is None else self.authenticate(environ, host)
         if method == "POST":
             return self.post(environ, start_response, principal)
@@ -5286,19 +5347,23 @@ class HttpEndpoint:
             session.end()
             return self.reply(start_response, 204, b"")
         allowed = "GET, POST, DELETE" if server.http_sessions else "POST"
-        raise _HttpRefusal(405, f"Method Not Allowed: {_preview(method)} (this endpoint takes "
-                                f"{allowed})", headers=[("Allow", allowed)])
+        raise _HttpRefusal(405, f"Method Not Allowed: {_preview(method)} (this "
+                                f"endpoint takes {allowed})",
+                           headers=[("Allow", allowed)])
 
     def metadata(self, environ, start_response, host):
-        """GET: this resource's metadata (RFC 9728), where clients read which authorization
-        servers issue its tokens; HEAD: its headers alone."""
+        """GET: this resource's metadata (RFC 9728), where clients read which
+        authorization servers issue its tokens; HEAD: its headers alone."""
         method = environ["REQUEST_METHOD"]
         if method not in ("GET", "HEAD"):
-            raise _HttpRefusal(405, f"Method Not Allowed: {_preview(method)} (this path takes "
-                                    "GET, HEAD)", headers=[("Allow", "GET, HEAD")])
-        body = encode_message({"resource": self.urls(environ, host)[0],
-                               "authorization_servers": list(self.server.authorization_servers),
-                               "bearer_methods_supported": ["header"]})
+            raise _HttpRefusal(405, f"Method Not Allowed: {_preview(method)} (this "
+                                    "path takes GET, HEAD)",
+                               headers=[("Allow", "GET, HEAD")])
+        body = encode_message({
+            "resource": self.urls(environ, host)[0],
+            "authorization_servers": list(self.server.authorization_servers),
+            "bearer_methods_supported": ["header"],
+        })
         response = self.reply(start_response, 200, body)
         return [] if method == "HEAD" else response
 
@@ -5312,33 +5377,35 @@ class HttpEndpoint:
                     stream.respond(frame)
                 stream.close()
 
-    # -- security ---------------------------------------------------------------------------
+    # -- security ---------------------------------------------------------------------
     def check_host(self, environ):
-        """The request's Host, once it names this server: localhost, an IP address, a name in
-        allowed_hosts or public_url's. A DNS name it does not know is 421: a browser whose DNS
-        an attacker's site rebound to this server's address sends that site's name, and
-        nothing else tells its scripts from this server's own clients, wherever they are.
-        None, junk or a bad port: 400 (RFC 9112 3.2)."""
+        """The request's Host, once it names this server: localhost, an IP address, a
+        name in allowed_hosts or public_url's. A DNS name it does not know is 421: a
+        browser whose DNS an attacker's site rebound to this server's address sends that
+        site's name, and nothing else tells its scripts from this server's own clients,
+        wherever they are. None, junk or a bad port: 400 (RFC 9112 3.2)."""
         host = environ.get("HTTP_HOST")
         if host is None:
             raise _HttpRefusal(400, "Bad Request: send a Host header (RFC 9112 3.2)")
         parts = _known_host_parts(host) if len(host) <= 300 else None
         if parts is None:
-            raise _HttpRefusal(400, f"Bad Request: Host {_preview(host)} is not a host name "
-                                    "or address with an optional port")
+            raise _HttpRefusal(400, f"Bad Request: Host {_preview(host)} is not a host "
+                                    "name or address with an optional port")
         name = parts[0]
-        if name != "localhost" and _ip_address(name) is None and name not in self.host_names:
-            raise _HttpRefusal(421, f"Misdirected Request: Host {_preview(host)} is not a "
-                                    "name of this server: list the names clients use in "
-                                    "Server(allowed_hosts=[...])")
+        if (name != "localhost" and _ip_address(name) is None
+                and name not in self.host_names):
+            raise _HttpRefusal(421, f"Misdirected Request: Host {_preview(host)} is "
+                                    "not a name of this server: list the names clients "
+                                    "use in Server(allowed_hosts=[...])")
         return host
 
     def check_origin(self, environ, host):
-        """403 for another site's script. A browser names the page that sent a request in
-        Origin: the server's own has the request's Host (checked by check_host) as its
-        host[:port]; one on this machine may call a server on this machine; any other must
-        be in allowed_origins ("*": any)."""
-        origin, allowed = environ.get("HTTP_ORIGIN"), self.server.allowed_origins
+        """403 for another site's script. A browser names the page that sent a request
+        in Origin: the server's own has the request's Host (checked by check_host) as
+        its host[:port]; one on this machine may call a server on this machine; any
+        other must be in allowed_origins ("*": any)."""
+        origin = environ.get("HTTP_ORIGIN")
+        allowed = self.server.allowed_origins
         if origin is None or "*" in allowed or origin in allowed:
             return
         match = _ORIGIN.fullmatch(origin)
@@ -5354,28 +5421,32 @@ class HttpEndpoint:
                                 "(Server(allowed_origins=[...]))")
 
     def authenticate(self, environ, host):
-        """Who the bearer token belongs to, by the auth hook; else 401, with where to read how
-        to get a token (RFC 9728). A falsy principal (None, False, "", 0, {}, []) is nobody:
-        a hook answering "is this token good?" says False for a bad one."""
+        """Who the bearer token belongs to, by the auth hook; else 401, with where to
+        read how to get a token (RFC 9728). A falsy principal (None, False, "", 0, {},
+        []) is nobody: a hook answering "is this token good?" says False for a bad
+        one."""
         scheme, _, token = environ.get("HTTP_AUTHORIZATION", "").partition(" ")
         principal = None
         if scheme.lower() == "bearer" and token.strip():
             try:
                 principal = self.server.auth(token.strip())
-            except Exception:                 # the hook failed: no principal; never the token
+            except Exception:
+                # The hook failed: no principal. Only the error's class is logged:
+                # its message may quote the token.
                 log.error("the auth hook failed (%s)", sys.exc_info()[0].__name__)
         if principal:
             return principal
         metadata = self.urls(environ, host)[1]
         error = ', error="invalid_token"' if scheme.lower() == "bearer" else ""
-        raise _HttpRefusal(401, "Unauthorized: send Authorization: Bearer TOKEN", headers=[
-            ("WWW-Authenticate", f'Bearer resource_metadata="{metadata}"{error}')])
+        challenge = f'Bearer resource_metadata="{metadata}"{error}'
+        raise _HttpRefusal(401, "Unauthorized: send Authorization: Bearer TOKEN",
+                           headers=[("WWW-Authenticate", challenge)])
 
     def urls(self, environ, host):
-        """The MCP endpoint's URL and its metadata's (RFC 9728), as clients reach them: from
-        public_url if set, else from the request's Host (checked by check_host) and the
-        prefix (SCRIPT_NAME) under which a WSGI server or middleware serves this application.
-        Neither has a character that could end a header's quoted string."""
+        """The MCP endpoint's URL and its metadata's (RFC 9728), as clients reach them:
+        from public_url if set, else from the request's Host (checked by check_host) and
+        the prefix (SCRIPT_NAME) under which a WSGI server or middleware serves this
+        application. Neither has a character that could end a header's quoted string."""
         public = self.server.public_url
         if public is not None:
             match = _PUBLIC_URL.fullmatch(public)
@@ -5383,84 +5454,102 @@ class HttpEndpoint:
         from urllib.parse import quote
         scheme = "https" if environ.get("wsgi.url_scheme") == "https" else "http"
         # WSGI strings are bytes as Latin-1 (PEP 3333): percent-encode those bytes
-        prefix = environ.get("SCRIPT_NAME", "").rstrip("/").encode("latin-1", "replace")
+        prefix = environ.get("SCRIPT_NAME", "").rstrip("/")
+        prefix = prefix.encode("latin-1", "replace")
         base = f"{scheme}://{host}{quote(prefix, safe=_URL_SAFE)}"
         path = quote(self.server.http_path, safe=_URL_SAFE)
         return base + path, f"{base}{_WELL_KNOWN}{path}"
 
-    # -- POST: one client message ---------------------------------------------------------------
+    # -- POST: one client message -----------------------------------------------------
     def post(self, environ, start_response, principal):
+        """Accept, Content-Type, the body and its era; a 2026-07-28 request is answered
+        here, a handshake-era message in its session (post_in_session)."""
         server = self.server
-        accept = environ.get("HTTP_ACCEPT", "*/*")
-        sse, takes_json = _accepted(accept)
+        sse, takes_json = _accepted(environ.get("HTTP_ACCEPT", "*/*"))
         if not (sse or takes_json):
             raise _HttpRefusal(406, "Not Acceptable: accept application/json and "
                                     "text/event-stream")
-        if environ.get("CONTENT_TYPE", "").split(";")[0].strip().lower() != "application/json":
-            raise _HttpRefusal(415, "Unsupported Media Type: the body must be application/json")
+        content_type = environ.get("CONTENT_TYPE", "")
+        if content_type.split(";")[0].strip().lower() != "application/json":
+            raise _HttpRefusal(415, "Unsupported Media Type: the body must be "
+                                    "application/json")
         body = self.read_body(environ)
         # The era: 2026-07-28 if the body or the MCP-Protocol-Version header says so (a
         # handshake client sends no such header with initialize, and its version after).
-        modern = environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_PROTOCOL_VERSIONS
+        stateless = environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_PROTOCOL_VERSIONS
         try:
             message = decode_message(body)
             if not isinstance(message, list):
                 kind = classify(message)
-            elif modern or not server.http_sessions:     # a batch needs a 2025-03-26 session
-                raise JSONRPCError(INVALID_REQUEST, "Invalid Request: batches are accepted "
-                                   "only in a protocol 2025-03-26 session; POST one message")
-            else:                             # the session checks its version (handle_batch)
-                kind = "batch"
+            elif stateless or not server.http_sessions:
+                # a batch needs a 2025-03-26 session
+                raise JSONRPCError(INVALID_REQUEST, "Invalid Request: batches are "
+                                   "accepted only in a protocol 2025-03-26 session; "
+                                   "POST one message")
+            else:
+                kind = "batch"                # handle_batch checks the version
         except JSONRPCError as e:
             rid = e.data.get("id") if isinstance(e.data, dict) else None
-            if rid is not None and server.http_sessions and not modern:
+            if rid is not None and server.http_sessions and not stateless:
                 self.fail_answer(environ, principal, message)
             raise _HttpRefusal(400, e.message, rid, e.code) from None
-        if kind != "request" and modern:
-            return self.reply(start_response, 202, b"")    # nothing for a stateless server
+        if kind != "request" and stateless:   # nothing for a server that keeps no state
+            return self.reply(start_response, 202, b"")
         if kind == "request":
             params = message.get("params") or {}
-            if modern or is_stateless(message["method"], params.get("_meta")):
+            if stateless or is_stateless(message["method"], params.get("_meta")):
                 self.check_headers(environ, message, params)
-                return self.exchange(environ, start_response, HttpSession(server, principal),
-                                     message, sse, modern=True)
+                session = HttpSession(server, principal)
+                return self.exchange(environ, start_response, session, message, sse,
+                                     stateless=True)
+        return self.post_in_session(environ, start_response, principal, message, kind,
+                                    sse)
+
+    def post_in_session(self, environ, start_response, principal, message, kind, sse):
+        """A handshake-era message: an initialize opens a session; anything else goes to
+        the session it names, or, on a server that keeps none, to a throwaway one."""
+        server = self.server
         initialize = kind == "request" and message["method"] == "initialize"
         if initialize:
             session = HttpSession(server, principal)
         elif server.http_sessions:
             session = self.find_session(environ, principal)
-        else:                                 # stateless handshake: as if just initialized
-            session = self.stateless_session(environ, principal)
+        else:                                 # no sessions: as if just initialized
+            session = self.throwaway_session(environ, principal)
         session.last_used = time.monotonic()
-        if kind in ("notification", "response"):   # a response: an answer to our question
+        # A response is an answer to a question of ours
+        if kind in ("notification", "response"):
             session.handle_message(message)
             return self.reply(start_response, 202, b"")
         return self.exchange(environ, start_response, session, message, sse,
                              opens_session=initialize and server.http_sessions)
 
     def fail_answer(self, environ, principal, message):
-        """An invalid message may be a botched answer to the session's request (no result,
-        say): as on stdio, that request then fails at once, not after request_timeout."""
+        """An invalid message may be a botched answer to the session's request (no
+        result, say): as on stdio, that request then fails at once, not after
+        request_timeout."""
         try:
             session = self.find_session(environ, principal)
         except _HttpRefusal:                  # no such session: the 400 says enough
             return
-        session.handle_message(message, EventStream())    # its reply, if any, is the 400
+        session.handle_message(message, EventStream())    # its reply, if any: the 400
 
     def read_body(self, environ):
-        """The POST's body, read once its length is known to be within max_body_bytes and
-        within what max_inflight_bytes has left (that much stays reserved while the call
-        runs: until its whole response is made, or until its stream ends)."""
-        server, length = self.server, environ.get("CONTENT_LENGTH")
+        """The POST's body, read once its length is known to be within max_body_bytes
+        and within what max_inflight_bytes has left (that much stays reserved while the
+        call runs: until its whole response is made, or until its stream ends)."""
+        server = self.server
+        length = environ.get("CONTENT_LENGTH")
         limit = min(server.max_body_bytes, server.max_line_bytes)
         if length and not _is_length(length):
             raise _HttpRefusal(400, "Bad Request: invalid Content-Length")
         length = int(length) if length else None
-        if length is None and "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
+        chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+        if length is None and not chunked:
             raise _HttpRefusal(411, "Length Required: send Content-Length")
         if length is not None and length > limit:
-            raise _HttpRefusal(413, f"Content Too Large: {length} bytes is over the limit of "
-                                    f"{limit} bytes per message")
+            raise _HttpRefusal(413, f"Content Too Large: {length} bytes is over the "
+                                    f"limit of {limit} bytes per message")
         self.reserve(environ, limit + 1 if length is None else length)
         try:
             body = environ["wsgi.input"].read(limit + 1 if length is None else length)
@@ -5468,16 +5557,18 @@ class HttpEndpoint:
             raise _HttpRefusal(408, "Request Timeout: the body did not all come within "
                                     f"{server.idle_timeout} s of the headers") from None
         if len(body) > limit:
-            raise _HttpRefusal(413, f"Content Too Large: over the limit of {limit} bytes per "
-                                    "message")
-        if length is None:                    # chunked: what came, not the most that could
+            raise _HttpRefusal(413, "Content Too Large: over the limit of "
+                                    f"{limit} bytes per message")
+        # Chunked: keep what came, not the most that could have
+        if length is None:
             self.release(environ, keep=len(body))
         if len(body) > 1 << 20:
             _keep_big_blocks_apart()
         return body
 
-    # A body's bytes are the least it costs: decoded, its JSON takes as much again (text) to
-    # 25 times as much (arrays of empty objects), held with the call until it ends.
+    # A body's bytes are the least it costs: decoded, its JSON takes as much again
+    # (text) to 25 times as much (arrays of empty objects), held with the call until it
+    # ends.
     def reserve(self, environ, size):
         """Count ``size`` bytes against max_inflight_bytes for this request, or 503."""
         budget = self.server.max_inflight_bytes
@@ -5486,10 +5577,12 @@ class HttpEndpoint:
                 self.inflight += size
                 environ["mcp_min.reserved"] = size
                 return
-        modern = environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_PROTOCOL_VERSIONS
-        raise _HttpRefusal(503, f"Server busy: {budget} bytes of requests at most are taken "
-                                "at once (Server(max_inflight_bytes=...)); try again shortly",
-                           code=INTERNAL_ERROR if modern else SERVER_BUSY,
+        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+        stateless = version in MODERN_PROTOCOL_VERSIONS
+        raise _HttpRefusal(503, f"Server busy: {budget} bytes of requests at most are "
+                                "taken at once (Server(max_inflight_bytes=...)); try "
+                                "again shortly",
+                           code=INTERNAL_ERROR if stateless else SERVER_BUSY,
                            headers=[("Retry-After", "1")])
 
     def release(self, environ, keep=0):
@@ -5501,9 +5594,10 @@ class HttpEndpoint:
             environ["mcp_min.reserved"] = keep
 
     def check_headers(self, environ, message, params):
-        """2026-07-28 repeats in headers what the body says, so that proxies can route on it:
-        any disagreement is refused (-32020)."""
-        meta, method = params.get("_meta"), message["method"]
+        """2026-07-28 repeats in headers what the body says, so that proxies can route
+        on it: any disagreement is refused (-32020)."""
+        meta = params.get("_meta")
+        method = message["method"]
         version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
         header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         name = params.get("uri" if method == "resources/read" else "name")
@@ -5514,56 +5608,71 @@ class HttpEndpoint:
                        f"{_short_repr(version)}")
         elif _header_value(environ.get("HTTP_MCP_METHOD")) != method:
             problem = f"Mcp-Method must be {_short_repr(method)}"
-        elif method in INPUT_METHODS and _header_value(environ.get("HTTP_MCP_NAME")) != name:
+        elif (method in INPUT_METHODS
+              and _header_value(environ.get("HTTP_MCP_NAME")) != name):
             problem = f"Mcp-Name must be {_preview(name)}"
         elif method == "tools/call" and type(name) is str and name in self.server.tools:
             problem = self.mirror_problem(environ, self.server.tools[name], params)
         if problem:
-            raise _HttpRefusal(400, f"Header mismatch: {problem}", message["id"], HEADER_MISMATCH)
+            raise _HttpRefusal(400, f"Header mismatch: {problem}", message["id"],
+                               HEADER_MISMATCH)
 
     @staticmethod
     def mirror_problem(environ, tool, params):
-        """What is wrong with the Mcp-Param-{Name} headers of a call to ``tool``, if anything:
-        each argument its schema marks with x-mcp-header must be repeated, and only then."""
+        """What is wrong with the Mcp-Param-{Name} headers of a call to ``tool``, if
+        anything: each argument its schema marks with x-mcp-header must be repeated, and
+        only then."""
         for name, path in tool.mirrored.items():
             value = params.get("arguments")
             for key in path:
                 value = value.get(key) if isinstance(value, dict) else None
             header = environ.get("HTTP_MCP_PARAM_" + name.upper().replace("-", "_"))
             if value is not None and not _mirrors(value, _header_value(header)):
-                return f"Mcp-Param-{name} must be {_preview(value)}, as in the arguments"
+                return (f"Mcp-Param-{name} must be {_preview(value)}, as in the "
+                        "arguments")
         return None
 
-    # -- handshake-era sessions -----------------------------------------------------------------
+    # -- handshake-era sessions -------------------------------------------------------
     def open_session(self, session, request_id=None):
-        """Keep a new session (its initialize succeeded). Sessions idle longer than
-        ``session_idle`` end first. Then a principal at ``max_sessions_per_principal``, or
-        any when ``max_sessions`` are kept, gives up its own longest-idle session; one with
-        none to give up is refused (503): a client never makes room by ending another's.
-        Without auth clients cannot be told apart: all are one, as before the quota."""
+        """Keep a new session (its initialize succeeded), once ``make_room`` has made
+        room for it; returns its id. Without auth clients cannot be told apart: all are
+        one owner, as before the quota."""
         import secrets
-        server, now = self.server, time.monotonic()
+        server = self.server
+        now = time.monotonic()
         owner = None if server.auth is None else self.identity(session.principal)
-        quota = None if owner is None else server.max_sessions_per_principal
         with self.lock:
-            for old in [s for s in self.sessions.values() if s.idle(now) > server.session_idle]:
-                self.end_session(old)
-            own = [s for s in self.sessions.values() if s.owner == owner]
-            while own and (len(self.sessions) >= server.max_sessions
-                           or quota is not None and len(own) >= quota):
-                # the longest idle; of sessions all in use, the one used least recently
-                oldest = max(own, key=lambda s: (s.idle(now), -s.last_used))
-                own.remove(oldest)
-                self.end_session(oldest)
-            if len(self.sessions) >= server.max_sessions:
-                soonest = min(server.session_idle - s.idle(now) for s in self.sessions.values())
-                raise _HttpRefusal(503, f"Service Unavailable: this server keeps at most "
-                                        f"{server.max_sessions} sessions (max_sessions), all "
-                                        "of other clients; try again later", request_id,
-                                   SERVER_BUSY, [("Retry-After", str(max(1, int(soonest))))])
-            session.id, session.owner = secrets.token_urlsafe(24), owner
+            self.make_room(owner, now, request_id)
+            session.id = secrets.token_urlsafe(24)
+            session.owner = owner
             self.sessions[session.id] = session
         return session.id
+
+    def make_room(self, owner, now, request_id):
+        """Under the lock, before a session of ``owner`` is kept: sessions idle longer
+        than ``session_idle`` end first. Then an owner at
+        ``max_sessions_per_principal``, or any when ``max_sessions`` are kept, gives up
+        its own longest-idle session; one with none to give up is refused (503): a
+        client never makes room by ending another's."""
+        server = self.server
+        quota = None if owner is None else server.max_sessions_per_principal
+        limit = server.session_idle
+        for old in [s for s in self.sessions.values() if s.idle(now) > limit]:
+            self.end_session(old)
+        own = [s for s in self.sessions.values() if s.owner == owner]
+        while own and (len(self.sessions) >= server.max_sessions
+                       or (quota is not None and len(own) >= quota)):
+            # the longest idle; of sessions all in use, the one used least recently
+            oldest = max(own, key=lambda s: (s.idle(now), -s.last_used))
+            own.remove(oldest)
+            self.end_session(oldest)
+        if len(self.sessions) >= server.max_sessions:
+            soonest = min(limit - s.idle(now) for s in self.sessions.values())
+            retry = [("Retry-After", str(max(1, int(soonest))))]
+            raise _HttpRefusal(503, f"Service Unavailable: this server keeps at most "
+                                    f"{server.max_sessions} sessions (max_sessions), "
+                                    "all of other clients; try again later",
+                               request_id, SERVER_BUSY, retry)
 
     def end_session(self, session):
         """Expiry or eviction (under the lock)."""
@@ -5571,26 +5680,27 @@ class HttpEndpoint:
         session.end()
 
     def find_session(self, environ, principal):
-        """The session a request names. It belongs to whoever opened it: to another principal
-        it does not exist."""
+        """The session a request names. It belongs to whoever opened it: to another
+        principal it does not exist."""
         session_id = environ.get("HTTP_MCP_SESSION_ID")
         if not session_id:
             raise _HttpRefusal(400, "Bad Request: Mcp-Session-Id header required (send "
                                     "initialize first)")
         with self.lock:
             session = self.sessions.get(session_id)
-        if session is None or not self.same_principal(session.principal, principal) or \
-                session.idle(time.monotonic()) > self.server.session_idle:
+        if (session is None or not self.same_principal(session.principal, principal)
+                or session.idle(time.monotonic()) > self.server.session_idle):
             raise _HttpRefusal(404, "Session not found: initialize again")
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         if version is not None and version != session.version:
-            raise _HttpRefusal(400, f"Bad Request: MCP-Protocol-Version {_short_repr(version)} is "
-                                    f"not this session's ({session.version})")
+            raise _HttpRefusal(400, f"Bad Request: MCP-Protocol-Version "
+                                    f"{_short_repr(version)} is not this session's "
+                                    f"({session.version})")
         return session
 
     def same_principal(self, opener, principal):
-        """Whether a request's principal is the one that opened a session: equal (the auth
-        hook returned the same user id or object), or with the same identity."""
+        """Whether a request's principal is the one that opened a session: equal (the
+        auth hook returned the same user id or object), or with the same identity."""
         return opener == principal or self.identity(opener) == self.identity(principal)
 
     @staticmethod
@@ -5600,12 +5710,13 @@ class HttpEndpoint:
             return json.dumps(_principal_id(principal), sort_keys=True)
         except TypeError as e:
             log.error("%s", e)
-            raise _HttpRefusal(500, "Internal Server Error: the server cannot tell its clients "
-                                    "apart (see its log)") from None
+            raise _HttpRefusal(500, "Internal Server Error: the server cannot tell its "
+                                    "clients apart (see its log)") from None
 
-    def stateless_session(self, environ, principal):
-        """A throwaway handshake-era session, for a server without sessions: the version from
-        the header (2025-03-26 when absent, as the spec says), the client otherwise unknown."""
+    def throwaway_session(self, environ, principal):
+        """A handshake-era session for one message, on a server that keeps none: the
+        version from the header (2025-03-26 when absent, as the spec says), the client
+        otherwise unknown."""
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         if version is None:
             version = V2025_03
@@ -5615,80 +5726,83 @@ class HttpEndpoint:
                                     f"{', '.join(PROTOCOL_VERSIONS)})")
         session = HttpSession(self.server, principal)
         session.version = version
-        session.no_requests = ("this server has no sessions (http_sessions=False), so it "
-                               "sends no requests to the client in the handshake era")
-        session.capabilities, session.initialized = self.server.capabilities(), True
+        session.no_requests = ("this server has no sessions (http_sessions=False), so "
+                               "it sends no requests to the client in the handshake "
+                               "era")
+        session.capabilities = self.server.capabilities()
+        session.initialized = True
         return session
 
-    # -- responses --------------------------------------------------------------------------------
-    def exchange(self, environ, start_response, session, message, sse, modern=False,
+    # -- responses --------------------------------------------------------------------
+    def exchange(self, environ, start_response, session, message, sse, stateless=False,
                  opens_session=False):
-        """Dispatch one request (or a batch) and answer with its response: JSON if that comes
-        first, else an SSE stream of what comes before it. A stream also starts when the
-        response takes longer than ``heartbeat`` seconds: its keep-alive lines fail once the
-        client has gone (on the embedded server, closing the connection tells at once). In
-        2026-07-28 leaving is how a client cancels; the handshake era says a disconnect is no
-        cancellation (notifications/cancelled is), so there the call runs on, unheard.
-        ``opens_session``: an initialize, whose result (not an error) opens the session."""
+        """Dispatch one request (or a batch) and answer with its response: JSON if that
+        comes first, else an SSE stream of what comes before it. A stream also starts
+        when the response takes longer than ``heartbeat`` seconds: its keep-alive lines
+        fail once the client has gone (on the embedded server, closing the connection
+        tells at once). In 2026-07-28 leaving is how a client cancels; the handshake era
+        says a disconnect is no cancellation (notifications/cancelled is), so there the
+        call runs on, unheard. ``opens_session``: an initialize, whose result (not an
+        error) opens the session."""
         batch = isinstance(message, list)
         rid = None if batch else message["id"]
-        listen = modern and message["method"] == "subscriptions/listen"
+        listen = stateless and message["method"] == "subscriptions/listen"
         if listen and not sse:
             raise _HttpRefusal(406, "Not Acceptable: subscriptions/listen answers with "
                                     "text/event-stream", rid)
         stream = EventStream(listen, events=sse)
-        # What holds this thread for long is counted (and refused past the caps) before it
-        # starts: a listen, a call (user code), a batch.
+        # What holds this thread for long is counted (and refused past the caps) before
+        # it starts: a listen, a call (user code), a batch.
         if listen or batch or message["method"] not in self.server.inline_methods:
-            self.hold(stream, session.principal, listen, rid, modern)
+            self.hold(stream, session.principal, listen, rid, stateless)
         try:
             return self.dispatch(environ, start_response, session, message, stream, rid,
-                                 modern, opens_session)
+                                 stateless, opens_session)
         except BaseException:                 # counted, but not answered after all
             self.let_go(stream)
             raise
 
-    def dispatch(self, environ, start_response, session, message, stream, rid, modern,
-                 opens_session):
-        """exchange's work once the response is counted: the request to its Session, then
-        the response, whole or as a stream (events, which ends it)."""
-        batch, listen, sse = isinstance(message, list), stream.listen, stream.events
+    def dispatch(self, environ, start_response, session, message, stream, rid,
+                 stateless, opens_session):
+        """exchange's work once the response is counted: the request to its Session,
+        then the response, whole or as a stream (events, which ends it)."""
+        batch = isinstance(message, list)
+        sse = stream.events
         gone = environ.get("mcp_min.client_gone")
-        if listen:
+        if stream.listen:
             session.stream = stream
             self.server.sessions.add(session)
         if batch:
             session.handle_batch(message, stream)
-        else:                                 # 2026-07-28 even for initialize, not of that era
-            session.handle_request(message, stream, stateless=modern)
-        left = False
+        else:
+            # 2026-07-28 even for initialize, which is not of that era
+            session.handle_request(message, stream, stateless=stateless)
         try:
             first = self.next_item(stream, self.server.heartbeat if sse else None, gone)
             while not sse and not first[1]:   # JSON only: notifications are dropped
                 first = self.next_item(stream, None, gone)
-        except ConnectionAbortedError:
-            left = True
-            if modern:
+        except ConnectionAbortedError:        # no one to answer
+            if stateless:
                 session.cancel(rid, "the client closed the connection")
-        if left or first is not None and first[1]:
-            stream.closed = True              # what a tool's thread sends later: nowhere to go
-            self.let_go(stream)
-            if listen:                        # refused, or gone: no stream after all
-                session.stream = None
-                self.server.sessions.discard(session)
-            if not left and first[0] is not None:
-                status, headers = self.status_of(first[0], modern), ()
-                if opens_session and "result" in json.loads(first[0]):
+            self.close_stream(session, stream)
+            return self.reply(start_response, 202, b"")
+        if first is not None and first[1]:    # the response came first: no stream
+            self.close_stream(session, stream)
+            frame = first[0]
+            if frame is not None:
+                status = self.status_of(frame, stateless)
+                headers = ()
+                if opens_session and "result" in json.loads(frame):
                     headers = [("Mcp-Session-Id", self.open_session(session, rid))]
-                return self.reply(start_response, status, first[0], headers)
-            # no one to answer, no way to say "nothing", or a batch with nothing to answer
-            if left or not sse or batch:
+                return self.reply(start_response, status, frame, headers)
+            # no way to say "nothing", or a batch with nothing to answer
+            if not sse or batch:
                 return self.reply(start_response, 202, b"")
             # cancelled: a stream that ends with no response (a request is never 202)
         start_response(HTTP_STATUS[200], list(_SSE_HEADERS))
-        return self.events(session, stream, rid if modern else None, first, gone)
+        return self.events(session, stream, rid if stateless else None, first, gone)
 
-    def hold(self, stream, principal, is_stream, request_id=None, modern=False):
+    def hold(self, stream, principal, is_stream, request_id=None, stateless=False):
         """Count a response that stays open, each holding a thread of the HTTP server: a
         listen or GET stream (``is_stream``), a call in progress. Refused past the caps:
         503 past ``max_streams`` streams of all clients; with auth, 429 past
@@ -5696,27 +5810,33 @@ class HttpEndpoint:
         clients cannot be told apart: max_workers and max_queue bound their calls)."""
         server = self.server
         owner = None if server.auth is None else self.identity(principal)
-        code = INTERNAL_ERROR if modern else SERVER_BUSY   # 2026-07-28: no -32000...-32019
+        # 2026-07-28 has no -32000...-32019 (SERVER_BUSY is one)
+        code = INTERNAL_ERROR if stateless else SERVER_BUSY
         with self.lock:
             if is_stream and self.streams >= server.max_streams:
-                # a guess: streams end when their clients leave, which nothing here foresees
-                raise _HttpRefusal(503, f"Service Unavailable: {self.streams} streams are "
-                                        "open, the most this server keeps (max_streams); try "
-                                        "again later", request_id, code, [("Retry-After", "10")])
+                # Retry-After is a guess: streams end when their clients leave, which
+                # nothing here foresees
+                raise _HttpRefusal(503, f"Service Unavailable: {self.streams} streams "
+                                        "are open, the most this server keeps "
+                                        "(max_streams); try again later", request_id,
+                                   code, [("Retry-After", "10")])
             held = self.held.get(owner, 0)
             if owner is not None and held >= server.max_streams_per_principal:
-                raise _HttpRefusal(429, f"Too Many Requests: you have {held} streams and calls "
-                                        "open, the most one client may (max_streams_per_"
-                                        "principal); end one first", request_id, code)
+                raise _HttpRefusal(429, f"Too Many Requests: you have {held} streams "
+                                        "and calls open, the most one client may "
+                                        "(max_streams_per_principal); end one first",
+                                   request_id, code)
             if owner is not None:
                 self.held[owner] = held + 1
             self.streams += is_stream
         stream.holder = (owner, is_stream)
 
     def let_go(self, stream):
-        """The end of a response that hold() counted (once, however often it is called)."""
+        """The end of a response that hold() counted (once, however often it is
+        called)."""
         with self.lock:
-            holder, stream.holder = stream.holder, None
+            holder = stream.holder
+            stream.holder = None
             if holder is None:
                 return
             owner, is_stream = holder
@@ -5726,11 +5846,24 @@ class HttpEndpoint:
                 if not self.held[owner]:
                     del self.held[owner]
 
+    def close_stream(self, session, stream):
+        """The end of a response's stream, with its response or without: nothing more
+        goes into it, hold()'s count is given back, and a GET or listen stream leaves
+        its session, idle from now on."""
+        # What a tool's thread sends later has nowhere to go
+        stream.closed = True
+        self.let_go(stream)
+        if session.stream is stream:
+            session.last_used = time.monotonic()
+            session.stream = None
+            self.server.sessions.discard(session)
+
     def next_item(self, stream, timeout, gone):
-        """The stream's next ``(frame, is_response)``, or None after ``timeout`` seconds (None:
-        no limit); ConnectionAbortedError once ``gone()`` says so. A request in flight asks it
-        every 0.25 s, as leaving cancels it (2026-07-28); a stream that waits for no response
-        (listen, GET) only when the timeout (its heartbeat) comes: it costs no CPU meanwhile."""
+        """The stream's next ``(frame, is_response, queued)``, or None after ``timeout``
+        seconds (None: no limit); ConnectionAbortedError once ``gone()`` says so. A
+        request in flight asks it every 0.25 s, as leaving cancels it (2026-07-28); a
+        stream that waits for no response (listen, GET) only when the timeout (its
+        heartbeat) comes: it costs no CPU meanwhile."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             wait = 0.25 if gone and not stream.listen else None
@@ -5748,8 +5881,9 @@ class HttpEndpoint:
                     raise ConnectionAbortedError from None
 
     def events(self, session, stream, request_id, first=None, gone=None):
-        """The SSE body: each frame an event, a comment line every ``heartbeat`` seconds while
-        nothing happens, until the response (or, for a listen, the client leaving)."""
+        """The SSE body: each frame an event, a comment line every ``heartbeat`` seconds
+        while nothing happens, until the response (or, for a listen, the client
+        leaving)."""
         finished = False
         try:
             item = first
@@ -5769,23 +5903,20 @@ class HttpEndpoint:
                 item = self.next_item(stream, self.server.heartbeat, gone)
         except ConnectionAbortedError:
             pass
-        finally:                              # the client went away, or the stream ended
-            stream.closed = True
-            self.let_go(stream)
-            if session.stream is stream:      # a GET or listen stream: nothing more for it
-                session.last_used = time.monotonic()          # idle from now on
-                session.stream = None
-                self.server.sessions.discard(session)
+        finally:                              # the client went away, or the stream ends
+            self.close_stream(session, stream)
             if not finished and request_id is not None:
                 session.cancel(request_id, "the client closed the HTTP response")
 
     def listen_stream(self, environ, start_response, session):
-        """GET: the stream of a handshake-era session's messages that belong to no request."""
+        """GET: the stream of a handshake-era session's messages that belong to no
+        request."""
         if not _accepts(environ.get("HTTP_ACCEPT", ""), "text/event-stream"):
             raise _HttpRefusal(406, "Not Acceptable: GET opens a text/event-stream")
         with session.lock:                    # of two GETs at once, one gets the stream
             if session.stream is not None:
-                raise _HttpRefusal(409, "Conflict: this session already has a GET stream open")
+                raise _HttpRefusal(409, "Conflict: this session already has a GET "
+                                        "stream open")
             stream = session.stream = EventStream(listen=True)
         try:
             self.hold(stream, session.principal, True)
@@ -5794,18 +5925,19 @@ class HttpEndpoint:
             raise
         self.server.sessions.add(session)
         start_response(HTTP_STATUS[200], list(_SSE_HEADERS))
-        return self.events(session, stream, None, gone=environ.get("mcp_min.client_gone"))
+        gone = environ.get("mcp_min.client_gone")
+        return self.events(session, stream, None, gone=gone)
 
     @staticmethod
-    def status_of(frame, modern):
+    def status_of(frame, stateless):
         if b'"error":{"code":' not in frame:
             return 200
         reply = json.loads(frame)             # a batch's array of replies: 200
         error = reply.get("error") if isinstance(reply, dict) else None
-        if not isinstance(error, dict):       # a result that only mentions such a string
+        if not isinstance(error, dict):       # a result that just has such a string
             return 200
-        if modern:
-            return _MODERN_ERROR_STATUS.get(error.get("code"), 200)
+        if stateless:
+            return _STATELESS_ERROR_STATUS.get(error.get("code"), 200)
         return 400 if error.get("code") in (PARSE_ERROR, INVALID_REQUEST) else 200
 
     @staticmethod
