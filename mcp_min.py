@@ -5660,45 +5660,73 @@ class Session(Peer):
                 and self in self.server.sessions
                 and _thread.get_ident() != _MAIN_THREAD):
             _interrupt_main()
-# ============================================================================================
-# Streamable HTTP: the same sessions and handlers behind a WSGI application
-# ============================================================================================
-#
-# Over HTTP every client message is one POST to one endpoint (/mcp). A request's response is
-# the POST's response: one JSON body, or an SSE stream (text/event-stream) when something about
-# the request comes first (progress, log lines, and in the handshake era the server's own
-# questions to the client). The dispatch is stdio's: the POST's message goes to a Session's
-# handle_message with an EventStream as its outlet, so the frames about that request land in
-# that response. 2026-07-28 requests need no session (a throwaway one per POST), so any worker
-# of a pool of processes can answer any of them; handshake-era clients get a session of their
-# own (Mcp-Session-Id), kept in this process.
 
-HTTP_STATUS = {200: "200 OK", 202: "202 Accepted", 204: "204 No Content",
-               400: "400 Bad Request", 401: "401 Unauthorized", 403: "403 Forbidden",
-               404: "404 Not Found", 405: "405 Method Not Allowed", 406: "406 Not Acceptable",
-               408: "408 Request Timeout", 409: "409 Conflict", 411: "411 Length Required",
-               413: "413 Content Too Large", 415: "415 Unsupported Media Type",
-               421: "421 Misdirected Request", 429: "429 Too Many Requests",
-               500: "500 Internal Server Error", 503: "503 Service Unavailable"}
-#: 2026-07-28 errors that are the client's fault get 400, an unknown method 404 (both with the
-#: JSON-RPC error as the body); other errors are answered 200, as results are.
-_MODERN_ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400,
-                        HEADER_MISMATCH: 400, MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400,
-                        METHOD_NOT_FOUND: 404}
-_SSE_HEADERS = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
-                ("X-Accel-Buffering", "no"))
+
+# ======================================================================================
+# Streamable HTTP: the same sessions and handlers behind a WSGI application
+# ======================================================================================
+#
+# Over HTTP every client message is one POST to one endpoint (/mcp). A request's
+# response is the POST's response: one JSON body, or an SSE stream (text/event-stream)
+# when something about the request comes first (progress, log lines, and in the
+# handshake era the server's own questions to the client). The dispatch is stdio's: the
+# POST's message goes to a Session's handle_message with an EventStream as its outlet,
+# so the frames about that request land in that response. 2026-07-28 requests need no
+# session (a throwaway one per POST), so any worker of a pool of processes can answer
+# any of them; handshake-era clients get a session of their own (Mcp-Session-Id), kept
+# in this process.
+
+HTTP_STATUS = {
+    200: "200 OK",
+    202: "202 Accepted",
+    204: "204 No Content",
+    400: "400 Bad Request",
+    401: "401 Unauthorized",
+    403: "403 Forbidden",
+    404: "404 Not Found",
+    405: "405 Method Not Allowed",
+    406: "406 Not Acceptable",
+    408: "408 Request Timeout",
+    409: "409 Conflict",
+    411: "411 Length Required",
+    413: "413 Content Too Large",
+    415: "415 Unsupported Media Type",
+    421: "421 Misdirected Request",
+    429: "429 Too Many Requests",
+    500: "500 Internal Server Error",
+    503: "503 Service Unavailable",
+}
+#: 2026-07-28 errors that are the client's fault get 400, an unknown method 404 (both
+#: with the JSON-RPC error as the body); other errors are answered 200, as results are.
+_STATELESS_ERROR_STATUS = {
+    PARSE_ERROR: 400,
+    INVALID_REQUEST: 400,
+    INVALID_PARAMS: 400,
+    HEADER_MISMATCH: 400,
+    MISSING_CAPABILITY: 400,
+    UNSUPPORTED_VERSION: 400,
+    METHOD_NOT_FOUND: 404,
+}
+_SSE_HEADERS = (
+    ("Content-Type", "text/event-stream"),
+    ("Cache-Control", "no-cache"),
+    ("X-Accel-Buffering", "no"),
+)
 
 
 class EventStream:
     """The outlet of one HTTP request: the frames about it and its response, queued as
-    ``(frame, is_response, time.monotonic())`` for the thread writing the HTTP response. A
-    listen stream has no response: it stays open until the client goes away. Without
+    ``(frame, is_response, time.monotonic())`` for the thread writing the HTTP response.
+    A listen stream has no response: it stays open until the client goes away. Without
     ``events`` (the client accepts JSON alone) only the response reaches the client."""
 
-    holder = None       # what it counts against the stream caps while open (HttpEndpoint.hold)
+    #: What it counts against the stream caps while open (HttpEndpoint.hold).
+    holder = None
 
     def __init__(self, listen=False, events=True):
-        self.frames, self.listen, self.closed = SimpleQueue(), listen, False
+        self.frames = SimpleQueue()
+        self.listen = listen
+        self.closed = False
         self.events = events
 
     def send_frame(self, frame):
@@ -5725,40 +5753,45 @@ class HttpSession(Session):
 
     def __init__(self, server, principal=None):
         super().__init__(server, None)
-        server.http_sessions_alive.add(self)  # so that a shutdown can cancel their calls
+        server.http_sessions_alive.add(self)  # so that a shutdown can cancel its calls
         self.principal = principal            # who the bearer token said the client is
-        self.owner = None                     # that principal's identity, once kept (with auth)
+        self.owner = None                     # that principal's identity (kept, auth)
         self.stream = None                    # the GET stream, or a listen's response
-        self.id, self.last_used = None, time.monotonic()
+        self.id = None
+        self.last_used = time.monotonic()
 
     def send_frame(self, frame):
         stream = self.stream
         return stream is not None and stream.send_frame(frame)
 
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):
-        """A request to the client travels in the response to the request that asks it: it
-        cannot if the client accepts JSON alone there, which would leave the call waiting."""
-        if owner is not None and not getattr(owner.outlet, "events", True):   # (a session: yes)
-            raise CapabilityError(f"the client accepts only application/json in response to "
-                                  f"this request, so {method} cannot be sent to it (requests "
-                                  "to the client travel in a text/event-stream)")
+        """A request to the client travels in the response to the request that asks it:
+        it cannot if the client accepts JSON alone there, which would leave the call
+        waiting."""
+        # An outlet without "events" (a session) takes them.
+        if owner is not None and not getattr(owner.outlet, "events", True):
+            raise CapabilityError(
+                f"the client accepts only application/json in response to this "
+                f"request, so {method} cannot be sent to it (requests to the client "
+                "travel in a text/event-stream)")
         return super().request(method, params, timeout, owner, request_id)
 
     #: A tool whose last call took less (seconds) may run on the HTTP server's thread.
     quick_call = 0.1
 
     def run_here(self, ctx, handler):
-        """Run a 2026-07-28 tool call on the HTTP server's thread, which would only wait for
-        it, if it has nothing to stream (no progress token, no log level) and the tool's last
-        call was quick: a call that lasts runs on the pool, so that its stream is kept alive
-        (``heartbeat``) and a client that leaves cancels it."""
-        if ctx.envelope is None or ctx.progress_token is not None \
-                or ctx.envelope.log_level is not None or handler != self.server.call_tool:
+        """Run a 2026-07-28 tool call on the HTTP server's thread, which would only wait
+        for it, if it has nothing to stream (no progress token, no log level) and the
+        tool's last call was quick: a call that lasts runs on the pool, so that its
+        stream is kept alive (``heartbeat``) and a client that leaves cancels it."""
+        envelope = ctx.envelope
+        if (envelope is None or ctx.progress_token is not None
+                or envelope.log_level is not None or handler != self.server.call_tool):
             return False
         name = ctx.params.get("name")
         tool = self.server.tools.get(name) if type(name) is str else None
-        if tool is None or tool.last_took is None or tool.last_took >= self.quick_call \
-                or not self.server.pool.borrow(only_if_idle=False):
+        if (tool is None or tool.last_took is None or tool.last_took >= self.quick_call
+                or not self.server.pool.borrow(only_if_idle=False)):
             return False
         try:
             self.run_call(ctx, handler)
@@ -5773,7 +5806,8 @@ class HttpSession(Session):
             self.last_used = time.monotonic()
 
     def idle(self, now):
-        """Seconds since it was last used; none while it has a stream open or calls running."""
+        """Seconds since it was last used; none while it has a stream open or calls
+        running."""
         return 0 if self.stream is not None or self.running else now - self.last_used
 
     def end(self):
@@ -5786,11 +5820,12 @@ class HttpSession(Session):
 
 
 class _Releasing:
-    """A WSGI response that calls ``release`` once it is sent, or abandoned (the server calls
-    ``close()`` either way)."""
+    """A WSGI response that calls ``release`` once it is sent, or abandoned (the server
+    calls ``close()`` either way)."""
 
     def __init__(self, response, release):
-        self.response, self.release = response, release
+        self.response = response
+        self.release = release
 
     def __iter__(self):
         return iter(self.response)
@@ -5804,31 +5839,40 @@ class _Releasing:
 
 
 class _HttpRefusal(Exception):
-    """An answer with an error status, and a JSON-RPC error (the exception's text) as body."""
+    """An answer with an error status, and a JSON-RPC error (the exception's text) as
+    body."""
 
-    def __init__(self, status, message, request_id=None, code=INVALID_REQUEST, headers=()):
+    def __init__(self, status, message, request_id=None, code=INVALID_REQUEST,
+                 headers=()):
         super().__init__(message)
-        self.status, self.request_id, self.code, self.headers = status, request_id, code, headers
+        self.status = status
+        self.request_id = request_id
+        self.code = code
+        self.headers = headers
 
 
 def _principal_id(principal):
-    """What tells a principal (the auth hook's answer) from another, in this process and in
-    others: its JSON form (a user id, a dict of claims), else its repr (a dataclass's names
-    its fields). An object with neither cannot be told from another one: TypeError."""
+    """What tells a principal (the auth hook's answer) from another, in this process and
+    in others: its JSON form (a user id, a dict of claims), else its repr (a dataclass's
+    names its fields). An object with neither cannot be told from another one:
+    TypeError."""
     try:
         json.dumps(principal, sort_keys=True)
         return principal
     except (TypeError, ValueError, RecursionError):
         pass
-    if type(principal).__repr__ is object.__repr__:   # "<User object at 0x...>": each its own
-        raise TypeError(f"the auth hook returned a {type(principal).__name__}, which has no "
-                        "JSON form and no __repr__: return a user id or a dict, or give it "
-                        "a __repr__ naming the user (a dataclass has one)")
+    # "<User object at 0x...>": each object its own
+    if type(principal).__repr__ is object.__repr__:
+        raise TypeError(
+            f"the auth hook returned a {type(principal).__name__}, which has no JSON "
+            "form and no __repr__: return a user id or a dict, or give it a __repr__ "
+            "naming the user (a dataclass has one)")
     return repr(principal)
 
 
 def _header_value(raw):
-    """A header value as sent: values that are not plain ASCII travel as =?base64?...?=."""
+    """A header value as sent: values that are not plain ASCII travel as
+    =?base64?...?=."""
     if raw and raw.startswith("=?base64?") and raw.endswith("?="):
         encoded = raw[9:-2]
         if not _BASE64.fullmatch(encoded):    # a2b_base64 would skip what is not base64
@@ -5845,9 +5889,11 @@ _BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{
 
 def _accepted(accept):
     """Whether an Accept header takes text/event-stream, and application/json. Clients
-    send the same one every time: short ones are remembered (a cache that cannot grow)."""
+    send the same one every time: short ones are remembered (a cache that cannot
+    grow)."""
     if len(accept) > 200:
-        return _accepts(accept, "text/event-stream"), _accepts(accept, "application/json")
+        return (_accepts(accept, "text/event-stream"),
+                _accepts(accept, "application/json"))
     return _accepted_short(accept)
 
 
@@ -5857,24 +5903,28 @@ def _accepted_short(accept):
 
 
 def _accepts(accept, media_type):
-    """Whether an Accept header takes ``media_type``: the most specific range that names it
-    (whatever its case) decides, and q=0 refuses it (RFC 9110 12.5.1)."""
+    """Whether an Accept header takes ``media_type``: the most specific range that names
+    it (whatever its case) decides, and q=0 refuses it (RFC 9110 12.5.1)."""
     ranks = {media_type: 3, media_type.split("/")[0] + "/*": 2, "*/*": 1}
-    best, accepted = 0, False
+    best = 0
+    accepted = False
     for item in accept.lower().split(","):
         media, *params = item.split(";")
         rank = ranks.get(media.strip(), 0)
         if rank > best:
-            refused = any(re.fullmatch(r"\s*q\s*=\s*0(\.0*)?\s*", param) for param in params)
-            best, accepted = rank, not refused
+            refused = any(re.fullmatch(r"\s*q\s*=\s*0(\.0*)?\s*", param)
+                          for param in params)
+            best = rank
+            accepted = not refused
     return accepted
 
 
-#: A Host header, or the host[:port] of an Origin or a URL: a bracketed IPv6 address, or a
-#: name or IPv4 address in the characters of DNS names; then perhaps a port.
+#: A Host header, or the host[:port] of an Origin or a URL: a bracketed IPv6 address, or
+#: a name or IPv4 address in the characters of DNS names; then perhaps a port.
 _HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?")
-#: What a URL's path may hold besides letters, digits and "_.-" (which quote() keeps too):
-#: nothing that could end a header's quoted string ('"', '\', space, control characters).
+#: What a URL's path may hold besides letters, digits and "_.-" (which quote() keeps
+#: too): nothing that could end a header's quoted string ('"', '\', space, control
+#: characters).
 _URL_SAFE = "/:@!$&'()*+,;=~%"
 _URL_PATH = re.compile(r"[\w.~\-" + re.escape(_URL_SAFE) + "]*", re.ASCII)
 _PUBLIC_URL = re.compile(r"((?i:https?)://([^/?#]*))(/[^?#]*)?")
@@ -5884,11 +5934,11 @@ _WELL_KNOWN = "/.well-known/oauth-protected-resource"        # RFC 9728
 
 
 def _host_parts(host):
-    """``(name, port)`` of a Host header or of an Origin's or URL's host[:port]: the name
-    lowercased and without brackets, the port an int or None. None for anything else (junk,
-    a bad port, brackets around something other than an IPv6 address)."""
+    """``(name, port)`` of a Host header or of an Origin's or URL's host[:port]: the
+    name lowercased and without brackets, the port an int or None. None for anything
+    else (junk, a bad port, brackets around something other than an IPv6 address)."""
     match = _HOST.fullmatch(host)
-    if match is None or match[2] is not None and not 0 < int(match[2]) < 65536:
+    if match is None or (match[2] is not None and not 0 < int(match[2]) < 65536):
         return None
     name = match[1].lower()
     if name.startswith("["):
@@ -5898,14 +5948,16 @@ def _host_parts(host):
     return name, None if match[2] is None else int(match[2])
 
 
-#: check_host's _host_parts: clients send the same Host every time (300 characters at most:
-#: a DNS name has 253, so the cache cannot grow past 64 of them).
+#: check_host's _host_parts: clients send the same Host every time (300 characters at
+#: most: a DNS name has 253, so the cache cannot grow past 64 of them).
 _known_host_parts = functools.lru_cache(maxsize=64)(_host_parts)
 
 
-@functools.lru_cache(maxsize=256)          # the same few names and addresses come every time
+# The same few names and addresses come every time.
+@functools.lru_cache(maxsize=256)
 def _ip_address(name):
-    """The address an IPv4 or IPv6 literal (without brackets) writes; None for a name."""
+    """The address an IPv4 or IPv6 literal (without brackets) writes; None for a
+    name."""
     import ipaddress
     try:
         return ipaddress.ip_address(name)
@@ -5914,16 +5966,16 @@ def _ip_address(name):
 
 
 def _is_loopback(name):
-    """Whether a host name or address (without port or brackets) is this machine: localhost,
-    127.0.0.0/8 or ::1, also written as IPv6 writes IPv4 (a dual-stack socket reports a
-    client at 127.0.0.1 as ::ffff:127.0.0.1)."""
-    if name == "localhost":                   # of the names, only localhost is this machine
+    """Whether a host name or address (without port or brackets) is this machine:
+    localhost, 127.0.0.0/8 or ::1, also written as IPv6 writes IPv4 (a dual-stack socket
+    reports a client at 127.0.0.1 as ::ffff:127.0.0.1)."""
+    if name == "localhost":                   # of names, only localhost is this machine
         return True
     address = _ip_address(name)
     if address is None:
         return False
     mapped = getattr(address, "ipv4_mapped", None)
-    return address.is_loopback or mapped is not None and mapped.is_loopback
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 def _allowed_hosts(names):
@@ -5946,28 +5998,30 @@ def _allowed_hosts(names):
 
 
 def _public_url(url):
-    """The public_url setting, checked: None, or an http(s) URL with a host and no query or
-    fragment, whose every character may stand in a header."""
+    """The public_url setting, checked: None, or an http(s) URL with a host and no query
+    or fragment, whose every character may stand in a header."""
     if url is None:
         return None
     match = _PUBLIC_URL.fullmatch(url) if isinstance(url, str) else None
-    if match is None or _host_parts(match[2]) is None \
-            or not _URL_PATH.fullmatch(match[3] or ""):
-        raise ValueError(f"public_url must be the http(s) URL clients reach the MCP endpoint "
-                         f"at, with a host and no query or fragment, like "
-                         f"'https://mcp.example.com/mcp', not {url!r}")
+    if (match is None or _host_parts(match[2]) is None
+            or not _URL_PATH.fullmatch(match[3] or "")):
+        raise ValueError(
+            f"public_url must be the http(s) URL clients reach the MCP endpoint at, "
+            f"with a host and no query or fragment, like "
+            f"'https://mcp.example.com/mcp', not {url!r}")
     return url
 
 
 class _LifespanFailed:
-    """The WSGI application of a process whose lifespan failed to start: every request gets
-    503 with the error's one-line summary (its traceback was logged once, by start_http)
-    until the lifespan is tried again."""
+    """The WSGI application of a process whose lifespan failed to start: every request
+    gets 503 with the error's one-line summary (its traceback was logged once, by
+    start_http) until the lifespan is tried again."""
 
     def __init__(self, error, retry):
         import traceback
         self.summary = _exception_line(error, traceback, 200)
-        self.retry, self.retry_at = retry, time.monotonic() + retry
+        self.retry = retry
+        self.retry_at = time.monotonic() + retry
 
     def due(self):
         return time.monotonic() >= self.retry_at
@@ -5976,8 +6030,8 @@ class _LifespanFailed:
         length = environ.get("CONTENT_LENGTH") or ""
         if _is_length(length) and int(length) <= 1 << 16:    # read, as engines expect
             environ["wsgi.input"].read(int(length))
-        body = encode_message(error_response(None, INTERNAL_ERROR, "Service Unavailable: the "
-                                             f"server's lifespan failed: {self.summary}"))
+        body = error_frame(None, INTERNAL_ERROR, "Service Unavailable: the server's "
+                           f"lifespan failed: {self.summary}")
         return HttpEndpoint.reply(start_response, 503, body,
                                   [("Retry-After", str(max(1, round(self.retry))))])
 
@@ -5993,8 +6047,8 @@ def _ignore_stop_signals():
 
 def _at_process_exit(fn):
     """Call ``fn`` as this process exits: by atexit when Python exits the usual way (the
-    embedded server, gunicorn's and waitress's processes), and by multiprocessing's own exit
-    in a worker process it started (granian's), which skips atexit for os._exit."""
+    embedded server, gunicorn's and waitress's processes), and by multiprocessing's own
+    exit in a worker process it started (granian's), which skips atexit for os._exit."""
     import atexit
     atexit.register(fn)
     multiprocessing = sys.modules.get("multiprocessing")
@@ -6008,42 +6062,51 @@ class HttpEndpoint:
     Origin, Host, token, headers, body), then hands the message to a Session."""
 
     def __init__(self, server):
-        self.server, self.sessions, self.lock = server, {}, threading.Lock()
+        self.server = server
+        self.sessions = {}
+        self.lock = threading.Lock()
         # The DNS names a Host may give: allowed_hosts, and public_url's host
         self.host_names = set(server.allowed_hosts or ())
         if server.public_url is not None:
-            self.host_names.add(_host_parts(_PUBLIC_URL.fullmatch(server.public_url)[2])[0])
-        self.inflight = 0                     # bytes of bodies reserved (max_inflight_bytes)
-        self.held = {}                        # principal's identity -> responses it holds open
-        self.streams = 0                      # listen and GET streams open, of all clients
+            public_host = _PUBLIC_URL.fullmatch(server.public_url)[2]
+            self.host_names.add(_host_parts(public_host)[0])
+        # Bytes of bodies reserved (max_inflight_bytes)
+        self.inflight = 0
+        # A principal's identity -> the responses it holds open
+        self.held = {}
+        # The listen and GET streams open, of all clients
+        self.streams = 0
 
     def __call__(self, environ, start_response):
         try:
             try:
                 result = self.route(environ, start_response)
             except _HttpRefusal as refusal:
-                body = encode_message(error_response(refusal.request_id, refusal.code,
-                                                     str(refusal)))
-                result = self.reply(start_response, refusal.status, body, refusal.headers)
+                body = error_frame(refusal.request_id, refusal.code, str(refusal))
+                result = self.reply(start_response, refusal.status, body,
+                                    refusal.headers)
         except BaseException:
             self.release(environ)
             raise
         if not environ.get("mcp_min.reserved"):
             return result
-        if type(result) is list:              # a whole response: the call is over
-            self.release(environ)             # (and a list is the engines' quickest body)
+        # A whole response: the call is over (and a list is the engines' quickest body)
+        if type(result) is list:
+            self.release(environ)
             return result
         return _Releasing(result, lambda: self.release(environ))
 
     def route(self, environ, start_response):
         server = self.server
-        path, method = environ.get("PATH_INFO") or "/", environ["REQUEST_METHOD"]
+        path = environ.get("PATH_INFO") or "/"
+        method = environ["REQUEST_METHOD"]
         host = self.check_host(environ)
         self.check_origin(environ, host)
         if path == _WELL_KNOWN + server.http_path and server.auth:
             return self.metadata(environ, start_response, host)
         if path.rstrip("/") != server.http_path.rstrip("/"):
-            raise _HttpRefusal(404, f"Not Found: the MCP endpoint is {server.http_path}")
+            raise _HttpRefusal(404, "Not Found: the MCP endpoint is "
+                                    f"{server.http_path}")
         principal = None if server.auth is None else self.authenticate(environ, host)
         if method == "POST":
             return self.post(environ, start_response, principal)
@@ -6056,19 +6119,23 @@ class HttpEndpoint:
             session.end()
             return self.reply(start_response, 204, b"")
         allowed = "GET, POST, DELETE" if server.http_sessions else "POST"
-        raise _HttpRefusal(405, f"Method Not Allowed: {_preview(method)} (this endpoint takes "
-                                f"{allowed})", headers=[("Allow", allowed)])
+        raise _HttpRefusal(405, f"Method Not Allowed: {_preview(method)} (this "
+                                f"endpoint takes {allowed})",
+                           headers=[("Allow", allowed)])
 
     def metadata(self, environ, start_response, host):
-        """GET: this resource's metadata (RFC 9728), where clients read which authorization
-        servers issue its tokens; HEAD: its headers alone."""
+        """GET: this resource's metadata (RFC 9728), where clients read which
+        authorization servers issue its tokens; HEAD: its headers alone."""
         method = environ["REQUEST_METHOD"]
         if method not in ("GET", "HEAD"):
-            raise _HttpRefusal(405, f"Method Not Allowed: {_preview(method)} (this path takes "
-                                    "GET, HEAD)", headers=[("Allow", "GET, HEAD")])
-        body = encode_message({"resource": self.urls(environ, host)[0],
-                               "authorization_servers": list(self.server.authorization_servers),
-                               "bearer_methods_supported": ["header"]})
+            raise _HttpRefusal(405, f"Method Not Allowed: {_preview(method)} (this "
+                                    "path takes GET, HEAD)",
+                               headers=[("Allow", "GET, HEAD")])
+        body = encode_message({
+            "resource": self.urls(environ, host)[0],
+            "authorization_servers": list(self.server.authorization_servers),
+            "bearer_methods_supported": ["header"],
+        })
         response = self.reply(start_response, 200, body)
         return [] if method == "HEAD" else response
 
@@ -6082,33 +6149,35 @@ class HttpEndpoint:
                     stream.respond(frame)
                 stream.close()
 
-    # -- security ---------------------------------------------------------------------------
+    # -- security ---------------------------------------------------------------------
     def check_host(self, environ):
-        """The request's Host, once it names this server: localhost, an IP address, a name in
-        allowed_hosts or public_url's. A DNS name it does not know is 421: a browser whose DNS
-        an attacker's site rebound to this server's address sends that site's name, and
-        nothing else tells its scripts from this server's own clients, wherever they are.
-        None, junk or a bad port: 400 (RFC 9112 3.2)."""
+        """The request's Host, once it names this server: localhost, an IP address, a
+        name in allowed_hosts or public_url's. A DNS name it does not know is 421: a
+        browser whose DNS an attacker's site rebound to this server's address sends that
+        site's name, and nothing else tells its scripts from this server's own clients,
+        wherever they are. None, junk or a bad port: 400 (RFC 9112 3.2)."""
         host = environ.get("HTTP_HOST")
         if host is None:
             raise _HttpRefusal(400, "Bad Request: send a Host header (RFC 9112 3.2)")
         parts = _known_host_parts(host) if len(host) <= 300 else None
         if parts is None:
-            raise _HttpRefusal(400, f"Bad Request: Host {_preview(host)} is not a host name "
-                                    "or address with an optional port")
+            raise _HttpRefusal(400, f"Bad Request: Host {_preview(host)} is not a host "
+                                    "name or address with an optional port")
         name = parts[0]
-        if name != "localhost" and _ip_address(name) is None and name not in self.host_names:
-            raise _HttpRefusal(421, f"Misdirected Request: Host {_preview(host)} is not a "
-                                    "name of this server: list the names clients use in "
-                                    "Server(allowed_hosts=[...])")
+        if (name != "localhost" and _ip_address(name) is None
+                and name not in self.host_names):
+            raise _HttpRefusal(421, f"Misdirected Request: Host {_preview(host)} is "
+                                    "not a name of this server: list the names clients "
+                                    "use in Server(allowed_hosts=[...])")
         return host
 
     def check_origin(self, environ, host):
-        """403 for another site's script. A browser names the page that sent a request in
-        Origin: the server's own has the request's Host (checked by check_host) as its
-        host[:port]; one on this machine may call a server on this machine; any other must
-        be in allowed_origins ("*": any)."""
-        origin, allowed = environ.get("HTTP_ORIGIN"), self.server.allowed_origins
+        """403 for another site's script. A browser names the page that sent a request
+        in Origin: the server's own has the request's Host (checked by check_host) as
+        its host[:port]; one on this machine may call a server on this machine; any
+        other must be in allowed_origins ("*": any)."""
+        origin = environ.get("HTTP_ORIGIN")
+        allowed = self.server.allowed_origins
         if origin is None or "*" in allowed or origin in allowed:
             return
         match = _ORIGIN.fullmatch(origin)
@@ -6124,28 +6193,32 @@ class HttpEndpoint:
                                 "(Server(allowed_origins=[...]))")
 
     def authenticate(self, environ, host):
-        """Who the bearer token belongs to, by the auth hook; else 401, with where to read how
-        to get a token (RFC 9728). A falsy principal (None, False, "", 0, {}, []) is nobody:
-        a hook answering "is this token good?" says False for a bad one."""
+        """Who the bearer token belongs to, by the auth hook; else 401, with where to
+        read how to get a token (RFC 9728). A falsy principal (None, False, "", 0, {},
+        []) is nobody: a hook answering "is this token good?" says False for a bad
+        one."""
         scheme, _, token = environ.get("HTTP_AUTHORIZATION", "").partition(" ")
         principal = None
         if scheme.lower() == "bearer" and token.strip():
             try:
                 principal = self.server.auth(token.strip())
-            except Exception:                 # the hook failed: no principal; never the token
+            except Exception:
+                # The hook failed: no principal. Only the error's class is logged:
+                # its message may quote the token.
                 log.error("the auth hook failed (%s)", sys.exc_info()[0].__name__)
         if principal:
             return principal
         metadata = self.urls(environ, host)[1]
         error = ', error="invalid_token"' if scheme.lower() == "bearer" else ""
-        raise _HttpRefusal(401, "Unauthorized: send Authorization: Bearer TOKEN", headers=[
-            ("WWW-Authenticate", f'Bearer resource_metadata="{metadata}"{error}')])
+        challenge = f'Bearer resource_metadata="{metadata}"{error}'
+        raise _HttpRefusal(401, "Unauthorized: send Authorization: Bearer TOKEN",
+                           headers=[("WWW-Authenticate", challenge)])
 
     def urls(self, environ, host):
-        """The MCP endpoint's URL and its metadata's (RFC 9728), as clients reach them: from
-        public_url if set, else from the request's Host (checked by check_host) and the
-        prefix (SCRIPT_NAME) under which a WSGI server or middleware serves this application.
-        Neither has a character that could end a header's quoted string."""
+        """The MCP endpoint's URL and its metadata's (RFC 9728), as clients reach them:
+        from public_url if set, else from the request's Host (checked by check_host) and
+        the prefix (SCRIPT_NAME) under which a WSGI server or middleware serves this
+        application. Neither has a character that could end a header's quoted string."""
         public = self.server.public_url
         if public is not None:
             match = _PUBLIC_URL.fullmatch(public)
@@ -6153,84 +6226,102 @@ class HttpEndpoint:
         from urllib.parse import quote
         scheme = "https" if environ.get("wsgi.url_scheme") == "https" else "http"
         # WSGI strings are bytes as Latin-1 (PEP 3333): percent-encode those bytes
-        prefix = environ.get("SCRIPT_NAME", "").rstrip("/").encode("latin-1", "replace")
+        prefix = environ.get("SCRIPT_NAME", "").rstrip("/")
+        prefix = prefix.encode("latin-1", "replace")
         base = f"{scheme}://{host}{quote(prefix, safe=_URL_SAFE)}"
         path = quote(self.server.http_path, safe=_URL_SAFE)
         return base + path, f"{base}{_WELL_KNOWN}{path}"
 
-    # -- POST: one client message ---------------------------------------------------------------
+    # -- POST: one client message -----------------------------------------------------
     def post(self, environ, start_response, principal):
+        """Accept, Content-Type, the body and its era; a 2026-07-28 request is answered
+        here, a handshake-era message in its session (post_in_session)."""
         server = self.server
-        accept = environ.get("HTTP_ACCEPT", "*/*")
-        sse, takes_json = _accepted(accept)
+        sse, takes_json = _accepted(environ.get("HTTP_ACCEPT", "*/*"))
         if not (sse or takes_json):
             raise _HttpRefusal(406, "Not Acceptable: accept application/json and "
                                     "text/event-stream")
-        if environ.get("CONTENT_TYPE", "").split(";")[0].strip().lower() != "application/json":
-            raise _HttpRefusal(415, "Unsupported Media Type: the body must be application/json")
+        content_type = environ.get("CONTENT_TYPE", "")
+        if content_type.split(";")[0].strip().lower() != "application/json":
+            raise _HttpRefusal(415, "Unsupported Media Type: the body must be "
+                                    "application/json")
         body = self.read_body(environ)
         # The era: 2026-07-28 if the body or the MCP-Protocol-Version header says so (a
         # handshake client sends no such header with initialize, and its version after).
-        modern = environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_PROTOCOL_VERSIONS
+        stateless = environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_PROTOCOL_VERSIONS
         try:
             message = decode_message(body)
             if not isinstance(message, list):
                 kind = classify(message)
-            elif modern or not server.http_sessions:     # a batch needs a 2025-03-26 session
-                raise JSONRPCError(INVALID_REQUEST, "Invalid Request: batches are accepted "
-                                   "only in a protocol 2025-03-26 session; POST one message")
-            else:                             # the session checks its version (handle_batch)
-                kind = "batch"
+            elif stateless or not server.http_sessions:
+                # a batch needs a 2025-03-26 session
+                raise JSONRPCError(INVALID_REQUEST, "Invalid Request: batches are "
+                                   "accepted only in a protocol 2025-03-26 session; "
+                                   "POST one message")
+            else:
+                kind = "batch"                # handle_batch checks the version
         except JSONRPCError as e:
             rid = e.data.get("id") if isinstance(e.data, dict) else None
-            if rid is not None and server.http_sessions and not modern:
+            if rid is not None and server.http_sessions and not stateless:
                 self.fail_answer(environ, principal, message)
             raise _HttpRefusal(400, e.message, rid, e.code) from None
-        if kind != "request" and modern:
-            return self.reply(start_response, 202, b"")    # nothing for a stateless server
+        if kind != "request" and stateless:   # nothing for a server that keeps no state
+            return self.reply(start_response, 202, b"")
         if kind == "request":
             params = message.get("params") or {}
-            if modern or is_stateless(message["method"], params.get("_meta")):
+            if stateless or is_stateless(message["method"], params.get("_meta")):
                 self.check_headers(environ, message, params)
-                return self.exchange(environ, start_response, HttpSession(server, principal),
-                                     message, sse, modern=True)
+                session = HttpSession(server, principal)
+                return self.exchange(environ, start_response, session, message, sse,
+                                     stateless=True)
+        return self.post_in_session(environ, start_response, principal, message, kind,
+                                    sse)
+
+    def post_in_session(self, environ, start_response, principal, message, kind, sse):
+        """A handshake-era message: an initialize opens a session; anything else goes to
+        the session it names, or, on a server that keeps none, to a throwaway one."""
+        server = self.server
         initialize = kind == "request" and message["method"] == "initialize"
         if initialize:
             session = HttpSession(server, principal)
         elif server.http_sessions:
             session = self.find_session(environ, principal)
-        else:                                 # stateless handshake: as if just initialized
-            session = self.stateless_session(environ, principal)
+        else:                                 # no sessions: as if just initialized
+            session = self.throwaway_session(environ, principal)
         session.last_used = time.monotonic()
-        if kind in ("notification", "response"):   # a response: an answer to our question
+        # A response is an answer to a question of ours
+        if kind in ("notification", "response"):
             session.handle_message(message)
             return self.reply(start_response, 202, b"")
         return self.exchange(environ, start_response, session, message, sse,
                              opens_session=initialize and server.http_sessions)
 
     def fail_answer(self, environ, principal, message):
-        """An invalid message may be a botched answer to the session's request (no result,
-        say): as on stdio, that request then fails at once, not after request_timeout."""
+        """An invalid message may be a botched answer to the session's request (no
+        result, say): as on stdio, that request then fails at once, not after
+        request_timeout."""
         try:
             session = self.find_session(environ, principal)
         except _HttpRefusal:                  # no such session: the 400 says enough
             return
-        session.handle_message(message, EventStream())    # its reply, if any, is the 400
+        session.handle_message(message, EventStream())    # its reply, if any: the 400
 
     def read_body(self, environ):
-        """The POST's body, read once its length is known to be within max_body_bytes and
-        within what max_inflight_bytes has left (that much stays reserved while the call
-        runs: until its whole response is made, or until its stream ends)."""
-        server, length = self.server, environ.get("CONTENT_LENGTH")
+        """The POST's body, read once its length is known to be within max_body_bytes
+        and within what max_inflight_bytes has left (that much stays reserved while the
+        call runs: until its whole response is made, or until its stream ends)."""
+        server = self.server
+        length = environ.get("CONTENT_LENGTH")
         limit = min(server.max_body_bytes, server.max_line_bytes)
         if length and not _is_length(length):
             raise _HttpRefusal(400, "Bad Request: invalid Content-Length")
         length = int(length) if length else None
-        if length is None and "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
+        chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+        if length is None and not chunked:
             raise _HttpRefusal(411, "Length Required: send Content-Length")
         if length is not None and length > limit:
-            raise _HttpRefusal(413, f"Content Too Large: {length} bytes is over the limit of "
-                                    f"{limit} bytes per message")
+            raise _HttpRefusal(413, f"Content Too Large: {length} bytes is over the "
+                                    f"limit of {limit} bytes per message")
         self.reserve(environ, limit + 1 if length is None else length)
         try:
             body = environ["wsgi.input"].read(limit + 1 if length is None else length)
@@ -6238,16 +6329,18 @@ class HttpEndpoint:
             raise _HttpRefusal(408, "Request Timeout: the body did not all come within "
                                     f"{server.idle_timeout} s of the headers") from None
         if len(body) > limit:
-            raise _HttpRefusal(413, f"Content Too Large: over the limit of {limit} bytes per "
-                                    "message")
-        if length is None:                    # chunked: what came, not the most that could
+            raise _HttpRefusal(413, "Content Too Large: over the limit of "
+                                    f"{limit} bytes per message")
+        # Chunked: keep what came, not the most that could have
+        if length is None:
             self.release(environ, keep=len(body))
         if len(body) > 1 << 20:
             _keep_big_blocks_apart()
         return body
 
-    # A body's bytes are the least it costs: decoded, its JSON takes as much again (text) to
-    # 25 times as much (arrays of empty objects), held with the call until it ends.
+    # A body's bytes are the least it costs: decoded, its JSON takes as much again
+    # (text) to 25 times as much (arrays of empty objects), held with the call until it
+    # ends.
     def reserve(self, environ, size):
         """Count ``size`` bytes against max_inflight_bytes for this request, or 503."""
         budget = self.server.max_inflight_bytes
@@ -6256,10 +6349,12 @@ class HttpEndpoint:
                 self.inflight += size
                 environ["mcp_min.reserved"] = size
                 return
-        modern = environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_PROTOCOL_VERSIONS
-        raise _HttpRefusal(503, f"Server busy: {budget} bytes of requests at most are taken "
-                                "at once (Server(max_inflight_bytes=...)); try again shortly",
-                           code=INTERNAL_ERROR if modern else SERVER_BUSY,
+        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+        stateless = version in MODERN_PROTOCOL_VERSIONS
+        raise _HttpRefusal(503, f"Server busy: {budget} bytes of requests at most are "
+                                "taken at once (Server(max_inflight_bytes=...)); try "
+                                "again shortly",
+                           code=INTERNAL_ERROR if stateless else SERVER_BUSY,
                            headers=[("Retry-After", "1")])
 
     def release(self, environ, keep=0):
@@ -6271,9 +6366,10 @@ class HttpEndpoint:
             environ["mcp_min.reserved"] = keep
 
     def check_headers(self, environ, message, params):
-        """2026-07-28 repeats in headers what the body says, so that proxies can route on it:
-        any disagreement is refused (-32020)."""
-        meta, method = params.get("_meta"), message["method"]
+        """2026-07-28 repeats in headers what the body says, so that proxies can route
+        on it: any disagreement is refused (-32020)."""
+        meta = params.get("_meta")
+        method = message["method"]
         version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
         header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         name = params.get("uri" if method == "resources/read" else "name")
@@ -6284,56 +6380,71 @@ class HttpEndpoint:
                        f"{_short_repr(version)}")
         elif _header_value(environ.get("HTTP_MCP_METHOD")) != method:
             problem = f"Mcp-Method must be {_short_repr(method)}"
-        elif method in INPUT_METHODS and _header_value(environ.get("HTTP_MCP_NAME")) != name:
+        elif (method in INPUT_METHODS
+              and _header_value(environ.get("HTTP_MCP_NAME")) != name):
             problem = f"Mcp-Name must be {_preview(name)}"
         elif method == "tools/call" and type(name) is str and name in self.server.tools:
             problem = self.mirror_problem(environ, self.server.tools[name], params)
         if problem:
-            raise _HttpRefusal(400, f"Header mismatch: {problem}", message["id"], HEADER_MISMATCH)
+            raise _HttpRefusal(400, f"Header mismatch: {problem}", message["id"],
+                               HEADER_MISMATCH)
 
     @staticmethod
     def mirror_problem(environ, tool, params):
-        """What is wrong with the Mcp-Param-{Name} headers of a call to ``tool``, if anything:
-        each argument its schema marks with x-mcp-header must be repeated, and only then."""
+        """What is wrong with the Mcp-Param-{Name} headers of a call to ``tool``, if
+        anything: each argument its schema marks with x-mcp-header must be repeated, and
+        only then."""
         for name, path in tool.mirrored.items():
             value = params.get("arguments")
             for key in path:
                 value = value.get(key) if isinstance(value, dict) else None
             header = environ.get("HTTP_MCP_PARAM_" + name.upper().replace("-", "_"))
             if value is not None and not _mirrors(value, _header_value(header)):
-                return f"Mcp-Param-{name} must be {_preview(value)}, as in the arguments"
+                return (f"Mcp-Param-{name} must be {_preview(value)}, as in the "
+                        "arguments")
         return None
 
-    # -- handshake-era sessions -----------------------------------------------------------------
+    # -- handshake-era sessions -------------------------------------------------------
     def open_session(self, session, request_id=None):
-        """Keep a new session (its initialize succeeded). Sessions idle longer than
-        ``session_idle`` end first. Then a principal at ``max_sessions_per_principal``, or
-        any when ``max_sessions`` are kept, gives up its own longest-idle session; one with
-        none to give up is refused (503): a client never makes room by ending another's.
-        Without auth clients cannot be told apart: all are one, as before the quota."""
+        """Keep a new session (its initialize succeeded), once ``make_room`` has made
+        room for it; returns its id. Without auth clients cannot be told apart: all are
+        one owner, as before the quota."""
         import secrets
-        server, now = self.server, time.monotonic()
+        server = self.server
+        now = time.monotonic()
         owner = None if server.auth is None else self.identity(session.principal)
-        quota = None if owner is None else server.max_sessions_per_principal
         with self.lock:
-            for old in [s for s in self.sessions.values() if s.idle(now) > server.session_idle]:
-                self.end_session(old)
-            own = [s for s in self.sessions.values() if s.owner == owner]
-            while own and (len(self.sessions) >= server.max_sessions
-                           or quota is not None and len(own) >= quota):
-                # the longest idle; of sessions all in use, the one used least recently
-                oldest = max(own, key=lambda s: (s.idle(now), -s.last_used))
-                own.remove(oldest)
-                self.end_session(oldest)
-            if len(self.sessions) >= server.max_sessions:
-                soonest = min(server.session_idle - s.idle(now) for s in self.sessions.values())
-                raise _HttpRefusal(503, f"Service Unavailable: this server keeps at most "
-                                        f"{server.max_sessions} sessions (max_sessions), all "
-                                        "of other clients; try again later", request_id,
-                                   SERVER_BUSY, [("Retry-After", str(max(1, int(soonest))))])
-            session.id, session.owner = secrets.token_urlsafe(24), owner
+            self.make_room(owner, now, request_id)
+            session.id = secrets.token_urlsafe(24)
+            session.owner = owner
             self.sessions[session.id] = session
         return session.id
+
+    def make_room(self, owner, now, request_id):
+        """Under the lock, before a session of ``owner`` is kept: sessions idle longer
+        than ``session_idle`` end first. Then an owner at
+        ``max_sessions_per_principal``, or any when ``max_sessions`` are kept, gives up
+        its own longest-idle session; one with none to give up is refused (503): a
+        client never makes room by ending another's."""
+        server = self.server
+        quota = None if owner is None else server.max_sessions_per_principal
+        limit = server.session_idle
+        for old in [s for s in self.sessions.values() if s.idle(now) > limit]:
+            self.end_session(old)
+        own = [s for s in self.sessions.values() if s.owner == owner]
+        while own and (len(self.sessions) >= server.max_sessions
+                       or (quota is not None and len(own) >= quota)):
+            # the longest idle; of sessions all in use, the one used least recently
+            oldest = max(own, key=lambda s: (s.idle(now), -s.last_used))
+            own.remove(oldest)
+            self.end_session(oldest)
+        if len(self.sessions) >= server.max_sessions:
+            soonest = min(limit - s.idle(now) for s in self.sessions.values())
+            retry = [("Retry-After", str(max(1, int(soonest))))]
+            raise _HttpRefusal(503, f"Service Unavailable: this server keeps at most "
+                                    f"{server.max_sessions} sessions (max_sessions), "
+                                    "all of other clients; try again later",
+                               request_id, SERVER_BUSY, retry)
 
     def end_session(self, session):
         """Expiry or eviction (under the lock)."""
@@ -6341,26 +6452,27 @@ class HttpEndpoint:
         session.end()
 
     def find_session(self, environ, principal):
-        """The session a request names. It belongs to whoever opened it: to another principal
-        it does not exist."""
+        """The session a request names. It belongs to whoever opened it: to another
+        principal it does not exist."""
         session_id = environ.get("HTTP_MCP_SESSION_ID")
         if not session_id:
             raise _HttpRefusal(400, "Bad Request: Mcp-Session-Id header required (send "
                                     "initialize first)")
         with self.lock:
             session = self.sessions.get(session_id)
-        if session is None or not self.same_principal(session.principal, principal) or \
-                session.idle(time.monotonic()) > self.server.session_idle:
+        if (session is None or not self.same_principal(session.principal, principal)
+                or session.idle(time.monotonic()) > self.server.session_idle):
             raise _HttpRefusal(404, "Session not found: initialize again")
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         if version is not None and version != session.version:
-            raise _HttpRefusal(400, f"Bad Request: MCP-Protocol-Version {_short_repr(version)} is "
-                                    f"not this session's ({session.version})")
+            raise _HttpRefusal(400, f"Bad Request: MCP-Protocol-Version "
+                                    f"{_short_repr(version)} is not this session's "
+                                    f"({session.version})")
         return session
 
     def same_principal(self, opener, principal):
-        """Whether a request's principal is the one that opened a session: equal (the auth
-        hook returned the same user id or object), or with the same identity."""
+        """Whether a request's principal is the one that opened a session: equal (the
+        auth hook returned the same user id or object), or with the same identity."""
         return opener == principal or self.identity(opener) == self.identity(principal)
 
     @staticmethod
@@ -6370,12 +6482,13 @@ class HttpEndpoint:
             return json.dumps(_principal_id(principal), sort_keys=True)
         except TypeError as e:
             log.error("%s", e)
-            raise _HttpRefusal(500, "Internal Server Error: the server cannot tell its clients "
-                                    "apart (see its log)") from None
+            raise _HttpRefusal(500, "Internal Server Error: the server cannot tell its "
+                                    "clients apart (see its log)") from None
 
-    def stateless_session(self, environ, principal):
-        """A throwaway handshake-era session, for a server without sessions: the version from
-        the header (2025-03-26 when absent, as the spec says), the client otherwise unknown."""
+    def throwaway_session(self, environ, principal):
+        """A handshake-era session for one message, on a server that keeps none: the
+        version from the header (2025-03-26 when absent, as the spec says), the client
+        otherwise unknown."""
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         if version is None:
             version = V2025_03
@@ -6385,80 +6498,83 @@ class HttpEndpoint:
                                     f"{', '.join(PROTOCOL_VERSIONS)})")
         session = HttpSession(self.server, principal)
         session.version = version
-        session.no_requests = ("this server has no sessions (http_sessions=False), so it "
-                               "sends no requests to the client in the handshake era")
-        session.capabilities, session.initialized = self.server.capabilities(), True
+        session.no_requests = ("this server has no sessions (http_sessions=False), so "
+                               "it sends no requests to the client in the handshake "
+                               "era")
+        session.capabilities = self.server.capabilities()
+        session.initialized = True
         return session
 
-    # -- responses --------------------------------------------------------------------------------
-    def exchange(self, environ, start_response, session, message, sse, modern=False,
+    # -- responses --------------------------------------------------------------------
+    def exchange(self, environ, start_response, session, message, sse, stateless=False,
                  opens_session=False):
-        """Dispatch one request (or a batch) and answer with its response: JSON if that comes
-        first, else an SSE stream of what comes before it. A stream also starts when the
-        response takes longer than ``heartbeat`` seconds: its keep-alive lines fail once the
-        client has gone (on the embedded server, closing the connection tells at once). In
-        2026-07-28 leaving is how a client cancels; the handshake era says a disconnect is no
-        cancellation (notifications/cancelled is), so there the call runs on, unheard.
-        ``opens_session``: an initialize, whose result (not an error) opens the session."""
+        """Dispatch one request (or a batch) and answer with its response: JSON if that
+        comes first, else an SSE stream of what comes before it. A stream also starts
+        when the response takes longer than ``heartbeat`` seconds: its keep-alive lines
+        fail once the client has gone (on the embedded server, closing the connection
+        tells at once). In 2026-07-28 leaving is how a client cancels; the handshake era
+        says a disconnect is no cancellation (notifications/cancelled is), so there the
+        call runs on, unheard. ``opens_session``: an initialize, whose result (not an
+        error) opens the session."""
         batch = isinstance(message, list)
         rid = None if batch else message["id"]
-        listen = modern and message["method"] == "subscriptions/listen"
+        listen = stateless and message["method"] == "subscriptions/listen"
         if listen and not sse:
             raise _HttpRefusal(406, "Not Acceptable: subscriptions/listen answers with "
                                     "text/event-stream", rid)
         stream = EventStream(listen, events=sse)
-        # What holds this thread for long is counted (and refused past the caps) before it
-        # starts: a listen, a call (user code), a batch.
+        # What holds this thread for long is counted (and refused past the caps) before
+        # it starts: a listen, a call (user code), a batch.
         if listen or batch or message["method"] not in self.server.inline_methods:
-            self.hold(stream, session.principal, listen, rid, modern)
+            self.hold(stream, session.principal, listen, rid, stateless)
         try:
             return self.dispatch(environ, start_response, session, message, stream, rid,
-                                 modern, opens_session)
+                                 stateless, opens_session)
         except BaseException:                 # counted, but not answered after all
             self.let_go(stream)
             raise
 
-    def dispatch(self, environ, start_response, session, message, stream, rid, modern,
-                 opens_session):
-        """exchange's work once the response is counted: the request to its Session, then
-        the response, whole or as a stream (events, which ends it)."""
-        batch, listen, sse = isinstance(message, list), stream.listen, stream.events
+    def dispatch(self, environ, start_response, session, message, stream, rid,
+                 stateless, opens_session):
+        """exchange's work once the response is counted: the request to its Session,
+        then the response, whole or as a stream (events, which ends it)."""
+        batch = isinstance(message, list)
+        sse = stream.events
         gone = environ.get("mcp_min.client_gone")
-        if listen:
+        if stream.listen:
             session.stream = stream
             self.server.sessions.add(session)
         if batch:
             session.handle_batch(message, stream)
-        else:                                 # 2026-07-28 even for initialize, not of that era
-            session.handle_request(message, stream, stateless=modern)
-        left = False
+        else:
+            # 2026-07-28 even for initialize, which is not of that era
+            session.handle_request(message, stream, stateless=stateless)
         try:
             first = self.next_item(stream, self.server.heartbeat if sse else None, gone)
             while not sse and not first[1]:   # JSON only: notifications are dropped
                 first = self.next_item(stream, None, gone)
-        except ConnectionAbortedError:
-            left = True
-            if modern:
+        except ConnectionAbortedError:        # no one to answer
+            if stateless:
                 session.cancel(rid, "the client closed the connection")
-        if left or first is not None and first[1]:
-            stream.closed = True              # what a tool's thread sends later: nowhere to go
-            self.let_go(stream)
-            if listen:                        # refused, or gone: no stream after all
-                session.stream = None
-                self.server.sessions.discard(session)
-            if not left and first[0] is not None:
-                status, headers = self.status_of(first[0], modern), ()
-                if opens_session and "result" in json.loads(first[0]):
+            self.close_stream(session, stream)
+            return self.reply(start_response, 202, b"")
+        if first is not None and first[1]:    # the response came first: no stream
+            self.close_stream(session, stream)
+            frame = first[0]
+            if frame is not None:
+                status = self.status_of(frame, stateless)
+                headers = ()
+                if opens_session and "result" in json.loads(frame):
                     headers = [("Mcp-Session-Id", self.open_session(session, rid))]
-                return self.reply(start_response, status, first[0], headers)
-            # no one to answer, no way to say "nothing", or a batch with nothing to answer
-            if left or not sse or batch:
+                return self.reply(start_response, status, frame, headers)
+            # no way to say "nothing", or a batch with nothing to answer
+            if not sse or batch:
                 return self.reply(start_response, 202, b"")
             # cancelled: a stream that ends with no response (a request is never 202)
         start_response(HTTP_STATUS[200], list(_SSE_HEADERS))
-        return self.events(session, stream, rid if modern else None, first, gone)
+        return self.events(session, stream, rid if stateless else None, first, gone)
 
-    def hold(self, stream, principal, is_stream, request_id=None, modern=False):
+    def hold(self, stream, principal, is_stream, request_id=None, stateless=False):
         """Count a response that stays open, each holding a thread of the HTTP server: a
         listen or GET stream (``is_stream``), a call in progress. Refused past the caps:
         503 past ``max_streams`` streams of all clients; with auth, 429 past
@@ -6466,27 +6582,33 @@ class HttpEndpoint:
         clients cannot be told apart: max_workers and max_queue bound their calls)."""
         server = self.server
         owner = None if server.auth is None else self.identity(principal)
-        code = INTERNAL_ERROR if modern else SERVER_BUSY   # 2026-07-28: no -32000...-32019
+        # 2026-07-28 has no -32000...-32019 (SERVER_BUSY is one)
+        code = INTERNAL_ERROR if stateless else SERVER_BUSY
         with self.lock:
             if is_stream and self.streams >= server.max_streams:
-                # a guess: streams end when their clients leave, which nothing here foresees
-                raise _HttpRefusal(503, f"Service Unavailable: {self.streams} streams are "
-                                        "open, the most this server keeps (max_streams); try "
-                                        "again later", request_id, code, [("Retry-After", "10")])
+                # Retry-After is a guess: streams end when their clients leave, which
+                # nothing here foresees
+                raise _HttpRefusal(503, f"Service Unavailable: {self.streams} streams "
+                                        "are open, the most this server keeps "
+                                        "(max_streams); try again later", request_id,
+                                   code, [("Retry-After", "10")])
             held = self.held.get(owner, 0)
             if owner is not None and held >= server.max_streams_per_principal:
-                raise _HttpRefusal(429, f"Too Many Requests: you have {held} streams and calls "
-                                        "open, the most one client may (max_streams_per_"
-                                        "principal); end one first", request_id, code)
+                raise _HttpRefusal(429, f"Too Many Requests: you have {held} streams "
+                                        "and calls open, the most one client may "
+                                        "(max_streams_per_principal); end one first",
+                                   request_id, code)
             if owner is not None:
                 self.held[owner] = held + 1
             self.streams += is_stream
         stream.holder = (owner, is_stream)
 
     def let_go(self, stream):
-        """The end of a response that hold() counted (once, however often it is called)."""
+        """The end of a response that hold() counted (once, however often it is
+        called)."""
         with self.lock:
-            holder, stream.holder = stream.holder, None
+            holder = stream.holder
+            stream.holder = None
             if holder is None:
                 return
             owner, is_stream = holder
@@ -6496,11 +6618,24 @@ class HttpEndpoint:
                 if not self.held[owner]:
                     del self.held[owner]
 
+    def close_stream(self, session, stream):
+        """The end of a response's stream, with its response or without: nothing more
+        goes into it, hold()'s count is given back, and a GET or listen stream leaves
+        its session, idle from now on."""
+        # What a tool's thread sends later has nowhere to go
+        stream.closed = True
+        self.let_go(stream)
+        if session.stream is stream:
+            session.last_used = time.monotonic()
+            session.stream = None
+            self.server.sessions.discard(session)
+
     def next_item(self, stream, timeout, gone):
-        """The stream's next ``(frame, is_response)``, or None after ``timeout`` seconds (None:
-        no limit); ConnectionAbortedError once ``gone()`` says so. A request in flight asks it
-        every 0.25 s, as leaving cancels it (2026-07-28); a stream that waits for no response
-        (listen, GET) only when the timeout (its heartbeat) comes: it costs no CPU meanwhile."""
+        """The stream's next ``(frame, is_response, queued)``, or None after ``timeout``
+        seconds (None: no limit); ConnectionAbortedError once ``gone()`` says so. A
+        request in flight asks it every 0.25 s, as leaving cancels it (2026-07-28); a
+        stream that waits for no response (listen, GET) only when the timeout (its
+        heartbeat) comes: it costs no CPU meanwhile."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             wait = 0.25 if gone and not stream.listen else None
@@ -6518,8 +6653,9 @@ class HttpEndpoint:
                     raise ConnectionAbortedError from None
 
     def events(self, session, stream, request_id, first=None, gone=None):
-        """The SSE body: each frame an event, a comment line every ``heartbeat`` seconds while
-        nothing happens, until the response (or, for a listen, the client leaving)."""
+        """The SSE body: each frame an event, a comment line every ``heartbeat`` seconds
+        while nothing happens, until the response (or, for a listen, the client
+        leaving)."""
         finished = False
         try:
             item = first
@@ -6539,23 +6675,20 @@ class HttpEndpoint:
                 item = self.next_item(stream, self.server.heartbeat, gone)
         except ConnectionAbortedError:
             pass
-        finally:                              # the client went away, or the stream ended
-            stream.closed = True
-            self.let_go(stream)
-            if session.stream is stream:      # a GET or listen stream: nothing more for it
-                session.last_used = time.monotonic()          # idle from now on
-                session.stream = None
-                self.server.sessions.discard(session)
+        finally:                              # the client went away, or the stream ends
+            self.close_stream(session, stream)
             if not finished and request_id is not None:
                 session.cancel(request_id, "the client closed the HTTP response")
 
     def listen_stream(self, environ, start_response, session):
-        """GET: the stream of a handshake-era session's messages that belong to no request."""
+        """GET: the stream of a handshake-era session's messages that belong to no
+        request."""
         if not _accepts(environ.get("HTTP_ACCEPT", ""), "text/event-stream"):
             raise _HttpRefusal(406, "Not Acceptable: GET opens a text/event-stream")
         with session.lock:                    # of two GETs at once, one gets the stream
             if session.stream is not None:
-                raise _HttpRefusal(409, "Conflict: this session already has a GET stream open")
+                raise _HttpRefusal(409, "Conflict: this session already has a GET "
+                                        "stream open")
             stream = session.stream = EventStream(listen=True)
         try:
             self.hold(stream, session.principal, True)
@@ -6564,18 +6697,19 @@ class HttpEndpoint:
             raise
         self.server.sessions.add(session)
         start_response(HTTP_STATUS[200], list(_SSE_HEADERS))
-        return self.events(session, stream, None, gone=environ.get("mcp_min.client_gone"))
+        gone = environ.get("mcp_min.client_gone")
+        return self.events(session, stream, None, gone=gone)
 
     @staticmethod
-    def status_of(frame, modern):
+    def status_of(frame, stateless):
         if b'"error":{"code":' not in frame:
             return 200
         reply = json.loads(frame)             # a batch's array of replies: 200
         error = reply.get("error") if isinstance(reply, dict) else None
-        if not isinstance(error, dict):       # a result that only mentions such a string
+        if not isinstance(error, dict):       # a result that just has such a string
             return 200
-        if modern:
-            return _MODERN_ERROR_STATUS.get(error.get("code"), 200)
+        if stateless:
+            return _STATELESS_ERROR_STATUS.get(error.get("code"), 200)
         return 400 if error.get("code") in (PARSE_ERROR, INVALID_REQUEST) else 200
 
     @staticmethod
@@ -6590,364 +6724,449 @@ class HttpEndpoint:
 
 def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0,
                      max_connections=200, max_body_bytes=None):
-    """A wsgiref server for ``app`` with a thread per connection, HTTP/1.1 keep-alive and
-    chunked streams (wsgiref alone answers one HTTP/1.0 request per connection). A client that
-    sends or takes nothing for ``idle_timeout`` seconds, or takes longer than that to send a
-    request's line and headers, loses its connection (and thread); one that takes longer
-    than that again to send the body gets 408. With ``max_connections`` open, no more are
-    accepted until one ends: further clients wait in the kernel's queue. A client that asks
-    before sending a body over ``max_body_bytes`` (Expect: 100-continue) is not told to send
-    it. The server's own errors are JSON-RPC errors, and what it logs of a request is
-    bounded."""
-    import http.server
+    """A wsgiref server for ``app`` with a thread per connection, HTTP/1.1 keep-alive
+    and chunked streams (wsgiref alone answers one HTTP/1.0 request per connection). A
+    client that sends or takes nothing for ``idle_timeout`` seconds, or takes longer
+    than that to send a request's line and headers, loses its connection (and thread);
+    one that takes longer than that again to send the body gets 408. With
+    ``max_connections`` open, no more are accepted until one ends: further clients wait
+    in the kernel's queue. A client that asks before sending a body over
+    ``max_body_bytes`` (Expect: 100-continue) is not told to send it. The server's own
+    errors are JSON-RPC errors, and what it logs of a request is bounded."""
+    server_class = _embedded_server_class()
+    httpd = server_class((host, port), idle_timeout, max_connections, max_body_bytes)
+    httpd.set_app(app)
+    return httpd
+
+
+@functools.lru_cache(maxsize=None)
+def _embedded_server_class():
+    """The class of make_http_server's servers. Each mixin below goes on the standard
+    library class it extends, on first use: http.server and wsgiref take milliseconds to
+    import, which a server on stdio need not spend."""
     import io
-    import selectors
     import socket
     import socketserver
     from wsgiref import simple_server
 
-    def readable(connection):
-        """Whether a read would not wait: there is input, or the client closed its end. (By
-        poll() where there is one: select() refuses a descriptor past 1023, and every client
-        would seem gone; epoll would take a descriptor of its own.) A closed one: True."""
+    def join(mixin, *bases, **attributes):
+        name = mixin.__name__.strip("_").removesuffix("Mixin")
+        return type(name, (mixin, *bases), attributes)
+
+    handler = join(
+        _RequestHandlerMixin, simple_server.WSGIRequestHandler,
+        response_writer=join(_ResponseWriterMixin, simple_server.ServerHandler),
+        line_reader=join(_LineReaderMixin, io.BufferedReader),
+        socket_reader=join(_DeadlineReaderMixin, socket.SocketIO))
+    return join(_HttpServerMixin, socketserver.ThreadingMixIn, simple_server.WSGIServer,
+                request_handler=handler)
+
+
+def _readable(connection):
+    """Whether a read would not wait: there is input, or the client closed its end. (By
+    poll() where there is one: select() refuses a descriptor past 1023, and every client
+    would seem gone; epoll would take a descriptor of its own.) A closed one: True."""
+    import selectors
+    try:
+        with getattr(selectors, "PollSelector", selectors.SelectSelector)() as selector:
+            selector.register(connection, selectors.EVENT_READ)
+            return bool(selector.select(0))
+    except (OSError, ValueError):
+        return True
+
+
+class _ResponseWriterMixin:
+    """How the embedded server writes a response (on wsgiref's ServerHandler): in
+    HTTP/1.1, in chunks when its length is not known, with no body after the headers of
+    a HEAD's response or a 204, and keeping the connection only when that is safe."""
+
+    http_version = "1.1"
+    chunked = False
+    mute = False
+
+    def bodiless(self):
+        """Whether no body may follow the headers: those of a HEAD's response (RFC 9110
+        9.3.2), or of a 204, which has no Content-Length either (8.6)."""
+        return self.request_handler.command == "HEAD" or self.status[:3] == "204"
+
+    def cleanup_headers(self):
+        # Keep the connection only if this request's body was all read and the
+        # response's length is known (a stream is sent in chunks for that).
+        request = self.request_handler
+        if not request.body.discard():
+            self.headers["Connection"] = "close"
+            request.close_connection = True
+        if self.status[:3] == "204":
+            del self.headers["Content-Length"]
+        if "Content-Length" not in self.headers and not self.bodiless():
+            if request.request_version == "HTTP/1.1":
+                self.headers["Transfer-Encoding"] = "chunked"
+            else:
+                request.close_connection = True
+        # An HTTP/1.0 client that asked for keep-alive may reuse the connection only
+        # if told so
+        if request.request_version == "HTTP/1.0" and not request.close_connection:
+            self.headers["Connection"] = "keep-alive"
+
+    def send_headers(self):
+        super().send_headers()
+        self.chunked = "Transfer-Encoding" in self.headers
+        # What the application writes next is dropped if no body may follow
+        self.mute = self.bodiless()
+
+    def _write(self, data):
+        if self.mute:
+            return
+        if self.chunked and data:
+            data = b"%X\r\n%s\r\n" % (len(data), data)
+        # In pieces: the timeout bounds each whole send, and a client that reads a long
+        # response slowly (64 KiB per idle_timeout) is not one that stopped reading.
+        view = memoryview(data)
+        for start in range(0, len(view), 1 << 16):
+            super()._write(view[start:start + (1 << 16)])
+
+    def handle_error(self):
+        # A timeout (idle_timeout) within the body or the response, whose close
+        # cancelled the request: the connection ends
+        if isinstance(sys.exc_info()[1], TimeoutError):
+            self.request_handler.close_connection = True
+        else:
+            super().handle_error()
+
+    def log_exception(self, exc_info):        # wsgiref's writes the whole traceback
+        _log_failure("an HTTP request", exc_info[1])
+
+    def finish_content(self):
+        super().finish_content()
+        if self.chunked:
+            self.chunked = False
+            super()._write(b"0\r\n\r\n")
+            self._flush()
+
+
+class _LineReaderMixin:
+    """A connection's reader (on io.BufferedReader) that remembers a bare CR."""
+
+    # The header parser (email's) takes a CR alone for the end of a line: a header
+    # hidden after one ("Foo: x\rMcp-Session-Id: y") would get past a proxy that reads
+    # it as one line. Such a line is remembered, and the request refused (400).
+    bare_cr = False
+
+    def readline(self, size=-1):
+        line = super().readline(size)
+        if b"\r" in line and b"\r" in line.rstrip(b"\n")[:-1]:
+            self.bare_cr = True
+        return line
+
+
+class _DeadlineReaderMixin:
+    """A connection's socket reads (on socket.SocketIO), all to end by ``deadline``."""
+
+    deadline = None                           # time.monotonic() by which reads must end
+    idle_timeout = None                       # the socket's timeout otherwise
+
+    def readinto(self, buffer):
+        if self.deadline is None:
+            return super().readinto(buffer)
+        self._sock.settimeout(max(self.deadline - time.monotonic(), 1e-6))
         try:
-            with getattr(selectors, "PollSelector", selectors.SelectSelector)() as selector:
-                selector.register(connection, selectors.EVENT_READ)
-                return bool(selector.select(0))
+            return super().readinto(buffer)
+        finally:                              # sends keep the whole timeout
+            self._sock.settimeout(self.idle_timeout)
+
+
+_ABSOLUTE_FORM = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)/?(.*)")
+
+
+class _RequestHandlerMixin:
+    """One connection of the embedded server (on wsgiref's WSGIRequestHandler): its
+    requests one after the other (keep-alive), each line, headers and body within the
+    idle timeout, refusals as JSON-RPC errors, logs that quote the client bounded.
+    _embedded_server_class gives it the classes it uses: ``response_writer``,
+    ``line_reader`` and ``socket_reader``."""
+
+    protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes: with Nagle's algorithm the body would
+    # wait for the client's delayed acknowledgement (40 ms) on a kept-alive connection.
+    disable_nagle_algorithm = True
+
+    def setup(self):
+        # The socket's timeout: each read, each send (0 would make it non-blocking)
+        self.timeout = self.server.idle_timeout or None
+        super().setup()
+        self.rfile.close()                    # makefile's: this reader keeps a deadline
+        reader = self.socket_reader(self.connection, "rb")
+        reader.idle_timeout = self.timeout
+        self.rfile = self.line_reader(reader)
+
+    def handle(self):
+        # Not wsgiref's handle, which serves one request, then closes. The idle
+        # timeout (between requests, or within a request's line and headers) ends the
+        # connection.
+        from http.server import BaseHTTPRequestHandler
+        try:
+            BaseHTTPRequestHandler.handle(self)
+        except TimeoutError:
+            pass
+
+    def handle_one_request(self):
+        # The request's line and headers must all come within the timeout: a client that
+        # sends them a byte at a time (slowloris) is never silent for that long.
+        if self.timeout:
+            self.rfile.raw.deadline = time.monotonic() + self.timeout
+        self.rfile.bare_cr = False
+        try:
+            self.raw_requestline = self.rfile.readline(65537)
+        except ConnectionError:               # the client reset an idle connection
+            self.raw_requestline = b""
+        connection = self.connection
+        if not self.raw_requestline:
+            self.close_connection = True
+            self.server.unread.discard(connection)
+            return
+        self.server.serving.add(connection)   # then unread: drain sees one or the other
+        self.server.unread.discard(connection)
+        try:
+            if len(self.raw_requestline) > 65536:
+                self.refuse_line(414)         # the rest of it would be the next request
+            else:
+                self.serve_request()
+        finally:
+            self.server.serving.discard(connection)
+
+    def parse_request(self):
+        # HTTP/0.9 ("GET /mcp", no version) is answered with a bare body: no status
+        # line, no headers. A line without a version gets a 400 that has both, and a
+        # close.
+        if len(self.raw_requestline.split()) in (1, 2):
+            self.refuse_line(400, "The request line needs an HTTP version.")
+            return False
+        if not super().parse_request():
+            return False
+        if self.request_version not in ("HTTP/1.0", "HTTP/1.1"):   # "HTTP/0.9" too
+            self.refuse_line(505, "This server speaks HTTP/1.0 and HTTP/1.1.")
+            return False
+        if self.rfile.bare_cr:
+            self.refuse_line(400, "A line of the request holds a CR that does not end "
+                                  "it.")
+            return False
+        return True
+
+    def refuse_line(self, status, explanation=None):
+        """An error answered in HTTP/1.1 to a request line that cannot be served; then
+        the connection closes."""
+        self.command = None
+        self.path = ""
+        self.request_version = "HTTP/1.1"
+        self.send_error(status, None, explanation)
+        self.close_connection = True
+
+    def serve_request(self):
+        if not self.parse_request():
+            return
+        # The body too must all come within the timeout, from the headers' end: a client
+        # trickling it would keep this thread for ever (408 from the application).
+        if self.timeout:
+            self.rfile.raw.deadline = time.monotonic() + self.timeout
+        # The absolute form (a proxy's "POST http://host/mcp"): a server must take it,
+        # and its host, not the Host header's (RFC 9112 3.2.2).
+        absolute = _ABSOLUTE_FORM.match(self.path)
+        if absolute:
+            self.path = "/" + absolute[2]
+            del self.headers["Host"]
+            self.headers["Host"] = absolute[1]
+        self.body = _BodyReader(self.rfile, self.headers)
+        if self.server.stopping and not self.body.refusal:
+            self.body.refusal = (503, "Service Unavailable: the server is shutting "
+                                      "down")
+        writer = self.response_writer(self.body, self.wfile, self.get_stderr(),
+                                      self.get_environ(), multithread=True)
+        writer.request_handler = self
+        writer.run(self.body.refuse if self.body.refusal else self.server.get_app())
+
+    def get_environ(self):
+        environ = super().get_environ()
+        environ["mcp_min.client_gone"] = self.client_gone
+        return environ
+
+    def client_gone(self):
+        """Whether the client closed its end: readable, with nothing to read."""
+        import socket
+        connection = self.connection
+        try:
+            return _readable(connection) and not connection.recv(1, socket.MSG_PEEK)
         except (OSError, ValueError):
             return True
 
-    class Handler(simple_server.ServerHandler):
-        http_version, chunked, mute = "1.1", False, False
-
-        def bodiless(self):
-            """Whether no body may follow the headers: those of a HEAD's response (RFC 9110
-            9.3.2), or of a 204, which has no Content-Length either (8.6)."""
-            return self.request_handler.command == "HEAD" or self.status[:3] == "204"
-
-        def cleanup_headers(self):
-            # Keep the connection only if this request's body was all read and the response's
-            # length is known (a stream is sent in chunks for that).
-            if not self.request_handler.body.discard():
-                self.headers["Connection"] = "close"
-                self.request_handler.close_connection = True
-            if self.status[:3] == "204":
-                del self.headers["Content-Length"]
-            if "Content-Length" not in self.headers and not self.bodiless():
-                if self.request_handler.request_version == "HTTP/1.1":
-                    self.headers["Transfer-Encoding"] = "chunked"
-                else:
-                    self.request_handler.close_connection = True
-            # An HTTP/1.0 client asked for keep-alive: it may reuse the connection only if told
-            if self.request_handler.request_version == "HTTP/1.0" and \
-                    not self.request_handler.close_connection:
-                self.headers["Connection"] = "keep-alive"
-
-        def send_headers(self):
-            super().send_headers()
-            self.chunked = "Transfer-Encoding" in self.headers
-            self.mute = self.bodiless()       # what the application writes next is dropped
-
-        def _write(self, data):
-            if self.mute:
-                return
-            if self.chunked and data:
-                data = b"%X\r\n%s\r\n" % (len(data), data)
-            # In pieces: the timeout bounds each whole send, and a client that reads a long
-            # response slowly (64 KiB per idle_timeout) is not one that stopped reading.
-            view = memoryview(data)
-            for start in range(0, len(view), 1 << 16):
-                super()._write(view[start:start + (1 << 16)])
-
-        def handle_error(self):
-            # idle_timeout, within the body or the response (whose close cancelled the request)
-            if isinstance(sys.exc_info()[1], TimeoutError):
-                self.request_handler.close_connection = True
-            else:
-                super().handle_error()
-
-        def log_exception(self, exc_info):    # wsgiref's writes the whole traceback
-            _log_failure("an HTTP request", exc_info[1])
-
-        def finish_content(self):
-            super().finish_content()
-            if self.chunked:
-                self.chunked = False
-                super()._write(b"0\r\n\r\n")
-                self._flush()
-
-    class LineReader(io.BufferedReader):
-        # The header parser (email's) takes a CR alone for the end of a line: a header
-        # hidden after one ("Foo: x\rMcp-Session-Id: y") would get past a proxy that reads
-        # it as one line. Such a line is remembered, and the request refused (400).
-        bare_cr = False
-
-        def readline(self, size=-1):
-            line = super().readline(size)
-            if b"\r" in line and b"\r" in line.rstrip(b"\n")[:-1]:
-                self.bare_cr = True
-            return line
-
-    class Reader(socket.SocketIO):
-        deadline = None                       # time.monotonic() by which reads must end
-
-        def readinto(self, buffer):
-            if self.deadline is None:
-                return super().readinto(buffer)
-            self._sock.settimeout(max(self.deadline - time.monotonic(), 1e-6))
-            try:
-                return super().readinto(buffer)
-            finally:                          # sends keep the whole timeout
-                self._sock.settimeout(idle_timeout or None)
-
-    class RequestHandler(simple_server.WSGIRequestHandler):
-        protocol_version = "HTTP/1.1"
-        # Headers and body go out in separate writes: with Nagle's algorithm the body would
-        # wait for the client's delayed acknowledgement (40 ms) on a kept-alive connection.
-        disable_nagle_algorithm = True
-        timeout = idle_timeout or None        # on the socket: each read, each send (0 would
-                                              # make it non-blocking)
-
-        def setup(self):
-            super().setup()
-            self.rfile.close()                # makefile's reader: this one keeps a deadline
-            self.rfile = LineReader(Reader(self.connection, "rb"))
-
-        def handle(self):
-            try:                              # not wsgiref's handle: one request, then close
-                http.server.BaseHTTPRequestHandler.handle(self)
-            except TimeoutError:              # idle_timeout, between requests or in headers
-                pass
-
-        def handle_one_request(self):
-            # The request's line and headers must all come within the timeout: a client that
-            # sends them a byte at a time (slowloris) is never silent for that long.
-            if self.timeout:
-                self.rfile.raw.deadline = time.monotonic() + self.timeout
-            self.rfile.bare_cr = False
-            try:
-                self.raw_requestline = self.rfile.readline(65537)
-            except ConnectionError:           # the client reset an idle connection
-                self.raw_requestline = b""
-            if not self.raw_requestline:
-                self.close_connection = True
-                self.server.unread.discard(self.connection)
-                return
-            self.server.serving.add(self.connection)     # then unread: drain sees one or the other
-            self.server.unread.discard(self.connection)
-            try:
-                if len(self.raw_requestline) > 65536:
-                    self.refuse_line(414)     # the rest of it would be the next request
-                else:
-                    self.serve_request()
-            finally:
-                self.server.serving.discard(self.connection)
-
-        def parse_request(self):
-            # HTTP/0.9 ("GET /mcp", no version) is answered with a bare body: no status line,
-            # no headers. A line without a version gets a 400 that has both, and a close.
-            if len(self.raw_requestline.split()) in (1, 2):
-                self.refuse_line(400, "The request line needs an HTTP version.")
-                return False
-            if not super().parse_request():
-                return False
-            if self.request_version not in ("HTTP/1.0", "HTTP/1.1"):   # "HTTP/0.9" too
-                self.refuse_line(505, "This server speaks HTTP/1.0 and HTTP/1.1.")
-                return False
-            if self.rfile.bare_cr:
-                self.refuse_line(400, "A line of the request holds a CR that does not end it.")
-                return False
+    def handle_expect_100(self):
+        # "100 Continue" asks for the body: not for one the application refuses by its
+        # length (413), which the client then need not send at all.
+        length = self.headers.get("Content-Length", "")
+        limit = self.server.max_body_bytes
+        if limit is not None and _is_length(length) and int(length) > limit:
             return True
+        return super().handle_expect_100()
 
-        def refuse_line(self, status, explanation=None):
-            """An error answered in HTTP/1.1 to a request line that cannot be served; then
-            the connection closes."""
-            self.command, self.path, self.request_version = None, "", "HTTP/1.1"
-            self.send_error(status, None, explanation)
-            self.close_connection = True
+    def send_error(self, code, message=None, explain=None):
+        """The server's own refusals (a request line or headers it cannot read): a
+        JSON-RPC error as the body, as the application's are, and the connection
+        closes."""
+        # The status line has the standard phrase: the message may quote the client.
+        phrase = self.responses.get(code, ("Error",))[0]
+        said = ": ".join(filter(None, (phrase, message, explain)))
+        self.log_error("code %d, message %s", code, said)
+        if self.request_version not in ("HTTP/1.0", "HTTP/1.1"):   # never a bare body
+            self.request_version = "HTTP/1.1"
+        if len(said) > 300:
+            said = said[:299] + "…"
+        body = error_frame(None, INVALID_REQUEST, said)
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        if self.command != "HEAD" and code >= 200 and code not in (204, 304):
+            self.wfile.write(body)
 
-        def serve_request(self):
-            if not self.parse_request():
-                return
-            # The body too must all come within the timeout, from the headers' end: a client
-            # trickling it would keep this thread for ever (408 from the application).
-            if self.timeout:
-                self.rfile.raw.deadline = time.monotonic() + self.timeout
-            # The absolute form (a proxy's "POST http://host/mcp"): a server must take it, and
-            # its host, not the Host header's (RFC 9112 3.2.2).
-            absolute = re.match(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)/?(.*)", self.path)
-            if absolute:
-                self.path = "/" + absolute[2]
-                del self.headers["Host"]
-                self.headers["Host"] = absolute[1]
-            self.body = _BodyReader(self.rfile, self.headers)
-            if self.server.stopping and not self.body.refusal:
-                self.body.refusal = (503, "Service Unavailable: the server is shutting down")
-            handler = Handler(self.body, self.wfile, self.get_stderr(), self.get_environ(),
-                              multithread=True)
-            handler.request_handler = self
-            handler.run(self.body.refuse if self.body.refusal else self.server.get_app())
+    def log_message(self, format, *args):
+        # What the standard library logs of a request quotes the client (its request
+        # line, its version): bounded and escaped, at debug level.
+        log.debug("HTTP %s: %s", self.client_address[0], _preview(format % args))
 
-        def get_environ(self):
-            environ = super().get_environ()
-            environ["mcp_min.client_gone"] = self.client_gone
-            return environ
+    def log_request(self, code="-", size="-"):
+        log.debug("%s %s %s", self.command, _preview(getattr(self, "path", "")), code)
 
-        def client_gone(self):
-            """Whether the client closed its end: readable, with nothing to read."""
-            try:
-                return readable(self.connection) and not self.connection.recv(1, socket.MSG_PEEK)
-            except (OSError, ValueError):
-                return True
 
-        def handle_expect_100(self):
-            # "100 Continue" asks for the body: not for one the application refuses by its
-            # length (413), which the client then need not send at all.
-            length = self.headers.get("Content-Length", "")
-            if max_body_bytes is not None and _is_length(length) and \
-                    int(length) > max_body_bytes:
-                return True
-            return super().handle_expect_100()
+class _HttpServerMixin:
+    """The embedded server (on socketserver.ThreadingMixIn and wsgiref's WSGIServer): a
+    thread per connection, ``max_connections`` at most; a stop signal ends
+    serve_forever, then ``drain`` lets the requests in progress be answered. Its
+    connections are served by ``request_handler`` (given by _embedded_server_class)."""
 
-        def send_error(self, code, message=None, explain=None):
-            """The server's own refusals (a request line or headers it cannot read): a
-            JSON-RPC error as the body, as the application's are, and the connection closes."""
-            # The status line has the standard phrase: the message may quote the client.
-            phrase = self.responses.get(code, ("Error",))[0]
-            said = ": ".join(filter(None, (phrase, message, explain)))
-            self.log_error("code %d, message %s", code, said)
-            if self.request_version not in ("HTTP/1.0", "HTTP/1.1"):   # never a bare body
-                self.request_version = "HTTP/1.1"
-            if len(said) > 300:
-                said = said[:299] + "…"
-            body = encode_message(error_response(None, INVALID_REQUEST, said))
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.close_connection = True
-            if self.command != "HEAD" and code >= 200 and code not in (204, 304):
-                self.wfile.write(body)
+    daemon_threads = True
+    allow_reuse_address = True
+    stopping = False
+    stop_signal = None                        # the signal that stopped serve_forever
+    closing = False                           # shutdown() was called
+    # A connection is being taken: accepted, its thread started
+    taking = False
+    stop_due = False                          # a stop signal came meanwhile
 
-        def log_message(self, format, *args):
-            # What the standard library logs of a request quotes the client (its request
-            # line, its version): bounded and escaped, at debug level.
-            log.debug("HTTP %s: %s", self.client_address[0], _preview(format % args))
+    def __init__(self, address, idle_timeout, max_connections, max_body_bytes):
+        import socket
+        # Connections waiting to be accepted: past socketserver's 5, a burst of new
+        # clients waits a second or more for its SYN to be sent again.
+        self.request_queue_size = socket.SOMAXCONN
+        ipv6 = ":" in address[0]
+        self.address_family = socket.AF_INET6 if ipv6 else socket.AF_INET
+        self.idle_timeout = idle_timeout
+        self.max_body_bytes = max_body_bytes
+        # The connections with a request in progress, and those taken whose first
+        # request is not read yet
+        self.serving = set()
+        self.unread = set()
+        # A connection's thread each
+        self.slots = threading.BoundedSemaphore(max_connections)
+        super().__init__(address, self.request_handler)
 
-        def log_request(self, code="-", size="-"):
-            log.debug("%s %s %s", self.command, _preview(getattr(self, "path", "")), code)
+    def stop(self, signum=None, frame=None):
+        """The handler of SIGTERM and Ctrl+C (run_http's): KeyboardInterrupt, which ends
+        serve_forever. Raised while a connection is taken, it would make socketserver
+        close the connection under the thread just started to serve it: it waits until
+        then."""
+        if self.stop_signal is None:
+            self.stop_signal = signum         # the first decides the exit code
+        if self.taking:
+            self.stop_due = True
+        else:
+            raise KeyboardInterrupt
 
-    class HTTPServer(socketserver.ThreadingMixIn, simple_server.WSGIServer):
-        daemon_threads, allow_reuse_address = True, True
-        # Connections waiting to be accepted: past socketserver's 5, a burst of new clients
-        # waits a second or more for its SYN to be sent again.
-        request_queue_size = socket.SOMAXCONN
-        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        stopping = False
-        stop_signal = None                    # the signal that stopped serve_forever
-        closing = False                       # shutdown() was called
-        taking = False                        # a connection is being accepted, its thread started
-        stop_due = False                      # a stop signal came meanwhile
+    def get_request(self):
+        # At max_connections, take none until one ends: the clients wait in the kernel's
+        # queue, not each on a thread of its own. (A stop signal interrupts the wait.)
+        while not self.slots.acquire(timeout=0.2):
+            if self.closing:
+                # serve_forever's loop goes on, and ends
+                raise OSError("shutting down")
+        self.taking = True
+        try:
+            connection = super().get_request()
+        except BaseException:
+            self.slots.release()
+            raise
+        self.unread.add(connection[0])
+        return connection
 
-        def stop(self, signum=None, frame=None):
-            """The handler of SIGTERM and Ctrl+C (run_http's): KeyboardInterrupt, which ends
-            serve_forever. Raised while a connection is taken, it would make socketserver close
-            the connection under the thread just started to serve it: it waits until then."""
-            if self.stop_signal is None:
-                self.stop_signal = signum     # the first decides the exit code
-            if self.taking:
-                self.stop_due = True
-            else:
-                raise KeyboardInterrupt
+    def shutdown(self):
+        self.closing = True
+        super().shutdown()
 
-        def get_request(self):
-            # At max_connections, take none until one ends: the clients wait in the kernel's
-            # queue, not each on a thread of its own. (A stop signal interrupts the wait.)
-            while not self.slots.acquire(timeout=0.2):
-                if self.closing:
-                    raise OSError("shutting down")    # serve_forever's loop goes on, and ends
-            self.taking = True
-            try:
-                connection = super().get_request()
-            except BaseException:
-                self.slots.release()
-                raise
-            self.unread.add(connection[0])
-            return connection
+    def service_actions(self):                # serve_forever's loop, after taking one
+        self.taking = False
+        if self.stop_due:
+            raise KeyboardInterrupt
 
-        def shutdown(self):
-            self.closing = True
-            super().shutdown()
+    def handle_error(self, request, client_address):
+        # What escaped a connection's thread, bounded
+        _log_failure("serving a connection", sys.exc_info()[1])
 
-        def service_actions(self):            # serve_forever's loop, after taking a connection
-            self.taking = False
-            if self.stop_due:
-                raise KeyboardInterrupt
+    def shutdown_request(self, request):      # its thread ends (or never began)
+        self.unread.discard(request)
+        try:
+            super().shutdown_request(request)
+        finally:
+            self.slots.release()
 
-        def handle_error(self, request, client_address):   # what escaped a connection's
-            _log_failure("serving a connection", sys.exc_info()[1])   # thread, bounded
-
-        def shutdown_request(self, request):  # the connection's thread ends (or never began)
-            self.unread.discard(request)
-            try:
-                super().shutdown_request(request)
-            finally:
-                self.slots.release()
-
-        def drain(self, grace, endpoint=None):
-            """After serve_forever (the listening socket closed): refuse new requests on the
-            open connections (503), end the endpoint's streams that wait for no response (GET,
-            listen), and give the requests in progress ``grace`` seconds to be answered. One
-            more SIGTERM or Ctrl+C cuts the wait short."""
-            self.stopping = True
-            if endpoint is not None:
-                endpoint.end_streams()
-            deadline = time.monotonic() + grace
-            # A connection taken just before the stop whose request has come but is not read
-            # yet: it is answered (503) rather than dropped. One with nothing sent is not.
-            sent = [connection for connection in list(self.unread) if readable(connection)]
-            try:
-                while time.monotonic() < deadline and (
-                        self.serving or any(connection in self.unread for connection in sent)):
-                    time.sleep(0.01)
-            except KeyboardInterrupt:
-                pass
-            if self.serving:
-                log.warning("exiting with %d HTTP request(s) unanswered after the %.1f s grace "
-                            "period", len(self.serving), grace)
-
-    httpd = HTTPServer((host, port), RequestHandler)
-    httpd.set_app(app)
-    httpd.serving = set()                     # the connections with a request in progress
-    httpd.unread = set()                      # and those taken whose first request is not read
-    httpd.slots = threading.BoundedSemaphore(max_connections)     # a connection's thread each
-    return httpd
+    def drain(self, grace, endpoint=None):
+        """After serve_forever (the listening socket closed): refuse new requests on the
+        open connections (503), end the endpoint's streams that wait for no response
+        (GET, listen), and give the requests in progress ``grace`` seconds to be
+        answered. One more SIGTERM or Ctrl+C cuts the wait short."""
+        self.stopping = True
+        if endpoint is not None:
+            endpoint.end_streams()
+        deadline = time.monotonic() + grace
+        # A connection taken just before the stop whose request has come but is not read
+        # yet: it is answered (503) rather than dropped. One with nothing sent is not.
+        sent = [connection for connection in list(self.unread) if _readable(connection)]
+        try:
+            while time.monotonic() < deadline and (
+                    self.serving or any(taken in self.unread for taken in sent)):
+                time.sleep(0.01)
+        except KeyboardInterrupt:
+            pass
+        if self.serving:
+            log.warning("exiting with %d HTTP request(s) unanswered after the %.1f s "
+                        "grace period", len(self.serving), grace)
 
 
 def _is_length(text):
-    """Whether a Content-Length is one: ASCII digits only (int() takes "+5", isdigit() "²"),
-    once the blanks around a header value are left out (RFC 9112 5)."""
+    """Whether a Content-Length is one: ASCII digits only (int() takes "+5", isdigit()
+    "²"), once the blanks around a header value are left out (RFC 9112 5)."""
     text = text.strip(" \t")
-    return text.isascii() and text.isdigit() and len(text) <= 18   # (int() refuses 4,300)
+    # (int() refuses more than 4,300 digits)
+    return text.isascii() and text.isdigit() and len(text) <= 18
 
 
 class _BodyReader:
-    """wsgi.input for wsgiref: reads no further than Content-Length, and knows what is left.
-    A request whose body's end is unknown gets ``refusal`` (status, message) instead of the
-    application, and the connection closes after it: the body must not be taken for the next
-    request (RFC 9112 6.3)."""
+    """wsgi.input for wsgiref: reads no further than Content-Length, and knows what is
+    left. A request whose body's end is unknown gets ``refusal`` (status, message)
+    instead of the application, and the connection closes after it: the body must not be
+    taken for the next request (RFC 9112 6.3)."""
 
     def __init__(self, rfile, headers):
         lengths = headers.get_all("Content-Length", [])
-        self.rfile, self.left, self.refusal = rfile, 0, None
+        self.rfile = rfile
+        self.left = 0
+        self.refusal = None
         # A line that is not a header ("Content-Length : 5") ends the headers the parser
         # reads: the body's length may be among those it left out.
         if headers.defects:
             self.refusal = (400, "Bad Request: a header line is not NAME: VALUE")
         elif "Transfer-Encoding" in headers:  # chunked: a body this reader cannot read
-            self.refusal = (411, "Length Required: send Content-Length (this server reads no "
-                                 "Transfer-Encoding)")
+            self.refusal = (411, "Length Required: send Content-Length (this server "
+                                 "reads no Transfer-Encoding)")
         elif lengths and (len(set(lengths)) > 1 or not _is_length(lengths[0])):
             self.refusal = (400, "Bad Request: invalid Content-Length")
         elif lengths:
@@ -6956,12 +7175,12 @@ class _BodyReader:
     def refuse(self, environ, start_response):
         """The WSGI application for a request that cannot be read."""
         status, message = self.refusal
-        body = encode_message(error_response(None, INVALID_REQUEST, message))
+        body = error_frame(None, INVALID_REQUEST, message)
         return HttpEndpoint.reply(start_response, status, body)
 
     def discard(self, limit=1 << 16):
-        """Drop what the application left unread (up to ``limit`` bytes), lest it be taken
-        for the next request; False if that is not possible."""
+        """Drop what the application left unread (up to ``limit`` bytes), lest it be
+        taken for the next request; False if that is not possible."""
         if 0 < self.left <= limit and not self.refusal:
             self.read()
         return not (self.left or self.refusal)
@@ -6970,7 +7189,7 @@ class _BodyReader:
         size = self.left if size is None or size < 0 else min(size, self.left)
         try:
             data = self.rfile.read(size) if size else b""
-        except TimeoutError:                  # where the body ends is now unknown: close
+        except TimeoutError:                  # where the body ends is unknown: close
             self.refusal = (408, "Request Timeout")
             raise
         self.left -= len(data)
@@ -6978,12 +7197,13 @@ class _BodyReader:
 
 
 def _parse_address(address):
-    """"HOST:PORT", ":PORT", "PORT" or "[::1]:PORT" -> (host, port); the host defaults to
-    127.0.0.1, so that nothing else can reach the server unless asked."""
+    """"HOST:PORT", ":PORT", "PORT" or "[::1]:PORT" -> (host, port); the host defaults
+    to 127.0.0.1, so that nothing else can reach the server unless asked."""
     host, _, port = str(address).rpartition(":")
     host = host.strip("[]") or "127.0.0.1"
     if not port.isdigit():
-        raise ValueError(f"not an address: {address!r} (use HOST:PORT, e.g. 127.0.0.1:8000)")
+        raise ValueError(f"not an address: {address!r} (use HOST:PORT, e.g. "
+                         "127.0.0.1:8000)")
     return host, int(port)
 
 

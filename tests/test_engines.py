@@ -476,6 +476,8 @@ def test_the_python_sdk_client_in_legacy_mode_keeps_to_one_backend(backends, hap
     labels = [f"whoami.{n}" for n in range(3)]
     steps = [{"op": "callTool", "label": label, "name": "whoami", "arguments": {}}
              for label in labels]
+    # the client opens its GET stream on a task of its own: time for it before the end
+    steps.append({"op": "sleep", "ms": 500})
     command = [sys.executable, str(CLIENTS / "http_py_client.py"), "--mode", "legacy",
                "--trace", json.dumps(steps), "--", f"http://127.0.0.1:{port}/mcp"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=90,
