@@ -1915,7 +1915,8 @@ class Signature:
                         f"{_typed_preview(args)}"]
         for name, kinds in self._coerce:
             if isinstance(args.get(name), str):
-                parsed = _json_in(args[name])   # (if none, validation says what is wrong)
+                # (if it holds no JSON, validation says what is wrong with it)
+                parsed = _json_in(args[name])
                 if isinstance(parsed, (dict, list)) and _json_type(parsed) in kinds:
                     # A copy: the caller's dict stays as it was.
                     args = {**args, name: parsed}
@@ -2535,8 +2536,8 @@ def _json_in(text):
 
 
 def _parsed(values, keys):
-    """``values`` with the strings of ``keys`` parsed as JSON, where they are JSON (where
-    not, validation says what is wrong with them)."""
+    """``values`` with the strings of ``keys`` parsed as JSON, where they are JSON
+    (where not, validation says what is wrong with them)."""
     values = dict(values)
     for key, value in values.items():
         if isinstance(value, str) and key in keys:

@@ -1,5 +1,6 @@
 """The file as its readers meet it: the map at the top of mcp_min.py names every stop of a
-request on its way through the file, in call order, and every name it gives exists.
+request on its way through the file, in call order, and every name it gives exists; no line
+is wider than 88 characters.
 
 The order is checked against the code itself: a real server, in a subprocess, serves a
 handshake-era ``tools/call`` and a 2026-07-28 one over stdio, and one over HTTP (its WSGI
@@ -20,6 +21,7 @@ from conftest import ROOT
 import mcp_min
 
 SOURCE = ROOT / "mcp_min.py"
+WIDTH = 88
 
 #: The headings in the module docstring that open each list of stops.
 LISTS = {
@@ -164,3 +166,10 @@ def test_the_http_list_is_in_call_order(tmp_path):
     record = trace(tmp_path, "http", [call(1, ENVELOPE)])
     missing = in_order(stops(LISTS["http"]), record)
     assert missing is None, f"{missing} is not where the map puts it (HTTP list)"
+
+
+def test_no_line_is_wider_than_88_characters():
+    lines = SOURCE.read_text(encoding="utf-8").splitlines()
+    wide = [f"{number}: {len(line)}" for number, line in enumerate(lines, 1)
+            if len(line) > WIDTH]
+    assert not wide, f"{len(wide)} lines are over {WIDTH} characters: {wide[:10]}"
