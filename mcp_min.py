@@ -6653,6 +6653,32 @@ class HttpEndpoint:
                 if gone and gone():
                     raise ConnectionAbortedError from None
 
+    #: Seconds between the empty chunks of a waiting stream, where the engine
+    #: cannot tell the application that a client has gone (wait_item).
+    probe_every = 0.25
+
+    def wait_item(self, stream, gone):
+        """For events, through ``yield from``: the stream's next item, or None after
+        ``heartbeat`` seconds. An engine that cannot tell that a client has gone
+        (no ``gone``: granian, gunicorn) would keep a thread on a stream whose client
+        left until the next keep-alive failed, up to ``heartbeat`` (15 s): a few
+        clients leaving their listens (closing one is how a 2026-07-28 client cancels
+        it) then held every thread of granian, and new requests and streams waited.
+        So such a stream yields an empty chunk every ``probe_every`` seconds: nothing
+        goes on the wire (PEP 3333 allows it), but granian fails to send it once the
+        client has gone and ends the response, which frees the thread; the others
+        ignore it."""
+        heartbeat = self.server.heartbeat
+        if gone is not None:
+            return self.next_item(stream, heartbeat, gone)
+        deadline = time.monotonic() + heartbeat
+        while True:
+            left = deadline - time.monotonic()
+            item = self.next_item(stream, min(left, self.probe_every), None)
+            if item is not None or left <= self.probe_every:
+                return item
+            yield b""
+
     def events(self, session, stream, request_id, first=None, gone=None):
         """The SSE body: each frame an event, a comment line every ``heartbeat`` seconds
         while nothing happens, until the response (or, for a listen, the client
@@ -6673,7 +6699,7 @@ class HttpEndpoint:
                     if final:
                         finished = True
                         return
-                item = self.next_item(stream, self.server.heartbeat, gone)
+                item = yield from self.wait_item(stream, gone)
         except ConnectionAbortedError:
             pass
         finally:                              # the client went away, or the stream ends

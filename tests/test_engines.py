@@ -1,8 +1,9 @@
 """The engines a user deploys on: the lifespan follows the worker processes (entered before a
 worker serves its first request, left when it exits, on SIGTERM and Ctrl+C alike), and a
-lifespan that fails says so loudly, once, instead of a traceback per request. Each engine is
-started as a subprocess on 127.0.0.1: the embedded server (`mcp_min.py serve --http`),
-gunicorn and granian (pinned in tests/requirements.txt; skipped if missing).
+lifespan that fails says so loudly, once, instead of a traceback per request. On
+granian, a stream whose client left gives its thread back. Each engine is started as a
+subprocess on 127.0.0.1: the embedded server (`mcp_min.py serve --http`), gunicorn and
+granian (pinned in tests/requirements.txt; skipped if missing).
 
 Several processes behind a load balancer, deployed as docs/http.md ("Several processes
 and machines") says: two single-process granian backends with sessions and one
@@ -492,3 +493,72 @@ def test_the_python_sdk_client_in_legacy_mode_keeps_to_one_backend(backends, hap
     assert {r["method"] for r in later} == {"POST", "GET", "DELETE"}, later
     assert all(r["request"].get("mcp-session-id") == session and r["status"] < 300
                for r in later), later
+
+
+# ======================================================================================
+# Streams whose clients leave, on granian
+# ======================================================================================
+# granian runs each request on one of its --blocking-threads and cannot tell the
+# application that a client has gone: a listen or GET stream whose client left would
+# hold its thread until a keep-alive failed to go out (heartbeat, 15 s by default), and
+# once every thread is held so, new requests and streams wait for one. A heartbeat
+# longer than the tests' timeouts: only a stream that ends soon after its client leaves
+# lets these pass.
+STREAMS_APP = """
+import sys
+sys.path.insert(0, {root!r})
+from mcp_min import Server
+
+server = Server("streams", heartbeat=120)
+
+@server.tool
+def change() -> bool:
+    server.notify_list_changed("tools")
+    return True
+"""
+
+
+def open_stream(port, kind):
+    """A stream as a client opens it, once its first bytes came: a 2026-07-28 listen for
+    list changes (its acknowledgement), or a new handshake-era session's GET stream (its
+    headers). Returns (connection, response)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        if kind == "listen":
+            message = rpc("subscriptions/listen", {
+                "notifications": {"toolsListChanged": True}, "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": mcp_min.V2026_07,
+                    "io.modelcontextprotocol/clientCapabilities": {}}})
+            connection.request("POST", "/mcp", json.dumps(message), {
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": mcp_min.V2026_07,
+                "Mcp-Method": "subscriptions/listen"})
+            stream = connection.getresponse()
+            assert next_message(stream)["method"] == (
+                "notifications/subscriptions/acknowledged")
+        else:
+            connection.request("GET", "/mcp", headers={
+                "Accept": "text/event-stream", "Mcp-Session-Id": open_session(port),
+                "MCP-Protocol-Version": HANDSHAKE})
+            stream = connection.getresponse()
+            assert stream.status == 200
+        return connection, stream
+    except BaseException:
+        connection.close()
+        raise
+
+
+@pytest.mark.parametrize("kind", ["listen", "GET"])
+def test_on_granian_a_stream_whose_client_left_gives_its_thread_back(engine, kind):
+    """Clients open a stream and leave, more of them than granian has threads: each
+    next stream still opens, and the last one carries a list change."""
+    served = engine("granian", source=STREAMS_APP.format(root=str(ROOT)), workers=1)
+    for _ in range(10):                       # ENGINES gives granian 8 blocking threads
+        open_stream(served.port, kind)[0].close()         # the client leaves
+    connection, stream = open_stream(served.port, kind)
+    try:
+        assert call_tool(served.port, open_session(served.port), "change") is True
+        assert next_message(stream)["method"] == "notifications/tools/list_changed"
+    finally:
+        connection.close()

@@ -91,7 +91,7 @@ def leave(connection, response):
 
 def wait_for(condition, seconds=10):
     """Ask `condition()` until it holds: granian tells mcp_min that a client left only
-    when a keep-alive line cannot be written, the next heartbeat after it left."""
+    when a write fails, the next empty chunk or keep-alive line after it left."""
     deadline = time.monotonic() + seconds
     while not condition():
         assert time.monotonic() < deadline, f"still not so after {seconds} s"
