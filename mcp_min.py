@@ -130,7 +130,8 @@ if sys.version_info < (3, 10):
 
 __version__ = "0.1.0"
 __all__ = [
-    "Server", "Context", "Client", "Session", "Peer", "WorkerPool", "FramePrinter",
+    "Server", "Context", "Client", "Session", "Peer", "Outlet", "WorkerPool",
+    "FramePrinter",
     "ToolError", "JSONRPCError", "Cancelled", "CapabilityError", "SchemaError",
     "ToolResult", "ResourceNotFound", "ProtocolError",
     "Content", "text", "image", "audio", "resource_link", "embedded_resource",
@@ -759,7 +760,34 @@ class _Pending:
         return self.result
 
 
-class Peer:
+class Outlet:
+    """Where the frames about one request go: ``send_frame`` takes what comes before
+    its response (progress, log lines, the server's own requests), ``respond`` the
+    response itself (None: none is due). A Peer is one (its connection), and so are a
+    Batch (its replies make one array) and an HTTP EventStream (the POST's response).
+    ``events``: whether anything but the response reaches the client."""
+
+    events = True
+
+    def send_frame(self, frame):
+        """Send one encoded frame now; False if it cannot reach the client."""
+        raise NotImplementedError
+
+    def respond(self, frame):
+        """The response (an encoded frame), or None when no response is due."""
+        raise NotImplementedError
+
+    def send(self, message):
+        return self.send_frame(encode_message(message))
+
+    def notify(self, method, params=None):
+        message = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        return self.send(message)
+
+
+class Peer(Outlet):
     """One end of a JSON-RPC connection, one message a line: the server's Session and
     the Client are Peers. It writes each frame whole under a lock, sends requests and
     waits for their responses, and reads lines, handing each message to a hook
@@ -797,15 +825,6 @@ class Peer:
             finally:
                 self.writing = False
         return True
-
-    def send(self, message):
-        return self.send_frame(encode_message(message))
-
-    def notify(self, method, params=None):
-        message = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
-        return self.send(message)
 
     def on_closed(self):
         """Hook: the wire broke while writing."""
@@ -995,7 +1014,7 @@ class Peer:
         """Hook: act on a notification (never answered)."""
 
 
-class Batch:
+class Batch(Outlet):
     """Collects the replies to one JSON-RPC batch (protocol 2025-03-26 only) and
     responds with them as one array, through the outlet the batch came from, once every
     member has been answered or turned out to need no answer (if none needed one: with
@@ -1006,10 +1025,8 @@ class Batch:
         self.frames = []
         self.lock = threading.Lock()
         self.outlet = outlet
-        self.events = getattr(outlet, "events", True)
+        self.events = outlet.events
         self.send_frame = outlet.send_frame   # notifications go out at once, unbatched
-
-    send, notify = Peer.send, Peer.notify
 
     def respond(self, frame):
         with self.lock:
@@ -2666,8 +2683,7 @@ class Tool(Entry):
         except (Cancelled, InputRequired):
             raise
         except BaseException as e:  # SystemExit and KeyboardInterrupt too: never exit
-            if (isinstance(e, (CapabilityError, InvalidAnswer))
-                    and ctx.envelope is not None):
+            if isinstance(e, (CapabilityError, InvalidAnswer)) and ctx.stateless:
                 raise           # 2026-07-28: protocol errors, -32021 and -32602
             expected = isinstance(e, (CapabilityError, TimeoutError, JSONRPCError))
             _log_failure(f"tool {self.name!r}", e, with_traceback=not expected)
@@ -3156,7 +3172,7 @@ class Context:
         """Send notifications/message if ``level`` is at or above what the client asked
         for (logging/setLevel; in 2026-07-28, this request's ``_meta``, and only before
         the response). ``data`` is any JSON value. Never log secrets."""
-        if self.envelope is None:
+        if not self.stateless:
             session = self.session
             threshold = session.version and session.log_level
             params = _log_params(level, data, logger, threshold)
@@ -3199,14 +3215,14 @@ class Context:
         input_required result; ``key`` names it there (default: its kind and number)."""
         # The handshake allows only pings (and logging) before
         # notifications/initialized.
-        if self.envelope is None and not self.session.initialized and method != "ping":
+        if not self.stateless and not self.session.initialized and method != "ping":
             raise CapabilityError(f"cannot send {method} before the client has sent "
                                   "notifications/initialized")
-        if self.envelope is None and self.session.no_requests:
+        if not self.stateless and self.session.no_requests:
             raise CapabilityError(f"{method} cannot be sent: "
                                   f"{self.session.no_requests}")
         capability = capability or self._CAPABILITY_ASKED.get(method)
-        if self.envelope is not None and method not in self._CAPABILITY_ASKED:
+        if self.stateless and method not in self._CAPABILITY_ASKED:
             raise ValueError(f"{method} cannot be sent to a 2026-07-28 client: a "
                              "server asks it only for elicitation, sampling or roots")
         if capability:
@@ -3216,7 +3232,7 @@ class Context:
                                       f"capability, so {method} cannot be sent to it",
                                       {capability: {}})
         self.check_cancelled()
-        if self.envelope is not None:
+        if self.stateless:
             return self._ask(method, params, key)
         if timeout is None:
             timeout = self.server.request_timeout
@@ -3300,7 +3316,7 @@ class Context:
                                       "(2025-11-25)", {"elicitation": {"url": {}}})
             params = {"mode": "url", "message": message, "url": url}
             # 2026-07-28 correlates through requestState instead
-            if self.envelope is None:
+            if not self.stateless:
                 import uuid
                 params["elicitationId"] = elicitation_id or str(uuid.uuid4())
         else:
@@ -3324,7 +3340,7 @@ class Context:
     def list_roots(self, timeout=None, key=None):
         """roots/list: ``[{"uri", "name"?}, ...]``; in the handshake era cached until
         the client sends notifications/roots/list_changed."""
-        if self.envelope is not None:              # stateless: asked for each request
+        if self.stateless:                  # asked anew in each request
             answer = self.request("roots/list", None, "roots", timeout, key)
             return answer.get("roots", [])
         session, roots = self.session, self.session.roots
@@ -3400,7 +3416,15 @@ def _check_form(schema):
                              "nothing nested")
 
 
-_forwarding = {"servers": 0, "installed": False}   # see _forward_logging
+class _Forwarding:
+    """The state of _forward_logging, one for the process."""
+    servers = 0             # servers serving with forward_logging set
+    installed = False       # _forwarded_record is the log record factory
+    make = None             # the factory it wraps
+    format = None           # a Formatter's format, for the text of a record
+
+
+_forwarding = _Forwarding()
 
 
 def _forward_logging(server, serving):
@@ -3412,19 +3436,19 @@ def _forward_logging(server, serving):
         return
     import logging
     with _first_use:
-        _forwarding["servers"] += 1 if serving else -1
+        _forwarding.servers += 1 if serving else -1
         # Installed once: a wrapper another library put around ours keeps it in the
         # chain (it passes records through while no server serves), and it must not
         # be wrapped again.
-        if serving and _forwarding["servers"] == 1 and not _forwarding["installed"]:
-            _forwarding["make"] = logging.getLogRecordFactory()
-            _forwarding["format"] = logging.Formatter().format
+        if serving and _forwarding.servers == 1 and not _forwarding.installed:
+            _forwarding.make = logging.getLogRecordFactory()
+            _forwarding.format = logging.Formatter().format
             logging.setLogRecordFactory(_forwarded_record)
-            _forwarding["installed"] = True
-        elif (not _forwarding["servers"]
+            _forwarding.installed = True
+        elif (not _forwarding.servers
                 and logging.getLogRecordFactory() is _forwarded_record):
-            logging.setLogRecordFactory(_forwarding["make"])
-            _forwarding["installed"] = False
+            logging.setLogRecordFactory(_forwarding.make)
+            _forwarding.installed = False
 
 
 def _mcp_level(levelno):
@@ -3438,14 +3462,14 @@ def _mcp_level(levelno):
 
 
 def _forwarded_record(*args, **kwargs):
-    record = _forwarding["make"](*args, **kwargs)
+    record = _forwarding.make(*args, **kwargs)
     ctx = getattr(_current, "ctx", None) or _serving_ctx.get()
     wanted = ctx.server.forward_logging if ctx is not None else None
     name = record.name
     if wanted and not name.startswith("mcp_min") and (
             wanted is True or name == wanted or name.startswith(wanted + ".")):
         try:
-            ctx.log(_mcp_level(record.levelno), _forwarding["format"](record), name)
+            ctx.log(_mcp_level(record.levelno), _forwarding.format(record), name)
         except Exception:                 # logging must never fail the call that logs
             pass
     return record
@@ -5715,7 +5739,7 @@ _SSE_HEADERS = (
 )
 
 
-class EventStream:
+class EventStream(Outlet):
     """The outlet of one HTTP request: the frames about it and its response, queued as
     ``(frame, is_response, time.monotonic())`` for the thread writing the HTTP response.
     A listen stream has no response: it stays open until the client goes away. Without
@@ -5735,8 +5759,6 @@ class EventStream:
             return False
         self.frames.put((frame, False, time.monotonic()))
         return True
-
-    send, notify = Peer.send, Peer.notify
 
     def respond(self, frame):
         if frame is not None or not self.listen:
@@ -5770,7 +5792,7 @@ class HttpSession(Session):
         it cannot if the client accepts JSON alone there, which would leave the call
         waiting."""
         # An outlet without "events" (a session) takes them.
-        if owner is not None and not getattr(owner.outlet, "events", True):
+        if owner is not None and not owner.outlet.events:
             raise CapabilityError(
                 f"the client accepts only application/json in response to this "
                 f"request, so {method} cannot be sent to it (requests to the client "
