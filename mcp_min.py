@@ -5360,7 +5360,7 @@ class Session(Peer):
                              outlet)
 
     def reply_error(self, rid, code, message, outlet, data=None):
-        outlet.respond(self.encode_error(rid, code, message, data))
+        outlet.respond(error_frame(rid, code, message, data))
 
     def run_here(self, ctx, handler):
         """Run a call on the reader thread if the pool is idle: waking a worker would
@@ -5491,20 +5491,20 @@ class Session(Peer):
                 result = _call_handler(handler, ctx)
                 frame = encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
         except Cancelled as e:        # silent (below) only if the client cancelled it
-            frame = self.encode_error(rid, INTERNAL_ERROR, f"Cancelled: {e}")
+            frame = error_frame(rid, INTERNAL_ERROR, f"Cancelled: {e}")
         except JSONRPCError as e:
             code = e.code
             # 2026-07-28 reserves -32020...-32099, and gives servers three codes of it.
             if ctx.stateless and -32099 <= code <= -32020 and code not in (
                     HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION):
                 code = INTERNAL_ERROR
-            frame = self.encode_error(rid, code, e.message, e.data)
+            frame = error_frame(rid, code, e.message, e.data)
         except CapabilityError as e:  # the client's doing, not a fault of the server
-            frame = self.encode_error(rid, INVALID_REQUEST, f"Invalid Request: {e}",
+            frame = error_frame(rid, INVALID_REQUEST, f"Invalid Request: {e}",
                                       {"requiredCapabilities": e.required})
         except BaseException as e:    # SystemExit and KeyboardInterrupt too
             _log_failure(ctx.method, e)
-            frame = self.encode_error(rid, INTERNAL_ERROR,
+            frame = error_frame(rid, INTERNAL_ERROR,
                                       f"Internal error: {type(e).__name__}: {e}")
         finally:
             _current.ctx = None
@@ -5524,8 +5524,6 @@ class Session(Peer):
             with self.lock:
                 if self.running.get(rid) is ctx:
                     del self.running[rid]
-
-    encode_error = staticmethod(error_frame)
 
     def handle_notification(self, message):
         method = message["method"]
@@ -7610,7 +7608,7 @@ class Client(Peer):
             result = self.answer(message["method"], message.get("params"))
             frame = encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
         except JSONRPCError as e:             # without its data, if that is not JSON
-            frame = Session.encode_error(rid, e.code, e.message, e.data)
+            frame = error_frame(rid, e.code, e.message, e.data)
         except Exception as e:  # the callback failed, or returned something not JSON
             frame = encode_message(error_response(rid, INTERNAL_ERROR,
                                                   f"{type(e).__name__}: {e}"))

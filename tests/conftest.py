@@ -362,3 +362,13 @@ def retry_on_the_other_worker(farm):
         if asked_by != retried_on:
             return asked_by, retried_on
     raise AssertionError(f"no retry reached another worker in {TRIES} tries")
+
+
+def stop_process(proc, timeout=10):
+    """End a server the tests started: SIGTERM, then SIGKILL if it does not exit."""
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

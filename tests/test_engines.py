@@ -32,7 +32,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, free_port
+from conftest import ROOT, free_port, stop_process
 from sdk_compat import CLIENTS, Run
 
 import mcp_min
@@ -397,12 +397,7 @@ def haproxy(tmp_path):
                 time.sleep(0.05)
     yield start
     for proc in started:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 def test_behind_haproxy_a_session_keeps_to_its_backend(backends, haproxy):

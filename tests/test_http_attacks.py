@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, stop_process
 
 import mcp_min
 
@@ -235,12 +235,7 @@ def gunicorn(tmp_path):
         return port
     yield start
     for proc in started:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, 15)
         proc.stderr.close()
 
 
