@@ -5699,37 +5699,19 @@ class Session(Peer):
 # any of them; handshake-era clients get a session of their own (Mcp-Session-Id), kept
 # in this process.
 
-HTTP_STATUS = {
-    200: "200 OK",
-    202: "202 Accepted",
-    204: "204 No Content",
-    400: "400 Bad Request",
-    401: "401 Unauthorized",
-    403: "403 Forbidden",
-    404: "404 Not Found",
-    405: "405 Method Not Allowed",
-    406: "406 Not Acceptable",
-    408: "408 Request Timeout",
-    409: "409 Conflict",
-    411: "411 Length Required",
-    413: "413 Content Too Large",
-    415: "415 Unsupported Media Type",
-    421: "421 Misdirected Request",
-    429: "429 Too Many Requests",
-    500: "500 Internal Server Error",
-    503: "503 Service Unavailable",
-}
+#: The status lines mcp_min answers with, by code.
+HTTP_STATUS = {int(line[:3]): line for line in (
+    "200 OK", "202 Accepted", "204 No Content", "400 Bad Request", "401 Unauthorized",
+    "403 Forbidden", "404 Not Found", "405 Method Not Allowed", "406 Not Acceptable",
+    "408 Request Timeout", "409 Conflict", "411 Length Required",
+    "413 Content Too Large", "415 Unsupported Media Type", "421 Misdirected Request",
+    "429 Too Many Requests", "500 Internal Server Error", "503 Service Unavailable")}
 #: 2026-07-28 errors that are the client's fault get 400, an unknown method 404 (both
 #: with the JSON-RPC error as the body); other errors are answered 200, as results are.
 _STATELESS_ERROR_STATUS = {
-    PARSE_ERROR: 400,
-    INVALID_REQUEST: 400,
-    INVALID_PARAMS: 400,
-    HEADER_MISMATCH: 400,
-    MISSING_CAPABILITY: 400,
-    UNSUPPORTED_VERSION: 400,
-    METHOD_NOT_FOUND: 404,
-}
+    **dict.fromkeys((PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, HEADER_MISMATCH,
+                     MISSING_CAPABILITY, UNSUPPORTED_VERSION), 400),
+    METHOD_NOT_FOUND: 404}
 _SSE_HEADERS = (
     ("Content-Type", "text/event-stream"),
     ("Cache-Control", "no-cache"),
