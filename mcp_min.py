@@ -3388,7 +3388,7 @@ async def _in_a_thread(call):
             future.set_result(context.run(call))
         except BaseException as e:            # InputRequired and Cancelled too
             future.set_exception(e)
-    _thread.start_new_thread(work, ())
+    _start_thread(work)
     return await asyncio.wrap_future(future)
 
 
@@ -4894,7 +4894,7 @@ def _stop_on_signal(signum, frame):
         raise _Stop()
     if state.waiting_since is None:
         state.waiting_since = time.monotonic()
-        _thread.start_new_thread(_stop_if_stuck, (state,))
+        _start_thread(_stop_if_stuck, state)
 
 
 def _stop_if_stuck(state):
@@ -4940,6 +4940,46 @@ def _release_signals(state):
 # Session: one connection, its reader loop, the worker pool, shutdown
 # ======================================================================================
 
+_threads_starting = 0                 # started by _start_thread, not yet running
+_threads_lock = threading.Lock()
+_waits_for_threads = False            # _let_threads_start is registered with atexit
+
+
+def _start_thread(fn, *args):
+    """Run ``fn(*args)`` on a new thread (RuntimeError if none can be started). Not
+    threading.Thread: its start() waits for the thread to run, and exit waits for it to
+    end. These never delay exit but by a moment: for one still starting, since Python
+    3.10 frees such a thread's state as it finalizes and the thread then crashes the
+    process as it begins."""
+    global _threads_starting, _waits_for_threads
+    with _threads_lock:
+        _threads_starting += 1
+        if not _waits_for_threads:
+            _waits_for_threads = True
+            import atexit
+            atexit.register(_let_threads_start)
+    try:
+        _thread.start_new_thread(_begin_thread, (fn, args))
+    except BaseException:
+        with _threads_lock:
+            _threads_starting -= 1
+        raise
+
+
+def _begin_thread(fn, args):
+    global _threads_starting
+    with _threads_lock:
+        _threads_starting -= 1
+    fn(*args)
+
+
+def _let_threads_start(timeout=1.0):
+    """At exit: wait (a second at most) until _start_thread's threads all run."""
+    deadline = time.monotonic() + timeout
+    while _threads_starting and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
 def _wake_watcher(owner, watch):
     """Wake the thread parked on ``owner.watcher``, or start ``watch(lock)`` on a new
     thread with a held lock as ``owner.watcher`` to park on. False if no thread could be
@@ -4952,7 +4992,7 @@ def _wake_watcher(owner, watch):
     parked = owner.watcher = _thread.allocate_lock()
     parked.acquire()
     try:
-        _thread.start_new_thread(watch, (parked,))
+        _start_thread(watch, parked)
     except RuntimeError:
         owner.watcher = None
         return False
@@ -5136,9 +5176,8 @@ class WorkerPool:
     def _start(self, workers):
         """Start a thread for each new worker; False if one could not be started."""
         for started, worker in enumerate(workers):
-            # Not threading.Thread: its start() waits for the thread to run.
             try:
-                _thread.start_new_thread(self._work, (worker,))
+                _start_thread(self._work, worker)
             except RuntimeError:          # out of threads: the running ones do the work
                 failed = workers[started:]
                 with self.lock:
@@ -5604,7 +5643,7 @@ class Session(Peer):
         self.max_line_bytes = self.server.max_line_bytes
         self.lines = read_lines(rfile, self.max_line_bytes)
         try:
-            _thread.start_new_thread(self.read_to_end, ())
+            _start_thread(self.read_to_end)
             while not self.input_over.wait(0.5):      # a timeout: Ctrl+C on Windows
                 pass
             if self.read_error is not None:

@@ -179,6 +179,41 @@ def test_an_idle_server_sleeps_after_a_burst(wire):
 # The queue limit: refused at once, the reader never waits (pain point 3)
 # ============================================================================================
 
+def start_slowly(fn, args):
+    """Stands in for _thread.start_new_thread: the thread begins 0.3 s after it is
+    started, as one may on a busy machine."""
+    timer = threading.Timer(0.3, fn, args)
+    timer.daemon = True             # a pool worker never ends
+    timer.start()
+
+
+def cannot_start(fn, args):
+    raise RuntimeError("can't start new thread")
+
+
+def test_exit_waits_for_a_pool_thread_still_starting(monkeypatch):
+    """Python 3.10 crashes (SIGSEGV) if it finalizes while a thread is still starting, so
+    the exit hook waits until every thread the module started runs."""
+    monkeypatch.setattr(mcp_min._thread, "start_new_thread", start_slowly)
+    ran = threading.Event()
+    pool = mcp_min.WorkerPool(max_workers=1, max_queue=0)
+    assert pool.submit(ran.set)
+    assert mcp_min._threads_starting == 1 and not ran.is_set()
+    started = time.monotonic()
+    mcp_min._let_threads_start()
+    assert mcp_min._threads_starting == 0
+    assert 0.2 < time.monotonic() - started < 1
+    assert ran.wait(1)
+
+
+def test_a_thread_that_cannot_start_is_not_waited_for(monkeypatch):
+    monkeypatch.setattr(mcp_min._thread, "start_new_thread", cannot_start)
+    with pytest.raises(RuntimeError):
+        mcp_min._start_thread(print)
+    assert mcp_min._threads_starting == 0
+    assert mcp_min.WorkerPool(max_workers=1, max_queue=0).submit(print) is False
+
+
 def test_past_the_queue_limit_calls_are_refused_at_once(spawn):
     wire = spawn("everything.py", env={"EVERYTHING_WORKERS": "2", "EVERYTHING_QUEUE": "2"})
     wire.initialize()
