@@ -879,11 +879,11 @@ def test_quick_calls_run_on_the_reader_and_start_no_worker():
 def test_the_reader_watcher_parks_between_calls_and_ends_with_the_input(monkeypatch):
     """Calls apart from each other wake one watcher thread, parked in between, rather than
     start one each (that would cost every lone call a thread start); it ends with the input."""
-    started, ended, start_thread = [], [], mcp_min._thread.start_new_thread
+    started, ended, start_thread = [], [], mcp_min._start_thread
 
-    def counting(fn, args):
+    def counting(fn, *args):
         if getattr(fn, "__name__", "") != "watch_reader":
-            return start_thread(fn, args)
+            return start_thread(fn, *args)
         started.append(fn)
 
         def watch(*args):
@@ -891,8 +891,8 @@ def test_the_reader_watcher_parks_between_calls_and_ends_with_the_input(monkeypa
                 fn(*args)
             finally:
                 ended.append(fn)
-        return start_thread(watch, args)
-    monkeypatch.setattr(mcp_min._thread, "start_new_thread", counting)
+        return start_thread(watch, *args)
+    monkeypatch.setattr(mcp_min, "_start_thread", counting)
     server, threads, _, _ = reader_server()
     with mcp_min.Client(server) as client:
         for n in range(5):
@@ -1020,12 +1020,12 @@ def test_a_client_slow_to_read_holds_the_reader_in_its_writes_and_starts_no_thre
     that is backpressure. The watcher must not take that for a call that blocks and read
     on: each call read then waits to write on a thread of its own. (A client that reads
     nothing for longer than Session.write_stall is another matter: see the test above.)"""
-    started, start_thread = [], mcp_min._thread.start_new_thread
+    started, start_thread = [], mcp_min._start_thread
 
-    def counting(fn, args, *rest):
+    def counting(fn, *args):
         started.append(getattr(fn, "__name__", repr(fn)))
-        return start_thread(fn, args, *rest)
-    monkeypatch.setattr(mcp_min._thread, "start_new_thread", counting)
+        return start_thread(fn, *args)
+    monkeypatch.setattr(mcp_min, "_start_thread", counting)
     monkeypatch.setattr(mcp_min.Session, "write_stall", 10.0)   # however slow this machine
     server = mcp_min.Server("backpressure")
 
