@@ -1189,8 +1189,7 @@ def _json_type(value):
 
 
 def _json_key(value):
-    """A hashable stand-in with JSON's equality: 1 == 1.0, True != 1, arrays and objects
-    item by item; strings, booleans and null equal only themselves."""
+    """A hashable stand-in with JSON's equality: 1 == 1.0, True != 1, [1] == [1.0]."""
     if isinstance(value, (list, tuple)):
         return (list, tuple(map(_json_key, value)))
     if isinstance(value, dict):
@@ -1304,8 +1303,7 @@ def _integer(value):
 
 
 def _float(value):
-    """A valid JSON number as a float, as pydantic gives it: 2 -> 2.0. An integer too
-    large for a float is refused, not made inf."""
+    """A JSON number as a float (2 -> 2.0, as pydantic does); too large: ValueError."""
     if type(value) is float:
         return value
     try:
@@ -1318,8 +1316,7 @@ _NUMBER_CONVERTERS = {int: _integer, float: _float}
 
 
 def _union_converter(checks, arms):
-    """Converts as the first of `arms` [(schema, converter)] the value fits; checks[i],
-    compiled by _Types.finish(), checks arm i."""
+    """Converts as the first of `arms` the value fits; finish() compiles `checks`."""
     def convert(v):
         first_error = None
         for check, (_, arm) in zip(checks, arms):
@@ -1363,8 +1360,7 @@ class _Types:
 
     @classmethod
     def _form_of(cls, origin):
-        """The method that translates annotations of this origin (list for list[int],
-        Union, Annotated, Any, ...), or None."""
+        """The method for annotations of this origin (list, Union, Any...), or None."""
         if cls._forms is None:          # threads here at once make the same table
             t = _typing
             cls._forms = {
@@ -1509,8 +1505,7 @@ class _Types:
         # else strict and allow_inf_nan: JSON arguments are checked strictly, are finite
 
     def field_info(self, schema, info, is_default=False):
-        """pydantic's FieldInfo; ``is_default``: it is the parameter's default
-        (``n: int = Field(3, le=9)``)."""
+        """pydantic's FieldInfo; ``is_default``: it is the parameter's default."""
         for name in ("description", "title", "examples"):
             if getattr(info, name, None) is not None:
                 self.keyword(schema, name, getattr(info, name))
@@ -1602,7 +1597,6 @@ class _Types:
             return
         fields = self.fields(cls)
         converters = {}
-        # A field with init=False takes no argument.
         accepted = {field for field, *_, init in fields if init}
 
         def convert(v):
@@ -1804,8 +1798,7 @@ class Signature:
         return fields, rest
 
     def _input_schema_of(self, fields, rest, docs, translator):
-        """The input schema of the parameters _parameter_fields() found; the converters
-        go into ._converters, and that of **kwargs into ._rest_converter."""
+        """The input schema of `fields`, filling ._converters and ._rest_converter."""
         where = self._where
         schema = translator.object(fields, docs,
                                    lambda name: f"{where}: parameter {name!r}",
@@ -1823,8 +1816,7 @@ class Signature:
         return schema
 
     def _find_string_arguments(self, input_schema):
-        """Which arguments may arrive as JSON text, to be parsed: .parse_strings,
-        .parse_strings_if_unfit and ._coerce."""
+        """Arguments that may come as JSON text: .parse_strings(_if_unfit), ._coerce."""
         kinds_of = {name: _types_of(sub, input_schema)
                     for name, sub in input_schema.get("properties", {}).items()}
         typed = {name: kinds for name, kinds in kinds_of.items()
@@ -1990,8 +1982,7 @@ def _all_of(checks):
 
 
 def _resolve_ref(root, ref):
-    """A JSON pointer within the document: "#", "#/$defs/Name", "#/definitions/Name",
-    ..."""
+    """A JSON pointer within the document: "#", "#/$defs/Name", "#/definitions/Name"."""
     if not isinstance(ref, str) or not (ref + "/").startswith("#/"):    # "#" or "#/..."
         raise SchemaError(f"$ref {ref!r} is not supported: only references within the "
                           "schema (#/...)")
@@ -2006,8 +1997,7 @@ def _resolve_ref(root, ref):
 
 
 def _types_of(schema, root, seen=()):
-    """The JSON types `schema` admits by its `type` keywords (through $ref, anyOf and
-    oneOf), or None if it does not say."""
+    """The JSON types `schema` admits (through $ref, anyOf, oneOf), or None: unsaid."""
     schema = schema if isinstance(schema, dict) else {}
     if "type" in schema:
         kind = schema["type"]
@@ -2023,8 +2013,7 @@ def _types_of(schema, root, seen=()):
 
 
 class _Compiler:
-    """A schema compiled into .check(value, path, problems) and .validate(value) ->
-    problems."""
+    """A schema compiled into .check(value, path, problems) and .validate(value)."""
 
     def __init__(self, root):
         self.root = root
@@ -2037,14 +2026,12 @@ class _Compiler:
         self.check = self.compile(root)
 
     def validate(self, value, check=_NOTHING, path=""):
-        """The problems of ``value`` against the schema (or one part of it: ``check``,
-        for the value at ``path``)."""
+        """The problems of ``value`` (at ``path``) against the schema, or ``check``."""
         problems = _problems(self.check if check is _NOTHING else check, value, path)
         return list(dict.fromkeys(problems)) if len(problems) > 1 else problems
 
     def compile(self, schema):
-        """Schema -> check(value, path, problems), or None when the schema accepts
-        anything."""
+        """Schema -> check(value, path, problems), or None if it accepts anything."""
         if schema is True or schema == {}:
             return None
         if schema is False:
@@ -2055,13 +2042,10 @@ class _Compiler:
         if "patternProperties" in schema:
             raise SchemaError("patternProperties is not supported: name the properties")
         rest = _all_of([check for check in self._keyword_checks(schema) if check])
-        if "type" not in schema:
-            return rest
-        return self._typed(schema, rest)
+        return self._typed(schema, rest) if "type" in schema else rest
 
     def _keyword_checks(self, schema):
-        """The checks of every keyword but `type`, in the order problems are reported
-        (some may be None)."""
+        """The checks (or None) of every keyword but `type`, in the order reported."""
         checks = [self.ref(schema["$ref"])] if "$ref" in schema else []
         checks += self._bounds(schema)
         if "enum" in schema:
@@ -2118,17 +2102,15 @@ class _Compiler:
                      f"must match the pattern {pattern}", _TYPE_TESTS["string"])
 
     def _typed(self, schema, rest):
-        """The check of `type`, which does the `rest` of the checks on a value of that
-        type."""
+        """The check of `type`, which does the `rest` on a value of that type."""
         names = _types_of(schema, self.root)
         if not names or not set(names) <= _TYPE_TESTS.keys():
             raise SchemaError(f"unknown type {_preview(schema['type'])}")
         tests = [_TYPE_TESTS[name] for name in names]
         expected = _either(names)
         fits = tests[0] if len(tests) == 1 else lambda v: any(test(v) for test in tests)
-        # What json gives is of these exact types: most values pass without calling
-        # fits(). Not a float: it may be inf or nan (json reads 1e400 as inf), which are
-        # no JSON.
+        # Values of these exact types pass without calling fits(); not a float, which
+        # may be inf or nan (json reads 1e400 as inf).
         sure = {cls for cls, name in _JSON_TYPES.items()
                 if cls is not float
                 and (name in names or (name == "integer" and "number" in names))}
@@ -2189,9 +2171,8 @@ class _Compiler:
         return array
 
     def _alternatives(self, schemas, exactly_one):
-        """anyOf, or oneOf when `exactly_one`. When nothing matches, one useful account:
-        the problems of the alternative meant for this kind of value, else the kinds
-        expected."""
+        """anyOf, or oneOf when `exactly_one`. When none matches, the problems of the
+        alternative for this kind of value, else the kinds expected."""
         arms = [(self.compile(sub), _types_of(sub, self.root)) for sub in schemas]
         every_kind = dict.fromkeys(k for _, kinds in arms for k in kinds or ())
         expected = _either(list(every_kind))
@@ -2214,8 +2195,7 @@ class _Compiler:
         return alternatives
 
     def ref(self, ref):
-        """The check for a $ref, compiled once; meanwhile recursion gets one calling
-        it."""
+        """A $ref's check, compiled once; meanwhile recursion gets one calling it."""
         if ref not in self.refs:
             slot = []
             self.refs[ref] = lambda v, path, out: slot[0] and slot[0](v, path, out)
@@ -2227,9 +2207,7 @@ class _Compiler:
 def compile_schema(schema):
     """Compile a JSON Schema once into validate(value) -> list of problems (empty:
     valid), each like `items[2].name: expected string, got integer 5`. Equality (enum,
-    const, uniqueItems) is JSON's: 1 == 1.0, True != 1. Keywords it does not check
-    (format, if, contains, ...) are annotations to it, as the spec allows;
-    patternProperties is refused."""
+    const, uniqueItems) is JSON's: 1 == 1.0, True != 1."""
     return _Compiler(schema).validate
 
 
@@ -2238,16 +2216,15 @@ def compile_schema(schema):
 # ======================================================================================
 #
 # Tools and prompts answer with content blocks: {"type": "text", "text": ...} and
-# friends. The helpers below build them as Content, a dict subclass, so that a tool
-# result can tell a block to pass through from a dict to return as structured data.
+# friends, built as Content, a dict subclass, so that a tool result can tell a block
+# to pass through from a dict to return as structured data.
 
 class Content(dict):
     """A content block: text, image, audio, resource_link or resource (embedded)."""
 
 
 def _block(annotations, meta, **fields):
-    """A Content of the fields that are not None. ``annotations`` are
-    {"audience": [...], "priority": 0..1, "lastModified": ...}."""
+    """A Content of the fields that are not None."""
     fields.update(annotations=annotations or None, _meta=meta or None)
     return Content((k, v) for k, v in fields.items() if v is not None)
 
@@ -2260,16 +2237,9 @@ def text(value, *, annotations=None, meta=None):
 
 
 # The first bytes of a file -> its MIME type, for image() and audio().
-_MAGIC = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-    (b"OggS", "audio/ogg"),
-    (b"fLaC", "audio/flac"),
-    (b"ID3", "audio/mpeg"),
-    (b"\xff\xfb", "audio/mpeg"),
-)
+_MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
+          (b"GIF87a", "image/gif"), (b"GIF89a", "image/gif"), (b"OggS", "audio/ogg"),
+          (b"fLaC", "audio/flac"), (b"ID3", "audio/mpeg"), (b"\xff\xfb", "audio/mpeg"))
 
 
 def _sniff(data):
@@ -2341,8 +2311,7 @@ def _guess_type(uri):
 def to_json(value, root="result"):
     """JSON text for humans and models (non-ASCII kept; dataclasses, enums, sets
     welcome). What JSON cannot carry raises TypeError (ValueError for NaN) naming
-    where it is in ``value``, as in
-    ``result.items[2].when: a value of type Thing has no JSON form``."""
+    where it is: ``result.items[2].when: a value of type Thing has no JSON form``."""
     value = _dump(value)
     try:
         return _encode_text(value)
@@ -2390,9 +2359,8 @@ def _contents(uri, value, mime_type=None):
 
 
 def _content_block(value, what):
-    """``value`` as one content block: a str becomes a text block; anything else but
-    a block (a dict with a "type", as text(), image()... make) is a TypeError saying
-    what it was."""
+    """``value`` as one content block: a str becomes a text block; anything but a block
+    (a dict with a "type") is a TypeError saying what it was."""
     if isinstance(value, str):
         return text(value)
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
