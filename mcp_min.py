@@ -2205,9 +2205,8 @@ class _Compiler:
 
 
 def compile_schema(schema):
-    """Compile a JSON Schema once into validate(value) -> list of problems (empty:
-    valid), each like `items[2].name: expected string, got integer 5`. Equality (enum,
-    const, uniqueItems) is JSON's: 1 == 1.0, True != 1."""
+    """Compile a JSON Schema once into validate(value) -> problems (empty: valid), each
+    like `items[2].name: expected string, got integer 5`."""
     return _Compiler(schema).validate
 
 
@@ -2310,8 +2309,7 @@ def _guess_type(uri):
 
 def to_json(value, root="result"):
     """JSON text for humans and models (non-ASCII kept; dataclasses, enums, sets
-    welcome). What JSON cannot carry raises TypeError (ValueError for NaN) naming
-    where it is: ``result.items[2].when: a value of type Thing has no JSON form``."""
+    welcome). What JSON can't carry raises TypeError (ValueError: NaN), saying where."""
     value = _dump(value)
     try:
         return _encode_text(value)
