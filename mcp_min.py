@@ -1368,8 +1368,7 @@ class _Types:
                 t.Any: cls._anything, object: cls._anything,
                 **dict.fromkeys(t.UNIONS, cls._union),
                 tuple: cls._tuple, **dict.fromkeys(t.ARRAYS, cls._array),
-                **dict.fromkeys(t.OBJECTS, cls._mapping),
-                bytes: cls._bytes, bytearray: cls._bytes}
+                **dict.fromkeys(t.OBJECTS, cls._mapping)}
         try:
             return cls._forms.get(origin)
         except TypeError:               # unhashable, as the annotation [int]: no form
@@ -1439,10 +1438,6 @@ class _Types:
         convert = item and (lambda v: {k: item(x) for k, x in v.items()})
         return {"type": "object", "additionalProperties": schema}, convert
 
-    def _bytes(self, tp, origin, args):
-        raise SchemaError("bytes is not supported: JSON has no binary type; take a "
-                          "base64 str")
-
     def _class(self, tp):
         """A NewType, a class of _AS_STRINGS, or an Enum, TypedDict or dataclass."""
         if hasattr(tp, "__supertype__"):                 # typing.NewType
@@ -1455,6 +1450,9 @@ class _Types:
         if (_is_subclass(tp, enum.Enum) or _typing.is_typeddict(tp)
                 or (isinstance(tp, type) and hasattr(tp, "__dataclass_fields__"))):
             return self._named(tp)
+        if tp in (bytes, bytearray):
+            raise SchemaError("bytes is not supported: JSON has no binary type; take a "
+                              "base64 str")
         raise SchemaError(f"the annotation {_type_name(tp)} is not supported")
 
     def metadata(self, schema, extra):
@@ -1614,10 +1612,8 @@ class _Types:
         outer = self.where
         for name, hint, _, default, *_ in fields:
             self.where = where(name)
-            props[name], converters[name] = {}, None
-            if hint is not _NOTHING:
-                props[name], converters[name] = _blamed(where(name), self.translate,
-                                                        hint)
+            props[name], converters[name] = ({}, None) if hint is _NOTHING else _blamed(
+                self.where, self.translate, hint)
             if docs.get(name):      # a description from Annotated wins
                 props[name].setdefault("description", docs[name])
             if default is not _NOTHING:
@@ -1789,7 +1785,7 @@ class Signature:
                 rest = _typing.Any if hint is _NOTHING else hint
                 continue
             info = default if _is_field_info(default) else None
-            if info is not None:        # pydantic's `n: int = Field(3, le=9)`
+            if info is not None:        # `n: int = Field(3, le=9)`: the default is 3
                 default, make = _pydantic_default(info)
                 if make is not None:
                     self._defaults[name] = make
