@@ -1480,18 +1480,16 @@ class _Types:
         if name in _BOUND_KEYWORDS:
             if (not _is_number(value) or (name == "multiple_of" and value <= 0)
                     or (kinds and not {"integer", "number"} & set(kinds))):
-                return self.unused(
-                    f"{name}={value!r}",
-                    "JSON Schema bounds are numbers, and bound numbers only")
+                why = "JSON Schema bounds are numbers, and bound numbers only"
+                return self.unused(f"{name}={value!r}", why)
             schema[_BOUND_KEYWORDS[name]] = value
         elif name in _LENGTH_KEYWORDS:
             if name == "min_length" and value == 0:
                 return                          # Len(max_length=5) says min_length=0
             kinds = [kind for kind in kinds if kind in _LENGTH_KEYWORDS[name]]
             if type(value) is not int or value < 0 or not kinds:
-                return self.unused(
-                    f"{name}={value!r}",
-                    "only strings, arrays and objects have a length in JSON")
+                why = "only strings, arrays and objects have a length in JSON"
+                return self.unused(f"{name}={value!r}", why)
             schema.update((_LENGTH_KEYWORDS[name][kind], value) for kind in kinds)
         elif name == "pattern":
             if not isinstance(value, str):
