@@ -1046,20 +1046,17 @@ class Batch(Outlet):
 # ======================================================================================
 #
 # Python annotations -> JSON Schema 2020-12, and a validator for it. The costly work
-# happens once, when a handler is registered: annotations are translated into a schema
-# and converters, and the schema is compiled into nested closures. A call then costs one
-# validation walk plus the conversions it needs. Dataclass, TypedDict and Enum classes
-# go into "$defs" under their name, used through {"$ref": "#/$defs/Name"}: one rule, and
-# it terminates on recursive classes.
+# happens once, at registration: annotations become a schema and converters, the schema
+# nested closures; a call costs one validation walk plus its conversions. Dataclass,
+# TypedDict and Enum classes go into "$defs" by name, which terminates on recursion.
 
 class SchemaError(TypeError):
-    """A handler's annotations or schema can't become a usable JSON Schema. Raised when
-    the handler is registered, never while a call is served."""
+    """Annotations or a schema that can't become a usable JSON Schema: raised when a
+    handler is registered, never while a call is served."""
 
 
 def _blamed(label, make, *args, **kwargs):
-    """make(...), with `label` put in front of a SchemaError it raises:
-    "f: parameter 'x': ..."."""
+    """make(...), a SchemaError it raises prefixed: "f: parameter 'x': ..."."""
     try:
         return make(*args, **kwargs)
     except SchemaError as e:
@@ -1067,8 +1064,7 @@ def _blamed(label, make, *args, **kwargs):
 
 
 class _Typing:
-    """The typing module's names, and groups of them, imported on first use: plain
-    classes never pay for it."""
+    """The typing module's names and groups of them, imported on first use."""
 
     def __getattr__(self, name):
         import collections.abc as abc
@@ -1086,8 +1082,7 @@ _typing = _Typing()
 _JSON_TYPES = {type(None): "null", bool: "boolean", int: "integer", float: "number",
                str: "string", list: "array", dict: "object"}
 _SCALAR_TYPES = frozenset((type(None), bool, int, float, str))
-# Classes JSON carries as strings, as the official SDK sends them:
-# (package, class) -> schema
+# Classes JSON carries as strings, as the official SDK does: (package, class) -> schema
 _AS_STRINGS = {
     ("uuid", "UUID"): {"type": "string", "format": "uuid"},
     ("decimal", "Decimal"): {"type": ["string", "number"]},
@@ -1129,9 +1124,8 @@ def _ends_summary(i, line):
 
 
 def parse_docstring(doc):
-    """Docstring -> (first paragraph, {parameter: description}), the latter from
-    Google-style `Args:` sections and Sphinx `:param [type] name:` fields. Whitespace is
-    normalised."""
+    """Docstring -> (first paragraph, {parameter: description}), from Google-style
+    `Args:` sections and Sphinx `:param [type] name:` fields."""
     first, *rest = (doc or "").expandtabs().strip().splitlines() or [""]
     margin = min((len(line) - len(line.lstrip()) for line in rest if line.strip()),
                  default=0)
@@ -1168,8 +1162,7 @@ def _parameter_docs(lines):
 # --- JSON values -----------------------------------------------------------
 
 def _is_json_number(v):
-    """An int or a finite float: JSON has no inf or nan (json reads 1e400 as inf). Exact
-    types first, for speed; subclasses (numpy.float64, an IntEnum) count too, a bool
+    """An int or a finite float (json reads 1e400 as inf); subclasses count, a bool
     does not."""
     if type(v) is int:
         return True
@@ -1183,7 +1176,6 @@ def _is_json_integer(v):
     return _is_json_number(v) and (not isinstance(v, float) or v.is_integer())
 
 
-# JSON type -> its test.
 _TYPE_TESTS = {
     "null": lambda v: v is None, "boolean": lambda v: isinstance(v, bool),
     "integer": _is_json_integer, "number": _is_json_number,
@@ -1197,8 +1189,7 @@ def _json_type(value):
 
 
 def _json_key(value):
-    """A hashable stand-in with JSON's equality: 1 == 1.0, True != 1, arrays and objects
-    item by item; strings, booleans and null equal only themselves."""
+    """A hashable stand-in with JSON's equality: 1 == 1.0, True != 1, [1] == [1.0]."""
     if isinstance(value, (list, tuple)):
         return (list, tuple(map(_json_key, value)))
     if isinstance(value, dict):
@@ -1227,8 +1218,7 @@ def _typed_preview(value):
 
 def _dump(value):
     """Python value -> JSON value: dataclasses field by field, Enums by value, tuples
-    and sets as lists, dates as ISO strings. Anything else is left for json.dumps to
-    judge."""
+    and sets as lists, dates as ISO strings; anything else as it is."""
     if isinstance(value, enum.Enum):
         return _dump(value.value)
     if value is None or isinstance(value, (str, int, float)):
@@ -1264,22 +1254,19 @@ def _type_name(tp):
 
 
 def _is_subclass(tp, classes):
-    """issubclass() for an annotation, which may be no class (list[int] is a type in
-    3.10)."""
+    """issubclass() for any annotation (in 3.10 list[int] is a type, yet no class)."""
     return (isinstance(tp, type) and not isinstance(tp, types.GenericAlias)
             and issubclass(tp, classes))
 
 
 def _from_string(cls, schema):
-    """The converter to a class of _AS_STRINGS; its ValueError says what was expected.
-    A Decimal must also be finite and meet the number bounds of ``schema`` (put there
-    later, from Annotated or Field): a validator checks those on numbers only, not on
-    "19.99"."""
+    """The converter to a class of _AS_STRINGS. A Decimal must also be finite and meet
+    the number bounds of ``schema`` (added later, from Annotated): the validator checks
+    those on numbers only, not on "19.99"."""
     is_date = cls.__module__ == "datetime"
     expected = f"a {cls.__name__}"
     if is_date:
-        date_format = _AS_STRINGS["datetime", cls.__name__]["format"]
-        expected = f"an ISO 8601 {date_format} string"
+        expected = f"an ISO 8601 {schema['format']} string"
     bounded = cls.__module__ == "decimal"
 
     def convert(v):
@@ -1311,15 +1298,12 @@ def _from_string(cls, schema):
 
 
 def _integer(value):
-    """A valid JSON integer as an int: 1.0 is one too. (Cheaper than int(value) for an
-    int.)"""
+    """A valid JSON integer as an int (1.0 is one); cheaper than int() for an int."""
     return value if type(value) is int else int(value)
 
 
 def _float(value):
-    """A valid JSON number as a float, as pydantic (and so the official SDK) hands it to
-    a float parameter: 2 -> 2.0. An integer too large for a float is refused, not made
-    inf."""
+    """A JSON number as a float (2 -> 2.0, as pydantic does); too large: ValueError."""
     if type(value) is float:
         return value
     try:
@@ -1332,9 +1316,7 @@ _NUMBER_CONVERTERS = {int: _integer, float: _float}
 
 
 def _union_converter(checks, arms):
-    """The converter of a union whose alternatives are `arms`, [(schema, converter)]:
-    the value converted as the first alternative it fits (checks[i] checks arm i; they
-    are compiled by _Types.finish())."""
+    """Converts as the first of `arms` the value fits; finish() compiles `checks`."""
     def convert(v):
         first_error = None
         for check, (_, arm) in zip(checks, arms):
@@ -1364,11 +1346,12 @@ class _Types:
 
     def translate(self, tp):
         """Annotation -> (a fresh schema dict the caller may add to, a function from a
-        *validated* JSON value to what `tp` asks for, or None when the JSON value will
-        do). Plain JSON types first (exact classes: a bool is no int, an IntEnum no
-        int), then forms by their origin, then classes."""
+        *validated* JSON value to what `tp` asks for, or None if the value will do)."""
+        # The usual annotation, no typing needed. Exact classes: a bool is no int, nor
+        # an IntEnum. A number is converted: 1.0 -> 1 for an int.
         if tp is None or (isinstance(tp, type) and tp in _JSON_TYPES):
-            return self._plain(tp)          # the usual annotation: no typing needed
+            schema = {"type": _JSON_TYPES[type(None) if tp is None else tp]}
+            return schema, _NUMBER_CONVERTERS.get(tp)
         origin = _typing.get_origin(tp) or tp
         form = self._form_of(origin)
         if form is not None:
@@ -1377,9 +1360,7 @@ class _Types:
 
     @classmethod
     def _form_of(cls, origin):
-        """The method that translates annotations of this origin (list for list[int],
-        Union, Annotated, Any, ...), or None. None of these origins is a class that
-        _class() takes, so looking them up first changes no answer."""
+        """The method for annotations of this origin (list, Union, Any...), or None."""
         if cls._forms is None:          # threads here at once make the same table
             t = _typing
             cls._forms = {
@@ -1387,21 +1368,14 @@ class _Types:
                 t.Any: cls._anything, object: cls._anything,
                 **dict.fromkeys(t.UNIONS, cls._union),
                 tuple: cls._tuple, **dict.fromkeys(t.ARRAYS, cls._array),
-                **dict.fromkeys(t.OBJECTS, cls._mapping),
-                bytes: cls._bytes, bytearray: cls._bytes}
+                **dict.fromkeys(t.OBJECTS, cls._mapping)}
         try:
             return cls._forms.get(origin)
         except TypeError:               # unhashable, as the annotation [int]: no form
             return None
 
-    def _plain(self, tp):
-        """None, bool, int, float, str, list or dict; numbers converted: 1.0 -> 1."""
-        schema = {"type": _JSON_TYPES[type(None) if tp is None else tp]}
-        return schema, _NUMBER_CONVERTERS.get(tp)
-
     def _annotated(self, tp, origin, args):
-        """Annotated[T, "description"], [T, {keywords}], or pydantic / annotated_types
-        metadata."""
+        """Annotated[T, "description"], [T, {keywords}] or [T, pydantic metadata]."""
         schema, convert = self.translate(args[0])
         for extra in args[1:]:
             if isinstance(extra, str):
@@ -1432,7 +1406,7 @@ class _Types:
         return schema, _union_converter(checks, arms)
 
     def _tuple(self, tp, origin, args):
-        """tuple[X, Y] is an array of that length; tuple[X, ...] and tuple as _array."""
+        """tuple[X, Y]: an array of that length; tuple[X, ...] and tuple as _array."""
         if not args or args[-1] is ...:
             return self._array(tp, origin, args)
         arms = [self.translate(arg) for arg in args]
@@ -1442,8 +1416,7 @@ class _Types:
         return schema, lambda v: tuple(c(x) if c else x for (_, c), x in zip(arms, v))
 
     def _array(self, tp, origin, args):
-        """list, Sequence, set and frozenset (unique items), tuple[X, ...]: converted to
-        the class asked for."""
+        """list, Sequence, set and frozenset (unique items), tuple[X, ...]."""
         schema = {"type": "array"}
         item = None
         if args:
@@ -1465,13 +1438,8 @@ class _Types:
         convert = item and (lambda v: {k: item(x) for k, x in v.items()})
         return {"type": "object", "additionalProperties": schema}, convert
 
-    def _bytes(self, tp, origin, args):
-        raise SchemaError("bytes is not supported: JSON has no binary type; take a "
-                          "base64 str")
-
     def _class(self, tp):
-        """A NewType, a class JSON carries as a string, or an Enum, TypedDict or
-        dataclass (a $ref to its entry in defs); anything else is not supported."""
+        """A NewType, a class of _AS_STRINGS, or an Enum, TypedDict or dataclass."""
         if hasattr(tp, "__supertype__"):                 # typing.NewType
             return self.translate(tp.__supertype__)
         # By package: Python 3.13 defines pathlib's classes in pathlib._local.
@@ -1482,14 +1450,15 @@ class _Types:
         if (_is_subclass(tp, enum.Enum) or _typing.is_typeddict(tp)
                 or (isinstance(tp, type) and hasattr(tp, "__dataclass_fields__"))):
             return self._named(tp)
+        if tp in (bytes, bytearray):
+            raise SchemaError("bytes is not supported: JSON has no binary type; take a "
+                              "base64 str")
         raise SchemaError(f"the annotation {_type_name(tp)} is not supported")
 
     def metadata(self, schema, extra):
-        """Put what Annotated metadata from pydantic (``Field(description=..., le=10)``)
-        or annotated_types (``Ge(0)``, ``MaxLen(9)``, ``Interval(gt=0, lt=1)``, ...)
-        says into ``schema``, so that it is enforced. Both are read by attribute name,
-        never imported; what cannot become a keyword is warned about, not dropped
-        silently."""
+        """Put Annotated metadata of pydantic (``Field(le=10)``) or annotated_types
+        (``Ge(0)``) into ``schema``, read by attribute name, never imported. What can't
+        become a keyword is warned about, not dropped silently."""
         if extra is None:           # pydantic's conint(ge=0) leaves None placeholders
             return
         if _is_field_info(extra):
@@ -1506,24 +1475,21 @@ class _Types:
                 self.keyword(schema, name, value)
 
     def keyword(self, schema, name, value):
-        """One constraint or annotation (``le``, ``min_length``, ``pattern``, ...) ->
-        keyword."""
+        """One constraint or annotation (``le``, ``min_length``, ...) -> keyword."""
         kinds = _types_of(schema, {"$defs": self.defs}) or []
         if name in _BOUND_KEYWORDS:
             if (not _is_number(value) or (name == "multiple_of" and value <= 0)
                     or (kinds and not {"integer", "number"} & set(kinds))):
-                return self.unused(
-                    f"{name}={value!r}",
-                    "JSON Schema bounds are numbers, and bound numbers only")
+                why = "JSON Schema bounds are numbers, and bound numbers only"
+                return self.unused(f"{name}={value!r}", why)
             schema[_BOUND_KEYWORDS[name]] = value
         elif name in _LENGTH_KEYWORDS:
             if name == "min_length" and value == 0:
                 return                          # Len(max_length=5) says min_length=0
             kinds = [kind for kind in kinds if kind in _LENGTH_KEYWORDS[name]]
             if type(value) is not int or value < 0 or not kinds:
-                return self.unused(
-                    f"{name}={value!r}",
-                    "only strings, arrays and objects have a length in JSON")
+                why = "only strings, arrays and objects have a length in JSON"
+                return self.unused(f"{name}={value!r}", why)
             schema.update((_LENGTH_KEYWORDS[name][kind], value) for kind in kinds)
         elif name == "pattern":
             if not isinstance(value, str):
@@ -1535,9 +1501,7 @@ class _Types:
         # else strict and allow_inf_nan: JSON arguments are checked strictly, are finite
 
     def field_info(self, schema, info, is_default=False):
-        """pydantic's FieldInfo: its annotations, its json_schema_extra, its
-        constraints; ``is_default``: it is the parameter's default
-        (``n: int = Field(3, le=9)``)."""
+        """pydantic's FieldInfo; ``is_default``: it is the parameter's default."""
         for name in ("description", "title", "examples"):
             if getattr(info, name, None) is not None:
                 self.keyword(schema, name, getattr(info, name))
@@ -1571,8 +1535,7 @@ class _Types:
                       stacklevel=level)
 
     def choices(self, values):
-        """Schema for a fixed set of JSON scalars (Literal, Enum), typed for clients to
-        show."""
+        """Schema for a fixed set of JSON scalars (Literal, Enum), typed for clients."""
         kinds = list(dict.fromkeys(map(_json_type, values)))
         if not set(kinds) <= {"null", "boolean", "integer", "number", "string"}:
             raise SchemaError(f"the values {values!r} are not all JSON strings, "
@@ -1607,8 +1570,7 @@ class _Types:
         return fields
 
     def _named(self, cls):
-        """A $ref to `cls` and its converter; the class's schema goes into defs the
-        first time."""
+        """A $ref to `cls` and its converter; its schema goes into defs once."""
         name = cls.__name__
         if self.owners.setdefault(name, cls) is not cls:
             raise SchemaError(f"two classes are named {name!r}: "
@@ -1618,8 +1580,7 @@ class _Types:
         return {"$ref": f"#/$defs/{name}"}, self.converters.get(cls)
 
     def _define(self, cls, name):
-        """Put the schema of an Enum, TypedDict or dataclass into defs under `name`, and
-        its converter into self.converters."""
+        """Put the schema and converter of an Enum, TypedDict or dataclass in place."""
         doc = cls.__dict__.get("__doc__") or ""
         if doc.startswith(name + "(") or doc == "An enumeration.":
             doc = ""                # made up by dataclass ("Point(x: int)") or by Enum
@@ -1632,7 +1593,6 @@ class _Types:
             return
         fields = self.fields(cls)
         converters = {}
-        # A field with init=False takes no argument.
         accepted = {field for field, *_, init in fields if init}
 
         def convert(v):
@@ -1644,17 +1604,14 @@ class _Types:
                                   converters))
 
     def object(self, fields, docs, where, converters):
-        """Object schema for [(name, annotation, required, default, ...)]; the
-        converters go into `converters`, and where(name) names a field in errors and
-        warnings."""
+        """Object schema for [(name, annotation, required, default, ...)], filling
+        `converters`; where(name) names a field in errors and warnings."""
         props = {}
         outer = self.where
         for name, hint, _, default, *_ in fields:
             self.where = where(name)
-            props[name], converters[name] = {}, None
-            if hint is not _NOTHING:
-                props[name], converters[name] = _blamed(where(name), self.translate,
-                                                        hint)
+            props[name], converters[name] = ({}, None) if hint is _NOTHING else _blamed(
+                self.where, self.translate, hint)
             if docs.get(name):      # a description from Annotated wins
                 props[name].setdefault("description", docs[name])
             if default is not _NOTHING:
@@ -1671,22 +1628,19 @@ class _Types:
                 "additionalProperties": False}
 
     def finish(self, compiler):
-        """Compile the alternatives of the unions to convert, once the whole schema is
-        known."""
+        """Compile the unions' alternatives, once the whole schema is known."""
         for checks, arms in self.unions:
             checks.extend(compiler.compile(schema) for schema, _ in arms)
 
 
 def _is_field_info(value):
-    """Is it pydantic's FieldInfo (what ``Field(...)`` returns)? Known by its
-    attributes."""
+    """Is it pydantic's FieldInfo (what ``Field(...)`` returns)? By its attributes."""
     return (hasattr(value, "json_schema_extra")
             and isinstance(getattr(value, "metadata", None), list))
 
 
 def _pydantic_default(info):
-    """(the default a schema shows or _NOTHING, a function making it or None) of a
-    FieldInfo."""
+    """(the default a schema shows or _NOTHING, a function making it or None)."""
     if getattr(info, "default_factory", None) is not None:
         return _NOTHING, info.default_factory
     default = getattr(info, "default", None)
@@ -1696,9 +1650,8 @@ def _pydantic_default(info):
 
 
 def type_schema(tp, defs=None, *, where="a type"):
-    """Python type hint -> JSON Schema. Classes go into `defs` and are referenced with
-    $ref; without `defs` the result is a whole schema (with "$defs" when it needs them).
-    A warning about metadata it cannot use names `where`."""
+    """Python type hint -> JSON Schema. Classes go into `defs`, referenced with $ref;
+    without `defs` the result is a whole schema. A warning names `where`."""
     translator = _Types({} if defs is None else defs, where)
     schema, _ = translator.translate(tp)
     if defs is not None:
@@ -1732,10 +1685,9 @@ def _is_content(tp, content_types):
 
 def _parameters(fn):
     """([(name, kind, default, annotation)], return annotation, globals) of a callable;
-    kind is "/", "*", "**" or "" (named); _NOTHING stands for no default or no
-    annotation. Plain functions are read from their code object: inspect is slow to
-    import. (Python 3.14 evaluates annotations when first read: NameError for a class
-    not defined yet.)"""
+    kind is "/", "*", "**" or "" (named); _NOTHING: none. Plain functions are read from
+    their code object: inspect is slow to import. (Python 3.14 evaluates annotations
+    when first read: NameError for a class not defined yet.)"""
     if type(fn) is types.FunctionType and not hasattr(fn, "__wrapped__"):
         try:
             return _code_parameters(fn)
@@ -1753,8 +1705,7 @@ def _parameters(fn):
 
 
 def _code_parameters(fn):
-    """_parameters() of a plain function, from its code object (the co_* attributes are
-    in the data model)."""
+    """_parameters() of a plain function, from its code object (see the data model)."""
     code, hints = fn.__code__, fn.__annotations__
     names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
     positional = names[:code.co_argcount]
@@ -1772,12 +1723,8 @@ def _code_parameters(fn):
 
 class Signature:
     """What mcp_min needs to know about a handler, worked out once when it is
-    registered: .description, .input_schema, .output_schema, .wrap_output,
-    .context_param, .bind(arguments) -> (kwargs, problems) and .dump_output(value). A
-    parameter annotated `context_type` (or a string naming it) is left out of the
-    schema. A return annotation naming `content_types` (or a list or union of them) gets
-    no output schema, nor does any with structured=False; input_schema and
-    output_schema, when given, are used as given."""
+    registered (see docs/reference.md). A `context_type` parameter is left out of the
+    schema; a return annotation naming `content_types` gets no output schema."""
 
     def __init__(self, fn, *, context_type=None, description=None,
                  param_descriptions=None, input_schema=None, output_schema=None,
@@ -1785,7 +1732,12 @@ class Signature:
         self.context_param = None
         self.wrap_output = False
         self._where = getattr(fn, "__qualname__", None) or repr(fn)
-        parameters, returns = self._read_parameters(fn)
+        try:            # the globals are where string annotations are resolved
+            parameters, returns, self._globals = _parameters(fn)
+        except NameError as e:
+            raise SchemaError(f"{self._where}: an annotation names {e.name!r}, which "
+                              f"is not defined when it is registered: define {e.name} "
+                              "first") from None
         doc, docs = parse_docstring(getattr(fn, "__doc__", None))
         self.description = doc if description is None else description
         self._defaults = {}             # parameter -> what makes its default (Field)
@@ -1807,27 +1759,14 @@ class Signature:
             self.output_schema, self.wrap_output = self._output_schema_of(
                 returns, content_types)
 
-    def _read_parameters(self, fn):
-        """(parameters, return annotation) of `fn` as _parameters() gives them; keeps
-        its globals, where its string annotations are resolved."""
-        try:
-            parameters, returns, self._globals = _parameters(fn)
-        except NameError as e:
-            raise SchemaError(f"{self._where}: an annotation names {e.name!r}, which "
-                              f"is not defined when it is registered: define {e.name} "
-                              "first") from None
-        return parameters, returns
-
     def _parameter_fields(self, parameters, context_type, resolve):
         """([(name, annotation, required, default, pydantic FieldInfo or None)] of the
-        parameters that JSON arguments fill, the annotation of **kwargs or _NOTHING).
-        Finds the context parameter; `resolve`: evaluate string annotations (which a
-        given input schema makes unnecessary)."""
+        parameters JSON arguments fill, the annotation of **kwargs or _NOTHING); finds
+        the context parameter. `resolve`: evaluate string annotations."""
         fields = []
         rest = _NOTHING
         for name, kind, default, annotation in parameters:
-            # "Context" or "mcp_min.Context" need not resolve, nor anything for a
-            # given schema.
+            # "Context", "mcp_min.Context" need not resolve, nor anything given a schema
             by_name = (context_type and isinstance(annotation, str)
                        and annotation.rpartition(".")[2] == context_type.__name__)
             hint = annotation
@@ -1835,31 +1774,25 @@ class Signature:
                 hint = self._resolve(annotation, f"parameter {name!r}")
             if by_name or (context_type and _is_subclass(hint, context_type)):
                 self.context_param = name
-            elif kind in ("*", "/"):
+                continue
+            if kind in ("*", "/"):
                 raise SchemaError(f"{self._where}: parameter {name!r} can't be passed "
                                   "by name, and JSON arguments are named: *args and "
                                   "positional-only are not supported")
-            elif kind == "**":
+            if kind == "**":
                 rest = _typing.Any if hint is _NOTHING else hint
-            else:
-                fields.append(self._parameter_field(name, hint, default))
+                continue
+            info = default if _is_field_info(default) else None
+            if info is not None:        # `n: int = Field(3, le=9)`: the default is 3
+                default, make = _pydantic_default(info)
+                if make is not None:
+                    self._defaults[name] = make
+            required = default is _NOTHING and name not in self._defaults
+            fields.append((name, hint, required, default, info))
         return fields, rest
 
-    def _parameter_field(self, name, hint, default):
-        """(name, annotation, required, default, FieldInfo or None) of a named
-        parameter."""
-        info = None
-        if _is_field_info(default):     # pydantic's `n: int = Field(3, le=9)`: Python's
-            info = default              # default would be the Field
-            default, make = _pydantic_default(info)
-            if make is not None:
-                self._defaults[name] = make
-        required = default is _NOTHING and name not in self._defaults
-        return name, hint, required, default, info
-
     def _input_schema_of(self, fields, rest, docs, translator):
-        """The input schema of the parameters _parameter_fields() found; the converters
-        go into ._converters, and that of **kwargs into ._rest_converter."""
+        """The input schema of `fields`, filling ._converters and ._rest_converter."""
         where = self._where
         schema = translator.object(fields, docs,
                                    lambda name: f"{where}: parameter {name!r}",
@@ -1877,8 +1810,7 @@ class Signature:
         return schema
 
     def _find_string_arguments(self, input_schema):
-        """Which arguments may arrive as JSON text, to be parsed: .parse_strings,
-        .parse_strings_if_unfit and ._coerce."""
+        """Arguments that may come as JSON text: .parse_strings(_if_unfit), ._coerce."""
         kinds_of = {name: _types_of(sub, input_schema)
                     for name, sub in input_schema.get("properties", {}).items()}
         typed = {name: kinds for name, kinds in kinds_of.items()
@@ -1911,8 +1843,7 @@ class Signature:
                 "required": ["result"], **defs}, True
 
     def _resolve(self, annotation, label):
-        """Evaluate a (possibly postponed: a string) annotation in the function's
-        module."""
+        """Evaluate an annotation (a string if postponed) in the function's module."""
         if annotation is _NOTHING or isinstance(annotation, type):
             return annotation
         try:
@@ -1924,8 +1855,7 @@ class Signature:
                               f"{annotation!r} of {label}: {e}") from None
 
     def bind(self, arguments):
-        """tools/call arguments -> (kwargs for the function, problems: if any, report
-        them all)."""
+        """tools/call arguments -> (kwargs for the function, all the problems found)."""
         args = {} if arguments is None else arguments
         if not isinstance(args, dict):
             return {}, ["Expected the arguments to be an object, got "
@@ -1962,8 +1892,7 @@ class Signature:
         return kwargs, problems
 
     def dump_output(self, value):
-        """Return value -> structuredContent, wrapped as {"result": ...} if the schema
-        says so."""
+        """Return value -> structuredContent, wrapped as {"result": ...} if need be."""
         return {"result": _dump(value)} if self.wrap_output else _dump(value)
 
 
@@ -2047,8 +1976,7 @@ def _all_of(checks):
 
 
 def _resolve_ref(root, ref):
-    """A JSON pointer within the document: "#", "#/$defs/Name", "#/definitions/Name",
-    ..."""
+    """A JSON pointer within the document: "#", "#/$defs/Name", "#/definitions/Name"."""
     if not isinstance(ref, str) or not (ref + "/").startswith("#/"):    # "#" or "#/..."
         raise SchemaError(f"$ref {ref!r} is not supported: only references within the "
                           "schema (#/...)")
@@ -2063,8 +1991,7 @@ def _resolve_ref(root, ref):
 
 
 def _types_of(schema, root, seen=()):
-    """The JSON types `schema` admits by its `type` keywords (through $ref, anyOf and
-    oneOf), or None if it does not say."""
+    """The JSON types `schema` admits (through $ref, anyOf, oneOf), or None: unsaid."""
     schema = schema if isinstance(schema, dict) else {}
     if "type" in schema:
         kind = schema["type"]
@@ -2080,8 +2007,7 @@ def _types_of(schema, root, seen=()):
 
 
 class _Compiler:
-    """A schema compiled into .check(value, path, problems) and .validate(value) ->
-    problems."""
+    """A schema compiled into .check(value, path, problems) and .validate(value)."""
 
     def __init__(self, root):
         self.root = root
@@ -2094,14 +2020,12 @@ class _Compiler:
         self.check = self.compile(root)
 
     def validate(self, value, check=_NOTHING, path=""):
-        """The problems of ``value`` against the schema (or one part of it: ``check``,
-        for the value at ``path``)."""
+        """The problems of ``value`` (at ``path``) against the schema, or ``check``."""
         problems = _problems(self.check if check is _NOTHING else check, value, path)
         return list(dict.fromkeys(problems)) if len(problems) > 1 else problems
 
     def compile(self, schema):
-        """Schema -> check(value, path, problems), or None when the schema accepts
-        anything."""
+        """Schema -> check(value, path, problems), or None if it accepts anything."""
         if schema is True or schema == {}:
             return None
         if schema is False:
@@ -2112,13 +2036,10 @@ class _Compiler:
         if "patternProperties" in schema:
             raise SchemaError("patternProperties is not supported: name the properties")
         rest = _all_of([check for check in self._keyword_checks(schema) if check])
-        if "type" not in schema:
-            return rest
-        return self._typed(schema, rest)
+        return self._typed(schema, rest) if "type" in schema else rest
 
     def _keyword_checks(self, schema):
-        """The checks of every keyword but `type`, in the order problems are reported
-        (some may be None)."""
+        """The checks (or None) of every keyword but `type`, in the order reported."""
         checks = [self.ref(schema["$ref"])] if "$ref" in schema else []
         checks += self._bounds(schema)
         if "enum" in schema:
@@ -2175,17 +2096,15 @@ class _Compiler:
                      f"must match the pattern {pattern}", _TYPE_TESTS["string"])
 
     def _typed(self, schema, rest):
-        """The check of `type`, which does the `rest` of the checks on a value of that
-        type."""
+        """The check of `type`, which does the `rest` on a value of that type."""
         names = _types_of(schema, self.root)
         if not names or not set(names) <= _TYPE_TESTS.keys():
             raise SchemaError(f"unknown type {_preview(schema['type'])}")
         tests = [_TYPE_TESTS[name] for name in names]
         expected = _either(names)
         fits = tests[0] if len(tests) == 1 else lambda v: any(test(v) for test in tests)
-        # What json gives is of these exact types: most values pass without calling
-        # fits(). Not a float: it may be inf or nan (json reads 1e400 as inf), which are
-        # no JSON.
+        # Values of these exact types pass without calling fits(); not a float, which
+        # may be inf or nan (json reads 1e400 as inf).
         sure = {cls for cls, name in _JSON_TYPES.items()
                 if cls is not float
                 and (name in names or (name == "integer" and "number" in names))}
@@ -2246,9 +2165,8 @@ class _Compiler:
         return array
 
     def _alternatives(self, schemas, exactly_one):
-        """anyOf, or oneOf when `exactly_one`. When nothing matches, one useful account:
-        the problems of the alternative meant for this kind of value, else the kinds
-        expected."""
+        """anyOf, or oneOf when `exactly_one`. When none matches, the problems of the
+        alternative for this kind of value, else the kinds expected."""
         arms = [(self.compile(sub), _types_of(sub, self.root)) for sub in schemas]
         every_kind = dict.fromkeys(k for _, kinds in arms for k in kinds or ())
         expected = _either(list(every_kind))
@@ -2271,8 +2189,7 @@ class _Compiler:
         return alternatives
 
     def ref(self, ref):
-        """The check for a $ref, compiled once; meanwhile recursion gets one calling
-        it."""
+        """A $ref's check, compiled once; meanwhile recursion gets one calling it."""
         if ref not in self.refs:
             slot = []
             self.refs[ref] = lambda v, path, out: slot[0] and slot[0](v, path, out)
@@ -2282,11 +2199,8 @@ class _Compiler:
 
 
 def compile_schema(schema):
-    """Compile a JSON Schema once into validate(value) -> list of problems (empty:
-    valid), each like `items[2].name: expected string, got integer 5`. Equality (enum,
-    const, uniqueItems) is JSON's: 1 == 1.0, True != 1. Keywords it does not check
-    (format, if, contains, ...) are annotations to it, as the spec allows;
-    patternProperties is refused."""
+    """Compile a JSON Schema once into validate(value) -> problems (empty: valid), each
+    like `items[2].name: expected string, got integer 5`."""
     return _Compiler(schema).validate
 
 
@@ -2295,16 +2209,15 @@ def compile_schema(schema):
 # ======================================================================================
 #
 # Tools and prompts answer with content blocks: {"type": "text", "text": ...} and
-# friends. The helpers below build them as Content, a dict subclass, so that a tool
-# result can tell a block to pass through from a dict to return as structured data.
+# friends, built as Content, a dict subclass, so that a tool result can tell a block
+# to pass through from a dict to return as structured data.
 
 class Content(dict):
     """A content block: text, image, audio, resource_link or resource (embedded)."""
 
 
 def _block(annotations, meta, **fields):
-    """A Content of the fields that are not None. ``annotations`` are
-    {"audience": [...], "priority": 0..1, "lastModified": ...}."""
+    """A Content of the fields that are not None."""
     fields.update(annotations=annotations or None, _meta=meta or None)
     return Content((k, v) for k, v in fields.items() if v is not None)
 
@@ -2317,16 +2230,9 @@ def text(value, *, annotations=None, meta=None):
 
 
 # The first bytes of a file -> its MIME type, for image() and audio().
-_MAGIC = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-    (b"OggS", "audio/ogg"),
-    (b"fLaC", "audio/flac"),
-    (b"ID3", "audio/mpeg"),
-    (b"\xff\xfb", "audio/mpeg"),
-)
+_MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
+          (b"GIF87a", "image/gif"), (b"GIF89a", "image/gif"), (b"OggS", "audio/ogg"),
+          (b"fLaC", "audio/flac"), (b"ID3", "audio/mpeg"), (b"\xff\xfb", "audio/mpeg"))
 
 
 def _sniff(data):
@@ -2397,9 +2303,7 @@ def _guess_type(uri):
 
 def to_json(value, root="result"):
     """JSON text for humans and models (non-ASCII kept; dataclasses, enums, sets
-    welcome). What JSON cannot carry raises TypeError (ValueError for NaN) naming
-    where it is in ``value``, as in
-    ``result.items[2].when: a value of type Thing has no JSON form``."""
+    welcome). What JSON can't carry raises TypeError (ValueError: NaN), saying where."""
     value = _dump(value)
     try:
         return _encode_text(value)
@@ -2447,9 +2351,8 @@ def _contents(uri, value, mime_type=None):
 
 
 def _content_block(value, what):
-    """``value`` as one content block: a str becomes a text block; anything else but
-    a block (a dict with a "type", as text(), image()... make) is a TypeError saying
-    what it was."""
+    """``value`` as one content block: a str becomes a text block; anything but a block
+    (a dict with a "type") is a TypeError saying what it was."""
     if isinstance(value, str):
         return text(value)
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
