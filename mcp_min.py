@@ -3769,7 +3769,15 @@ def _check_settings(settings):
             raise ValueError(f"{setting} must be an integer of at least {least}, "
                              f"not {value!r}")
     for setting, unlimited in _NONE_IS_NO_LIMIT.items():
-        _check_seconds(setting, settings[setting], unlimited)
+        value = settings[setting]
+        heartbeat = setting == "heartbeat"
+        if value is None and unlimited:
+            continue
+        if not _is_json_number(value) or value < 0 or (heartbeat and not value):
+            least = "more than 0" if heartbeat else "at least 0"
+            none = " (or None: no limit)" if unlimited else ""
+            raise ValueError(f"{setting} must be a number of seconds {least}{none}, "
+                             f"not {value!r}")
     body, inflight = settings["max_body_bytes"], settings["max_inflight_bytes"]
     if inflight < body:                       # the largest body could never be taken
         raise ValueError(f"max_inflight_bytes ({inflight}) must be at least "
@@ -3785,19 +3793,6 @@ def _check_settings(settings):
     path = settings["http_path"]
     if not isinstance(path, str) or not path.startswith("/"):
         raise ValueError(f"http_path must be a path such as \"/mcp\", not {path!r}")
-
-
-def _check_seconds(setting, value, unlimited):
-    """Raise ValueError unless ``value`` is a number of seconds >= 0 (a heartbeat's
-    more than 0), or None where ``unlimited`` lets None mean no limit."""
-    if value is None and unlimited:
-        return
-    heartbeat = setting == "heartbeat"
-    if not _is_json_number(value) or value < 0 or (heartbeat and not value):
-        least = "more than 0" if heartbeat else "at least 0"
-        none = " (or None: no limit)" if unlimited else ""
-        raise ValueError(f"{setting} must be a number of seconds {least}{none}, "
-                         f"not {value!r}")
 
 
 class Server:
@@ -3829,46 +3824,23 @@ class Server:
                  can_subscribe=None, heartbeat=15.0, idle_timeout=30.0,
                  max_state_bytes=64 << 10, max_body_bytes=4 << 20,
                  max_inflight_bytes=32 << 20, max_connections=200):
-        _check_settings(locals())             # the arguments, by name
-        # Identity
-        self.name = name
-        self.version = version
-        self.title = title
-        self.description = description
-        self.instructions = instructions
-        self.website_url = website_url
-        self.icons = icons
-        # Lifespan and logging
-        self.lifespan = lifespan
-        self.lifespan_value = None
-        self._lifespan_users = 0              # connections (or HTTP) that entered it
-        self.forward_logging = forward_logging
-        # Limits
-        self.page_size = page_size
-        self.max_workers, self.max_queue = max_workers, max_queue
-        self.max_line_bytes = max_line_bytes
-        self.grace_period, self.cancel_timeout = grace_period, cancel_timeout
-        self.request_timeout = request_timeout
-        # 2026-07-28
+        settings = dict(locals())             # the arguments, by name
+        del settings["self"]
+        _check_settings(settings)
+        # Each setting is the attribute of its name (server.page_size), but those of
+        # requestState, which its signer keeps; a few are normalised just below.
+        for setting, value in settings.items():
+            if setting not in ("state_key", "state_ttl", "max_state_bytes"):
+                setattr(self, setting, value)
         self.cache_ttl_ms, self.cache_scope = _cache_hints(
             cache_ttl_ms, cache_scope, name, True)
         self.request_state = RequestStateSigner(state_key, state_ttl, max_state_bytes)
-        # HTTP
-        self.http_path = http_path
         self.allowed_origins = tuple(allowed_origins)
         self.allowed_hosts = _allowed_hosts(allowed_hosts)
         self.public_url = _public_url(public_url)
-        self.http_sessions, self.max_sessions = http_sessions, max_sessions
-        self.session_idle, self.heartbeat = session_idle, heartbeat
-        self.idle_timeout, self.max_connections = idle_timeout, max_connections
-        self.auth = auth
         self.authorization_servers = tuple(authorization_servers)
-        self.max_body_bytes = max_body_bytes
-        self.max_inflight_bytes = max_inflight_bytes
-        self.max_sessions_per_principal = max_sessions_per_principal
-        self.max_streams = max_streams
-        self.max_streams_per_principal = max_streams_per_principal
-        self.max_subscriptions, self.can_subscribe = max_subscriptions, can_subscribe
+        self.lifespan_value = None
+        self._lifespan_users = 0              # connections (or HTTP) that entered it
         # What is registered, and what is serving
         self.tools, self.resources = {}, {}
         self.prompts, self.completers = {}, {}
@@ -3882,10 +3854,7 @@ class Server:
         self.http_sessions_alive = weakref.WeakSet()    # every HttpSession still in use
         self._http = None                     # the HttpEndpoint, made at first request
         self._info_meta = None                # serverInfo for 2026-07-28 results
-        self.handlers = self._built_in_handlers()
-
-    def _built_in_handlers(self):
-        return {
+        self.handlers = {
             "initialize": self.initialize, "ping": self.ping,
             "tools/list": self.list_tools, "tools/call": self.call_tool,
             "resources/list": self.list_resources,
@@ -3950,12 +3919,12 @@ class Server:
         if (prompt is None) == (template is None):
             raise TypeError("completion() takes exactly one of prompt= or template=")
         if prompt is not None:
-            key = ("ref/prompt", prompt)
+            key = ("ref/prompt", prompt, argument)
         else:
-            key = ("ref/resource", template)
+            key = ("ref/resource", template, argument)
 
         def register(fn):
-            self.completers[key + (argument,)] = fn
+            self.completers[key] = fn
             self._offered = None
             return fn
         return register
@@ -4127,7 +4096,15 @@ class Server:
                     and offered.get(kind, {}).get("listChanged")}
         uris = wanted.get("resourceSubscriptions")
         if uris is not None:
-            self._check_listened_uris(uris)
+            if isinstance(uris, list) and len(uris) > self.max_subscriptions:
+                raise JSONRPCError(INVALID_PARAMS, f"subscriptions/listen: {len(uris)} "
+                                   "resourceSubscriptions are more than this server "
+                                   f"takes in one listen ({self.max_subscriptions}, "
+                                   "max_subscriptions); a URI covers the resources "
+                                   "under it")
+            if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
+                raise JSONRPCError(INVALID_PARAMS, "subscriptions/listen: notifications"
+                                   ".resourceSubscriptions must be a list of URIs")
             if offered.get("resources", {}).get("subscribe"):
                 # The spec's way to refuse part of a listen: leave it out of the
                 # acknowledgement.
@@ -4136,20 +4113,6 @@ class Server:
                     if self.may_subscribe(ctx.principal, uri)]
         ctx.session.listen(ctx.request_id, honoured)
         return NO_RESPONSE
-
-    def _check_listened_uris(self, uris):
-        """A listen's resourceSubscriptions: a list of URIs, at most
-        max_subscriptions."""
-        if isinstance(uris, list) and len(uris) > self.max_subscriptions:
-            raise JSONRPCError(INVALID_PARAMS, f"subscriptions/listen: {len(uris)} "
-                               "resourceSubscriptions are more than this server takes "
-                               f"in one listen ({self.max_subscriptions}, "
-                               "max_subscriptions); a URI covers the resources under "
-                               "it")
-        if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
-            raise JSONRPCError(INVALID_PARAMS, "subscriptions/listen: "
-                               "notifications.resourceSubscriptions must be a list of "
-                               "URIs")
 
     def run_stateless(self, ctx, handler):
         """Run a handler for a 2026-07-28 request and return its response frame (None
@@ -4225,10 +4188,7 @@ class Server:
     def call_digest(self, method, params, principal):
         """What a requestState is bound to: server, method, target, arguments and
         caller."""
-        if method == "resources/read":
-            target = params.get("uri")
-        else:
-            target = params.get("name")
+        target = params.get("uri" if method == "resources/read" else "name")
         try:
             return _digest([self.name, method, target, params.get("arguments"),
                             _principal_id(principal)])
@@ -4528,10 +4488,6 @@ class Server:
                         "to require a bearer token, and Server(allowed_hosts=[...]) to "
                         "the names clients use (bind 127.0.0.1 to serve this machine "
                         "alone)", shown)
-        return self._serve_http(httpd, shown)
-
-    def _serve_http(self, httpd, shown):
-        """run_http's serving, to the end of the shutdown; returns the exit code."""
         import signal
         saved = {}
         code = 0
@@ -4554,8 +4510,9 @@ class Server:
     def _cancel_http_calls(self, httpd):
         """Cancel the calls still running, and give them ``cancel_timeout`` seconds to
         return and (with ``httpd``) their replies to be written."""
-        busy = [session for session in list(self.http_sessions_alive)
-                if session.running]
+        busy = [s for s in list(self.http_sessions_alive) if s.running]
+
+
         if not busy:
             return
         for session in busy:
@@ -4642,14 +4599,13 @@ def _cursor_position(cursor):
 def _open_lifespan(cm):
     """Enter what the lifespan function returned (a context manager or a bare generator,
     sync or async): returns what it yields, and a function that exits it."""
-    if isinstance(cm, (types.GeneratorType, types.AsyncGeneratorType)):
-        import contextlib
-        generator = cm
-        if isinstance(cm, types.GeneratorType):
-            wrap = contextlib.contextmanager
-        else:
-            wrap = contextlib.asynccontextmanager
-        cm = wrap(lambda: generator)()
+    import contextlib
+    generator = cm
+    if isinstance(cm, types.GeneratorType):
+        cm = contextlib.contextmanager(lambda: generator)()
+    elif isinstance(cm, types.AsyncGeneratorType):
+        cm = contextlib.asynccontextmanager(lambda: generator)()
+
     if hasattr(cm, "__enter__"):
         return cm.__enter__(), lambda: cm.__exit__(None, None, None)
     if not hasattr(cm, "__aenter__"):
