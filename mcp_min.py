@@ -4005,8 +4005,8 @@ class Server:
         return caps
 
     def offered(self):
-        """capabilities(), remembered until a registration changes it (2026-07-28 checks
-        it on every request)."""
+        """capabilities(), cached until a registration changes it (2026-07-28 checks it
+        on every request)."""
         offered = self._offered
         if offered is None:
             with self.lock:               # registrations change the registries under it
@@ -4028,11 +4028,9 @@ class Server:
             raise JSONRPCError(INVALID_REQUEST, "Already initialized: initialize may "
                                                 "be sent only once per connection")
         requested = _require(params, "protocolVersion", str, "initialize")
-        # Echo a version we speak; else counter-offer our latest, as the spec says: no
-        # error.
-        if requested in PROTOCOL_VERSIONS:
-            version = requested
-        else:
+        # Echo a version we speak, else counter-offer our latest (the spec: no error).
+        version = requested
+        if requested not in PROTOCOL_VERSIONS:
             version = LATEST_PROTOCOL_VERSION
         info, caps = params.get("clientInfo"), params.get("capabilities")
         session.client_info = info if isinstance(info, dict) else {}
@@ -4102,12 +4100,13 @@ class Server:
                                    f"takes in one listen ({self.max_subscriptions}, "
                                    "max_subscriptions); a URI covers the resources "
                                    "under it")
+
+
             if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
                 raise JSONRPCError(INVALID_PARAMS, "subscriptions/listen: notifications"
                                    ".resourceSubscriptions must be a list of URIs")
             if offered.get("resources", {}).get("subscribe"):
-                # The spec's way to refuse part of a listen: leave it out of the
-                # acknowledgement.
+                # A part refused is left out of the acknowledgement (the spec's way).
                 honoured["resourceSubscriptions"] = [
                     uri for uri in dict.fromkeys(uris)
                     if self.may_subscribe(ctx.principal, uri)]
@@ -4122,9 +4121,8 @@ class Server:
             if "requestState" in params:
                 ctx.answers = self.read_answers(ctx.method, params, ctx.principal)
             elif isinstance(params.get("inputResponses"), dict):
-                # Answers without a state: a client may answer a question it expects
-                # before it is asked; those the handler asks in this run are taken (and
-                # checked).
+                # Answers without a state: a client may answer a question before it is
+                # asked; those the handler asks in this run are taken (and checked).
                 ctx.answers = {key: [None, answer]
                                for key, answer in params["inputResponses"].items()}
             elif params.get("inputResponses") is not None:
@@ -4145,8 +4143,7 @@ class Server:
         if (type(result) is dict and result and "resultType" not in result
                 and "_meta" not in result and ctx.method not in CACHEABLE_METHODS):
             # The usual result (a tool's) ends the same way every time: those bytes are
-            # encoded once and put in place of its closing braces, which saves a third
-            # of the encoding of a small result.
+            # encoded once, which saves a third of the encoding of a small result.
             frame = encode_message(
                 {"jsonrpc": "2.0", "id": ctx.request_id, "result": result})
             return frame[:-2] + b',"resultType":"complete"' + tail
@@ -4186,8 +4183,9 @@ class Server:
         return answers
 
     def call_digest(self, method, params, principal):
-        """What a requestState is bound to: server, method, target, arguments and
-        caller."""
+        """What a requestState is bound to: server, method, target, arguments, user."""
+
+
         target = params.get("uri" if method == "resources/read" else "name")
         try:
             return _digest([self.name, method, target, params.get("arguments"),
@@ -4206,8 +4204,7 @@ class Server:
         asked = {key: [digest, request["method"]]
                  for key, (request, digest) in questions.items()}
         state = {"call": self.call_digest(ctx.method, ctx.params, ctx.principal),
-                 "answers": ctx.answers or {},
-                 "asked": asked}
+                 "answers": ctx.answers or {}, "asked": asked}
         try:
             sealed = self.request_state.seal(state)
         except RecursionError:    # the client's answers, read by json, nest deeper
@@ -4215,15 +4212,13 @@ class Server:
                                                "inputResponses are nested too deeply "
                                                "to carry") from None
         requests = {key: request for key, (request, _) in questions.items()}
-        return {"resultType": "input_required",
-                "inputRequests": requests,
+        return {"resultType": "input_required", "inputRequests": requests,
                 "requestState": sealed}
 
     # -- built-in handlers: lists (with cursor pagination) -----------------------------
     def paginate(self, ctx, params, items, key):
         """One page of ``items`` in registration order. The cursor names the last item
-        shown, so items added or removed between pages make none repeat or go
-        missing."""
+        shown: items added or removed between pages make none repeat or go missing."""
         cursor = params.get("cursor")
         after = 0 if cursor is None else _cursor_position(cursor)
         entries = sorted((i for i in items if i.order > after), key=lambda i: i.order)
@@ -4430,6 +4425,8 @@ class Server:
                 return self._http
             if isinstance(self._http, _LifespanFailed) and not self._http.due():
                 return self._http
+
+
             self.prepare()
             # SERVER_SOFTWARE says "gunicorn/27.0.1" in gunicorn, "Granian" in granian
             if engine.lower().startswith(("gunicorn/", "granian")):
