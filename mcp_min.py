@@ -4100,8 +4100,6 @@ class Server:
                                    f"takes in one listen ({self.max_subscriptions}, "
                                    "max_subscriptions); a URI covers the resources "
                                    "under it")
-
-
             if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
                 raise JSONRPCError(INVALID_PARAMS, "subscriptions/listen: notifications"
                                    ".resourceSubscriptions must be a list of URIs")
@@ -4184,8 +4182,6 @@ class Server:
 
     def call_digest(self, method, params, principal):
         """What a requestState is bound to: server, method, target, arguments, user."""
-
-
         target = params.get("uri" if method == "resources/read" else "name")
         try:
             return _digest([self.name, method, target, params.get("arguments"),
@@ -4425,8 +4421,6 @@ class Server:
                 return self._http
             if isinstance(self._http, _LifespanFailed) and not self._http.due():
                 return self._http
-
-
             self.prepare()
             # SERVER_SOFTWARE says "gunicorn/27.0.1" in gunicorn, "Granian" in granian
             if engine.lower().startswith(("gunicorn/", "granian")):
@@ -4508,8 +4502,6 @@ class Server:
         """Cancel the calls still running, and give them ``cancel_timeout`` seconds to
         return and (with ``httpd``) their replies to be written."""
         busy = [s for s in list(self.http_sessions_alive) if s.running]
-
-
         if not busy:
             return
         for session in busy:
@@ -4602,7 +4594,6 @@ def _open_lifespan(cm):
         cm = contextlib.contextmanager(lambda: generator)()
     elif isinstance(cm, types.AsyncGeneratorType):
         cm = contextlib.asynccontextmanager(lambda: generator)()
-
     if hasattr(cm, "__enter__"):
         return cm.__enter__(), lambda: cm.__exit__(None, None, None)
     if not hasattr(cm, "__aenter__"):
@@ -4796,7 +4787,6 @@ def _stop_on_signal(signum, frame):
 def _stop_if_stuck(state):
     """The watchdog of a signal that waits: a shutdown holding it too long is cut
     short."""
-
     while not state.held_too_long():
         if state.over:
             return
@@ -4817,7 +4807,6 @@ def _interrupt_main():
 
 def _hold_signals():
     """Open a section (on the main thread) that a stop signal must wait for."""
-
     state = _stop_signals
     if state is None or _thread.get_ident() != _MAIN_THREAD:
         return None
