@@ -3606,10 +3606,8 @@ _DID_YOU_MEAN = {
 
 
 def _did_you_mean(name, known=None, params=None):
-    """The hint that ends an error about ``name``: the names in ``known`` spelled
-    closest to it, as in `` (did you mean 'add'?)``; or, for a parameter missing from
-    ``params``, the key they hold instead, as in
-    `` (found "tool": did you mean "name"?)``. Else ''."""
+    """The hint ending an error about ``name``: the closest names in ``known``, or the
+    key ``params`` holds instead of it (``tool`` for ``name``); else ''."""
     if params is not None:
         found = next((wrong for wrong, right in _DID_YOU_MEAN.items()
                       if right == name and wrong in params), None)
@@ -3620,8 +3618,7 @@ def _did_you_mean(name, known=None, params=None):
 
 
 def _require(params, key, kind, method):
-    """params[key] as ``kind``, or -32602 saying what was expected (and what was
-    meant)."""
+    """params[key] as ``kind``, or -32602 saying what was expected (and meant)."""
     value = params.get(key)
     if isinstance(value, kind):
         return value
@@ -3642,8 +3639,7 @@ def _named(registry, what, params, method):
 
 
 def _arguments(params, method):
-    """params.arguments: an object, or {} when there is none (nor one under another
-    name)."""
+    """params.arguments: an object, or {} when there is none (nor a misspelt one)."""
     arguments = params.get("arguments")
     if type(arguments) is dict:
         return arguments
@@ -3676,7 +3672,15 @@ def _check_settings(settings):
             raise ValueError(f"{setting} must be an integer of at least {least}, "
                              f"not {value!r}")
     for setting, unlimited in _NONE_IS_NO_LIMIT.items():
-        _check_seconds(setting, settings[setting], unlimited)
+        value = settings[setting]
+        heartbeat = setting == "heartbeat"
+        if value is None and unlimited:
+            continue
+        if not _is_json_number(value) or value < 0 or (heartbeat and not value):
+            least = "more than 0" if heartbeat else "at least 0"
+            none = " (or None: no limit)" if unlimited else ""
+            raise ValueError(f"{setting} must be a number of seconds {least}{none}, "
+                             f"not {value!r}")
     body, inflight = settings["max_body_bytes"], settings["max_inflight_bytes"]
     if inflight < body:                       # the largest body could never be taken
         raise ValueError(f"max_inflight_bytes ({inflight}) must be at least "
@@ -3694,36 +3698,16 @@ def _check_settings(settings):
         raise ValueError(f"http_path must be a path such as \"/mcp\", not {path!r}")
 
 
-def _check_seconds(setting, value, unlimited):
-    """Raise ValueError unless ``value`` is a number of seconds >= 0 (a heartbeat's
-    more than 0), or None where ``unlimited`` lets None mean no limit."""
-    if value is None and unlimited:
-        return
-    heartbeat = setting == "heartbeat"
-    if not _is_json_number(value) or value < 0 or (heartbeat and not value):
-        least = "more than 0" if heartbeat else "at least 0"
-        none = " (or None: no limit)" if unlimited else ""
-        raise ValueError(f"{setting} must be a number of seconds {least}{none}, "
-                         f"not {value!r}")
-
-
 class Server:
     """An MCP server: a registry of tools, resources and prompts, and ``handlers``, the
     dict from method name to ``handler(ctx, params) -> result`` that answers the client.
-
-    Every setting is a keyword argument; docs/reference.md's "Settings" tables give each
-    one, its default, what it does and what happens at its limit. ``__init__`` checks
-    those it can and raises ValueError naming the setting.
-    """
+    Its settings: docs/reference.md, "Settings"."""
 
     # Taken by the first request of any server's wsgi.
     _http_start_lock = threading.Lock()
 
-    #: Methods always answered on the reader thread; they are quick and run no user
-    #: code. Everything else (tools/call, resources/read, prompts/get,
-    #: completion/complete and methods you add) runs on the reader only while the pool
-    #: is idle, and a watcher takes the reading over if it lasts (Session.run_here);
-    #: else on the pool.
+    #: Methods always answered on the reader thread: quick, and no user code. The rest
+    #: run there only while the pool is idle (Session.run_here), else on the pool.
     inline_methods = frozenset({
         "initialize", "ping", "tools/list", "resources/list",
         "resources/templates/list", "prompts/list", "resources/subscribe",
@@ -3743,65 +3727,37 @@ class Server:
                  can_subscribe=None, heartbeat=15.0, idle_timeout=30.0,
                  max_state_bytes=64 << 10, max_body_bytes=4 << 20,
                  max_inflight_bytes=32 << 20, max_connections=200):
-        _check_settings(locals())             # the arguments, by name
-        # Identity
-        self.name = name
-        self.version = version
-        self.title = title
-        self.description = description
-        self.instructions = instructions
-        self.website_url = website_url
-        self.icons = icons
-        # Lifespan and logging
-        self.lifespan = lifespan
-        self.lifespan_value = None
-        self._lifespan_users = 0              # connections (or HTTP) that entered it
-        self.forward_logging = forward_logging
-        # Limits
-        self.page_size = page_size
-        self.max_workers, self.max_queue = max_workers, max_queue
-        self.max_line_bytes = max_line_bytes
-        self.grace_period, self.cancel_timeout = grace_period, cancel_timeout
-        self.request_timeout = request_timeout
-        # 2026-07-28
+        settings = dict(locals())             # the arguments, by name
+        del settings["self"]
+        _check_settings(settings)
+        # Each setting is the attribute of its name (server.page_size), but those of
+        # requestState, which its signer keeps; a few are normalised just below.
+        for setting, value in settings.items():
+            if setting not in ("state_key", "state_ttl", "max_state_bytes"):
+                setattr(self, setting, value)
         self.cache_ttl_ms, self.cache_scope = _cache_hints(
             cache_ttl_ms, cache_scope, name, True)
         self.request_state = RequestStateSigner(state_key, state_ttl, max_state_bytes)
-        # HTTP
-        self.http_path = http_path
         self.allowed_origins = tuple(allowed_origins)
         self.allowed_hosts = _allowed_hosts(allowed_hosts)
         self.public_url = _public_url(public_url)
-        self.http_sessions, self.max_sessions = http_sessions, max_sessions
-        self.session_idle, self.heartbeat = session_idle, heartbeat
-        self.idle_timeout, self.max_connections = idle_timeout, max_connections
-        self.auth = auth
         self.authorization_servers = tuple(authorization_servers)
-        self.max_body_bytes = max_body_bytes
-        self.max_inflight_bytes = max_inflight_bytes
-        self.max_sessions_per_principal = max_sessions_per_principal
-        self.max_streams = max_streams
-        self.max_streams_per_principal = max_streams_per_principal
-        self.max_subscriptions, self.can_subscribe = max_subscriptions, can_subscribe
+        self.lifespan_value = None
+        self._lifespan_users = 0              # connections (or HTTP) that entered it
         # What is registered, and what is serving
         self.tools, self.resources = {}, {}
         self.prompts, self.completers = {}, {}
         self.order = count(1).__next__        # registration order: the order lists use
-        # capabilities(), until a registration changes them
-        self._offered = None
+        self._offered = None                  # capabilities(), cached by offered()
         self.lock = threading.Lock()
-        # Held while the lifespan is entered or exited, which may register tools
-        # (self.lock)
+        # Held while the lifespan is entered or exited (which may take self.lock)
         self._lifespan_lock = threading.Lock()
         self.pool = None                      # started with the first connection
         self.sessions = set()                 # open connections (one, over stdio)
         self.http_sessions_alive = weakref.WeakSet()    # every HttpSession still in use
         self._http = None                     # the HttpEndpoint, made at first request
         self._info_meta = None                # serverInfo for 2026-07-28 results
-        self.handlers = self._built_in_handlers()
-
-    def _built_in_handlers(self):
-        return {
+        self.handlers = {
             "initialize": self.initialize, "ping": self.ping,
             "tools/list": self.list_tools, "tools/call": self.call_tool,
             "resources/list": self.list_resources,
@@ -3819,27 +3775,22 @@ class Server:
         }
 
     # -- registration ------------------------------------------------------------------
-    # A name or URI registered twice is an error, unless replace=True says it is on
-    # purpose.
+    # The options of each: docs/reference.md, "Registering". A name or URI registered
+    # twice is an error, unless replace=True says it is on purpose.
     def tool(self, fn=None, *, replace=False, **options):
-        """``@server.tool`` or ``@server.tool(name=..., title=..., description=...,
-        annotations={...}, input_schema=..., output_schema=..., structured=...,
-        icons=..., meta=...)``: register a function as a tool."""
+        """``@server.tool`` or ``@server.tool(name=...)``: register a tool."""
         return self._register(Tool, fn, replace, options)
 
     def resource(self, uri, *, replace=False, **options):
-        """``@server.resource(uri, name=..., title=..., description=..., mime_type=...,
-        ...)``: register a function as the resource at ``uri`` (or a URI template with
-        {vars}). ``allow_dot_segments=True`` lets a {+var} hold '..' segments, and begin
-        with '/': for a function that does not make a file path of it."""
+        """``@server.resource(uri, ...)``: register the resource at ``uri`` (or a URI
+        template with {vars})."""
         if not isinstance(uri, str):
             raise TypeError('@server.resource needs the URI first: '
                             '@server.resource("file:///notes")')
         return self._register(Resource, None, replace, dict(options, uri=uri))
 
     def prompt(self, fn=None, *, replace=False, **options):
-        """``@server.prompt`` or ``@server.prompt(name=..., title=..., description=...,
-        icons=..., meta=...)``: register a function as a prompt."""
+        """``@server.prompt`` or ``@server.prompt(name=...)``: register a prompt."""
         return self._register(Prompt, fn, replace, options)
 
     def _register(self, kind, fn, replace, options):
@@ -3867,17 +3818,16 @@ class Server:
 
     def completion(self, argument, *, prompt=None, template=None):
         """Register ``fn(value, arguments) -> [str, ...]`` completing ``argument`` of a
-        prompt or resource template; ``arguments``: the others the client knows
-        (2025-06-18+)."""
+        prompt or resource template."""
         if (prompt is None) == (template is None):
             raise TypeError("completion() takes exactly one of prompt= or template=")
         if prompt is not None:
-            key = ("ref/prompt", prompt)
+            key = ("ref/prompt", prompt, argument)
         else:
-            key = ("ref/resource", template)
+            key = ("ref/resource", template, argument)
 
         def register(fn):
-            self.completers[key + (argument,)] = fn
+            self.completers[key] = fn
             self._offered = None
             return fn
         return register
@@ -3912,10 +3862,8 @@ class Server:
                 session.publish(method, lambda honoured: honoured.get(flag))
 
     def notify_resource_updated(self, uri):
-        """Tell the clients subscribed to ``uri`` (or, on a listen stream, to a resource
-        containing it: ``file:///dir`` covers ``file:///dir/a``, if can_subscribe allows
-        ``uri`` too) that it changed. It runs inside tools: a few set lookups per
-        listen."""
+        """Tell the clients subscribed to ``uri`` (or, on a listen stream, to a URI
+        containing it) that it changed. Tools call it: a few lookups per listen."""
         parents = _parents(uri)
         method = "notifications/resources/updated"
 
@@ -3933,9 +3881,8 @@ class Server:
                 session.publish(method, wanted, {"uri": uri})
 
     def may_subscribe(self, principal, uri):
-        """Whether can_subscribe lets ``principal`` hear of changes to ``uri`` (yes
-        without it). A hook that fails says no; its log names the error's type, never
-        the URI."""
+        """Whether can_subscribe lets ``principal`` hear of changes to ``uri``. A hook
+        that fails says no; its log names the error's type, never the URI."""
         if self.can_subscribe is None:
             return True
         try:
@@ -3961,8 +3908,8 @@ class Server:
         return caps
 
     def offered(self):
-        """capabilities(), remembered until a registration changes it (2026-07-28 checks
-        it on every request)."""
+        """capabilities(), cached until a registration changes it (2026-07-28 checks it
+        on every request)."""
         offered = self._offered
         if offered is None:
             with self.lock:               # registrations change the registries under it
@@ -3984,11 +3931,9 @@ class Server:
             raise JSONRPCError(INVALID_REQUEST, "Already initialized: initialize may "
                                                 "be sent only once per connection")
         requested = _require(params, "protocolVersion", str, "initialize")
-        # Echo a version we speak; else counter-offer our latest, as the spec says: no
-        # error.
-        if requested in PROTOCOL_VERSIONS:
-            version = requested
-        else:
+        # Echo a version we speak, else counter-offer our latest (the spec: no error).
+        version = requested
+        if requested not in PROTOCOL_VERSIONS:
             version = LATEST_PROTOCOL_VERSION
         info, caps = params.get("clientInfo"), params.get("capabilities")
         session.client_info = info if isinstance(info, dict) else {}
@@ -4002,9 +3947,8 @@ class Server:
         if self.instructions:
             result["instructions"] = self.instructions
         # Changes (list_changed, log messages) reach the session from the moment this
-        # response is written, under the lock that writes it (Session.run_call): none
-        # goes out ahead of it. One made before is not reported, and not lost: the
-        # tools/list (etc.) the client sends after this response lists it.
+        # response is written, under its write lock (Session.run_call): none goes out
+        # ahead of it. One made before is not lost: the next tools/list shows it.
         def negotiated():
             session.capabilities, session.version = offered, version
         ctx._with_response = negotiated
@@ -4029,8 +3973,7 @@ class Server:
 
     # -- built-in handlers: the 2026-07-28 era -----------------------------------------
     def discover(self, ctx, params):
-        """server/discover: what initialize would tell (the name is in every result's
-        _meta)."""
+        """server/discover: what initialize would tell (serverInfo is in _meta)."""
         capabilities = {kind: dict(c) for kind, c in self.offered().items()}
         result = {"supportedVersions": list(MODERN_PROTOCOL_VERSIONS),
                   "capabilities": capabilities}
@@ -4039,9 +3982,8 @@ class Server:
         return result
 
     def listen(self, ctx, params):
-        """subscriptions/listen: changes on a stream open until the client cancels it,
-        acknowledged with the kinds this server will send; no response, no thread
-        held."""
+        """subscriptions/listen: changes on a stream open until the client cancels it;
+        no response, no thread held."""
         wanted = _require(params, "notifications", dict, "subscriptions/listen")
         offered = self.offered()
         if not any(kind.get("listChanged") or kind.get("subscribe")
@@ -4055,43 +3997,33 @@ class Server:
                     and offered.get(kind, {}).get("listChanged")}
         uris = wanted.get("resourceSubscriptions")
         if uris is not None:
-            self._check_listened_uris(uris)
+            if isinstance(uris, list) and len(uris) > self.max_subscriptions:
+                raise JSONRPCError(INVALID_PARAMS, f"subscriptions/listen: {len(uris)} "
+                                   "resourceSubscriptions are more than this server "
+                                   f"takes in one listen ({self.max_subscriptions}, "
+                                   "max_subscriptions); a URI covers the resources "
+                                   "under it")
+            if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
+                raise JSONRPCError(INVALID_PARAMS, "subscriptions/listen: notifications"
+                                   ".resourceSubscriptions must be a list of URIs")
             if offered.get("resources", {}).get("subscribe"):
-                # The spec's way to refuse part of a listen: leave it out of the
-                # acknowledgement.
+                # A part refused is left out of the acknowledgement (the spec's way).
                 honoured["resourceSubscriptions"] = [
                     uri for uri in dict.fromkeys(uris)
                     if self.may_subscribe(ctx.principal, uri)]
         ctx.session.listen(ctx.request_id, honoured)
         return NO_RESPONSE
 
-    def _check_listened_uris(self, uris):
-        """A listen's resourceSubscriptions: a list of URIs, at most
-        max_subscriptions."""
-        if isinstance(uris, list) and len(uris) > self.max_subscriptions:
-            raise JSONRPCError(INVALID_PARAMS, f"subscriptions/listen: {len(uris)} "
-                               "resourceSubscriptions are more than this server takes "
-                               f"in one listen ({self.max_subscriptions}, "
-                               "max_subscriptions); a URI covers the resources under "
-                               "it")
-        if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
-            raise JSONRPCError(INVALID_PARAMS, "subscriptions/listen: "
-                               "notifications.resourceSubscriptions must be a list of "
-                               "URIs")
-
     def run_stateless(self, ctx, handler):
         """Run a handler for a 2026-07-28 request and return its response frame (None
-        for none): a question for the client becomes an input_required result, a missing
-        capability error -32021, and every result says its resultType, who sent it, and
-        whether and for how long clients may cache it."""
+        for none); docs/reference.md, "The handlers dict", says what it adds."""
         params = ctx.params
         try:
             if "requestState" in params:
                 ctx.answers = self.read_answers(ctx.method, params, ctx.principal)
             elif isinstance(params.get("inputResponses"), dict):
-                # Answers without a state: a client may answer a question it expects
-                # before it is asked; those the handler asks in this run are taken (and
-                # checked).
+                # Answers without a state: a client may answer a question before it is
+                # asked; those the handler asks in this run are taken (and checked).
                 ctx.answers = {key: [None, answer]
                                for key, answer in params["inputResponses"].items()}
             elif params.get("inputResponses") is not None:
@@ -4112,8 +4044,7 @@ class Server:
         if (type(result) is dict and result and "resultType" not in result
                 and "_meta" not in result and ctx.method not in CACHEABLE_METHODS):
             # The usual result (a tool's) ends the same way every time: those bytes are
-            # encoded once and put in place of its closing braces, which saves a third
-            # of the encoding of a small result.
+            # encoded once, which saves a third of the encoding of a small result.
             frame = encode_message(
                 {"jsonrpc": "2.0", "id": ctx.request_id, "result": result})
             return frame[:-2] + b',"resultType":"complete"' + tail
@@ -4153,12 +4084,8 @@ class Server:
         return answers
 
     def call_digest(self, method, params, principal):
-        """What a requestState is bound to: server, method, target, arguments and
-        caller."""
-        if method == "resources/read":
-            target = params.get("uri")
-        else:
-            target = params.get("name")
+        """What a requestState is bound to: server, method, target, arguments, user."""
+        target = params.get("uri" if method == "resources/read" else "name")
         try:
             return _digest([self.name, method, target, params.get("arguments"),
                             _principal_id(principal)])
@@ -4167,8 +4094,7 @@ class Server:
                                f"read back ({type(e).__name__})") from None
 
     def input_required(self, ctx, unanswered):
-        """The result asking the unanswered questions, the answers so far in
-        requestState."""
+        """The result asking the questions, with the answers so far in requestState."""
         questions = unanswered.questions
         if ctx.method not in INPUT_METHODS:
             raise JSONRPCError(INTERNAL_ERROR, f"Internal error: {ctx.method} cannot "
@@ -4177,8 +4103,7 @@ class Server:
         asked = {key: [digest, request["method"]]
                  for key, (request, digest) in questions.items()}
         state = {"call": self.call_digest(ctx.method, ctx.params, ctx.principal),
-                 "answers": ctx.answers or {},
-                 "asked": asked}
+                 "answers": ctx.answers or {}, "asked": asked}
         try:
             sealed = self.request_state.seal(state)
         except RecursionError:    # the client's answers, read by json, nest deeper
@@ -4186,15 +4111,13 @@ class Server:
                                                "inputResponses are nested too deeply "
                                                "to carry") from None
         requests = {key: request for key, (request, _) in questions.items()}
-        return {"resultType": "input_required",
-                "inputRequests": requests,
+        return {"resultType": "input_required", "inputRequests": requests,
                 "requestState": sealed}
 
     # -- built-in handlers: lists (with cursor pagination) -----------------------------
     def paginate(self, ctx, params, items, key):
         """One page of ``items`` in registration order. The cursor names the last item
-        shown, so items added or removed between pages make none repeat or go
-        missing."""
+        shown: items added or removed between pages make none repeat or go missing."""
         cursor = params.get("cursor")
         after = 0 if cursor is None else _cursor_position(cursor)
         entries = sorted((i for i in items if i.order > after), key=lambda i: i.order)
@@ -4242,9 +4165,8 @@ class Server:
                 raise ResourceNotFound(uri)
             result = {"contents": resource.read(ctx, uri, variables)}
         except (ResourceNotFound, FileNotFoundError):
-            # 2026-07-28 has no code of its own for it
+            # 2026-07-28 has no code of its own for it; data.uri has the URI in full
             code = INVALID_PARAMS if ctx.stateless else RESOURCE_NOT_FOUND
-            # (data.uri has it all)
             shown = uri if len(uri) <= 200 else uri[:199] + "…"
             raise JSONRPCError(code, f"Resource not found: {shown}",
                                {"uri": uri}) from None
@@ -4333,7 +4255,7 @@ class Server:
 
     def serve_connection(self, read_fd=0, write_fd=1, trace=None):
         """Serve one connection on a pair of file descriptors until end of input, then
-        let in-flight calls finish (``grace_period``): ``run()`` on stdin/stdout."""
+        drain it: ``run()`` on stdin/stdout."""
         self.prepare()
         session = Session(self, write_fd, trace)
         rfile = open(read_fd, "rb", buffering=1 << 16, closefd=False)
@@ -4352,8 +4274,7 @@ class Server:
         return session
 
     def _enter_lifespan(self):
-        """The first connection enters the lifespan, and starts the forwarding of
-        logging."""
+        """The first connection enters the lifespan and starts forwarding logging."""
         with self._lifespan_lock:
             self._lifespan_users += 1
             if self._lifespan_users > 1:
@@ -4383,8 +4304,7 @@ class Server:
 
     def wsgi(self, environ, start_response):
         """The WSGI application serving Streamable HTTP at ``http_path`` (the server is
-        one too: ``gunicorn app:server``). The first request of a worker process enters
-        the lifespan (``start_http``); the process's exit leaves it."""
+        one too: ``gunicorn app:server``)."""
         endpoint = self._http
         if endpoint is None:
             endpoint = self.start_http(environ.get("SERVER_SOFTWARE", ""))
@@ -4396,12 +4316,8 @@ class Server:
     lifespan_retry = 5.0
 
     def start_http(self, engine="mcp_min"):
-        """Enter the lifespan and make the HTTP endpoint, once per process: ``run_http``
-        calls it before it serves, an engine's worker on its first request. The lifespan
-        is left when the process exits (``stop_http``). A lifespan that fails is logged
-        once, with its traceback; until it starts (tried again at most every
-        ``lifespan_retry`` seconds) every request is answered 503 with the error's
-        one-line summary."""
+        """Enter the lifespan and make the HTTP endpoint, once per process (a lifespan
+        that fails is tried again at most every ``lifespan_retry`` seconds)."""
         global _tune_allocator
         with Server._http_start_lock:
             if isinstance(self._http, HttpEndpoint):
@@ -4428,17 +4344,14 @@ class Server:
             return self._http
 
     def stop_http(self, httpd=None):
-        """The end of serving HTTP in this process (run_http's, or the process's exit
-        under an engine): the calls still running are cancelled and get
-        ``cancel_timeout`` seconds to return (``httpd``: and their replies to be
-        written), then the lifespan closes. Once: later calls do nothing."""
+        """The end of serving HTTP in this process: the calls still running are
+        cancelled, then the lifespan closes. Once: later calls do nothing."""
         with Server._http_start_lock:
             endpoint, self._http = self._http, None
         if not isinstance(endpoint, HttpEndpoint):
             return
-        # An engine may signal its worker twice (a terminal's Ctrl+C reaches the whole
-        # process group, and the master passes it on): a second signal must not cut the
-        # lifespan's exit in half. The engine kills a worker that takes too long.
+        # An engine may signal its worker twice (Ctrl+C reaches the process group, and
+        # the master passes it on): a second one must not cut the lifespan's exit short.
         ignored = _ignore_stop_signals()
         try:
             self._cancel_http_calls(httpd)
@@ -4447,10 +4360,8 @@ class Server:
             _restore_signals(ignored)
 
     def run_http(self, address="127.0.0.1:8000"):
-        """Serve ``wsgi`` on wsgiref at "HOST:PORT" until Ctrl+C or SIGTERM: for
-        development and one host (the README says how to use gunicorn). Returns the exit
-        code, as run() exits on stdio: 0 after SIGTERM (a stop asked for), 130 after
-        Ctrl+C."""
+        """Serve ``wsgi`` on wsgiref at "HOST:PORT" until Ctrl+C or SIGTERM; returns the
+        exit code (0, or 130 after Ctrl+C)."""
         global _tune_allocator
         _tune_allocator = True        # the process is the server's (see claim_stdio)
         host, port = _parse_address(address)
@@ -4471,11 +4382,6 @@ class Server:
                         "to require a bearer token, and Server(allowed_hosts=[...]) to "
                         "the names clients use (bind 127.0.0.1 to serve this machine "
                         "alone)", shown)
-        return self._serve_http(httpd, shown)
-
-    def _serve_http(self, httpd, shown):
-        """run_http's serving, from the line that says so to the end of the shutdown;
-        returns the exit code."""
         import signal
         saved = {}
         code = 0
@@ -4496,12 +4402,9 @@ class Server:
         return code
 
     def _cancel_http_calls(self, httpd):
-        """After the grace period of an HTTP shutdown, as at the end of input on stdio:
-        the calls still running are cancelled, and get ``cancel_timeout`` seconds to
-        return and their replies (which say so) to be written, before the lifespan
-        closes."""
-        busy = [session for session in list(self.http_sessions_alive)
-                if session.running]
+        """Cancel the calls still running, and give them ``cancel_timeout`` seconds to
+        return and (with ``httpd``) their replies to be written."""
+        busy = [s for s in list(self.http_sessions_alive) if s.running]
         if not busy:
             return
         for session in busy:
@@ -4519,9 +4422,7 @@ class Server:
 
     def run(self, trace=None, http=None):
         """Serve stdin/stdout until end of input, SIGTERM or Ctrl+C, then exit
-        (SystemExit: catching it gives back the signal handlers); ``http="HOST:PORT"``:
-        ``run_http``. ``trace=True`` (or env MCP_MIN_TRACE=1) logs every frame to
-        stderr."""
+        (SystemExit: catching it gives back the signal handlers)."""
         if http is not None:
             sys.exit(self.run_http(http))
         if trace is None:
@@ -4546,9 +4447,7 @@ class Server:
 
 class _Honoured(dict):
     """What a listen was acknowledged (this dict, as sent), with its
-    resourceSubscriptions also as sets: the URIs, and the same without a trailing "/",
-    which cover what lies under them. A resource update finds its listens in a few
-    lookups each (_parents)."""
+    resourceSubscriptions as sets too: the URIs, and the same without a trailing "/"."""
 
     def __init__(self, honoured):
         super().__init__(honoured)
@@ -4568,9 +4467,8 @@ def _parents(uri):
 
 
 def _cache_hints(ttl_ms, scope, owner, required=False):
-    """Check a ttlMs and cacheScope setting and return them. None: not set, so the
-    server's (a resource's); the server's own are ``required``, as every cacheable
-    result has both."""
+    """Check a ttlMs and cacheScope setting and return them. None: not set (a
+    resource's); the server's own are ``required``."""
     if (ttl_ms is not None or required) and (type(ttl_ms) is not int or ttl_ms < 0):
         raise ValueError(f"{owner}: cache_ttl_ms must be a whole number of "
                          "milliseconds >= 0")
@@ -4593,14 +4491,12 @@ def _cursor_position(cursor):
 def _open_lifespan(cm):
     """Enter what the lifespan function returned (a context manager or a bare generator,
     sync or async): returns what it yields, and a function that exits it."""
-    if isinstance(cm, (types.GeneratorType, types.AsyncGeneratorType)):
-        import contextlib
-        generator = cm
-        if isinstance(cm, types.GeneratorType):
-            wrap = contextlib.contextmanager
-        else:
-            wrap = contextlib.asynccontextmanager
-        cm = wrap(lambda: generator)()
+    import contextlib
+    generator = cm
+    if isinstance(cm, types.GeneratorType):
+        cm = contextlib.contextmanager(lambda: generator)()
+    elif isinstance(cm, types.AsyncGeneratorType):
+        cm = contextlib.asynccontextmanager(lambda: generator)()
     if hasattr(cm, "__enter__"):
         return cm.__enter__(), lambda: cm.__exit__(None, None, None)
     if not hasattr(cm, "__aenter__"):
@@ -4616,10 +4512,8 @@ def _open_lifespan(cm):
 
 
 class _LoopThread:
-    """The one asyncio event loop of the process, running in a daemon thread from first
-    use to the end of the process. Every async handler and async lifespan runs on it:
-    asyncio objects they share (a lock, a client the lifespan opened) work only on their
-    own loop."""
+    """The process's one asyncio event loop, in a daemon thread. Every async handler and
+    lifespan runs on it: asyncio objects they share work only on their own loop."""
 
     def __init__(self):
         import asyncio                # imported only if something async needs it
@@ -4631,8 +4525,7 @@ class _LoopThread:
         self.ident = thread.ident
 
     def submit(self, coroutine):
-        """Start ``coroutine`` on the loop; returns a concurrent.futures.Future of its
-        result."""
+        """Start ``coroutine`` on the loop; returns a concurrent.futures.Future."""
         if _thread.get_ident() == self.ident:
             coroutine.close()
             raise RuntimeError("mcp_min's event loop cannot wait for itself: make this "
@@ -4672,9 +4565,8 @@ _MAIN_THREAD = threading.main_thread().ident
 
 
 class _StopSignals:
-    """The stop-signal state of the run() in progress: a new one for each, so that
-    nothing carries over to a later run(), or to a serve_connection() the application
-    runs itself."""
+    """The stop-signal state of the run() in progress: a new one for each, so nothing
+    carries over to a later run() or serve_connection()."""
 
     def __init__(self, grace, wire):
         self.grace = grace        # seconds a shutdown may hold a signal back
@@ -4690,16 +4582,15 @@ class _StopSignals:
         self.over = False         # run() is returning: nothing is left to stop
 
     def held_too_long(self):
-        """Whether a shutdown is holding a signal back, and has for longer than the
-        grace period (from the later of the signal and the shutdown's start)."""
+        """Whether a shutdown has held a signal back longer than the grace period."""
         if not self.held:
             return False
         return time.monotonic() - max(self.waiting_since, self.since) > self.grace
 
     @staticmethod
     def of(write_fd):
-        """The state of the run() serving the connection that writes to ``write_fd``;
-        None if no run() serves it."""
+        """The state of the run() serving the connection writing to ``write_fd``, or
+        None."""
         state = _stop_signals
         return state if state is not None and state.wire == write_fd else None
 
@@ -4717,9 +4608,8 @@ def _catch_stop_signals(grace, wire):
 
 
 def _end_stop_signals():
-    """After run(): end this run's signal state (and its watchdog), and ignore the two
-    signals until the application is back in control (see _Exit). Returns the first
-    signal that came, if any, and the application's handlers."""
+    """After run(): end this run's signal state, and ignore the two signals until the
+    application is back in control (_Exit). Returns (first signal, handlers)."""
     global _stop_signals
     state = _stop_signals
     state.over = True
@@ -4730,9 +4620,8 @@ def _end_stop_signals():
 
 
 def _take_stop_signals(handler):
-    """SIGTERM, and Ctrl+C unless the application handles it, go to ``handler`` (on the
-    main thread: Python delivers signals there alone). Returns the handlers of both as
-    they were, for _restore_signals; {} on another thread."""
+    """SIGTERM, and Ctrl+C unless the application handles it, go to ``handler``. Returns
+    the handlers as they were, for _restore_signals; {} off the main thread."""
     if threading.current_thread() is not threading.main_thread():
         return {}
     import signal
@@ -4745,8 +4634,8 @@ def _take_stop_signals(handler):
 
 
 def _ignore_signals(signums):
-    """Ignore the signals ``signums`` (on the main thread); returns their handlers as
-    they were, for _restore_signals; {} on another thread."""
+    """Ignore the signals ``signums``; returns their handlers as they were, for
+    _restore_signals; {} off the main thread."""
     if threading.current_thread() is not threading.main_thread():
         return {}
     import signal
@@ -4763,10 +4652,8 @@ def _restore_signals(saved):
 
 class _Exit(SystemExit):
     """How run() ends: SystemExit, holding the application's SIGTERM and SIGINT
-    handlers. While the program exits they stay ignored: a late signal must not turn a
-    clean exit into death by signal. An application that catches the exception gets them
-    back when it lets the exception go: it is then freed with the application's code
-    still running."""
+    handlers. While the program exits they stay ignored (a late signal must not turn a
+    clean exit into death by signal); an application that catches it gets them back."""
 
     def __init__(self, code, saved):
         super().__init__(code)
@@ -4801,8 +4688,8 @@ def _stop_on_signal(signum, frame):
 
 
 def _stop_if_stuck(state):
-    """The watchdog of a signal that waits: a shutdown that holds it back too long is
-    cut short by one more signal, which raises _Stop."""
+    """The watchdog of a signal that waits: a shutdown holding it too long is cut
+    short."""
     while not state.held_too_long():
         if state.over:
             return
@@ -4813,8 +4700,7 @@ def _stop_if_stuck(state):
 
 def _interrupt_main():
     """SIGTERM to the main thread. pthread_kill interrupts a read or write it is blocked
-    in; where there is none (Windows), the handler runs when the main thread next runs
-    Python."""
+    in; without it (Windows) the handler runs when the main thread next runs Python."""
     import signal
     if hasattr(signal, "pthread_kill"):
         signal.pthread_kill(_MAIN_THREAD, signal.SIGTERM)
@@ -4823,8 +4709,7 @@ def _interrupt_main():
 
 
 def _hold_signals():
-    """Open a section (on the main thread) that a stop signal must wait for; returns
-    what _release_signals() needs to close it."""
+    """Open a section (on the main thread) that a stop signal must wait for."""
     state = _stop_signals
     if state is None or _thread.get_ident() != _MAIN_THREAD:
         return None
