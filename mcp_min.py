@@ -2553,8 +2553,7 @@ def _json_in(text):
 
 
 def _parsed(values, keys):
-    """``values`` with the strings of ``keys`` parsed as JSON, where they are JSON
-    (where not, validation says what is wrong with them)."""
+    """``values`` with the strings of ``keys`` parsed as JSON, where they are JSON."""
     values = dict(values)
     for key, value in values.items():
         if isinstance(value, str) and key in keys:
@@ -2593,10 +2592,9 @@ class Entry:
         return _run_coroutine(value, ctx) if hasattr(value, "__await__") else value
 
     def bind_strings(self, values, what):
-        """Bind arguments that arrive as strings (prompt arguments, URI template
-        variables): a parameter typed int, float, bool, list... gets its string parsed
-        as JSON first; one that may also be a string (``int | Literal["all"]``) only if
-        the string does not fit."""
+        """Bind arguments that arrive as strings (prompt arguments, URI variables),
+        parsed as JSON for a parameter typed int, list...; for one that may also be a
+        string (``int | Literal["all"]``), only if the string does not fit."""
         signature = self.signature
         kwargs, problems = signature.bind(_parsed(values, signature.parse_strings))
         named = {re.split(r"[.\[:]", problem, maxsplit=1)[0] for problem in problems}
@@ -2710,10 +2708,8 @@ class Tool(Entry):
             if self.check_output is None or result["isError"]:
                 return result
             structured = result.get("structuredContent")
-            if structured is None:
-                problems = _NO_STRUCTURED
-            else:
-                problems = self.check_output(structured)
+            problems = (_NO_STRUCTURED if structured is None
+                        else self.check_output(structured))
             return self.mismatch(problems) if problems else result
         if self.check_output is not None:
             shown = structured = value if plain else _dump(value)
@@ -2742,10 +2738,8 @@ class Tool(Entry):
 
 
 def _mirrored_arguments(schema, tool):
-    """The arguments a tool's input schema marks with "x-mcp-header": over HTTP in
-    2026-07-28 clients repeat them as Mcp-Param-{Name} headers, for proxies to route
-    on. Returns {name: path of properties}; a mark the spec does not allow makes the
-    tool invalid (ValueError)."""
+    """The arguments a tool's input schema marks with "x-mcp-header" (see docs/http.md),
+    as {name: path of properties}; a mark the spec does not allow is a ValueError."""
     mirrored = {}
 
     # path: None once the way from the root is not by properties alone
@@ -2773,8 +2767,7 @@ def _mirrored_arguments(schema, tool):
 
 
 def _header_mark_problem(node, name, path, mirrored):
-    """What is wrong with the "x-mcp-header" ``name`` on the schema ``node`` at ``path``
-    (the names in ``mirrored`` are taken), or None."""
+    """What is wrong with the "x-mcp-header" mark ``name`` at ``path``, or None."""
     if not path:
         return "it may only mark a property reached from the root by properties"
     if not isinstance(name, str) or not _TOKEN.fullmatch(name):
@@ -2816,18 +2809,10 @@ def _call_handler(handler, ctx):
     result = handler(ctx, ctx.params)
     if hasattr(result, "__await__"):
         result = _run_coroutine(result, ctx)
-    # MCP results are objects
     if not isinstance(result, dict) and result is not NO_RESPONSE:
         raise TypeError(f"{ctx.method} returned {_preview(result)}: a result must be "
                         "an object")
     return result
-
-
-class _Escaped:
-    """SystemExit or KeyboardInterrupt from an async handler, carried off the loop."""
-
-    def __init__(self, error):
-        self.error = error
 
 
 def _run_coroutine(awaitable, ctx):
@@ -2835,6 +2820,7 @@ def _run_coroutine(awaitable, ctx):
     the client cancels the request, the coroutine gets asyncio.CancelledError where
     it awaits."""
     import concurrent.futures
+    escaped = []
 
     async def serving():
         # set in this task's own context, where forwarded logging finds it
@@ -2844,15 +2830,15 @@ def _run_coroutine(awaitable, ctx):
         except (SystemExit, KeyboardInterrupt) as e:
             # Out of a task they would stop the loop: they are raised in the caller's
             # thread instead.
-            return _Escaped(e)
+            escaped.append(e)
     future = _event_loop().submit(serving())
     ctx._on_cancel = future.cancel
     if ctx.cancelled:                         # cancelled before the hook was in place
         future.cancel()
     try:
         result = future.result()
-        if type(result) is _Escaped:
-            raise result.error
+        if escaped:
+            raise escaped[0]
         return result
     except concurrent.futures.CancelledError:
         if ctx.cancelled:
@@ -2864,11 +2850,8 @@ def _run_coroutine(awaitable, ctx):
 
 class Resource(Entry):
     """A resource at a fixed URI, or a family of them under an RFC 6570 template:
-    ``{var}`` matches one path segment (percent-decoded), ``{+var}`` matches the rest,
-    slashes too. Neither lets a URI walk out of a directory the function joins the
-    value to: a {var} holding '/' or '\\' once decoded, or '.' or '..', does not match,
-    nor a {+var} with a '..' segment or a leading '/' (unless
-    ``allow_dot_segments=True``), nor either with NUL."""
+    ``{var}`` matches one path segment, ``{+var}`` the rest; neither lets a URI walk
+    out of a directory the function joins the value to (see safe_value)."""
     registry_name = "resources"
 
     def __init__(self, fn, uri, *, name=None, title=None, description=None,
@@ -2967,8 +2950,7 @@ class Resource(Entry):
 
     def safe_value(self, text, plus):
         """Whether a decoded variable stays where it is put: a {var} one path segment
-        (and not the directory itself, '.'); a {+var} relative, with no '..' segment
-        (unless allowed). Never a NUL."""
+        (not '.' or '..'); a {+var} relative, with no '..' segment (unless allowed)."""
         if "\0" in text:
             return False
         if not plus:
@@ -3019,8 +3001,7 @@ class Prompt(Entry):
         self.arguments = []
         for arg, prop in schema.get("properties", {}).items():
             argument = {"name": arg, "required": arg in required}
-            if "description" in prop:
-                argument["description"] = prop["description"]
+            _add_optional(argument, "description", prop.get("description"))
             self.arguments.append(argument)
 
     def describe(self, version):
@@ -3072,7 +3053,6 @@ def _log_params(level, data, logger, threshold):
     if level not in _LEVEL_RANK:
         raise ValueError(f"unknown log level {level!r}; use one of "
                          f"{', '.join(LOG_LEVELS)}")
-    # the spec's logger is a string
     if logger is not None and not isinstance(logger, str):
         raise TypeError(f"logger must be a str, not {_preview(logger)}")
     if threshold is None or _LEVEL_RANK[level] < _LEVEL_RANK[threshold]:
@@ -3084,15 +3064,12 @@ def _log_params(level, data, logger, threshold):
 
 
 class Context:
-    """What a handler knows and can do while it serves one request (see the README). A
-    tool, resource or prompt function gets one by declaring a parameter annotated
-    ``Context``; built-in handlers get it as their first argument. In an ``async def``
-    handler its methods return awaitables, as in FastMCP: ``await ctx.info(...)``."""
+    """What a handler knows and can do while it serves one request (docs/reference.md):
+    a function gets one by a parameter annotated ``Context``, a handler as its first
+    argument. In an ``async def`` handler its methods return awaitables."""
 
-    # While an async handler runs: cancels it (called by the reader).
-    _on_cancel = None
-    # Called just before the response, under the write lock (initialize).
-    _with_response = None
+    _on_cancel = None       # while an async handler runs: cancels it (for the reader)
+    _with_response = None   # called just before the response, under the write lock
     # A request's state as it starts: set on the instance only once it changes.
     answers = None          # 2026-07-28: key -> [question digest, answer]
     questions = 0           # questions asked so far in this run
@@ -3105,14 +3082,12 @@ class Context:
     def __init__(self, session, request_id, method, params, envelope=None, outlet=None):
         self.session = session
         self.server = session.server
-        # where frames about this request go (Peer.respond)
-        self.outlet = outlet or session
+        self.outlet = outlet or session     # where frames about this request go
         self.request_id = request_id
         self.method = method
         self.params = params
         self.envelope = envelope  # 2026-07-28: the request's own envelope, else None
-        # who the transport says the client is, if anyone
-        self.principal = session.principal
+        self.principal = session.principal  # who the transport says the client is
         meta = params.get("_meta")
         self.meta = meta if isinstance(meta, dict) else {}
         token = self.meta.get("progressToken")
@@ -3172,49 +3147,30 @@ class Context:
         """Send notifications/message if ``level`` is at or above what the client asked
         for (logging/setLevel; in 2026-07-28, this request's ``_meta``, and only before
         the response). ``data`` is any JSON value. Never log secrets."""
-        if not self.stateless:
-            session = self.session
-            threshold = session.version and session.log_level
-            params = _log_params(level, data, logger, threshold)
-            if params is None:
-                return False
-            return self.outlet.notify("notifications/message", params)
-        params = _log_params(level, data, logger, self.envelope.log_level)
+        if self.stateless:
+            threshold = self.envelope.log_level
+        else:
+            threshold = self.session.version and self.session.log_level
+        params = _log_params(level, data, logger, threshold)
         if params is None:
             return False
+        if not self.stateless:
+            return self.outlet.notify("notifications/message", params)
         with self.session.lock:               # the response cannot overtake us here
             if self.done or self.cancelled:
                 return False
             return self.outlet.notify("notifications/message", params)
 
-    # ctx.debug(data), ctx.info(data), ... ctx.emergency(data): one method per level
-    def _at_level(level):
-        return lambda self, data, logger=None: self.log(level, data, logger)
-    debug = _at_level("debug")
-    info = _at_level("info")
-    notice = _at_level("notice")
-    warning = _at_level("warning")
-    error = _at_level("error")
-    critical = _at_level("critical")
-    alert = _at_level("alert")
-    emergency = _at_level("emergency")
-    del _at_level
-
     # -- asking the client (the README says how each era carries the question) --------
-    # The client capability each question needs; in 2026-07-28 these are the only
-    # questions there are.
-    _CAPABILITY_ASKED = {
-        "elicitation/create": "elicitation",
-        "sampling/createMessage": "sampling",
-        "roots/list": "roots",
-    }
+    # The client capability each question needs; in 2026-07-28 the only questions.
+    _CAPABILITY_ASKED = {"elicitation/create": "elicitation",
+                         "sampling/createMessage": "sampling", "roots/list": "roots"}
 
     def request(self, method, params=None, capability=None, timeout=None, key=None):
         """Ask the client and return its answer, if it declared ``capability`` (else
         CapabilityError). In 2026-07-28 an unanswered question ends this run with an
         input_required result; ``key`` names it there (default: its kind and number)."""
-        # The handshake allows only pings (and logging) before
-        # notifications/initialized.
+        # the handshake allows only pings (and logging) before notifications/initialized
         if not self.stateless and not self.session.initialized and method != "ping":
             raise CapabilityError(f"cannot send {method} before the client has sent "
                                   "notifications/initialized")
@@ -3234,16 +3190,14 @@ class Context:
         self.check_cancelled()
         if self.stateless:
             return self._ask(method, params, key)
-        if timeout is None:
-            timeout = self.server.request_timeout
+        timeout = self.server.request_timeout if timeout is None else timeout
         answer = self.session.request(method, params, timeout, owner=self)
         return _check_answer(None, method, answer)
 
     def _ask(self, method, params, key=None):
         """2026-07-28: the answer to this question if the retry carries it, else
-        InputRequired. Each answer is kept with a digest of its question, so a handler
-        that asks something else on a later run (its inputs changed) is asked anew,
-        never handed a stale answer."""
+        InputRequired. Answers are kept with a digest of their question: a handler
+        asking something else on a later run is asked anew, not given a stale answer."""
         self.questions += 1
         question = {"method": method}
         if params is not None:
@@ -3275,9 +3229,8 @@ class Context:
     def sample(self, messages, *, max_tokens=1000, system_prompt=None, temperature=None,
                stop_sequences=None, model_preferences=None, include_context=None,
                metadata=None, tools=None, tool_choice=None, timeout=None, key=None):
-        """sampling/createMessage: ``messages`` is a message or a list of them: a string
-        or block (a user turn), a ``{"role", "content"}`` dict. Returns ``{"role",
-        "content", "model"}``."""
+        """sampling/createMessage: ``messages`` is a string or block (a user turn), a
+        ``{"role", "content"}`` dict, or a list of them. Returns the client's result."""
         if isinstance(messages, (str, dict)):     # one message, not a list of its keys
             messages = [messages]
         params = {"messages": [_prompt_message(m) for m in messages],
@@ -3300,8 +3253,7 @@ class Context:
     def elicit(self, message, schema=None, *, url=None, elicitation_id=None,
                timeout=None, key=None):
         """elicitation/create: a flat form ``schema``, or (2025-11-25) a page at
-        ``url``, for anything secret. Returns ``{"action":
-        "accept"|"decline"|"cancel", "content"}``."""
+        ``url``, for anything secret. Returns ``{"action", "content"?}``."""
         if not isinstance(message, str):
             raise TypeError(f"message must be a str, not {_preview(message)}")
         declared = self.client_capabilities.get("elicitation")
@@ -3396,7 +3348,10 @@ for _method, _waits in (("report_progress", False), ("log", False), ("request", 
                         ("ask_together", True), ("sample", True), ("elicit", True),
                         ("list_roots", True)):
     setattr(Context, _method, _awaitable_on_the_loop(getattr(Context, _method), _waits))
-del _method, _waits
+# ctx.debug(data), ctx.info(data), ... ctx.emergency(data): log() at that level
+for _level in LOG_LEVELS:
+    setattr(Context, _level, functools.partialmethod(Context.log, _level))
+del _method, _waits, _level
 
 
 def _check_form(schema):
@@ -3429,9 +3384,8 @@ _forwarding = _Forwarding()
 
 def _forward_logging(server, serving):
     """Server(forward_logging=...): logging records made in a handler also go to its
-    client. One wrapper of the log record factory does it for every server while one
-    serves: no handler is added anywhere, and the application's loggers stay as
-    they are."""
+    client, through one wrapper of the log record factory for every server (no handler
+    is added anywhere)."""
     if not server.forward_logging:
         return
     import logging
@@ -3452,13 +3406,10 @@ def _forward_logging(server, serving):
 
 
 def _mcp_level(levelno):
-    """A logging level -> the MCP level at or below it: 25 (a NOTICE) is "notice",
-    35 is "warning"."""
-    for lowest, level in ((50, "critical"), (40, "error"), (30, "warning"),
-                          (25, "notice"), (20, "info")):
-        if levelno >= lowest:
-            return level
-    return "debug"
+    """A logging level -> the MCP level at or below it: 25 is "notice", 35 "warning"."""
+    levels = ((50, "critical"), (40, "error"), (30, "warning"), (25, "notice"),
+              (20, "info"))
+    return next((level for lowest, level in levels if levelno >= lowest), "debug")
 
 
 def _forwarded_record(*args, **kwargs):
