@@ -2859,13 +2859,11 @@ class Resource(Entry):
                  ttl_ms=None, cache_scope=None, allow_dot_segments=False):
         super().__init__(fn, name, title, description, icons, meta, structured=False)
         self.uri = uri
-        self.pattern = None
         self.variables = {}     # name -> whether it is a {+name}, taking slashes too
         if not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", uri):
             raise ValueError(f"resource {uri!r} has no scheme: start it with one, as "
                              f"in {'file:///' + uri.lstrip('/')!r}")
-        if "{" in uri or "}" in uri:
-            self.compile_template(uri)
+        self.compile_template(uri)
         self.is_template = bool(self.variables)
         if type(allow_dot_segments) is not bool:
             raise ValueError(f"resource {uri!r}: allow_dot_segments must be True or "
@@ -3113,10 +3111,8 @@ class Context:
 
     @property
     def cancel_reason(self):
-        if self.stopped:
-            return (f"request {self.request_id!r} was cancelled: the server is "
-                    "shutting down")
-        return f"request {self.request_id!r} was cancelled"
+        why = ": the server is shutting down" if self.stopped else ""
+        return f"request {self.request_id!r} was cancelled{why}"
 
     def report_progress(self, progress, total=None, message=None):
         """Send notifications/progress, if the request has a progressToken; returns
@@ -3306,9 +3302,8 @@ class Context:
 
 def _awaitable_on_the_loop(method, waits):
     """``method``, except that on the event loop (in an async handler) it returns an
-    awaitable: at once a finished Future for a quick one; for one that waits for the
-    client, a coroutine that waits in a thread of its own, as blocking the loop would
-    hold up every async call."""
+    awaitable: a finished Future for a quick one; for one that waits for the client, a
+    coroutine waiting in a thread of its own (blocking the loop would hold up all)."""
     @functools.wraps(method)
     def call(self, *args, **kwargs):
         # By thread id: current_thread() would leave a dummy Thread behind for each
