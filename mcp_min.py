@@ -2658,8 +2658,7 @@ class Tool(Entry):
             entry = {"name": self.name, "inputSchema": self.signature.input_schema}
             output = self.signature.output_schema
             # before 2026-07-28, an outputSchema's root is an object
-            if (version < V2026_07 and output is not None
-                    and output.get("type") != "object"):
+            if version < V2026_07 and (output or {}).get("type") != "object":
                 output = None
             _add_optional(entry, "outputSchema", output, version, V2025_06)
             _add_optional(entry, "annotations", self.annotations, version, V2025_03)
@@ -2708,8 +2707,12 @@ class Tool(Entry):
             if self.check_output is None or result["isError"]:
                 return result
             structured = result.get("structuredContent")
-            problems = (_NO_STRUCTURED if structured is None
-                        else self.check_output(structured))
+            if structured is None:
+                problems = ["no structured content: a tool with an output schema "
+                            "must return it (as its return value, or "
+                            "ToolResult(structured=...))"]
+            else:
+                problems = self.check_output(structured)
             return self.mismatch(problems) if problems else result
         if self.check_output is not None:
             shown = structured = value if plain else _dump(value)
@@ -2794,10 +2797,6 @@ def _mirrors(value, header):
     if isinstance(value, bool) or isinstance(sent, bool):
         return sent is value
     return _is_json_number(sent) and sent == value
-
-
-_NO_STRUCTURED = ("no structured content: a tool with an output schema must return it "
-                  "(as its return value, or ToolResult(structured=...))",)
 
 
 def _error_result(message):
@@ -3092,8 +3091,7 @@ class Context:
         if token is not None and (isinstance(token, str) or _is_json_number(token)):
             self.progress_token = token  # a string or a number (1.5 too), nothing else
 
-    # In the handshake era these come from initialize (the session); in 2026-07-28, from
-    # the request's own envelope.
+    # handshake era: from initialize (the session); 2026-07-28: the request's envelope
     protocol_version = property(lambda self: (self.envelope or self.session).version)
     stateless = property(lambda self: self.envelope is not None,
                          doc="A 2026-07-28 request: it carries its own envelope.")
@@ -3196,8 +3194,7 @@ class Context:
         asking something else on a later run is asked anew, not given a stale answer."""
         self.questions += 1
         question = {"method": method}
-        if params is not None:
-            question["params"] = params
+        _add_optional(question, "params", params)
         digest = _digest(question)
         key = key or f"{method.split('/')[0]}-{self.questions}"
         answer = self.answers.get(key) if self.answers else None
@@ -3366,15 +3363,10 @@ def _check_form(schema):
                              "nothing nested")
 
 
-class _Forwarding:
-    """The state of _forward_logging, one for the process."""
-    servers = 0             # servers serving with forward_logging set
-    installed = False       # _forwarded_record is the log record factory
-    make = None             # the factory it wraps
-    format = None           # a Formatter's format, for the text of a record
-
-
-_forwarding = _Forwarding()
+# The state of _forward_logging, one for the process: how many servers serve with
+# forward_logging set; whether _forwarded_record is installed as the log record factory;
+# the factory it wraps (make); a Formatter's format, for the text of a record.
+_forwarding = types.SimpleNamespace(servers=0, installed=False, make=None, format=None)
 
 
 def _forward_logging(server, serving):
