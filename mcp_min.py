@@ -2892,8 +2892,7 @@ class Resource(Entry):
                 raise ValueError(_template_brace_error(uri, literal))
         pattern = [re.escape(parts[0])]
         for i in range(1, len(parts), 3):
-            plus = parts[i]
-            var = parts[i + 1]
+            plus, var = parts[i], parts[i + 1]
             literal = parts[i + 2]
             if var in self.variables:
                 raise ValueError(f"resource {uri!r}: variable {var!r} appears twice; "
@@ -2920,8 +2919,6 @@ class Resource(Entry):
 
     def match(self, uri):
         """The template variables of a URI this resource serves, or None."""
-        if not self.is_template:
-            return {} if uri == self.uri else None
         found = self.pattern.match(uri)
         if found is None:
             return None
