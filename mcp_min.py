@@ -2635,9 +2635,8 @@ class Tool(Entry):
         self.last_took = None   # seconds its last call took (see HttpSession.run_here)
 
     def compile_output_checks(self, schema):
-        """Set check_output, which checks structured content against the output schema,
-        and check_returned, which checks a return value before it is wrapped as
-        {"result": ...} (where the signature wraps it)."""
+        """Set check_output (structured content against the output schema) and
+        check_returned (a return value, before it is wrapped as {"result": ...})."""
         compiler = _Compiler(schema)
         self.check_output = self.check_returned = compiler.validate
         if not self.signature.wrap_output:
@@ -2815,9 +2814,8 @@ def _call_handler(handler, ctx):
 
 
 def _run_coroutine(awaitable, ctx):
-    """Run an async handler on the shared event loop while this thread waits. If
-    the client cancels the request, the coroutine gets asyncio.CancelledError where
-    it awaits."""
+    """Run an async handler on the shared event loop while this thread waits; if the
+    request is cancelled, the coroutine gets asyncio.CancelledError where it awaits."""
     import concurrent.futures
     escaped = []
 
@@ -2983,8 +2981,7 @@ def _template_brace_error(uri, literal):
 
 
 class Prompt(Entry):
-    """A registered prompt: a function returning messages; its parameters are the
-    prompt's arguments (required when they have no default)."""
+    """A registered prompt: a function returning messages, taking its arguments."""
     registry_name = "prompts"
 
     def __init__(self, fn, *, name=None, title=None, description=None, icons=None,
@@ -3099,8 +3096,7 @@ class Context:
                         doc="What the lifespan yielded.")
 
     def check_cancelled(self):
-        """Raise Cancelled if the client cancelled this request (or the server, shutting
-        down, did): call it between steps."""
+        """Raise Cancelled if this request was cancelled: call it between steps."""
         if self.cancelled:
             raise Cancelled(self.cancel_reason)
 
@@ -3110,8 +3106,8 @@ class Context:
         return f"request {self.request_id!r} was cancelled{why}"
 
     def report_progress(self, progress, total=None, message=None):
-        """Send notifications/progress, if the request has a progressToken; returns
-        whether it was sent. Progress must increase, as the spec requires."""
+        """Send notifications/progress if the request has a progressToken (the spec
+        requires progress to increase); returns whether it was sent."""
         for name, value in (("progress", progress), ("total", total)):
             if value is not None and not _is_json_number(value):
                 raise TypeError(f"{name} must be a number, not {_preview(value)}")
@@ -3136,8 +3132,7 @@ class Context:
 
     def log(self, level, data, logger=None):
         """Send notifications/message if ``level`` is at or above what the client asked
-        for (logging/setLevel; in 2026-07-28, this request's ``_meta``, and only before
-        the response). ``data`` is any JSON value. Never log secrets."""
+        for; returns whether it was sent. ``data`` is any JSON value: no secrets."""
         if self.stateless:
             threshold = self.envelope.log_level
         else:
@@ -3280,8 +3275,8 @@ class Context:
         return answer
 
     def list_roots(self, timeout=None, key=None):
-        """roots/list: ``[{"uri", "name"?}, ...]``; in the handshake era cached until
-        the client sends notifications/roots/list_changed."""
+        """roots/list: ``[{"uri", "name"?}, ...]``, in the handshake era cached until
+        notifications/roots/list_changed."""
         if self.stateless:                  # asked anew in each request
             answer = self.request("roots/list", None, "roots", timeout, key)
             return answer.get("roots", [])
@@ -3367,9 +3362,8 @@ _forwarding = types.SimpleNamespace(servers=0, installed=False, make=None, forma
 
 
 def _forward_logging(server, serving):
-    """Server(forward_logging=...): logging records made in a handler also go to its
-    client, through one wrapper of the log record factory for every server (no handler
-    is added anywhere)."""
+    """Server(forward_logging=...): records logged in a handler also go to its client,
+    through one wrapper of the log record factory (no handler is added anywhere)."""
     if not server.forward_logging:
         return
     import logging
