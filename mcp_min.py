@@ -3087,13 +3087,11 @@ class Context:
 
     # handshake era: from initialize (the session); 2026-07-28: the request's envelope
     protocol_version = property(lambda self: (self.envelope or self.session).version)
-    stateless = property(lambda self: self.envelope is not None,
-                         doc="A 2026-07-28 request: it carries its own envelope.")
+    stateless = property(lambda self: self.envelope is not None)  # a 2026-07-28 request
     client_info = property(lambda self: (self.envelope or self.session).client_info)
     client_capabilities = property(
         lambda self: (self.envelope or self.session).client_capabilities)
-    lifespan = property(lambda self: self.server.lifespan_value,
-                        doc="What the lifespan yielded.")
+    lifespan = property(lambda self: self.server.lifespan_value)  # what it yielded
 
     def check_cancelled(self):
         """Raise Cancelled if this request was cancelled: call it between steps."""
