@@ -2456,8 +2456,7 @@ def _json_in(text):
 
 
 def _parsed(values, keys):
-    """``values`` with the strings of ``keys`` parsed as JSON, where they are JSON
-    (where not, validation says what is wrong with them)."""
+    """``values`` with the strings of ``keys`` parsed as JSON, where they are JSON."""
     values = dict(values)
     for key, value in values.items():
         if isinstance(value, str) and key in keys:
@@ -2496,10 +2495,9 @@ class Entry:
         return _run_coroutine(value, ctx) if hasattr(value, "__await__") else value
 
     def bind_strings(self, values, what):
-        """Bind arguments that arrive as strings (prompt arguments, URI template
-        variables): a parameter typed int, float, bool, list... gets its string parsed
-        as JSON first; one that may also be a string (``int | Literal["all"]``) only if
-        the string does not fit."""
+        """Bind arguments that arrive as strings (prompt arguments, URI variables),
+        parsed as JSON for a parameter typed int, list...; for one that may also be a
+        string (``int | Literal["all"]``), only if the string does not fit."""
         signature = self.signature
         kwargs, problems = signature.bind(_parsed(values, signature.parse_strings))
         named = {re.split(r"[.\[:]", problem, maxsplit=1)[0] for problem in problems}
@@ -2540,9 +2538,8 @@ class Tool(Entry):
         self.last_took = None   # seconds its last call took (see HttpSession.run_here)
 
     def compile_output_checks(self, schema):
-        """Set check_output, which checks structured content against the output schema,
-        and check_returned, which checks a return value before it is wrapped as
-        {"result": ...} (where the signature wraps it)."""
+        """Set check_output (structured content against the output schema) and
+        check_returned (a return value, before it is wrapped as {"result": ...})."""
         compiler = _Compiler(schema)
         self.check_output = self.check_returned = compiler.validate
         if not self.signature.wrap_output:
@@ -2563,8 +2560,7 @@ class Tool(Entry):
             entry = {"name": self.name, "inputSchema": self.signature.input_schema}
             output = self.signature.output_schema
             # before 2026-07-28, an outputSchema's root is an object
-            if (version < V2026_07 and output is not None
-                    and output.get("type") != "object"):
+            if version < V2026_07 and (output or {}).get("type") != "object":
                 output = None
             _add_optional(entry, "outputSchema", output, version, V2025_06)
             _add_optional(entry, "annotations", self.annotations, version, V2025_03)
@@ -2614,7 +2610,9 @@ class Tool(Entry):
                 return result
             structured = result.get("structuredContent")
             if structured is None:
-                problems = _NO_STRUCTURED
+                problems = ["no structured content: a tool with an output schema "
+                            "must return it (as its return value, or "
+                            "ToolResult(structured=...))"]
             else:
                 problems = self.check_output(structured)
             return self.mismatch(problems) if problems else result
@@ -2645,10 +2643,8 @@ class Tool(Entry):
 
 
 def _mirrored_arguments(schema, tool):
-    """The arguments a tool's input schema marks with "x-mcp-header": over HTTP in
-    2026-07-28 clients repeat them as Mcp-Param-{Name} headers, for proxies to route
-    on. Returns {name: path of properties}; a mark the spec does not allow makes the
-    tool invalid (ValueError)."""
+    """The arguments a tool's input schema marks with "x-mcp-header" (see docs/http.md),
+    as {name: path of properties}; a mark the spec does not allow is a ValueError."""
     mirrored = {}
 
     # path: None once the way from the root is not by properties alone
@@ -2676,8 +2672,7 @@ def _mirrored_arguments(schema, tool):
 
 
 def _header_mark_problem(node, name, path, mirrored):
-    """What is wrong with the "x-mcp-header" ``name`` on the schema ``node`` at ``path``
-    (the names in ``mirrored`` are taken), or None."""
+    """What is wrong with the "x-mcp-header" mark ``name`` at ``path``, or None."""
     if not path:
         return "it may only mark a property reached from the root by properties"
     if not isinstance(name, str) or not _TOKEN.fullmatch(name):
@@ -2706,10 +2701,6 @@ def _mirrors(value, header):
     return _is_json_number(sent) and sent == value
 
 
-_NO_STRUCTURED = ("no structured content: a tool with an output schema must return it "
-                  "(as its return value, or ToolResult(structured=...))",)
-
-
 def _error_result(message):
     return {"content": [text(message)], "isError": True}
 
@@ -2719,25 +2710,17 @@ def _call_handler(handler, ctx):
     result = handler(ctx, ctx.params)
     if hasattr(result, "__await__"):
         result = _run_coroutine(result, ctx)
-    # MCP results are objects
     if not isinstance(result, dict) and result is not NO_RESPONSE:
         raise TypeError(f"{ctx.method} returned {_preview(result)}: a result must be "
                         "an object")
     return result
 
 
-class _Escaped:
-    """SystemExit or KeyboardInterrupt from an async handler, carried off the loop."""
-
-    def __init__(self, error):
-        self.error = error
-
-
 def _run_coroutine(awaitable, ctx):
-    """Run an async handler on the shared event loop while this thread waits. If
-    the client cancels the request, the coroutine gets asyncio.CancelledError where
-    it awaits."""
+    """Run an async handler on the shared event loop while this thread waits; if the
+    request is cancelled, the coroutine gets asyncio.CancelledError where it awaits."""
     import concurrent.futures
+    escaped = []
 
     async def serving():
         # set in this task's own context, where forwarded logging finds it
@@ -2747,15 +2730,15 @@ def _run_coroutine(awaitable, ctx):
         except (SystemExit, KeyboardInterrupt) as e:
             # Out of a task they would stop the loop: they are raised in the caller's
             # thread instead.
-            return _Escaped(e)
+            escaped.append(e)
     future = _event_loop().submit(serving())
     ctx._on_cancel = future.cancel
     if ctx.cancelled:                         # cancelled before the hook was in place
         future.cancel()
     try:
         result = future.result()
-        if type(result) is _Escaped:
-            raise result.error
+        if escaped:
+            raise escaped[0]
         return result
     except concurrent.futures.CancelledError:
         if ctx.cancelled:
@@ -2767,11 +2750,8 @@ def _run_coroutine(awaitable, ctx):
 
 class Resource(Entry):
     """A resource at a fixed URI, or a family of them under an RFC 6570 template:
-    ``{var}`` matches one path segment (percent-decoded), ``{+var}`` matches the rest,
-    slashes too. Neither lets a URI walk out of a directory the function joins the
-    value to: a {var} holding '/' or '\\' once decoded, or '.' or '..', does not match,
-    nor a {+var} with a '..' segment or a leading '/' (unless
-    ``allow_dot_segments=True``), nor either with NUL."""
+    ``{var}`` matches one path segment, ``{+var}`` the rest; neither lets a URI walk
+    out of a directory the function joins the value to (see safe_value)."""
     registry_name = "resources"
 
     def __init__(self, fn, uri, *, name=None, title=None, description=None,
@@ -2779,13 +2759,11 @@ class Resource(Entry):
                  ttl_ms=None, cache_scope=None, allow_dot_segments=False):
         super().__init__(fn, name, title, description, icons, meta, structured=False)
         self.uri = uri
-        self.pattern = None
         self.variables = {}     # name -> whether it is a {+name}, taking slashes too
         if not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", uri):
             raise ValueError(f"resource {uri!r} has no scheme: start it with one, as "
                              f"in {'file:///' + uri.lstrip('/')!r}")
-        if "{" in uri or "}" in uri:
-            self.compile_template(uri)
+        self.compile_template(uri)
         self.is_template = bool(self.variables)
         if type(allow_dot_segments) is not bool:
             raise ValueError(f"resource {uri!r}: allow_dot_segments must be True or "
@@ -2815,8 +2793,7 @@ class Resource(Entry):
                 raise ValueError(_template_brace_error(uri, literal))
         pattern = [re.escape(parts[0])]
         for i in range(1, len(parts), 3):
-            plus = parts[i]
-            var = parts[i + 1]
+            plus, var = parts[i], parts[i + 1]
             literal = parts[i + 2]
             if var in self.variables:
                 raise ValueError(f"resource {uri!r}: variable {var!r} appears twice; "
@@ -2843,8 +2820,6 @@ class Resource(Entry):
 
     def match(self, uri):
         """The template variables of a URI this resource serves, or None."""
-        if not self.is_template:
-            return {} if uri == self.uri else None
         found = self.pattern.match(uri)
         if found is None:
             return None
@@ -2870,8 +2845,7 @@ class Resource(Entry):
 
     def safe_value(self, text, plus):
         """Whether a decoded variable stays where it is put: a {var} one path segment
-        (and not the directory itself, '.'); a {+var} relative, with no '..' segment
-        (unless allowed). Never a NUL."""
+        (not '.' or '..'); a {+var} relative, with no '..' segment (unless allowed)."""
         if "\0" in text:
             return False
         if not plus:
@@ -2910,8 +2884,7 @@ def _template_brace_error(uri, literal):
 
 
 class Prompt(Entry):
-    """A registered prompt: a function returning messages; its parameters are the
-    prompt's arguments (required when they have no default)."""
+    """A registered prompt: a function returning messages, taking its arguments."""
     registry_name = "prompts"
 
     def __init__(self, fn, *, name=None, title=None, description=None, icons=None,
@@ -2922,8 +2895,7 @@ class Prompt(Entry):
         self.arguments = []
         for arg, prop in schema.get("properties", {}).items():
             argument = {"name": arg, "required": arg in required}
-            if "description" in prop:
-                argument["description"] = prop["description"]
+            _add_optional(argument, "description", prop.get("description"))
             self.arguments.append(argument)
 
     def describe(self, version):
@@ -2975,7 +2947,6 @@ def _log_params(level, data, logger, threshold):
     if level not in _LEVEL_RANK:
         raise ValueError(f"unknown log level {level!r}; use one of "
                          f"{', '.join(LOG_LEVELS)}")
-    # the spec's logger is a string
     if logger is not None and not isinstance(logger, str):
         raise TypeError(f"logger must be a str, not {_preview(logger)}")
     if threshold is None or _LEVEL_RANK[level] < _LEVEL_RANK[threshold]:
@@ -2987,15 +2958,12 @@ def _log_params(level, data, logger, threshold):
 
 
 class Context:
-    """What a handler knows and can do while it serves one request (see the README). A
-    tool, resource or prompt function gets one by declaring a parameter annotated
-    ``Context``; built-in handlers get it as their first argument. In an ``async def``
-    handler its methods return awaitables, as in FastMCP: ``await ctx.info(...)``."""
+    """What a handler knows and can do while it serves one request (docs/reference.md):
+    a function gets one by a parameter annotated ``Context``, a handler as its first
+    argument. In an ``async def`` handler its methods return awaitables."""
 
-    # While an async handler runs: cancels it (called by the reader).
-    _on_cancel = None
-    # Called just before the response, under the write lock (initialize).
-    _with_response = None
+    _on_cancel = None       # while an async handler runs: cancels it (for the reader)
+    _with_response = None   # called just before the response, under the write lock
     # A request's state as it starts: set on the instance only once it changes.
     answers = None          # 2026-07-28: key -> [question digest, answer]
     questions = 0           # questions asked so far in this run
@@ -3008,47 +2976,39 @@ class Context:
     def __init__(self, session, request_id, method, params, envelope=None, outlet=None):
         self.session = session
         self.server = session.server
-        # where frames about this request go (Peer.respond)
-        self.outlet = outlet or session
+        self.outlet = outlet or session     # where frames about this request go
         self.request_id = request_id
         self.method = method
         self.params = params
         self.envelope = envelope  # 2026-07-28: the request's own envelope, else None
-        # who the transport says the client is, if anyone
-        self.principal = session.principal
+        self.principal = session.principal  # who the transport says the client is
         meta = params.get("_meta")
         self.meta = meta if isinstance(meta, dict) else {}
         token = self.meta.get("progressToken")
         if token is not None and (isinstance(token, str) or _is_json_number(token)):
             self.progress_token = token  # a string or a number (1.5 too), nothing else
 
-    # In the handshake era these come from initialize (the session); in 2026-07-28, from
-    # the request's own envelope.
+    # handshake era: from initialize (the session); 2026-07-28: the request's envelope
     protocol_version = property(lambda self: (self.envelope or self.session).version)
-    stateless = property(lambda self: self.envelope is not None,
-                         doc="A 2026-07-28 request: it carries its own envelope.")
+    stateless = property(lambda self: self.envelope is not None)  # a 2026-07-28 request
     client_info = property(lambda self: (self.envelope or self.session).client_info)
     client_capabilities = property(
         lambda self: (self.envelope or self.session).client_capabilities)
-    lifespan = property(lambda self: self.server.lifespan_value,
-                        doc="What the lifespan yielded.")
+    lifespan = property(lambda self: self.server.lifespan_value)  # what it yielded
 
     def check_cancelled(self):
-        """Raise Cancelled if the client cancelled this request (or the server, shutting
-        down, did): call it between steps."""
+        """Raise Cancelled if this request was cancelled: call it between steps."""
         if self.cancelled:
             raise Cancelled(self.cancel_reason)
 
     @property
     def cancel_reason(self):
-        if self.stopped:
-            return (f"request {self.request_id!r} was cancelled: the server is "
-                    "shutting down")
-        return f"request {self.request_id!r} was cancelled"
+        why = ": the server is shutting down" if self.stopped else ""
+        return f"request {self.request_id!r} was cancelled{why}"
 
     def report_progress(self, progress, total=None, message=None):
-        """Send notifications/progress, if the request has a progressToken; returns
-        whether it was sent. Progress must increase, as the spec requires."""
+        """Send notifications/progress if the request has a progressToken (the spec
+        requires progress to increase); returns whether it was sent."""
         for name, value in (("progress", progress), ("total", total)):
             if value is not None and not _is_json_number(value):
                 raise TypeError(f"{name} must be a number, not {_preview(value)}")
@@ -3073,51 +3033,31 @@ class Context:
 
     def log(self, level, data, logger=None):
         """Send notifications/message if ``level`` is at or above what the client asked
-        for (logging/setLevel; in 2026-07-28, this request's ``_meta``, and only before
-        the response). ``data`` is any JSON value. Never log secrets."""
-        if not self.stateless:
-            session = self.session
-            threshold = session.version and session.log_level
-            params = _log_params(level, data, logger, threshold)
-            if params is None:
-                return False
-            return self.outlet.notify("notifications/message", params)
-        params = _log_params(level, data, logger, self.envelope.log_level)
+        for; returns whether it was sent. ``data`` is any JSON value: no secrets."""
+        if self.stateless:
+            threshold = self.envelope.log_level
+        else:
+            threshold = self.session.version and self.session.log_level
+        params = _log_params(level, data, logger, threshold)
         if params is None:
             return False
+        if not self.stateless:
+            return self.outlet.notify("notifications/message", params)
         with self.session.lock:               # the response cannot overtake us here
             if self.done or self.cancelled:
                 return False
             return self.outlet.notify("notifications/message", params)
 
-    # ctx.debug(data), ctx.info(data), ... ctx.emergency(data): one method per level
-    def _at_level(level):
-        return lambda self, data, logger=None: self.log(level, data, logger)
-    debug = _at_level("debug")
-    info = _at_level("info")
-    notice = _at_level("notice")
-    warning = _at_level("warning")
-    error = _at_level("error")
-    critical = _at_level("critical")
-    alert = _at_level("alert")
-    emergency = _at_level("emergency")
-    del _at_level
-
     # -- asking the client (the README says how each era carries the question) --------
-    # The client capability each question needs; in 2026-07-28 these are the only
-    # questions there are.
-    _CAPABILITY_ASKED = {
-        "elicitation/create": "elicitation",
-        "sampling/createMessage": "sampling",
-        "roots/list": "roots",
-    }
+    # The client capability each question needs; in 2026-07-28 the only questions.
+    _CAPABILITY_ASKED = {"elicitation/create": "elicitation",
+                         "sampling/createMessage": "sampling", "roots/list": "roots"}
 
     def request(self, method, params=None, capability=None, timeout=None, key=None):
         """Ask the client and return its answer, if it declared ``capability`` (else
         CapabilityError). In 2026-07-28 an unanswered question ends this run with an
         input_required result; ``key`` names it there (default: its kind and number)."""
-        # The handshake allows only pings (and logging) before
-        # notifications/initialized.
+        # the handshake allows only pings (and logging) before notifications/initialized
         if not self.stateless and not self.session.initialized and method != "ping":
             raise CapabilityError(f"cannot send {method} before the client has sent "
                                   "notifications/initialized")
@@ -3137,20 +3077,17 @@ class Context:
         self.check_cancelled()
         if self.stateless:
             return self._ask(method, params, key)
-        if timeout is None:
-            timeout = self.server.request_timeout
+        timeout = self.server.request_timeout if timeout is None else timeout
         answer = self.session.request(method, params, timeout, owner=self)
         return _check_answer(None, method, answer)
 
     def _ask(self, method, params, key=None):
         """2026-07-28: the answer to this question if the retry carries it, else
-        InputRequired. Each answer is kept with a digest of its question, so a handler
-        that asks something else on a later run (its inputs changed) is asked anew,
-        never handed a stale answer."""
+        InputRequired. Answers are kept with a digest of their question: a handler
+        asking something else on a later run is asked anew, not given a stale answer."""
         self.questions += 1
         question = {"method": method}
-        if params is not None:
-            question["params"] = params
+        _add_optional(question, "params", params)
         digest = _digest(question)
         key = key or f"{method.split('/')[0]}-{self.questions}"
         answer = self.answers.get(key) if self.answers else None
@@ -3178,9 +3115,8 @@ class Context:
     def sample(self, messages, *, max_tokens=1000, system_prompt=None, temperature=None,
                stop_sequences=None, model_preferences=None, include_context=None,
                metadata=None, tools=None, tool_choice=None, timeout=None, key=None):
-        """sampling/createMessage: ``messages`` is a message or a list of them: a string
-        or block (a user turn), a ``{"role", "content"}`` dict. Returns ``{"role",
-        "content", "model"}``."""
+        """sampling/createMessage: ``messages`` is a string or block (a user turn), a
+        ``{"role", "content"}`` dict, or a list of them. Returns the client's result."""
         if isinstance(messages, (str, dict)):     # one message, not a list of its keys
             messages = [messages]
         params = {"messages": [_prompt_message(m) for m in messages],
@@ -3203,8 +3139,7 @@ class Context:
     def elicit(self, message, schema=None, *, url=None, elicitation_id=None,
                timeout=None, key=None):
         """elicitation/create: a flat form ``schema``, or (2025-11-25) a page at
-        ``url``, for anything secret. Returns ``{"action":
-        "accept"|"decline"|"cancel", "content"}``."""
+        ``url``, for anything secret. Returns ``{"action", "content"?}``."""
         if not isinstance(message, str):
             raise TypeError(f"message must be a str, not {_preview(message)}")
         declared = self.client_capabilities.get("elicitation")
@@ -3241,8 +3176,8 @@ class Context:
         return answer
 
     def list_roots(self, timeout=None, key=None):
-        """roots/list: ``[{"uri", "name"?}, ...]``; in the handshake era cached until
-        the client sends notifications/roots/list_changed."""
+        """roots/list: ``[{"uri", "name"?}, ...]``, in the handshake era cached until
+        notifications/roots/list_changed."""
         if self.stateless:                  # asked anew in each request
             answer = self.request("roots/list", None, "roots", timeout, key)
             return answer.get("roots", [])
@@ -3257,9 +3192,8 @@ class Context:
 
 def _awaitable_on_the_loop(method, waits):
     """``method``, except that on the event loop (in an async handler) it returns an
-    awaitable: at once a finished Future for a quick one; for one that waits for the
-    client, a coroutine that waits in a thread of its own, as blocking the loop would
-    hold up every async call."""
+    awaitable: a finished Future for a quick one; for one that waits for the client, a
+    coroutine waiting in a thread of its own (blocking the loop would hold up all)."""
     @functools.wraps(method)
     def call(self, *args, **kwargs):
         # By thread id: current_thread() would leave a dummy Thread behind for each
@@ -3299,7 +3233,10 @@ for _method, _waits in (("report_progress", False), ("log", False), ("request", 
                         ("ask_together", True), ("sample", True), ("elicit", True),
                         ("list_roots", True)):
     setattr(Context, _method, _awaitable_on_the_loop(getattr(Context, _method), _waits))
-del _method, _waits
+# ctx.debug(data), ctx.info(data), ... ctx.emergency(data): log() at that level
+for _level in LOG_LEVELS:
+    setattr(Context, _level, functools.partialmethod(Context.log, _level))
+del _method, _waits, _level
 
 
 def _check_form(schema):
@@ -3319,22 +3256,15 @@ def _check_form(schema):
                              "nothing nested")
 
 
-class _Forwarding:
-    """The state of _forward_logging, one for the process."""
-    servers = 0             # servers serving with forward_logging set
-    installed = False       # _forwarded_record is the log record factory
-    make = None             # the factory it wraps
-    format = None           # a Formatter's format, for the text of a record
-
-
-_forwarding = _Forwarding()
+# The state of _forward_logging, one for the process: how many servers serve with
+# forward_logging set; whether _forwarded_record is installed as the log record factory;
+# the factory it wraps (make); a Formatter's format, for the text of a record.
+_forwarding = types.SimpleNamespace(servers=0, installed=False, make=None, format=None)
 
 
 def _forward_logging(server, serving):
-    """Server(forward_logging=...): logging records made in a handler also go to its
-    client. One wrapper of the log record factory does it for every server while one
-    serves: no handler is added anywhere, and the application's loggers stay as
-    they are."""
+    """Server(forward_logging=...): records logged in a handler also go to its client,
+    through one wrapper of the log record factory (no handler is added anywhere)."""
     if not server.forward_logging:
         return
     import logging
@@ -3355,13 +3285,10 @@ def _forward_logging(server, serving):
 
 
 def _mcp_level(levelno):
-    """A logging level -> the MCP level at or below it: 25 (a NOTICE) is "notice",
-    35 is "warning"."""
-    for lowest, level in ((50, "critical"), (40, "error"), (30, "warning"),
-                          (25, "notice"), (20, "info")):
-        if levelno >= lowest:
-            return level
-    return "debug"
+    """A logging level -> the MCP level at or below it: 25 is "notice", 35 "warning"."""
+    levels = ((50, "critical"), (40, "error"), (30, "warning"), (25, "notice"),
+              (20, "info"))
+    return next((level for lowest, level in levels if levelno >= lowest), "debug")
 
 
 def _forwarded_record(*args, **kwargs):
