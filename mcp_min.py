@@ -1239,7 +1239,8 @@ def _dump(value):
         return value.isoformat()
     if isinstance(value, os.PathLike):
         return os.fspath(value)
-    # uuid and decimal are never imported here: a value of one means it is loaded.
+    # uuid and decimal are not imported to check a value: a value of one means it is
+    # loaded.
     for module, name in (("uuid", "UUID"), ("decimal", "Decimal")):
         cls = getattr(sys.modules.get(module), name, None)
         if cls is not None and isinstance(value, cls):
