@@ -7988,18 +7988,17 @@ def explain(raw):
 
 
 def _explain_object(message, kind, problems):
-    """explain() for a message that is a JSON object, of ``kind`` (as classify() says)
-    and with ``problems`` found so far."""
+    """explain() for a JSON object, of ``kind`` (as classify() says)."""
     method = message.get("method")
     params = message.get("params")
     if not isinstance(params, dict):
         params = {}
     known = isinstance(method, str) and method in MCP_METHODS
     problems += _frame_problems(message, kind, method, known)
-    if isinstance(method, str) and not known:
-        problems.append(_unknown_method_problem(method))
     if known:
         _explain_params(method, params, problems)
+    elif isinstance(method, str):
+        problems.append(_unknown_method_problem(method))
     if kind == "invalid message":
         return kind, problems
     if kind != "response":
@@ -8061,9 +8060,13 @@ def _explain_response(message, problems):
 
 
 def _explain_params(method, params, problems):
-    """What is wrong with the params of a known method, by the shapes of MCP_METHODS:
-    what the receiver answers with -32602 (a notification's receiver drops it)."""
-    answer = _bad_params_answer(method)
+    """What is wrong with the params of a known method, by the shapes of MCP_METHODS."""
+    if method.startswith("notifications/"):
+        answer = "a receiver ignores it"
+    elif method in ("sampling/createMessage", "elicitation/create", "roots/list"):
+        answer = "a client answers -32602"
+    else:
+        answer = "a server answers -32602"
     for key, kinds in MCP_METHODS[method].items():
         problem = _param_problem(key, kinds, params, answer)
         if problem:
@@ -8075,29 +8078,22 @@ def _explain_params(method, params, problems):
                         f"{_preview(level)}: {answer}")
     arguments = params.get("arguments")
     if method == "prompts/get" and isinstance(arguments, dict):
-        problems += _prompt_argument_problems(arguments)
-
-
-def _bad_params_answer(method):
-    """What the receiver of ``method`` does with params that are wrong."""
-    if method.startswith("notifications/"):
-        return "a receiver ignores it"
-    if method in ("sampling/createMessage", "elicitation/create", "roots/list"):
-        return "a client answers -32602"
-    return "a server answers -32602"
+        for name, value in arguments.items():
+            if not isinstance(value, str):
+                problems.append(f"params.arguments.{name} must be a string (the spec's "
+                                f"prompt arguments are), not {_typed_preview(value)}: "
+                                "a strict server answers -32602")
 
 
 def _param_problem(key, kinds, params, answer):
-    """The problem with the param ``key`` (as MCP_METHODS names it: "?" at the end if it
-    is optional) in ``params``, if any: it is missing, or of none of the ``kinds``."""
+    """The problem with the param ``key`` of MCP_METHODS ("?" at its end: optional) in
+    ``params``, if any: it is missing, or of none of the ``kinds``."""
     optional = key.endswith("?")
     key = key.rstrip("?")
     if key not in params:
-        # An optional param is missing only if it was sent misnamed.
         hint = _did_you_mean(key, params=params)
-        if hint or not optional:
-            return f"params.{key} is missing{hint}"
-        return None
+        # An optional param is missing only if it was sent misnamed.
+        return f"params.{key} is missing{hint}" if hint or not optional else None
     value = params[key]
     kinds = kinds.split()
     found = _json_type(value)
@@ -8113,13 +8109,6 @@ def _with_article(kind):
         return kind
     article = "an" if kind[0] in "aeiou" else "a"
     return f"{article} {kind}"
-
-
-def _prompt_argument_problems(arguments):
-    """The spec's prompt arguments are strings: a problem for each that is not."""
-    return [f"params.arguments.{name} must be a string (the spec's prompt arguments "
-            f"are), not {_typed_preview(value)}: a strict server answers -32602"
-            for name, value in arguments.items() if not isinstance(value, str)]
 
 
 def _explain_envelope(method, params, problems):
@@ -8168,9 +8157,8 @@ def _explain_input_required(result, problems):
 
 
 def _print_text(text, file=None):
-    """print(), showing escaped (as \\udcff) what the stream cannot encode: a lone
-    surrogate (a file name read with surrogateescape, sent as JSON's \\udcff), or a
-    character its code page lacks (an ASCII stdout, a Windows one in cp1251)."""
+    """print(), escaping (as \\udcff) what the stream cannot encode: a lone surrogate
+    (a file name read with surrogateescape), or a character its code page lacks."""
     file = file or sys.stdout
     try:
         print(text, file=file, flush=True)
@@ -8181,8 +8169,7 @@ def _print_text(text, file=None):
 
 
 def _print_json(value):
-    """A result on stdout as JSON; with JSON's own escapes where stdout cannot encode a
-    character, so that it stays JSON."""
+    """A result on stdout as JSON, with JSON's escapes where stdout cannot encode it."""
     try:
         print(json.dumps(value, indent=2, ensure_ascii=False), flush=True)
     except UnicodeEncodeError:
@@ -8208,9 +8195,8 @@ _GIFT_CATALOG = (
 
 
 def demo_server():
-    """The gift server that `demo` talks to and `serve` with no file serves: the one of
-    examples/gift_server.py with a shorter catalogue, built in for a lone copy of this
-    file."""
+    """The gift server of `demo`, and of `serve` with no file: examples/gift_server.py
+    with a shorter catalogue, built in for a lone copy of this file."""
     server = Server("gift-server", "1.0.0", title="Gift picker", instructions=(
         "Suggests gifts from a small catalogue. Call suggest_gifts with the occasion, "
         "a budget in dollars and a few words about the recipient; read the "
@@ -8264,10 +8250,7 @@ def _suggested_gifts(occasion, budget, recipient):
                         f"${budget:g}. Try a larger budget or another occasion.")
     gifts = []
     for _, _, name, price, matched in sorted(scored, reverse=True)[:3]:
-        if matched:
-            why = f"matches {', '.join(matched)}"
-        else:
-            why = f"a safe {occasion} pick"
+        why = f"matches {', '.join(matched)}" if matched else f"a safe {occasion} pick"
         gifts.append({"name": name, "price": price, "why": why})
     return {"occasion": occasion, "budget": budget, "gifts": gifts}
 
@@ -8347,29 +8330,26 @@ _LIST_METHODS = (("tools/list", "tools"), ("resources/list", "resources"),
                  ("prompts/list", "prompts"))
 
 
+_DEMO_CLIENT_INFO = {"name": "mcp_min-demo", "version": __version__}
+
+
 def demo(colour=False, era=None, command=None):
-    """Play the _DEMO_SESSIONS with the gift server (demo_server()), printing every
-    frame: both, or the one of ``era``. With ``command`` (a server's), narrate a session
-    with that server instead (demo_yours)."""
+    """Play the _DEMO_SESSIONS with the gift server, printing every frame: both, or the
+    one of ``era``. With ``command`` (a server's), narrate a session with it instead."""
     if command:
         return demo_yours(command, colour, era or "auto")
     command = [sys.executable, os.path.abspath(__file__), "serve"]
     for session_era, (options, steps) in _DEMO_SESSIONS.items():
-        if era in (None, session_era):
-            _play_demo_session(command, colour, options, steps)
+        if era not in (None, session_era):
+            continue
+        with Client(command, trace=_client_trace(colour), initialize=False,
+                    client_info=_DEMO_CLIENT_INFO, **options) as client:
+            for note, *call in steps:
+                if note:
+                    _demo_note(note, colour)
+                if call:
+                    _demo_step(client, *call)
     return 0
-
-
-def _play_demo_session(command, colour, options, steps):
-    """One of the _DEMO_SESSIONS: each step's note, then its call, every frame shown."""
-    info = {"name": "mcp_min-demo", "version": __version__}
-    with Client(command, trace=_client_trace(colour), initialize=False,
-                client_info=info, **options) as client:
-        for note, *call in steps:
-            if note:
-                _demo_note(note, colour)
-            if call:
-                _demo_step(client, *call)
 
 
 def _demo_note(text, colour):
@@ -8377,8 +8357,7 @@ def _demo_note(text, colour):
 
 
 def _demo_step(client, method, *args):
-    """The Client ``method`` called; None if the server answers an error: that is part
-    of the show, and the frames printed say it all."""
+    """The Client ``method`` called; None for an error answer (its frames show it)."""
     try:
         return getattr(client, method)(*args)
     except JSONRPCError:
@@ -8386,9 +8365,8 @@ def _demo_step(client, method, *args):
 
 
 def _canned_callbacks(model):
-    """Client callbacks with canned answers, for showing a session: a fixed sampled
-    reply from ``model``, every elicitation declined, the working directory as the one
-    root (a file URI)."""
+    """Client callbacks with canned answers: a fixed sampled reply from ``model``, every
+    elicitation declined, the working directory as the one root."""
     import pathlib
 
     def sampling(params):
@@ -8399,20 +8377,23 @@ def _canned_callbacks(model):
             "roots": lambda: [{"uri": pathlib.Path.cwd().as_uri(), "name": "cwd"}]}
 
 
+_DEMO_OPENINGS = {"legacy": "initialize, the handshake.",
+                  "auto": "server/discover first (protocol 2026-07-28), initialize if "
+                          "the server does not know it."}
+
+
 def demo_yours(command, colour=False, era="auto"):
     """`demo -- CMD...`: a session with the user's own server, every frame shown: the
-    opening (discover or initialize), its lists, a call of its first tool with arguments
-    made from the tool's schema, a read of its first resource, its first prompt."""
-    info = {"name": "mcp_min-demo", "version": __version__}
+    opening, its lists, and a use of its first tool, resource and prompt."""
+    opening = _DEMO_OPENINGS.get(era, f"protocol {era}, with no handshake.")
     _demo_note("The client starts your server as a subprocess and opens the session: "
-               + _demo_opening(era), colour)
-    with Client(command, trace=_client_trace(colour), client_info=info, era=era,
-                **_canned_callbacks("demo")) as client:
+               + opening, colour)
+    with Client(command, trace=_client_trace(colour), client_info=_DEMO_CLIENT_INFO,
+                era=era, **_canned_callbacks("demo")) as client:
         offered = client.server_capabilities or {}
+        opened = f"protocol {client.protocol_version}"
         if client.modern:
             opened = "2026-07-28"
-        else:
-            opened = f"protocol {client.protocol_version}"
         names = ", ".join(sorted(offered)) or "nothing"
         _demo_note(f"Your server speaks {opened} and offers: {names}. What it has:",
                    colour)
@@ -8426,19 +8407,8 @@ def demo_yours(command, colour=False, era="auto"):
     return 0
 
 
-def _demo_opening(era):
-    """How a session in ``era`` opens, for the first note of demo_yours."""
-    if era == "legacy":
-        return "initialize, the handshake."
-    if era == "auto":
-        return ("server/discover first (protocol 2026-07-28), initialize if the server "
-                "does not know it.")
-    return f"protocol {era}, with no handshake."
-
-
 def _demo_first_items(client, found, colour):
-    """demo_yours's tour of the lists ``found``: a call of the first tool, a read of
-    the first resource, the first prompt."""
+    """demo_yours's tour of the lists ``found``: its first tool, resource and prompt."""
     tools = found.get("tools") or []
     if tools:
         tool = tools[0]
@@ -8518,10 +8488,7 @@ def _example_of_type(schema, defs, required_only, depth):
         return [_example_value(item, defs, False, depth + 1) for item in items]
     if kind == "object" or "properties" in schema:
         properties = schema.get("properties") or {}
-        if required_only:
-            names = schema.get("required") or []
-        else:
-            names = list(properties)
+        names = (schema.get("required") or []) if required_only else list(properties)
         return {name: _example_value(properties.get(name) or {}, defs, False, depth + 1)
                 for name in names}
     return None
@@ -8553,13 +8520,6 @@ _argument_decoder = json.JSONDecoder(parse_constant=_reject_constant,
                                      parse_float=_finite_float)
 
 
-def _json_argument(text):
-    try:
-        return _argument_decoder.decode(text)
-    except (ValueError, RecursionError) as e:    # json.JSONDecodeError is a ValueError
-        raise _NotJSON(e) from None
-
-
 # What a server's script is called: a word of `call` that ends so names the server, not
 # a tool.
 _SCRIPT_SUFFIXES = (".py", ".pyz", ".js", ".mjs", ".cjs", ".ts", ".sh", ".rb", ".jar",
@@ -8568,13 +8528,10 @@ _CALL_USAGE = "usage: mcp_min.py call [options] -- SERVER_CMD... METHOD|TOOL [JS
 
 
 def _parse_call(words, tool=None, method=None, json_text=None):
-    """`call`'s words -> (server command, method, params). With --tool or --method every
-    word is the server command. Else the last word, if it is JSON (it starts with {, [
-    or "), is the params or arguments, and the word before it the method (it has a
-    slash) or the tool: read from the words alone, never from what files happen to
-    exist."""
+    """`call`'s words -> (server command, method, params), as _CALL_HELP says: read from
+    the words alone, never from what files happen to exist."""
     words = list(words)
-    named = tool is not None or method is not None     # by --tool or --method
+    named = tool is not None or method is not None
     if json_text is None and not named and words:
         if words[-1].lstrip()[:1] in ('{', '[', '"'):
             json_text = words.pop()
@@ -8597,8 +8554,13 @@ def _parse_call(words, tool=None, method=None, json_text=None):
 
 def _call_params(json_text):
     """The JSON of `call` (its last word, or --json) as an object; None without it."""
-    params = None if json_text is None else _json_argument(json_text)
-    if params is not None and not isinstance(params, dict):
+    if json_text is None:
+        return None
+    try:
+        params = _argument_decoder.decode(json_text)
+    except (ValueError, RecursionError) as e:    # json.JSONDecodeError is a ValueError
+        raise _NotJSON(e) from None
+    if not isinstance(params, dict):
         raise SystemExit(f"mcp_min: the arguments must be a JSON object, as in "
                          f"'{{\"a\": 1}}', not {_typed_preview(params)}")
     return params
@@ -8801,7 +8763,7 @@ def _run_and_report(parser, args, words):
     """Run the command: its exit code. What goes wrong is said in a line on stderr
     (exit 1), not in a traceback."""
     try:
-        return _run_command(args, words, _shows_colour(sys.stdout))
+        return _COMMANDS[args.command](args, words, _shows_colour(sys.stdout))
     except _NotJSON as e:                          # a JSON argument that isn't JSON
         parser.error(f"not valid JSON: {e}")
     except BrokenPipeError:
@@ -8837,19 +8799,14 @@ def _seconds(text):
     except ValueError:
         value = -1.0
     if not value > 0 or value == float("inf"):
-        raise _argparse_error(f"not a number of seconds: {text!r} (0 or none: no "
-                              "limit)")
+        import argparse
+        message = f"not a number of seconds: {text!r} (0 or none: no limit)"
+        raise argparse.ArgumentTypeError(message)
     return value
 
 
-def _argparse_error(message):
-    import argparse
-    return argparse.ArgumentTypeError(message)
-
-
 def _start_hint(error):
-    """What to do about a server command that could not be started, if the error
-    tells."""
+    """What to do about a server command that did not start, if the error tells."""
     if os.path.isdir(error.filename):
         return " (it is a directory: name the server's program or script)"
     if isinstance(error, PermissionError) and os.path.isfile(error.filename):
@@ -8907,11 +8864,6 @@ def _show_notification(message):
     else:
         line = f"{method} {json.dumps(params, ensure_ascii=False)}"
     print(line, file=sys.stderr, flush=True)
-
-
-def _run_command(args, words, colour):
-    """Run the command parsed: its exit code."""
-    return _COMMANDS[args.command](args, words, colour)
 
 
 def _serve_command(args, words, colour):
@@ -9014,7 +8966,10 @@ def _call(client, method, params, progress):
         result = _call_request(client, method, params)
         _print_json(result)
         if isinstance(result, dict) and result.get("isError") is True:
-            _show_tool_error(result)
+            shown = [block.get("text") for block in result.get("content") or ()
+                     if isinstance(block, dict) and isinstance(block.get("text"), str)]
+            print("\n".join(["mcp_min: the tool reported an error:", *shown]),
+                  file=sys.stderr)
     except JSONRPCError as e:
         print(f"error {e.code}: {e.message}", file=sys.stderr)
         return 1
@@ -9044,13 +8999,6 @@ def _call_request(client, method, params):
     if method in INPUT_METHODS:            # input_required: answered, with no callbacks
         return client.request_with_input(method, params or {})
     return client.request(method, params)
-
-
-def _show_tool_error(result):
-    """The text of a tool's isError result, on stderr."""
-    shown = [block.get("text") for block in result.get("content") or ()
-             if isinstance(block, dict) and isinstance(block.get("text"), str)]
-    print("\n".join(["mcp_min: the tool reported an error:", *shown]), file=sys.stderr)
 
 
 def load_server(target):
