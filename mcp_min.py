@@ -7984,11 +7984,6 @@ def explain(raw):
         problems.append(e.message.removeprefix("Invalid Request: "))
     if not isinstance(message, dict):
         return kind, problems
-    return _explain_object(message, kind, problems)
-
-
-def _explain_object(message, kind, problems):
-    """explain() for a JSON object, of ``kind`` (as classify() says)."""
     method = message.get("method")
     params = message.get("params")
     if not isinstance(params, dict):
@@ -8197,22 +8192,11 @@ _GIFT_CATALOG = (
 def demo_server():
     """The gift server of `demo`, and of `serve` with no file: examples/gift_server.py
     with a shorter catalogue, built in for a lone copy of this file."""
+    import typing
     server = Server("gift-server", "1.0.0", title="Gift picker", instructions=(
         "Suggests gifts from a small catalogue. Call suggest_gifts with the occasion, "
         "a budget in dollars and a few words about the recipient; read the "
         "gift_catalog resource for everything on offer."))
-    _add_gift_tools(server)
-    server.resource("mcp://gift-server/resources/gift_catalog", name="gift_catalog",
-                    description="Base catalog of gifts with categories and prices",
-                    mime_type="application/json")(_gift_catalog)
-    server.prompt(_gift_congrats_style, name="gift_congrats_style",
-                  title="Congratulations style")
-    return server
-
-
-def _add_gift_tools(server):
-    """The gift server's tools: suggest_gifts, and pick_gift, which asks the user."""
-    import typing
 
     def suggest_gifts(occasion, budget: float, recipient: str = "") -> dict:
         """Suggest gift ideas for an occasion, a budget in dollars and a few words about
@@ -8233,6 +8217,12 @@ def _add_gift_tools(server):
             "thank-you"]
         server.tool(tool, title=title,
                     annotations={"readOnlyHint": True, "openWorldHint": False})
+    server.resource("mcp://gift-server/resources/gift_catalog", name="gift_catalog",
+                    description="Base catalog of gifts with categories and prices",
+                    mime_type="application/json")(_gift_catalog)
+    server.prompt(_gift_congrats_style, name="gift_congrats_style",
+                  title="Congratulations style")
+    return server
 
 
 def _suggested_gifts(occasion, budget, recipient):
@@ -8438,8 +8428,8 @@ def _example_arguments(schema):
 
 
 def _example_value(schema, defs, required_only=False, depth=0):
-    """A value that fits ``schema``: its default, example, const or first choice, else
-    a sample of its type ("example", 42, true, one item, the required properties)."""
+    """A value that fits ``schema``: its default, const, example or first choice (of a
+    $ref, or of anyOf, oneOf or allOf: not null), else a sample of its type."""
     if not isinstance(schema, dict) or depth > 8:
         return None
     for key in ("default", "const"):
@@ -8449,23 +8439,14 @@ def _example_value(schema, defs, required_only=False, depth=0):
         return schema["examples"][0]
     if schema.get("enum"):
         return schema["enum"][0]
-    inner = _example_subschema(schema, defs)
-    if inner is not _NOTHING:
-        return _example_value(inner, defs, required_only, depth + 1)
-    return _example_of_type(schema, defs, required_only, depth)
-
-
-def _example_subschema(schema, defs):
-    """The schema that a $ref, or the first choice (not null) of anyOf, oneOf or allOf,
-    stands for; _NOTHING if there is none."""
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        return defs.get(ref[8:])
+        return _example_value(defs.get(ref[8:]), defs, required_only, depth + 1)
     for key in ("anyOf", "oneOf", "allOf"):
         choices = [c for c in schema.get(key) or () if c.get("type") != "null"]
         if choices:
-            return choices[0]
-    return _NOTHING
+            return _example_value(choices[0], defs, required_only, depth + 1)
+    return _example_of_type(schema, defs, required_only, depth)
 
 
 _EXAMPLE_STRINGS = {"date-time": "2026-01-01T12:00:00Z", "date": "2026-01-01",
@@ -8663,30 +8644,12 @@ def _argument_parser():
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--version", action="version", version=f"mcp_min {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _add_serve_command(commands)
-    _add_demo_command(commands)
-    for name, text in (("inspect", "list what a server offers"),
-                       ("call", "one request: -- CMD... METHOD|TOOL [JSON]"),
-                       ("repl", "type frames to a server and watch the replies")):
-        _add_client_command(commands, name, text)
-    explain_command = commands.add_parser(
-        "explain", help="what a JSON-RPC/MCP message is, and what is wrong with it")
-    explain_command.add_argument("message", help="the message as JSON; - reads it from "
-                                 "standard input")
-    return parser
-
-
-def _add_serve_command(commands):
     serve = commands.add_parser("serve", help="run the server in a Python file "
                                 "(FILE.py[:NAME]); with none, the demo's gift server")
     serve.add_argument("target", nargs="?")
     serve.add_argument("--trace", action="store_true", help="log every frame to stderr")
     serve.add_argument("--http", metavar="[HOST:]PORT", help="serve Streamable HTTP at "
                        "http://HOST:PORT/mcp (HOST: 127.0.0.1 unless given)")
-
-
-def _add_demo_command(commands):
-    import argparse
     demo_command = commands.add_parser(
         "demo", help="watch a client and the gift server (or yours: demo -- "
                      "SERVER_CMD...) talk, frame by frame",
@@ -8697,6 +8660,15 @@ def _add_demo_command(commands):
     demo_command.add_argument("words", nargs=argparse.REMAINDER,
                               metavar="-- SERVER_CMD...",
                               help="narrate a session with this server instead")
+    for name, text in (("inspect", "list what a server offers"),
+                       ("call", "one request: -- CMD... METHOD|TOOL [JSON]"),
+                       ("repl", "type frames to a server and watch the replies")):
+        _add_client_command(commands, name, text)
+    explain_command = commands.add_parser(
+        "explain", help="what a JSON-RPC/MCP message is, and what is wrong with it")
+    explain_command.add_argument("message", help="the message as JSON; - reads it from "
+                                 "standard input")
+    return parser
 
 
 def _add_client_command(commands, name, text):
@@ -8926,7 +8898,12 @@ def _call_command(args, words, colour):
     era = args.era
     if era == "auto" and method in HANDSHAKE_ONLY_METHODS:     # e.g. ping: only there
         era = "legacy"
-    client = Client(command, era=era, **_call_client_options(args))
+    options = {"timeout": args.timeout}
+    if args.verbose:
+        options.update(on_notification=_show_notification, log_level="debug")
+    elif args.timeout is None:            # no limit: show that the call is alive
+        options.update(on_notification=_show_progress)
+    client = Client(command, era=era, **options)
     try:
         with client:
             code = _call(client, method, params, args.verbose or args.timeout is None)
@@ -8935,16 +8912,6 @@ def _call_command(args, words, colour):
             print(f"mcp_min: the server wrote a line that is not JSON-RPC: {line}",
                   file=sys.stderr)
     return 1 if client.junk else code
-
-
-def _call_client_options(args):
-    """The Client's options for `call`: what it shows of the server's notifications."""
-    options = {"timeout": args.timeout}
-    if args.verbose:
-        options.update(on_notification=_show_notification, log_level="debug")
-    elif args.timeout is None:            # no limit: show that the call is alive
-        options.update(on_notification=_show_progress)
-    return options
 
 
 _COMMANDS = {"serve": _serve_command, "demo": _demo_command, "repl": _repl_command,
