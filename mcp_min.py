@@ -8205,7 +8205,15 @@ def demo_server():
 
     def pick_gift(occasion, budget: float, ctx: Context) -> dict:
         """Pick one gift for an occasion and a budget, asking the user who it is for."""
-        recipient = _ask_gift_recipient(ctx)
+        schema = {"type": "object", "required": ["recipient"],
+                  "properties": {"recipient": {"type": "string"}}}
+        try:
+            answer = ctx.elicit("Who is the gift for?", schema)
+        except CapabilityError:        # a client that cannot ask its user: pick anyway
+            answer = {"action": "decline"}
+        recipient = ""
+        if answer["action"] == "accept":
+            recipient = answer.get("content", {}).get("recipient", "")
         return _suggested_gifts(occasion, budget, recipient)["gifts"][0]
 
     tools = ((suggest_gifts, "Gift ideas generator"), (pick_gift, "Pick one gift"))
@@ -8243,19 +8251,6 @@ def _suggested_gifts(occasion, budget, recipient):
         why = f"matches {', '.join(matched)}" if matched else f"a safe {occasion} pick"
         gifts.append({"name": name, "price": price, "why": why})
     return {"occasion": occasion, "budget": budget, "gifts": gifts}
-
-
-def _ask_gift_recipient(ctx):
-    """Who the gift is for, as the user answers; "" if they do not say."""
-    schema = {"type": "object", "required": ["recipient"],
-              "properties": {"recipient": {"type": "string"}}}
-    try:
-        answer = ctx.elicit("Who is the gift for?", schema)
-    except CapabilityError:        # a client that cannot ask its user: pick anyway
-        answer = {"action": "decline"}
-    recipient = answer.get("content", {}).get("recipient", "")
-    accepted = answer["action"] == "accept"
-    return recipient if accepted else ""
 
 
 def _gift_catalog() -> dict:
@@ -8318,9 +8313,10 @@ _DEMO_SESSIONS = {
 _LIST_METHODS = (("tools/list", "tools"), ("resources/list", "resources"),
                  ("resources/templates/list", "resourceTemplates"),
                  ("prompts/list", "prompts"))
-
-
 _DEMO_CLIENT_INFO = {"name": "mcp_min-demo", "version": __version__}
+_DEMO_OPENINGS = {"legacy": "initialize, the handshake.",
+                  "auto": "server/discover first (protocol 2026-07-28), initialize if "
+                          "the server does not know it."}
 
 
 def demo(colour=False, era=None, command=None):
@@ -8365,11 +8361,6 @@ def _canned_callbacks(model):
     return {"sampling": sampling,
             "elicitation": lambda params: {"action": "decline"},
             "roots": lambda: [{"uri": pathlib.Path.cwd().as_uri(), "name": "cwd"}]}
-
-
-_DEMO_OPENINGS = {"legacy": "initialize, the handshake.",
-                  "auto": "server/discover first (protocol 2026-07-28), initialize if "
-                          "the server does not know it."}
 
 
 def demo_yours(command, colour=False, era="auto"):
@@ -8495,14 +8486,12 @@ def _finite_float(text):
     return value
 
 
-# As strict as the wire: no NaN or Infinity, and no number too large to send back
-# (1e999).
+# As strict as the wire: no NaN or Infinity, no number too large to send back (1e999).
 _argument_decoder = json.JSONDecoder(parse_constant=_reject_constant,
                                      parse_float=_finite_float)
 
 
-# What a server's script is called: a word of `call` that ends so names the server, not
-# a tool.
+# A word of `call` that ends so names the server's script, not a tool.
 _SCRIPT_SUFFIXES = (".py", ".pyz", ".js", ".mjs", ".cjs", ".ts", ".sh", ".rb", ".jar",
                     ".exe")
 _CALL_USAGE = "usage: mcp_min.py call [options] -- SERVER_CMD... METHOD|TOOL [JSON]"
@@ -8567,8 +8556,7 @@ _REPL_GREETING = (
 
 def repl(command, colour=False, stdin=None):
     """Type JSON lines (sent verbatim) or commands; every frame is printed as it
-    crosses. The client's side of sampling, elicitation and roots is answered with
-    canned replies."""
+    crosses. Sampling, elicitation and roots get canned replies."""
     client = Client(command, trace=_client_trace(colour), initialize=False,
                     **_canned_callbacks("repl"))
     print(_REPL_GREETING, flush=True)
@@ -8864,10 +8852,6 @@ def _demo_command(args, words, colour):
     return demo(colour=colour, era=args.era, command=words)
 
 
-def _repl_command(args, words, colour):
-    return repl(words, colour=colour)
-
-
 def _explain_command(args, words, colour):
     raw = sys.stdin.read() if args.message == "-" else args.message
     summary, problems = explain(raw)
@@ -8914,7 +8898,8 @@ def _call_command(args, words, colour):
     return 1 if client.junk else code
 
 
-_COMMANDS = {"serve": _serve_command, "demo": _demo_command, "repl": _repl_command,
+_COMMANDS = {"serve": _serve_command, "demo": _demo_command,
+             "repl": lambda args, words, colour: repl(words, colour=colour),
              "explain": _explain_command, "inspect": _inspect_command,
              "call": _call_command}
 
@@ -8926,10 +8911,14 @@ def _show_progress(message):
 
 def _call(client, method, params, progress):
     """`call`: make the request, print its result; the exit code. ``progress``: ask for
-    progress (and, with -v, log messages: the client's on_notification shows them)."""
+    progress, and with -v for every log level (in 2026-07-28 log_level asks already)."""
     try:
         if progress:
-            params = _asking_for_progress(client, params)
+            if (client.on_notification is _show_notification
+                    and "logging" in client.server_capabilities):
+                client.set_logging_level("debug")
+            params = dict(params or {})
+            params["_meta"] = {**(params.get("_meta") or {}), "progressToken": "call"}
         result = _call_request(client, method, params)
         _print_json(result)
         if isinstance(result, dict) and result.get("isError") is True:
@@ -8941,17 +8930,6 @@ def _call(client, method, params, progress):
         print(f"error {e.code}: {e.message}", file=sys.stderr)
         return 1
     return 0
-
-
-def _asking_for_progress(client, params):
-    """``params`` with a progress token; with -v, the server is asked for every log
-    level too (in 2026-07-28 the client's log_level asks already)."""
-    if (client.on_notification is _show_notification
-            and "logging" in client.server_capabilities):
-        client.set_logging_level("debug")
-    params = dict(params or {})
-    params["_meta"] = {**(params.get("_meta") or {}), "progressToken": "call"}
-    return params
 
 
 def _call_request(client, method, params):
@@ -8969,8 +8947,7 @@ def _call_request(client, method, params):
 
 
 def load_server(target):
-    """The Server in a Python file: ``path.py`` (its only Server) or
-    ``path.py:name``."""
+    """The Server in a Python file: ``path.py`` (its only one) or ``path.py:name``."""
     import runpy
     path, _, name = target.partition(":")
     if not os.path.isfile(path):
