@@ -8094,16 +8094,10 @@ def _param_problem(key, kinds, params, answer):
     found = _json_type(value)
     if "any" in kinds or found in kinds or (found == "integer" and "number" in kinds):
         return None
-    wanted = " or ".join(_with_article(kind) for kind in kinds)
+    named = {"array": "an array", "integer": "an integer", "object": "an object",
+             "null": "null"}
+    wanted = " or ".join(named.get(kind, f"a {kind}") for kind in kinds)
     return f"params.{key} must be {wanted}, not {_typed_preview(value)}: {answer}"
-
-
-def _with_article(kind):
-    """A JSON type's name with its article: "an object", "a string"; null alone."""
-    if kind == "null":
-        return kind
-    article = "an" if kind[0] in "aeiou" else "a"
-    return f"{article} {kind}"
 
 
 def _explain_envelope(method, params, problems):
@@ -8351,8 +8345,7 @@ def _demo_step(client, method, *args):
 
 
 def _canned_callbacks(model):
-    """Client callbacks with canned answers: a fixed sampled reply from ``model``, every
-    elicitation declined, the working directory as the one root."""
+    """Client callbacks with canned replies: a sampled text, decline, cwd as root."""
     import pathlib
 
     def sampling(params):
@@ -8390,21 +8383,18 @@ def demo_yours(command, colour=False, era="auto"):
 
 def _demo_first_items(client, found, colour):
     """demo_yours's tour of the lists ``found``: its first tool, resource and prompt."""
-    tools = found.get("tools") or []
-    if tools:
-        tool = tools[0]
+    if found.get("tools"):
+        tool = found["tools"][0]
         arguments = _example_arguments(tool.get("inputSchema") or {})
         _demo_note(f"A call of {tool['name']}, with arguments made from its "
                    "inputSchema (defaults, first choices, sample values): "
                    f"{json.dumps(arguments)}", colour)
         _demo_step(client, "call_tool", tool["name"], arguments)
-    resources = found.get("resources") or []
-    if resources:
+    if found.get("resources"):
         _demo_note("A resource is addressable data, read by URI.", colour)
-        _demo_step(client, "read_resource", resources[0]["uri"])
-    prompts = found.get("prompts") or []
-    if prompts:
-        prompt = prompts[0]
+        _demo_step(client, "read_resource", found["resources"][0]["uri"])
+    if found.get("prompts"):
+        prompt = found["prompts"][0]
         arguments = {a["name"]: "example" for a in prompt.get("arguments") or ()
                      if isinstance(a, dict) and a.get("required")}
         _demo_note(f"A prompt is a template the client fills in: {prompt['name']}.",
@@ -8537,8 +8527,7 @@ def _call_params(json_text):
 
 
 def _method_or_tool(name):
-    """The word of `call` after the server command: (method, None) for a method (it
-    has a slash, or is ping), else (None, tool)."""
+    """The word of `call` after the server command: (method, None) or (None, tool)."""
     if name.lower().endswith(_SCRIPT_SUFFIXES) or name.startswith(("/", ".", "~")):
         raise SystemExit(f"{_CALL_USAGE}: {_preview(name)} looks like the server's "
                          "command: name a method or a tool after it (--tool NAME and "
@@ -8555,8 +8544,7 @@ _REPL_GREETING = (
 
 
 def repl(command, colour=False, stdin=None):
-    """Type JSON lines (sent verbatim) or commands; every frame is printed as it
-    crosses. Sampling, elicitation and roots get canned replies."""
+    """Type JSON lines (sent verbatim) or commands; see every frame as it crosses."""
     client = Client(command, trace=_client_trace(colour), initialize=False,
                     **_canned_callbacks("repl"))
     print(_REPL_GREETING, flush=True)
