@@ -8169,8 +8169,7 @@ def _client_trace(colour):
     return FramePrinter({"out": "C->S", "in": "S->C"}, sys.stdout, colour)
 
 
-# The demo's catalogue: each gift's name, its price in dollars, and the occasions and
-# the interests it suits.
+# The demo's catalogue: name, price in dollars, the occasions and interests it suits.
 _GIFT_CATALOG = (
     ("Board game: Catan", 45, "birthday housewarming", "board games|games|strategy"),
     ("Dice set with velvet bag", 20, "birthday thank-you",
