@@ -8773,8 +8773,7 @@ Start a server, make one request, print its result as JSON on stdout.
 
 The words after -- are read from the end: the JSON, if the last word starts with {, [
 or ", then the method (it has a slash) or the tool; the words before them start the
-server. With --tool NAME or --method METHOD (and --json JSON) every word after --
-starts the server.
+server (all of them, with --tool or --method).
 """, "epilog": """\
 examples:
   mcp_min.py call -- python3 server.py tools/list
