@@ -7700,22 +7700,16 @@ def explain(raw):
         problems.append(e.message.removeprefix("Invalid Request: "))
     if not isinstance(message, dict):
         return kind, problems
-    return _explain_object(message, kind, problems)
-
-
-def _explain_object(message, kind, problems):
-    """explain() for a message that is a JSON object, of ``kind`` (as classify() says)
-    and with ``problems`` found so far."""
     method = message.get("method")
     params = message.get("params")
     if not isinstance(params, dict):
         params = {}
     known = isinstance(method, str) and method in MCP_METHODS
     problems += _frame_problems(message, kind, method, known)
-    if isinstance(method, str) and not known:
-        problems.append(_unknown_method_problem(method))
     if known:
         _explain_params(method, params, problems)
+    elif isinstance(method, str):
+        problems.append(_unknown_method_problem(method))
     if kind == "invalid message":
         return kind, problems
     if kind != "response":
@@ -7777,9 +7771,13 @@ def _explain_response(message, problems):
 
 
 def _explain_params(method, params, problems):
-    """What is wrong with the params of a known method, by the shapes of MCP_METHODS:
-    what the receiver answers with -32602 (a notification's receiver drops it)."""
-    answer = _bad_params_answer(method)
+    """What is wrong with the params of a known method, by the shapes of MCP_METHODS."""
+    if method.startswith("notifications/"):
+        answer = "a receiver ignores it"
+    elif method in ("sampling/createMessage", "elicitation/create", "roots/list"):
+        answer = "a client answers -32602"
+    else:
+        answer = "a server answers -32602"
     for key, kinds in MCP_METHODS[method].items():
         problem = _param_problem(key, kinds, params, answer)
         if problem:
@@ -7791,51 +7789,31 @@ def _explain_params(method, params, problems):
                         f"{_preview(level)}: {answer}")
     arguments = params.get("arguments")
     if method == "prompts/get" and isinstance(arguments, dict):
-        problems += _prompt_argument_problems(arguments)
-
-
-def _bad_params_answer(method):
-    """What the receiver of ``method`` does with params that are wrong."""
-    if method.startswith("notifications/"):
-        return "a receiver ignores it"
-    if method in ("sampling/createMessage", "elicitation/create", "roots/list"):
-        return "a client answers -32602"
-    return "a server answers -32602"
+        for name, value in arguments.items():
+            if not isinstance(value, str):
+                problems.append(f"params.arguments.{name} must be a string (the spec's "
+                                f"prompt arguments are), not {_typed_preview(value)}: "
+                                "a strict server answers -32602")
 
 
 def _param_problem(key, kinds, params, answer):
-    """The problem with the param ``key`` (as MCP_METHODS names it: "?" at the end if it
-    is optional) in ``params``, if any: it is missing, or of none of the ``kinds``."""
+    """The problem with the param ``key`` of MCP_METHODS ("?" at its end: optional) in
+    ``params``, if any: it is missing, or of none of the ``kinds``."""
     optional = key.endswith("?")
     key = key.rstrip("?")
     if key not in params:
-        # An optional param is missing only if it was sent misnamed.
         hint = _did_you_mean(key, params=params)
-        if hint or not optional:
-            return f"params.{key} is missing{hint}"
-        return None
+        # An optional param is missing only if it was sent misnamed.
+        return f"params.{key} is missing{hint}" if hint or not optional else None
     value = params[key]
     kinds = kinds.split()
     found = _json_type(value)
     if "any" in kinds or found in kinds or (found == "integer" and "number" in kinds):
         return None
-    wanted = " or ".join(_with_article(kind) for kind in kinds)
+    named = {"array": "an array", "integer": "an integer", "object": "an object",
+             "null": "null"}
+    wanted = " or ".join(named.get(kind, f"a {kind}") for kind in kinds)
     return f"params.{key} must be {wanted}, not {_typed_preview(value)}: {answer}"
-
-
-def _with_article(kind):
-    """A JSON type's name with its article: "an object", "a string"; null alone."""
-    if kind == "null":
-        return kind
-    article = "an" if kind[0] in "aeiou" else "a"
-    return f"{article} {kind}"
-
-
-def _prompt_argument_problems(arguments):
-    """The spec's prompt arguments are strings: a problem for each that is not."""
-    return [f"params.arguments.{name} must be a string (the spec's prompt arguments "
-            f"are), not {_typed_preview(value)}: a strict server answers -32602"
-            for name, value in arguments.items() if not isinstance(value, str)]
 
 
 def _explain_envelope(method, params, problems):
@@ -7884,9 +7862,8 @@ def _explain_input_required(result, problems):
 
 
 def _print_text(text, file=None):
-    """print(), showing escaped (as \\udcff) what the stream cannot encode: a lone
-    surrogate (a file name read with surrogateescape, sent as JSON's \\udcff), or a
-    character its code page lacks (an ASCII stdout, a Windows one in cp1251)."""
+    """print(), escaping (as \\udcff) what the stream cannot encode: a lone surrogate
+    (a file name read with surrogateescape), or a character its code page lacks."""
     file = file or sys.stdout
     try:
         print(text, file=file, flush=True)
@@ -7897,8 +7874,7 @@ def _print_text(text, file=None):
 
 
 def _print_json(value):
-    """A result on stdout as JSON; with JSON's own escapes where stdout cannot encode a
-    character, so that it stays JSON."""
+    """A result on stdout as JSON, with JSON's escapes where stdout cannot encode it."""
     try:
         print(json.dumps(value, indent=2, ensure_ascii=False), flush=True)
     except UnicodeEncodeError:
@@ -7909,8 +7885,7 @@ def _client_trace(colour):
     return FramePrinter({"out": "C->S", "in": "S->C"}, sys.stdout, colour)
 
 
-# The demo's catalogue: each gift's name, its price in dollars, and the occasions and
-# the interests it suits.
+# The demo's catalogue: name, price in dollars, the occasions and interests it suits.
 _GIFT_CATALOG = (
     ("Board game: Catan", 45, "birthday housewarming", "board games|games|strategy"),
     ("Dice set with velvet bag", 20, "birthday thank-you",
@@ -7924,25 +7899,13 @@ _GIFT_CATALOG = (
 
 
 def demo_server():
-    """The gift server that `demo` talks to and `serve` with no file serves: the one of
-    examples/gift_server.py with a shorter catalogue, built in for a lone copy of this
-    file."""
+    """The gift server of `demo`, and of `serve` with no file: examples/gift_server.py
+    with a shorter catalogue, built in for a lone copy of this file."""
+    import typing
     server = Server("gift-server", "1.0.0", title="Gift picker", instructions=(
         "Suggests gifts from a small catalogue. Call suggest_gifts with the occasion, "
         "a budget in dollars and a few words about the recipient; read the "
         "gift_catalog resource for everything on offer."))
-    _add_gift_tools(server)
-    server.resource("mcp://gift-server/resources/gift_catalog", name="gift_catalog",
-                    description="Base catalog of gifts with categories and prices",
-                    mime_type="application/json")(_gift_catalog)
-    server.prompt(_gift_congrats_style, name="gift_congrats_style",
-                  title="Congratulations style")
-    return server
-
-
-def _add_gift_tools(server):
-    """The gift server's tools: suggest_gifts, and pick_gift, which asks the user."""
-    import typing
 
     def suggest_gifts(occasion, budget: float, recipient: str = "") -> dict:
         """Suggest gift ideas for an occasion, a budget in dollars and a few words about
@@ -7951,7 +7914,15 @@ def _add_gift_tools(server):
 
     def pick_gift(occasion, budget: float, ctx: Context) -> dict:
         """Pick one gift for an occasion and a budget, asking the user who it is for."""
-        recipient = _ask_gift_recipient(ctx)
+        schema = {"type": "object", "required": ["recipient"],
+                  "properties": {"recipient": {"type": "string"}}}
+        try:
+            answer = ctx.elicit("Who is the gift for?", schema)
+        except CapabilityError:        # a client that cannot ask its user: pick anyway
+            answer = {"action": "decline"}
+        recipient = ""
+        if answer["action"] == "accept":
+            recipient = answer.get("content", {}).get("recipient", "")
         return _suggested_gifts(occasion, budget, recipient)["gifts"][0]
 
     tools = ((suggest_gifts, "Gift ideas generator"), (pick_gift, "Pick one gift"))
@@ -7963,6 +7934,12 @@ def _add_gift_tools(server):
             "thank-you"]
         server.tool(tool, title=title,
                     annotations={"readOnlyHint": True, "openWorldHint": False})
+    server.resource("mcp://gift-server/resources/gift_catalog", name="gift_catalog",
+                    description="Base catalog of gifts with categories and prices",
+                    mime_type="application/json")(_gift_catalog)
+    server.prompt(_gift_congrats_style, name="gift_congrats_style",
+                  title="Congratulations style")
+    return server
 
 
 def _suggested_gifts(occasion, budget, recipient):
@@ -7980,25 +7957,9 @@ def _suggested_gifts(occasion, budget, recipient):
                         f"${budget:g}. Try a larger budget or another occasion.")
     gifts = []
     for _, _, name, price, matched in sorted(scored, reverse=True)[:3]:
-        if matched:
-            why = f"matches {', '.join(matched)}"
-        else:
-            why = f"a safe {occasion} pick"
+        why = f"matches {', '.join(matched)}" if matched else f"a safe {occasion} pick"
         gifts.append({"name": name, "price": price, "why": why})
     return {"occasion": occasion, "budget": budget, "gifts": gifts}
-
-
-def _ask_gift_recipient(ctx):
-    """Who the gift is for, as the user answers; "" if they do not say."""
-    schema = {"type": "object", "required": ["recipient"],
-              "properties": {"recipient": {"type": "string"}}}
-    try:
-        answer = ctx.elicit("Who is the gift for?", schema)
-    except CapabilityError:        # a client that cannot ask its user: pick anyway
-        answer = {"action": "decline"}
-    recipient = answer.get("content", {}).get("recipient", "")
-    accepted = answer["action"] == "accept"
-    return recipient if accepted else ""
 
 
 def _gift_catalog() -> dict:
@@ -8061,31 +8022,29 @@ _DEMO_SESSIONS = {
 _LIST_METHODS = (("tools/list", "tools"), ("resources/list", "resources"),
                  ("resources/templates/list", "resourceTemplates"),
                  ("prompts/list", "prompts"))
+_DEMO_CLIENT_INFO = {"name": "mcp_min-demo", "version": __version__}
+_DEMO_OPENINGS = {"legacy": "initialize, the handshake.",
+                  "auto": "server/discover first (protocol 2026-07-28), initialize if "
+                          "the server does not know it."}
 
 
 def demo(colour=False, era=None, command=None):
-    """Play the _DEMO_SESSIONS with the gift server (demo_server()), printing every
-    frame: both, or the one of ``era``. With ``command`` (a server's), narrate a session
-    with that server instead (demo_yours)."""
+    """Play the _DEMO_SESSIONS with the gift server, printing every frame: both, or the
+    one of ``era``. With ``command`` (a server's), narrate a session with it instead."""
     if command:
         return demo_yours(command, colour, era or "auto")
     command = [sys.executable, os.path.abspath(__file__), "serve"]
     for session_era, (options, steps) in _DEMO_SESSIONS.items():
-        if era in (None, session_era):
-            _play_demo_session(command, colour, options, steps)
+        if era not in (None, session_era):
+            continue
+        with Client(command, trace=_client_trace(colour), initialize=False,
+                    client_info=_DEMO_CLIENT_INFO, **options) as client:
+            for note, *call in steps:
+                if note:
+                    _demo_note(note, colour)
+                if call:
+                    _demo_step(client, *call)
     return 0
-
-
-def _play_demo_session(command, colour, options, steps):
-    """One of the _DEMO_SESSIONS: each step's note, then its call, every frame shown."""
-    info = {"name": "mcp_min-demo", "version": __version__}
-    with Client(command, trace=_client_trace(colour), initialize=False,
-                client_info=info, **options) as client:
-        for note, *call in steps:
-            if note:
-                _demo_note(note, colour)
-            if call:
-                _demo_step(client, *call)
 
 
 def _demo_note(text, colour):
@@ -8093,8 +8052,7 @@ def _demo_note(text, colour):
 
 
 def _demo_step(client, method, *args):
-    """The Client ``method`` called; None if the server answers an error: that is part
-    of the show, and the frames printed say it all."""
+    """The Client ``method`` called; None for an error answer (its frames show it)."""
     try:
         return getattr(client, method)(*args)
     except JSONRPCError:
@@ -8102,9 +8060,7 @@ def _demo_step(client, method, *args):
 
 
 def _canned_callbacks(model):
-    """Client callbacks with canned answers, for showing a session: a fixed sampled
-    reply from ``model``, every elicitation declined, the working directory as the one
-    root (a file URI)."""
+    """Client callbacks with canned replies: a sampled text, decline, cwd as root."""
     import pathlib
 
     def sampling(params):
@@ -8117,18 +8073,16 @@ def _canned_callbacks(model):
 
 def demo_yours(command, colour=False, era="auto"):
     """`demo -- CMD...`: a session with the user's own server, every frame shown: the
-    opening (discover or initialize), its lists, a call of its first tool with arguments
-    made from the tool's schema, a read of its first resource, its first prompt."""
-    info = {"name": "mcp_min-demo", "version": __version__}
+    opening, its lists, and a use of its first tool, resource and prompt."""
+    opening = _DEMO_OPENINGS.get(era, f"protocol {era}, with no handshake.")
     _demo_note("The client starts your server as a subprocess and opens the session: "
-               + _demo_opening(era), colour)
-    with Client(command, trace=_client_trace(colour), client_info=info, era=era,
-                **_canned_callbacks("demo")) as client:
+               + opening, colour)
+    with Client(command, trace=_client_trace(colour), client_info=_DEMO_CLIENT_INFO,
+                era=era, **_canned_callbacks("demo")) as client:
         offered = client.server_capabilities or {}
+        opened = f"protocol {client.protocol_version}"
         if client.modern:
             opened = "2026-07-28"
-        else:
-            opened = f"protocol {client.protocol_version}"
         names = ", ".join(sorted(offered)) or "nothing"
         _demo_note(f"Your server speaks {opened} and offers: {names}. What it has:",
                    colour)
@@ -8142,34 +8096,20 @@ def demo_yours(command, colour=False, era="auto"):
     return 0
 
 
-def _demo_opening(era):
-    """How a session in ``era`` opens, for the first note of demo_yours."""
-    if era == "legacy":
-        return "initialize, the handshake."
-    if era == "auto":
-        return ("server/discover first (protocol 2026-07-28), initialize if the server "
-                "does not know it.")
-    return f"protocol {era}, with no handshake."
-
-
 def _demo_first_items(client, found, colour):
-    """demo_yours's tour of the lists ``found``: a call of the first tool, a read of
-    the first resource, the first prompt."""
-    tools = found.get("tools") or []
-    if tools:
-        tool = tools[0]
+    """demo_yours's tour of the lists ``found``: its first tool, resource and prompt."""
+    if found.get("tools"):
+        tool = found["tools"][0]
         arguments = _example_arguments(tool.get("inputSchema") or {})
         _demo_note(f"A call of {tool['name']}, with arguments made from its "
                    "inputSchema (defaults, first choices, sample values): "
                    f"{json.dumps(arguments)}", colour)
         _demo_step(client, "call_tool", tool["name"], arguments)
-    resources = found.get("resources") or []
-    if resources:
+    if found.get("resources"):
         _demo_note("A resource is addressable data, read by URI.", colour)
-        _demo_step(client, "read_resource", resources[0]["uri"])
-    prompts = found.get("prompts") or []
-    if prompts:
-        prompt = prompts[0]
+        _demo_step(client, "read_resource", found["resources"][0]["uri"])
+    if found.get("prompts"):
+        prompt = found["prompts"][0]
         arguments = {a["name"]: "example" for a in prompt.get("arguments") or ()
                      if isinstance(a, dict) and a.get("required")}
         _demo_note(f"A prompt is a template the client fills in: {prompt['name']}.",
@@ -8184,8 +8124,8 @@ def _example_arguments(schema):
 
 
 def _example_value(schema, defs, required_only=False, depth=0):
-    """A value that fits ``schema``: its default, example, const or first choice, else
-    a sample of its type ("example", 42, true, one item, the required properties)."""
+    """A value that fits ``schema``: its default, const, example or first choice (of a
+    $ref, or of anyOf, oneOf or allOf: not null), else a sample of its type."""
     if not isinstance(schema, dict) or depth > 8:
         return None
     for key in ("default", "const"):
@@ -8195,23 +8135,14 @@ def _example_value(schema, defs, required_only=False, depth=0):
         return schema["examples"][0]
     if schema.get("enum"):
         return schema["enum"][0]
-    inner = _example_subschema(schema, defs)
-    if inner is not _NOTHING:
-        return _example_value(inner, defs, required_only, depth + 1)
-    return _example_of_type(schema, defs, required_only, depth)
-
-
-def _example_subschema(schema, defs):
-    """The schema that a $ref, or the first choice (not null) of anyOf, oneOf or allOf,
-    stands for; _NOTHING if there is none."""
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        return defs.get(ref[8:])
+        return _example_value(defs.get(ref[8:]), defs, required_only, depth + 1)
     for key in ("anyOf", "oneOf", "allOf"):
         choices = [c for c in schema.get(key) or () if c.get("type") != "null"]
         if choices:
-            return choices[0]
-    return _NOTHING
+            return _example_value(choices[0], defs, required_only, depth + 1)
+    return _example_of_type(schema, defs, required_only, depth)
 
 
 _EXAMPLE_STRINGS = {"date-time": "2026-01-01T12:00:00Z", "date": "2026-01-01",
@@ -8234,10 +8165,7 @@ def _example_of_type(schema, defs, required_only, depth):
         return [_example_value(item, defs, False, depth + 1) for item in items]
     if kind == "object" or "properties" in schema:
         properties = schema.get("properties") or {}
-        if required_only:
-            names = schema.get("required") or []
-        else:
-            names = list(properties)
+        names = (schema.get("required") or []) if required_only else list(properties)
         return {name: _example_value(properties.get(name) or {}, defs, False, depth + 1)
                 for name in names}
     return None
@@ -8263,34 +8191,22 @@ def _finite_float(text):
     return value
 
 
-# As strict as the wire: no NaN or Infinity, and no number too large to send back
-# (1e999).
+# As strict as the wire: no NaN or Infinity, no number too large to send back (1e999).
 _argument_decoder = json.JSONDecoder(parse_constant=_reject_constant,
                                      parse_float=_finite_float)
 
 
-def _json_argument(text):
-    try:
-        return _argument_decoder.decode(text)
-    except (ValueError, RecursionError) as e:    # json.JSONDecodeError is a ValueError
-        raise _NotJSON(e) from None
-
-
-# What a server's script is called: a word of `call` that ends so names the server, not
-# a tool.
+# A word of `call` that ends so names the server's script, not a tool.
 _SCRIPT_SUFFIXES = (".py", ".pyz", ".js", ".mjs", ".cjs", ".ts", ".sh", ".rb", ".jar",
                     ".exe")
 _CALL_USAGE = "usage: mcp_min.py call [options] -- SERVER_CMD... METHOD|TOOL [JSON]"
 
 
 def _parse_call(words, tool=None, method=None, json_text=None):
-    """`call`'s words -> (server command, method, params). With --tool or --method every
-    word is the server command. Else the last word, if it is JSON (it starts with {, [
-    or "), is the params or arguments, and the word before it the method (it has a
-    slash) or the tool: read from the words alone, never from what files happen to
-    exist."""
+    """`call`'s words -> (server command, method, params), as _CALL_HELP says: read from
+    the words alone, never from what files happen to exist."""
     words = list(words)
-    named = tool is not None or method is not None     # by --tool or --method
+    named = tool is not None or method is not None
     if json_text is None and not named and words:
         if words[-1].lstrip()[:1] in ('{', '[', '"'):
             json_text = words.pop()
@@ -8313,16 +8229,20 @@ def _parse_call(words, tool=None, method=None, json_text=None):
 
 def _call_params(json_text):
     """The JSON of `call` (its last word, or --json) as an object; None without it."""
-    params = None if json_text is None else _json_argument(json_text)
-    if params is not None and not isinstance(params, dict):
+    if json_text is None:
+        return None
+    try:
+        params = _argument_decoder.decode(json_text)
+    except (ValueError, RecursionError) as e:    # json.JSONDecodeError is a ValueError
+        raise _NotJSON(e) from None
+    if not isinstance(params, dict):
         raise SystemExit(f"mcp_min: the arguments must be a JSON object, as in "
                          f"'{{\"a\": 1}}', not {_typed_preview(params)}")
     return params
 
 
 def _method_or_tool(name):
-    """The word of `call` after the server command: (method, None) for a method (it
-    has a slash, or is ping), else (None, tool)."""
+    """The word of `call` after the server command: (method, None) or (None, tool)."""
     if name.lower().endswith(_SCRIPT_SUFFIXES) or name.startswith(("/", ".", "~")):
         raise SystemExit(f"{_CALL_USAGE}: {_preview(name)} looks like the server's "
                          "command: name a method or a tool after it (--tool NAME and "
@@ -8339,9 +8259,7 @@ _REPL_GREETING = (
 
 
 def repl(command, colour=False, stdin=None):
-    """Type JSON lines (sent verbatim) or commands; every frame is printed as it
-    crosses. The client's side of sampling, elicitation and roots is answered with
-    canned replies."""
+    """Type JSON lines (sent verbatim) or commands; see every frame as it crosses."""
     client = Client(command, trace=_client_trace(colour), initialize=False,
                     **_canned_callbacks("repl"))
     print(_REPL_GREETING, flush=True)
@@ -8417,30 +8335,12 @@ def _argument_parser():
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--version", action="version", version=f"mcp_min {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _add_serve_command(commands)
-    _add_demo_command(commands)
-    for name, text in (("inspect", "list what a server offers"),
-                       ("call", "one request: -- CMD... METHOD|TOOL [JSON]"),
-                       ("repl", "type frames to a server and watch the replies")):
-        _add_client_command(commands, name, text)
-    explain_command = commands.add_parser(
-        "explain", help="what a JSON-RPC/MCP message is, and what is wrong with it")
-    explain_command.add_argument("message", help="the message as JSON; - reads it from "
-                                 "standard input")
-    return parser
-
-
-def _add_serve_command(commands):
     serve = commands.add_parser("serve", help="run the server in a Python file "
                                 "(FILE.py[:NAME]); with none, the demo's gift server")
     serve.add_argument("target", nargs="?")
     serve.add_argument("--trace", action="store_true", help="log every frame to stderr")
     serve.add_argument("--http", metavar="[HOST:]PORT", help="serve Streamable HTTP at "
                        "http://HOST:PORT/mcp (HOST: 127.0.0.1 unless given)")
-
-
-def _add_demo_command(commands):
-    import argparse
     demo_command = commands.add_parser(
         "demo", help="watch a client and the gift server (or yours: demo -- "
                      "SERVER_CMD...) talk, frame by frame",
@@ -8451,6 +8351,15 @@ def _add_demo_command(commands):
     demo_command.add_argument("words", nargs=argparse.REMAINDER,
                               metavar="-- SERVER_CMD...",
                               help="narrate a session with this server instead")
+    for name, text in (("inspect", "list what a server offers"),
+                       ("call", "one request: -- CMD... METHOD|TOOL [JSON]"),
+                       ("repl", "type frames to a server and watch the replies")):
+        _add_client_command(commands, name, text)
+    explain_command = commands.add_parser(
+        "explain", help="what a JSON-RPC/MCP message is, and what is wrong with it")
+    explain_command.add_argument("message", help="the message as JSON; - reads it from "
+                                 "standard input")
+    return parser
 
 
 def _add_client_command(commands, name, text):
@@ -8517,7 +8426,7 @@ def _run_and_report(parser, args, words):
     """Run the command: its exit code. What goes wrong is said in a line on stderr
     (exit 1), not in a traceback."""
     try:
-        return _run_command(args, words, _shows_colour(sys.stdout))
+        return _COMMANDS[args.command](args, words, _shows_colour(sys.stdout))
     except _NotJSON as e:                          # a JSON argument that isn't JSON
         parser.error(f"not valid JSON: {e}")
     except BrokenPipeError:
@@ -8553,19 +8462,14 @@ def _seconds(text):
     except ValueError:
         value = -1.0
     if not value > 0 or value == float("inf"):
-        raise _argparse_error(f"not a number of seconds: {text!r} (0 or none: no "
-                              "limit)")
+        import argparse
+        message = f"not a number of seconds: {text!r} (0 or none: no limit)"
+        raise argparse.ArgumentTypeError(message)
     return value
 
 
-def _argparse_error(message):
-    import argparse
-    return argparse.ArgumentTypeError(message)
-
-
 def _start_hint(error):
-    """What to do about a server command that could not be started, if the error
-    tells."""
+    """What to do about a server command that did not start, if the error tells."""
     if os.path.isdir(error.filename):
         return " (it is a directory: name the server's program or script)"
     if isinstance(error, PermissionError) and os.path.isfile(error.filename):
@@ -8585,8 +8489,7 @@ Start a server, make one request, print its result as JSON on stdout.
 
 The words after -- are read from the end: the JSON, if the last word starts with {, [
 or ", then the method (it has a slash) or the tool; the words before them start the
-server. With --tool NAME or --method METHOD (and --json JSON) every word after --
-starts the server.
+server (all of them, with --tool or --method).
 """, "epilog": """\
 examples:
   mcp_min.py call -- python3 server.py tools/list
@@ -8625,11 +8528,6 @@ def _show_notification(message):
     print(line, file=sys.stderr, flush=True)
 
 
-def _run_command(args, words, colour):
-    """Run the command parsed: its exit code."""
-    return _COMMANDS[args.command](args, words, colour)
-
-
 def _serve_command(args, words, colour):
     """`serve`: the server in a file, or the demo's, on stdio or over HTTP."""
     if args.target:
@@ -8654,10 +8552,6 @@ def _demo_command(args, words, colour):
         raise SystemExit("mcp_min: --era auto is for your own server: demo --era auto "
                          "-- SERVER_CMD...")
     return demo(colour=colour, era=args.era, command=words)
-
-
-def _repl_command(args, words, colour):
-    return repl(words, colour=colour)
 
 
 def _explain_command(args, words, colour):
@@ -8690,7 +8584,12 @@ def _call_command(args, words, colour):
     era = args.era
     if era == "auto" and method in HANDSHAKE_ONLY_METHODS:     # e.g. ping: only there
         era = "legacy"
-    client = Client(command, era=era, **_call_client_options(args))
+    options = {"timeout": args.timeout}
+    if args.verbose:
+        options.update(on_notification=_show_notification, log_level="debug")
+    elif args.timeout is None:            # no limit: show that the call is alive
+        options.update(on_notification=_show_progress)
+    client = Client(command, era=era, **options)
     try:
         with client:
             code = _call(client, method, params, args.verbose or args.timeout is None)
@@ -8701,17 +8600,8 @@ def _call_command(args, words, colour):
     return 1 if client.junk else code
 
 
-def _call_client_options(args):
-    """The Client's options for `call`: what it shows of the server's notifications."""
-    options = {"timeout": args.timeout}
-    if args.verbose:
-        options.update(on_notification=_show_notification, log_level="debug")
-    elif args.timeout is None:            # no limit: show that the call is alive
-        options.update(on_notification=_show_progress)
-    return options
-
-
-_COMMANDS = {"serve": _serve_command, "demo": _demo_command, "repl": _repl_command,
+_COMMANDS = {"serve": _serve_command, "demo": _demo_command,
+             "repl": lambda args, words, colour: repl(words, colour=colour),
              "explain": _explain_command, "inspect": _inspect_command,
              "call": _call_command}
 
@@ -8723,29 +8613,25 @@ def _show_progress(message):
 
 def _call(client, method, params, progress):
     """`call`: make the request, print its result; the exit code. ``progress``: ask for
-    progress (and, with -v, log messages: the client's on_notification shows them)."""
+    progress, and with -v for every log level (in 2026-07-28 log_level asks already)."""
     try:
         if progress:
-            params = _asking_for_progress(client, params)
+            if (client.on_notification is _show_notification
+                    and "logging" in client.server_capabilities):
+                client.set_logging_level("debug")
+            params = dict(params or {})
+            params["_meta"] = {**(params.get("_meta") or {}), "progressToken": "call"}
         result = _call_request(client, method, params)
         _print_json(result)
         if isinstance(result, dict) and result.get("isError") is True:
-            _show_tool_error(result)
+            shown = [block.get("text") for block in result.get("content") or ()
+                     if isinstance(block, dict) and isinstance(block.get("text"), str)]
+            print("\n".join(["mcp_min: the tool reported an error:", *shown]),
+                  file=sys.stderr)
     except JSONRPCError as e:
         print(f"error {e.code}: {e.message}", file=sys.stderr)
         return 1
     return 0
-
-
-def _asking_for_progress(client, params):
-    """``params`` with a progress token; with -v, the server is asked for every log
-    level too (in 2026-07-28 the client's log_level asks already)."""
-    if (client.on_notification is _show_notification
-            and "logging" in client.server_capabilities):
-        client.set_logging_level("debug")
-    params = dict(params or {})
-    params["_meta"] = {**(params.get("_meta") or {}), "progressToken": "call"}
-    return params
 
 
 def _call_request(client, method, params):
@@ -8762,16 +8648,8 @@ def _call_request(client, method, params):
     return client.request(method, params)
 
 
-def _show_tool_error(result):
-    """The text of a tool's isError result, on stderr."""
-    shown = [block.get("text") for block in result.get("content") or ()
-             if isinstance(block, dict) and isinstance(block.get("text"), str)]
-    print("\n".join(["mcp_min: the tool reported an error:", *shown]), file=sys.stderr)
-
-
 def load_server(target):
-    """The Server in a Python file: ``path.py`` (its only Server) or
-    ``path.py:name``."""
+    """The Server in a Python file: ``path.py`` (its only one) or ``path.py:name``."""
     import runpy
     path, _, name = target.partition(":")
     if not os.path.isfile(path):
