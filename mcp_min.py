@@ -184,10 +184,9 @@ V2026_07 = MODERN_PROTOCOL_VERSIONS[0]
 # Logging failures (a first reading can skip this)
 # ======================================================================================
 #
-# A failure is logged once, at ERROR, and bounded: of each traceback only its first and
-# last frames (_LOGGED_FRAMES), and _LOGGED_CHARS characters in all. A handler that
-# fails deep in a recursion (or that a client makes fail so) must not write a hundred
-# KiB per request.
+# A failure is logged once, at ERROR, and bounded (of each traceback its first and last
+# frames, _LOGGED_CHARS characters in all): a handler that fails deep in a recursion (or
+# that a client makes fail so) must not write a hundred KiB per request.
 
 _LOGGED_FRAMES = (4, 8)
 _LOGGED_CHARS = 4096
@@ -207,7 +206,6 @@ def _log_failure(what, error, with_traceback=True):
         cut, keep = len(text) - _LOGGED_CHARS, _LOGGED_CHARS // 2
         text = f"{text[:keep]}\n[... {cut} characters left out ...]\n{text[-keep:]}"
     log.error("%s failed: %s", what, text)
-
 
 
 def _traceback_chain(error, traceback):
@@ -749,7 +747,6 @@ class Outlet:
     its response, ``respond`` the response (None: none is due). A Peer, a Batch and an
     HTTP EventStream are outlets. ``events``: does more than the response get out?"""
 
-
     events = True
 
     def send_frame(self, frame):
@@ -951,8 +948,7 @@ class Peer(Outlet):
         if kind is None and rid in self.pending:
             kind = "response"
         if kind not in ("notification", "response"):
-            frame = encode_message(error_response(rid, error.code, error.message))
-            return outlet.respond(frame)
+            return outlet.respond(error_frame(rid, error.code, error.message))
         log.warning("ignored an invalid %s: %s", kind, error.message)
         if kind == "response":
             self.fail_response(rid, error.code, error.message)
@@ -978,14 +974,13 @@ class Peer(Outlet):
 
     def handle_batch(self, items, outlet):
         """Hook: a JSON array of messages (only protocol 2025-03-26 has them)."""
-        outlet.respond(encode_message(error_response(
-            None, INVALID_REQUEST, "Invalid Request: batches are not supported; "
-                                   "send one message per line")))
+        outlet.respond(error_frame(None, INVALID_REQUEST, "Invalid Request: batches "
+                                   "are not supported; send one message per line"))
 
     def handle_request(self, message, outlet):
         """Hook: answer a request (through ``outlet.respond``)."""
-        outlet.respond(encode_message(error_response(
-            message["id"], METHOD_NOT_FOUND, f"Method not found: {message['method']}")))
+        outlet.respond(error_frame(message["id"], METHOD_NOT_FOUND,
+                                   f"Method not found: {message['method']}"))
 
     def handle_notification(self, message):
         """Hook: act on a notification (never answered)."""
@@ -995,7 +990,6 @@ class Batch(Outlet):
     """Collects the replies to one JSON-RPC batch (protocol 2025-03-26 only): once every
     member is answered or needs no answer, responds with them as one array (or None, if
     none needed one) through the outlet the batch came from."""
-
 
     def __init__(self, outlet, size):
         self.remaining = size
@@ -7428,10 +7422,9 @@ class Client(Peer):
         if isinstance(supported, list) and any(
                 version in PROTOCOL_VERSIONS for version in supported):
             return
+        offered = "other versions"
         if supported:
             offered = f"protocol versions {_preview(supported)}"
-        else:
-            offered = "other versions"
         raise ConnectionError(f"the server supports {offered}: not 2026-07-28, and as "
                               "a server of the stateless era it has no handshake to "
                               "fall back to")
@@ -7582,8 +7575,7 @@ class Client(Peer):
         except JSONRPCError as e:             # without its data, if that is not JSON
             frame = error_frame(rid, e.code, e.message, e.data)
         except Exception as e:  # the callback failed, or returned something not JSON
-            frame = encode_message(error_response(rid, INTERNAL_ERROR,
-                                                  f"{type(e).__name__}: {e}"))
+            frame = error_frame(rid, INTERNAL_ERROR, f"{type(e).__name__}: {e}")
         if rid in self.cancelled_requests:
             # Cancelled by the server: the spec forbids a reply (a batch still learns
             # that this one is done).
@@ -7647,7 +7639,6 @@ class Client(Peer):
                 raise ProtocolError(f"{method}: the server sent resultType "
                                     f"{_preview(kind)}, which this client does not "
                                     "know")
-
         return result
 
     def request_with_input(self, method, params, timeout=None):
@@ -7659,8 +7650,6 @@ class Client(Peer):
                 return result
             if result.get("resultType") != "input_required":
                 return result
-
-
             if rounds >= self.max_rounds:
                 raise JSONRPCError(INTERNAL_ERROR,
                                    f"{method}: still input_required after "
@@ -7785,7 +7774,6 @@ class Client(Peer):
 
     def cancel(self, request_id, reason=None):
         """Cancel a request of ours: tell the server, and stop waiting for it."""
-
         params = {"requestId": request_id}
         if reason:
             params["reason"] = reason
@@ -7835,7 +7823,6 @@ class Subscription:
     def next(self, timeout=None):
         """The next notification on this stream; TimeoutError if none comes in time,
         ConnectionError once the stream has ended and every notification was taken."""
-
         if timeout is None:
             timeout = self.client.timeout
         try:
