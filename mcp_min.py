@@ -839,6 +839,13 @@ class Peer(Outlet):
         slot.done.wait()
         return slot.outcome()
 
+    def _settle(self, rid, result=None, error=None):
+        """File the outcome of our request ``rid``; False if it is not pending."""
+        slot = self.pending.pop(rid, None)
+        if slot is not None:
+            slot.resolve(result, error)
+        return slot is not None
+
     def cancel_pending(self, owner, reason):
         """Give up the outbound requests an owner made, telling the other side."""
         outlet = self if owner is None else owner.outlet   # where its requests went
@@ -851,9 +858,7 @@ class Peer(Outlet):
     def fail_pending(self, exc):
         self.input_ended = True
         for rid in list(self.pending):
-            slot = self.pending.pop(rid, None)
-            if slot is not None:
-                slot.resolve(error=exc)
+            self._settle(rid, error=exc)
 
     # -- reading -----------------------------------------------------------------------
     def read_loop(self, rfile, max_line_bytes):
@@ -916,9 +921,7 @@ class Peer(Outlet):
     def fail_response(self, rid, code, text):
         """A response we could not read: its request fails (responses get no answer)."""
         # rid is a valid id or None (True would pop the request of id 1).
-        slot = self.pending.pop(rid, None)
-        if slot is not None:
-            slot.resolve(error={"code": code, "message": text})
+        self._settle(rid, error={"code": code, "message": text})
 
     def handle_message(self, message, outlet=None):
         """Act on one decoded message. ``outlet`` is where the response goes, through
@@ -956,16 +959,11 @@ class Peer(Outlet):
 
     def handle_response(self, message):
         rid = message.get("id")               # a valid id or None: classify saw to it
-        slot = self.pending.pop(rid, None)
-        if slot is None:
+        error = message.get("error")
+        if "error" in message and not isinstance(error, dict):
+            error = {"message": str(error)}
+        if not self._settle(rid, message.get("result"), error):
             log.debug("ignored a response to no pending request: id %r", rid)
-        elif "error" in message:
-            error = message["error"]
-            if not isinstance(error, dict):
-                error = {"message": str(error)}
-            slot.resolve(error=error)
-        else:
-            slot.resolve(result=message["result"])
 
     def respond(self, frame):
         """As an outlet: write a response, or nothing for None (no response is due)."""
@@ -7716,9 +7714,7 @@ class Client(Peer):
         if subscription is None:
             return
         if message["method"] == "notifications/subscriptions/acknowledged":
-            slot = self.pending.pop(listen_id, None)
-            if slot is not None:
-                slot.resolve(result=message.get("params") or {})
+            self._settle(listen_id, message.get("params") or {})
         else:
             subscription.events.put(message)
 
@@ -7778,9 +7774,8 @@ class Client(Peer):
         if reason:
             params["reason"] = reason
         self.notify("notifications/cancelled", params)
-        slot = self.pending.pop(request_id, None)
-        if slot is not None:
-            slot.resolve(error=Cancelled(f"request {request_id!r} was cancelled"))
+        self._settle(request_id,
+                     error=Cancelled(f"request {request_id!r} was cancelled"))
 
     def read_resource(self, uri):
         return self.request_with_input("resources/read", {"uri": uri})
