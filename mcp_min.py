@@ -924,9 +924,8 @@ class Peer(Outlet):
         self._settle(rid, error={"code": code, "message": text})
 
     def handle_message(self, message, outlet=None):
-        """Act on one decoded message. ``outlet`` is where the response goes, through
-        its ``respond`` (and other frames about the request through ``send_frame``):
-        this peer, a Batch, or an HTTP EventStream."""
+        """Act on one decoded message; ``outlet`` (this peer, a Batch, or an HTTP
+        EventStream) takes the frames about it, and its response."""
         outlet = outlet or self
         if isinstance(message, list):
             return self.handle_batch(message, outlet)
@@ -7311,8 +7310,7 @@ class Client(Peer):
                 raise
 
     def _start(self, target, env, cwd, stderr, trace):
-        """Start the server (a process, or a Server on a thread), and the thread that
-        reads what it sends."""
+        """Start the server (a process, or a Server on a thread), and the reader."""
         self.process = self.server_thread = None
         if isinstance(target, Server):
             write_fd, rfile = self._serve_in_memory(target)
@@ -7389,8 +7387,7 @@ class Client(Peer):
 
     # -- lifecycle ---------------------------------------------------------------------
     def connect(self):
-        """Open the session in the client's ``era``: the result of initialize or
-        discover."""
+        """Open the session in the client's ``era``: the result of the opening call."""
         if self.era == "legacy":
             return self.initialize()
         # At most 10 s: a handshake-only server may never answer a method it lacks.
@@ -7428,8 +7425,7 @@ class Client(Peer):
                               "fall back to")
 
     def discover(self, timeout=None):
-        """server/discover; if the server serves 2026-07-28, every later request carries
-        the envelope."""
+        """server/discover; if the server offers 2026-07-28, the client speaks it."""
         if timeout is None:
             timeout = self.timeout
         answer = super().request("server/discover", {"_meta": self.envelope(V2026_07)},
