@@ -184,10 +184,9 @@ V2026_07 = MODERN_PROTOCOL_VERSIONS[0]
 # Logging failures (a first reading can skip this)
 # ======================================================================================
 #
-# A failure is logged once, at ERROR, and bounded: of each traceback only its first and
-# last frames (_LOGGED_FRAMES), and _LOGGED_CHARS characters in all. A handler that
-# fails deep in a recursion (or that a client makes fail so) must not write a hundred
-# KiB per request.
+# A failure is logged once, at ERROR, and bounded (of each traceback its first and last
+# frames, _LOGGED_CHARS characters in all): a handler that fails deep in a recursion (or
+# that a client makes fail so) must not write a hundred KiB per request.
 
 _LOGGED_FRAMES = (4, 8)
 _LOGGED_CHARS = 4096
@@ -196,23 +195,17 @@ _LOGGED_CHARS = 4096
 def _log_failure(what, error, with_traceback=True):
     """Log that ``what`` failed with ``error``: its type and message, then (if
     ``with_traceback``) its traceback, a RecursionError in one line."""
-    log.error("%s failed: %s", what, _failure_text(error, with_traceback))
-
-
-def _failure_text(error, with_traceback=True):
-    """What _log_failure logs of ``error``, at most _LOGGED_CHARS long."""
     import traceback
     if isinstance(error, RecursionError):
         text = _recursion_line(error, traceback)
-    elif not with_traceback:
-        text = _exception_line(error, traceback, 200)
     else:
-        text = (_exception_line(error, traceback, 200) + "\n"
-                + _traceback_chain(error, traceback))
+        text = _exception_line(error, traceback, 200)
+        if with_traceback:
+            text += "\n" + _traceback_chain(error, traceback)
     if len(text) > _LOGGED_CHARS:             # a long text: its start and its end
         cut, keep = len(text) - _LOGGED_CHARS, _LOGGED_CHARS // 2
         text = f"{text[:keep]}\n[... {cut} characters left out ...]\n{text[-keep:]}"
-    return text
+    log.error("%s failed: %s", what, text)
 
 
 def _traceback_chain(error, traceback):
@@ -359,11 +352,9 @@ SERVER_BUSY = -32000
 
 
 class JSONRPCError(Exception):
-    """A JSON-RPC error: raise it in a handler (an entry of ``server.handlers``), a
-    resource or a prompt to answer with ``{"error": {...}}`` (raised in a tool, it is an
-    ``isError`` result, as any exception is); outbound requests raise it when the other
-    side answered with an error. In 2026-07-28 a code of the reserved -32020...-32099
-    range other than -32020, -32021 and -32022 is sent as -32603."""
+    """A JSON-RPC error: raised in a handler, a resource or a prompt, it is the answer
+    ``{"error": {...}}`` (in a tool, an ``isError`` result, as any exception is);
+    outbound requests raise it when the other side answered with an error."""
 
     def __init__(self, code, message, data=None):
         super().__init__(message)
@@ -377,9 +368,8 @@ class ToolError(Exception):
 
 
 class ResourceNotFound(LookupError):
-    """Raise in a resource function for a URI it does not serve (FileNotFoundError does
-    the same): the client gets its era's not-found error, -32002 (or -32602 in
-    2026-07-28)."""
+    """Raise in a resource function for a URI it does not serve (as FileNotFoundError):
+    the client gets its era's not-found error."""
 
 
 class Cancelled(Exception):
@@ -387,9 +377,8 @@ class Cancelled(Exception):
 
 
 class CapabilityError(Exception):
-    """The client did not declare what a request to it needs. ``required`` is the
-    client capability it lacks, as 2026-07-28 names it in error -32021, e.g.
-    ``{"sampling": {}}``."""
+    """The client did not declare what a request to it needs: ``required`` is the
+    capability it lacks, e.g. ``{"sampling": {}}`` (2026-07-28 error -32021)."""
 
     def __init__(self, message, required=None):
         super().__init__(message)
@@ -404,10 +393,9 @@ class InvalidAnswer(JSONRPCError):
 
 
 class InputRequired(BaseException):
-    """Raised by ``ctx.elicit()``, ``ctx.sample()`` and ``ctx.list_roots()`` in a
-    2026-07-28 request the client has not answered yet: the call ends
-    ``input_required``, and runs again when the client retries with the answer. A
-    BaseException, so that ``except Exception`` passes it."""
+    """A question (``ctx.elicit()``, ``sample()``, ``list_roots()``) a 2026-07-28 client
+    has not answered yet: the call ends ``input_required``, to run again with the
+    answer. A BaseException, so that ``except Exception`` lets it through."""
 
     def __init__(self, questions):
         super().__init__(f"waiting for the client to answer {', '.join(questions)}")
@@ -571,17 +559,15 @@ def _read_past(readline, line, size, max_bytes):
     return LineTooLong(size, head, tail.rstrip(b"\r\n"))
 
 
-# Set by claim_stdio(), run_http and gunicorn: the process is the server's.
+# Set by claim_stdio(), run_http and gunicorn (Server.wsgi): the process is the
+# server's, its allocator ours to tune (not that of an application that mounts it).
 _tune_allocator = False
 
 
 def _keep_big_blocks_apart():
     """Pin glibc's mmap threshold at 1 MiB on the first large message: glibc raises it
     once a large block is freed, and then each multi-MiB message grows a per-thread heap
-    that keeps the memory. Only on Linux, and only in a process that is the server's:
-    serving stdio (see claim_stdio), run_http, or a gunicorn worker (Server.wsgi); not
-    in an application that mounts the server among its own (its allocator is its
-    business)."""
+    that keeps the memory. Only on Linux, in a process that is the server's."""
     global _tune_allocator
     with _first_use:
         tune = _tune_allocator
@@ -654,9 +640,8 @@ def classify(message):
 
 
 def describe_frame(message, answers=None):
-    """A short label for a message: 'request 3 tools/call', 'notification
-    notifications/...', 'response 3 tools/call' (``answers`` names the request's method,
-    if known), 'error 3 -32601', 'batch of N'. Used by traces and the command line."""
+    """A short label for a message: 'request 3 tools/call', 'error 3 -32601', 'batch of
+    N'...; ``answers``: the method a response answers, if known."""
     if isinstance(message, list):
         return f"batch of {len(message)}"
     if not isinstance(message, dict):
@@ -689,19 +674,16 @@ def _shows_colour(stream):
 
 class FramePrinter:
     """A Peer's trace: one line a frame, with who sent it (``labels`` maps "in" and
-    "out" to, say, "C->S"), what it is (see describe_frame) and its bytes; coloured on
-    a terminal."""
+    "out" to, say, "C->S"), what it is and its bytes; coloured on a terminal."""
 
     _COLOURS = {"request": "36", "notification": "33", "response": "32", "error": "31"}
 
     def __init__(self, labels, stream=None, colour=None):
         self.labels = labels
         self.stream = stream or sys.stdout
-        if colour is None:
-            colour = _shows_colour(self.stream)
-        self.colour = colour
+        self.colour = _shows_colour(self.stream) if colour is None else colour
         self.lock = threading.Lock()
-        self.methods = {}
+        self.methods = {}               # (direction, id) of a request -> its method
 
     def __call__(self, direction, raw):
         body = raw.decode("utf-8", "replace").rstrip("\r\n")
@@ -762,10 +744,8 @@ class _Pending:
 
 class Outlet:
     """Where the frames about one request go: ``send_frame`` takes what comes before
-    its response (progress, log lines, the server's own requests), ``respond`` the
-    response itself (None: none is due). A Peer is one (its connection), and so are a
-    Batch (its replies make one array) and an HTTP EventStream (the POST's response).
-    ``events``: whether anything but the response reaches the client."""
+    its response, ``respond`` the response (None: none is due). A Peer, a Batch and an
+    HTTP EventStream are outlets. ``events``: does more than the response get out?"""
 
     events = True
 
@@ -788,10 +768,9 @@ class Outlet:
 
 
 class Peer(Outlet):
-    """One end of a JSON-RPC connection, one message a line: the server's Session and
-    the Client are Peers. It writes each frame whole under a lock, sends requests and
-    waits for their responses, and reads lines, handing each message to a hook
-    (handle_*)."""
+    """One end of a JSON-RPC connection, one message a line, that Session and Client
+    build on: it writes frames whole, waits for the responses to its requests, and
+    hands each message it reads to a hook (handle_*)."""
 
     def __init__(self, write_fd, trace=None):
         self.write_fd = write_fd
@@ -850,20 +829,22 @@ class Peer(Outlet):
         if self.input_ended or not outlet.send_frame(frame):
             self.pending.pop(rid, None)
             raise ConnectionError("the connection is closed")
-        if not slot.done.wait(timeout):
-            self._give_up(rid, method, timeout, outlet)
-            slot.done.wait()            # the answer won the race: it is being filed now
+        # Still pending after the timeout (else the answer won the race: it is being
+        # filed now): tell the other side.
+        if not slot.done.wait(timeout) and self.pending.pop(rid, None) is not None:
+            if method != "initialize":  # the one request the spec forbids cancelling
+                outlet.notify("notifications/cancelled", {
+                    "requestId": rid, "reason": f"no response within {timeout} s"})
+            raise TimeoutError(f"{method}: no response within {timeout} s")
+        slot.done.wait()
         return slot.outcome()
 
-    def _give_up(self, rid, method, timeout, outlet):
-        """No response came within ``timeout``: tell the other side, and raise
-        TimeoutError; unless the answer is being filed just now (then return)."""
-        if self.pending.pop(rid, None) is None:
-            return
-        if method != "initialize":      # the one request the spec forbids cancelling
-            outlet.notify("notifications/cancelled", {
-                "requestId": rid, "reason": f"no response within {timeout} s"})
-        raise TimeoutError(f"{method}: no response within {timeout} s")
+    def _settle(self, rid, result=None, error=None):
+        """File the outcome of our request ``rid``; False if it is not pending."""
+        slot = self.pending.pop(rid, None)
+        if slot is not None:
+            slot.resolve(result, error)
+        return slot is not None
 
     def cancel_pending(self, owner, reason):
         """Give up the outbound requests an owner made, telling the other side."""
@@ -877,9 +858,7 @@ class Peer(Outlet):
     def fail_pending(self, exc):
         self.input_ended = True
         for rid in list(self.pending):
-            slot = self.pending.pop(rid, None)
-            if slot is not None:
-                slot.resolve(error=exc)
+            self._settle(rid, error=exc)
 
     # -- reading -----------------------------------------------------------------------
     def read_loop(self, rfile, max_line_bytes):
@@ -942,14 +921,11 @@ class Peer(Outlet):
     def fail_response(self, rid, code, text):
         """A response we could not read: its request fails (responses get no answer)."""
         # rid is a valid id or None (True would pop the request of id 1).
-        slot = self.pending.pop(rid, None)
-        if slot is not None:
-            slot.resolve(error={"code": code, "message": text})
+        self._settle(rid, error={"code": code, "message": text})
 
     def handle_message(self, message, outlet=None):
-        """Act on one decoded message. ``outlet`` is where the response goes, through
-        its ``respond`` (and other frames about the request through ``send_frame``):
-        this peer, a Batch, or an HTTP EventStream."""
+        """Act on one decoded message; ``outlet`` (this peer, a Batch, or an HTTP
+        EventStream) takes the frames about it, and its response."""
         outlet = outlet or self
         if isinstance(message, list):
             return self.handle_batch(message, outlet)
@@ -974,8 +950,7 @@ class Peer(Outlet):
         if kind is None and rid in self.pending:
             kind = "response"
         if kind not in ("notification", "response"):
-            frame = encode_message(error_response(rid, error.code, error.message))
-            return outlet.respond(frame)
+            return outlet.respond(error_frame(rid, error.code, error.message))
         log.warning("ignored an invalid %s: %s", kind, error.message)
         if kind == "response":
             self.fail_response(rid, error.code, error.message)
@@ -983,16 +958,11 @@ class Peer(Outlet):
 
     def handle_response(self, message):
         rid = message.get("id")               # a valid id or None: classify saw to it
-        slot = self.pending.pop(rid, None)
-        if slot is None:
+        error = message.get("error")
+        if "error" in message and not isinstance(error, dict):
+            error = {"message": str(error)}
+        if not self._settle(rid, message.get("result"), error):
             log.debug("ignored a response to no pending request: id %r", rid)
-        elif "error" in message:
-            error = message["error"]
-            if not isinstance(error, dict):
-                error = {"message": str(error)}
-            slot.resolve(error=error)
-        else:
-            slot.resolve(result=message["result"])
 
     def respond(self, frame):
         """As an outlet: write a response, or nothing for None (no response is due)."""
@@ -1001,24 +971,22 @@ class Peer(Outlet):
 
     def handle_batch(self, items, outlet):
         """Hook: a JSON array of messages (only protocol 2025-03-26 has them)."""
-        outlet.respond(encode_message(error_response(
-            None, INVALID_REQUEST, "Invalid Request: batches are not supported; "
-                                   "send one message per line")))
+        outlet.respond(error_frame(None, INVALID_REQUEST, "Invalid Request: batches "
+                                   "are not supported; send one message per line"))
 
     def handle_request(self, message, outlet):
         """Hook: answer a request (through ``outlet.respond``)."""
-        outlet.respond(encode_message(error_response(
-            message["id"], METHOD_NOT_FOUND, f"Method not found: {message['method']}")))
+        outlet.respond(error_frame(message["id"], METHOD_NOT_FOUND,
+                                   f"Method not found: {message['method']}"))
 
     def handle_notification(self, message):
         """Hook: act on a notification (never answered)."""
 
 
 class Batch(Outlet):
-    """Collects the replies to one JSON-RPC batch (protocol 2025-03-26 only) and
-    responds with them as one array, through the outlet the batch came from, once every
-    member has been answered or turned out to need no answer (if none needed one: with
-    None, nothing to send)."""
+    """Collects the replies to one JSON-RPC batch (protocol 2025-03-26 only): once every
+    member is answered or needs no answer, responds with them as one array (or None, if
+    none needed one) through the outlet the batch came from."""
 
     def __init__(self, outlet, size):
         self.remaining = size
@@ -6996,37 +6964,21 @@ def _parse_address(address):
 # ======================================================================================
 
 class ProtocolError(Exception):
-    """The server broke the protocol: a result of the wrong shape, a cursor that
-    repeats."""
+    """The server broke the protocol: a result of the wrong shape, a repeated cursor."""
 
 
 def _expect_object(value, what):
-    """``value`` if it is a JSON object, else ProtocolError naming what the server
-    sent."""
+    """``value`` if it is a JSON object, else ProtocolError naming what was sent."""
     if not isinstance(value, dict):
         raise ProtocolError(f"{what} must be an object; the server sent "
                             f"{_preview(value)}")
     return value
 
 
-def _callback_capabilities(roots, sampling, elicitation):
-    """The client capabilities that the callbacks given stand for."""
-    offers = (("roots", roots, {"listChanged": True}),
-              ("sampling", sampling, {}),
-              ("elicitation", elicitation, {}))
-    return {name: offer for name, callback, offer in offers if callback}
-
-
 class Client(Peer):
     """An MCP client on the same JSON-RPC core, for tests, scripts and workshops.
-
-    ``target`` is a server command or a Server in memory. ``era``: "legacy" performs the
-    handshake, "2026-07-28" sends server/discover and stamps every request with the
-    envelope, "auto" tries 2026-07-28 and falls back to the handshake.
-
-    The ``sampling``, ``elicitation`` and ``roots`` callbacks answer the server's
-    requests, or the questions of input_required results. Every notification received
-    is kept in ``notifications``."""
+    ``target`` is a server command or a Server in memory; ``era``: "legacy" (the
+    handshake), "2026-07-28" (server/discover), or "auto" (what the server offers)."""
 
     def __init__(self, target, *, roots=None, sampling=None, elicitation=None,
                  protocol_version=LATEST_PROTOCOL_VERSION, client_info=None,
@@ -7051,8 +7003,11 @@ class Client(Peer):
         self.callbacks = {"roots/list": roots, "sampling/createMessage": sampling,
                           "elicitation/create": elicitation}
         self._start(target, env, cwd, stderr, trace)
-        if capabilities is None:
-            capabilities = _callback_capabilities(roots, sampling, elicitation)
+        if capabilities is None:             # those the callbacks given stand for
+            capabilities = {method.split("/")[0]: {}
+                            for method, callback in self.callbacks.items() if callback}
+            if roots:
+                capabilities["roots"] = {"listChanged": True}
         self.capabilities = capabilities
         self.client_info = client_info or {"name": "mcp_min-client",
                                            "version": __version__}
@@ -7061,16 +7016,29 @@ class Client(Peer):
         self.server_capabilities = None
         self.instructions = None
         if initialize:
-            self._connect_or_close()
+            try:
+                self.connect()
+            except BaseException:            # close first: leave no server process
+                try:
+                    self.close(timeout=1.0)
+                except Exception:
+                    pass
+                raise
 
     def _start(self, target, env, cwd, stderr, trace):
-        """Start the server (a process, or a Server on a thread), and the thread that
-        reads what it sends."""
+        """Start the server (a process, or a Server on a thread), and the reader."""
         self.process = self.server_thread = None
         if isinstance(target, Server):
             write_fd, rfile = self._serve_in_memory(target)
         else:
-            write_fd, rfile = self._start_process(target, env, cwd, stderr)
+            import subprocess
+            # A process group of its own: Ctrl+C in a terminal reaches this client
+            # alone, which cancels what is in flight and closes the server's input
+            # (__exit__), rather than stopping the server in the middle of a call.
+            self.process = subprocess.Popen(
+                target, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                env=env, cwd=cwd, start_new_session=os.name == "posix")
+            write_fd, rfile = self.process.stdin.fileno(), self.process.stdout
         super().__init__(write_fd, trace and self._guarded_trace(trace))
         self.reader = threading.Thread(target=self._read, args=(rfile,), daemon=True,
                                        name="mcp_min-client-reader")
@@ -7093,32 +7061,9 @@ class Client(Peer):
         self.server_thread.start()
         return client_writes, open(client_reads, "rb", buffering=1 << 16)
 
-    def _start_process(self, command, env, cwd, stderr):
-        """Start the server ``command``; returns its stdin's fd and its stdout."""
-        import subprocess
-        # A process group of its own: Ctrl+C in a terminal reaches this client alone,
-        # which cancels what is in flight and closes the server's input (__exit__),
-        # rather than stopping the server in the middle of a call.
-        self.process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
-            env=env, cwd=cwd, start_new_session=os.name == "posix")
-        return self.process.stdin.fileno(), self.process.stdout
-
-    def _connect_or_close(self):
-        """connect(); if that fails, close first: no server process is left behind."""
-        try:
-            self.connect()
-        except BaseException:
-            try:
-                self.close(timeout=1.0)
-            except Exception:
-                pass
-            raise
-
     def _guarded_trace(self, trace):
         """``trace``, switched off the first time it raises (e.g. printing to a stdout
-        that was closed, as by `| head`): raising in the reader thread would end it, and
-        with it every message still to come."""
+        closed by `| head`): raising would end the reader thread, and all it reads."""
         def guarded(direction, raw):
             try:
                 trace(direction, raw)
@@ -7158,12 +7103,10 @@ class Client(Peer):
 
     # -- lifecycle ---------------------------------------------------------------------
     def connect(self):
-        """Open the session in the client's ``era``: the result of initialize or
-        discover."""
+        """Open the session in the client's ``era``: the result of the opening call."""
         if self.era == "legacy":
             return self.initialize()
-        # At most 10 s: a handshake-only server may never answer a method it does not
-        # know.
+        # At most 10 s: a handshake-only server may never answer a method it lacks.
         probe_timeout = 10.0 if self.timeout is None else min(self.timeout, 10.0)
         try:
             result = self.discover(timeout=probe_timeout)
@@ -7186,22 +7129,19 @@ class Client(Peer):
 
     def _check_handshake_offered(self, supported):
         """A server that knows server/discover but not 2026-07-28 is of the stateless
-        era: it has no handshake to fall back to, unless it lists a version of the
-        handshake too."""
-        if isinstance(supported, list):
-            if any(version in PROTOCOL_VERSIONS for version in supported):
-                return
+        era: no handshake to fall back to, unless it lists a handshake version too."""
+        if isinstance(supported, list) and any(
+                version in PROTOCOL_VERSIONS for version in supported):
+            return
+        offered = "other versions"
         if supported:
             offered = f"protocol versions {_preview(supported)}"
-        else:
-            offered = "other versions"
         raise ConnectionError(f"the server supports {offered}: not 2026-07-28, and as "
                               "a server of the stateless era it has no handshake to "
                               "fall back to")
 
     def discover(self, timeout=None):
-        """server/discover; if the server serves 2026-07-28, every later request carries
-        the envelope."""
+        """server/discover; if the server offers 2026-07-28, the client speaks it."""
         if timeout is None:
             timeout = self.timeout
         answer = super().request("server/discover", {"_meta": self.envelope(V2026_07)},
@@ -7257,9 +7197,8 @@ class Client(Peer):
         return result
 
     def close(self, timeout=5.0):
-        """Close the server's input (the MCP shutdown signal) and wait for it to end:
-        between frames, unless one is stuck for ``timeout`` on a server that reads
-        nothing."""
+        """Close the server's input (the MCP shutdown signal) between frames, unless one
+        is stuck for ``timeout`` on a server that reads nothing; wait for it to end."""
         got = self.write_lock.acquire(timeout=timeout)
         fd, self.write_fd = self.write_fd, None
         if got:
@@ -7307,9 +7246,8 @@ class Client(Peer):
 
     # -- incoming ----------------------------------------------------------------------
     def handle_batch(self, items, outlet):
-        # Protocol 2025-03-26 has batches, and a client must take them: each message is
-        # handled as if it came alone, and the answers to its requests go back as one
-        # batch.
+        # Protocol 2025-03-26 has batches, and a client must take them: each message as
+        # if it came alone, the answers to its requests as one batch.
         if self.protocol_version != V2025_03:
             return super().handle_batch(items, outlet)
         _answer_batch(self, items, outlet)
@@ -7347,8 +7285,7 @@ class Client(Peer):
         except JSONRPCError as e:             # without its data, if that is not JSON
             frame = error_frame(rid, e.code, e.message, e.data)
         except Exception as e:  # the callback failed, or returned something not JSON
-            frame = encode_message(error_response(rid, INTERNAL_ERROR,
-                                                  f"{type(e).__name__}: {e}"))
+            frame = error_frame(rid, INTERNAL_ERROR, f"{type(e).__name__}: {e}")
         if rid in self.cancelled_requests:
             # Cancelled by the server: the spec forbids a reply (a batch still learns
             # that this one is done).
@@ -7358,8 +7295,7 @@ class Client(Peer):
 
     def handle_unparsable(self, line, error):
         # A server that writes anything but JSON-RPC to stdout is broken: keep the line
-        # so callers can say so, but don't answer it (it would only add noise to the
-        # wire).
+        # so callers can say so, but don't answer it (only noise on the wire).
         self.junk.append(line.decode("utf-8", "replace").rstrip("\r\n"))
 
     def handle_notification(self, message):
@@ -7407,19 +7343,17 @@ class Client(Peer):
         if timeout is None:
             timeout = self.timeout
         result = super().request(method, params, timeout, owner, request_id)
-        kind = "complete"
-        if isinstance(result, dict):
+        if self.modern and isinstance(result, dict):
             kind = result.get("resultType", "complete")
-        if self.modern and kind not in ("complete", "input_required"):
-            # The spec: any other resultType is invalid.
-            raise ProtocolError(f"{method}: the server sent resultType "
-                                f"{_preview(kind)}, which this client does not know")
+            if kind not in ("complete", "input_required"):    # the spec: invalid
+                raise ProtocolError(f"{method}: the server sent resultType "
+                                    f"{_preview(kind)}, which this client does not "
+                                    "know")
         return result
 
     def request_with_input(self, method, params, timeout=None):
         """A request that may answer input_required (2026-07-28): answer its questions
-        with the callbacks and retry, with the answers and the requestState, until it is
-        done."""
+        with the callbacks, and retry with the answers and requestState, until done."""
         result = self.request(method, params, timeout)
         for rounds in count():
             if not isinstance(result, dict):
@@ -7440,8 +7374,7 @@ class Client(Peer):
             result = self.request(method, retry, timeout)
 
     def _answer_inputs(self, method, asked):
-        """The inputResponses to the inputRequests ``asked`` in the result of
-        ``method``."""
+        """The inputResponses to the inputRequests ``asked`` by ``method``'s result."""
         answers = {}
         for key, question in asked.items():
             where = f"inputRequests[{_preview(key)}] in the result of {method}"
@@ -7453,8 +7386,7 @@ class Client(Peer):
     def listen(self, *, tools=False, prompts=False, resources=False, resource_uris=None,
                timeout=None):
         """Open a subscriptions/listen stream (2026-07-28) for list changes and updates
-        of ``resource_uris``; returns a Subscription once the server has acknowledged
-        it."""
+        of ``resource_uris``: a Subscription, once the server has acknowledged it."""
         kinds = (("tools", tools), ("prompts", prompts), ("resources", resources))
         wanted = {f"{kind}ListChanged": True for kind, on in kinds if on}
         if resource_uris:
@@ -7476,8 +7408,7 @@ class Client(Peer):
         return subscription, ack
 
     def end_subscription(self, listen_id, why):
-        """The stream is over: its next() raises ConnectionError, after what came
-        before."""
+        """The stream is over: its next() raises ConnectionError, after what came."""
         subscription = self.subscriptions.pop(listen_id, None)
         if subscription is not None:
             subscription.events.put(ConnectionError(why))
@@ -7495,9 +7426,7 @@ class Client(Peer):
         if subscription is None:
             return
         if message["method"] == "notifications/subscriptions/acknowledged":
-            slot = self.pending.pop(listen_id, None)
-            if slot is not None:
-                slot.resolve(result=message.get("params") or {})
+            self._settle(listen_id, message.get("params") or {})
         else:
             subscription.events.put(message)
 
@@ -7506,8 +7435,7 @@ class Client(Peer):
 
     def list_all(self, method, key):
         """Every item of a paginated list method, following nextCursor. ProtocolError
-        if a page is not a list, or a cursor comes again: following it would never
-        end."""
+        if a page is not a list, or a cursor comes again (it would never end)."""
         items = []
         params = {}
         seen = set()
@@ -7553,15 +7481,13 @@ class Client(Peer):
             self.progress_handlers.pop(token, None)
 
     def cancel(self, request_id, reason=None):
-        """Cancel a request of ours: tell the server, and stop waiting for the
-        answer."""
+        """Cancel a request of ours: tell the server, and stop waiting for it."""
         params = {"requestId": request_id}
         if reason:
             params["reason"] = reason
         self.notify("notifications/cancelled", params)
-        slot = self.pending.pop(request_id, None)
-        if slot is not None:
-            slot.resolve(error=Cancelled(f"request {request_id!r} was cancelled"))
+        self._settle(request_id,
+                     error=Cancelled(f"request {request_id!r} was cancelled"))
 
     def read_resource(self, uri):
         return self.request_with_input("resources/read", {"uri": uri})
@@ -7571,9 +7497,7 @@ class Client(Peer):
         return self.request_with_input("prompts/get", params)
 
     def complete(self, ref, argument, value, context=None):
-        """Completion for a prompt argument
-        (``ref={"type": "ref/prompt", "name": ...}``) or a template variable
-        (``ref={"type": "ref/resource", "uri": ...}``)."""
+        """Completion for a prompt argument or a template variable: the inner dict."""
         params = {"ref": ref, "argument": {"name": argument, "value": value}}
         if context:
             params["context"] = {"arguments": context}
@@ -7595,8 +7519,7 @@ class Client(Peer):
 
 class Subscription:
     """An open subscriptions/listen stream (2026-07-28): ``honoured`` is what the
-    server agreed to send; ``next()`` waits for the next notification; ``close()`` (or
-    leaving a ``with`` block) cancels it."""
+    server agreed to send; ``next()`` waits for a notification, ``close()`` ends it."""
 
     def __init__(self, client, request_id):
         self.client = client
@@ -7606,8 +7529,7 @@ class Subscription:
 
     def next(self, timeout=None):
         """The next notification on this stream; TimeoutError if none comes in time,
-        ConnectionError once the server or the connection has ended the stream and every
-        notification was taken."""
+        ConnectionError once the stream has ended and every notification was taken."""
         if timeout is None:
             timeout = self.client.timeout
         try:
