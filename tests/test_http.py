@@ -1994,6 +1994,14 @@ def test_a_retry_with_the_answer_is_finished_either_way(both_paths):
         assert answer["result"]["content"][0]["text"] == "Hello, Ada!", answer
 
 
+def on_direct_path():
+    """Whether the tool calling it runs under HttpEndpoint.answer_at_once."""
+    frame = sys._getframe()
+    while frame is not None and frame.f_code.co_name != "answer_at_once":
+        frame = frame.f_back
+    return frame is not None
+
+
 def test_a_call_on_the_direct_path_is_counted_and_can_be_cancelled_by_a_shutdown():
     """What exchange gives a call, the direct path gives it too: it counts against its
     principal's cap while it runs, and its session (where a shutdown finds the calls
@@ -2002,12 +2010,9 @@ def test_a_call_on_the_direct_path_is_counted_and_can_be_cancelled_by_a_shutdown
 
     @server.tool
     def look(ctx: Context) -> str:
-        frame, direct = sys._getframe(), False
-        while frame is not None and not direct:
-            direct, frame = frame.f_code.co_name == "answer_at_once", frame.f_back
         sessions = [session for session in server.http_sessions_alive
                     if session.running.get(ctx.request_id) is ctx]
-        during.append((direct, dict(server._http.held), sessions))
+        during.append((on_direct_path(), dict(server._http.held), sessions))
         return "looked"
     for _ in range(2):
         status, _, body = post_modern(server.wsgi, "tools/call", {"name": "look"},
@@ -2017,3 +2022,29 @@ def test_a_call_on_the_direct_path_is_counted_and_can_be_cancelled_by_a_shutdown
     assert not first_direct and direct              # the first: its length unknown
     assert held == {'"alice"': 1} and len(sessions) == 1
     assert server._http.held == {}                  # given back with the response
+
+
+@pytest.mark.parametrize("accept, content_type", [
+    (ACCEPT, "text/event-stream"), ("application/json", "application/json")])
+def test_a_frame_sent_before_the_response_makes_a_stream_on_the_direct_path_too(
+        accept, content_type):
+    """A quick call that sends something before its response (here through its outlet)
+    is answered as the general path answers it: an SSE stream, or, to a client that
+    takes JSON alone, the response without what came before."""
+    server, ways = Server("chatty"), []
+
+    @server.tool
+    def chat(ctx: Context) -> str:
+        ways.append(on_direct_path())
+        ctx.outlet.notify("notifications/message", {"level": "info", "data": "hi"})
+        return "said"
+    answers = []
+    for _ in range(2):
+        status, headers, body = post_modern(server.wsgi, "tools/call", {"name": "chat"},
+                                            headers={"Accept": accept})
+        assert status == 200 and headers["content-type"] == content_type, body
+        answers.append(body)
+    assert ways == [False, True]                    # the first: its length unknown
+    general, direct = answers
+    assert direct == general and direct.count(b'"jsonrpc"') == (
+        2 if content_type == "text/event-stream" else 1)
