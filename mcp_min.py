@@ -71,6 +71,9 @@ Over HTTP, a POST reaches the same Session through the WSGI application:
     HttpEndpoint.route      Host, Origin, the path and the token
     HttpEndpoint.post       Accept, Content-Type, the body; the era from its headers
     HttpEndpoint.check_headers  2026-07-28: the headers must agree with the body
+    HttpEndpoint.answer_at_once  a quick call, or a method that runs no user code,
+                              is answered here and now, as below but without
+                              the means to wait or stream; any other request:
     HttpEndpoint.exchange   an EventStream is the request's outlet
     HttpEndpoint.dispatch   hands the message to Session.handle_request
     Session.handle_request  as above
@@ -5435,6 +5438,7 @@ _STATELESS_ERROR_STATUS = {
     **dict.fromkeys((PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, HEADER_MISMATCH,
                      MISSING_CAPABILITY, UNSUPPORTED_VERSION), 400),
     METHOD_NOT_FOUND: 404}
+_JSON_TYPE = ("Content-Type", "application/json")
 _SSE_HEADERS = (
     ("Content-Type", "text/event-stream"),
     ("Cache-Control", "no-cache"),
@@ -5512,11 +5516,8 @@ class HttpSession(Session):
         stream is kept alive (``heartbeat``) and a client that leaves cancels it."""
         envelope = ctx.envelope
         if (envelope is None or ctx.progress_token is not None
-                or envelope.log_level is not None or handler != self.server.call_tool):
-            return False
-        name = ctx.params.get("name")
-        tool = self.server.tools.get(name) if type(name) is str else None
-        if (tool is None or tool.last_took is None or tool.last_took >= self.quick_call
+                or envelope.log_level is not None
+                or not self.is_quick(self.server, handler, ctx.params)
                 or not self.server.pool.borrow(only_if_idle=False)):
             return False
         try:
@@ -5524,6 +5525,15 @@ class HttpSession(Session):
         finally:
             self.server.pool.give_back()
         return True
+
+    @classmethod
+    def is_quick(cls, server, handler, params):
+        """Whether ``handler`` is the built-in tools/call and the tool ``params``
+        names took less than ``quick_call`` seconds its last time."""
+        name = params.get("name")
+        tool = server.tools.get(name) if type(name) is str else None
+        return (tool is not None and tool.last_took is not None
+                and tool.last_took < cls.quick_call and handler == server.call_tool)
 
     def run_call(self, ctx, handler):
         try:
@@ -5827,10 +5837,12 @@ class HttpEndpoint:
         path = environ.get("PATH_INFO") or "/"
         method = environ["REQUEST_METHOD"]
         host = self.check_host(environ)
-        self.check_origin(environ, host)
-        if path == _WELL_KNOWN + server.http_path and server.auth:
+        if "HTTP_ORIGIN" in environ:          # (a browser's request: others send none)
+            self.check_origin(environ, host)
+        if server.auth and path == _WELL_KNOWN + server.http_path:
             return self.metadata(environ, start_response, host)
-        if path.rstrip("/") != server.http_path.rstrip("/"):
+        if (path != server.http_path
+                and path.rstrip("/") != server.http_path.rstrip("/")):
             raise _HttpRefusal(404, "Not Found: the MCP endpoint is "
                                     f"{server.http_path}")
         principal = None if server.auth is None else self.authenticate(environ, host)
@@ -5968,7 +5980,8 @@ class HttpEndpoint:
             raise _HttpRefusal(406, "Not Acceptable: accept application/json and "
                                     "text/event-stream")
         content_type = environ.get("CONTENT_TYPE", "")
-        if content_type.split(";")[0].strip().lower() != "application/json":
+        if (content_type != "application/json"      # (the usual one: no need to parse)
+                and content_type.split(";")[0].strip().lower() != "application/json"):
             raise _HttpRefusal(415, "Unsupported Media Type: the body must be "
                                     "application/json")
         body = self.read_body(environ)
@@ -5997,6 +6010,10 @@ class HttpEndpoint:
             params = message.get("params") or {}
             if stateless or is_stateless(message["method"], params.get("_meta")):
                 self.check_headers(environ, message, params)
+                answer = self.answer_at_once(environ, start_response, principal,
+                                             message, params, sse)
+                if answer is not None:
+                    return answer
                 session = HttpSession(server, principal)
                 return self.exchange(environ, start_response, session, message, sse,
                                      stateless=True)
@@ -6039,15 +6056,17 @@ class HttpEndpoint:
         server = self.server
         length = environ.get("CONTENT_LENGTH")
         limit = min(server.max_body_bytes, server.max_line_bytes)
-        if length and not _is_length(length):
-            raise _HttpRefusal(400, "Bad Request: invalid Content-Length")
-        length = int(length) if length else None
-        chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
-        if length is None and not chunked:
+        if length:
+            if not _is_length(length):
+                raise _HttpRefusal(400, "Bad Request: invalid Content-Length")
+            length = int(length)
+            if length > limit:
+                raise _HttpRefusal(413, f"Content Too Large: {length} bytes is over "
+                                        f"the limit of {limit} bytes per message")
+        elif "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
+            length = None
+        else:
             raise _HttpRefusal(411, "Length Required: send Content-Length")
-        if length is not None and length > limit:
-            raise _HttpRefusal(413, f"Content Too Large: {length} bytes is over the "
-                                    f"limit of {limit} bytes per message")
         self.reserve(environ, limit + 1 if length is None else length)
         try:
             body = environ["wsgi.input"].read(limit + 1 if length is None else length)
@@ -6109,8 +6128,10 @@ class HttpEndpoint:
         elif (method in INPUT_METHODS
               and _header_value(environ.get("HTTP_MCP_NAME")) != name):
             problem = f"Mcp-Name must be {_preview(name)}"
-        elif method == "tools/call" and type(name) is str and name in self.server.tools:
-            problem = self.mirror_problem(environ, self.server.tools[name], params)
+        elif method == "tools/call" and type(name) is str:
+            tool = self.server.tools.get(name)
+            if tool is not None and tool.mirrored:    # arguments repeated in headers
+                problem = self.mirror_problem(environ, tool, params)
         if problem:
             raise _HttpRefusal(400, f"Header mismatch: {problem}", message["id"],
                                HEADER_MISMATCH)
@@ -6232,6 +6253,60 @@ class HttpEndpoint:
         return session
 
     # -- responses --------------------------------------------------------------------
+    def answer_at_once(self, environ, start_response, principal, message, params, sse):
+        """The usual 2026-07-28 request, answered as ``exchange`` answers it, but
+        without its machinery for a call that waits for a thread or for the client: a
+        method that runs no user code (inline_methods), or a call of a tool that was
+        quick last time (HttpSession.run_here), runs here and now, and its response is
+        what its stream holds. None for any other request (a progress token or a log
+        level asks for a stream, a listen is one, a busy pool...): exchange answers it.
+        """
+        server = self.server
+        method = message["method"]
+        meta = params.get("_meta")
+        # What makes a call stream, on the raw _meta (Envelope checks it next)
+        if type(meta) is not dict or "progressToken" in meta or LOG_LEVEL_KEY in meta:
+            return None
+        call = method == "tools/call"
+        if call:
+            handler = server.handlers.get(method)
+            if (not HttpSession.is_quick(server, handler, params)
+                    or not server.pool.borrow(only_if_idle=False)):
+                return None
+        elif method not in server.inline_methods or method == "subscriptions/listen":
+            return None
+        rid = message["id"]
+        stream = EventStream(events=sse)
+        try:
+            try:
+                if call and server.auth is not None:    # counted as exchange counts it
+                    self.hold(stream, principal, False, rid, True)
+                session = HttpSession(server, principal)
+                # Session.handle_stateless and start, for a session just made (no id
+                # can be in use in it yet)
+                try:
+                    envelope = Envelope(meta)
+                    handler = session.handler_for(method, stateless=True)
+                except JSONRPCError as e:
+                    session.reply_error(rid, e.code, e.message, stream, e.data)
+                else:
+                    ctx = Context(session, rid, method, params, envelope, stream)
+                    with session.lock:
+                        session.running[rid] = ctx
+                    session.run_call(ctx, handler)
+            finally:
+                if call:
+                    server.pool.give_back()
+            # The call is over: its frames are all in the stream, the response last
+            first = stream.frames.get_nowait()
+            while not sse and not first[1]:   # JSON only: notifications are dropped
+                first = stream.frames.get_nowait()
+            return self.answer_from(start_response, session, stream, rid, first,
+                                    environ.get("mcp_min.client_gone"), True)
+        except BaseException:                 # counted, but not answered after all
+            self.let_go(stream)
+            raise
+
     def exchange(self, environ, start_response, session, message, sse, stateless=False,
                  opens_session=False):
         """Dispatch one request (or a batch) and answer with its response: JSON if that
@@ -6284,6 +6359,16 @@ class HttpEndpoint:
                 session.cancel(rid, "the client closed the connection")
             self.close_stream(session, stream)
             return self.reply(start_response, 202, b"")
+        return self.answer_from(start_response, session, stream, rid, first, gone,
+                                stateless, opens_session)
+
+    def answer_from(self, start_response, session, stream, rid, first, gone, stateless,
+                    opens_session=False):
+        """The response, once the stream's ``first`` item is known (None: none came
+        within ``heartbeat``): the JSON body if that is the response, else an SSE
+        stream. ``rid`` is None for a batch."""
+        batch = rid is None
+        sse = stream.events
         if first is not None and first[1]:    # the response came first: no stream
             self.close_stream(session, stream)
             frame = first[0]
@@ -6308,6 +6393,8 @@ class HttpEndpoint:
         clients cannot be told apart: max_workers and max_queue bound their calls)."""
         server = self.server
         owner = None if server.auth is None else self.identity(principal)
+        if owner is None and not is_stream:   # a call of an unknown client: no count
+            return
         # 2026-07-28 has no -32000...-32019 (SERVER_BUSY is one)
         code = INTERNAL_ERROR if stateless else SERVER_BUSY
         with self.lock:
@@ -6332,6 +6419,8 @@ class HttpEndpoint:
     def let_go(self, stream):
         """The end of a response that hold() counted (once, however often it is
         called)."""
+        if stream.holder is None:             # not counted, or given back already
+            return
         with self.lock:
             holder = stream.holder
             stream.holder = None
@@ -6468,9 +6557,12 @@ class HttpEndpoint:
     def reply(start_response, status, body, headers=()):
         """A whole response: ``body`` is JSON, or empty (a 204 says so without a
         Content-Length, RFC 9110 8.6)."""
-        framing = [] if status == 204 else [("Content-Length", str(len(body)))]
-        content_type = [("Content-Type", "application/json")] if body else []
-        start_response(HTTP_STATUS[status], [*framing, *content_type, *headers])
+        if body:
+            fields = [("Content-Length", str(len(body))), _JSON_TYPE, *headers]
+        else:
+            fields = [] if status == 204 else [("Content-Length", "0")]
+            fields += headers
+        start_response(HTTP_STATUS[status], fields)
         return [body]
 
 
