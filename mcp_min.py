@@ -84,8 +84,9 @@ Over HTTP, a POST reaches the same Session through the WSGI application:
 Every method is an entry in ``server.handlers``: a callable taking ``(ctx, params)`` and
 returning the result; replace or add entries to change the server.
 
-The sections, lower layers first:
+The sections, lower layers first; a first reading can skip those marked *:
 
+    Logging failures *  a failure as one line and a short traceback, for the log
     Stdio hygiene       keep stdout for protocol bytes only
     JSON-RPC core       framing, errors, the Peer both ends are built on
     Schemas             Python type hints -> JSON Schema, and a validator
@@ -96,10 +97,17 @@ The sections, lower layers first:
     Stateless requests  (2026-07-28) the envelope, and the signed requestState that
                         carries a handler's questions and answers round to round
     Server              the handlers dict: method name -> callable
-    Session             one connection: its reader loop, the worker pool, shutdown
+    Session             one connection and its reader loop
+    Scheduling *        the worker pool that runs calls beside the reader
+    Signals and shutdown *  stop signals, the lifespan, async handlers' event loop
     Streamable HTTP     the same sessions and handlers behind a WSGI application
+    The embedded HTTP server *  wsgiref, hardened against slow and hostile clients
     Client              the same core as a client, for tests, tools and workshops
-    Command line        `python3 mcp_min.py --help`
+    Command line *      `python3 mcp_min.py --help`
+
+From Server.run to Session.run_call, the path above reads downwards through Server and
+Session, which follow each other; it calls down into the JSON-RPC core to read and to
+answer, and into the registry and the schemas to run the tool.
 """
 
 from __future__ import annotations
@@ -186,6 +194,7 @@ V2026_07 = MODERN_PROTOCOL_VERSIONS[0]
 # ======================================================================================
 # Logging failures (a first reading can skip this)
 # ======================================================================================
+
 #
 # A failure is logged once, at ERROR, and bounded (of each traceback its first and last
 # frames, _LOGGED_CHARS characters in all): a handler that fails deep in a recursion (or
@@ -278,6 +287,7 @@ def _recursion_line(error, traceback):
 # ======================================================================================
 # Stdio hygiene
 # ======================================================================================
+
 #
 # stdout is the wire: one stray byte (a print(), a C library's warning, a child
 # process's output) corrupts the stream and the client drops the connection. So while
@@ -786,28 +796,6 @@ class Peer(Outlet):
         self.input_ended = False        # end of input: no response can arrive any more
         self.reader_ident = None        # the ident of the thread reading the lines
 
-    # -- writing -----------------------------------------------------------------------
-    def send_frame(self, frame):
-        """Write one encoded frame; False if the other side has gone away."""
-        if self.closed:                 # not waiting for a write stuck on a closed wire
-            return False
-        with self.write_lock:
-            if self.closed or self.write_fd is None:    # closed while we waited
-                return False
-            if self.trace:
-                self.trace("out", frame)
-            self.writing = True         # (it blocks while the other side reads nothing)
-            try:
-                write_all(self.write_fd, frame)
-            except (OSError, ValueError) as e:   # OSError: a broken pipe, a reset, ...
-                self.closed = True
-                log.debug("wire closed while writing: %s", e)
-                self.on_closed()
-                return False
-            finally:
-                self.writing = False
-        return True
-
     def on_closed(self):
         """Hook: the wire broke while writing."""
 
@@ -972,6 +960,28 @@ class Peer(Outlet):
         if frame is not None:
             self.send_frame(frame)
 
+    # -- writing -----------------------------------------------------------------------
+    def send_frame(self, frame):
+        """Write one encoded frame; False if the other side has gone away."""
+        if self.closed:                 # not waiting for a write stuck on a closed wire
+            return False
+        with self.write_lock:
+            if self.closed or self.write_fd is None:    # closed while we waited
+                return False
+            if self.trace:
+                self.trace("out", frame)
+            self.writing = True         # (it blocks while the other side reads nothing)
+            try:
+                write_all(self.write_fd, frame)
+            except (OSError, ValueError) as e:   # OSError: a broken pipe, a reset, ...
+                self.closed = True
+                log.debug("wire closed while writing: %s", e)
+                self.on_closed()
+                return False
+            finally:
+                self.writing = False
+        return True
+
     def handle_batch(self, items, outlet):
         """Hook: a JSON array of messages (only protocol 2025-03-26 has them)."""
         outlet.respond(error_frame(None, INVALID_REQUEST, "Invalid Request: batches "
@@ -1015,6 +1025,7 @@ class Batch(Outlet):
 # ======================================================================================
 # Schemas
 # ======================================================================================
+
 #
 # Python annotations -> JSON Schema 2020-12, and a validator for it. The costly work
 # happens once, at registration: annotations become a schema and converters, the schema
@@ -2179,6 +2190,7 @@ def compile_schema(schema):
 # ======================================================================================
 # Content
 # ======================================================================================
+
 #
 # Tools and prompts answer with content blocks: {"type": "text", "text": ...} and
 # friends, built as Content, a dict subclass, so that a tool result can tell a block
@@ -2675,17 +2687,6 @@ def _mirrors(value, header):
 
 def _error_result(message):
     return {"content": [text(message)], "isError": True}
-
-
-def _call_handler(handler, ctx):
-    """handler(ctx, params), run to completion if it is a coroutine function."""
-    result = handler(ctx, ctx.params)
-    if hasattr(result, "__await__"):
-        result = _run_coroutine(result, ctx)
-    if not isinstance(result, dict) and result is not NO_RESPONSE:
-        raise TypeError(f"{ctx.method} returned {_preview(result)}: a result must be "
-                        "an object")
-    return result
 
 
 def _run_coroutine(awaitable, ctx):
@@ -3280,6 +3281,7 @@ def _forwarded_record(*args, **kwargs):
 # ======================================================================================
 # Stateless requests (2026-07-28): the envelope, requestState
 # ======================================================================================
+
 #
 # From 2026-07-28 there is no initialize: every request carries, in params._meta, the
 # protocol version and the client's capabilities (the "envelope"), and the server
@@ -4145,61 +4147,15 @@ class Server:
         ctx.session.log_level = level
         return {}
 
+    #: Seconds before a request tries again a lifespan that failed to start.
+    lifespan_retry = 5.0
+
     # -- serving -----------------------------------------------------------------------
     def prepare(self):
         """Start what serving needs, once: the worker pool."""
         with self.lock:
             if self.pool is None:
                 self.pool = WorkerPool(self.max_workers, self.max_queue)
-
-    def serve_connection(self, read_fd=0, write_fd=1, trace=None):
-        """Serve one connection on a pair of file descriptors until end of input, then
-        drain it: ``run()`` on stdin/stdout."""
-        self.prepare()
-        session = Session(self, write_fd, trace)
-        rfile = open(read_fd, "rb", buffering=1 << 16, closefd=False)
-        self._enter_lifespan()
-        self.sessions.add(session)
-        try:
-            session.serve(rfile)
-        finally:
-            held = _hold_signals()    # a signal now waits for the shutdown to finish
-            try:
-                self.sessions.discard(session)
-                self._exit_lifespan()
-                session.close_wire()
-            finally:
-                _release_signals(held)
-        return session
-
-    def _enter_lifespan(self):
-        """The first connection enters the lifespan and starts forwarding logging."""
-        with self._lifespan_lock:
-            self._lifespan_users += 1
-            if self._lifespan_users > 1:
-                return
-            _forward_logging(self, True)
-            try:
-                if self.lifespan is not None:
-                    self.lifespan_value, self._lifespan_exit = _open_lifespan(
-                        self.lifespan(self))
-            except BaseException:
-                # Not entered: the next connection tries again.
-                self._lifespan_users -= 1
-                _forward_logging(self, False)
-                raise
-
-    def _exit_lifespan(self):
-        # A connection starting now waits for the exit.
-        with self._lifespan_lock:
-            self._lifespan_users -= 1
-            if self._lifespan_users:
-                return
-            _forward_logging(self, False)
-            if self.lifespan is not None:
-                leave = self._lifespan_exit
-                self._lifespan_exit = self.lifespan_value = None
-                leave()
 
     def wsgi(self, environ, start_response):
         """The WSGI application serving Streamable HTTP at ``http_path`` (the server is
@@ -4210,9 +4166,6 @@ class Server:
         return endpoint(environ, start_response)
 
     __call__ = wsgi
-
-    #: Seconds before a request tries again a lifespan that failed to start.
-    lifespan_retry = 5.0
 
     def start_http(self, engine="mcp_min"):
         """Enter the lifespan and make the HTTP endpoint, once per process (a lifespan
@@ -4343,6 +4296,55 @@ class Server:
             code = 130
         raise _Exit(code, saved)
 
+    def serve_connection(self, read_fd=0, write_fd=1, trace=None):
+        """Serve one connection on a pair of file descriptors until end of input, then
+        drain it: ``run()`` on stdin/stdout."""
+        self.prepare()
+        session = Session(self, write_fd, trace)
+        rfile = open(read_fd, "rb", buffering=1 << 16, closefd=False)
+        self._enter_lifespan()
+        self.sessions.add(session)
+        try:
+            session.serve(rfile)
+        finally:
+            held = _hold_signals()    # a signal now waits for the shutdown to finish
+            try:
+                self.sessions.discard(session)
+                self._exit_lifespan()
+                session.close_wire()
+            finally:
+                _release_signals(held)
+        return session
+
+    def _enter_lifespan(self):
+        """The first connection enters the lifespan and starts forwarding logging."""
+        with self._lifespan_lock:
+            self._lifespan_users += 1
+            if self._lifespan_users > 1:
+                return
+            _forward_logging(self, True)
+            try:
+                if self.lifespan is not None:
+                    self.lifespan_value, self._lifespan_exit = _open_lifespan(
+                        self.lifespan(self))
+            except BaseException:
+                # Not entered: the next connection tries again.
+                self._lifespan_users -= 1
+                _forward_logging(self, False)
+                raise
+
+    def _exit_lifespan(self):
+        # A connection starting now waits for the exit.
+        with self._lifespan_lock:
+            self._lifespan_users -= 1
+            if self._lifespan_users:
+                return
+            _forward_logging(self, False)
+            if self.lifespan is not None:
+                leave = self._lifespan_exit
+                self._lifespan_exit = self.lifespan_value = None
+                leave()
+
 
 class _Honoured(dict):
     """What a listen was acknowledged (this dict, as sent), with its
@@ -4387,244 +4389,508 @@ def _cursor_position(cursor):
                                        "nextCursor from this server")
 
 
-def _open_lifespan(cm):
-    """Enter what the lifespan function returned (a context manager or a bare generator,
-    sync or async): returns what it yields, and a function that exits it."""
-    import contextlib
-    generator = cm
-    if isinstance(cm, types.GeneratorType):
-        cm = contextlib.contextmanager(lambda: generator)()
-    elif isinstance(cm, types.AsyncGeneratorType):
-        cm = contextlib.asynccontextmanager(lambda: generator)()
-    if hasattr(cm, "__enter__"):
-        return cm.__enter__(), lambda: cm.__exit__(None, None, None)
-    if not hasattr(cm, "__aenter__"):
-        raise TypeError(f"lifespan returned {type(cm).__name__}, not a context "
-                        "manager: decorate it with @contextlib.contextmanager or "
-                        "@contextlib.asynccontextmanager")
-    # An async generator must be finalised on the loop that started it, and what it
-    # starts (tasks, clients) is used by async handlers: all of them run on the one
-    # shared loop.
-    loop = _event_loop()
-    value = loop.result_of(cm.__aenter__())
-    return value, lambda: loop.result_of(cm.__aexit__(None, None, None))
+# ======================================================================================
+# Session: one connection and its reader loop
+# ======================================================================================
+
+def _answer_batch(peer, items, outlet):
+    """Handle the members of a batch (protocol 2025-03-26) each as if it came alone; the
+    answers to its requests go back through ``outlet`` as one array (Batch)."""
+    if not items:
+        return outlet.respond(error_frame(None, INVALID_REQUEST,
+                                          "Invalid Request: empty batch"))
+    batch = Batch(outlet, len(items))
+    for item in items:
+        if isinstance(item, list):            # no batches inside batches
+            batch.respond(error_frame(None, INVALID_REQUEST,
+                                      "Invalid Request: a batch inside a batch"))
+        else:
+            peer.handle_message(item, batch)
 
 
-class _LoopThread:
-    """The process's one asyncio event loop, in a daemon thread. Every async handler and
-    lifespan runs on it: asyncio objects they share work only on their own loop."""
-
-    def __init__(self):
-        import asyncio                # imported only if something async needs it
-        self.asyncio = asyncio
-        self.loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=self.loop.run_forever, daemon=True,
-                                  name="mcp_min-event-loop")
-        thread.start()
-        self.ident = thread.ident
-
-    def submit(self, coroutine):
-        """Start ``coroutine`` on the loop; returns a concurrent.futures.Future."""
-        if _thread.get_ident() == self.ident:
-            coroutine.close()
-            raise RuntimeError("mcp_min's event loop cannot wait for itself: make this "
-                               "call from a plain def, or through asyncio.to_thread")
-        return self.asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-
-    def result_of(self, coroutine):
-        """Run ``coroutine`` on the loop, and wait here for its result."""
-        return self.submit(coroutine).result()
+def _call_handler(handler, ctx):
+    """handler(ctx, params), run to completion if it is a coroutine function."""
+    result = handler(ctx, ctx.params)
+    if hasattr(result, "__await__"):
+        result = _run_coroutine(result, ctx)
+    if not isinstance(result, dict) and result is not NO_RESPONSE:
+        raise TypeError(f"{ctx.method} returned {_preview(result)}: a result must be "
+                        "an object")
+    return result
 
 
-_loop_thread = None                 # the _LoopThread, once something async needs it
-_loop_lock = threading.Lock()
+class Session(Peer):
+    """The server's end of one connection: negotiated state, requests in flight, the
+    client's subscriptions, and the reader loop that feeds handlers."""
 
+    no_requests = None              # why it can send no request to the client, if so
 
-def _event_loop():
-    global _loop_thread
-    if _loop_thread is None:
-        with _loop_lock:
-            if _loop_thread is None:
-                _loop_thread = _LoopThread()
-    return _loop_thread
+    #: Seconds the reader may wait to write a reply before another thread reads on.
+    write_stall = 0.05
 
+    def __init__(self, server, write_fd, trace=None):
+        super().__init__(write_fd, trace)
+        self.server = server
+        self.version = None                 # negotiated by initialize
+        self.initialized = False            # notifications/initialized arrived
+        self.client_info = {}
+        self.client_capabilities = {}
+        self.capabilities = {}              # what initialize offered this client
+        self.log_level = "info"             # until logging/setLevel
+        self.subscriptions = set()
+        self.roots, self.roots_generation = None, 0     # cached roots/list result
+        self.running = {}                   # request id -> Context
+        self.listens = {}                   # open subscriptions/listen's id -> filter
+        self.deadline = None                # end of the grace period, once input ended
+        # Guards running, and orders progress before replies.
+        self.lock = threading.Lock()
+        self.principal = None           # who the transport says the client is (HTTP)
+        # run_call() holds it around a response (initialize's).
+        self.write_lock = threading.RLock()
+        if write_fd is not None:    # it reads its input itself (HTTP's are handed it)
+            # Released after a look (see run_here).
+            self.looked = _thread.allocate_lock()
+            self.looked.acquire()
+            # Set by the thread that read to the end.
+            self.input_over = threading.Event()
 
-# --- stop signals ----------------------------------------------------------
-# run() serves until end of input, SIGTERM or Ctrl+C. The main thread only waits for the
-# end of input (Session.serve), then shuts down; the frames are written by other
-# threads. A stop signal raises _Stop in that wait; one that comes during the shutdown
-# waits for it (_hold_signals), within a grace period.
+    # The reader's state, set on the instance as it changes.
+    running_here = None             # the call running on the reader (run_here)
 
-class _Stop(BaseException):
-    """Raised in the main thread by SIGTERM (or a broken wire) to end serving
-    gracefully. A BaseException, so no handler's ``except Exception`` swallows it."""
+    calls_here = 0                  # how many have
 
+    watching = False                # a watch_reader thread is looking at them
 
-_MAIN_THREAD = threading.main_thread().ident
+    watcher = None                  # the lock it parks on between calls
 
+    look_due = float("inf")         # when that thread will want the GIL to look
 
-class _StopSignals:
-    """The stop-signal state of the run() in progress: a new one for each, so nothing
-    carries over to a later run() or serve_connection()."""
+    stopping = False                # a stop signal came: read no further
 
-    def __init__(self, grace, wire):
-        self.grace = grace        # seconds a shutdown may hold a signal back
-        self.wire = wire          # run()'s write fd: the connection it serves
-        self.saved = None         # the application's handlers, while ours are in
-        self.first = None         # the first signal that came: it decides the exit code
-        self.count = 0            # signals so far (a second one ends the grace period)
-        self.raised = False       # _Stop was raised
-        self.held = 0             # open sections a signal must wait for (the shutdown)
-        self.since = None         # when the outermost of them opened
-        self.waiting_since = None   # when a signal first had to wait (watchdog started)
-        self.force = False        # the next signal raises _Stop, held or not
-        self.over = False         # run() is returning: nothing is left to stop
+    read_error = None               # what stopped the reading, if not end of input
 
-    def held_too_long(self):
-        """Whether a shutdown has held a signal back longer than the grace period."""
-        if not self.held:
-            return False
-        return time.monotonic() - max(self.waiting_since, self.since) > self.grace
-
-    @staticmethod
-    def of(write_fd):
-        """The state of the run() serving the connection writing to ``write_fd``, or
-        None."""
-        state = _stop_signals
-        return state if state is not None and state.wire == write_fd else None
-
-
-_stop_signals = None                # the _StopSignals of the run() in progress
-
-
-def _catch_stop_signals(grace, wire):
-    """run(): SIGTERM, and Ctrl+C unless the application handles it, stop serving
-    gracefully."""
-    global _stop_signals
-    state = _stop_signals = _StopSignals(grace, wire)
-    if threading.current_thread() is threading.main_thread():
-        state.saved = _take_stop_signals(_stop_on_signal)
-
-
-def _end_stop_signals():
-    """After run(): end this run's signal state, and ignore the two signals until the
-    application is back in control (_Exit). Returns (first signal, handlers)."""
-    global _stop_signals
-    state = _stop_signals
-    state.over = True
-    if state.saved:
-        _ignore_signals(state.saved)
-    _stop_signals = None
-    return state.first, state.saved
-
-
-def _take_stop_signals(handler):
-    """SIGTERM, and Ctrl+C unless the application handles it, go to ``handler``. Returns
-    the handlers as they were, for _restore_signals; {} off the main thread."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    import signal
-    saved = {signum: signal.getsignal(signum)
-             for signum in (signal.SIGTERM, signal.SIGINT)}
-    signal.signal(signal.SIGTERM, handler)
-    if saved[signal.SIGINT] is signal.default_int_handler:
-        signal.signal(signal.SIGINT, handler)
-    return saved
-
-
-def _ignore_signals(signums):
-    """Ignore the signals ``signums``; returns their handlers as they were, for
-    _restore_signals; {} off the main thread."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    import signal
-    return {signum: signal.signal(signum, signal.SIG_IGN) for signum in signums}
-
-
-def _restore_signals(saved):
-    """Put back the handlers _take_stop_signals or _ignore_signals replaced."""
-    import signal
-    for signum, handler in saved.items():
-        if handler is not None:       # None: set outside Python; it cannot be put back
-            signal.signal(signum, handler)
-
-
-class _Exit(SystemExit):
-    """How run() ends: SystemExit, holding the application's SIGTERM and SIGINT
-    handlers. While the program exits they stay ignored (a late signal must not turn a
-    clean exit into death by signal); an application that catches it gets them back."""
-
-    def __init__(self, code, saved):
-        super().__init__(code)
-        self.saved = saved
-
-    def __del__(self):
+    # -- the loop ----------------------------------------------------------------------
+    def serve(self, rfile):
+        """Read the connection on a thread of its own, which may run calls (run_here),
+        while this thread waits for the end of input: so a stop signal, which Python
+        delivers to the main thread, interrupts a wait and never a call."""
+        self.max_line_bytes = self.server.max_line_bytes
+        self.lines = read_lines(rfile, self.max_line_bytes)
         try:
-            sys._getframe(1)          # no Python caller: the interpreter is exiting
-        except ValueError:
+            _start_thread(self.read_to_end)
+            while not self.input_over.wait(0.5):      # a timeout: Ctrl+C on Windows
+                pass
+            if self.read_error is not None:
+                raise self.read_error
+        finally:
+            if not self.input_over.is_set():
+                # A stop signal: no request is read after it (but the one being read),
+                # as at end of input.
+                with self.lock:
+                    self.stopping, self.reader_ident = True, None
+                for frame in self.end_listens():
+                    self.send_frame(frame)
+            self.drain()
+
+    def read_to_end(self):
+        """The reader thread (or a watcher that took over from it): tells serve() when
+        the input has ended."""
+        try:
+            ended = self.keep_reading()
+        except BaseException as e:
+            self.read_error, ended = e, True
+        if ended:
+            self.input_over.set()
+            with self.lock:                   # a parked watcher ends with the input
+                parked = None if self.watching else self.watcher
+                self.watching = True
+            if parked is not None:
+                parked.release()
+
+    # -- dispatch ----------------------------------------------------------------------
+    def handle_batch(self, items, outlet):
+        if self.version != V2025_03:      # batches exist in protocol 2025-03-26 only
+            version = self.version or "none (not initialized)"
+            return self.reply_error(None, INVALID_REQUEST, "Invalid Request: batches "
+                                    f"are not part of protocol version {version}; send "
+                                    "one message at a time", outlet)
+        _answer_batch(self, items, outlet)
+
+    def handle_request(self, message, outlet, stateless=None):
+        """Answer a request, in the era its params say (``stateless``: the transport has
+        decided, as HTTP does from its MCP-Protocol-Version header)."""
+        rid, method = message["id"], message["method"]
+        params = message.get("params") or {}
+        if method.startswith("notifications/"):
+            return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: {method} "
+                                    "is a notification; send it without an id", outlet)
+        meta = params.get("_meta")
+        if stateless or (stateless is None and is_stateless(method, meta)):
+            return self.handle_stateless(rid, method, params, meta, outlet)
+        try:
+            handler = self.handler_for(method)
+            if method == "initialize" and isinstance(outlet, Batch):
+                raise JSONRPCError(INVALID_REQUEST,
+                                   "initialize must not be part of a batch")
+        except JSONRPCError as e:
+            return self.reply_error(rid, e.code, e.message, outlet, e.data)
+        self.start(rid, method, params, handler, outlet)
+
+    def handle_stateless(self, rid, method, params, meta, outlet):
+        """A 2026-07-28 request: all the server knows about the client is in the
+        request, checked in the order the spec's errors imply (envelope, version,
+        method)."""
+        try:
+            if isinstance(outlet, Batch):
+                raise JSONRPCError(INVALID_REQUEST, "Invalid Request: 2026-07-28 "
+                                   "requests cannot be part of a batch")
+            envelope = Envelope(meta)
+            handler = self.handler_for(method, stateless=True)
+        except JSONRPCError as e:
+            return self.reply_error(rid, e.code, e.message, outlet, e.data)
+        self.start(rid, method, params, handler, outlet, envelope)
+
+    def handler_for(self, method, stateless=False):
+        """The handler of ``method`` if the request may call it, else a JSONRPCError:
+        -32601 for a method with no handler, one not part of the request's era, or one
+        that needs a capability the server does not declare; -32600 for a handshake-era
+        request before initialize. Unknown methods are answered before initialize too:
+        clients probe with them."""
+        handler = self.server.handlers.get(method)
+        if handler is None or (stateless and method in HANDSHAKE_ONLY_METHODS):
+            removed = " (not part of protocol 2026-07-28)" if handler else ""
+            raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method}{removed}")
+        if (not stateless and self.version is None
+                and method not in ("initialize", "ping")):
+            raise JSONRPCError(INVALID_REQUEST, "Server not initialized: send "
+                               f"initialize first (got {method} before initialize)")
+        # None for initialize and ping, which come before the capabilities are known.
+        needs = _NEEDS.get(method)
+        if needs:
+            declared = self.server.offered() if stateless else self.capabilities
+            if needs not in declared:
+                raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method} "
+                                   f"(this server declares no {needs} capability)")
+        return handler
+
+    def reply_error(self, rid, code, message, outlet, data=None):
+        outlet.respond(error_frame(rid, code, message, data))
+
+    def start(self, rid, method, params, handler, outlet, envelope=None):
+        """Run a handler for a request: inline if it is quick, else on the pool."""
+        server = self.server
+        with self.lock:
+            earlier = self.running.get(rid)
+            # Answered, the id is free again; an open listen keeps its id until
+            # cancelled.
+            duplicate = ((earlier is not None and not earlier.done)
+                         or rid in self.listens)
+            if not duplicate:
+                ctx = Context(self, rid, method, params, envelope, outlet)
+                self.running[rid] = ctx
+        if duplicate:
+            return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: id "
+                                    f"{rid!r} is already in use by a request still in "
+                                    "progress", outlet)
+        if method in server.inline_methods:
+            self.run_call(ctx, handler)
+        elif (not self.run_here(ctx, handler)
+                and not server.pool.submit(self.run_call, ctx, handler)):
+            with self.lock:
+                self.running.pop(rid, None)
+            # 2026-07-28 asks new servers not to use -32000...-32019.
+            code = INTERNAL_ERROR if ctx.stateless else SERVER_BUSY
+            self.reply_error(rid, code, f"Server busy: {server.max_workers} calls "
+                             f"running and {server.max_queue} waiting; try again later",
+                             outlet)
+
+    def run_here(self, ctx, handler):
+        """Run a call on the reader thread if the pool is idle: waking a worker would
+        cost more than a quick call. Should the call last, a watcher thread takes the
+        reading over (watch_reader), so that pings, cancellations and answers are still
+        read. False: the call did not run here. A batch's calls never do: the others
+        would wait behind it."""
+        pool = self.server.pool
+        if (self.reader_ident != _thread.get_ident() or isinstance(ctx.outlet, Batch)
+                or not pool.borrow()):
+            return False
+        # Single stores, read by the watcher without the lock (this thread alone writes
+        # them).
+        self.running_here = ctx
+        self.calls_here += 1
+        # The watcher is parked, or not started yet (see watch_reader for why the lock
+        # is enough).
+        if not self.watching:
+            with self.lock:
+                wake, self.watching = not self.watching, True
+            if wake and not _wake_watcher(self, self.watch_reader):
+                with self.lock:               # no thread to spare: the pool runs it
+                    self.running_here, self.watching = None, False
+                pool.give_back()
+                return False
+        try:
+            self.run_call(ctx, handler)
+        finally:
+            self.running_here = None
+            pool.give_back()
+        if time.monotonic() > self.look_due:
+            self.wait_for_look()
+        return True
+
+    def wait_for_look(self):
+        """The watcher is awake and waits for the GIL, which this thread, running call
+        after call, would give up only in its writes, and take back each time before the
+        watcher could: the watcher would be woken in vain hundreds of times, until
+        Python forced a switch after 5 ms. Waiting for its look costs far less."""
+        if not self.looked.acquire(timeout=self.server.pool.blocking_after):
+            # It is late (busy CPUs): don't wait for it again.
+            self.look_due = float("inf")
+
+    def watch_reader(self, parked):
+        """While calls run on the reader, look at them every ``blocking_after`` seconds.
+        A call seen running twice is blocking the reader: this thread then reads on in
+        its place (the reader stops reading when its call returns). After a look that
+        finds no call since the last one, it parks until the next (waking it costs that
+        call less than starting a thread); it ends with the input."""
+        tick = self.server.pool.blocking_after
+        with self.lock:
+            seen, calls = None, self.calls_here
+        stalled = 0                       # looks that found the reader stuck writing
+        while True:
+            # (sleep oversleeps a little)
+            self.look_due = time.monotonic() + tick * 1.1
+            time.sleep(tick)
+            with self.lock:
+                self.look_due = float("inf")
+                if self.looked.locked():      # the reader may wait for this look
+                    self.looked.release()
+                if self.stopping:             # nothing more is read: nothing to watch
+                    self.watching, self.watcher = False, None
+                    return
+                # The reader publishes a call, then reads this flag, without the lock:
+                # so cleared first, either the reader sees it cleared and wakes us, or
+                # we see its call here.
+                self.watching = False
+                call, calls_now = self.running_here, self.calls_here
+                # A write that waits for a slow client holds the reader: that is
+                # backpressure, and reading on would only add calls waiting to write,
+                # each on a thread. One that waits longer than write_stall may be for a
+                # client that has stopped reading: reading on then still sees the end of
+                # its input.
+                stuck = call is not None and call is seen
+                stalled = stalled + 1 if stuck and self.writing else 0
+                if stuck and (stalled == 0 or stalled * tick > self.write_stall):
+                    # The reader, back from its call, stops reading.
+                    self.reader_ident = None
+                    self.watcher = None
+                    break
+                idle = call is None and calls_now == calls
+                if not idle:
+                    self.watching = True
+                elif self.input_over.is_set():
+                    return
+                seen, calls = call, calls_now
+            if idle:
+                parked.acquire()          # until _wake_watcher(), or the end of input
+                if self.input_over.is_set():
+                    return
+                with self.lock:
+                    seen, calls = None, self.calls_here
+        self.read_to_end()
+
+    def claim_reading(self):
+        with self.lock:               # as serve() ends the reading on a stop signal
+            if self.stopping:
+                return False
+            self.reader_ident = _thread.get_ident()
+        return True
+
+    def run_call(self, ctx, handler):
+        """Run one handler (on a worker, or inline) and write its response to its
+        outlet."""
+        rid = ctx.request_id
+        _current.ctx = ctx
+        try:
+            ctx.check_cancelled()             # cancelled while it waited for a thread
+            if ctx.stateless:
+                frame = self.server.run_stateless(ctx, handler)
+            else:
+                result = _call_handler(handler, ctx)
+                frame = encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
+        except Cancelled as e:        # silent (below) only if the client cancelled it
+            frame = error_frame(rid, INTERNAL_ERROR, f"Cancelled: {e}")
+        except JSONRPCError as e:
+            code = e.code
+            # 2026-07-28 reserves -32020...-32099, and gives servers three codes of it.
+            if ctx.stateless and -32099 <= code <= -32020 and code not in (
+                    HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION):
+                code = INTERNAL_ERROR
+            frame = error_frame(rid, code, e.message, e.data)
+        except CapabilityError as e:  # the client's doing, not a fault of the server
+            frame = error_frame(rid, INVALID_REQUEST, f"Invalid Request: {e}",
+                                      {"requiredCapabilities": e.required})
+        except BaseException as e:    # SystemExit and KeyboardInterrupt too
+            _log_failure(ctx.method, e)
+            frame = error_frame(rid, INTERNAL_ERROR,
+                                      f"Internal error: {type(e).__name__}: {e}")
+        finally:
+            _current.ctx = None
+        with self.lock:
+            ctx.done = True
+            if ctx.cancelled and not ctx.stopped:
+                # Cancelled by the client: no response.
+                frame = None
+        try:
+            if ctx._with_response is None:
+                ctx.outlet.respond(frame)
+            else:
+                with self.write_lock:
+                    ctx._with_response()
+                    ctx.outlet.respond(frame)
+        finally:                      # in flight until written: drain() waits for it
+            with self.lock:
+                if self.running.get(rid) is ctx:
+                    del self.running[rid]
+
+    def handle_notification(self, message):
+        method = message["method"]
+        handler = self.server.handlers.get(method)
+        if handler is None or not method.startswith("notifications/"):
+            return                            # unknown notifications are ignored
+        params = message.get("params") or {}
+        try:
+            handler(Context(self, None, method, params), params)
+        except Exception as e:
+            _log_failure(f"the {method} handler", e)
+
+    def cancel(self, request_id, reason=None, stopping=False):
+        """Cancel a running request, or close the listen stream it opened; unknown,
+        finished and initialize ids are ignored. ``stopping``: the server, shutting
+        down, cancels it (not the client, who then still gets its reply)."""
+        if not valid_id(request_id):
             return
-        if self.saved and threading.current_thread() is threading.main_thread():
-            _restore_signals(self.saved)
+        with self.lock:
+            if self.listens.pop(request_id, None) is not None:
+                return
+            ctx = self.running.get(request_id)
+            if ctx is None or ctx.method == "initialize":
+                return
+            ctx.cancelled, ctx.stopped = True, stopping
+        self.cancel_pending(ctx, f"request {request_id!r} was cancelled by the client")
+        on_cancel = ctx._on_cancel            # an async handler's: cancel its coroutine
+        if on_cancel is not None:
+            on_cancel()
 
+    def log(self, level, data, logger=None):
+        """Log to a handshake-era client, at or above the level of its
+        logging/setLevel."""
+        threshold = self.log_level if self.version else None
+        params = _log_params(level, data, logger, threshold)
+        return params is not None and self.notify("notifications/message", params)
 
-def _stop_on_signal(signum, frame):
-    # Raised in the shutdown, _Stop would skip the rest of it: so it is raised once, by
-    # the first signal, while the main thread waits. A later signal ends the grace
-    # period (drain() watches the count) and otherwise waits; a shutdown still going a
-    # grace period later (a client that reads nothing, a hang) is cut short.
-    state = _stop_signals
-    if state is None or state.over:   # run() is returning: nothing is left to stop
-        return
-    if state.first is None:
-        state.first = signum
-    state.count += 1
-    if state.force or not (state.held or state.raised):
-        state.raised = True
-        raise _Stop()
-    if state.waiting_since is None:
-        state.waiting_since = time.monotonic()
-        _start_thread(_stop_if_stuck, state)
+    # -- 2026-07-28 subscriptions: one table entry per open listen, no thread held -----
+    def listen(self, request_id, honoured):
+        # The id is free: start() refuses a request whose id an open listen holds.
+        # Registered and acknowledged under the lock publish() takes for each
+        # notification: the acknowledgement comes first, and no change is missed after
+        # it.
+        honoured = _Honoured(honoured)
+        with self.lock:
+            self.listens[request_id] = honoured
+            self.notify("notifications/subscriptions/acknowledged",
+                        {"_meta": {SUBSCRIPTION_ID_KEY: request_id},
+                         "notifications": honoured})
 
+    def end_listens(self):
+        """Shutting down: the responses that end the open listens gracefully, which tell
+        a client to listen again (elsewhere) rather than that it lost the stream."""
+        with self.lock:
+            ended, self.listens = list(self.listens), {}
+        info = {SERVER_INFO_KEY: self.server.server_info(V2026_07)}
+        return [encode_message({"jsonrpc": "2.0", "id": rid, "result": {
+            "resultType": "complete", "_meta": {SUBSCRIPTION_ID_KEY: rid, **info}}})
+            for rid in ended]
 
-def _stop_if_stuck(state):
-    """The watchdog of a signal that waits: a shutdown holding it too long is cut
-    short."""
-    while not state.held_too_long():
-        if state.over:
+    def publish(self, method, wanted, params=None):
+        """Send a notification on every open listen stream for which ``wanted(filter)``
+        holds, tagged with the listen's id; under the lock, so none follows a
+        cancellation."""
+        for request_id, honoured in list(self.listens.items()):
+            if not wanted(honoured):
+                continue
+            tagged = dict(params or {}, _meta={SUBSCRIPTION_ID_KEY: request_id})
+            with self.lock:
+                if self.listens.get(request_id) is honoured:
+                    self.notify(method, tagged)
+
+    def drain(self):
+        """End of input: fail our own requests, and give calls in flight
+        ``grace_period`` seconds to finish and write their replies. Those still running
+        then are cancelled (``check_cancelled()`` raises, an async handler's task is
+        cancelled) and have ``cancel_timeout`` seconds more to return: the lifespan
+        closes after that, so no call runs on against a closed lifespan without having
+        been told."""
+        self.fail_pending(ConnectionError("the client closed the connection"))
+        server = self.server
+        # One more signal ends the grace period of the connection run() serves (no
+        # other).
+        signals = _StopSignals.of(self.write_fd)
+        self.wait_for_calls(server.grace_period, signals,
+                            lambda: self.running and not self.closed)
+        # (A call whose handler is done is writing its reply: close_wire waits for
+        # that.)
+        unfinished = [ctx for ctx in list(self.running.values()) if not ctx.done]
+        if not unfinished:
             return
-        time.sleep(0.05)
-    state.force = True
-    _interrupt_main()
+        for ctx in unfinished:
+            self.cancel(ctx.request_id, "the server is shutting down", stopping=True)
+        self.wait_for_calls(server.cancel_timeout, signals, lambda: any(
+            ctx.request_id in self.running for ctx in unfinished))
+        if self.running:
+            log.warning("exiting with %d call(s) unfinished: still running %.1f s "
+                        "after the %.1f s grace period ended and they were cancelled",
+                        len(self.running), server.cancel_timeout, server.grace_period)
+        else:
+            log.warning("%d call(s) still running after the %.1f s grace period were "
+                        "cancelled", len(unfinished), server.grace_period)
 
+    def wait_for_calls(self, seconds, signals, waiting):
+        """Wait while ``waiting()`` holds, for at most ``seconds``, or until a stop
+        signal comes (``signals``: the _StopSignals of the run() serving this
+        connection, if any)."""
+        deadline = self.deadline = time.monotonic() + seconds
+        count = signals.count if signals is not None else 0
+        while waiting() and time.monotonic() < deadline:
+            if signals is not None and signals.count != count:
+                return
+            time.sleep(0.01)
 
-def _interrupt_main():
-    """SIGTERM to the main thread. pthread_kill interrupts a read or write it is blocked
-    in; without it (Windows) the handler runs when the main thread next runs Python."""
-    import signal
-    if hasattr(signal, "pthread_kill"):
-        signal.pthread_kill(_MAIN_THREAD, signal.SIGTERM)
-    else:
-        _thread.interrupt_main(signal.SIGTERM)
+    def close_wire(self):
+        """Close the wire between frames: a reply being written now is finished first
+        (within what is left of the grace period), no later one starts, none is cut in
+        half."""
+        if self.deadline:
+            left = self.deadline - time.monotonic()
+        else:
+            left = self.server.grace_period
+        got = self.write_lock.acquire(timeout=max(0.0, left))
+        self.closed = True
+        if got:
+            self.write_lock.release()
 
-
-def _hold_signals():
-    """Open a section (on the main thread) that a stop signal must wait for."""
-    state = _stop_signals
-    if state is None or _thread.get_ident() != _MAIN_THREAD:
-        return None
-    if not state.held:
-        state.since = time.monotonic()
-    state.held += 1
-    return state
-
-
-def _release_signals(state):
-    if state is not None:
-        state.held -= 1
+    def on_closed(self):
+        # stdout is gone: stop reading too. The reader may be blocked in read(), so if
+        # this is the connection run() serves on the main thread, interrupt it with a
+        # signal.
+        signals = _StopSignals.of(self.write_fd)
+        if (signals is not None and signals.saved is not None
+                and self in self.server.sessions
+                and _thread.get_ident() != _MAIN_THREAD):
+            _interrupt_main()
 
 
 # ======================================================================================
-# Session: one connection, its reader loop, the worker pool, shutdown
+# Scheduling: the worker pool (a first reading can skip this)
 # ======================================================================================
 
 _threads_starting = 0                 # started by _start_thread, not yet running
@@ -4933,487 +5199,250 @@ class WorkerPool:
                 time.sleep(again)
 
 
-def _answer_batch(peer, items, outlet):
-    """Handle the members of a batch (protocol 2025-03-26) each as if it came alone; the
-    answers to its requests go back through ``outlet`` as one array (Batch)."""
-    if not items:
-        return outlet.respond(error_frame(None, INVALID_REQUEST,
-                                          "Invalid Request: empty batch"))
-    batch = Batch(outlet, len(items))
-    for item in items:
-        if isinstance(item, list):            # no batches inside batches
-            batch.respond(error_frame(None, INVALID_REQUEST,
-                                      "Invalid Request: a batch inside a batch"))
-        else:
-            peer.handle_message(item, batch)
+# ======================================================================================
+# Signals and shutdown (a first reading can skip this)
+# ======================================================================================
+
+def _open_lifespan(cm):
+    """Enter what the lifespan function returned (a context manager or a bare generator,
+    sync or async): returns what it yields, and a function that exits it."""
+    import contextlib
+    generator = cm
+    if isinstance(cm, types.GeneratorType):
+        cm = contextlib.contextmanager(lambda: generator)()
+    elif isinstance(cm, types.AsyncGeneratorType):
+        cm = contextlib.asynccontextmanager(lambda: generator)()
+    if hasattr(cm, "__enter__"):
+        return cm.__enter__(), lambda: cm.__exit__(None, None, None)
+    if not hasattr(cm, "__aenter__"):
+        raise TypeError(f"lifespan returned {type(cm).__name__}, not a context "
+                        "manager: decorate it with @contextlib.contextmanager or "
+                        "@contextlib.asynccontextmanager")
+    # An async generator must be finalised on the loop that started it, and what it
+    # starts (tasks, clients) is used by async handlers: all of them run on the one
+    # shared loop.
+    loop = _event_loop()
+    value = loop.result_of(cm.__aenter__())
+    return value, lambda: loop.result_of(cm.__aexit__(None, None, None))
 
 
-class Session(Peer):
-    """The server's end of one connection: negotiated state, requests in flight, the
-    client's subscriptions, and the reader loop that feeds handlers."""
+class _LoopThread:
+    """The process's one asyncio event loop, in a daemon thread. Every async handler and
+    lifespan runs on it: asyncio objects they share work only on their own loop."""
 
-    no_requests = None              # why it can send no request to the client, if so
-    #: Seconds the reader may wait to write a reply before another thread reads on.
-    write_stall = 0.05
+    def __init__(self):
+        import asyncio                # imported only if something async needs it
+        self.asyncio = asyncio
+        self.loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=self.loop.run_forever, daemon=True,
+                                  name="mcp_min-event-loop")
+        thread.start()
+        self.ident = thread.ident
 
-    def __init__(self, server, write_fd, trace=None):
-        super().__init__(write_fd, trace)
-        self.server = server
-        self.version = None                 # negotiated by initialize
-        self.initialized = False            # notifications/initialized arrived
-        self.client_info = {}
-        self.client_capabilities = {}
-        self.capabilities = {}              # what initialize offered this client
-        self.log_level = "info"             # until logging/setLevel
-        self.subscriptions = set()
-        self.roots, self.roots_generation = None, 0     # cached roots/list result
-        self.running = {}                   # request id -> Context
-        self.listens = {}                   # open subscriptions/listen's id -> filter
-        self.deadline = None                # end of the grace period, once input ended
-        # Guards running, and orders progress before replies.
-        self.lock = threading.Lock()
-        self.principal = None           # who the transport says the client is (HTTP)
-        # run_call() holds it around a response (initialize's).
-        self.write_lock = threading.RLock()
-        if write_fd is not None:    # it reads its input itself (HTTP's are handed it)
-            # Released after a look (see run_here).
-            self.looked = _thread.allocate_lock()
-            self.looked.acquire()
-            # Set by the thread that read to the end.
-            self.input_over = threading.Event()
+    def submit(self, coroutine):
+        """Start ``coroutine`` on the loop; returns a concurrent.futures.Future."""
+        if _thread.get_ident() == self.ident:
+            coroutine.close()
+            raise RuntimeError("mcp_min's event loop cannot wait for itself: make this "
+                               "call from a plain def, or through asyncio.to_thread")
+        return self.asyncio.run_coroutine_threadsafe(coroutine, self.loop)
 
-    # The reader's state, set on the instance as it changes.
-    running_here = None             # the call running on the reader (run_here)
-    calls_here = 0                  # how many have
-    watching = False                # a watch_reader thread is looking at them
-    watcher = None                  # the lock it parks on between calls
-    look_due = float("inf")         # when that thread will want the GIL to look
-    stopping = False                # a stop signal came: read no further
-    read_error = None               # what stopped the reading, if not end of input
+    def result_of(self, coroutine):
+        """Run ``coroutine`` on the loop, and wait here for its result."""
+        return self.submit(coroutine).result()
 
-    # -- dispatch ----------------------------------------------------------------------
-    def handle_batch(self, items, outlet):
-        if self.version != V2025_03:      # batches exist in protocol 2025-03-26 only
-            version = self.version or "none (not initialized)"
-            return self.reply_error(None, INVALID_REQUEST, "Invalid Request: batches "
-                                    f"are not part of protocol version {version}; send "
-                                    "one message at a time", outlet)
-        _answer_batch(self, items, outlet)
 
-    def handle_request(self, message, outlet, stateless=None):
-        """Answer a request, in the era its params say (``stateless``: the transport has
-        decided, as HTTP does from its MCP-Protocol-Version header)."""
-        rid, method = message["id"], message["method"]
-        params = message.get("params") or {}
-        if method.startswith("notifications/"):
-            return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: {method} "
-                                    "is a notification; send it without an id", outlet)
-        meta = params.get("_meta")
-        if stateless or (stateless is None and is_stateless(method, meta)):
-            return self.handle_stateless(rid, method, params, meta, outlet)
-        try:
-            handler = self.handler_for(method)
-            if method == "initialize" and isinstance(outlet, Batch):
-                raise JSONRPCError(INVALID_REQUEST,
-                                   "initialize must not be part of a batch")
-        except JSONRPCError as e:
-            return self.reply_error(rid, e.code, e.message, outlet, e.data)
-        self.start(rid, method, params, handler, outlet)
+_loop_thread = None                 # the _LoopThread, once something async needs it
+_loop_lock = threading.Lock()
 
-    def handle_stateless(self, rid, method, params, meta, outlet):
-        """A 2026-07-28 request: all the server knows about the client is in the
-        request, checked in the order the spec's errors imply (envelope, version,
-        method)."""
-        try:
-            if isinstance(outlet, Batch):
-                raise JSONRPCError(INVALID_REQUEST, "Invalid Request: 2026-07-28 "
-                                   "requests cannot be part of a batch")
-            envelope = Envelope(meta)
-            handler = self.handler_for(method, stateless=True)
-        except JSONRPCError as e:
-            return self.reply_error(rid, e.code, e.message, outlet, e.data)
-        self.start(rid, method, params, handler, outlet, envelope)
 
-    def handler_for(self, method, stateless=False):
-        """The handler of ``method`` if the request may call it, else a JSONRPCError:
-        -32601 for a method with no handler, one not part of the request's era, or one
-        that needs a capability the server does not declare; -32600 for a handshake-era
-        request before initialize. Unknown methods are answered before initialize too:
-        clients probe with them."""
-        handler = self.server.handlers.get(method)
-        if handler is None or (stateless and method in HANDSHAKE_ONLY_METHODS):
-            removed = " (not part of protocol 2026-07-28)" if handler else ""
-            raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method}{removed}")
-        if (not stateless and self.version is None
-                and method not in ("initialize", "ping")):
-            raise JSONRPCError(INVALID_REQUEST, "Server not initialized: send "
-                               f"initialize first (got {method} before initialize)")
-        # None for initialize and ping, which come before the capabilities are known.
-        needs = _NEEDS.get(method)
-        if needs:
-            declared = self.server.offered() if stateless else self.capabilities
-            if needs not in declared:
-                raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method} "
-                                   f"(this server declares no {needs} capability)")
-        return handler
+def _event_loop():
+    global _loop_thread
+    if _loop_thread is None:
+        with _loop_lock:
+            if _loop_thread is None:
+                _loop_thread = _LoopThread()
+    return _loop_thread
 
-    def start(self, rid, method, params, handler, outlet, envelope=None):
-        """Run a handler for a request: inline if it is quick, else on the pool."""
-        server = self.server
-        with self.lock:
-            earlier = self.running.get(rid)
-            # Answered, the id is free again; an open listen keeps its id until
-            # cancelled.
-            duplicate = ((earlier is not None and not earlier.done)
-                         or rid in self.listens)
-            if not duplicate:
-                ctx = Context(self, rid, method, params, envelope, outlet)
-                self.running[rid] = ctx
-        if duplicate:
-            return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: id "
-                                    f"{rid!r} is already in use by a request still in "
-                                    "progress", outlet)
-        if method in server.inline_methods:
-            self.run_call(ctx, handler)
-        elif (not self.run_here(ctx, handler)
-                and not server.pool.submit(self.run_call, ctx, handler)):
-            with self.lock:
-                self.running.pop(rid, None)
-            # 2026-07-28 asks new servers not to use -32000...-32019.
-            code = INTERNAL_ERROR if ctx.stateless else SERVER_BUSY
-            self.reply_error(rid, code, f"Server busy: {server.max_workers} calls "
-                             f"running and {server.max_queue} waiting; try again later",
-                             outlet)
 
-    def reply_error(self, rid, code, message, outlet, data=None):
-        outlet.respond(error_frame(rid, code, message, data))
+# --- stop signals ----------------------------------------------------------
+# run() serves until end of input, SIGTERM or Ctrl+C. The main thread only waits for the
+# end of input (Session.serve), then shuts down; the frames are written by other
+# threads. A stop signal raises _Stop in that wait; one that comes during the shutdown
+# waits for it (_hold_signals), within a grace period.
 
-    def run_here(self, ctx, handler):
-        """Run a call on the reader thread if the pool is idle: waking a worker would
-        cost more than a quick call. Should the call last, a watcher thread takes the
-        reading over (watch_reader), so that pings, cancellations and answers are still
-        read. False: the call did not run here. A batch's calls never do: the others
-        would wait behind it."""
-        pool = self.server.pool
-        if (self.reader_ident != _thread.get_ident() or isinstance(ctx.outlet, Batch)
-                or not pool.borrow()):
+class _Stop(BaseException):
+    """Raised in the main thread by SIGTERM (or a broken wire) to end serving
+    gracefully. A BaseException, so no handler's ``except Exception`` swallows it."""
+
+
+_MAIN_THREAD = threading.main_thread().ident
+
+
+class _StopSignals:
+    """The stop-signal state of the run() in progress: a new one for each, so nothing
+    carries over to a later run() or serve_connection()."""
+
+    def __init__(self, grace, wire):
+        self.grace = grace        # seconds a shutdown may hold a signal back
+        self.wire = wire          # run()'s write fd: the connection it serves
+        self.saved = None         # the application's handlers, while ours are in
+        self.first = None         # the first signal that came: it decides the exit code
+        self.count = 0            # signals so far (a second one ends the grace period)
+        self.raised = False       # _Stop was raised
+        self.held = 0             # open sections a signal must wait for (the shutdown)
+        self.since = None         # when the outermost of them opened
+        self.waiting_since = None   # when a signal first had to wait (watchdog started)
+        self.force = False        # the next signal raises _Stop, held or not
+        self.over = False         # run() is returning: nothing is left to stop
+
+    def held_too_long(self):
+        """Whether a shutdown has held a signal back longer than the grace period."""
+        if not self.held:
             return False
-        # Single stores, read by the watcher without the lock (this thread alone writes
-        # them).
-        self.running_here = ctx
-        self.calls_here += 1
-        # The watcher is parked, or not started yet (see watch_reader for why the lock
-        # is enough).
-        if not self.watching:
-            with self.lock:
-                wake, self.watching = not self.watching, True
-            if wake and not _wake_watcher(self, self.watch_reader):
-                with self.lock:               # no thread to spare: the pool runs it
-                    self.running_here, self.watching = None, False
-                pool.give_back()
-                return False
+        return time.monotonic() - max(self.waiting_since, self.since) > self.grace
+
+    @staticmethod
+    def of(write_fd):
+        """The state of the run() serving the connection writing to ``write_fd``, or
+        None."""
+        state = _stop_signals
+        return state if state is not None and state.wire == write_fd else None
+
+
+_stop_signals = None                # the _StopSignals of the run() in progress
+
+
+def _catch_stop_signals(grace, wire):
+    """run(): SIGTERM, and Ctrl+C unless the application handles it, stop serving
+    gracefully."""
+    global _stop_signals
+    state = _stop_signals = _StopSignals(grace, wire)
+    if threading.current_thread() is threading.main_thread():
+        state.saved = _take_stop_signals(_stop_on_signal)
+
+
+def _end_stop_signals():
+    """After run(): end this run's signal state, and ignore the two signals until the
+    application is back in control (_Exit). Returns (first signal, handlers)."""
+    global _stop_signals
+    state = _stop_signals
+    state.over = True
+    if state.saved:
+        _ignore_signals(state.saved)
+    _stop_signals = None
+    return state.first, state.saved
+
+
+def _take_stop_signals(handler):
+    """SIGTERM, and Ctrl+C unless the application handles it, go to ``handler``. Returns
+    the handlers as they were, for _restore_signals; {} off the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    import signal
+    saved = {signum: signal.getsignal(signum)
+             for signum in (signal.SIGTERM, signal.SIGINT)}
+    signal.signal(signal.SIGTERM, handler)
+    if saved[signal.SIGINT] is signal.default_int_handler:
+        signal.signal(signal.SIGINT, handler)
+    return saved
+
+
+def _ignore_signals(signums):
+    """Ignore the signals ``signums``; returns their handlers as they were, for
+    _restore_signals; {} off the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    import signal
+    return {signum: signal.signal(signum, signal.SIG_IGN) for signum in signums}
+
+
+def _restore_signals(saved):
+    """Put back the handlers _take_stop_signals or _ignore_signals replaced."""
+    import signal
+    for signum, handler in saved.items():
+        if handler is not None:       # None: set outside Python; it cannot be put back
+            signal.signal(signum, handler)
+
+
+class _Exit(SystemExit):
+    """How run() ends: SystemExit, holding the application's SIGTERM and SIGINT
+    handlers. While the program exits they stay ignored (a late signal must not turn a
+    clean exit into death by signal); an application that catches it gets them back."""
+
+    def __init__(self, code, saved):
+        super().__init__(code)
+        self.saved = saved
+
+    def __del__(self):
         try:
-            self.run_call(ctx, handler)
-        finally:
-            self.running_here = None
-            pool.give_back()
-        if time.monotonic() > self.look_due:
-            self.wait_for_look()
-        return True
-
-    def wait_for_look(self):
-        """The watcher is awake and waits for the GIL, which this thread, running call
-        after call, would give up only in its writes, and take back each time before the
-        watcher could: the watcher would be woken in vain hundreds of times, until
-        Python forced a switch after 5 ms. Waiting for its look costs far less."""
-        if not self.looked.acquire(timeout=self.server.pool.blocking_after):
-            # It is late (busy CPUs): don't wait for it again.
-            self.look_due = float("inf")
-
-    def watch_reader(self, parked):
-        """While calls run on the reader, look at them every ``blocking_after`` seconds.
-        A call seen running twice is blocking the reader: this thread then reads on in
-        its place (the reader stops reading when its call returns). After a look that
-        finds no call since the last one, it parks until the next (waking it costs that
-        call less than starting a thread); it ends with the input."""
-        tick = self.server.pool.blocking_after
-        with self.lock:
-            seen, calls = None, self.calls_here
-        stalled = 0                       # looks that found the reader stuck writing
-        while True:
-            # (sleep oversleeps a little)
-            self.look_due = time.monotonic() + tick * 1.1
-            time.sleep(tick)
-            with self.lock:
-                self.look_due = float("inf")
-                if self.looked.locked():      # the reader may wait for this look
-                    self.looked.release()
-                if self.stopping:             # nothing more is read: nothing to watch
-                    self.watching, self.watcher = False, None
-                    return
-                # The reader publishes a call, then reads this flag, without the lock:
-                # so cleared first, either the reader sees it cleared and wakes us, or
-                # we see its call here.
-                self.watching = False
-                call, calls_now = self.running_here, self.calls_here
-                # A write that waits for a slow client holds the reader: that is
-                # backpressure, and reading on would only add calls waiting to write,
-                # each on a thread. One that waits longer than write_stall may be for a
-                # client that has stopped reading: reading on then still sees the end of
-                # its input.
-                stuck = call is not None and call is seen
-                stalled = stalled + 1 if stuck and self.writing else 0
-                if stuck and (stalled == 0 or stalled * tick > self.write_stall):
-                    # The reader, back from its call, stops reading.
-                    self.reader_ident = None
-                    self.watcher = None
-                    break
-                idle = call is None and calls_now == calls
-                if not idle:
-                    self.watching = True
-                elif self.input_over.is_set():
-                    return
-                seen, calls = call, calls_now
-            if idle:
-                parked.acquire()          # until _wake_watcher(), or the end of input
-                if self.input_over.is_set():
-                    return
-                with self.lock:
-                    seen, calls = None, self.calls_here
-        self.read_to_end()
-
-    def claim_reading(self):
-        with self.lock:               # as serve() ends the reading on a stop signal
-            if self.stopping:
-                return False
-            self.reader_ident = _thread.get_ident()
-        return True
-
-    def read_to_end(self):
-        """The reader thread (or a watcher that took over from it): tells serve() when
-        the input has ended."""
-        try:
-            ended = self.keep_reading()
-        except BaseException as e:
-            self.read_error, ended = e, True
-        if ended:
-            self.input_over.set()
-            with self.lock:                   # a parked watcher ends with the input
-                parked = None if self.watching else self.watcher
-                self.watching = True
-            if parked is not None:
-                parked.release()
-
-    def run_call(self, ctx, handler):
-        """Run one handler (on a worker, or inline) and write its response to its
-        outlet."""
-        rid = ctx.request_id
-        _current.ctx = ctx
-        try:
-            ctx.check_cancelled()             # cancelled while it waited for a thread
-            if ctx.stateless:
-                frame = self.server.run_stateless(ctx, handler)
-            else:
-                result = _call_handler(handler, ctx)
-                frame = encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
-        except Cancelled as e:        # silent (below) only if the client cancelled it
-            frame = error_frame(rid, INTERNAL_ERROR, f"Cancelled: {e}")
-        except JSONRPCError as e:
-            code = e.code
-            # 2026-07-28 reserves -32020...-32099, and gives servers three codes of it.
-            if ctx.stateless and -32099 <= code <= -32020 and code not in (
-                    HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION):
-                code = INTERNAL_ERROR
-            frame = error_frame(rid, code, e.message, e.data)
-        except CapabilityError as e:  # the client's doing, not a fault of the server
-            frame = error_frame(rid, INVALID_REQUEST, f"Invalid Request: {e}",
-                                      {"requiredCapabilities": e.required})
-        except BaseException as e:    # SystemExit and KeyboardInterrupt too
-            _log_failure(ctx.method, e)
-            frame = error_frame(rid, INTERNAL_ERROR,
-                                      f"Internal error: {type(e).__name__}: {e}")
-        finally:
-            _current.ctx = None
-        with self.lock:
-            ctx.done = True
-            if ctx.cancelled and not ctx.stopped:
-                # Cancelled by the client: no response.
-                frame = None
-        try:
-            if ctx._with_response is None:
-                ctx.outlet.respond(frame)
-            else:
-                with self.write_lock:
-                    ctx._with_response()
-                    ctx.outlet.respond(frame)
-        finally:                      # in flight until written: drain() waits for it
-            with self.lock:
-                if self.running.get(rid) is ctx:
-                    del self.running[rid]
-
-    def handle_notification(self, message):
-        method = message["method"]
-        handler = self.server.handlers.get(method)
-        if handler is None or not method.startswith("notifications/"):
-            return                            # unknown notifications are ignored
-        params = message.get("params") or {}
-        try:
-            handler(Context(self, None, method, params), params)
-        except Exception as e:
-            _log_failure(f"the {method} handler", e)
-
-    def cancel(self, request_id, reason=None, stopping=False):
-        """Cancel a running request, or close the listen stream it opened; unknown,
-        finished and initialize ids are ignored. ``stopping``: the server, shutting
-        down, cancels it (not the client, who then still gets its reply)."""
-        if not valid_id(request_id):
+            sys._getframe(1)          # no Python caller: the interpreter is exiting
+        except ValueError:
             return
-        with self.lock:
-            if self.listens.pop(request_id, None) is not None:
-                return
-            ctx = self.running.get(request_id)
-            if ctx is None or ctx.method == "initialize":
-                return
-            ctx.cancelled, ctx.stopped = True, stopping
-        self.cancel_pending(ctx, f"request {request_id!r} was cancelled by the client")
-        on_cancel = ctx._on_cancel            # an async handler's: cancel its coroutine
-        if on_cancel is not None:
-            on_cancel()
+        if self.saved and threading.current_thread() is threading.main_thread():
+            _restore_signals(self.saved)
 
-    def log(self, level, data, logger=None):
-        """Log to a handshake-era client, at or above the level of its
-        logging/setLevel."""
-        threshold = self.log_level if self.version else None
-        params = _log_params(level, data, logger, threshold)
-        return params is not None and self.notify("notifications/message", params)
 
-    # -- 2026-07-28 subscriptions: one table entry per open listen, no thread held -----
-    def listen(self, request_id, honoured):
-        # The id is free: start() refuses a request whose id an open listen holds.
-        # Registered and acknowledged under the lock publish() takes for each
-        # notification: the acknowledgement comes first, and no change is missed after
-        # it.
-        honoured = _Honoured(honoured)
-        with self.lock:
-            self.listens[request_id] = honoured
-            self.notify("notifications/subscriptions/acknowledged",
-                        {"_meta": {SUBSCRIPTION_ID_KEY: request_id},
-                         "notifications": honoured})
+def _stop_on_signal(signum, frame):
+    # Raised in the shutdown, _Stop would skip the rest of it: so it is raised once, by
+    # the first signal, while the main thread waits. A later signal ends the grace
+    # period (drain() watches the count) and otherwise waits; a shutdown still going a
+    # grace period later (a client that reads nothing, a hang) is cut short.
+    state = _stop_signals
+    if state is None or state.over:   # run() is returning: nothing is left to stop
+        return
+    if state.first is None:
+        state.first = signum
+    state.count += 1
+    if state.force or not (state.held or state.raised):
+        state.raised = True
+        raise _Stop()
+    if state.waiting_since is None:
+        state.waiting_since = time.monotonic()
+        _start_thread(_stop_if_stuck, state)
 
-    def end_listens(self):
-        """Shutting down: the responses that end the open listens gracefully, which tell
-        a client to listen again (elsewhere) rather than that it lost the stream."""
-        with self.lock:
-            ended, self.listens = list(self.listens), {}
-        info = {SERVER_INFO_KEY: self.server.server_info(V2026_07)}
-        return [encode_message({"jsonrpc": "2.0", "id": rid, "result": {
-            "resultType": "complete", "_meta": {SUBSCRIPTION_ID_KEY: rid, **info}}})
-            for rid in ended]
 
-    def publish(self, method, wanted, params=None):
-        """Send a notification on every open listen stream for which ``wanted(filter)``
-        holds, tagged with the listen's id; under the lock, so none follows a
-        cancellation."""
-        for request_id, honoured in list(self.listens.items()):
-            if not wanted(honoured):
-                continue
-            tagged = dict(params or {}, _meta={SUBSCRIPTION_ID_KEY: request_id})
-            with self.lock:
-                if self.listens.get(request_id) is honoured:
-                    self.notify(method, tagged)
-
-    # -- the loop ----------------------------------------------------------------------
-    def serve(self, rfile):
-        """Read the connection on a thread of its own, which may run calls (run_here),
-        while this thread waits for the end of input: so a stop signal, which Python
-        delivers to the main thread, interrupts a wait and never a call."""
-        self.max_line_bytes = self.server.max_line_bytes
-        self.lines = read_lines(rfile, self.max_line_bytes)
-        try:
-            _start_thread(self.read_to_end)
-            while not self.input_over.wait(0.5):      # a timeout: Ctrl+C on Windows
-                pass
-            if self.read_error is not None:
-                raise self.read_error
-        finally:
-            if not self.input_over.is_set():
-                # A stop signal: no request is read after it (but the one being read),
-                # as at end of input.
-                with self.lock:
-                    self.stopping, self.reader_ident = True, None
-                for frame in self.end_listens():
-                    self.send_frame(frame)
-            self.drain()
-
-    def drain(self):
-        """End of input: fail our own requests, and give calls in flight
-        ``grace_period`` seconds to finish and write their replies. Those still running
-        then are cancelled (``check_cancelled()`` raises, an async handler's task is
-        cancelled) and have ``cancel_timeout`` seconds more to return: the lifespan
-        closes after that, so no call runs on against a closed lifespan without having
-        been told."""
-        self.fail_pending(ConnectionError("the client closed the connection"))
-        server = self.server
-        # One more signal ends the grace period of the connection run() serves (no
-        # other).
-        signals = _StopSignals.of(self.write_fd)
-        self.wait_for_calls(server.grace_period, signals,
-                            lambda: self.running and not self.closed)
-        # (A call whose handler is done is writing its reply: close_wire waits for
-        # that.)
-        unfinished = [ctx for ctx in list(self.running.values()) if not ctx.done]
-        if not unfinished:
+def _stop_if_stuck(state):
+    """The watchdog of a signal that waits: a shutdown holding it too long is cut
+    short."""
+    while not state.held_too_long():
+        if state.over:
             return
-        for ctx in unfinished:
-            self.cancel(ctx.request_id, "the server is shutting down", stopping=True)
-        self.wait_for_calls(server.cancel_timeout, signals, lambda: any(
-            ctx.request_id in self.running for ctx in unfinished))
-        if self.running:
-            log.warning("exiting with %d call(s) unfinished: still running %.1f s "
-                        "after the %.1f s grace period ended and they were cancelled",
-                        len(self.running), server.cancel_timeout, server.grace_period)
-        else:
-            log.warning("%d call(s) still running after the %.1f s grace period were "
-                        "cancelled", len(unfinished), server.grace_period)
+        time.sleep(0.05)
+    state.force = True
+    _interrupt_main()
 
-    def wait_for_calls(self, seconds, signals, waiting):
-        """Wait while ``waiting()`` holds, for at most ``seconds``, or until a stop
-        signal comes (``signals``: the _StopSignals of the run() serving this
-        connection, if any)."""
-        deadline = self.deadline = time.monotonic() + seconds
-        count = signals.count if signals is not None else 0
-        while waiting() and time.monotonic() < deadline:
-            if signals is not None and signals.count != count:
-                return
-            time.sleep(0.01)
 
-    def close_wire(self):
-        """Close the wire between frames: a reply being written now is finished first
-        (within what is left of the grace period), no later one starts, none is cut in
-        half."""
-        if self.deadline:
-            left = self.deadline - time.monotonic()
-        else:
-            left = self.server.grace_period
-        got = self.write_lock.acquire(timeout=max(0.0, left))
-        self.closed = True
-        if got:
-            self.write_lock.release()
+def _interrupt_main():
+    """SIGTERM to the main thread. pthread_kill interrupts a read or write it is blocked
+    in; without it (Windows) the handler runs when the main thread next runs Python."""
+    import signal
+    if hasattr(signal, "pthread_kill"):
+        signal.pthread_kill(_MAIN_THREAD, signal.SIGTERM)
+    else:
+        _thread.interrupt_main(signal.SIGTERM)
 
-    def on_closed(self):
-        # stdout is gone: stop reading too. The reader may be blocked in read(), so if
-        # this is the connection run() serves on the main thread, interrupt it with a
-        # signal.
-        signals = _StopSignals.of(self.write_fd)
-        if (signals is not None and signals.saved is not None
-                and self in self.server.sessions
-                and _thread.get_ident() != _MAIN_THREAD):
-            _interrupt_main()
+
+def _hold_signals():
+    """Open a section (on the main thread) that a stop signal must wait for."""
+    state = _stop_signals
+    if state is None or _thread.get_ident() != _MAIN_THREAD:
+        return None
+    if not state.held:
+        state.since = time.monotonic()
+    state.held += 1
+    return state
+
+
+def _release_signals(state):
+    if state is not None:
+        state.held -= 1
 
 
 # ======================================================================================
 # Streamable HTTP: the same sessions and handlers behind a WSGI application
 # ======================================================================================
+
 #
 # Over HTTP every client message is one POST to one endpoint (/mcp). A request's
 # response is the POST's response: one JSON body, or an SSE stream (text/event-stream)
@@ -6566,6 +6595,10 @@ class HttpEndpoint:
         return [body]
 
 
+# ======================================================================================
+# The embedded HTTP server: wsgiref, hardened (a first reading can skip this)
+# ======================================================================================
+
 def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0,
                      max_connections=200, max_body_bytes=None):
     """A wsgiref server for ``app`` with a thread per connection, HTTP/1.1 keep-alive
@@ -7645,8 +7678,9 @@ class Subscription:
 
 
 # ======================================================================================
-# Command line
+# Command line (a first reading can skip this)
 # ======================================================================================
+
 #
 # Tools for seeing the protocol: `demo` plays a whole session with the gift server
 # (built in, demo_server(): `serve` with no file serves it too), `inspect` lists what a

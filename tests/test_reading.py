@@ -173,3 +173,26 @@ def test_no_line_is_wider_than_88_characters():
     wide = [f"{number}: {len(line)}" for number, line in enumerate(lines, 1)
             if len(line) > WIDTH]
     assert not wide, f"{len(wide)} lines are over {WIDTH} characters: {wide[:10]}"
+
+
+def banners():
+    """The section titles of mcp_min.py's banners, in file order."""
+    lines = SOURCE.read_text().splitlines()
+    bar = re.compile(r"^# ={20,}$")
+    return [lines[i + 1][2:] for i in range(len(lines) - 2)
+            if bar.match(lines[i]) and bar.match(lines[i + 2])]
+
+
+def test_the_map_lists_the_sections_in_file_order_and_which_to_skip():
+    """The docstring's list of sections names each banner, in order, and marks with * the
+    sections whose banner says a first reading can skip them."""
+    doc = mcp_min.__doc__
+    listed = re.findall(r"^    (\S.*?)( \*)?(?: {2,}|$)", doc[doc.index("The sections"):],
+                        re.M)
+    found = []
+    for title in banners():
+        skip = title.endswith("(a first reading can skip this)")
+        name = re.split(r":| \(", title)[0]
+        found.append((name, " *" if skip else ""))
+    assert len(found) >= 12
+    assert found == listed
