@@ -324,16 +324,12 @@ def write_all(fd, frame):
     """Write a frame and its newline, every byte: pipes take large writes in pieces, and
     a signal can cut one short. writev adds the newline without copying the frame."""
     parts = [frame, b"\n"]
-    written = _writev(fd, parts) if _writev else 0
-    if written == len(frame) + 1:               # the usual case: all at once
-        return
-    while True:
+    while parts:
+        written = _writev(fd, parts) if _writev else os.write(fd, parts[0])
         while parts and written >= len(parts[0]):   # drop what went out
             written -= len(parts.pop(0))
-        if not parts:
-            return
-        parts[0] = memoryview(parts[0])[written:]
-        written = _writev(fd, parts) if _writev else os.write(fd, parts[0])
+        if parts:
+            parts[0] = memoryview(parts[0])[written:]
 
 
 _writev = getattr(os, "writev", None)        # not on Windows
@@ -599,23 +595,21 @@ def valid_id(value):
     return type(value) is str or type(value) is int
 
 
-def error_response(request_id, code, message, data=None):
-    """The error object for a reply. An unreadable request id is left out, as the
-    2025-11-25 schema allows: some SDK clients reject JSON-RPC's ``"id": null``."""
+def error_frame(request_id, code, message, data=None):
+    """An error reply, encoded; without ``data`` if that is not JSON. An unreadable
+    request id is left out, as the 2025-11-25 schema allows: some SDK clients reject
+    JSON-RPC's ``"id": null``."""
     error = {"code": code, "message": message}
+    reply = {"jsonrpc": "2.0", "id": request_id, "error": error}
+    if request_id is None:
+        del reply["id"]
     if data is not None:
         error["data"] = data
-    if request_id is None:
-        return {"jsonrpc": "2.0", "error": error}
-    return {"jsonrpc": "2.0", "id": request_id, "error": error}
-
-
-def error_frame(request_id, code, message, data=None):
-    """An error reply, encoded; without ``data`` if that is not JSON."""
-    try:
-        return encode_message(error_response(request_id, code, message, data))
-    except (TypeError, ValueError):
-        return encode_message(error_response(request_id, code, message))
+        try:
+            return encode_message(reply)
+        except (TypeError, ValueError):
+            del error["data"]
+    return encode_message(reply)
 
 
 def classify(message):
@@ -660,10 +654,9 @@ def describe_frame(message, answers=None):
     if not isinstance(message, dict):
         return "not a message"
     rid = json.dumps(message["id"]) if "id" in message else "(no id)"
-    if "method" in message and "id" in message:
-        return f"request {rid} {message['method']}"
     if "method" in message:
-        return f"notification {message['method']}"
+        kind = f"request {rid}" if "id" in message else "notification"
+        return f"{kind} {message['method']}"
     label = f"response {rid}"
     if isinstance(message.get("error"), dict):
         label = f"error {rid} {message['error'].get('code')}"
@@ -700,12 +693,10 @@ class FramePrinter:
 
     def __call__(self, direction, raw):
         body = raw.decode("utf-8", "replace").rstrip("\r\n")
-        try:
-            message = json.loads(raw)
-        except (ValueError, RecursionError):
-            message = _NOTHING
         with self.lock:
-            if message is _NOTHING:
+            try:
+                message = json.loads(raw)
+            except (ValueError, RecursionError):
                 label = "unparsable" if body.strip() else "blank"
             else:
                 label = describe_frame(message, self.answered(direction, message))
@@ -801,10 +792,8 @@ class Peer(Outlet):
 
     # -- outbound requests -------------------------------------------------------------
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):
-        """Send a request and wait for its result. Raises JSONRPCError for an error
-        reply, TimeoutError (after telling the other side with notifications/cancelled),
-        Cancelled if ``owner`` (a Context) is cancelled meanwhile, ConnectionError if
-        the wire closes."""
+        """Send a request and wait for its result. Raises JSONRPCError (an error
+        reply), TimeoutError, Cancelled (``owner`` was cancelled) or ConnectionError."""
         rid = self.next_id() if request_id is None else request_id
         message = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
@@ -897,17 +886,18 @@ class Peer(Outlet):
 
     def handle_unparsable(self, line, error):
         """Hook: a line that is not JSON; answered with a parse error."""
-        self.send(error_response(None, error.code, error.message))
+        self.send_frame(error_frame(None, error.code, error.message))
 
     def handle_too_long(self, line):
         text = (f"Message too large: {line.size} bytes is over the limit of "
                 f"{self.max_line_bytes} bytes per line; it was skipped")
         kind = line.kind()
+        rid = line.request_id()
         if kind == "request":
-            return self.send(error_response(line.request_id(), INVALID_REQUEST, text))
+            return self.send_frame(error_frame(rid, INVALID_REQUEST, text))
         log.warning("%s (an over-long %s, not answered)", text, kind)
         if kind == "response":
-            self.fail_response(line.request_id(), INVALID_REQUEST, text)
+            self.fail_response(rid, INVALID_REQUEST, text)
 
     def fail_response(self, rid, code, text):
         """A response we could not read: its request fails (responses get no answer)."""
@@ -1016,10 +1006,8 @@ class Batch(Outlet):
             self.remaining -= 1
             if self.remaining:
                 return
-        if self.frames:
-            self.outlet.respond(b"[" + b",".join(self.frames) + b"]")
-        else:
-            self.outlet.respond(None)
+        batch = b"[" + b",".join(self.frames) + b"]"
+        self.outlet.respond(batch if self.frames else None)
 
 
 # ======================================================================================
