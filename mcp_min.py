@@ -1151,7 +1151,6 @@ _TYPE_TESTS = {
     "integer": _is_json_integer, "number": _is_json_number,
     "string": lambda v: isinstance(v, str), "array": lambda v: isinstance(v, list),
     "object": lambda v: isinstance(v, dict)}
-_is_number = _is_json_number
 
 
 def _json_type(value):
@@ -1164,7 +1163,7 @@ def _json_key(value):
         return (list, tuple(map(_json_key, value)))
     if isinstance(value, dict):
         return (dict, frozenset((k, _json_key(x)) for k, x in value.items()))
-    return (float if _is_number(value) else type(value), value)
+    return (float if _is_json_number(value) else type(value), value)
 
 
 def _preview(value):
@@ -1209,8 +1208,7 @@ def _dump(value):
         return value.isoformat()
     if isinstance(value, os.PathLike):
         return os.fspath(value)
-    # uuid and decimal are not imported to check a value: a value of one means it is
-    # loaded.
+    # Not imported to check a value: a value of one means its module is loaded.
     for module, name in (("uuid", "UUID"), ("decimal", "Decimal")):
         cls = getattr(sys.modules.get(module), name, None)
         if cls is not None and isinstance(value, cls):
@@ -1235,9 +1233,8 @@ def _from_string(cls, schema):
     the number bounds of ``schema`` (added later, from Annotated): the validator checks
     those on numbers only, not on "19.99"."""
     is_date = cls.__module__ == "datetime"
-    expected = f"a {cls.__name__}"
-    if is_date:
-        expected = f"an ISO 8601 {schema['format']} string"
+    expected = (f"an ISO 8601 {schema['format']} string" if is_date
+                else f"a {cls.__name__}")
     bounded = cls.__module__ == "decimal"
 
     def convert(v):
@@ -1251,7 +1248,7 @@ def _from_string(cls, schema):
             return value
         if not value.is_finite():
             raise ValueError(f"expected a finite number, got {_preview(v)}")
-        for keyword, _, _, passes, text in _NUMBER_BOUNDS:
+        for keyword, _, passes, text in _NUMBER_BOUNDS:
             if keyword not in schema:
                 continue
             # As written: 0.1, not 0.1000000000000000055
@@ -1262,8 +1259,8 @@ def _from_string(cls, schema):
             except ArithmeticError:         # 1e30000000 % 0.01: too many digits to say
                 ok = False
             if not ok:
-                bound_text = text.format(_preview(schema[keyword]))
-                raise ValueError(f"{bound_text}, got {_preview(v)}")
+                bound = text.format(_preview(schema[keyword]))
+                raise ValueError(f"{bound}, got {_preview(v)}")
         return value
     return convert
 
@@ -1449,7 +1446,7 @@ class _Types:
         """One constraint or annotation (``le``, ``min_length``, ...) -> keyword."""
         kinds = _types_of(schema, {"$defs": self.defs}) or []
         if name in _BOUND_KEYWORDS:
-            if (not _is_number(value) or (name == "multiple_of" and value <= 0)
+            if (not _is_json_number(value) or (name == "multiple_of" and value <= 0)
                     or (kinds and not {"integer", "number"} & set(kinds))):
                 why = "JSON Schema bounds are numbers, and bound numbers only"
                 return self.unused(f"{name}={value!r}", why)
@@ -1655,10 +1652,10 @@ def _is_content(tp, content_types):
 # --- the handler signature -------------------------------------------------
 
 def _parameters(fn):
-    """([(name, kind, default, annotation)], return annotation, globals) of a callable;
-    kind is "/", "*", "**" or "" (named); _NOTHING: none. Plain functions are read from
-    their code object: inspect is slow to import. (Python 3.14 evaluates annotations
-    when first read: NameError for a class not defined yet.)"""
+    """A callable's .params [(name, kind, default, annotation)], .returns (annotation)
+    and .globals (where string annotations resolve); kind: "/", "*", "**" or "" (named);
+    _NOTHING: none. Plain functions are read from their code object: inspect is slow to
+    import. Python 3.14 reads annotations lazily: NameError for a class not defined."""
     if type(fn) is types.FunctionType and not hasattr(fn, "__wrapped__"):
         try:
             return _code_parameters(fn)
@@ -1672,7 +1669,8 @@ def _parameters(fn):
                _NOTHING if p.annotation is empty else p.annotation)
               for p in sig.parameters.values()]
     returns = _NOTHING if sig.return_annotation is empty else sig.return_annotation
-    return params, returns, getattr(inspect.unwrap(fn), "__globals__", {})
+    return types.SimpleNamespace(params=params, returns=returns,
+                                 globals=getattr(inspect.unwrap(fn), "__globals__", {}))
 
 
 def _code_parameters(fn):
@@ -1689,7 +1687,8 @@ def _code_parameters(fn):
     stars = [kind for flag, kind in ((4, "*"), (8, "**")) if code.co_flags & flag]
     params += [(name, kind, _NOTHING, hints.get(name, _NOTHING))
                for name, kind in zip(code.co_varnames[len(names):], stars)]
-    return params, hints.get("return", _NOTHING), fn.__globals__
+    return types.SimpleNamespace(params=params, returns=hints.get("return", _NOTHING),
+                                 globals=fn.__globals__)
 
 
 class Signature:
@@ -1703,16 +1702,17 @@ class Signature:
         self.context_param = None
         self.wrap_output = False
         self._where = getattr(fn, "__qualname__", None) or repr(fn)
-        try:            # the globals are where string annotations are resolved
-            parameters, returns, self._globals = _parameters(fn)
+        try:
+            found = _parameters(fn)
         except NameError as e:
             raise SchemaError(f"{self._where}: an annotation names {e.name!r}, which "
                               f"is not defined when it is registered: define {e.name} "
                               "first") from None
+        self._globals = found.globals
         doc, docs = parse_docstring(getattr(fn, "__doc__", None))
         self.description = doc if description is None else description
         self._defaults = {}             # parameter -> what makes its default (Field)
-        fields, rest = self._parameter_fields(parameters, context_type,
+        fields, rest = self._parameter_fields(found.params, context_type,
                                               resolve=input_schema is None)
         translator = _Types({}, self._where)
         self._converters = {}           # parameter -> its converter, or None
@@ -1728,7 +1728,7 @@ class Signature:
         self.output_schema = output_schema
         if output_schema is None and structured is not False:
             self.output_schema, self.wrap_output = self._output_schema_of(
-                returns, content_types)
+                found.returns, content_types)
 
     def _parameter_fields(self, parameters, context_type, resolve):
         """([(name, annotation, required, default, pydantic FieldInfo or None)] of the
@@ -1881,24 +1881,20 @@ def _is_multiple(value, factor):
         return False
 
 
-_BOUNDS = [  # keyword, applies to, measure (None: the value), passes, message
-    ("minimum", _is_number, None, operator.ge, "must be >= {}"),
-    ("maximum", _is_number, None, operator.le, "must be <= {}"),
-    ("exclusiveMinimum", _is_number, None, operator.gt, "must be > {}"),
-    ("exclusiveMaximum", _is_number, None, operator.lt, "must be < {}"),
-    ("multipleOf", _is_number, None, _is_multiple, "must be a multiple of {}"),
-    # lengths of strings count code points
-    ("minLength", _TYPE_TESTS["string"], len, operator.ge,
-     "must be at least {} characters long"),
-    ("maxLength", _TYPE_TESTS["string"], len, operator.le,
-     "must be at most {} characters long"),
-    ("minItems", _TYPE_TESTS["array"], len, operator.ge, "must have at least {} items"),
-    ("maxItems", _TYPE_TESTS["array"], len, operator.le, "must have at most {} items"),
-    ("minProperties", _TYPE_TESTS["object"], len, operator.ge,
-     "must have at least {} properties"),
-    ("maxProperties", _TYPE_TESTS["object"], len, operator.le,
-     "must have at most {} properties"),
-]
+# keyword, the JSON type it bounds (a number, else its length), passes, message.
+# The length of a string counts code points.
+_BOUNDS = [
+    ("minimum", "number", operator.ge, "must be >= {}"),
+    ("maximum", "number", operator.le, "must be <= {}"),
+    ("exclusiveMinimum", "number", operator.gt, "must be > {}"),
+    ("exclusiveMaximum", "number", operator.lt, "must be < {}"),
+    ("multipleOf", "number", _is_multiple, "must be a multiple of {}"),
+    ("minLength", "string", operator.ge, "must be at least {} characters long"),
+    ("maxLength", "string", operator.le, "must be at most {} characters long"),
+    ("minItems", "array", operator.ge, "must have at least {} items"),
+    ("maxItems", "array", operator.le, "must have at most {} items"),
+    ("minProperties", "object", operator.ge, "must have at least {} properties"),
+    ("maxProperties", "object", operator.le, "must have at most {} properties")]
 _NUMBER_BOUNDS = _BOUNDS[:5]        # minimum ... multipleOf
 
 
@@ -2044,17 +2040,18 @@ class _Compiler:
     def _bounds(self, schema):
         """The checks of minimum, maxLength, multipleOf and the like."""
         checks = []
-        for keyword, applies, measure, passes, text in _BOUNDS:
+        for keyword, kind, passes, text in _BOUNDS:
             if keyword not in schema:
                 continue
             bound = schema[keyword]
-            if not _is_number(bound):
+            if not _is_json_number(bound):
                 raise SchemaError(f"{keyword} must be a number, not {_preview(bound)}")
             if keyword == "multipleOf" and bound <= 0:
                 raise SchemaError(
                     f"multipleOf must be greater than 0, not {_preview(bound)}")
             message = text.format(_preview(bound))
-            checks.append(_rule(passes, bound, message, applies, measure))
+            measure = None if kind == "number" else len
+            checks.append(_rule(passes, bound, message, _TYPE_TESTS[kind], measure))
         return checks
 
     def _pattern(self, pattern):
@@ -2363,11 +2360,9 @@ def _shape_block(block, version):
         return block
     kind = block.get("type")
     if kind == "resource_link" and version < V2025_06:
-        link = f"Resource: {block['uri']} ({block.get('name')})"
-        return {"type": "text", "text": link}
+        return text(f"Resource: {block['uri']} ({block.get('name')})")
     if kind == "audio" and version < V2025_03:
-        return {"type": "text",
-                "text": f"[{block.get('mimeType')} audio omitted: not in {version}]"}
+        return text(f"[{block.get('mimeType')} audio omitted: not in {version}]")
     if kind == "resource_link" and "icons" in block:   # icons are new in 2025-11-25
         block = {k: v for k, v in block.items() if k != "icons"}
     if version < V2025_06 and ("_meta" in block or "annotations" in block):
