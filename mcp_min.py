@@ -2677,9 +2677,7 @@ def _mirrors(value, header):
     ``value``: integers compare as numbers (42.0 is 42), booleans are true or false."""
     if isinstance(value, str) or header is None:
         return header == value
-    sent = _json_in(header)
-    if sent is _NOTHING:
-        return False
+    sent = _json_in(header)                 # _NOTHING (not JSON) stands for no value
     if isinstance(value, bool) or isinstance(sent, bool):
         return sent is value
     return _is_json_number(sent) and sent == value
@@ -3282,7 +3280,6 @@ def _forwarded_record(*args, **kwargs):
 # Stateless requests (2026-07-28): the envelope, requestState
 # ======================================================================================
 
-#
 # From 2026-07-28 there is no initialize: every request carries, in params._meta, the
 # protocol version and the client's capabilities (the "envelope"), and the server
 # remembers nothing between requests. A handler that needs the client's input
