@@ -2956,7 +2956,7 @@ class Context:
         meta = params.get("_meta")
         self.meta = meta if isinstance(meta, dict) else {}
         token = self.meta.get("progressToken")
-        if token is not None and (isinstance(token, str) or _is_json_number(token)):
+        if isinstance(token, str) or _is_json_number(token):
             self.progress_token = token  # a string or a number (1.5 too), nothing else
 
     # handshake era: from initialize (the session); 2026-07-28: the request's envelope
