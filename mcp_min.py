@@ -2660,9 +2660,7 @@ def _mirrors(value, header):
     ``value``: integers compare as numbers (42.0 is 42), booleans are true or false."""
     if isinstance(value, str) or header is None:
         return header == value
-    sent = _json_in(header)
-    if sent is _NOTHING:
-        return False
+    sent = _json_in(header)                 # _NOTHING (not JSON) stands for no value
     if isinstance(value, bool) or isinstance(sent, bool):
         return sent is value
     return _is_json_number(sent) and sent == value
@@ -2941,7 +2939,7 @@ class Context:
         meta = params.get("_meta")
         self.meta = meta if isinstance(meta, dict) else {}
         token = self.meta.get("progressToken")
-        if token is not None and (isinstance(token, str) or _is_json_number(token)):
+        if isinstance(token, str) or _is_json_number(token):
             self.progress_token = token  # a string or a number (1.5 too), nothing else
 
     # handshake era: from initialize (the session); 2026-07-28: the request's envelope
@@ -3265,7 +3263,6 @@ def _forwarded_record(*args, **kwargs):
 # Stateless requests (2026-07-28): the envelope, requestState
 # ======================================================================================
 
-#
 # From 2026-07-28 there is no initialize: every request carries, in params._meta, the
 # protocol version and the client's capabilities (the "envelope"), and the server
 # remembers nothing between requests. A handler that needs the client's input
@@ -3283,8 +3280,7 @@ LOG_LEVEL_KEY = _MCP_PREFIX + "logLevel"
 SERVER_INFO_KEY = _MCP_PREFIX + "serverInfo"
 SUBSCRIPTION_ID_KEY = _MCP_PREFIX + "subscriptionId"
 
-#: Methods of one era only. A 2026-07-28 request for a handshake-only method gets
-#: -32601.
+#: Methods of one era only: a 2026-07-28 request for a handshake-only one gets -32601.
 MODERN_ONLY_METHODS = frozenset({"server/discover", "subscriptions/listen"})
 HANDSHAKE_ONLY_METHODS = frozenset({"initialize", "ping", "logging/setLevel",
                                     "resources/subscribe", "resources/unsubscribe"})
@@ -3301,30 +3297,11 @@ NO_RESPONSE = object()
 
 class Envelope:
     """What a 2026-07-28 request says about its client in ``params._meta`` (the
-    handshake era learns it from initialize): the protocol version, the client's
-    capabilities and name, and the log level for this request. -32602 for a malformed
-    _meta, -32022 for a version this server does not serve."""
+    handshake era learns it from initialize): -32602 for a malformed _meta, -32022 for
+    a version this server does not serve."""
     __slots__ = ("meta", "version", "client_capabilities", "log_level")
 
     def __init__(self, meta):
-        # Three quick tests pass the usual envelope; anything else is checked in full.
-        if (type(meta) is not dict
-                or type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict
-                or meta.get(PROTOCOL_VERSION_KEY) not in MODERN_PROTOCOL_VERSIONS):
-            self.refuse(meta)
-        level = meta.get(LOG_LEVEL_KEY)
-        if LOG_LEVEL_KEY in meta and level not in LOG_LEVELS:
-            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: log level {level!r} "
-                               f"in params._meta; use one of {', '.join(LOG_LEVELS)}")
-        self.meta = meta
-        self.version = meta[PROTOCOL_VERSION_KEY]
-        self.log_level = level
-        self.client_capabilities = meta[CLIENT_CAPABILITIES_KEY]
-
-    @staticmethod
-    def refuse(meta):
-        """Raise the error saying what is wrong with an envelope, or return if it is
-        only unusual (a dict subclass)."""
         if not isinstance(meta, dict):
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: this method is part of "
                                "protocol 2026-07-28, whose requests carry params._meta "
@@ -3344,6 +3321,14 @@ class Envelope:
                 f"served at {', '.join(MODERN_PROTOCOL_VERSIONS)}; "
                 f"{', '.join(PROTOCOL_VERSIONS)} after initialize",
                 {"supported": list(MODERN_PROTOCOL_VERSIONS), "requested": version})
+        level = meta.get(LOG_LEVEL_KEY)
+        if LOG_LEVEL_KEY in meta and level not in LOG_LEVELS:
+            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: log level {level!r} "
+                               f"in params._meta; use one of {', '.join(LOG_LEVELS)}")
+        self.meta = meta
+        self.version = version
+        self.log_level = level
+        self.client_capabilities = meta[CLIENT_CAPABILITIES_KEY]
 
     @property
     def client_info(self):
@@ -3354,10 +3339,9 @@ class Envelope:
 def is_stateless(method, meta):
     """Whether a request is a 2026-07-28 one (initialize never is): it carries an
     envelope key in params._meta, or its method exists only there."""
-    if method in MODERN_ONLY_METHODS:
-        return True
-    return type(meta) is dict and method != "initialize" and (
-        PROTOCOL_VERSION_KEY in meta or CLIENT_CAPABILITIES_KEY in meta)
+    return method in MODERN_ONLY_METHODS or (
+        type(meta) is dict and method != "initialize"
+        and (PROTOCOL_VERSION_KEY in meta or CLIENT_CAPABILITIES_KEY in meta))
 
 
 def _digest(value):
@@ -3373,13 +3357,9 @@ def _b64url(data):
 
 
 class RequestStateSigner:
-    """Seals and opens requestState: JSON, base64url, and an HMAC-SHA256 over it. The
-    key is ``key`` (bytes or str), else env MCP_MIN_STATE_KEY, else random for this
-    process; give every process that serves the same clients the same key (behind a
-    load balancer, a retry may reach another one). A state expires ``ttl`` seconds after
-    it was issued. One longer than ``max_bytes`` is neither issued nor opened: the
-    client holds it, and may send back anything in its place, which the signature check
-    would otherwise copy and hash whole."""
+    """Seals and opens requestState: JSON, base64url, and an HMAC-SHA256 over it (the
+    settings: docs/reference.md). One over ``max_bytes`` is not opened: the client may
+    send anything in its place, which the signature check would copy and hash whole."""
 
     def __init__(self, key=None, ttl=600, max_bytes=64 << 10):
         key = key if key is not None else os.environ.get("MCP_MIN_STATE_KEY")
@@ -3415,16 +3395,15 @@ class RequestStateSigner:
                                  f"of {self.max_bytes} (Server(max_state_bytes=...))")
         version, _, rest = token.partition(".")
         body, _, mac = rest.partition(".")
+        payload = None
         try:
             # compared as text: a signature written any other way is refused
-            genuine = version == "v1" and hmac.compare_digest(
-                mac.encode("ascii"), self.signature(body).encode("ascii"))
-            payload = None
-            if genuine:
+            if version == "v1" and hmac.compare_digest(
+                    mac.encode("ascii"), self.signature(body).encode("ascii")):
                 body = body.replace("-", "+").replace("_", "/")
                 payload = json.loads(b64decode(body + "=" * (-len(body) % 4)))
         except ValueError:      # binascii.Error and UnicodeEncodeError too
-            payload = None
+            pass
         if not isinstance(payload, dict):
             raise _invalid_state("it was not issued by this server, or it was altered")
         if not isinstance(payload.get("exp"), int) or payload["exp"] < time.time():
@@ -3439,11 +3418,9 @@ def _invalid_state(why):
 
 # What the answer to each question must hold: (field, its type). The answer to another
 # method may be any object.
-_ANSWER_SHAPES = {
-    "elicitation/create": ("action", str),
-    "sampling/createMessage": ("content", (dict, list)),
-    "roots/list": ("roots", list),
-}
+_ANSWER_SHAPES = {"elicitation/create": ("action", str),
+                  "sampling/createMessage": ("content", (dict, list)),
+                  "roots/list": ("roots", list)}
 
 
 def _check_answer(key, method, answer):
@@ -3451,10 +3428,8 @@ def _check_answer(key, method, answer):
     inputResponses entry ``key`` (2026-07-28), or with ``key`` None the client's
     response (the handshake era)."""
     field, kind = _ANSWER_SHAPES.get(method, (None, None))
-    if key is None:
-        answered = "The client's answer"
-    else:
-        answered = f"Invalid params: inputResponses.{key}"
+    answered = ("The client's answer" if key is None
+                else f"Invalid params: inputResponses.{key}")
     if not isinstance(answer, dict):
         raise InvalidAnswer(f"{answered} is not a result of {method} (a result is an "
                             "object)")
