@@ -3602,8 +3602,7 @@ class Server:
     dict from method name to ``handler(ctx, params) -> result`` that answers the client.
     Its settings: docs/reference.md, "Settings"."""
 
-    # Taken by the first request of any server's wsgi.
-    _http_start_lock = threading.Lock()
+    _http_start_lock = threading.Lock()   # taken by the first request of any wsgi
 
     #: Methods always answered on the reader thread: quick, and no user code. The rest
     #: run there only while the pool is idle (Session.run_here), else on the pool.
@@ -3643,14 +3642,14 @@ class Server:
         self.authorization_servers = tuple(authorization_servers)
         self.lifespan_value = None
         self._lifespan_users = 0              # connections (or HTTP) that entered it
+        # Held while the lifespan is entered or exited, which may take self.lock
+        self._lifespan_lock = threading.Lock()
         # What is registered, and what is serving
         self.tools, self.resources = {}, {}
         self.prompts, self.completers = {}, {}
         self.order = count(1).__next__        # registration order: the order lists use
         self._offered = None                  # capabilities(), cached by offered()
         self.lock = threading.Lock()
-        # Held while the lifespan is entered or exited (which may take self.lock)
-        self._lifespan_lock = threading.Lock()
         self.pool = None                      # started with the first connection
         self.sessions = set()                 # open connections (one, over stdio)
         self.http_sessions_alive = weakref.WeakSet()    # every HttpSession still in use
@@ -3659,9 +3658,8 @@ class Server:
         self.handlers = {
             "initialize": self.initialize, "ping": self.ping,
             "tools/list": self.list_tools, "tools/call": self.call_tool,
-            "resources/list": self.list_resources,
+            "resources/list": self.list_resources, "resources/read": self.read_resource,
             "resources/templates/list": self.list_resource_templates,
-            "resources/read": self.read_resource,
             "resources/subscribe": self.subscribe,
             "resources/unsubscribe": self.unsubscribe,
             "prompts/list": self.list_prompts, "prompts/get": self.get_prompt,
