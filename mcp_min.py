@@ -3507,8 +3507,7 @@ def _arguments(params, method):
     return _require(params, "arguments", dict, method)
 
 
-# Server settings that count something -> the least each may be (page_size may also be
-# None: one page).
+# Server settings that count something -> the least each may be (page_size: None too).
 _LEAST = {
     "max_workers": 1, "max_queue": 0, "page_size": 1, "max_line_bytes": 1,
     "max_sessions": 1, "max_sessions_per_principal": 1, "max_streams": 1,
@@ -3521,8 +3520,7 @@ _NONE_IS_NO_LIMIT = {
 
 
 def _check_settings(settings):
-    """Raise ValueError naming the first setting of ``settings`` (Server's arguments, by
-    name) that cannot be used."""
+    """Raise ValueError naming the first of Server's arguments that cannot be used."""
     for setting, least in _LEAST.items():
         value = settings[setting]
         if setting == "page_size" and value is None:
@@ -3562,8 +3560,7 @@ class Server:
     dict from method name to ``handler(ctx, params) -> result`` that answers the client.
     Its settings: docs/reference.md, "Settings"."""
 
-    # Taken by the first request of any server's wsgi.
-    _http_start_lock = threading.Lock()
+    _http_start_lock = threading.Lock()   # taken by the first request of any wsgi
 
     #: Methods always answered on the reader thread: quick, and no user code. The rest
     #: run there only while the pool is idle (Session.run_here), else on the pool.
@@ -3603,14 +3600,14 @@ class Server:
         self.authorization_servers = tuple(authorization_servers)
         self.lifespan_value = None
         self._lifespan_users = 0              # connections (or HTTP) that entered it
+        # Held while the lifespan is entered or exited, which may take self.lock
+        self._lifespan_lock = threading.Lock()
         # What is registered, and what is serving
         self.tools, self.resources = {}, {}
         self.prompts, self.completers = {}, {}
         self.order = count(1).__next__        # registration order: the order lists use
         self._offered = None                  # capabilities(), cached by offered()
         self.lock = threading.Lock()
-        # Held while the lifespan is entered or exited (which may take self.lock)
-        self._lifespan_lock = threading.Lock()
         self.pool = None                      # started with the first connection
         self.sessions = set()                 # open connections (one, over stdio)
         self.http_sessions_alive = weakref.WeakSet()    # every HttpSession still in use
@@ -3619,9 +3616,8 @@ class Server:
         self.handlers = {
             "initialize": self.initialize, "ping": self.ping,
             "tools/list": self.list_tools, "tools/call": self.call_tool,
-            "resources/list": self.list_resources,
+            "resources/list": self.list_resources, "resources/read": self.read_resource,
             "resources/templates/list": self.list_resource_templates,
-            "resources/read": self.read_resource,
             "resources/subscribe": self.subscribe,
             "resources/unsubscribe": self.unsubscribe,
             "prompts/list": self.list_prompts, "prompts/get": self.get_prompt,
@@ -3641,8 +3637,7 @@ class Server:
         return self._register(Tool, fn, replace, options)
 
     def resource(self, uri, *, replace=False, **options):
-        """``@server.resource(uri, ...)``: register the resource at ``uri`` (or a URI
-        template with {vars})."""
+        """``@server.resource(uri, ...)``: register a resource (or a URI template)."""
         if not isinstance(uri, str):
             raise TypeError('@server.resource needs the URI first: '
                             '@server.resource("file:///notes")')
@@ -3653,23 +3648,19 @@ class Server:
         return self._register(Prompt, fn, replace, options)
 
     def _register(self, kind, fn, replace, options):
-        """Add ``kind(fn, **options)`` to its registry; without ``fn``, a decorator that
-        does."""
+        """Add ``kind(fn, **options)`` to its registry (no fn: a decorator doing it)."""
         if fn is None:
             return lambda fn: self._register(kind, fn, replace, options)
         item = kind(fn, **options)
         registry_name = kind.registry_name
-        if kind is Resource:
-            key, other = item.uri, "URI"
-        else:
-            key, other = item.name, "name"
+        key = item.uri if kind is Resource else item.name
         item.order = self.order()
         with self.lock:
             registry = getattr(self, registry_name)
             if key in registry and not replace:
                 raise ValueError(f"{registry_name[:-1]} {key!r} is already registered: "
                                  "pass replace=True to replace it, or give this one "
-                                 f"another {other}")
+                                 f"another {'URI' if kind is Resource else 'name'}")
             registry[key] = item
         self._offered = None
         self.notify_list_changed(registry_name)
@@ -3767,8 +3758,7 @@ class Server:
         return caps
 
     def offered(self):
-        """capabilities(), cached until a registration changes it (2026-07-28 checks it
-        on every request)."""
+        """capabilities(), cached until a registration changes it (for 2026-07-28)."""
         offered = self._offered
         if offered is None:
             with self.lock:               # registrations change the registries under it
@@ -4255,8 +4245,7 @@ class Server:
         raise _Exit(code, saved)
 
     def serve_connection(self, read_fd=0, write_fd=1, trace=None):
-        """Serve one connection on a pair of file descriptors until end of input, then
-        drain it: ``run()`` on stdin/stdout."""
+        """Serve one connection on a pair of file descriptors until its input ends."""
         self.prepare()
         session = Session(self, write_fd, trace)
         rfile = open(read_fd, "rb", buffering=1 << 16, closefd=False)
@@ -4352,8 +4341,8 @@ def _cursor_position(cursor):
 # ======================================================================================
 
 def _answer_batch(peer, items, outlet):
-    """Handle the members of a batch (protocol 2025-03-26) each as if it came alone; the
-    answers to its requests go back through ``outlet`` as one array (Batch)."""
+    """Handle a batch's members (protocol 2025-03-26) each as if alone; the answers go
+    back through ``outlet`` as one array (Batch)."""
     if not items:
         return outlet.respond(error_frame(None, INVALID_REQUEST,
                                           "Invalid Request: empty batch"))
@@ -4400,31 +4389,21 @@ class Session(Peer):
         self.running = {}                   # request id -> Context
         self.listens = {}                   # open subscriptions/listen's id -> filter
         self.deadline = None                # end of the grace period, once input ended
-        # Guards running, and orders progress before replies.
-        self.lock = threading.Lock()
-        self.principal = None           # who the transport says the client is (HTTP)
-        # run_call() holds it around a response (initialize's).
-        self.write_lock = threading.RLock()
+        self.lock = threading.Lock()        # guards running; orders progress, replies
+        self.principal = None               # who the transport says the client is
+        self.write_lock = threading.RLock()     # run_call() holds it around a response
         if write_fd is not None:    # it reads its input itself (HTTP's are handed it)
-            # Released after a look (see run_here).
-            self.looked = _thread.allocate_lock()
+            self.looked = _thread.allocate_lock()   # released after a look (run_here)
             self.looked.acquire()
-            # Set by the thread that read to the end.
-            self.input_over = threading.Event()
+            self.input_over = threading.Event()     # set by the thread that read it all
 
     # The reader's state, set on the instance as it changes.
     running_here = None             # the call running on the reader (run_here)
-
     calls_here = 0                  # how many have
-
     watching = False                # a watch_reader thread is looking at them
-
     watcher = None                  # the lock it parks on between calls
-
     look_due = float("inf")         # when that thread will want the GIL to look
-
     stopping = False                # a stop signal came: read no further
-
     read_error = None               # what stopped the reading, if not end of input
 
     # -- the loop ----------------------------------------------------------------------
@@ -4442,8 +4421,8 @@ class Session(Peer):
                 raise self.read_error
         finally:
             if not self.input_over.is_set():
-                # A stop signal: no request is read after it (but the one being read),
-                # as at end of input.
+                # A stop signal: as at end of input, no request is read after it (but
+                # the one being read).
                 with self.lock:
                     self.stopping, self.reader_ident = True, None
                 for frame in self.end_listens():
@@ -4451,8 +4430,7 @@ class Session(Peer):
             self.drain()
 
     def read_to_end(self):
-        """The reader thread (or a watcher that took over from it): tells serve() when
-        the input has ended."""
+        """The reader thread (or a watcher that took over): tells serve() it ended."""
         try:
             ended = self.keep_reading()
         except BaseException as e:
@@ -4495,9 +4473,8 @@ class Session(Peer):
         self.start(rid, method, params, handler, outlet)
 
     def handle_stateless(self, rid, method, params, meta, outlet):
-        """A 2026-07-28 request: all the server knows about the client is in the
-        request, checked in the order the spec's errors imply (envelope, version,
-        method)."""
+        """A 2026-07-28 request: all the server knows of the client is in it, checked in
+        the order the spec's errors imply (envelope, version, method)."""
         try:
             if isinstance(outlet, Batch):
                 raise JSONRPCError(INVALID_REQUEST, "Invalid Request: 2026-07-28 "
@@ -4509,11 +4486,8 @@ class Session(Peer):
         self.start(rid, method, params, handler, outlet, envelope)
 
     def handler_for(self, method, stateless=False):
-        """The handler of ``method`` if the request may call it, else a JSONRPCError:
-        -32601 for a method with no handler, one not part of the request's era, or one
-        that needs a capability the server does not declare; -32600 for a handshake-era
-        request before initialize. Unknown methods are answered before initialize too:
-        clients probe with them."""
+        """The handler of ``method`` if the request may call it, else a JSONRPCError.
+        Unknown methods are answered (-32601) before initialize too: clients probe."""
         handler = self.server.handlers.get(method)
         if handler is None or (stateless and method in HANDSHAKE_ONLY_METHODS):
             removed = " (not part of protocol 2026-07-28)" if handler else ""
@@ -4539,14 +4513,12 @@ class Session(Peer):
         server = self.server
         with self.lock:
             earlier = self.running.get(rid)
-            # Answered, the id is free again; an open listen keeps its id until
-            # cancelled.
-            duplicate = ((earlier is not None and not earlier.done)
-                         or rid in self.listens)
-            if not duplicate:
+            # Answered, the id is free again; an open listen keeps it until cancelled.
+            in_use = rid in self.listens or (earlier is not None and not earlier.done)
+            if not in_use:
                 ctx = Context(self, rid, method, params, envelope, outlet)
                 self.running[rid] = ctx
-        if duplicate:
+        if in_use:
             return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: id "
                                     f"{rid!r} is already in use by a request still in "
                                     "progress", outlet)
@@ -4563,21 +4535,17 @@ class Session(Peer):
                              outlet)
 
     def run_here(self, ctx, handler):
-        """Run a call on the reader thread if the pool is idle: waking a worker would
-        cost more than a quick call. Should the call last, a watcher thread takes the
-        reading over (watch_reader), so that pings, cancellations and answers are still
-        read. False: the call did not run here. A batch's calls never do: the others
-        would wait behind it."""
+        """Run a call on the reader if the pool is idle (waking a worker costs more than
+        a quick call), or return False; never a batch's, the others would wait behind
+        it. Should the call last, a watcher takes the reading over (watch_reader)."""
         pool = self.server.pool
         if (self.reader_ident != _thread.get_ident() or isinstance(ctx.outlet, Batch)
                 or not pool.borrow()):
             return False
-        # Single stores, read by the watcher without the lock (this thread alone writes
-        # them).
+        # Single stores, read by the watcher without the lock (only this thread writes).
         self.running_here = ctx
         self.calls_here += 1
-        # The watcher is parked, or not started yet (see watch_reader for why the lock
-        # is enough).
+        # The watcher is parked, or not yet started (watch_reader: why the lock will do)
         if not self.watching:
             with self.lock:
                 wake, self.watching = not self.watching, True
@@ -4664,8 +4632,7 @@ class Session(Peer):
         return True
 
     def run_call(self, ctx, handler):
-        """Run one handler (on a worker, or inline) and write its response to its
-        outlet."""
+        """Run one handler (on a worker, or inline); write its response to outlet."""
         rid = ctx.request_id
         _current.ctx = ctx
         try:
@@ -4686,18 +4653,17 @@ class Session(Peer):
             frame = error_frame(rid, code, e.message, e.data)
         except CapabilityError as e:  # the client's doing, not a fault of the server
             frame = error_frame(rid, INVALID_REQUEST, f"Invalid Request: {e}",
-                                      {"requiredCapabilities": e.required})
+                                {"requiredCapabilities": e.required})
         except BaseException as e:    # SystemExit and KeyboardInterrupt too
             _log_failure(ctx.method, e)
             frame = error_frame(rid, INTERNAL_ERROR,
-                                      f"Internal error: {type(e).__name__}: {e}")
+                                f"Internal error: {type(e).__name__}: {e}")
         finally:
             _current.ctx = None
         with self.lock:
             ctx.done = True
             if ctx.cancelled and not ctx.stopped:
-                # Cancelled by the client: no response.
-                frame = None
+                frame = None                  # cancelled by the client: no response
         try:
             if ctx._with_response is None:
                 ctx.outlet.respond(frame)
@@ -4740,8 +4706,7 @@ class Session(Peer):
             on_cancel()
 
     def log(self, level, data, logger=None):
-        """Log to a handshake-era client, at or above the level of its
-        logging/setLevel."""
+        """Log to a handshake-era client, at or above its logging/setLevel level."""
         threshold = self.log_level if self.version else None
         params = _log_params(level, data, logger, threshold)
         return params is not None and self.notify("notifications/message", params)
@@ -4749,9 +4714,8 @@ class Session(Peer):
     # -- 2026-07-28 subscriptions: one table entry per open listen, no thread held -----
     def listen(self, request_id, honoured):
         # The id is free: start() refuses a request whose id an open listen holds.
-        # Registered and acknowledged under the lock publish() takes for each
-        # notification: the acknowledgement comes first, and no change is missed after
-        # it.
+        # Registered and acknowledged under the lock publish() takes for each change:
+        # the acknowledgement comes first, and no change is missed after it.
         honoured = _Honoured(honoured)
         with self.lock:
             self.listens[request_id] = honoured
@@ -4770,9 +4734,8 @@ class Session(Peer):
             for rid in ended]
 
     def publish(self, method, wanted, params=None):
-        """Send a notification on every open listen stream for which ``wanted(filter)``
-        holds, tagged with the listen's id; under the lock, so none follows a
-        cancellation."""
+        """Send a notification, tagged with the listen's id, on every open listen for
+        which ``wanted(filter)`` holds; under the lock: none follows a cancellation."""
         for request_id, honoured in list(self.listens.items()):
             if not wanted(honoured):
                 continue
@@ -4782,21 +4745,16 @@ class Session(Peer):
                     self.notify(method, tagged)
 
     def drain(self):
-        """End of input: fail our own requests, and give calls in flight
-        ``grace_period`` seconds to finish and write their replies. Those still running
-        then are cancelled (``check_cancelled()`` raises, an async handler's task is
-        cancelled) and have ``cancel_timeout`` seconds more to return: the lifespan
-        closes after that, so no call runs on against a closed lifespan without having
-        been told."""
+        """End of input: fail our own requests; give calls in flight ``grace_period``
+        seconds to reply, then cancel those left and give them ``cancel_timeout`` more:
+        the lifespan closes next, and no call should run on against it untold."""
         self.fail_pending(ConnectionError("the client closed the connection"))
         server = self.server
-        # One more signal ends the grace period of the connection run() serves (no
-        # other).
+        # One more signal ends the grace period of the connection run() serves (alone).
         signals = _StopSignals.of(self.write_fd)
         self.wait_for_calls(server.grace_period, signals,
                             lambda: self.running and not self.closed)
-        # (A call whose handler is done is writing its reply: close_wire waits for
-        # that.)
+        # (A call whose handler is done is writing its reply: close_wire waits for it.)
         unfinished = [ctx for ctx in list(self.running.values()) if not ctx.done]
         if not unfinished:
             return
@@ -4814,8 +4772,7 @@ class Session(Peer):
 
     def wait_for_calls(self, seconds, signals, waiting):
         """Wait while ``waiting()`` holds, for at most ``seconds``, or until a stop
-        signal comes (``signals``: the _StopSignals of the run() serving this
-        connection, if any)."""
+        signal comes (``signals``: the _StopSignals of the run() serving it, if any)."""
         deadline = self.deadline = time.monotonic() + seconds
         count = signals.count if signals is not None else 0
         while waiting() and time.monotonic() < deadline:
@@ -4824,9 +4781,8 @@ class Session(Peer):
             time.sleep(0.01)
 
     def close_wire(self):
-        """Close the wire between frames: a reply being written now is finished first
-        (within what is left of the grace period), no later one starts, none is cut in
-        half."""
+        """Close the wire between frames: a reply being written is finished first
+        (in what is left of the grace period), no later one starts, none is cut."""
         if self.deadline:
             left = self.deadline - time.monotonic()
         else:
@@ -4837,9 +4793,8 @@ class Session(Peer):
             self.write_lock.release()
 
     def on_closed(self):
-        # stdout is gone: stop reading too. The reader may be blocked in read(), so if
-        # this is the connection run() serves on the main thread, interrupt it with a
-        # signal.
+        # stdout is gone: stop reading too. The reader may be blocked in read(): if this
+        # is the connection run() serves on the main thread, a signal interrupts it.
         signals = _StopSignals.of(self.write_fd)
         if (signals is not None and signals.saved is not None
                 and self in self.server.sessions
