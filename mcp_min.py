@@ -5292,8 +5292,7 @@ class _StopSignals:
 
     @staticmethod
     def of(write_fd):
-        """The state of the run() serving the connection writing to ``write_fd``, or
-        None."""
+        """The state of the run() whose connection writes to ``write_fd``, or None."""
         state = _stop_signals
         return state if state is not None and state.wire == write_fd else None
 
