@@ -4813,10 +4813,9 @@ _waits_for_threads = False            # _let_threads_start is registered with at
 
 def _start_thread(fn, *args):
     """Run ``fn(*args)`` on a new thread (RuntimeError if none can be started). Not
-    threading.Thread: its start() waits for the thread to run, and exit waits for it to
-    end. These never delay exit but by a moment: for one still starting, since Python
-    3.10 frees such a thread's state as it finalizes and the thread then crashes the
-    process as it begins."""
+    threading.Thread, whose start() waits for the thread to run and which exit waits
+    for. Exit waits a moment for one still starting: Python 3.10+ frees such a thread's
+    state as it finalizes, and the thread then crashes the process as it begins."""
     global _threads_starting, _waits_for_threads
     with _threads_lock:
         _threads_starting += 1
@@ -4839,9 +4838,9 @@ def _begin_thread(fn, args):
     fn(*args)
 
 
-def _let_threads_start(timeout=1.0):
+def _let_threads_start():
     """At exit: wait (a second at most) until _start_thread's threads all run."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + 1.0
     while _threads_starting and time.monotonic() < deadline:
         time.sleep(0.001)
 
@@ -4878,11 +4877,9 @@ class _Worker:
 
 
 class WorkerPool:
-    """Threads for handler work: the reader never waits for the pool; a call that finds
-    ``max_workers`` busy and ``max_queue`` waiting is refused at once. ``submit`` may be
-    called from any thread. When the pool has nothing to do, a caller may ``borrow`` a
-    place and run a call on its own thread, which saves waking a worker (see
-    Session.run_here).
+    """Threads for handler work: the reader never waits for the pool (a call past
+    ``max_workers`` busy and ``max_queue`` waiting is refused at once). A caller that
+    ``borrow``s an idle pool's place saves waking a worker (see Session.run_here).
 
     Quick calls run on one thread, one after the other: another awake thread would fight
     it for the GIL, and handing the GIL between cores costs more than such a call. More
@@ -4909,8 +4906,7 @@ class WorkerPool:
         self.awake = 0            # workers not parked
         self.outstanding = 0      # calls queued or running
         self.borrowed = 0         # calls running on their callers' threads
-        self.growth = 1           # workers to wake per blocked one; grows while all
-                                  # block
+        self.growth = 1           # to wake per blocked worker; grows while all block
         self.watching = False     # the watcher is awake and will look at the queue
         self.watcher = None       # the lock the watcher sleeps on, once it is started
 
@@ -4933,23 +4929,15 @@ class WorkerPool:
         if starting and not self._start(starting):
             with self.lock:
                 if not self.threads:      # no worker at all: refuse it, as when full
-                    self._unqueue(job)
+                    self.jobs.remove(job)
+                    self.outstanding -= 1
                     return False
         return True
 
-    def _unqueue(self, job):
-        """Take back a queued job (under the lock)."""
-        for index, queued in enumerate(self.jobs):
-            if queued is job:
-                del self.jobs[index]
-                break
-        self.outstanding -= 1
-
     def borrow(self, only_if_idle=True):
-        """Take a place for a call the caller runs on its own thread (True): one of the
-        ``max_workers``, if one is free and no call waits for it; ``only_if_idle``: only
-        if no call runs either (the stdio reader, which must not run a call beside the
-        pool's)."""
+        """Take one of the ``max_workers`` places for a call the caller runs on its own
+        thread (True), if one is free and no call waits for it; ``only_if_idle``: if no
+        call runs either (the stdio reader must not run a call beside the pool's)."""
         with self.lock:
             busy = self.outstanding if only_if_idle else self.jobs
             if busy or self.awake + self.borrowed >= self.max_workers:
@@ -5217,8 +5205,7 @@ class _StopSignals:
 
     @staticmethod
     def of(write_fd):
-        """The state of the run() serving the connection writing to ``write_fd``, or
-        None."""
+        """The state of the run() whose connection writes to ``write_fd``, or None."""
         state = _stop_signals
         return state if state is not None and state.wire == write_fd else None
 
@@ -6515,14 +6502,8 @@ class HttpEndpoint:
 def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0,
                      max_connections=200, max_body_bytes=None):
     """A wsgiref server for ``app`` with a thread per connection, HTTP/1.1 keep-alive
-    and chunked streams (wsgiref alone answers one HTTP/1.0 request per connection). A
-    client that sends or takes nothing for ``idle_timeout`` seconds, or takes longer
-    than that to send a request's line and headers, loses its connection (and thread);
-    one that takes longer than that again to send the body gets 408. With
-    ``max_connections`` open, no more are accepted until one ends: further clients wait
-    in the kernel's queue. A client that asks before sending a body over
-    ``max_body_bytes`` (Expect: 100-continue) is not told to send it. The server's own
-    errors are JSON-RPC errors, and what it logs of a request is bounded."""
+    and chunked streams (wsgiref alone answers one HTTP/1.0 request per connection),
+    hardened against slow and hostile clients as docs/http.md says."""
     server_class = _embedded_server_class()
     httpd = server_class((host, port), idle_timeout, max_connections, max_body_bytes)
     httpd.set_app(app)
@@ -6669,11 +6650,9 @@ _ABSOLUTE_FORM = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)/?(.*)")
 
 
 class _RequestHandlerMixin:
-    """One connection of the embedded server (on wsgiref's WSGIRequestHandler): its
-    requests one after the other (keep-alive), each line, headers and body within the
-    idle timeout, refusals as JSON-RPC errors, logs that quote the client bounded.
-    _embedded_server_class gives it the classes it uses: ``response_writer``,
-    ``line_reader`` and ``socket_reader``."""
+    """One connection of the embedded server (on wsgiref's WSGIRequestHandler), its
+    requests one after the other. _embedded_server_class gives it the classes it uses:
+    ``response_writer``, ``line_reader`` and ``socket_reader``."""
 
     protocol_version = "HTTP/1.1"
     # Headers and body go out in separate writes: with Nagle's algorithm the body would
@@ -6749,7 +6728,6 @@ class _RequestHandlerMixin:
         self.path = ""
         self.request_version = "HTTP/1.1"
         self.send_error(status, None, explanation)
-        self.close_connection = True
 
     def serve_request(self):
         if not self.parse_request():
@@ -6816,7 +6794,7 @@ class _RequestHandlerMixin:
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
-        if self.command != "HEAD" and code >= 200 and code not in (204, 304):
+        if self.command != "HEAD":            # (every code it gets is 4xx or 5xx)
             self.wfile.write(body)
 
     def log_message(self, format, *args):
@@ -6830,9 +6808,9 @@ class _RequestHandlerMixin:
 
 class _HttpServerMixin:
     """The embedded server (on socketserver.ThreadingMixIn and wsgiref's WSGIServer): a
-    thread per connection, ``max_connections`` at most; a stop signal ends
-    serve_forever, then ``drain`` lets the requests in progress be answered. Its
-    connections are served by ``request_handler`` (given by _embedded_server_class)."""
+    stop signal ends serve_forever, then ``drain`` lets the requests in progress be
+    answered. ``request_handler`` (given by _embedded_server_class) serves each
+    connection."""
 
     daemon_threads = True
     allow_reuse_address = True
@@ -6848,8 +6826,7 @@ class _HttpServerMixin:
         # Connections waiting to be accepted: past socketserver's 5, a burst of new
         # clients waits a second or more for its SYN to be sent again.
         self.request_queue_size = socket.SOMAXCONN
-        ipv6 = ":" in address[0]
-        self.address_family = socket.AF_INET6 if ipv6 else socket.AF_INET
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self.idle_timeout = idle_timeout
         self.max_body_bytes = max_body_bytes
         # The connections with a request in progress, and those taken whose first
@@ -6909,10 +6886,9 @@ class _HttpServerMixin:
             self.slots.release()
 
     def drain(self, grace, endpoint=None):
-        """After serve_forever (the listening socket closed): refuse new requests on the
-        open connections (503), end the endpoint's streams that wait for no response
-        (GET, listen), and give the requests in progress ``grace`` seconds to be
-        answered. One more SIGTERM or Ctrl+C cuts the wait short."""
+        """After serve_forever: new requests get 503, the endpoint's streams that wait
+        for no response (GET, listen) end, and those in progress have ``grace`` seconds
+        to be answered (one more SIGTERM or Ctrl+C cuts the wait short)."""
         self.stopping = True
         if endpoint is not None:
             endpoint.end_streams()
@@ -6968,10 +6944,10 @@ class _BodyReader:
         body = error_frame(None, INVALID_REQUEST, message)
         return HttpEndpoint.reply(start_response, status, body)
 
-    def discard(self, limit=1 << 16):
-        """Drop what the application left unread (up to ``limit`` bytes), lest it be
-        taken for the next request; False if that is not possible."""
-        if 0 < self.left <= limit and not self.refusal:
+    def discard(self):
+        """Drop what the application left unread (64 KiB at most), lest it be taken
+        for the next request; False if that is not possible."""
+        if 0 < self.left <= 1 << 16 and not self.refusal:
             self.read()
         return not (self.left or self.refusal)
 
