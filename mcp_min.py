@@ -7092,10 +7092,12 @@ class ProtocolError(Exception):
     """The server broke the protocol: a result of the wrong shape, a repeated cursor."""
 
 
-def _expect_object(value, what):
-    """``value`` if it is a JSON object, else ProtocolError naming what was sent."""
-    if not isinstance(value, dict):
-        raise ProtocolError(f"{what} must be an object; the server sent "
+def _expect(value, what, kind=dict):
+    """``value`` if it is a JSON object (or, ``kind`` list, an array), else
+    ProtocolError naming what was sent."""
+    if not isinstance(value, kind):
+        shape = "an object" if kind is dict else "a list"
+        raise ProtocolError(f"{what} must be {shape}; the server sent "
                             f"{_preview(value)}")
     return value
 
@@ -7267,22 +7269,18 @@ class Client(Peer):
 
     def discover(self, timeout=None):
         """server/discover; if the server offers 2026-07-28, the client speaks it."""
-        if timeout is None:
-            timeout = self.timeout
-        answer = super().request("server/discover", {"_meta": self.envelope(V2026_07)},
-                                 timeout)
-        result = _expect_object(answer, "the result of server/discover")
+        answer = self.request("server/discover", {"_meta": self.envelope(V2026_07)},
+                              timeout)
+        result = _expect(answer, "the result of server/discover")
         supported = result.get("supportedVersions")
-        if supported is not None and not isinstance(supported, list):
-            raise ProtocolError("supportedVersions in the result of server/discover "
-                                "must be a list; the server sent "
-                                f"{_preview(supported)}")
+        if supported is not None:
+            _expect(supported, "supportedVersions in the result of server/discover",
+                    list)
         if V2026_07 in (supported or ()):
-            meta = _expect_object(result.get("_meta") or {},
-                                  "_meta in the result of server/discover")
-            capabilities = _expect_object(
-                result.get("capabilities", {}),
-                "capabilities in the result of server/discover")
+            meta = _expect(result.get("_meta") or {},
+                           "_meta in the result of server/discover")
+            capabilities = _expect(result.get("capabilities", {}),
+                                   "capabilities in the result of server/discover")
             self.modern = True
             self.protocol_version = V2026_07
             self.server_info = meta.get(SERVER_INFO_KEY)
@@ -7304,10 +7302,9 @@ class Client(Peer):
         params = {"protocolVersion": self.handshake_version,
                   "capabilities": self.capabilities,
                   "clientInfo": self.client_info}
-        result = _expect_object(self.request("initialize", params),
-                                "the result of initialize")
-        capabilities = _expect_object(result.get("capabilities", {}),
-                                      "capabilities in the result of initialize")
+        result = _expect(self.request("initialize", params), "the result of initialize")
+        capabilities = _expect(result.get("capabilities", {}),
+                               "capabilities in the result of initialize")
         version = result.get("protocolVersion")
         if version not in PROTOCOL_VERSIONS:
             # The spec: a client that cannot speak the version offered leaves.
@@ -7452,8 +7449,6 @@ class Client(Peer):
     # -- requests ----------------------------------------------------------------------
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):
         if threading.current_thread() is self.reader:
-            # A callback (on_notification, a progress handler) runs on the thread that
-            # reads the server's messages: waiting there, it would wait for itself.
             raise RuntimeError(f"{method}: a request from a notification or progress "
                                "callback could never be answered (the callback runs "
                                "on the thread that reads the answers); make it from a "
@@ -7489,8 +7484,8 @@ class Client(Peer):
                 raise JSONRPCError(INTERNAL_ERROR,
                                    f"{method}: still input_required after "
                                    f"{self.max_rounds} rounds; giving up")
-            asked = _expect_object(result.get("inputRequests") or {},
-                                   f"inputRequests in the result of {method}")
+            asked = _expect(result.get("inputRequests") or {},
+                            f"inputRequests in the result of {method}")
             retry = dict(params, inputResponses=self._answer_inputs(method, asked))
             if "requestState" in result:
                 retry["requestState"] = result["requestState"]
@@ -7503,7 +7498,7 @@ class Client(Peer):
         answers = {}
         for key, question in asked.items():
             where = f"inputRequests[{_preview(key)}] in the result of {method}"
-            _expect_object(question, where)
+            _expect(question, where)
             answers[key] = self.answer(question.get("method"), question.get("params"))
         return answers
 
@@ -7565,13 +7560,9 @@ class Client(Peer):
         params = {}
         seen = set()
         while True:
-            result = _expect_object(self.request(method, params),
-                                    f"the result of {method}")
-            page = result.get(key, [])
-            if not isinstance(page, list):
-                raise ProtocolError(f"{key} in the result of {method} must be a list; "
-                                    f"the server sent {_preview(page)}")
-            items += page
+            result = _expect(self.request(method, params), f"the result of {method}")
+            items += _expect(result.get(key, []), f"{key} in the result of {method}",
+                             list)
             cursor = result.get("nextCursor")
             if cursor is None:            # "" is a cursor too: only none ends the list
                 return items
