@@ -7279,13 +7279,8 @@ class Client(Peer):
         if V2026_07 in (supported or ()):
             meta = _expect(result.get("_meta") or {},
                            "_meta in the result of server/discover")
-            capabilities = _expect(result.get("capabilities", {}),
-                                   "capabilities in the result of server/discover")
+            self._opened("server/discover", result, V2026_07, meta.get(SERVER_INFO_KEY))
             self.modern = True
-            self.protocol_version = V2026_07
-            self.server_info = meta.get(SERVER_INFO_KEY)
-            self.server_capabilities = capabilities
-            self.instructions = result.get("instructions")
         return result
 
     def envelope(self, version=None):
@@ -7303,20 +7298,23 @@ class Client(Peer):
                   "capabilities": self.capabilities,
                   "clientInfo": self.client_info}
         result = _expect(self.request("initialize", params), "the result of initialize")
-        capabilities = _expect(result.get("capabilities", {}),
-                               "capabilities in the result of initialize")
         version = result.get("protocolVersion")
         if version not in PROTOCOL_VERSIONS:
             # The spec: a client that cannot speak the version offered leaves.
             raise ConnectionError(f"the server offers protocol version "
                                   f"{_preview(version)}, which this client does not "
                                   "speak")
-        self.protocol_version = version
-        self.server_info = result.get("serverInfo")
-        self.server_capabilities = capabilities
-        self.instructions = result.get("instructions")
+        self._opened("initialize", result, version, result.get("serverInfo"))
         self.notify("notifications/initialized")
         return result
+
+    def _opened(self, method, result, version, server_info):
+        """The session is open in ``version``: keep what the server says of itself."""
+        self.server_capabilities = _expect(result.get("capabilities", {}),
+                                           f"capabilities in the result of {method}")
+        self.protocol_version = version
+        self.server_info = server_info
+        self.instructions = result.get("instructions")
 
     def close(self, timeout=5.0):
         """Close the server's input (the MCP shutdown signal) between frames, unless one
