@@ -7093,8 +7093,7 @@ class ProtocolError(Exception):
 
 
 def _expect(value, what, kind=dict):
-    """``value`` if it is a JSON object (or, ``kind`` list, an array), else
-    ProtocolError naming what was sent."""
+    """``value`` if it is a ``kind`` (dict: a JSON object), else ProtocolError."""
     if not isinstance(value, kind):
         shape = "an object" if kind is dict else "a list"
         raise ProtocolError(f"{what} must be {shape}; the server sent "
@@ -7103,9 +7102,7 @@ def _expect(value, what, kind=dict):
 
 
 class Client(Peer):
-    """An MCP client on the same JSON-RPC core, for tests, scripts and workshops.
-    ``target`` is a server command or a Server in memory; ``era``: "legacy" (the
-    handshake), "2026-07-28" (server/discover), or "auto" (what the server offers)."""
+    """An MCP client on the same JSON-RPC core, for tests, scripts and workshops."""
 
     def __init__(self, target, *, roots=None, sampling=None, elicitation=None,
                  protocol_version=LATEST_PROTOCOL_VERSION, client_info=None,
@@ -7382,8 +7379,7 @@ class Client(Peer):
             super().respond(frame)
 
     def answer(self, method, params):
-        """The client's answer to a question from the server (a request in the handshake
-        era, an input request in 2026-07-28), from the callbacks."""
+        """The callbacks' answer to a request, or input request, from the server."""
         callback = self.callbacks.get(method)
         if method == "ping":
             return {}
@@ -7470,8 +7466,7 @@ class Client(Peer):
         return result
 
     def request_with_input(self, method, params, timeout=None):
-        """A request that may answer input_required (2026-07-28): answer its questions
-        with the callbacks, and retry with the answers and requestState, until done."""
+        """A request whose input_required rounds are answered with the callbacks."""
         result = self.request(method, params, timeout)
         for rounds in count():
             if not isinstance(result, dict):
@@ -7503,8 +7498,7 @@ class Client(Peer):
     # -- 2026-07-28 subscriptions ------------------------------------------------------
     def listen(self, *, tools=False, prompts=False, resources=False, resource_uris=None,
                timeout=None):
-        """Open a subscriptions/listen stream (2026-07-28) for list changes and updates
-        of ``resource_uris``: a Subscription, once the server has acknowledged it."""
+        """subscriptions/listen (2026-07-28): a Subscription, once acknowledged."""
         kinds = (("tools", tools), ("prompts", prompts), ("resources", resources))
         wanted = {f"{kind}ListChanged": True for kind, on in kinds if on}
         if resource_uris:
@@ -7512,8 +7506,7 @@ class Client(Peer):
         return self._listen(wanted, timeout)[0]
 
     def _listen(self, wanted, timeout):
-        """subscriptions/listen for the ``notifications`` object ``wanted``: the
-        Subscription and the acknowledgement's params."""
+        """subscriptions/listen for ``wanted``: the Subscription, the ack's params."""
         rid = f"listen-{self.next_id()}"
         subscription = self.subscriptions[rid] = Subscription(self, rid)
         try:           # the acknowledgement stands in for the response: see deliver()
@@ -7552,8 +7545,7 @@ class Client(Peer):
         return self.request("ping")
 
     def list_all(self, method, key):
-        """Every item of a paginated list method, following nextCursor. ProtocolError
-        if a page is not a list, or a cursor comes again (it would never end)."""
+        """Every item of a paginated list method, following nextCursor to the end."""
         items = []
         params = {}
         seen = set()
@@ -7579,8 +7571,7 @@ class Client(Peer):
 
     def call_tool(self, name, arguments=None, *, progress=None, meta=None,
                   timeout=None):
-        """Call a tool; ``progress`` is called with each notifications/progress params.
-        In 2026-07-28 the tool's questions are answered through the callbacks."""
+        """Call a tool; ``progress`` gets each notifications/progress params."""
         params = {"name": name, "arguments": arguments or {}}
         token = None
         if progress is not None:
@@ -7632,8 +7623,7 @@ class Client(Peer):
 
 
 class Subscription:
-    """An open subscriptions/listen stream (2026-07-28): ``honoured`` is what the
-    server agreed to send; ``next()`` waits for a notification, ``close()`` ends it."""
+    """An open subscriptions/listen stream (2026-07-28), from Client.listen()."""
 
     def __init__(self, client, request_id):
         self.client = client
@@ -7642,8 +7632,8 @@ class Subscription:
         self.events = SimpleQueue()
 
     def next(self, timeout=None):
-        """The next notification on this stream; TimeoutError if none comes in time,
-        ConnectionError once the stream has ended and every notification was taken."""
+        """The next notification; TimeoutError if none in time, ConnectionError once
+        the stream is over and every notification was taken."""
         if timeout is None:
             timeout = self.client.timeout
         try:
