@@ -7126,7 +7126,6 @@ class Client(Peer):
         self.cancelled_requests = set()      # the server's requests it has given up on
         self.callbacks = {"roots/list": roots, "sampling/createMessage": sampling,
                           "elicitation/create": elicitation}
-        self._start(target, env, cwd, stderr, trace)
         if capabilities is None:             # those the callbacks given stand for
             capabilities = {method.split("/")[0]: {}
                             for method, callback in self.callbacks.items() if callback}
@@ -7139,6 +7138,7 @@ class Client(Peer):
         self.server_info = None
         self.server_capabilities = None
         self.instructions = None
+        self._start(target, env, cwd, stderr, trace)     # the reader reads the above
         if initialize:
             try:
                 self.connect()
@@ -7334,15 +7334,12 @@ class Client(Peer):
     def _wait_for_process(self, timeout):
         """Wait for the server process to exit: terminate it after ``timeout``, and kill
         it after as long again."""
-        try:
-            self.process.wait(timeout)
-        except Exception:
-            self.process.terminate()
+        for stop in (self.process.terminate, self.process.kill):
             try:
-                self.process.wait(timeout)
+                return self.process.wait(timeout)
             except Exception:
-                self.process.kill()
-                self.process.wait()
+                stop()
+        self.process.wait()
 
     def __enter__(self):
         return self
@@ -7468,15 +7465,13 @@ class Client(Peer):
     def request_with_input(self, method, params, timeout=None):
         """A request whose input_required rounds are answered with the callbacks."""
         result = self.request(method, params, timeout)
-        for rounds in count():
-            if not isinstance(result, dict):
-                return result
-            if result.get("resultType") != "input_required":
-                return result
+        rounds = 0
+        while isinstance(result, dict) and result.get("resultType") == "input_required":
             if rounds >= self.max_rounds:
                 raise JSONRPCError(INTERNAL_ERROR,
                                    f"{method}: still input_required after "
                                    f"{self.max_rounds} rounds; giving up")
+            rounds += 1
             asked = _expect(result.get("inputRequests") or {},
                             f"inputRequests in the result of {method}")
             retry = dict(params, inputResponses=self._answer_inputs(method, asked))
@@ -7485,6 +7480,7 @@ class Client(Peer):
             if not asked:
                 time.sleep(0.05)             # the server asked only to be asked again
             result = self.request(method, retry, timeout)
+        return result
 
     def _answer_inputs(self, method, asked):
         """The inputResponses to the inputRequests ``asked`` by ``method``'s result."""
