@@ -6981,18 +6981,17 @@ class ProtocolError(Exception):
     """The server broke the protocol: a result of the wrong shape, a repeated cursor."""
 
 
-def _expect_object(value, what):
-    """``value`` if it is a JSON object, else ProtocolError naming what was sent."""
-    if not isinstance(value, dict):
-        raise ProtocolError(f"{what} must be an object; the server sent "
+def _expect(value, what, kind=dict):
+    """``value`` if it is a ``kind`` (dict: a JSON object), else ProtocolError."""
+    if not isinstance(value, kind):
+        shape = "an object" if kind is dict else "a list"
+        raise ProtocolError(f"{what} must be {shape}; the server sent "
                             f"{_preview(value)}")
     return value
 
 
 class Client(Peer):
-    """An MCP client on the same JSON-RPC core, for tests, scripts and workshops.
-    ``target`` is a server command or a Server in memory; ``era``: "legacy" (the
-    handshake), "2026-07-28" (server/discover), or "auto" (what the server offers)."""
+    """An MCP client on the same JSON-RPC core, for tests, scripts and workshops."""
 
     def __init__(self, target, *, roots=None, sampling=None, elicitation=None,
                  protocol_version=LATEST_PROTOCOL_VERSION, client_info=None,
@@ -7016,7 +7015,6 @@ class Client(Peer):
         self.cancelled_requests = set()      # the server's requests it has given up on
         self.callbacks = {"roots/list": roots, "sampling/createMessage": sampling,
                           "elicitation/create": elicitation}
-        self._start(target, env, cwd, stderr, trace)
         if capabilities is None:             # those the callbacks given stand for
             capabilities = {method.split("/")[0]: {}
                             for method, callback in self.callbacks.items() if callback}
@@ -7029,6 +7027,7 @@ class Client(Peer):
         self.server_info = None
         self.server_capabilities = None
         self.instructions = None
+        self._start(target, env, cwd, stderr, trace)     # the reader reads the above
         if initialize:
             try:
                 self.connect()
@@ -7156,27 +7155,18 @@ class Client(Peer):
 
     def discover(self, timeout=None):
         """server/discover; if the server offers 2026-07-28, the client speaks it."""
-        if timeout is None:
-            timeout = self.timeout
-        answer = super().request("server/discover", {"_meta": self.envelope(V2026_07)},
-                                 timeout)
-        result = _expect_object(answer, "the result of server/discover")
+        answer = self.request("server/discover", {"_meta": self.envelope(V2026_07)},
+                              timeout)
+        result = _expect(answer, "the result of server/discover")
         supported = result.get("supportedVersions")
-        if supported is not None and not isinstance(supported, list):
-            raise ProtocolError("supportedVersions in the result of server/discover "
-                                "must be a list; the server sent "
-                                f"{_preview(supported)}")
+        if supported is not None:
+            _expect(supported, "supportedVersions in the result of server/discover",
+                    list)
         if V2026_07 in (supported or ()):
-            meta = _expect_object(result.get("_meta") or {},
-                                  "_meta in the result of server/discover")
-            capabilities = _expect_object(
-                result.get("capabilities", {}),
-                "capabilities in the result of server/discover")
+            meta = _expect(result.get("_meta") or {},
+                           "_meta in the result of server/discover")
+            self._opened("server/discover", result, V2026_07, meta.get(SERVER_INFO_KEY))
             self.modern = True
-            self.protocol_version = V2026_07
-            self.server_info = meta.get(SERVER_INFO_KEY)
-            self.server_capabilities = capabilities
-            self.instructions = result.get("instructions")
         return result
 
     def envelope(self, version=None):
@@ -7193,22 +7183,24 @@ class Client(Peer):
         params = {"protocolVersion": self.handshake_version,
                   "capabilities": self.capabilities,
                   "clientInfo": self.client_info}
-        result = _expect_object(self.request("initialize", params),
-                                "the result of initialize")
-        capabilities = _expect_object(result.get("capabilities", {}),
-                                      "capabilities in the result of initialize")
+        result = _expect(self.request("initialize", params), "the result of initialize")
         version = result.get("protocolVersion")
         if version not in PROTOCOL_VERSIONS:
             # The spec: a client that cannot speak the version offered leaves.
             raise ConnectionError(f"the server offers protocol version "
                                   f"{_preview(version)}, which this client does not "
                                   "speak")
-        self.protocol_version = version
-        self.server_info = result.get("serverInfo")
-        self.server_capabilities = capabilities
-        self.instructions = result.get("instructions")
+        self._opened("initialize", result, version, result.get("serverInfo"))
         self.notify("notifications/initialized")
         return result
+
+    def _opened(self, method, result, version, server_info):
+        """The session is open in ``version``: keep what the server says of itself."""
+        self.server_capabilities = _expect(result.get("capabilities", {}),
+                                           f"capabilities in the result of {method}")
+        self.protocol_version = version
+        self.server_info = server_info
+        self.instructions = result.get("instructions")
 
     def close(self, timeout=5.0):
         """Close the server's input (the MCP shutdown signal) between frames, unless one
@@ -7231,15 +7223,12 @@ class Client(Peer):
     def _wait_for_process(self, timeout):
         """Wait for the server process to exit: terminate it after ``timeout``, and kill
         it after as long again."""
-        try:
-            self.process.wait(timeout)
-        except Exception:
-            self.process.terminate()
+        for stop in (self.process.terminate, self.process.kill):
             try:
-                self.process.wait(timeout)
+                return self.process.wait(timeout)
             except Exception:
-                self.process.kill()
-                self.process.wait()
+                stop()
+        self.process.wait()
 
     def __enter__(self):
         return self
@@ -7276,8 +7265,7 @@ class Client(Peer):
             super().respond(frame)
 
     def answer(self, method, params):
-        """The client's answer to a question from the server (a request in the handshake
-        era, an input request in 2026-07-28), from the callbacks."""
+        """The callbacks' answer to a request, or input request, from the server."""
         callback = self.callbacks.get(method)
         if method == "ping":
             return {}
@@ -7341,8 +7329,6 @@ class Client(Peer):
     # -- requests ----------------------------------------------------------------------
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):
         if threading.current_thread() is self.reader:
-            # A callback (on_notification, a progress handler) runs on the thread that
-            # reads the server's messages: waiting there, it would wait for itself.
             raise RuntimeError(f"{method}: a request from a notification or progress "
                                "callback could never be answered (the callback runs "
                                "on the thread that reads the answers); make it from a "
@@ -7366,41 +7352,38 @@ class Client(Peer):
         return result
 
     def request_with_input(self, method, params, timeout=None):
-        """A request that may answer input_required (2026-07-28): answer its questions
-        with the callbacks, and retry with the answers and requestState, until done."""
+        """A request whose input_required rounds are answered with the callbacks."""
         result = self.request(method, params, timeout)
-        for rounds in count():
-            if not isinstance(result, dict):
-                return result
-            if result.get("resultType") != "input_required":
-                return result
+        rounds = 0
+        while isinstance(result, dict) and result.get("resultType") == "input_required":
             if rounds >= self.max_rounds:
                 raise JSONRPCError(INTERNAL_ERROR,
                                    f"{method}: still input_required after "
                                    f"{self.max_rounds} rounds; giving up")
-            asked = _expect_object(result.get("inputRequests") or {},
-                                   f"inputRequests in the result of {method}")
+            rounds += 1
+            asked = _expect(result.get("inputRequests") or {},
+                            f"inputRequests in the result of {method}")
             retry = dict(params, inputResponses=self._answer_inputs(method, asked))
             if "requestState" in result:
                 retry["requestState"] = result["requestState"]
             if not asked:
                 time.sleep(0.05)             # the server asked only to be asked again
             result = self.request(method, retry, timeout)
+        return result
 
     def _answer_inputs(self, method, asked):
         """The inputResponses to the inputRequests ``asked`` by ``method``'s result."""
         answers = {}
         for key, question in asked.items():
             where = f"inputRequests[{_preview(key)}] in the result of {method}"
-            _expect_object(question, where)
+            _expect(question, where)
             answers[key] = self.answer(question.get("method"), question.get("params"))
         return answers
 
     # -- 2026-07-28 subscriptions ------------------------------------------------------
     def listen(self, *, tools=False, prompts=False, resources=False, resource_uris=None,
                timeout=None):
-        """Open a subscriptions/listen stream (2026-07-28) for list changes and updates
-        of ``resource_uris``: a Subscription, once the server has acknowledged it."""
+        """subscriptions/listen (2026-07-28): a Subscription, once acknowledged."""
         kinds = (("tools", tools), ("prompts", prompts), ("resources", resources))
         wanted = {f"{kind}ListChanged": True for kind, on in kinds if on}
         if resource_uris:
@@ -7408,8 +7391,7 @@ class Client(Peer):
         return self._listen(wanted, timeout)[0]
 
     def _listen(self, wanted, timeout):
-        """subscriptions/listen for the ``notifications`` object ``wanted``: the
-        Subscription and the acknowledgement's params."""
+        """subscriptions/listen for ``wanted``: the Subscription, the ack's params."""
         rid = f"listen-{self.next_id()}"
         subscription = self.subscriptions[rid] = Subscription(self, rid)
         try:           # the acknowledgement stands in for the response: see deliver()
@@ -7448,19 +7430,14 @@ class Client(Peer):
         return self.request("ping")
 
     def list_all(self, method, key):
-        """Every item of a paginated list method, following nextCursor. ProtocolError
-        if a page is not a list, or a cursor comes again (it would never end)."""
+        """Every item of a paginated list method, following nextCursor to the end."""
         items = []
         params = {}
         seen = set()
         while True:
-            result = _expect_object(self.request(method, params),
-                                    f"the result of {method}")
-            page = result.get(key, [])
-            if not isinstance(page, list):
-                raise ProtocolError(f"{key} in the result of {method} must be a list; "
-                                    f"the server sent {_preview(page)}")
-            items += page
+            result = _expect(self.request(method, params), f"the result of {method}")
+            items += _expect(result.get(key, []), f"{key} in the result of {method}",
+                             list)
             cursor = result.get("nextCursor")
             if cursor is None:            # "" is a cursor too: only none ends the list
                 return items
@@ -7479,8 +7456,7 @@ class Client(Peer):
 
     def call_tool(self, name, arguments=None, *, progress=None, meta=None,
                   timeout=None):
-        """Call a tool; ``progress`` is called with each notifications/progress params.
-        In 2026-07-28 the tool's questions are answered through the callbacks."""
+        """Call a tool; ``progress`` gets each notifications/progress params."""
         params = {"name": name, "arguments": arguments or {}}
         token = None
         if progress is not None:
@@ -7532,8 +7508,7 @@ class Client(Peer):
 
 
 class Subscription:
-    """An open subscriptions/listen stream (2026-07-28): ``honoured`` is what the
-    server agreed to send; ``next()`` waits for a notification, ``close()`` ends it."""
+    """An open subscriptions/listen stream (2026-07-28), from Client.listen()."""
 
     def __init__(self, client, request_id):
         self.client = client
@@ -7542,8 +7517,8 @@ class Subscription:
         self.events = SimpleQueue()
 
     def next(self, timeout=None):
-        """The next notification on this stream; TimeoutError if none comes in time,
-        ConnectionError once the stream has ended and every notification was taken."""
+        """The next notification; TimeoutError if none in time, ConnectionError once
+        the stream is over and every notification was taken."""
         if timeout is None:
             timeout = self.client.timeout
         try:
