@@ -7818,12 +7818,11 @@ def _explain_response(message, problems):
 
 def _explain_params(method, params, problems):
     """What is wrong with the params of a known method, by the shapes of MCP_METHODS."""
+    answer = "a server answers -32602"
     if method.startswith("notifications/"):
         answer = "a receiver ignores it"
     elif method in ("sampling/createMessage", "elicitation/create", "roots/list"):
         answer = "a client answers -32602"
-    else:
-        answer = "a server answers -32602"
     for key, kinds in MCP_METHODS[method].items():
         problem = _param_problem(key, kinds, params, answer)
         if problem:
@@ -7843,8 +7842,7 @@ def _explain_params(method, params, problems):
 
 
 def _param_problem(key, kinds, params, answer):
-    """The problem with the param ``key`` of MCP_METHODS ("?" at its end: optional) in
-    ``params``, if any: it is missing, or of none of the ``kinds``."""
+    """The problem with the param ``key`` ("?" at its end: optional) in ``params``."""
     optional = key.endswith("?")
     key = key.rstrip("?")
     if key not in params:
@@ -8070,11 +8068,8 @@ _DEMO_OPENINGS = {"legacy": "initialize, the handshake.",
                           "the server does not know it."}
 
 
-def demo(colour=False, era=None, command=None):
-    """Play the _DEMO_SESSIONS with the gift server, printing every frame: both, or the
-    one of ``era``. With ``command`` (a server's), narrate a session with it instead."""
-    if command:
-        return demo_yours(command, colour, era or "auto")
+def demo(colour=False, era=None):
+    """Play the _DEMO_SESSIONS with the gift server (both, or the one of ``era``)."""
     command = [sys.executable, os.path.abspath(__file__), "serve"]
     for session_era, (options, steps) in _DEMO_SESSIONS.items():
         if era not in (None, session_era):
@@ -8244,9 +8239,8 @@ _CALL_USAGE = "usage: mcp_min.py call [options] -- SERVER_CMD... METHOD|TOOL [JS
 
 
 def _pop_request(words, tool=None, method=None, json_text=None):
-    """`call`'s (method, params), taken off the end of ``words`` (what is left: the
-    server command) as _CALL_HELP says: read from the words alone, never from what files
-    happen to exist."""
+    """`call`'s (method, params), popped off ``words`` (the server command stays), as
+    _CALL_HELP says: read from the words alone, never from which files exist."""
     named = tool is not None or method is not None
     if not named and words and words[-1].lstrip()[:1] in ('{', '[', '"'):
         json_text = words.pop()            # --json goes with --tool or --method only
@@ -8403,24 +8397,21 @@ def _argument_parser():
 def _add_client_command(commands, name, text):
     """inspect, call or repl: a command that starts a server (the words after --)."""
     import argparse
-    words = "-- SERVER_CMD..."
-    extra = {}
-    if name == "call":
-        words = "-- SERVER_CMD... METHOD|TOOL [JSON]"
-        extra = _CALL_HELP
+    call = name == "call"
+    words = "-- SERVER_CMD... METHOD|TOOL [JSON]" if call else "-- SERVER_CMD..."
     command = commands.add_parser(
         name, help=text, formatter_class=argparse.RawDescriptionHelpFormatter,
-        usage=f"%(prog)s [options] {words}", **extra)
+        usage=f"%(prog)s [options] {words}", **(_CALL_HELP if call else {}))
     if name != "repl":
         eras = ("auto", "legacy") + MODERN_PROTOCOL_VERSIONS
         command.add_argument("--era", choices=eras, default="auto",
                              help="auto (the default) speaks 2026-07-28 with servers "
                                   "that offer it, else the handshake (legacy)")
-    if name == "call":
+    if call:
         _add_call_options(command)
     command.add_argument("words", nargs=argparse.REMAINDER, metavar=words,
                          help="the command that starts the server (after --)"
-                         + (", then what to call" if name == "call" else ""))
+                         + (", then what to call" if call else ""))
 
 
 def _add_call_options(command):
@@ -8461,8 +8452,7 @@ def _check_arguments(parser, args, words):
 
 
 def _run_and_report(parser, args, words):
-    """Run the command: its exit code. What goes wrong is said in a line on stderr
-    (exit 1), not in a traceback."""
+    """Run the command: its exit code. What goes wrong is a line on stderr (exit 1)."""
     try:
         return _COMMANDS[args.command](args, words, _shows_colour(sys.stdout))
     except _NotJSON as e:                          # a JSON argument that isn't JSON
@@ -8583,10 +8573,12 @@ def _serve_command(args, words, colour):
 
 
 def _demo_command(args, words, colour):
-    if not words and args.era == "auto":
+    if words:
+        return demo_yours(words, colour, args.era or "auto")
+    if args.era == "auto":
         raise SystemExit("mcp_min: --era auto is for your own server: demo --era auto "
                          "-- SERVER_CMD...")
-    return demo(colour=colour, era=args.era, command=words)
+    return demo(colour=colour, era=args.era)
 
 
 def _explain_command(args, words, colour):
