@@ -8562,14 +8562,12 @@ def _serve_command(args, words, colour):
             print("mcp_min: serving the demo's gift server over stdin/stdout (serve "
                   "FILE.py serves yours); Ctrl+D ends it", file=sys.stderr)
         server = demo_server()
-    if args.http is None:
-        server.run(trace=args.trace or None)
-        return 0
     try:
-        server.run(http=args.http)
+        server.run(trace=args.trace or None, http=args.http)   # ends in SystemExit
     except OSError as e:                   # e.g. the port is taken
+        if args.http is None:
+            raise
         raise SystemExit(f"mcp_min: cannot serve on {args.http}: {e.strerror or e}")
-    return 0
 
 
 def _demo_command(args, words, colour):
