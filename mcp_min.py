@@ -7613,9 +7613,7 @@ def explain(raw):
     if not isinstance(message, dict):
         return kind, problems
     method = message.get("method")
-    params = message.get("params")
-    if not isinstance(params, dict):
-        params = {}
+    params = message.get("params") if isinstance(message.get("params"), dict) else {}
     known = isinstance(method, str) and method in MCP_METHODS
     problems += _frame_problems(message, kind, method, known)
     if known:
@@ -7624,10 +7622,10 @@ def explain(raw):
         problems.append(_unknown_method_problem(method))
     if kind == "invalid message":
         return kind, problems
-    if kind != "response":
-        summary = describe_frame(message) + _explain_envelope(method, params, problems)
-        return summary, problems
-    return _explain_response(message, problems), problems
+    if kind == "response":
+        return _explain_response(message, problems), problems
+    summary = describe_frame(message) + _explain_envelope(method, params, problems)
+    return summary, problems
 
 
 def _frame_problems(message, kind, method, known):
@@ -7684,12 +7682,11 @@ def _explain_response(message, problems):
 
 def _explain_params(method, params, problems):
     """What is wrong with the params of a known method, by the shapes of MCP_METHODS."""
+    answer = "a server answers -32602"
     if method.startswith("notifications/"):
         answer = "a receiver ignores it"
     elif method in ("sampling/createMessage", "elicitation/create", "roots/list"):
         answer = "a client answers -32602"
-    else:
-        answer = "a server answers -32602"
     for key, kinds in MCP_METHODS[method].items():
         problem = _param_problem(key, kinds, params, answer)
         if problem:
@@ -7709,8 +7706,7 @@ def _explain_params(method, params, problems):
 
 
 def _param_problem(key, kinds, params, answer):
-    """The problem with the param ``key`` of MCP_METHODS ("?" at its end: optional) in
-    ``params``, if any: it is missing, or of none of the ``kinds``."""
+    """The problem with the param ``key`` ("?" at its end: optional) in ``params``."""
     optional = key.endswith("?")
     key = key.rstrip("?")
     if key not in params:
@@ -7759,17 +7755,16 @@ def _explain_input_required(result, problems):
     elif not questions and "requestState" not in result:
         problems.append("an input_required result needs inputRequests, requestState or "
                         "both")
+    asked = []
     for key, question in questions.items():
-        if not isinstance(question, dict):
+        if isinstance(question, dict):
+            asked.append(f"{key}: {question.get('method')}")
+        else:
             problems.append(f"inputRequests[{_preview(key)}] must be an object (a "
                             f"request: method and params), not {_preview(question)}")
-    asked = ", ".join(f"{key}: {question.get('method')}"
-                      for key, question in questions.items()
-                      if isinstance(question, dict))
-    if asked:
-        asked = f" ({asked})"
+    listed = f" ({', '.join(asked)})" if asked else ""
     return (f"(input_required: the server asks the client {len(questions)} "
-            f"question(s){asked}; the client sends the request again, with a new id, "
+            f"question(s){listed}; the client sends the request again, with a new id, "
             "the answers in inputResponses and requestState echoed)")
 
 
@@ -7899,13 +7894,11 @@ _DEMO_SESSIONS = {
         ("initialized was a notification: no id, so no reply. Now discovery:",
          "request", "tools/list"),
         ("A tool call. structuredContent is for programs, the text block for the "
-         "model.",
-         "call_tool", "suggest_gifts", _BOARD_GAME_BIRTHDAY),
+         "model.", "call_tool", "suggest_gifts", _BOARD_GAME_BIRTHDAY),
         ("A resource is addressable data, read by URI.",
          "read_resource", "mcp://gift-server/resources/gift_catalog"),
-        ("A prompt is a reusable template the client can fill in.",
-         "get_prompt", "gift_congrats_style",
-         {"recipient": "Sam", "occasion": "birthday"}),
+        ("A prompt is a reusable template the client can fill in.", "get_prompt",
+         "gift_congrats_style", {"recipient": "Sam", "occasion": "birthday"}),
         ("A protocol error: a method that does not exist gets a JSON-RPC error.",
          "request", "tools/col"),
         (None, "request", "tools/call", {"name": "suggest_gift"}),
@@ -7918,8 +7911,7 @@ _DEMO_SESSIONS = {
     V2026_07: ({"era": V2026_07, "elicitation": lambda question: {
         "action": "accept", "content": {"recipient": "a friend who loves cooking"}}}, [
         ("Protocol 2026-07-28 has no handshake. The client may ask what the server "
-         "speaks:",
-         "discover"),
+         "speaks:", "discover"),
         ("Each request carries the envelope in params._meta: the version, the client's "
          "capabilities and name. The server remembers nothing between requests.",
          "call_tool", "suggest_gifts", _BOARD_GAME_BIRTHDAY),
@@ -7940,11 +7932,8 @@ _DEMO_OPENINGS = {"legacy": "initialize, the handshake.",
                           "the server does not know it."}
 
 
-def demo(colour=False, era=None, command=None):
-    """Play the _DEMO_SESSIONS with the gift server, printing every frame: both, or the
-    one of ``era``. With ``command`` (a server's), narrate a session with it instead."""
-    if command:
-        return demo_yours(command, colour, era or "auto")
+def demo(colour=False, era=None):
+    """Play the _DEMO_SESSIONS with the gift server (both, or the one of ``era``)."""
     command = [sys.executable, os.path.abspath(__file__), "serve"]
     for session_era, (options, steps) in _DEMO_SESSIONS.items():
         if era not in (None, session_era):
@@ -8043,10 +8032,9 @@ def _example_value(schema, defs, required_only=False, depth=0):
     for key in ("default", "const"):
         if key in schema:
             return schema[key]
-    if schema.get("examples"):
-        return schema["examples"][0]
-    if schema.get("enum"):
-        return schema["enum"][0]
+    for key in ("examples", "enum"):
+        if schema.get(key):
+            return schema[key][0]
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
         return _example_value(defs.get(ref[8:]), defs, required_only, depth + 1)
@@ -8114,14 +8102,12 @@ _SCRIPT_SUFFIXES = (".py", ".pyz", ".js", ".mjs", ".cjs", ".ts", ".sh", ".rb", "
 _CALL_USAGE = "usage: mcp_min.py call [options] -- SERVER_CMD... METHOD|TOOL [JSON]"
 
 
-def _parse_call(words, tool=None, method=None, json_text=None):
-    """`call`'s words -> (server command, method, params), as _CALL_HELP says: read from
-    the words alone, never from what files happen to exist."""
-    words = list(words)
+def _pop_request(words, tool=None, method=None, json_text=None):
+    """`call`'s (method, params), popped off ``words`` (the server command stays), as
+    _CALL_HELP says: read from the words alone, never from which files exist."""
     named = tool is not None or method is not None
-    if json_text is None and not named and words:
-        if words[-1].lstrip()[:1] in ('{', '[', '"'):
-            json_text = words.pop()
+    if not named and words and words[-1].lstrip()[:1] in ('{', '[', '"'):
+        json_text = words.pop()            # --json goes with --tool or --method only
     params = _call_params(json_text)
     if not named:
         if len(words) < 2:
@@ -8136,7 +8122,7 @@ def _parse_call(words, tool=None, method=None, json_text=None):
     if params is not None and not isinstance(params.get("_meta", {}), dict):
         meta = _preview(params["_meta"])
         raise SystemExit(f"mcp_min: params._meta must be an object, not {meta}")
-    return words, method, params
+    return method, params
 
 
 def _call_params(json_text):
@@ -8186,15 +8172,13 @@ def repl(command, colour=False, stdin=None):
         "read": client.read_resource,
         "cancel": lambda a: client.cancel(json.loads(a)),
         "call": lambda a: client.call_tool(*_name_args(a), progress=lambda p: None),
-        "prompt": lambda a: client.get_prompt(*_name_args(a))}
+        "prompt": lambda a: client.get_prompt(*_name_args(a)),
+        "help": lambda a: print(_REPL_GREETING, flush=True)}
     with client:
         for line in stdin or sys.stdin:
             line = line.strip()
             if line in ("quit", "exit"):
                 break
-            if line == "help":                   # not sent: a reminder of the commands
-                print(_REPL_GREETING, flush=True)
-                continue
             _repl_line(client, commands, line)
             time.sleep(0.2)                      # let the reply print before the prompt
     return 0
@@ -8206,7 +8190,7 @@ def _repl_line(client, commands, line):
     if line and name not in commands:        # a frame: sent verbatim, mistakes included
         if not client.send_frame(line.encode()):
             print("! not sent: the connection to the server is closed", flush=True)
-    elif name in ("init", "discover"):       # the era is set before the next line
+    elif name in ("init", "discover", "help"):  # done before the next line is read
         _run_repl_command(commands[name], arg)
     elif line:
         threading.Thread(target=_run_repl_command, args=(commands[name], arg.strip()),
@@ -8277,24 +8261,21 @@ def _argument_parser():
 def _add_client_command(commands, name, text):
     """inspect, call or repl: a command that starts a server (the words after --)."""
     import argparse
-    words = "-- SERVER_CMD..."
-    extra = {}
-    if name == "call":
-        words = "-- SERVER_CMD... METHOD|TOOL [JSON]"
-        extra = _CALL_HELP
+    call = name == "call"
+    words = "-- SERVER_CMD... METHOD|TOOL [JSON]" if call else "-- SERVER_CMD..."
     command = commands.add_parser(
         name, help=text, formatter_class=argparse.RawDescriptionHelpFormatter,
-        usage=f"%(prog)s [options] {words}", **extra)
+        usage=f"%(prog)s [options] {words}", **(_CALL_HELP if call else {}))
     if name != "repl":
         eras = ("auto", "legacy") + MODERN_PROTOCOL_VERSIONS
         command.add_argument("--era", choices=eras, default="auto",
                              help="auto (the default) speaks 2026-07-28 with servers "
                                   "that offer it, else the handshake (legacy)")
-    if name == "call":
+    if call:
         _add_call_options(command)
     command.add_argument("words", nargs=argparse.REMAINDER, metavar=words,
                          help="the command that starts the server (after --)"
-                         + (", then what to call" if name == "call" else ""))
+                         + (", then what to call" if call else ""))
 
 
 def _add_call_options(command):
@@ -8335,8 +8316,7 @@ def _check_arguments(parser, args, words):
 
 
 def _run_and_report(parser, args, words):
-    """Run the command: its exit code. What goes wrong is said in a line on stderr
-    (exit 1), not in a traceback."""
+    """Run the command: its exit code. What goes wrong is a line on stderr (exit 1)."""
     try:
         return _COMMANDS[args.command](args, words, _shows_colour(sys.stdout))
     except _NotJSON as e:                          # a JSON argument that isn't JSON
@@ -8347,13 +8327,11 @@ def _run_and_report(parser, args, words):
     except KeyboardInterrupt:                  # Ctrl+C: what was in flight is cancelled
         print("mcp_min: interrupted", file=sys.stderr)
         return 130
-    except TimeoutError as e:
+    except (TimeoutError, ConnectionError, ProtocolError) as e:
         hint = ""
-        if args.command == "call":
+        if isinstance(e, TimeoutError) and args.command == "call":
             hint = "; call --timeout SECONDS waits longer (0: as long as it takes)"
         print(f"mcp_min: {e}{hint}", file=sys.stderr)
-    except (ConnectionError, ProtocolError) as e:
-        print(f"mcp_min: {e}", file=sys.stderr)
     except OSError as e:                           # the server command did not start
         if e.filename is None:
             raise
@@ -8367,17 +8345,16 @@ def _run_and_report(parser, args, words):
 
 def _seconds(text):
     """--timeout's value: seconds, or None for no limit (0 or "none")."""
+    import argparse
     if text.strip().lower() in ("none", "0", "0.0"):
         return None
     try:
-        value = float(text)
+        if 0 < float(text) < float("inf"):
+            return float(text)
     except ValueError:
-        value = -1.0
-    if not value > 0 or value == float("inf"):
-        import argparse
-        message = f"not a number of seconds: {text!r} (0 or none: no limit)"
-        raise argparse.ArgumentTypeError(message)
-    return value
+        pass
+    message = f"not a number of seconds: {text!r} (0 or none: no limit)"
+    raise argparse.ArgumentTypeError(message)
 
 
 def _start_hint(error):
@@ -8449,21 +8426,21 @@ def _serve_command(args, words, colour):
             print("mcp_min: serving the demo's gift server over stdin/stdout (serve "
                   "FILE.py serves yours); Ctrl+D ends it", file=sys.stderr)
         server = demo_server()
-    if args.http is None:
-        server.run(trace=args.trace or None)
-        return 0
     try:
-        server.run(http=args.http)
+        server.run(trace=args.trace or None, http=args.http)   # ends in SystemExit
     except OSError as e:                   # e.g. the port is taken
+        if args.http is None:
+            raise
         raise SystemExit(f"mcp_min: cannot serve on {args.http}: {e.strerror or e}")
-    return 0
 
 
 def _demo_command(args, words, colour):
-    if not words and args.era == "auto":
+    if words:
+        return demo_yours(words, colour, args.era or "auto")
+    if args.era == "auto":
         raise SystemExit("mcp_min: --era auto is for your own server: demo --era auto "
                          "-- SERVER_CMD...")
-    return demo(colour=colour, era=args.era, command=words)
+    return demo(colour=colour, era=args.era)
 
 
 def _explain_command(args, words, colour):
@@ -8492,7 +8469,8 @@ def _inspect_command(args, words, colour):
 def _call_command(args, words, colour):
     """`call`: one request, its result printed; then any line the server wrote that
     is not JSON-RPC, on stderr (exit 1)."""
-    command, method, params = _parse_call(words, args.tool, args.method, args.json)
+    command = list(words)
+    method, params = _pop_request(command, args.tool, args.method, args.json)
     era = args.era
     if era == "auto" and method in HANDSHAKE_ONLY_METHODS:     # e.g. ping: only there
         era = "legacy"
