@@ -776,9 +776,9 @@ class Peer(Outlet):
     build on: it writes frames whole, waits for the responses to its requests, and
     hands each message it reads to a hook (handle_*)."""
 
-    def __init__(self, write_fd, trace=None):
+    def __init__(self, write_fd, trace=None, write_lock=None):
         self.write_fd = write_fd
-        self.write_lock = threading.Lock()
+        self.write_lock = write_lock or threading.Lock()
         self.trace = trace              # callable("in" or "out", raw bytes) or None
         self.pending = {}               # id of an outbound request -> _Pending
         self.next_id = count(1).__next__
@@ -2927,19 +2927,23 @@ class Context:
     last_progress = None
     progress_token = None
 
-    def __init__(self, session, request_id, method, params, envelope=None, outlet=None):
+    def __init__(self, session, request_id, method, params, envelope=None, outlet=None,
+                 server=None, principal=None):
+        # No session: a 2026-07-28 call of a tool that takes no Context (answer_at_once)
         self.session = session
-        self.server = session.server
+        if session is not None:
+            server, principal = session.server, session.principal
+        self.server = server
         self.outlet = outlet or session     # where frames about this request go
         self.request_id = request_id
         self.method = method
         self.params = params
         self.envelope = envelope  # 2026-07-28: the request's own envelope, else None
-        self.principal = session.principal  # who the transport says the client is
+        self.principal = principal          # who the transport says the client is
         meta = params.get("_meta")
         self.meta = meta if isinstance(meta, dict) else {}
         token = self.meta.get("progressToken")
-        if isinstance(token, str) or _is_json_number(token):
+        if token is not None and (isinstance(token, str) or _is_json_number(token)):
             self.progress_token = token  # a string or a number (1.5 too), nothing else
 
     # handshake era: from initialize (the session); 2026-07-28: the request's envelope
@@ -3307,13 +3311,11 @@ class Envelope:
                                "protocol 2026-07-28, whose requests carry params._meta "
                                f'with "{PROTOCOL_VERSION_KEY}" and '
                                f'"{CLIENT_CAPABILITIES_KEY}"')
-        for key, kind, what in (
-                (PROTOCOL_VERSION_KEY, str, "a string"),
-                (CLIENT_CAPABILITIES_KEY, dict, "an object; {} for none")):
-            if not isinstance(meta.get(key), kind):
-                raise JSONRPCError(INVALID_PARAMS, "Invalid params: params._meta needs "
-                                                   f'"{key}" ({what})')
-        version = meta[PROTOCOL_VERSION_KEY]
+        version = meta.get(PROTOCOL_VERSION_KEY)
+        if not isinstance(version, str):
+            raise _meta_needs(PROTOCOL_VERSION_KEY, "a string")
+        if not isinstance(meta.get(CLIENT_CAPABILITIES_KEY), dict):
+            raise _meta_needs(CLIENT_CAPABILITIES_KEY, "an object; {} for none")
         if version not in MODERN_PROTOCOL_VERSIONS:
             raise JSONRPCError(
                 UNSUPPORTED_VERSION,
@@ -3334,6 +3336,11 @@ class Envelope:
     def client_info(self):
         info = self.meta.get(CLIENT_INFO_KEY)
         return info if isinstance(info, dict) else {}
+
+
+def _meta_needs(key, what):
+    return JSONRPCError(INVALID_PARAMS, f'Invalid params: params._meta needs "{key}" '
+                                        f"({what})")
 
 
 def is_stateless(method, meta):
@@ -3611,6 +3618,7 @@ class Server:
         self.pool = None                      # started with the first connection
         self.sessions = set()                 # open connections (one, over stdio)
         self.http_sessions_alive = weakref.WeakSet()    # every HttpSession still in use
+        self.calls_alone = set()              # the Contexts of calls with no session
         self._http = None                     # the HttpEndpoint, made at first request
         self._info_meta = None                # serverInfo for 2026-07-28 results
         self.handlers = {
@@ -4205,17 +4213,22 @@ class Server:
         """Cancel the calls still running, and give them ``cancel_timeout`` seconds to
         return and (with ``httpd``) their replies to be written."""
         busy = [s for s in list(self.http_sessions_alive) if s.running]
-        if not busy:
+        alone = self.calls_alone              # (HttpEndpoint.needs_no_session)
+        if not busy and not alone:
             return
         for session in busy:
             for request_id in list(session.running):
                 session.cancel(request_id, "the server is shutting down", stopping=True)
+        for ctx in list(alone):               # as Session.cancel cancels them
+            ctx.cancelled = ctx.stopped = True
+            if ctx._on_cancel is not None:
+                ctx._on_cancel()
         deadline = time.monotonic() + self.cancel_timeout
         while time.monotonic() < deadline and (
                 (httpd is not None and httpd.serving)
-                or any(session.running for session in busy)):
+                or any(session.running for session in busy) or alone):
             time.sleep(0.01)
-        left = sum(len(session.running) for session in busy)
+        left = sum(len(session.running) for session in busy) + len(alone)
         if left:
             log.warning("exiting with %d call(s) unfinished: still running %.1f s "
                         "after they were cancelled", left, self.cancel_timeout)
@@ -4366,6 +4379,33 @@ def _call_handler(handler, ctx):
     return result
 
 
+def _response_frame(ctx, handler):
+    """Run a handler; its response, encoded: its result, or the error it raised."""
+    rid = ctx.request_id
+    try:
+        ctx.check_cancelled()             # cancelled while it waited for a thread
+        if ctx.stateless:
+            return ctx.server.run_stateless(ctx, handler)
+        result = _call_handler(handler, ctx)
+        return encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
+    except Cancelled as e:        # silent (run_call) only if the client cancelled it
+        return error_frame(rid, INTERNAL_ERROR, f"Cancelled: {e}")
+    except JSONRPCError as e:
+        code = e.code
+        # 2026-07-28 reserves -32020...-32099, and gives servers three codes of it.
+        if ctx.stateless and -32099 <= code <= -32020 and code not in (
+                HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION):
+            code = INTERNAL_ERROR
+        return error_frame(rid, code, e.message, e.data)
+    except CapabilityError as e:  # the client's doing, not a fault of the server
+        return error_frame(rid, INVALID_REQUEST, f"Invalid Request: {e}",
+                           {"requiredCapabilities": e.required})
+    except BaseException as e:    # SystemExit and KeyboardInterrupt too
+        _log_failure(ctx.method, e)
+        return error_frame(rid, INTERNAL_ERROR,
+                           f"Internal error: {type(e).__name__}: {e}")
+
+
 class Session(Peer):
     """The server's end of one connection: negotiated state, requests in flight, the
     client's subscriptions, and the reader loop that feeds handlers."""
@@ -4375,23 +4415,26 @@ class Session(Peer):
     #: Seconds the reader may wait to write a reply before another thread reads on.
     write_stall = 0.05
 
+    # What initialize and later requests set on the instance.
+    version = None                  # negotiated by initialize
+    initialized = False             # notifications/initialized arrived
+    log_level = "info"              # until logging/setLevel
+    roots = None                    # cached roots/list result,
+    roots_generation = 0            # and which list_changed it follows
+    deadline = None                 # end of the grace period, once input ended
+    principal = None                # who the transport says the client is
+
     def __init__(self, server, write_fd, trace=None):
-        super().__init__(write_fd, trace)
+        # run_call() holds the write lock around a response that sends a frame first
+        super().__init__(write_fd, trace, threading.RLock())
         self.server = server
-        self.version = None                 # negotiated by initialize
-        self.initialized = False            # notifications/initialized arrived
         self.client_info = {}
         self.client_capabilities = {}
         self.capabilities = {}              # what initialize offered this client
-        self.log_level = "info"             # until logging/setLevel
         self.subscriptions = set()
-        self.roots, self.roots_generation = None, 0     # cached roots/list result
         self.running = {}                   # request id -> Context
         self.listens = {}                   # open subscriptions/listen's id -> filter
-        self.deadline = None                # end of the grace period, once input ended
         self.lock = threading.Lock()        # guards running; orders progress, replies
-        self.principal = None               # who the transport says the client is
-        self.write_lock = threading.RLock()     # run_call() holds it around a response
         if write_fd is not None:    # it reads its input itself (HTTP's are handed it)
             self.looked = _thread.allocate_lock()   # released after a look (run_here)
             self.looked.acquire()
@@ -4636,28 +4679,7 @@ class Session(Peer):
         rid = ctx.request_id
         _current.ctx = ctx
         try:
-            ctx.check_cancelled()             # cancelled while it waited for a thread
-            if ctx.stateless:
-                frame = self.server.run_stateless(ctx, handler)
-            else:
-                result = _call_handler(handler, ctx)
-                frame = encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
-        except Cancelled as e:        # silent (below) only if the client cancelled it
-            frame = error_frame(rid, INTERNAL_ERROR, f"Cancelled: {e}")
-        except JSONRPCError as e:
-            code = e.code
-            # 2026-07-28 reserves -32020...-32099, and gives servers three codes of it.
-            if ctx.stateless and -32099 <= code <= -32020 and code not in (
-                    HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION):
-                code = INTERNAL_ERROR
-            frame = error_frame(rid, code, e.message, e.data)
-        except CapabilityError as e:  # the client's doing, not a fault of the server
-            frame = error_frame(rid, INVALID_REQUEST, f"Invalid Request: {e}",
-                                {"requiredCapabilities": e.required})
-        except BaseException as e:    # SystemExit and KeyboardInterrupt too
-            _log_failure(ctx.method, e)
-            frame = error_frame(rid, INTERNAL_ERROR,
-                                f"Internal error: {type(e).__name__}: {e}")
+            frame = _response_frame(ctx, handler)
         finally:
             _current.ctx = None
         with self.lock:
@@ -5405,18 +5427,41 @@ class EventStream(Outlet):
         self.frames.put((None, True, time.monotonic()))   # the end, with no response
 
 
+class _Recorded(Outlet):
+    """Where a call answered at once (HttpEndpoint.answer_at_once) sends its frames:
+    kept in order, as they come, until the call is over. Cheaper than an EventStream,
+    which it becomes if the call sent anything before its response."""
+
+    holder = None                   # what hold() counted for it
+    closed = False
+
+    def __init__(self, events):
+        self.frames = []
+        self.events = events
+
+    def send_frame(self, frame):
+        if self.closed:
+            return False
+        self.frames.append((frame, False))
+        return True
+
+    def respond(self, frame):
+        self.frames.append((frame, True))
+
+
 class HttpSession(Session):
     """A Session whose frames travel in HTTP responses: those about a request in that
     request's response (its outlet), the others (list changes, resource updates) in the
     stream the client opened with GET, if it did."""
 
+    id = None                       # a kept session's Mcp-Session-Id
+    owner = None                    # its principal's identity (kept, under auth)
+    stream = None                   # the GET stream, or a listen's response
+
     def __init__(self, server, principal=None):
         super().__init__(server, None)
         server.http_sessions_alive.add(self)  # so that a shutdown can cancel its calls
         self.principal = principal            # who the bearer token said the client is
-        self.owner = None                     # that principal's identity (kept, auth)
-        self.stream = None                    # the GET stream, or a listen's response
-        self.id = None
         self.last_used = time.monotonic()
 
     def send_frame(self, frame):
@@ -6205,36 +6250,79 @@ class HttpEndpoint:
         elif method not in server.inline_methods or method == "subscriptions/listen":
             return None
         rid = message["id"]
-        stream = EventStream(events=sse)
+        outlet = _Recorded(sse)
         try:
             try:
                 if call and server.auth is not None:    # counted as exchange counts it
-                    self.hold(stream, principal, False, rid, True)
-                session = HttpSession(server, principal)
-                # Session.handle_stateless and start, for a session just made (no id
-                # can be in use in it yet)
+                    self.hold(outlet, principal, False, rid, True)
+                # A call with no session sends nothing but its response (which is
+                # always due): only a session's frames may need a stream below.
+                session = None
                 try:
                     envelope = Envelope(meta)
-                    handler = session.handler_for(method, stateless=True)
                 except JSONRPCError as e:
-                    session.reply_error(rid, e.code, e.message, stream, e.data)
+                    outlet.respond(error_frame(rid, e.code, e.message, e.data))
                 else:
-                    ctx = Context(session, rid, method, params, envelope, stream)
-                    with session.lock:
-                        session.running[rid] = ctx
-                    session.run_call(ctx, handler)
+                    if call and self.needs_no_session(params):
+                        ctx = Context(None, rid, method, params, envelope, outlet,
+                                      server, principal)
+                        server.calls_alone.add(ctx)     # (so that a shutdown waits)
+                        try:
+                            outlet.respond(_response_frame(ctx, handler))
+                        finally:
+                            server.calls_alone.discard(ctx)
+                    else:
+                        session = self.run_in_session(principal, rid, method, params,
+                                                      envelope, outlet,
+                                                      handler if call else None)
             finally:
                 if call:
                     server.pool.give_back()
-            # The call is over: its frames are all in the stream, the response last
-            first = stream.frames.get_nowait()
-            while not sse and not first[1]:   # JSON only: notifications are dropped
-                first = stream.frames.get_nowait()
-            return self.answer_from(start_response, session, stream, rid, first,
+            # The call is over: what it sent is all recorded, the response last
+            outlet.closed = True
+            frames = outlet.frames
+            if not sse:                       # JSON only: notifications are dropped
+                frames = [item for item in frames if item[1]]
+            frame, is_response = frames[0]
+            if is_response and frame is not None:   # the usual: the response alone
+                self.let_go(outlet)
+                return self.reply(start_response, self.status_of(frame, True), frame)
+            stream = EventStream(events=sse)        # else a stream of what it sent
+            stream.holder, outlet.holder = outlet.holder, None
+            now = time.monotonic()
+            for item in frames[1:]:
+                stream.frames.put((*item, now))
+            return self.answer_from(start_response, session, stream, rid,
+                                    (frame, is_response, now),
                                     environ.get("mcp_min.client_gone"), True)
         except BaseException:                 # counted, but not answered after all
-            self.let_go(stream)
+            self.let_go(outlet)
             raise
+
+    def needs_no_session(self, params):
+        """Whether a 2026-07-28 call of a quick tool (is_quick said so) can run with no
+        session at all: its tool takes no Context, so nothing it does can reach one,
+        and it carries no answers to check (requestState, inputResponses)."""
+        tool = self.server.tools[params["name"]]
+        return (tool.signature.context_param is None and "requestState" not in params
+                and "inputResponses" not in params)
+
+    def run_in_session(self, principal, rid, method, params, envelope, outlet, handler):
+        """Session.handle_stateless and start, in a session just made (no id can be in
+        use in it yet; for a call, is_quick made sure the handler is call_tool): the
+        session, once the call is over."""
+        session = HttpSession(self.server, principal)
+        try:
+            if handler is None:
+                handler = session.handler_for(method, stateless=True)
+        except JSONRPCError as e:
+            session.reply_error(rid, e.code, e.message, outlet, e.data)
+            return session
+        ctx = Context(session, rid, method, params, envelope, outlet)
+        with session.lock:
+            session.running[rid] = ctx
+        session.run_call(ctx, handler)
+        return session
 
     def exchange(self, environ, start_response, session, message, sse, stateless=False,
                  opens_session=False):

@@ -2048,3 +2048,70 @@ def test_a_frame_sent_before_the_response_makes_a_stream_on_the_direct_path_too(
     general, direct = answers
     assert direct == general and direct.count(b'"jsonrpc"') == (
         2 if content_type == "text/event-stream" else 1)
+
+
+def test_a_quick_call_of_a_tool_that_takes_no_context_runs_with_no_session(monkeypatch):
+    """A tool without a Context parameter cannot reach a session, so the direct path
+    makes none for it (a tool that takes one, or a call carrying answers, gets one),
+    and the answers are the same either way (see the byte-for-byte test above)."""
+    server, made = Server("alone"), []
+    real_init = mcp_min.HttpSession.__init__
+
+    def counted(self, *args, **kwargs):
+        made.append(self)
+        real_init(self, *args, **kwargs)
+    monkeypatch.setattr(mcp_min.HttpSession, "__init__", counted)
+
+    @server.tool
+    def double(n: int) -> int:
+        return 2 * n
+
+    @server.tool
+    async def triple(n: int) -> int:
+        return 3 * n
+
+    @server.tool
+    def named(ctx: Context) -> str:
+        return ctx.request_id
+
+    def sessions_made(name, arguments, **extra):
+        del made[:]
+        status, _, body = post_modern(server.wsgi, "tools/call",
+                                      {"name": name, "arguments": arguments, **extra},
+                                      rid="r")
+        assert status == 200 and b'"isError":false' in body, body
+        return len(made)
+    for name, arguments in (("double", {"n": 2}), ("triple", {"n": 2}), ("named", {})):
+        assert sessions_made(name, arguments) == 1          # its length not known yet
+    assert sessions_made("double", {"n": 2}) == 0
+    assert sessions_made("triple", {"n": 2}) == 0           # async, on the event loop
+    assert sessions_made("named", {}) == 1
+    assert sessions_made("double", {"n": 2}, inputResponses={}) == 1
+    assert server.calls_alone == set()
+
+
+def test_a_shutdown_waits_for_a_call_with_no_session_and_answers_it():
+    """A call with no session cannot be cancelled once its tool runs: a shutdown waits
+    for it (within cancel_timeout), and its client gets the result."""
+    server, started = Server("waited", cancel_timeout=5), threading.Event()
+
+    @server.tool
+    def slow(ms: int) -> int:
+        started.set()
+        time.sleep(ms / 1000)
+        return ms
+    assert post_modern(server.wsgi, "tools/call",
+                       {"name": "slow", "arguments": {"ms": 0}})[0] == 200    # quick
+    answers = []
+    caller = threading.Thread(target=lambda: answers.append(post_modern(
+        server.wsgi, "tools/call", {"name": "slow", "arguments": {"ms": 400}})))
+    caller.start()
+    assert started.wait(5)
+    assert len(server.calls_alone) == 1
+    began = time.monotonic()
+    server._cancel_http_calls(None)
+    waited = time.monotonic() - began
+    caller.join(5)
+    status, _, body = answers[0]
+    assert status == 200 and b'"structuredContent":{"result":400}' in body, body
+    assert 0.2 < waited < 4 and server.calls_alone == set()
