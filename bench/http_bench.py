@@ -22,9 +22,13 @@ By default: wsgiref, gunicorn-1 and -2, granian with 1 and 2 workers of 1, 2 and
 threads, each followed by its floor, and sdk. Each row's requests/s are also given as a
 ratio to its floor's and to the SDK's.
 
-The driver holds N keep-alive connections, a thread each, on raw sockets with every request
-encoded before the clock starts; each window counts the replies that arrived before it
-closed. Every reply is checked afterwards (status 200, the right sum, a 2026-07-28 result).
+The load comes from wrk when it is on PATH (--load wrk): C, one thread for all N
+keep-alive connections, so that it leaves the servers as much CPU as it can; its Lua script
+checks every reply (status 200, the sum, a 2026-07-28 result). Without wrk (--load python)
+the driver holds the N connections itself, a thread each, on raw sockets with every request
+encoded before the clock starts, and checks every reply afterwards. Each window counts the
+replies that arrived before it closed. The Python driver needs about as much CPU as a fast
+server: on two cores it caps what a floor can show, and its ratios read high.
 Rounds are interleaved (every server once, then again) and each figure is the median over
 rounds, each ratio the median of the per-round ratios. See bench/README.md.
 
@@ -41,6 +45,7 @@ import os
 import re
 import resource
 import shlex
+import shutil
 import signal
 import socket
 import statistics
@@ -100,6 +105,7 @@ class Settings:
     rounds: int = 3
     threads: int = 4            # gunicorn --threads per worker
     pin: bool = False
+    load: str = "python"        # what sends the requests: "wrk" or "python" (this driver)
 
 
 QUICK = dict(seconds=0.5, sequential_seconds=0.3, warmup_seconds=0.3, rounds=1)
@@ -403,7 +409,7 @@ class Connection:
         self.sock.close()
 
 
-def load(server: RunningServer, connections: int, seconds: float) -> dict:
+def load_python(server: RunningServer, connections: int, seconds: float) -> dict:
     """`connections` clients, each sending `add` back to back on its own connection for
     `seconds`: requests/s (replies that arrived within the window), the latency of each, the
     server's and the driver's CPU time per request. Every reply is checked afterwards."""
@@ -465,6 +471,89 @@ def load(server: RunningServer, connections: int, seconds: float) -> dict:
             "connections_per_worker": spread, "connection_openings": opened}
 
 
+# The request is the Python driver's first (id 0, 0 + 1); a reply passes if it is a 200
+# holding the sum and a 2026-07-28 result.
+WRK_SCRIPT = """-- Written by http_bench.py: one tools/call add, every reply checked.
+wrk.method = "POST"
+wrk.path = "/mcp"
+wrk.body = [[BODY]]
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Accept"] = "application/json, text/event-stream"
+wrk.headers["MCP-Protocol-Version"] = "VERSION"
+wrk.headers["Mcp-Method"] = "tools/call"
+wrk.headers["Mcp-Name"] = "add"
+local threads = {}
+function setup(thread) table.insert(threads, thread) end
+function init(args) bad = 0; first_bad = "" end
+function response(status, headers, body)
+  if status ~= 200 or not string.find(body, '"result":1}', 1, true)
+      or not string.find(body, '"resultType":"complete"', 1, true)
+      or not string.find(body, 'serverInfo', 1, true) then
+    bad = bad + 1
+    if first_bad == "" then first_bad = status .. " " .. string.sub(body, 1, 200) end
+  end
+end
+function done(summary, latency, requests)
+  local bad, first = 0, ""
+  for _, thread in ipairs(threads) do
+    bad = bad + thread:get("bad")
+    if first == "" then first = thread:get("first_bad") end
+  end
+  local e = summary.errors
+  io.write(string.format(
+    "WRK %d %d %d %d %d %d\\n", summary.requests, summary.duration,
+    latency:percentile(50), latency:percentile(99), bad,
+    e.connect + e.read + e.write + e.status + e.timeout))
+  io.write("WRK-FIRST-BAD " .. first .. "\\n")
+end
+"""
+
+
+def load_wrk(server: RunningServer, connections: int, seconds: float,
+             workdir: Path) -> dict:
+    """load_python()'s figures, with wrk sending the requests: one wrk thread for all
+    the connections (a second would take a core from the servers). wrk counts whole
+    seconds: a shorter window (--quick) takes 1 s."""
+    script = workdir / "add.lua"
+    if not script.exists():
+        body = encode_requests(server.port, 1, 1)[0][0].partition(b"\r\n\r\n")[2]
+        script.write_text(WRK_SCRIPT.replace("BODY", body.decode())
+                          .replace("VERSION", MODERN_VERSION))
+    seconds = max(1, round(seconds))
+    command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(script),
+               f"http://127.0.0.1:{server.port}/mcp"]
+    spread = []
+    if server.spec.workers:           # once wrk has opened its connections
+        probe = threading.Timer(min(0.5, seconds / 2),
+                                lambda: spread.extend(server.connections_per_worker()))
+        probe.start()
+    cpu_before, driver_before = server.cpu_seconds(), wrk_cpu_seconds()
+    out = subprocess.run(command, capture_output=True, text=True,
+                         timeout=seconds + REPLY_TIMEOUT + 10)
+    cpu_used = server.cpu_seconds() - cpu_before
+    driver_used = wrk_cpu_seconds() - driver_before
+    found = re.search(r"^WRK (\d+) (\d+) (\d+) (\d+) (\d+) (\d+)$", out.stdout, re.M)
+    if out.returncode or not found:
+        raise BenchError(f"wrk failed: {(out.stderr or out.stdout)[-300:]}")
+    requests, duration_us, p50_us, p99_us, bad, errors = map(int, found.groups())
+    if bad or errors:
+        first = re.search(r"^WRK-FIRST-BAD (.*)$", out.stdout, re.M)
+        raise BenchError(f"{bad} bad replies and {errors} socket errors or timeouts; "
+                         f"the first bad one: {first.group(1) if first else '?'}")
+    if not requests:
+        raise BenchError("no reply within the window")
+    return {"requests": requests, "requests_per_s": requests / (duration_us / 1e6),
+            "p50_ms": p50_us / 1000, "p99_ms": p99_us / 1000,
+            "server_cpu_us_per_request": cpu_used / requests * 1e6,
+            "driver_cpu_share": driver_used / (duration_us / 1e6), "reconnects": 0,
+            "connections_per_worker": spread, "connection_openings": 1}
+
+
+def wrk_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def open_connections(server: RunningServer, plans: list) -> tuple[list, list, int]:
     """One connection per plan, opened one after the other, each sending its first request
     (untimed) before the next opens. An engine's workers race to accept connections,
@@ -500,10 +589,15 @@ def driver_cpu_seconds() -> float:
 
 # --------------------------------------------------------------------------- the run
 
-def measure(servers: dict, settings: Settings) -> dict:
+def measure(servers: dict, settings: Settings, workdir: Path) -> dict:
     """Warm every server up, then the rounds: in each, every server's throughput window and
     its one-connection window, one server after the other."""
     rounds, ready = {}, {}
+    if settings.load == "wrk":
+        load = lambda server, connections, seconds: load_wrk(  # noqa: E731
+            server, connections, seconds, workdir)
+    else:
+        load = load_python
     for name, server in servers.items():
         progress(f"{name}: warming up")
         rounds[name] = []
@@ -591,8 +685,11 @@ def markdown(report: dict, settings: Settings) -> str:
     if busy is not None and busy > BUSY_WARNING:
         lines += [f"**Warning: the CPUs were {busy:.0%} busy with other work just before the "
                   "run; expect noisy figures.**", ""]
-    lines += [f"`tools/call add`, {MODERN_VERSION}, over keep-alive HTTP/1.1: "
-              f"{settings.connections} connections for {settings.seconds:g} s, then one "
+    load = ("wrk (one thread)" if settings.load == "wrk" else
+            "the Python driver (a thread per connection)")
+    lines += [f"`tools/call add`, {MODERN_VERSION}, over keep-alive HTTP/1.1, sent by "
+              f"{load}: {settings.connections} connections for {settings.seconds:g} s, "
+              "then one "
               f"connection for {settings.sequential_seconds:g} s, per server and round; medians "
               f"of {settings.rounds} interleaved rounds. × floor: requests/s as a "
               "share of the bare WSGI floor's on the same engine and configuration; "
@@ -677,6 +774,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Settings]:
                         help=f"interleaved rounds (default {defaults.rounds})")
     parser.add_argument("--threads", type=int,
                         help=f"gunicorn --threads per worker (default {defaults.threads})")
+    parser.add_argument("--load", choices=("auto", "wrk", "python"), default="auto",
+                        help="what sends the requests: wrk, or this driver's threads "
+                             "(default auto: wrk if it is on PATH)")
     args = parser.parse_args(argv)
     settings = Settings(**QUICK) if args.quick else Settings()
     for name in ("connections", "seconds", "rounds", "threads"):
@@ -686,6 +786,14 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Settings]:
                 parser.error(f"--{name} must be positive")
             setattr(settings, name, value)
     settings.pin = args.pin
+    settings.load = args.load
+    if args.load == "auto":
+        settings.load = "wrk" if shutil.which("wrk") else "python"
+    elif args.load == "wrk" and not shutil.which("wrk"):
+        parser.error("--load wrk: wrk is not on PATH (Debian: apt install wrk)")
+    if settings.load == "wrk":        # wrk counts whole seconds
+        for name in ("seconds", "sequential_seconds", "warmup_seconds"):
+            setattr(settings, name, max(1, round(getattr(settings, name))))
     named = (name.strip() for name in args.servers.split(","))
     args.server_names = list(dict.fromkeys(name for name in named if name))
     unknown = [name for name in args.server_names
@@ -735,7 +843,7 @@ def main(argv: list[str] | None = None) -> int:
                                                 "interpreter": spec.interpreter}
             if settings.pin:
                 os.sched_setaffinity(0, cpus[:1])
-            report["rounds"] = measure(servers, settings) if servers else {}
+            report["rounds"] = measure(servers, settings, workdir) if servers else {}
         finally:
             for server in servers.values():   # all at once: each takes a moment to stop
                 server.proc.terminate()

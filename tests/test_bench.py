@@ -6,9 +6,12 @@ bench/results/ and README.md."""
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
+import threading
 import time
+import types
 
 import pytest
 
@@ -236,11 +239,16 @@ def load_http_bench():
         sys.path.remove(str(ROOT / "bench"))
 
 
-def test_http_bench_quick_measures_mcp_min_and_its_floor_on_wsgiref(tmp_path):
+LOADS = ["python", pytest.param("wrk", marks=pytest.mark.skipif(
+    shutil.which("wrk") is None, reason="wrk is not on PATH"))]
+
+
+@pytest.mark.parametrize("load", LOADS)
+def test_http_bench_quick_measures_mcp_min_and_its_floor_on_wsgiref(tmp_path, load):
     out = tmp_path / "http.json"
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "http_bench.py"),
                              "--quick", "--servers", "wsgiref,floor-wsgiref",
-                             "--connections", "4", "--out", str(out)],
+                             "--connections", "4", "--load", load, "--out", str(out)],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(out.read_text())
@@ -260,6 +268,37 @@ def test_http_bench_quick_measures_mcp_min_and_its_floor_on_wsgiref(tmp_path):
     row = f"| wsgiref | {mcp_min['requests_per_s']:,.0f} | {share:.2f} | — |"
     assert row in table
     assert "floor_wsgi.py" in report["servers"]["floor-wsgiref"]["command"]
+    sender = "wrk (one thread)" if load == "wrk" else "the Python driver"
+    assert f"sent by {sender}" in table and report["settings"]["load"] == load
+
+
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not on PATH")
+def test_http_bench_under_wrk_fails_a_window_with_a_wrong_reply(tmp_path):
+    """wrk's script checks every reply as the Python driver does: a wrong sum fails
+    the window, naming the first bad reply."""
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
+    http_bench = load_http_bench()
+
+    def wrong(environ, start_response):
+        environ["wsgi.input"].read(int(environ["CONTENT_LENGTH"]))
+        body = (b'{"jsonrpc":"2.0","id":0,"result":{"structuredContent":{"result":2},'
+                b'"resultType":"complete","_meta":{"serverInfo":{}}}}')
+        start_response("200 OK", [("Content-Length", str(len(body)))])
+        return [body]
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, *args):
+            pass
+    httpd = make_server("127.0.0.1", 0, wrong, handler_class=Quiet)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    server = types.SimpleNamespace(port=httpd.server_port, cpu_seconds=lambda: 0.0,
+                                   spec=types.SimpleNamespace(workers=0))
+    try:
+        with pytest.raises(http_bench.BenchError, match=r'bad replies.*"result":2'):
+            http_bench.load_wrk(server, 2, 1, tmp_path)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 def http_round(requests_per_s):
