@@ -42,6 +42,7 @@ stdout, one stop a line, in call order:
                               takes the reading over should it last)
     WorkerPool.borrow       ...taking one of the pool's places, or else queues it there
     Session.run_call        runs the handler and writes its response to the outlet
+    _response_frame         the response: the handler's result, or the error it raised
     _call_handler           the entry of server.handlers: handler(ctx, params)
     Server.call_tool        the handler of tools/call
     _named                  the tool params.name names, or -32602
@@ -62,7 +63,7 @@ handshake, leaves that way at the session and joins it again to run:
     Session.handle_request  sees the envelope in params._meta
     Session.handle_stateless  checks it (Envelope), and the method
     Session.start           as above
-    Session.run_call        as above, but through run_stateless
+    Session.run_call        as above, but _response_frame goes through run_stateless
     Server.run_stateless    runs the handler; a question for the client becomes an
                               input_required result; the result gets its resultType
 
@@ -73,7 +74,8 @@ Over HTTP, a POST reaches the same Session through the WSGI application:
     HttpEndpoint.check_headers  2026-07-28: the headers must agree with the body
     HttpEndpoint.answer_at_once  a quick call, or a method that runs no user code,
                               is answered here and now, as below but without
-                              the means to wait or stream; any other request:
+                              the means to wait or stream (and a tool that takes
+                              no Context, without a session); any other request:
     HttpEndpoint.exchange   an EventStream is the request's outlet
     HttpEndpoint.dispatch   hands the message to Session.handle_request
     Session.handle_request  as above
