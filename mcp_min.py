@@ -1964,7 +1964,10 @@ def _types_of(schema, root, seen=()):
     schema = schema if isinstance(schema, dict) else {}
     if "type" in schema:
         kind = schema["type"]
-        return [kind] if isinstance(kind, str) else list(kind)
+        if isinstance(kind, str):
+            return [kind]
+        # Not a list either: the compiler says what is wrong with it
+        return list(kind) if isinstance(kind, list) else None
     if "$ref" in schema and schema["$ref"] not in seen:
         target = _resolve_ref(root, schema["$ref"])
         return _types_of(target, root, (*seen, schema["$ref"]))

@@ -426,7 +426,9 @@ def test_hand_written_input_schema_errors_name_the_function():
                           ({"properties": {"x": {"$ref": "https://example.com/x.json"}}}, "$ref"),
                           ({"properties": {"x": {"$ref": "#/$defs/missing"}}}, "points to nothing"),
                           ({"properties": {"x": {"pattern": "("}}}, "pattern"),
-                          ({"type": "thing"}, "unknown type")]:
+                          ({"type": "thing"}, "unknown type"),
+                          ({"type": 5}, "unknown type 5"),
+                          ({"properties": {"x": {"type": None}}}, "unknown type null")]:
         with pytest.raises(SchemaError, match="f: input schema") as info:
             Signature(f, input_schema=schema)
         assert words in str(info.value)
