@@ -2948,7 +2948,7 @@ class Context:
         meta = params.get("_meta")
         self.meta = meta if isinstance(meta, dict) else {}
         token = self.meta.get("progressToken")
-        if token is not None and (isinstance(token, str) or _is_json_number(token)):
+        if isinstance(token, str) or _is_json_number(token):
             self.progress_token = token  # a string or a number (1.5 too), nothing else
 
     # handshake era: from initialize (the session); 2026-07-28: the request's envelope
@@ -3316,11 +3316,13 @@ class Envelope:
                                "protocol 2026-07-28, whose requests carry params._meta "
                                f'with "{PROTOCOL_VERSION_KEY}" and '
                                f'"{CLIENT_CAPABILITIES_KEY}"')
-        version = meta.get(PROTOCOL_VERSION_KEY)
-        if not isinstance(version, str):
-            raise _meta_needs(PROTOCOL_VERSION_KEY, "a string")
-        if not isinstance(meta.get(CLIENT_CAPABILITIES_KEY), dict):
-            raise _meta_needs(CLIENT_CAPABILITIES_KEY, "an object; {} for none")
+        for key, kind, what in (
+                (PROTOCOL_VERSION_KEY, str, "a string"),
+                (CLIENT_CAPABILITIES_KEY, dict, "an object; {} for none")):
+            if not isinstance(meta.get(key), kind):
+                raise JSONRPCError(INVALID_PARAMS, "Invalid params: params._meta needs "
+                                                   f'"{key}" ({what})')
+        version = meta[PROTOCOL_VERSION_KEY]
         if version not in MODERN_PROTOCOL_VERSIONS:
             raise JSONRPCError(
                 UNSUPPORTED_VERSION,
@@ -3341,11 +3343,6 @@ class Envelope:
     def client_info(self):
         info = self.meta.get(CLIENT_INFO_KEY)
         return info if isinstance(info, dict) else {}
-
-
-def _meta_needs(key, what):
-    return JSONRPCError(INVALID_PARAMS, f'Invalid params: params._meta needs "{key}" '
-                                        f"({what})")
 
 
 def is_stateless(method, meta):
@@ -5432,28 +5429,6 @@ class EventStream(Outlet):
         self.frames.put((None, True, time.monotonic()))   # the end, with no response
 
 
-class _Recorded(Outlet):
-    """Where a call answered at once (HttpEndpoint.answer_at_once) sends its frames:
-    kept in order, as they come, until the call is over. Cheaper than an EventStream,
-    which it becomes if the call sent anything before its response."""
-
-    holder = None                   # what hold() counted for it
-    closed = False
-
-    def __init__(self, events):
-        self.frames = []
-        self.events = events
-
-    def send_frame(self, frame):
-        if self.closed:
-            return False
-        self.frames.append((frame, False))
-        return True
-
-    def respond(self, frame):
-        self.frames.append((frame, True))
-
-
 class HttpSession(Session):
     """A Session whose frames travel in HTTP responses: those about a request in that
     request's response (its outlet), the others (list changes, resource updates) in the
@@ -6255,53 +6230,38 @@ class HttpEndpoint:
         elif method not in server.inline_methods or method == "subscriptions/listen":
             return None
         rid = message["id"]
-        outlet = _Recorded(sse)
+        stream = EventStream(events=sse)
         try:
             try:
                 if call and server.auth is not None:    # counted as exchange counts it
-                    self.hold(outlet, principal, False, rid, True)
-                # A call with no session sends nothing but its response (which is
-                # always due): only a session's frames may need a stream below.
-                session = None
+                    self.hold(stream, principal, False, rid, True)
+                frame = session = None    # a response made here, or a session's
                 try:
                     envelope = Envelope(meta)
                 except JSONRPCError as e:
-                    outlet.respond(error_frame(rid, e.code, e.message, e.data))
+                    frame = error_frame(rid, e.code, e.message, e.data)
                 else:
                     if call and self.needs_no_session(params):
-                        ctx = Context(None, rid, method, params, envelope, outlet,
-                                      server, principal)
-                        server.calls_alone.add(ctx)     # (so that a shutdown waits)
-                        try:
-                            outlet.respond(_response_frame(ctx, handler))
-                        finally:
-                            server.calls_alone.discard(ctx)
+                        frame = self.run_alone(principal, rid, params, envelope,
+                                               handler, stream)
                     else:
                         session = self.run_in_session(principal, rid, method, params,
-                                                      envelope, outlet,
+                                                      envelope, stream,
                                                       handler if call else None)
             finally:
                 if call:
                     server.pool.give_back()
-            # The call is over: what it sent is all recorded, the response last
-            outlet.closed = True
-            frames = outlet.frames
-            if not sse:                       # JSON only: notifications are dropped
-                frames = [item for item in frames if item[1]]
-            frame, is_response = frames[0]
-            if is_response and frame is not None:   # the usual: the response alone
-                self.let_go(outlet)
+            if frame is not None:             # the response alone, made here
+                self.let_go(stream)
                 return self.reply(start_response, self.status_of(frame, True), frame)
-            stream = EventStream(events=sse)        # else a stream of what it sent
-            stream.holder, outlet.holder = outlet.holder, None
-            now = time.monotonic()
-            for item in frames[1:]:
-                stream.frames.put((*item, now))
-            return self.answer_from(start_response, session, stream, rid,
-                                    (frame, is_response, now),
+            # The call is over: its frames are all in the stream, the response last
+            first = stream.frames.get_nowait()
+            while not sse and not first[1]:   # JSON only: notifications are dropped
+                first = stream.frames.get_nowait()
+            return self.answer_from(start_response, session, stream, rid, first,
                                     environ.get("mcp_min.client_gone"), True)
         except BaseException:                 # counted, but not answered after all
-            self.let_go(outlet)
+            self.let_go(stream)
             raise
 
     def needs_no_session(self, params):
@@ -6311,6 +6271,18 @@ class HttpEndpoint:
         tool = self.server.tools[params["name"]]
         return (tool.signature.context_param is None and "requestState" not in params
                 and "inputResponses" not in params)
+
+    def run_alone(self, principal, rid, params, envelope, handler, outlet):
+        """A call that needs no session, run with none; its response frame. It sends
+        nothing else. Server.calls_alone holds it, so that a shutdown waits for it."""
+        server = self.server
+        ctx = Context(None, rid, "tools/call", params, envelope, outlet, server,
+                      principal)
+        server.calls_alone.add(ctx)
+        try:
+            return _response_frame(ctx, handler)
+        finally:
+            server.calls_alone.discard(ctx)
 
     def run_in_session(self, principal, rid, method, params, envelope, outlet, handler):
         """Session.handle_stateless and start, in a session just made (no id can be in
