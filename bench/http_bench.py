@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import importlib.util
 import json
 import os
@@ -513,25 +514,25 @@ def load_wrk(server: RunningServer, connections: int, seconds: float,
              workdir: Path) -> dict:
     """load_python()'s figures, with wrk sending the requests: one wrk thread for all
     the connections (a second would take a core from the servers). wrk counts whole
-    seconds: a shorter window (--quick) takes 1 s."""
+    seconds: parse_args rounds the windows."""
     script = workdir / "add.lua"
     if not script.exists():
         body = encode_requests(server.port, 1, 1)[0][0].partition(b"\r\n\r\n")[2]
         script.write_text(WRK_SCRIPT.replace("BODY", body.decode())
                           .replace("VERSION", MODERN_VERSION))
-    seconds = max(1, round(seconds))
-    command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(script),
+    command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds:g}s", "-s", str(script),
                f"http://127.0.0.1:{server.port}/mcp"]
     spread = []
     if server.spec.workers:           # once wrk has opened its connections
         probe = threading.Timer(min(0.5, seconds / 2),
                                 lambda: spread.extend(server.connections_per_worker()))
         probe.start()
-    cpu_before, driver_before = server.cpu_seconds(), wrk_cpu_seconds()
+    wrk_cpu = functools.partial(driver_cpu_seconds, resource.RUSAGE_CHILDREN)
+    cpu_before, driver_before = server.cpu_seconds(), wrk_cpu()
     out = subprocess.run(command, capture_output=True, text=True,
                          timeout=seconds + REPLY_TIMEOUT + 10)
     cpu_used = server.cpu_seconds() - cpu_before
-    driver_used = wrk_cpu_seconds() - driver_before
+    driver_used = wrk_cpu() - driver_before
     found = re.search(r"^WRK (\d+) (\d+) (\d+) (\d+) (\d+) (\d+)$", out.stdout, re.M)
     if out.returncode or not found:
         raise BenchError(f"wrk failed: {(out.stderr or out.stdout)[-300:]}")
@@ -547,11 +548,6 @@ def load_wrk(server: RunningServer, connections: int, seconds: float,
             "server_cpu_us_per_request": cpu_used / requests * 1e6,
             "driver_cpu_share": driver_used / (duration_us / 1e6), "reconnects": 0,
             "connections_per_worker": spread, "connection_openings": 1}
-
-
-def wrk_cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def open_connections(server: RunningServer, plans: list) -> tuple[list, list, int]:
@@ -582,8 +578,9 @@ def check_reply(status: int, body: bytes, expected: int, request_id: int) -> Non
     bench.check_call_result(message, expected, modern=True)
 
 
-def driver_cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
+def driver_cpu_seconds(who: int = resource.RUSAGE_SELF) -> float:
+    """The driver's CPU time; with RUSAGE_CHILDREN, its finished children's (wrk's)."""
+    usage = resource.getrusage(who)
     return usage.ru_utime + usage.ru_stime
 
 
@@ -593,11 +590,8 @@ def measure(servers: dict, settings: Settings, workdir: Path) -> dict:
     """Warm every server up, then the rounds: in each, every server's throughput window and
     its one-connection window, one server after the other."""
     rounds, ready = {}, {}
-    if settings.load == "wrk":
-        load = lambda server, connections, seconds: load_wrk(  # noqa: E731
-            server, connections, seconds, workdir)
-    else:
-        load = load_python
+    load = (functools.partial(load_wrk, workdir=workdir) if settings.load == "wrk"
+            else load_python)
     for name, server in servers.items():
         progress(f"{name}: warming up")
         rounds[name] = []
