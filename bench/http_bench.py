@@ -299,6 +299,21 @@ class RunningServer:
                 pass                  # a worker that just exited
         return total
 
+    def context_switches(self) -> dict:
+        """Each live thread's context switches so far, voluntary (it waits: for the GIL,
+        a lock, a socket) and not (the kernel takes its CPU). Per request, they show how
+        a round's threads took turns, which decides much of it on few CPUs."""
+        counts = {}
+        for pid in self.pids():
+            try:
+                for thread in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{thread}/status") as status:
+                        counts[pid, thread] = sum(int(line.split()[1]) for line in status
+                                                  if "ctxt_switches:" in line)
+            except (OSError, ValueError, IndexError):
+                pass                  # a thread or worker that just exited
+        return counts
+
     def connections_per_worker(self) -> list[int]:
         """Established connections on the port held by each worker (gunicorn, granian):
         whether the kernel spread the driver's connections evenly."""
@@ -443,12 +458,14 @@ def load_python(server: RunningServer, connections: int, seconds: float) -> dict
     for thread in threads:
         thread.start()
     cpu_before, driver_before = server.cpu_seconds(), driver_cpu_seconds()
+    switches_before = server.context_switches()
     window["start"] = time.perf_counter()
     window["end"] = window["start"] + seconds
     start.wait(30)
     for thread in threads:
         thread.join(seconds + REPLY_TIMEOUT + 5)
     cpu_used = server.cpu_seconds() - cpu_before
+    switches = switches_since(switches_before, server.context_switches())
     driver_used = driver_cpu_seconds() - driver_before
     for sock in sockets:
         sock.close()
@@ -467,6 +484,7 @@ def load_python(server: RunningServer, connections: int, seconds: float) -> dict
             "p50_ms": percentile(latencies, 0.5) * 1000,
             "p99_ms": percentile(latencies, 0.99) * 1000,
             "server_cpu_us_per_request": cpu_used / answered * 1e6,
+            "server_switches_per_request": switches / answered,
             "driver_cpu_share": driver_used / seconds,
             "reconnects": sum(sock.reconnects for sock in sockets),
             "connections_per_worker": spread, "connection_openings": opened}
@@ -529,9 +547,11 @@ def load_wrk(server: RunningServer, connections: int, seconds: float,
         probe.start()
     wrk_cpu = functools.partial(driver_cpu_seconds, resource.RUSAGE_CHILDREN)
     cpu_before, driver_before = server.cpu_seconds(), wrk_cpu()
+    switches_before = server.context_switches()
     out = subprocess.run(command, capture_output=True, text=True,
                          timeout=seconds + REPLY_TIMEOUT + 10)
     cpu_used = server.cpu_seconds() - cpu_before
+    switches = switches_since(switches_before, server.context_switches())
     driver_used = wrk_cpu() - driver_before
     found = re.search(r"^WRK (\d+) (\d+) (\d+) (\d+) (\d+) (\d+)$", out.stdout, re.M)
     if out.returncode or not found:
@@ -546,6 +566,7 @@ def load_wrk(server: RunningServer, connections: int, seconds: float,
     return {"requests": requests, "requests_per_s": requests / (duration_us / 1e6),
             "p50_ms": p50_us / 1000, "p99_ms": p99_us / 1000,
             "server_cpu_us_per_request": cpu_used / requests * 1e6,
+            "server_switches_per_request": switches / requests,
             "driver_cpu_share": driver_used / (duration_us / 1e6), "reconnects": 0,
             "connections_per_worker": spread, "connection_openings": 1}
 
@@ -576,6 +597,12 @@ def check_reply(status: int, body: bytes, expected: int, request_id: int) -> Non
     if message.get("id") != request_id:
         raise BenchError(f"reply to id {message.get('id')}, expected {request_id}")
     bench.check_call_result(message, expected, modern=True)
+
+
+def switches_since(before: dict, after: dict) -> int:
+    """Context switches between two context_switches() readings, in the threads alive at
+    the second: a thread that ended in between takes its own with it."""
+    return sum(count - before.get(thread, 0) for thread, count in after.items())
 
 
 def driver_cpu_seconds(who: int = resource.RUSAGE_SELF) -> float:
@@ -625,6 +652,7 @@ def summarise(rounds: dict) -> dict:
             "requests_per_s": median("requests_per_s"), "p50_ms": median("p50_ms"),
             "p99_ms": median("p99_ms"),
             "server_cpu_us_per_request": median("server_cpu_us_per_request"),
+            "server_switches_per_request": median("server_switches_per_request"),
             "driver_cpu_share": median("driver_cpu_share"),
             "sequential_p50_ms": statistics.median(run["sequential"]["p50_ms"] for run in good),
             "sequential_requests_per_s": statistics.median(
@@ -690,12 +718,12 @@ def markdown(report: dict, settings: Settings) -> str:
               "× sdk: as a multiple of the SDK's (each the median of the per-round "
               "ratios).", "",
               "| server | requests/s | × floor | × sdk | p50 ms | p99 ms | "
-              "1 connection: p50 ms | server CPU µs/request | driver CPU | "
-              "connections per worker |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+              "1 connection: p50 ms | server CPU µs/request | server context switches/request "
+              "| driver CPU | connections per worker |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for name, figures in summary.items():
         if "requests_per_s" not in figures:
-            lines.append(f"| {name} | failed | | | | | | | | |")
+            lines.append(f"| {name} | failed | | | | | | | | | |")
             continue
         spread = ", ".join("+".join(map(str, counts))
                            for counts in figures["connections_per_worker"] if counts)
@@ -706,6 +734,7 @@ def markdown(report: dict, settings: Settings) -> str:
                      f"{figures['p50_ms']:.2f} | {figures['p99_ms']:.2f} | "
                      f"{figures['sequential_p50_ms']:.2f} | "
                      f"{figures['server_cpu_us_per_request']:,.0f} | "
+                     f"{figures['server_switches_per_request']:.2f} | "
                      f"{figures['driver_cpu_share']:.0%} | {spread or '—'} |")
     ratio_rows = []
     for label, server, reference, goal in RATIOS:

@@ -259,12 +259,15 @@ def test_http_bench_quick_measures_mcp_min_and_its_floor_on_wsgiref(tmp_path, lo
         assert figures["requests_per_s"] > 0
         assert figures["reconnects"] == 0, name         # both keep connections alive
         assert figures["vs_sdk"] is None                # no sdk in this run
+        # a server's threads wait for the sockets, so they switch at least that often
+        assert figures["server_switches_per_request"] > 0, name
     mcp_min, floor = report["summary"]["wsgiref"], report["summary"]["floor-wsgiref"]
     share = mcp_min["requests_per_s"] / floor["requests_per_s"]
     assert mcp_min["vs_floor_by_round"] == [share] and mcp_min["vs_floor"] == share
     assert floor["vs_floor"] is None
     table = out.with_suffix(".md").read_text()
     assert "| server | requests/s | × floor | × sdk | p50 ms |" in table
+    assert "| server context switches/request |" in table
     row = f"| wsgiref | {mcp_min['requests_per_s']:,.0f} | {share:.2f} | — |"
     assert row in table
     assert "floor_wsgi.py" in report["servers"]["floor-wsgiref"]["command"]
@@ -292,6 +295,7 @@ def test_http_bench_under_wrk_fails_a_window_with_a_wrong_reply(tmp_path):
     httpd = make_server("127.0.0.1", 0, wrong, handler_class=Quiet)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     server = types.SimpleNamespace(port=httpd.server_port, cpu_seconds=lambda: 0.0,
+                                   context_switches=dict,
                                    spec=types.SimpleNamespace(workers=0))
     try:
         with pytest.raises(http_bench.BenchError, match=r'bad replies.*"result":2'):
@@ -304,7 +308,8 @@ def test_http_bench_under_wrk_fails_a_window_with_a_wrong_reply(tmp_path):
 def http_round(requests_per_s):
     """One round's figures for one server, as http_bench's load() reports them."""
     return {"requests_per_s": requests_per_s, "p50_ms": 1.0, "p99_ms": 2.0,
-            "server_cpu_us_per_request": 100.0, "driver_cpu_share": 0.2,
+            "server_cpu_us_per_request": 100.0, "server_switches_per_request": 1.5,
+            "driver_cpu_share": 0.2,
             "reconnects": 0, "connections_per_worker": [], "connection_openings": 1,
             "sequential": {"p50_ms": 0.5, "requests_per_s": 1000.0}}
 
@@ -340,3 +345,13 @@ def test_http_bench_takes_any_engine_configuration_and_refuses_unknown_names():
     assert default.server_names[-1] == "sdk"
     floors = [f"floor-{name}" for name in http_bench.ENGINE_ROWS]
     assert set(floors) <= set(default.server_names)
+
+
+def test_http_bench_counts_context_switches_of_the_threads_alive_at_the_end():
+    """A thread that ends within the window takes its count with it: the sum never goes
+    below zero, as a difference of totals does when a pool's thread exits."""
+    http_bench = load_http_bench()
+    before = {(1, "1"): 100, (1, "2"): 5000}        # thread 2 ends in the window
+    after = {(1, "1"): 130, (1, "3"): 7}             # thread 3 starts in it
+    assert http_bench.switches_since(before, after) == 37
+    assert http_bench.switches_since(before, {}) == 0
