@@ -2677,11 +2677,17 @@ def _error_result(message):
 
 def _run_coroutine(awaitable, ctx):
     """Run an async handler on the shared event loop while this thread waits; if the
-    request is cancelled, the coroutine gets asyncio.CancelledError where it awaits."""
+    request is cancelled, the coroutine gets asyncio.CancelledError where it awaits, and
+    this thread waits on until it has unwound (a shutdown closes the lifespan after)."""
     import concurrent.futures
+    loop = _event_loop()
     escaped = []
+    tasks = []
 
     async def serving():
+        if ctx.cancelled:                     # cancelled before it could start
+            raise loop.asyncio.CancelledError
+        tasks.append(loop.asyncio.current_task())
         # set in this task's own context, where forwarded logging finds it
         _serving_ctx.set(ctx)
         try:
@@ -2690,10 +2696,14 @@ def _run_coroutine(awaitable, ctx):
             # Out of a task they would stop the loop: they are raised in the caller's
             # thread instead.
             escaped.append(e)
-    future = _event_loop().submit(serving())
-    ctx._on_cancel = future.cancel
-    if ctx.cancelled:                         # cancelled before the hook was in place
-        future.cancel()
+
+    def cancel():
+        # On the loop, after ctx.cancelled is set: a task not started yet sees that.
+        # Cancelling the task, not the future, keeps the future until the task ends.
+        for task in tasks:
+            task.cancel()
+    future = loop.submit(serving())
+    ctx._on_cancel = lambda: loop.loop.call_soon_threadsafe(cancel)
     try:
         result = future.result()
         if escaped:

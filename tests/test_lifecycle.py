@@ -500,6 +500,16 @@ async def waiting() -> str:
     return "woke"
 
 @server.tool
+async def tidy() -> str:
+    say("tidy started")
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        await asyncio.sleep(0.3)      # its cleanup takes a while
+        say("tidy cleaned up")
+        raise
+
+@server.tool
 def stubborn(seconds: float) -> str:
     say("stubborn started")
     time.sleep(seconds)               # never looks at cancellation
@@ -546,6 +556,21 @@ def test_calls_still_running_after_the_grace_period_are_cancelled_before_the_lif
     closed = log.index("lifespan closed")
     assert log.index("polite ended") < closed and log.index("waiting cancelled") < closed
     assert "were cancelled" in log and "Traceback" not in log
+
+
+def test_a_cancelled_coroutine_unwinds_before_the_lifespan_closes(spawn, tmp_path):
+    """Its call is over once its cleanup has run, not as soon as it is told."""
+    wire = shutdown_server(spawn, tmp_path, cancel_timeout=2.0)
+    wire.send(request(1, "tools/call", {"name": "tidy", "arguments": {}}))
+    wait_for_line(wire, "tidy started")
+    wire.close_stdin()
+    replies = list(wire.rest_of_stdout())
+    assert wire.wait(10) == 0
+    assert [reply["id"] for reply in replies] == [1]
+    assert "shutting down" in replies[0]["error"]["message"]
+    log = wire.stderr
+    assert "tidy cleaned up" in log
+    assert log.index("tidy cleaned up") < log.index("lifespan closed"), log
 
 
 def test_a_call_that_returns_within_cancel_timeout_is_answered_and_then_the_lifespan_closes(
