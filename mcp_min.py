@@ -143,8 +143,8 @@ if sys.version_info < (3, 10):
 
 __version__ = "0.1.0"
 __all__ = [
-    "Server", "Context", "Client", "Session", "Peer", "Outlet", "WorkerPool",
-    "FramePrinter",
+    "Server", "Context", "Client", "Session", "Peer", "Stream", "Outlet", "WorkerPool",
+    "FramePrinter", "METHODS", "SETTINGS",
     "ToolError", "JSONRPCError", "Cancelled", "CapabilityError", "SchemaError",
     "ToolResult", "ResourceNotFound", "ProtocolError",
     "Content", "text", "image", "audio", "resource_link", "embedded_resource",
@@ -188,9 +188,10 @@ V2025_11 = "2025-11-25"
 #: Handshake-era revisions this server speaks, oldest first.
 PROTOCOL_VERSIONS = ("2024-11-05", V2025_03, V2025_06, V2025_11)
 LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[-1]
-#: Stateless revisions: no initialize; every request names its version in params._meta.
-MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)
-V2026_07 = MODERN_PROTOCOL_VERSIONS[0]
+#: Revisions of the stateless era: no initialize; every request carries its version
+#: in params._meta. (MODERN_PROTOCOL_VERSIONS is its former name.)
+STATELESS_PROTOCOL_VERSIONS = MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)
+V2026_07 = STATELESS_PROTOCOL_VERSIONS[0]
 
 
 # ======================================================================================
@@ -287,65 +288,7 @@ def _recursion_line(error, traceback):
 
 
 # ======================================================================================
-# Stdio hygiene
-# ======================================================================================
-
-#
-# stdout is the wire: one stray byte (a print(), a C library's warning, a child
-# process's output) corrupts the stream and the client drops the connection. So while
-# serving we keep a private duplicate of the real stdout for protocol bytes and point
-# fd 1 (and sys.stdout) at stderr. Likewise stdin: a child process that inherits fd 0
-# could swallow protocol bytes, so fd 0 becomes /dev/null; the protocol is read from a
-# private duplicate of it.
-
-def claim_stdio():
-    """Take stdin and stdout for the protocol; return private (read_fd, write_fd)."""
-    global _tune_allocator
-    _tune_allocator = True
-    wire_in = os.dup(0)                     # dup'ed fds are not inherited
-    wire_out = os.dup(1)
-    os.dup2(2, 1)                           # fd 1 -> stderr, for C code and children
-    for stream in (sys.stdout, sys.stderr):   # what print() buffered: stderr, too
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    sys.stdout = sys.stderr                         # print() -> stderr
-    sys.stdin = open(os.devnull, encoding="utf-8")  # input() -> EOF, not protocol bytes
-    if sys.platform == "win32":                     # Windows must not alter newlines
-        import msvcrt
-        for fd in (wire_in, wire_out):
-            msvcrt.setmode(fd, os.O_BINARY)
-    return wire_in, wire_out
-
-
-def write_all(fd, frame):
-    """Write a frame and its newline, every byte: pipes take large writes in pieces, and
-    a signal can cut one short. writev adds the newline without copying the frame."""
-    parts = [frame, b"\n"]
-    while parts:
-        written = _writev(fd, parts) if _writev else os.write(fd, parts[0])
-        while parts and written >= len(parts[0]):   # drop what went out
-            written -= len(parts.pop(0))
-        if parts:
-            parts[0] = memoryview(parts[0])[written:]
-
-
-_writev = getattr(os, "writev", None)        # not on Windows
-
-
-def b64encode(data):
-    return binascii.b2a_base64(data, newline=False).decode("ascii")
-
-
-b64decode = binascii.a2b_base64
-
-
-# ======================================================================================
-# JSON-RPC core
+# JSON-RPC: messages, lines, streams, and the Peer both ends are built on
 # ======================================================================================
 
 PARSE_ERROR = -32700
@@ -353,7 +296,8 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
-RESOURCE_NOT_FOUND = -32002      # MCP, handshake era
+# MCP, handshake era
+RESOURCE_NOT_FOUND = -32002
 # MCP 2026-07-28: the only codes of the range -32020...-32099 a server may send.
 HEADER_MISMATCH = -32020
 MISSING_CAPABILITY = -32021
@@ -363,9 +307,9 @@ SERVER_BUSY = -32000
 
 
 class JSONRPCError(Exception):
-    """A JSON-RPC error: raised in a handler, a resource or a prompt, it is the answer
+    """A JSON-RPC error: raised in a handler, a resource or a prompt, it is the response
     ``{"error": {...}}`` (in a tool, an ``isError`` result, as any exception is);
-    outbound requests raise it when the other side answered with an error."""
+    outbound requests raise it when the other side responded with an error."""
 
     def __init__(self, code, message, data=None):
         super().__init__(message)
@@ -410,91 +354,31 @@ class InputRequired(BaseException):
 
     def __init__(self, questions):
         super().__init__(f"waiting for the client to answer {', '.join(questions)}")
-        self.questions = questions            # key -> (the input request, its digest)
+        # key -> (the input request, its digest)
+        self.questions = questions
 
 
-def _not_json(value):
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+# --- lines -----------------------------------------------------------------
+# Over stdio a message is one line of UTF-8 JSON. A line over the size limit is never
+# held whole: only its first and last bytes are kept, which may still tell its id.
+# (Peer.read_loop reads the lines; Writer writes them.)
 
-
-def _json_encoder(ensure_ascii, separators=(",", ":")):
-    """A JSON encoder built once (json.dumps builds one per call): json's C encoder
-    where it exists and works as expected on a sample (it is not public API); else
-    json's own."""
-    encoder = json.encoder
-    items, keys = separators
-    escape = (encoder.encode_basestring_ascii if ensure_ascii
-              else encoder.encode_basestring)
-
-    def fast(value):
-        return "".join(encode(value, 0))
-    try:
-        encode = encoder.c_make_encoder(None, _not_json, escape, None, keys, items,
-                                        False, False, False)
-        expected = "{" + escape("é\n") + keys + "[null" + items + "2.5]}"
-        if fast({"é\n": [None, 2.5]}) == expected:
-            return fast
-    except Exception:                     # absent (None), or called differently
-        pass
-    return json.JSONEncoder(ensure_ascii=ensure_ascii, separators=separators,
-                            allow_nan=False).encode
-
-
-_encode_compact = _json_encoder(False)
-_encode_ascii = _json_encoder(True)
-
-
-def encode_message(message):
-    """One message -> UTF-8 bytes (the newline is added when written): compact, and
-    never with a raw newline inside. Raises ValueError or TypeError if not JSON."""
-    try:
-        return _encode_compact(message).encode("utf-8")
-    except UnicodeEncodeError:      # a lone surrogate: escape it, never send bad UTF-8
-        return _encode_ascii(message).encode("ascii")
-
-
-def _reject_constant(name):
-    raise ValueError(f"{name} is not valid JSON")
-
-
-_decoder = json.JSONDecoder(parse_constant=_reject_constant)
-_scan = _decoder.raw_decode               # the public way: (value, end), or ValueError
-# The scanner raw_decode calls, without its checks: quicker, but not public, so it is
-# used only if it works as expected in this Python.
-try:
-    if _decoder.scan_once('{"a":[1]}\n', 0) == ({"a": [1]}, 9):
-        _scan = _decoder.scan_once
-except Exception:                         # renamed, or called differently
-    pass
-
-
-def _decode(text):
-    """json.loads, quicker for the usual line: an object right at the start, then only
-    the newline. Anything else takes the full decoder, which also words the errors."""
-    if text[:1] == "{":
-        try:
-            value, end = _scan(text, 0)
-            if text[end:] in ("\n", "\r\n", ""):   # JSON whitespace, not str.isspace()
-                return value
-        except (StopIteration, ValueError):
-            pass
-    return _decoder.decode(text)
-
-
-def decode_message(line):
-    """A line of bytes -> a message, or JSONRPCError(PARSE_ERROR) saying why not."""
-    try:
-        return _decode(line.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        why = f"not valid UTF-8 (byte {e.start})"
-    except RecursionError:                # e.g. 100,000 nested '['
-        why = "JSON nested too deeply"
-    except ValueError as e:
-        why = e
-        if line.startswith(b"\xef\xbb\xbf"):   # as a Windows editor may save a file
-            why = ("the line starts with a byte-order mark (EF BB BF): "
-                   "send UTF-8 without one")
-    raise JSONRPCError(PARSE_ERROR, f"Parse error: {why}")
+def read_past(readline, line, max_bytes):
+    """Read the rest of the over-long line ``line`` began in pieces, keeping only its
+    first and last bytes: a LineTooLong."""
+    head = line[:512]
+    tail = line[-512:]
+    size = len(line.rstrip(b"\r\n"))
+    # Else the line, or the input, ended within what was read.
+    more = line[-1:] != b"\n" and len(line) == max_bytes + 2
+    while more:
+        piece = readline(1 << 20)
+        tail = (tail + piece)[-512:]
+        more = piece and piece[-1:] != b"\n"
+        if not more:
+            piece = piece.rstrip(b"\r\n")
+        size += len(piece)
+    return LineTooLong(size, head, tail.rstrip(b"\r\n"))
 
 
 # What the first and last bytes of an over-long line tell (the README's "Protocol
@@ -525,204 +409,220 @@ class LineTooLong:
             if re.search(rb'"(result|error)"\s*:', self.head):
                 return "response"
             return "request"
-        return "request" if re.search(rb'"id"\s*:', ends) else "notification"
+        if re.search(rb'"id"\s*:', ends):
+            return "request"
+        return "notification"
 
     def request_id(self):
         """Best effort: the id, if the line starts or ends with it (SDK clients do)."""
         match = re.match(_LEADING_ID, self.head) or re.search(_TRAILING_ID, self.tail)
-        try:                              # _AN_ID only matches an integer or a string
-            return json.loads(match[1]) if match else None
-        except ValueError:                # not valid JSON after all: no id, then
+        if match is None:
+            return None
+        # _AN_ID matches only an integer or a string, but that may not be valid JSON
+        try:
+            return json.loads(match[1])
+        except ValueError:
             return None
 
 
-def read_lines(rfile, max_bytes):
-    """Yield each line, its LF or CR LF still on (JSON reads it as whitespace), split on
-    b"\\n" only: JSON strings may hold U+2028 and friends raw. A line over ``max_bytes``
-    is never held whole: it is read past in pieces, and yielded as a LineTooLong."""
-    readline = rfile.readline
-    while line := readline(max_bytes + 2):      # room for the longest line and CR LF
-        size = len(line)
-        if line[-1:] == b"\n":
-            size -= 1
-        if line[size - 1:size] == b"\r":         # of CR LF, or where the limit cut it
-            size -= 1
-        if size <= max_bytes:
-            yield line
-        else:
-            yield _read_past(readline, line, size, max_bytes)
+# --- messages --------------------------------------------------------------
+
+def _reject_constant(name):
+    raise ValueError(f"{name} is not valid JSON")
 
 
-def _read_past(readline, line, size, max_bytes):
-    """Read the rest of an over-long line in pieces, keeping only its last bytes: a
-    LineTooLong for the line ``line`` began (``size`` bytes so far, not its ending)."""
-    head = line[:512]
-    tail = line[-512:]
-    # Else the line, or the input, ended within what was read.
-    more = line[-1:] != b"\n" and len(line) == max_bytes + 2
-    while more:
-        piece = readline(1 << 20)
-        tail = (tail + piece)[-512:]
-        more = piece and piece[-1:] != b"\n"
-        if not more:                        # the last piece: not its line ending
-            piece = piece.rstrip(b"\r\n")
-        size += len(piece)
-    return LineTooLong(size, head, tail.rstrip(b"\r\n"))
+_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"),
+                           allow_nan=False).encode
 
 
-# Set by claim_stdio(), run_http and gunicorn (Server.wsgi): the process is the
-# server's, its allocator ours to tune (not that of an application that mounts it).
-_tune_allocator = False
-
-
-def _keep_big_blocks_apart():
-    """Pin glibc's mmap threshold at 1 MiB on the first large message: glibc raises it
-    once a large block is freed, and then each multi-MiB message grows a per-thread heap
-    that keeps the memory. Only on Linux, in a process that is the server's."""
-    global _tune_allocator
-    with _first_use:
-        tune = _tune_allocator
-        _tune_allocator = False
-    if not tune or not sys.platform.startswith("linux"):
-        return
+def decode_message(line):
+    """A line of bytes -> a message, or JSONRPCError(PARSE_ERROR) saying why not."""
     try:
-        import ctypes
-        ctypes.CDLL(None).mallopt(-3, 1 << 20)    # M_MMAP_THRESHOLD
-    except (OSError, AttributeError, TypeError):
-        pass
+        return _decoder.decode(line.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        why = f"not valid UTF-8 (byte {e.start})"
+    except RecursionError:
+        why = "JSON nested too deeply"
+    except ValueError as e:
+        why = e
+        # as a Windows editor may save a file
+        if line.startswith(b"\xef\xbb\xbf"):
+            why = ("the line starts with a byte-order mark (EF BB BF): "
+                   "send UTF-8 without one")
+    raise JSONRPCError(PARSE_ERROR, f"Parse error: {why}")
 
 
-def valid_id(value):
-    """MCP request ids are strings or integers: never null, booleans or floats."""
-    return type(value) is str or type(value) is int
+def encode_message(message):
+    """One message -> UTF-8 bytes, compact, never with a raw newline inside (the newline
+    is added when it is written). A lone surrogate (a file name read with
+    surrogateescape, say) goes out as JSON's \\udcxx escape, never as bad UTF-8. Raises
+    ValueError or TypeError if it is not JSON."""
+    return _encode(message).encode("utf-8", "backslashreplace")
+
+
+def b64encode(data):
+    return binascii.b2a_base64(data, newline=False).decode("ascii")
+
+
+b64decode = binascii.a2b_base64
 
 
 def error_frame(request_id, code, message, data=None):
-    """An error reply, encoded; without ``data`` if that is not JSON. An unreadable
+    """An error response, encoded; without ``data`` if that is not JSON. An unreadable
     request id is left out, as the 2025-11-25 schema allows: some SDK clients reject
     JSON-RPC's ``"id": null``."""
     error = {"code": code, "message": message}
-    reply = {"jsonrpc": "2.0", "id": request_id, "error": error}
+    response = {"jsonrpc": "2.0", "id": request_id, "error": error}
     if request_id is None:
-        del reply["id"]
+        del response["id"]
     if data is not None:
         error["data"] = data
         try:
-            return encode_message(reply)
+            return encode_message(response)
         except (TypeError, ValueError):
             del error["data"]
-    return encode_message(reply)
+    return encode_message(response)
 
 
-def classify(message):
-    """Return "request", "notification" or "response", or raise
-    JSONRPCError(INVALID_REQUEST) saying what is wrong. The error's ``data`` holds the
-    id when it is readable, and "kind": what the message meant to be, if clear."""
-    if not isinstance(message, dict):
-        raise JSONRPCError(INVALID_REQUEST,
-                           "Invalid Request: a message must be a JSON object", {})
-    rid = message.get("id")
-    problem = None
-    if "method" in message:
-        kind = "request" if "id" in message else "notification"
-        if not isinstance(message["method"], str):
-            problem = '"method" must be a string'
-        elif not isinstance(message.get("params", {}), dict):
-            problem = '"params" must be an object'
-        elif kind == "request" and not valid_id(rid):
-            problem = ('"id" must be a string or an integer (not null, a boolean, '
-                       'a float or an object)')
-    else:
-        kind = "response" if "result" in message or "error" in message else None
-        one_of_them = ("result" in message) != ("error" in message)
-        # An error answering a request whose id was unreadable has no id.
-        id_fits = valid_id(rid) or ("error" in message and rid is None)
-        if not one_of_them or not id_fits:
-            problem = ('expected "method" (a request or notification), or "id" with '
-                       'exactly one of "result" and "error" (a response)')
-    if message.get("jsonrpc") != "2.0":
-        problem = '"jsonrpc" must be "2.0"'
-    if problem is None:
-        return kind
-    raise JSONRPCError(INVALID_REQUEST, f"Invalid Request: {problem}",
-                       {"id": rid, "kind": kind} if valid_id(rid) else {"kind": kind})
+# --- streams ---------------------------------------------------------------
+
+class Stream:
+    """Where the messages about one request go: ``send`` takes each frame that comes
+    before its response (progress, log lines, a question to the client), ``respond``
+    the response (None: none is due). Over stdio a request's stream is the connection's
+    Writer; in a batch, the Batch; over HTTP, the POST's HttpStream. ``events``: does
+    more than the response reach the client?"""
+
+    events = True
+
+    def send(self, frame):
+        """Send one encoded frame now; False if it cannot reach the client."""
+        raise NotImplementedError
+
+    def respond(self, frame):
+        """The response (an encoded frame), or None when no response is due."""
+        raise NotImplementedError
+
+    def notify(self, method, params=None):
+        message = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        return self.send(encode_message(message))
 
 
-def describe_frame(message, answers=None):
-    """A short label for a message: 'request 3 tools/call', 'error 3 -32601', 'batch of
-    N'...; ``answers``: the method a response answers, if known."""
-    if isinstance(message, list):
-        return f"batch of {len(message)}"
-    if not isinstance(message, dict):
-        return "not a message"
-    rid = json.dumps(message["id"]) if "id" in message else "(no id)"
-    if "method" in message:
-        kind = f"request {rid}" if "id" in message else "notification"
-        return f"{kind} {message['method']}"
-    label = f"response {rid}"
-    if isinstance(message.get("error"), dict):
-        label = f"error {rid} {message['error'].get('code')}"
-    if answers:
-        label += f" {answers}"
-    result = message.get("result")
-    if isinstance(result, dict) and result.get("isError"):
-        return label + " (isError)"
-    return label
+# The name Stream had before
+Outlet = Stream
 
 
-def _shows_colour(stream):
-    """Does ``stream`` show ANSI colours? A terminal, unless NO_COLOR is set; on Windows
-    only a terminal known to read them (the classic console prints them raw)."""
-    isatty = getattr(stream, "isatty", None)         # pythonw has no stdout at all
-    if not isatty or not isatty() or os.environ.get("NO_COLOR"):
-        return False
-    return sys.platform != "win32" or any(
-        name in os.environ for name in ("WT_SESSION", "TERM", "ANSICON"))
+class Batch(Stream):
+    """The stream of a JSON-RPC batch's members (protocol 2025-03-26 only): once every
+    member is answered or needs no response, it responds with their responses as one
+    array (or None, if none needed one) through the stream the batch came from. What
+    comes before a response goes out at once, unbatched."""
 
-
-class FramePrinter:
-    """A Peer's trace: one line a frame, with who sent it (``labels`` maps "in" and
-    "out" to, say, "C->S"), what it is and its bytes; coloured on a terminal."""
-
-    _COLOURS = {"request": "36", "notification": "33", "response": "32", "error": "31"}
-
-    def __init__(self, labels, stream=None, colour=None):
-        self.labels = labels
-        self.stream = stream or sys.stdout
-        self.colour = _shows_colour(self.stream) if colour is None else colour
+    def __init__(self, stream, size):
+        self.stream = stream
+        self.remaining = size
+        self.frames = []
         self.lock = threading.Lock()
-        self.methods = {}               # (direction, id) of a request -> its method
+        self.events = stream.events
+        self.send = stream.send
 
-    def __call__(self, direction, raw):
-        body = raw.decode("utf-8", "replace").rstrip("\r\n")
+    def respond(self, frame):
         with self.lock:
+            if frame is not None:
+                self.frames.append(frame)
+            self.remaining -= 1
+            if self.remaining:
+                return
+        if self.frames:
+            self.stream.respond(b"[" + b",".join(self.frames) + b"]")
+        else:
+            self.stream.respond(None)
+
+
+class Writer(Stream):
+    """The writing end of a connection over pipes (the server's stdout, a server's
+    stdin for the Client): each frame written whole, as one line, under the writer
+    lock, so that the responses of several workers never interleave. It is the stream
+    of every request that comes in on the connection."""
+
+    closed = False
+    # The end of the grace period, once the input ended (drain)
+    deadline = None
+
+    def __init__(self, write_fd, trace=None, on_closed=None):
+        self.write_fd = write_fd
+        self.trace = trace
+        # Called once, if writing fails: the other side has gone
+        self.on_closed = on_closed
+        # Reentrant: Session.run holds it around initialize's response
+        self.lock = threading.RLock()
+
+    def respond(self, frame):
+        if frame is not None:
+            self.send(frame)
+
+    def send(self, frame):
+        """Write one encoded frame and its newline; False if the other side has gone."""
+        # not waiting for a write stuck on a closed pipe
+        if self.closed:
+            return False
+        with self.lock:
+            # closed while we waited
+            if self.closed or self.write_fd is None:
+                return False
+            if self.trace:
+                self.trace("out", frame)
             try:
-                message = json.loads(raw)
-            except (ValueError, RecursionError):
-                label = "unparsable" if body.strip() else "blank"
-            else:
-                label = describe_frame(message, self.answered(direction, message))
-            if self.colour:
-                code = self._COLOURS.get(label.split(' ')[0], '35')
-                label = f"\x1b[{code}m{label}\x1b[0m"
-            _print_text(f"{self.labels[direction]} {label}: {body}", self.stream)
+                write_all(self.write_fd, frame)
+            except (OSError, ValueError) as e:
+                # a broken pipe, a reset, a closed descriptor
+                self.closed = True
+                log.debug("the connection closed while writing: %s", e)
+                if self.on_closed is not None:
+                    self.on_closed()
+                return False
+        return True
 
-    def answered(self, direction, message):
-        """The method a response answers; a request is noted for its response."""
-        if not isinstance(message, dict) or not valid_id(message.get("id")):
-            return None
-        if "method" not in message:
-            # The request it answers came the other way.
-            asked = "out" if direction == "in" else "in"
-            return self.methods.pop((asked, message["id"]), None)
-        self.methods[direction, message["id"]] = message["method"]
-        if len(self.methods) > 4096:       # some requests are never answered
-            del self.methods[next(iter(self.methods))]
-        return None
+    def close(self, timeout=None):
+        """Stop writing between frames: one being written is finished first (within
+        what is left of the grace period, or ``timeout``), and no later one starts."""
+        if timeout is None:
+            timeout = 5.0
+            if self.deadline is not None:
+                timeout = self.deadline - time.monotonic()
+        got = self.lock.acquire(timeout=max(0.0, timeout))
+        self.closed = True
+        if got:
+            self.lock.release()
 
+
+def write_all(fd, frame):
+    """Write a frame and its newline, every byte: pipes take large writes in pieces, and
+    a signal can cut one short. writev adds the newline without copying the frame."""
+    parts = [frame, b"\n"]
+    while parts:
+        if _writev is not None:
+            written = _writev(fd, parts)
+        else:
+            written = os.write(fd, parts[0])
+        # drop what went out
+        while parts and written >= len(parts[0]):
+            written -= len(parts.pop(0))
+        if parts:
+            parts[0] = memoryview(parts[0])[written:]
+
+
+# not on Windows
+_writev = getattr(os, "writev", None)
+
+
+# --- the Peer --------------------------------------------------------------
 
 class _Pending:
-    """An outbound request waiting for its response."""
+    """A request we sent, waiting for its response."""
     __slots__ = ("done", "result", "error", "owner")
 
     def __init__(self, owner):
@@ -748,149 +648,126 @@ class _Pending:
         return self.result
 
 
-class Outlet:
-    """Where the frames about one request go: ``send_frame`` takes what comes before
-    its response, ``respond`` the response (None: none is due). A Peer, a Batch and an
-    HTTP EventStream are outlets. ``events``: does more than the response get out?"""
+class Peer:
+    """One end of a JSON-RPC connection, that Session and Client build on. It reads
+    lines (read_loop) and hands each message to a hook by its kind (dispatch:
+    handle_request, handle_notification, handle_response, handle_batch); it sends
+    requests and waits for their responses (request). ``stream`` takes the messages
+    that belong to no request."""
 
-    events = True
+    trace = None            # callable("in" or "out", raw bytes), or None
+    closed = False          # the connection is gone: read and send no more
+    input_ended = False     # no response can arrive any more
+    max_line_bytes = None   # read_loop's limit
 
-    def send_frame(self, frame):
-        """Send one encoded frame now; False if it cannot reach the client."""
-        raise NotImplementedError
-
-    def respond(self, frame):
-        """The response (an encoded frame), or None when no response is due."""
-        raise NotImplementedError
-
-    def send(self, message):
-        return self.send_frame(encode_message(message))
-
-    def notify(self, method, params=None):
-        message = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
-        return self.send(message)
-
-
-class Peer(Outlet):
-    """One end of a JSON-RPC connection, one message a line, that Session and Client
-    build on: it writes frames whole, waits for the responses to its requests, and
-    hands each message it reads to a hook (handle_*)."""
-
-    def __init__(self, write_fd, trace=None, write_lock=None):
-        self.write_fd = write_fd
-        self.write_lock = write_lock or threading.Lock()
-        self.trace = trace              # callable("in" or "out", raw bytes) or None
-        self.pending = {}               # id of an outbound request -> _Pending
+    def __init__(self, stream=None):
+        self.stream = stream
+        # The id of each request we sent that waits for its response -> _Pending
+        self.pending = {}
         self.next_id = count(1).__next__
-        self.closed = False             # the wire is gone: stop writing
-        self.writing = False            # a frame is being written now
-        self.input_ended = False        # end of input: no response can arrive any more
-        self.reader_ident = None        # the ident of the thread reading the lines
-
-    def on_closed(self):
-        """Hook: the wire broke while writing."""
-
-    # -- outbound requests -------------------------------------------------------------
-    def request(self, method, params=None, timeout=None, owner=None, request_id=None):
-        """Send a request and wait for its result. Raises JSONRPCError (an error
-        reply), TimeoutError, Cancelled (``owner`` was cancelled) or ConnectionError."""
-        rid = self.next_id() if request_id is None else request_id
-        message = {"jsonrpc": "2.0", "id": rid, "method": method}
-        if params is not None:
-            message["params"] = params
-        frame = encode_message(message)     # before registering: it may raise TypeError
-        slot = self.pending[rid] = _Pending(owner)
-        if getattr(owner, "cancelled", False):    # cancelled just before we registered
-            self.pending.pop(rid, None)
-            raise Cancelled("the request that made this one was cancelled")
-        # The request goes out on the stream of the request asking, if any.
-        outlet = self if owner is None else owner.outlet
-        # After the end of input, no response could ever arrive.
-        if self.input_ended or not outlet.send_frame(frame):
-            self.pending.pop(rid, None)
-            raise ConnectionError("the connection is closed")
-        # Still pending after the timeout (else the answer won the race: it is being
-        # filed now): tell the other side.
-        if not slot.done.wait(timeout) and self.pending.pop(rid, None) is not None:
-            if method != "initialize":  # the one request the spec forbids cancelling
-                outlet.notify("notifications/cancelled", {
-                    "requestId": rid, "reason": f"no response within {timeout} s"})
-            raise TimeoutError(f"{method}: no response within {timeout} s")
-        slot.done.wait()
-        return slot.outcome()
-
-    def _settle(self, rid, result=None, error=None):
-        """File the outcome of our request ``rid``; False if it is not pending."""
-        slot = self.pending.pop(rid, None)
-        if slot is not None:
-            slot.resolve(result, error)
-        return slot is not None
-
-    def cancel_pending(self, owner, reason):
-        """Give up the outbound requests an owner made, telling the other side."""
-        outlet = self if owner is None else owner.outlet   # where its requests went
-        for rid, slot in list(self.pending.items()):
-            if slot.owner is owner and self.pending.pop(rid, None) is not None:
-                outlet.notify("notifications/cancelled",
-                              {"requestId": rid, "reason": reason})
-                slot.resolve(error=Cancelled(reason))
-
-    def fail_pending(self, exc):
-        self.input_ended = True
-        for rid in list(self.pending):
-            self._settle(rid, error=exc)
 
     # -- reading -----------------------------------------------------------------------
     def read_loop(self, rfile, max_line_bytes):
-        """Read and handle lines until end of input or the wire closes (True), or until
-        another thread takes the reading over (False: see Session.run_here)."""
-        self.lines = read_lines(rfile, max_line_bytes)
+        """Read and act on each line until the input ends or the connection closes. A
+        line is split on b"\\n" only (JSON strings may hold U+2028 and friends raw);
+        one over ``max_line_bytes`` is never held whole (read_past)."""
         self.max_line_bytes = max_line_bytes
-        return self.keep_reading()
-
-    def claim_reading(self):
-        """Make this thread the reader (the thread keep_reading() reads on); False: it
-        may not read (a Session that a stop signal ended)."""
-        self.reader_ident = _thread.get_ident()
-        return True
-
-    def keep_reading(self):
-        if not self.claim_reading():
-            return False
-        me = _thread.get_ident()
-        for line in self.lines:
-            if isinstance(line, LineTooLong):
-                if self.trace:
-                    self.trace("in", line.head + b"..." + line.tail)
-                self.handle_too_long(line)
-            else:
+        readline = rfile.readline
+        # room for the longest line and its CR LF
+        while line := readline(max_line_bytes + 2):
+            if len(line) > max_line_bytes and line.rstrip(b"\r\n")[max_line_bytes:]:
+                self.handle_too_long(read_past(readline, line, max_line_bytes))
+            elif not line.isspace():
+                # (a blank line carries no message: it is skipped)
                 if self.trace:
                     self.trace("in", line)
                 if len(line) > 1 << 20:
                     _keep_big_blocks_apart()
-                self.handle_line(line)
+                try:
+                    message = decode_message(line)
+                except JSONRPCError as e:
+                    self.handle_unparsable(line, e)
+                else:
+                    self.dispatch(message)
             if self.closed:
                 break
-            if self.reader_ident != me:   # taken over: the next line is not ours
-                return False
-        return True
 
-    def handle_line(self, line):
-        if line.isspace():                # blank lines carry no message: skip them
-            return
+    def dispatch(self, message, stream=None):
+        """Act on one decoded message; ``stream`` (this peer's own by default) takes the
+        messages about it and its response."""
+        stream = stream or self.stream
+        if isinstance(message, list):
+            return self.handle_batch(message, stream)
         try:
-            message = decode_message(line)
+            kind = classify(message)
         except JSONRPCError as e:
-            return self.handle_unparsable(line, e)
-        self.handle_message(message)
+            return self.handle_invalid(e, stream)
+        if kind == "request":
+            return self.handle_request(message, stream)
+        if kind == "notification":
+            self.handle_notification(message)
+        else:
+            self.handle_response(message)
+        stream.respond(None)
+
+    def handle_request(self, message, stream):
+        """Hook: respond to a request (through ``stream.respond``)."""
+        stream.respond(error_frame(message["id"], METHOD_NOT_FOUND,
+                                   f"Method not found: {message['method']}"))
+
+    def handle_notification(self, message):
+        """Hook: act on a notification (never answered)."""
+
+    def handle_response(self, message):
+        # a valid id or None: classify saw to it
+        rid = message.get("id")
+        error = message.get("error")
+        if "error" in message and not isinstance(error, dict):
+            error = {"message": str(error)}
+        if not self._settle(rid, message.get("result"), error):
+            log.debug("ignored a response to no pending request: id %r", rid)
+
+    def handle_batch(self, items, stream):
+        """Hook: a JSON array of messages (only protocol 2025-03-26 has them)."""
+        stream.respond(error_frame(None, INVALID_REQUEST, "Invalid Request: batches "
+                                   "are not supported; send one message per line"))
+
+    def dispatch_batch(self, items, stream):
+        """Act on a batch's members each as if it came alone: their responses go back
+        through ``stream`` as one array (Batch)."""
+        if not items:
+            return stream.respond(error_frame(None, INVALID_REQUEST,
+                                              "Invalid Request: empty batch"))
+        batch = Batch(stream, len(items))
+        for item in items:
+            if isinstance(item, list):
+                batch.respond(error_frame(None, INVALID_REQUEST,
+                                          "Invalid Request: a batch inside a batch"))
+            else:
+                self.dispatch(item, batch)
+
+    def handle_invalid(self, error, stream):
+        """A message classify refused with ``error``: a request is answered with it; an
+        invalid notification or response is logged, never answered."""
+        kind = error.data.get("kind")
+        rid = error.data.get("id")
+        # No method, and the id of a request of ours: a botched response (no result).
+        if kind is None and rid in self.pending:
+            kind = "response"
+        if kind not in ("notification", "response"):
+            return stream.respond(error_frame(rid, error.code, error.message))
+        log.warning("ignored an invalid %s: %s", kind, error.message)
+        if kind == "response":
+            self.fail_response(rid, error.code, error.message)
+        return stream.respond(None)
 
     def handle_unparsable(self, line, error):
         """Hook: a line that is not JSON; answered with a parse error."""
         self.send_frame(error_frame(None, error.code, error.message))
 
     def handle_too_long(self, line):
+        if self.trace:
+            self.trace("in", line.head + b"..." + line.tail)
         text = (f"Message too large: {line.size} bytes is over the limit of "
                 f"{self.max_line_bytes} bytes per line; it was skipped")
         kind = line.kind()
@@ -906,112 +783,141 @@ class Peer(Outlet):
         # rid is a valid id or None (True would pop the request of id 1).
         self._settle(rid, error={"code": code, "message": text})
 
-    def handle_message(self, message, outlet=None):
-        """Act on one decoded message; ``outlet`` (this peer, a Batch, or an HTTP
-        EventStream) takes the frames about it, and its response."""
-        outlet = outlet or self
-        if isinstance(message, list):
-            return self.handle_batch(message, outlet)
-        try:
-            kind = classify(message)
-        except JSONRPCError as e:
-            return self._handle_invalid(e, outlet)
-        if kind == "request":
-            return self.handle_request(message, outlet)
-        if kind == "notification":
-            self.handle_notification(message)
-        else:
-            self.handle_response(message)
-        outlet.respond(None)
-
-    def _handle_invalid(self, error, outlet):
-        """A message classify refused with ``error``: a request is answered with it; an
-        invalid notification or response is logged, never answered."""
-        kind = error.data.get("kind")
-        rid = error.data.get("id")
-        # No method, and the id of a request of ours: a botched answer (no result, say).
-        if kind is None and rid in self.pending:
-            kind = "response"
-        if kind not in ("notification", "response"):
-            return outlet.respond(error_frame(rid, error.code, error.message))
-        log.warning("ignored an invalid %s: %s", kind, error.message)
-        if kind == "response":
-            self.fail_response(rid, error.code, error.message)
-        return outlet.respond(None)
-
-    def handle_response(self, message):
-        rid = message.get("id")               # a valid id or None: classify saw to it
-        error = message.get("error")
-        if "error" in message and not isinstance(error, dict):
-            error = {"message": str(error)}
-        if not self._settle(rid, message.get("result"), error):
-            log.debug("ignored a response to no pending request: id %r", rid)
-
-    def respond(self, frame):
-        """As an outlet: write a response, or nothing for None (no response is due)."""
-        if frame is not None:
-            self.send_frame(frame)
-
-    # -- writing -----------------------------------------------------------------------
+    # -- sending -----------------------------------------------------------------------
     def send_frame(self, frame):
-        """Write one encoded frame; False if the other side has gone away."""
-        if self.closed:                 # not waiting for a write stuck on a closed wire
-            return False
-        with self.write_lock:
-            if self.closed or self.write_fd is None:    # closed while we waited
-                return False
-            if self.trace:
-                self.trace("out", frame)
-            self.writing = True         # (it blocks while the other side reads nothing)
-            try:
-                write_all(self.write_fd, frame)
-            except (OSError, ValueError) as e:   # OSError: a broken pipe, a reset, ...
-                self.closed = True
-                log.debug("wire closed while writing: %s", e)
-                self.on_closed()
-                return False
-            finally:
-                self.writing = False
-        return True
+        """Send encoded bytes on this peer's stream; False if they cannot go out."""
+        return self.stream is not None and self.stream.send(frame)
 
-    def handle_batch(self, items, outlet):
-        """Hook: a JSON array of messages (only protocol 2025-03-26 has them)."""
-        outlet.respond(error_frame(None, INVALID_REQUEST, "Invalid Request: batches "
-                                   "are not supported; send one message per line"))
+    def send(self, message):
+        return self.send_frame(encode_message(message))
 
-    def handle_request(self, message, outlet):
-        """Hook: answer a request (through ``outlet.respond``)."""
-        outlet.respond(error_frame(message["id"], METHOD_NOT_FOUND,
-                                   f"Method not found: {message['method']}"))
+    def notify(self, method, params=None):
+        return self.stream is not None and self.stream.notify(method, params)
 
-    def handle_notification(self, message):
-        """Hook: act on a notification (never answered)."""
+    def request(self, method, params=None, timeout=None, owner=None, request_id=None):
+        """Send a request and wait for its result. Raises JSONRPCError (an error
+        response), TimeoutError, Cancelled (``owner`` was cancelled) or ConnectionError.
+        ``owner``: the Context asking, whose stream the request travels in."""
+        rid = request_id
+        if rid is None:
+            rid = self.next_id()
+        message = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        # Encoded before it is registered: it may raise TypeError
+        frame = encode_message(message)
+        slot = self.pending[rid] = _Pending(owner)
+        stream = self.stream
+        if owner is not None:
+            stream = owner.stream
+            # cancelled just before it was registered
+            if owner.cancelled:
+                self.pending.pop(rid, None)
+                raise Cancelled("the request that made this one was cancelled")
+        # After the end of input, no response could ever arrive.
+        if self.input_ended or stream is None or not stream.send(frame):
+            self.pending.pop(rid, None)
+            raise ConnectionError("the connection is closed")
+        # Still pending after the timeout (else the response won the race: it is being
+        # filed now): tell the other side.
+        if not slot.done.wait(timeout) and self.pending.pop(rid, None) is not None:
+            # initialize is the one request the spec forbids cancelling
+            if method != "initialize":
+                stream.notify("notifications/cancelled", {
+                    "requestId": rid, "reason": f"no response within {timeout} s"})
+            raise TimeoutError(f"{method}: no response within {timeout} s")
+        slot.done.wait()
+        return slot.outcome()
+
+    def _settle(self, rid, result=None, error=None):
+        """File the outcome of our request ``rid``; False if it is not pending."""
+        slot = self.pending.pop(rid, None)
+        if slot is not None:
+            slot.resolve(result, error)
+        return slot is not None
+
+    def cancel_pending(self, owner, reason):
+        """Give up the requests an owner made, telling the other side."""
+        for rid, slot in list(self.pending.items()):
+            if slot.owner is owner and self.pending.pop(rid, None) is not None:
+                stream = self.stream if owner is None else owner.stream
+                stream.notify("notifications/cancelled",
+                              {"requestId": rid, "reason": reason})
+                slot.resolve(error=Cancelled(reason))
+
+    def fail_pending(self, error):
+        """The input ended (``error`` says how): every request waiting fails with it."""
+        self.input_ended = True
+        for rid in list(self.pending):
+            self._settle(rid, error=error)
 
 
-class Batch(Outlet):
-    """Collects the replies to one JSON-RPC batch (protocol 2025-03-26 only): once every
-    member is answered or needs no answer, responds with them as one array (or None, if
-    none needed one) through the outlet the batch came from."""
+def classify(message):
+    """Return "request", "notification" or "response", or raise
+    JSONRPCError(INVALID_REQUEST) saying what is wrong. The error's ``data`` holds the
+    id when it is readable, and "kind": what the message meant to be, if clear."""
+    if not isinstance(message, dict):
+        raise JSONRPCError(INVALID_REQUEST,
+                           "Invalid Request: a message must be a JSON object", {})
+    rid = message.get("id")
+    problem = None
+    if "method" in message:
+        kind = "notification"
+        if "id" in message:
+            kind = "request"
+        if not isinstance(message["method"], str):
+            problem = '"method" must be a string'
+        elif not isinstance(message.get("params", {}), dict):
+            problem = '"params" must be an object'
+        elif kind == "request" and type(rid) is not int and type(rid) is not str:
+            problem = ('"id" must be a string or an integer (not null, a boolean, '
+                       'a float or an object)')
+    else:
+        kind = None
+        if "result" in message or "error" in message:
+            kind = "response"
+        one_of_them = ("result" in message) != ("error" in message)
+        # An error responding to a request whose id was unreadable has no id.
+        id_fits = valid_id(rid) or ("error" in message and rid is None)
+        if not one_of_them or not id_fits:
+            problem = ('expected "method" (a request or notification), or "id" with '
+                       'exactly one of "result" and "error" (a response)')
+    if message.get("jsonrpc") != "2.0":
+        problem = '"jsonrpc" must be "2.0"'
+    if problem is None:
+        return kind
+    data = {"kind": kind}
+    if valid_id(rid):
+        data["id"] = rid
+    raise JSONRPCError(INVALID_REQUEST, f"Invalid Request: {problem}", data)
 
-    def __init__(self, outlet, size):
-        self.remaining = size
-        self.frames = []
-        self.lock = threading.Lock()
-        self.outlet = outlet
-        self.events = outlet.events
-        self.send_frame = outlet.send_frame   # notifications go out at once, unbatched
 
-    def respond(self, frame):
-        with self.lock:
-            if frame is not None:
-                self.frames.append(frame)
-            self.remaining -= 1
-            if self.remaining:
-                return
-        batch = b"[" + b",".join(self.frames) + b"]"
-        self.outlet.respond(batch if self.frames else None)
+def valid_id(value):
+    """MCP request ids are strings or integers: never null, booleans or floats."""
+    return type(value) is str or type(value) is int
 
 
+# Set by claim_stdio(), run_http and gunicorn (Server.wsgi): the process is the
+# server's, its allocator ours to tune (not that of an application that mounts it).
+_tune_allocator = False
+
+
+def _keep_big_blocks_apart():
+    """Pin glibc's mmap threshold at 1 MiB on the first large message: glibc raises it
+    once a large block is freed, and then each multi-MiB message grows a per-thread heap
+    that keeps the memory. Only on Linux, in a process that is the server's."""
+    global _tune_allocator
+    with _first_use:
+        tune = _tune_allocator
+        _tune_allocator = False
+    if not tune or not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        # M_MMAP_THRESHOLD
+        ctypes.CDLL(None).mallopt(-3, 1 << 20)
+    except (OSError, AttributeError, TypeError):
+        pass
 # ======================================================================================
 # Schemas
 # ======================================================================================
@@ -2310,7 +2216,8 @@ def _find_not_json(value, path):
     return None
 
 
-_encode_text = _json_encoder(False, (", ", ": "))
+_encode_text = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "),
+                                allow_nan=False).encode
 
 
 def _contents(uri, value, mime_type=None):
@@ -2357,44 +2264,6 @@ class ToolResult:
         if self.meta:
             result["_meta"] = self.meta
         return result
-
-
-def _shape_block(block, version):
-    """Fit a content block to an older protocol version: no fields or types it lacks."""
-    if version >= V2025_11:
-        return block
-    kind = block.get("type")
-    if kind == "resource_link" and version < V2025_06:
-        return text(f"Resource: {block['uri']} ({block.get('name')})")
-    if kind == "audio" and version < V2025_03:
-        return text(f"[{block.get('mimeType')} audio omitted: not in {version}]")
-    if kind == "resource_link" and "icons" in block:   # icons are new in 2025-11-25
-        block = {k: v for k, v in block.items() if k != "icons"}
-    if version < V2025_06 and ("_meta" in block or "annotations" in block):
-        block = {k: v for k, v in block.items() if k != "_meta"}
-        if "annotations" in block:
-            block["annotations"] = _shape_annotations(block["annotations"], version)
-    return block
-
-
-def _shape_annotations(annotations, version):
-    if version >= V2025_06 or "lastModified" not in annotations:
-        return annotations
-    return {k: v for k, v in annotations.items() if k != "lastModified"}
-
-
-def _shape_result(result, version):
-    if version >= V2026_07:
-        return result
-    # Its text block carries the data. Before 2026-07-28, structuredContent is an
-    # object; before 2025-06-18 there is none.
-    if version < V2025_06 or not isinstance(result.get("structuredContent", {}), dict):
-        result.pop("structuredContent", None)
-    if version < V2025_11:
-        result["content"] = [_shape_block(b, version) for b in result["content"]]
-    return result
-
-
 # ======================================================================================
 # Registry: tools, resources, prompts
 # ======================================================================================
@@ -2507,25 +2376,21 @@ class Tool(Entry):
             self.compile_output_checks(self.signature.output_schema)
         self.annotations = annotations
         self.described = {}     # version -> its tools/list entry
-        self.last_took = None   # seconds its last call took (see HttpSession.run_here)
 
     def compile_output_checks(self, schema):
         """Set check_output (structured content against the output schema) and
-        check_returned (a return value, before it is wrapped as {"result": ...})."""
+        check_returned (a return value, before it is wrapped as {"result": ...}), and
+        the types of return value it passes untested (as ``-> int`` returning 3)."""
         compiler = _Compiler(schema)
         self.check_output = self.check_returned = compiler.validate
+        self.returned_passes = ()
         if not self.signature.wrap_output:
             return
-        # The return value is quicker checked alone, and a type the check passes
-        # untested (as ``-> int`` returning 3) not at all.
+        # The return value is quicker checked alone.
         check = compiler.compile(schema["properties"]["result"])
-        passes = getattr(check, "passes", ())
-
-        def check_returned(value):
-            if type(value) in passes:
-                return []
-            return compiler.validate(value, check, ("", "result"))
-        self.check_returned = check_returned
+        self.returned_passes = getattr(check, "passes", ())
+        self.check_returned = functools.partial(compiler.validate, check=check,
+                                                path=("", "result"))
 
     def describe(self, version):
         if version not in self.described:
@@ -2546,7 +2411,6 @@ class Tool(Entry):
         if problems:
             return _error_result(f"Invalid arguments for tool '{self.name}':\n"
                                  + _errors_text(problems))
-        began = time.monotonic()
         try:
             result = self.result(self.invoke(ctx, kwargs))
         except ToolError as e:
@@ -2559,8 +2423,6 @@ class Tool(Entry):
             expected = isinstance(e, (CapabilityError, TimeoutError, JSONRPCError))
             _log_failure(f"tool {self.name!r}", e, with_traceback=not expected)
             return _error_result(f"{type(e).__name__}: {e}")
-        finally:
-            self.last_took = time.monotonic() - began
         return _shape_result(result, ctx.protocol_version or LATEST_PROTOCOL_VERSION)
 
     def result(self, value):
@@ -2590,9 +2452,10 @@ class Tool(Entry):
             return self.mismatch(problems) if problems else result
         if self.check_output is not None:
             shown = structured = value if plain else _dump(value)
-            problems = self.check_returned(structured)
-            if problems:
-                return self.mismatch(problems)
+            if type(structured) not in self.returned_passes:
+                problems = self.check_returned(structured)
+                if problems:
+                    return self.mismatch(problems)
             if self.signature.wrap_output:
                 structured = {"result": shown}
         elif value is None or isinstance(value, str):
@@ -2612,6 +2475,48 @@ class Tool(Entry):
                   self.name, _errors_text(problems))
         return _error_result(f"Tool '{self.name}' produced output that does not match "
                              f"its output schema:\n{_errors_text(problems)}")
+
+
+def _shape_result(result, version):
+    """A tool's result as an older protocol version has it."""
+    if version >= V2026_07:
+        return result
+    # Its text block carries the data. Before 2026-07-28, structuredContent is an
+    # object; before 2025-06-18 there is none.
+    if version < V2025_06 or not isinstance(result.get("structuredContent", {}), dict):
+        result.pop("structuredContent", None)
+    if version < V2025_11:
+        # A plain text block, the usual content, is the same in every version.
+        for block in result["content"]:
+            if block.get("type") != "text" or len(block) > 2:
+                result["content"] = [_shape_block(b, version)
+                                     for b in result["content"]]
+                break
+    return result
+
+
+def _shape_block(block, version):
+    """Fit a content block to an older protocol version: no fields or types it lacks."""
+    if version >= V2025_11:
+        return block
+    kind = block.get("type")
+    if kind == "resource_link" and version < V2025_06:
+        return text(f"Resource: {block['uri']} ({block.get('name')})")
+    if kind == "audio" and version < V2025_03:
+        return text(f"[{block.get('mimeType')} audio omitted: not in {version}]")
+    if kind == "resource_link" and "icons" in block:   # icons are new in 2025-11-25
+        block = {k: v for k, v in block.items() if k != "icons"}
+    if version < V2025_06 and ("_meta" in block or "annotations" in block):
+        block = {k: v for k, v in block.items() if k != "_meta"}
+        if "annotations" in block:
+            block["annotations"] = _shape_annotations(block["annotations"], version)
+    return block
+
+
+def _shape_annotations(annotations, version):
+    if version >= V2025_06 or "lastModified" not in annotations:
+        return annotations
+    return {k: v for k, v in annotations.items() if k != "lastModified"}
 
 
 def _mirrored_arguments(schema, tool):
@@ -2899,6 +2804,917 @@ def _prompt_message(item):
 
 
 # ======================================================================================
+# Server
+# ======================================================================================
+
+# Parameter names people write by mistake -> the ones MCP uses (seen in the wild).
+_DID_YOU_MEAN = {
+    "tool": "name", "toolName": "name", "prompt": "name", "promptName": "name",
+    "args": "arguments", "params": "arguments", "input": "arguments",
+    "resourceId": "uri", "url": "uri", "resource": "uri"}
+
+
+def _did_you_mean(name, known=None, params=None):
+    """The hint ending an error about ``name``: the closest names in ``known``, or the
+    key ``params`` holds instead of it (``tool`` for ``name``); else ''."""
+    if params is not None:
+        found = next((wrong for wrong, right in _DID_YOU_MEAN.items()
+                      if right == name and wrong in params), None)
+        return f' (found "{found}": did you mean "{name}"?)' if found else ""
+    import difflib
+    close = difflib.get_close_matches(name, list(known), n=3)
+    return f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+
+
+def _require(params, key, kind, method):
+    """params[key] as ``kind``, or -32602 saying what was expected (and meant)."""
+    value = params.get(key)
+    if isinstance(value, kind):
+        return value
+    expected = "a string" if kind is str else "an object"
+    raise JSONRPCError(INVALID_PARAMS, f"{method} needs params.{key} ({expected})"
+                       + _did_you_mean(key, params=params))
+
+
+def _named(registry, what, params, method):
+    """The tool or prompt params.name names, and its params.arguments ({} when there
+    are none, nor misspelt ones); else -32602 (a protocol error, as in the spec's
+    example) naming it, and the names it may have meant."""
+    name = params.get("name")
+    entry = None
+    if type(name) is str:
+        entry = registry.get(name)
+    if entry is None:
+        name = _require(params, "name", str, method)
+        raise JSONRPCError(INVALID_PARAMS, f"Unknown {what}: {_short_repr(name)}"
+                           + _did_you_mean(name, registry), {"name": name})
+    arguments = params.get("arguments")
+    if type(arguments) is not dict:
+        if arguments is not None or _did_you_mean("arguments", params=params):
+            _require(params, "arguments", dict, method)
+        arguments = {}
+    return entry, arguments
+
+
+class _Honoured(dict):
+    """What a listen was acknowledged (this dict, as sent), with its
+    resourceSubscriptions as sets too: the URIs, and the same without a trailing "/"."""
+
+    def __init__(self, honoured):
+        super().__init__(honoured)
+        uris = honoured.get("resourceSubscriptions", ())
+        self.uris = set(uris)
+        self.parents = {uri.rstrip("/") for uri in uris}
+
+
+def _parents(uri):
+    """The beginnings of ``uri`` that end just before a "/": the subscriptions (without
+    a trailing "/") that cover it."""
+    found, at = set(), uri.find("/")
+    while at >= 0:
+        found.add(uri[:at])
+        at = uri.find("/", at + 1)
+    return found
+
+
+def _cache_hints(ttl_ms, scope, owner, required=False):
+    """Check a ttlMs and cacheScope setting and return them. None: not set (a
+    resource's); the server's own are ``required``."""
+    if (ttl_ms is not None or required) and (type(ttl_ms) is not int or ttl_ms < 0):
+        raise ValueError(f"{owner}: cache_ttl_ms must be a whole number of "
+                         "milliseconds >= 0")
+    if scope not in ("public", "private") and (scope is not None or required):
+        raise ValueError(f'{owner}: cache_scope must be "public" or "private"')
+    return ttl_ms, scope
+
+
+def _cursor_position(cursor):
+    try:
+        raw = b64decode(cursor)
+        if raw.startswith(b"after:"):
+            return int(raw[6:])
+    except (ValueError, AttributeError, TypeError):   # binascii.Error is a ValueError
+        pass
+    raise JSONRPCError(INVALID_PARAMS, f"Invalid cursor: {_preview(cursor)} is not a "
+                                       "nextCursor from this server")
+
+
+class Setting:
+    """One of a Server's settings, declared: its default, and what it may be. ``kind``:
+    "count" (an integer of at least ``least``), "seconds" (a number, at least 0),
+    "positive seconds", "function" (a callable), "path" (an HTTP path), "origins",
+    "hosts" or "url" (checked as docs/http.md says), "list", or "any" (taken as it
+    is); ``none``: None is allowed too (no limit)."""
+    __slots__ = ("default", "kind", "least", "none")
+
+    def __init__(self, default, kind="any", least=1, none=False):
+        self.default = default
+        self.kind = kind
+        self.least = least
+        self.none = none
+
+    def check(self, name, value):
+        """``value``, as the server keeps it, if the setting ``name`` may be it; else
+        ValueError saying what it may be."""
+        kind = self.kind
+        if kind == "any" or (value is None and self.none):
+            return value
+        if kind == "count":
+            if type(value) is not int or value < self.least:
+                raise ValueError(f"{name} must be an integer of at least {self.least}, "
+                                 f"not {value!r}")
+        elif kind in ("seconds", "positive seconds"):
+            positive = kind == "positive seconds"
+            if not _is_json_number(value) or value < 0 or (positive and not value):
+                least = "at least 0"
+                if positive:
+                    least = "more than 0"
+                none = ""
+                if self.none:
+                    none = " (or None: no limit)"
+                raise ValueError(f"{name} must be a number of seconds {least}{none}, "
+                                 f"not {value!r}")
+        elif kind == "function":
+            if value is not None and not callable(value):
+                raise ValueError(f"{name} must be a function, or None, not {value!r}")
+        elif kind == "path":
+            if not isinstance(value, str) or not value.startswith("/"):
+                raise ValueError(f'{name} must be a path such as "/mcp", not {value!r}')
+        elif kind == "origins":
+            # a string's characters would allow nothing
+            if isinstance(value, str):
+                raise ValueError(f"{name} must be a list of origins, not the string "
+                                 f"{value!r}: {name}=[{value!r}]")
+            return tuple(value)
+        elif kind == "hosts":
+            return _allowed_hosts(value)
+        elif kind == "url":
+            return _public_url(value)
+        elif kind == "list":
+            return tuple(value)
+        return value
+
+
+#: Every setting of a Server, by name (docs/reference.md, "Settings"): Server(name,
+#: version, **settings) checks each one given, and server.NAME is its value.
+SETTINGS = {
+    # Who the server is (serverInfo), and what it tells clients
+    "title": Setting(None), "description": Setting(None),
+    "instructions": Setting(None), "website_url": Setting(None),
+    "icons": Setting(None),
+    # The lifespan, and logging
+    "lifespan": Setting(None, "function"), "forward_logging": Setting(False),
+    # Limits
+    "page_size": Setting(100, "count", none=True),
+    "max_workers": Setting(64, "count"),
+    "max_queue": Setting(10_000, "count", least=0),
+    "max_line_bytes": Setting(32 << 20, "count"),
+    "grace_period": Setting(5.0, "seconds"),
+    "cancel_timeout": Setting(2.0, "seconds"),
+    "request_timeout": Setting(60.0, "seconds", none=True),
+    # 2026-07-28: cache hints, and requestState
+    "cache_ttl_ms": Setting(0), "cache_scope": Setting("public"),
+    "state_key": Setting(None), "state_ttl": Setting(600, "seconds"),
+    "max_state_bytes": Setting(64 << 10, "count"),
+    # HTTP
+    "http_path": Setting("/mcp", "path"), "http_sessions": Setting(True),
+    "max_sessions": Setting(1000, "count"),
+    "max_sessions_per_principal": Setting(16, "count"),
+    "session_idle": Setting(3600, "seconds"),
+    "max_streams": Setting(100, "count"),
+    "max_streams_per_principal": Setting(16, "count"),
+    "max_subscriptions": Setting(1000, "count", least=0),
+    "can_subscribe": Setting(None, "function"),
+    "heartbeat": Setting(15.0, "positive seconds"),
+    "idle_timeout": Setting(30.0, "seconds", none=True),
+    "max_body_bytes": Setting(4 << 20, "count"),
+    "max_inflight_bytes": Setting(32 << 20, "count"),
+    "max_connections": Setting(200, "count"),
+    # HTTP security
+    "allowed_origins": Setting((), "origins"),
+    "allowed_hosts": Setting(None, "hosts"),
+    "public_url": Setting(None, "url"),
+    "auth": Setting(None, "function"),
+    "authorization_servers": Setting((), "list"),
+}
+
+
+class Server:
+    """An MCP server: a registry of tools, resources and prompts; ``handlers``, the
+    dict from method name to ``handler(ctx, params) -> result`` that answers the
+    client; and its settings (SETTINGS, given as keyword arguments).
+
+    The methods a subclass may override: each handler (``call_tool``, ...),
+    ``schedule`` (where a call runs), ``roots_changed`` and ``may_subscribe``."""
+
+    # Taken by the first request of any server's wsgi
+    _http_start_lock = threading.Lock()
+
+    def __init__(self, name, version="0.1.0", **settings):
+        unknown = [setting for setting in settings if setting not in SETTINGS]
+        if unknown:
+            raise TypeError(f"Server() got an unexpected keyword argument "
+                            f"{unknown[0]!r}{_did_you_mean(unknown[0], SETTINGS)}")
+        self.name = name
+        self.version = version
+        for setting, declared in SETTINGS.items():
+            value = settings.get(setting, declared.default)
+            setattr(self, setting, declared.check(setting, value))
+        # the largest body could never be taken
+        if self.max_inflight_bytes < self.max_body_bytes:
+            raise ValueError(f"max_inflight_bytes ({self.max_inflight_bytes}) must be "
+                             f"at least max_body_bytes ({self.max_body_bytes})")
+        self.cache_ttl_ms, self.cache_scope = _cache_hints(
+            self.cache_ttl_ms, self.cache_scope, name, True)
+        self.request_state = RequestStateSigner(self.state_key, self.state_ttl,
+                                                self.max_state_bytes)
+        self.lifespan_value = None
+        # connections (or HTTP) that entered the lifespan
+        self._lifespan_users = 0
+        # Held while the lifespan is entered or exited, which may take self.lock
+        self._lifespan_lock = threading.Lock()
+        # What is registered; registration order is the order lists use
+        self.tools = {}
+        self.resources = {}
+        self.prompts = {}
+        self.completers = {}
+        self.order = count(1).__next__
+        # capabilities(), cached by offered()
+        self._offered = None
+        self.lock = threading.Lock()
+        # What is serving: the pool (started with the first connection), the sessions
+        # that hear of changes (stdio connections, HTTP streams), every HttpSession
+        # still in use, and the HttpEndpoint (made at the first request)
+        self.pool = None
+        self.sessions = set()
+        # serverInfo, as the _meta of every 2026-07-28 result (made at first use)
+        self._stateless_meta = None
+        self.http_sessions_alive = weakref.WeakSet()
+        self._http = None
+        self.handlers = {
+            "initialize": self.initialize, "ping": self.ping,
+            "tools/list": self.list_tools, "tools/call": self.call_tool,
+            "resources/list": self.list_resources, "resources/read": self.read_resource,
+            "resources/templates/list": self.list_resource_templates,
+            "resources/subscribe": self.subscribe,
+            "resources/unsubscribe": self.unsubscribe,
+            "prompts/list": self.list_prompts, "prompts/get": self.get_prompt,
+            "completion/complete": self.complete,
+            "logging/setLevel": self.set_logging_level,
+            "server/discover": self.discover, "subscriptions/listen": self.listen,
+            "notifications/initialized": self.on_initialized,
+            "notifications/cancelled": self.on_cancelled,
+            "notifications/roots/list_changed": self.on_roots_list_changed,
+        }
+
+    # -- registration ------------------------------------------------------------------
+    # The options of each: docs/reference.md, "Registering". A name or URI registered
+    # twice is an error, unless replace=True says it is on purpose.
+    def tool(self, fn=None, *, replace=False, **options):
+        """``@server.tool`` or ``@server.tool(name=...)``: register a tool."""
+        return self._register(Tool, fn, replace, options)
+
+    def resource(self, uri, *, replace=False, **options):
+        """``@server.resource(uri, ...)``: register a resource (or a URI template)."""
+        if not isinstance(uri, str):
+            raise TypeError('@server.resource needs the URI first: '
+                            '@server.resource("file:///notes")')
+        return self._register(Resource, None, replace, dict(options, uri=uri))
+
+    def prompt(self, fn=None, *, replace=False, **options):
+        """``@server.prompt`` or ``@server.prompt(name=...)``: register a prompt."""
+        return self._register(Prompt, fn, replace, options)
+
+    def _register(self, kind, fn, replace, options):
+        """Add ``kind(fn, **options)`` to its registry (no fn: a decorator doing it)."""
+        if fn is None:
+            return lambda fn: self._register(kind, fn, replace, options)
+        item = kind(fn, **options)
+        registry_name = kind.registry_name
+        key = item.uri if kind is Resource else item.name
+        item.order = self.order()
+        with self.lock:
+            registry = getattr(self, registry_name)
+            if key in registry and not replace:
+                raise ValueError(f"{registry_name[:-1]} {key!r} is already registered: "
+                                 "pass replace=True to replace it, or give this one "
+                                 f"another {'URI' if kind is Resource else 'name'}")
+            registry[key] = item
+        self._offered = None
+        self.notify_list_changed(registry_name)
+        return fn
+
+    def completion(self, argument, *, prompt=None, template=None):
+        """Register ``fn(value, arguments) -> [str, ...]`` completing ``argument`` of a
+        prompt or resource template."""
+        if (prompt is None) == (template is None):
+            raise TypeError("completion() takes exactly one of prompt= or template=")
+        if prompt is not None:
+            key = ("ref/prompt", prompt, argument)
+        else:
+            key = ("ref/resource", template, argument)
+
+        def register(fn):
+            self.completers[key] = fn
+            self._offered = None
+            return fn
+        return register
+
+    def remove_tool(self, name):
+        self._remove("tools", name)
+
+    def remove_resource(self, uri):
+        self._remove("resources", uri)
+
+    def remove_prompt(self, name):
+        self._remove("prompts", name)
+
+    def _remove(self, registry_name, key):
+        with self.lock:
+            item = getattr(self, registry_name).pop(key, None)
+        if item is None:
+            raise KeyError(f"no {registry_name[:-1]} {key!r}")
+        self._offered = None
+        self.notify_list_changed(registry_name)
+
+    # -- server-initiated notifications ------------------------------------------------
+    def notify_list_changed(self, kind):
+        """Tell the clients that asked (handshake-era sessions offered ``listChanged``,
+        2026-07-28 listen streams) that the tools, resources or prompts changed."""
+        method = f"notifications/{kind}/list_changed"
+        flag = f"{kind}ListChanged"
+        for session in list(self.sessions):
+            if session.capabilities.get(kind, {}).get("listChanged"):
+                session.notify(method)
+            if session.listens:
+                session.publish(method, lambda honoured: honoured.get(flag))
+
+    def notify_resource_updated(self, uri):
+        """Tell the clients subscribed to ``uri`` (or, on a listen stream, to a URI
+        containing it) that it changed. Tools call it: a few lookups per listen."""
+        parents = _parents(uri)
+        method = "notifications/resources/updated"
+
+        def covers(honoured, principal):
+            if uri in honoured.uris:
+                return True
+            if honoured.parents.isdisjoint(parents):
+                return False
+            return self.may_subscribe(principal, uri)
+        for session in list(self.sessions):
+            if uri in session.subscriptions:
+                session.notify(method, {"uri": uri})
+            if session.listens:
+                wanted = functools.partial(covers, principal=session.principal)
+                session.publish(method, wanted, {"uri": uri})
+
+    def may_subscribe(self, principal, uri):
+        """Whether can_subscribe lets ``principal`` hear of changes to ``uri``. A hook
+        that fails says no; its log names the error's type, never the URI."""
+        if self.can_subscribe is None:
+            return True
+        try:
+            return bool(self.can_subscribe(principal, uri))
+        except Exception:
+            log.error("the can_subscribe hook failed (%s)", sys.exc_info()[0].__name__)
+            return False
+
+    # -- what the server says about itself ---------------------------------------------
+    def capabilities(self):
+        """The capabilities, from what is registered. Changes are offered only by a
+        server that can deliver them: one process (``http_sessions=True``)."""
+        caps = {"logging": {}}
+        changes = {"listChanged": True} if self.http_sessions else {}
+        if self.tools:
+            caps["tools"] = dict(changes)
+        if self.resources:
+            caps["resources"] = {"subscribe": True, **changes} if changes else {}
+        if self.prompts:
+            caps["prompts"] = dict(changes)
+        if self.completers:
+            caps["completions"] = {}
+        return caps
+
+    def offered(self):
+        """capabilities(), cached until a registration changes it (for 2026-07-28)."""
+        offered = self._offered
+        if offered is None:
+            with self.lock:               # registrations change the registries under it
+                offered = self._offered = self.capabilities()
+        return offered
+
+    def server_info(self, version):
+        info = {"name": self.name, "version": self.version}
+        _add_optional(info, "title", self.title, version, V2025_06)
+        _add_optional(info, "description", self.description, version, V2025_11)
+        _add_optional(info, "icons", self.icons, version, V2025_11)
+        _add_optional(info, "websiteUrl", self.website_url, version, V2025_11)
+        return info
+
+    # -- serving -----------------------------------------------------------------------
+    def prepare(self):
+        """Start what serving needs, once: the worker pool."""
+        with self.lock:
+            if self.pool is None:
+                self.pool = WorkerPool(self.max_workers, self.max_queue)
+
+    def schedule(self, fn, *args):
+        """Run ``fn(*args)``, a request's handler and response, on the worker pool:
+        the one place where calls are handed to threads (override it to run them
+        elsewhere). False: refused, as the pool is full."""
+        return self.pool.submit(fn, *args)
+
+    def run(self, trace=None, http=None):
+        """Serve stdin/stdout until end of input, SIGTERM or Ctrl+C, then exit
+        (SystemExit: catching it gives back the signal handlers). ``http``:
+        ``sys.exit(run_http(http))`` instead."""
+        if http is not None:
+            sys.exit(self.run_http(http))
+        if trace is None:
+            trace = os.environ.get("MCP_MIN_TRACE", "") not in ("", "0")
+        read_fd, write_fd = claim_stdio()
+        _catch_stop_signals(self.grace_period, write_fd)
+        code = 0
+        try:
+            if trace:
+                trace = FramePrinter({"in": "C->S", "out": "S->C"}, sys.stderr)
+            self.serve_connection(read_fd, write_fd, trace=trace)
+        except _Stop:
+            pass
+        except KeyboardInterrupt:
+            code = 130
+        finally:
+            first, saved = _end_stop_signals()
+        # SIGINT: exit as an interrupted program does
+        if first == 2:
+            code = 130
+        raise _Exit(code, saved)
+
+    def serve_connection(self, read_fd=0, write_fd=1, trace=None):
+        """Serve one connection on a pair of file descriptors until its input ends:
+        the stdio transport (its section says how); returns the Session."""
+        self.prepare()
+        writer = Writer(write_fd, trace)
+        session = Session(self, writer)
+        session.trace = trace
+        writer.on_closed = functools.partial(_stdout_gone, session)
+        rfile = open(read_fd, "rb", buffering=1 << 16, closefd=False)
+        self._enter_lifespan()
+        self.sessions.add(session)
+        try:
+            serve_lines(session, rfile)
+        finally:
+            # a signal now waits for the shutdown to finish
+            held = _hold_signals()
+            try:
+                self.sessions.discard(session)
+                self._exit_lifespan()
+                session.stream.close()
+            finally:
+                _release_signals(held)
+        return session
+
+    def wsgi(self, environ, start_response):
+        """The WSGI application serving Streamable HTTP at ``http_path`` (the server is
+        one too: ``gunicorn app:server``)."""
+        endpoint = self._http
+        if endpoint is None:
+            endpoint = self.start_http(environ.get("SERVER_SOFTWARE", ""))
+        return endpoint(environ, start_response)
+
+    __call__ = wsgi
+
+    def run_http(self, address="127.0.0.1:8000"):
+        """Serve ``wsgi`` on the embedded server at "HOST:PORT" until Ctrl+C or
+        SIGTERM; returns the exit code (0, or 130 after Ctrl+C)."""
+        return serve_http(self, address)
+
+    #: Seconds before a request tries again a lifespan that failed to start.
+    lifespan_retry = 5.0
+
+    def start_http(self, engine="mcp_min"):
+        """Enter the lifespan and make the HTTP endpoint, once per process (a lifespan
+        that fails is tried again at most every ``lifespan_retry`` seconds)."""
+        global _tune_allocator
+        with Server._http_start_lock:
+            if isinstance(self._http, HttpEndpoint):
+                return self._http
+            if isinstance(self._http, _LifespanFailed) and not self._http.due():
+                return self._http
+            self.prepare()
+            # SERVER_SOFTWARE says "gunicorn/27.0.1" in gunicorn, "Granian" in granian:
+            # a worker process that serves this application alone
+            if engine.lower().startswith(("gunicorn/", "granian")):
+                _tune_allocator = True
+            try:
+                self._enter_lifespan()
+            except Exception as e:
+                _log_failure("the lifespan", e)
+                self._http = _LifespanFailed(e, self.lifespan_retry)
+                return self._http
+            self._http = HttpEndpoint(self)
+            _at_process_exit(self.stop_http)
+            # run_http is one process, whatever it shares
+            alone = engine == "mcp_min"
+            if not (alone or self.http_sessions or self.request_state.shared):
+                log.warning("requestState is signed with a key of this process alone: "
+                            "give every worker the same MCP_MIN_STATE_KEY, or a retry "
+                            "that reaches another worker is refused")
+            return self._http
+
+    def stop_http(self, httpd=None):
+        """The end of serving HTTP in this process: the calls still running are
+        cancelled, then the lifespan closes. Once: later calls do nothing."""
+        with Server._http_start_lock:
+            endpoint, self._http = self._http, None
+        if not isinstance(endpoint, HttpEndpoint):
+            return
+        # An engine may signal its worker twice (Ctrl+C reaches the process group, and
+        # the master passes it on): a second one must not cut the lifespan's exit short.
+        ignored = _ignore_stop_signals()
+        try:
+            self._cancel_http_calls(httpd)
+            self._exit_lifespan()
+        finally:
+            _restore_signals(ignored)
+
+    def _cancel_http_calls(self, httpd):
+        """Cancel the calls still running, and give them ``cancel_timeout`` seconds to
+        return and (with ``httpd``) their responses to be written."""
+        busy = [s for s in list(self.http_sessions_alive) if s.running]
+        if not busy:
+            return
+        for session in busy:
+            session.cancel_all("the server is shutting down", stopping=True)
+        deadline = time.monotonic() + self.cancel_timeout
+        while time.monotonic() < deadline and (
+                (httpd is not None and httpd.serving)
+                or any(session.running for session in busy)):
+            time.sleep(0.01)
+        left = sum(len(session.running) for session in busy)
+        if left:
+            log.warning("exiting with %d call(s) unfinished: still running %.1f s "
+                        "after they were cancelled", left, self.cancel_timeout)
+
+    def _enter_lifespan(self):
+        """The first connection enters the lifespan and starts forwarding logging."""
+        with self._lifespan_lock:
+            self._lifespan_users += 1
+            if self._lifespan_users > 1:
+                return
+            _forward_logging(self, True)
+            try:
+                if self.lifespan is not None:
+                    self.lifespan_value, self._lifespan_exit = _open_lifespan(
+                        self.lifespan(self))
+            except BaseException:
+                # Not entered: the next connection tries again.
+                self._lifespan_users -= 1
+                _forward_logging(self, False)
+                raise
+
+    def _exit_lifespan(self):
+        # A connection starting now waits for the exit.
+        with self._lifespan_lock:
+            self._lifespan_users -= 1
+            if self._lifespan_users:
+                return
+            _forward_logging(self, False)
+            if self.lifespan is not None:
+                leave = self._lifespan_exit
+                self._lifespan_exit = self.lifespan_value = None
+                leave()
+
+    # -- built-in handlers: lifecycle --------------------------------------------------
+    def initialize(self, ctx, params):
+        session = ctx.session
+        if session.version is not None:
+            raise JSONRPCError(INVALID_REQUEST, "Already initialized: initialize may "
+                                                "be sent only once per connection")
+        requested = _require(params, "protocolVersion", str, "initialize")
+        # Echo a version we speak, else counter-offer our latest (the spec: no error).
+        version = requested
+        if requested not in PROTOCOL_VERSIONS:
+            version = LATEST_PROTOCOL_VERSION
+        info, caps = params.get("clientInfo"), params.get("capabilities")
+        session.client_info = info if isinstance(info, dict) else {}
+        session.client_capabilities = caps if isinstance(caps, dict) else {}
+        offered = self.capabilities()
+        declared = dict(offered)
+        if version < V2025_03:
+            declared.pop("completions", None)     # no such flag in 2024-11-05
+        result = {"protocolVersion": version, "capabilities": declared,
+                  "serverInfo": self.server_info(version)}
+        if self.instructions:
+            result["instructions"] = self.instructions
+        # Changes (list_changed, log messages) reach the session from the moment this
+        # response is written, under its write lock (Session.run_call): none goes out
+        # ahead of it. One made before is not lost: the next tools/list shows it.
+        def negotiated():
+            session.capabilities, session.version = offered, version
+        ctx._with_response = negotiated
+        return result
+
+    def ping(self, ctx, params):
+        return {}
+
+    def on_initialized(self, ctx, params):
+        ctx.session.initialized = True
+
+    def on_cancelled(self, ctx, params):
+        ctx.session.cancel(params.get("requestId"), params.get("reason"))
+
+    def on_roots_list_changed(self, ctx, params):
+        ctx.session.roots = None                  # the next ctx.list_roots() asks again
+        ctx.session.roots_generation += 1
+        self.roots_changed(ctx.session)
+
+    def roots_changed(self, session):
+        """Hook: the client's roots changed (override to react)."""
+
+    # -- built-in handlers: the 2026-07-28 era -----------------------------------------
+    def discover(self, ctx, params):
+        """server/discover: what initialize would tell (serverInfo is in _meta)."""
+        capabilities = {kind: dict(c) for kind, c in self.offered().items()}
+        result = {"supportedVersions": list(STATELESS_PROTOCOL_VERSIONS),
+                  "capabilities": capabilities}
+        if self.instructions:
+            result["instructions"] = self.instructions
+        return result
+
+    def listen(self, ctx, params):
+        """subscriptions/listen: changes on a stream open until the client cancels it;
+        no response, no thread held."""
+        wanted = _require(params, "notifications", dict, "subscriptions/listen")
+        offered = self.offered()
+        if not any(kind.get("listChanged") or kind.get("subscribe")
+                   for kind in offered.values()):
+            raise JSONRPCError(METHOD_NOT_FOUND, "Method not found: "
+                               "subscriptions/listen (this server sends no change "
+                               "notifications)")
+        honoured = {f"{kind}ListChanged": True
+                    for kind in ("tools", "prompts", "resources")
+                    if wanted.get(f"{kind}ListChanged") is True
+                    and offered.get(kind, {}).get("listChanged")}
+        uris = wanted.get("resourceSubscriptions")
+        if uris is not None:
+            if isinstance(uris, list) and len(uris) > self.max_subscriptions:
+                raise JSONRPCError(INVALID_PARAMS, f"subscriptions/listen: {len(uris)} "
+                                   "resourceSubscriptions are more than this server "
+                                   f"takes in one listen ({self.max_subscriptions}, "
+                                   "max_subscriptions); a URI covers the resources "
+                                   "under it")
+            if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
+                raise JSONRPCError(INVALID_PARAMS, "subscriptions/listen: notifications"
+                                   ".resourceSubscriptions must be a list of URIs")
+            if offered.get("resources", {}).get("subscribe"):
+                # A part refused is left out of the acknowledgement (the spec's way).
+                honoured["resourceSubscriptions"] = [
+                    uri for uri in dict.fromkeys(uris)
+                    if self.may_subscribe(ctx.principal, uri)]
+        ctx.session.listen(ctx.request_id, honoured)
+        return NO_RESPONSE
+
+    # -- built-in handlers: lists (with cursor pagination) -----------------------------
+    def paginate(self, ctx, params, items, key):
+        """One page of ``items`` in registration order. The cursor names the last item
+        shown: items added or removed between pages make none repeat or go missing."""
+        cursor = params.get("cursor")
+        after = 0 if cursor is None else _cursor_position(cursor)
+        entries = sorted((i for i in items if i.order > after), key=lambda i: i.order)
+        page = entries if self.page_size is None else entries[:self.page_size]
+        result = {key: [i.describe(ctx.protocol_version) for i in page]}
+        if len(page) < len(entries):
+            result["nextCursor"] = b64encode(b"after:%d" % page[-1].order)
+        return result
+
+    def list_tools(self, ctx, params):
+        return self.paginate(ctx, params, list(self.tools.values()), "tools")
+
+    def list_resources(self, ctx, params):
+        resources = [r for r in list(self.resources.values()) if not r.is_template]
+        return self.paginate(ctx, params, resources, "resources")
+
+    def list_resource_templates(self, ctx, params):
+        templates = [r for r in list(self.resources.values()) if r.is_template]
+        return self.paginate(ctx, params, templates, "resourceTemplates")
+
+    def list_prompts(self, ctx, params):
+        return self.paginate(ctx, params, list(self.prompts.values()), "prompts")
+
+    # -- built-in handlers: tools, resources, prompts ----------------------------------
+    def call_tool(self, ctx, params):
+        tool, arguments = _named(self.tools, "tool", params, "tools/call")
+        return tool.call(ctx, arguments)
+
+    def find_resource(self, uri):
+        """The resource serving ``uri`` and its template variables, or (None, None)."""
+        exact = self.resources.get(uri)
+        if exact is not None and not exact.is_template:
+            return exact, {}
+        for resource in sorted(list(self.resources.values()), key=lambda r: r.order):
+            variables = resource.match(uri)
+            if variables is not None:
+                return resource, variables
+        return None, None
+
+    def read_resource(self, ctx, params):
+        uri = _require(params, "uri", str, "resources/read")
+        resource, variables = self.find_resource(uri)
+        try:
+            if resource is None:
+                raise ResourceNotFound(uri)
+            result = {"contents": resource.read(ctx, uri, variables)}
+        except (ResourceNotFound, FileNotFoundError):
+            # 2026-07-28 has no code of its own for it; data.uri has the URI in full
+            code = INVALID_PARAMS if ctx.stateless else RESOURCE_NOT_FOUND
+            shown = uri if len(uri) <= 200 else uri[:199] + "…"
+            raise JSONRPCError(code, f"Resource not found: {shown}",
+                               {"uri": uri}) from None
+        if ctx.stateless:
+            _add_optional(result, "ttlMs", resource.ttl_ms)
+            _add_optional(result, "cacheScope", resource.cache_scope)
+        return result
+
+    def subscribe(self, ctx, params):
+        if not ctx.session.capabilities["resources"].get("subscribe"):
+            raise JSONRPCError(METHOD_NOT_FOUND, "Method not found: "
+                               "resources/subscribe (this server offers no "
+                               "subscriptions)")
+        uri = _require(params, "uri", str, "resources/subscribe")
+        subscriptions = ctx.session.subscriptions
+        if uri not in subscriptions:
+            if len(subscriptions) >= self.max_subscriptions:
+                raise JSONRPCError(INVALID_PARAMS, "resources/subscribe: this session "
+                                   f"has {len(subscriptions)} subscriptions, the most "
+                                   "this server keeps (max_subscriptions); unsubscribe "
+                                   "from one first")
+            if not self.may_subscribe(ctx.principal, uri):
+                raise JSONRPCError(INVALID_PARAMS, "resources/subscribe: subscribing "
+                                   f"to {_preview(uri)} is not allowed")
+        subscriptions.add(uri)
+        return {}
+
+    def unsubscribe(self, ctx, params):
+        uri = _require(params, "uri", str, "resources/unsubscribe")
+        ctx.session.subscriptions.discard(uri)
+        return {}
+
+    def get_prompt(self, ctx, params):
+        prompt, arguments = _named(self.prompts, "prompt", params, "prompts/get")
+        return prompt.get(ctx, arguments)
+
+    def complete(self, ctx, params):
+        ref = _require(params, "ref", dict, "completion/complete")
+        argument = _require(params, "argument", dict, "completion/complete")
+        kind, name = ref.get("type"), argument.get("name")
+        if kind == "ref/prompt":
+            key = ref.get("name")
+            registry, what = self.prompts, "prompt"
+        else:
+            key = ref.get("uri")
+            registry, what = self.resources, "resource template"
+        if (kind not in ("ref/prompt", "ref/resource") or not isinstance(key, str)
+                or not isinstance(name, str)):
+            raise JSONRPCError(INVALID_PARAMS, 'completion/complete needs ref {"type": '
+                               '"ref/prompt", "name"} or {"type": "ref/resource", '
+                               '"uri"}, and argument.name')
+        if key not in registry:
+            raise JSONRPCError(INVALID_PARAMS, f"Unknown {what}: {key!r}"
+                               + _did_you_mean(key, registry))
+        value = argument.get("value", "")
+        context = params.get("context")
+        known = context.get("arguments") if isinstance(context, dict) else None
+        if not isinstance(value, str) or (
+                known is not None and not isinstance(known, dict)):
+            raise JSONRPCError(INVALID_PARAMS, "completion/complete: argument.value "
+                               "must be a string, and context.arguments an object")
+        completer = self.completers.get((kind, key, name))
+        values = []
+        if completer is not None:
+            values = completer(value, known or {})
+            if hasattr(values, "__await__"):          # an async def completer
+                values = _run_coroutine(values, ctx)
+            values = [str(v) for v in values]
+        return {"completion": {"values": values[:100], "total": len(values),
+                               "hasMore": len(values) > 100}}
+
+    def set_logging_level(self, ctx, params):
+        level = params.get("level")
+        if level not in LOG_LEVELS:
+            raise JSONRPCError(INVALID_PARAMS, f"Invalid log level {level!r}: use one "
+                                               f"of {', '.join(LOG_LEVELS)}")
+        ctx.session.log_level = level
+        return {}
+
+    #: Seconds before a request tries again a lifespan that failed to start.
+    lifespan_retry = 5.0
+
+    # -- running a handler: both eras, and what 2026-07-28 adds -----------------------
+    def call_handler(self, ctx, handler):
+        """handler(ctx, params), run to completion if it is a coroutine function; its
+        result, which must be an object (or NO_RESPONSE)."""
+        result = handler(ctx, ctx.params)
+        if hasattr(result, "__await__"):
+            result = _run_coroutine(result, ctx)
+        if not isinstance(result, dict) and result is not NO_RESPONSE:
+            raise TypeError(f"{ctx.method} returned {_preview(result)}: a result must "
+                            "be an object")
+        return result
+
+    def run_stateless(self, ctx, handler):
+        """Run a handler for a 2026-07-28 request: its result as that era has it (a
+        resultType, the cache hints, serverInfo in _meta), a question turned into an
+        input_required result, CapabilityError into -32021; or NO_RESPONSE."""
+        params = ctx.params
+        try:
+            if "requestState" in params:
+                ctx.answers = self.read_answers(ctx.method, params, ctx.principal)
+            elif isinstance(params.get("inputResponses"), dict):
+                # Answers without a state: a client may answer a question before it is
+                # asked; those the handler asks in this run are taken (and checked).
+                ctx.answers = {key: [None, answer]
+                               for key, answer in params["inputResponses"].items()}
+            elif params.get("inputResponses") is not None:
+                raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses "
+                                                   "must be an object")
+            result = self.call_handler(ctx, handler)
+        except InputRequired as unanswered:
+            result = self.input_required(ctx, unanswered)
+        except CapabilityError as e:
+            raise JSONRPCError(MISSING_CAPABILITY, f"Missing client capability: {e}",
+                               {"requiredCapabilities": e.required}) from None
+        if result is NO_RESPONSE:
+            return result
+        if self._stateless_meta is None:
+            self._stateless_meta = {SERVER_INFO_KEY: self.server_info(V2026_07)}
+        rules = METHODS.get(ctx.method, CUSTOM_METHOD)
+        # the handler's own dict stays as it was
+        result = dict(result)
+        kind = result.setdefault("resultType", "complete")
+        if kind == "input_required" and not rules.asks:
+            raise JSONRPCError(INTERNAL_ERROR, f"Internal error: {ctx.method} answered "
+                                               "input_required, which only tools/call, "
+                                               "prompts/get and resources/read may")
+        if kind == "complete" and rules.cacheable:
+            result.setdefault("ttlMs", self.cache_ttl_ms)
+            result.setdefault("cacheScope", self.cache_scope)
+        result["_meta"] = {**(result.get("_meta") or {}), **self._stateless_meta}
+        return result
+
+    def read_answers(self, method, params, principal=None):
+        """The answers a retry brings: earlier rounds' in its signed requestState
+        (-32602 if forged, altered, expired or another call's), this round's in
+        inputResponses."""
+        token = params.get("requestState")
+        responses = params.get("inputResponses")
+        if not isinstance(token, str):
+            raise _invalid_state("it must be the string the server sent")
+        state = self.request_state.open(token)
+        if state.get("call") != self.call_digest(method, params, principal):
+            raise _invalid_state(
+                "it was issued for another call (method, name or arguments)")
+        if responses is not None and not isinstance(responses, dict):
+            raise JSONRPCError(INVALID_PARAMS,
+                               "Invalid params: inputResponses must be an object")
+        answers = state.get("answers", {})
+        for key, (digest, method_asked) in state.get("asked", {}).items():
+            if responses and key in responses:
+                answer = _check_answer(key, method_asked, responses[key])
+                answers[key] = [digest, answer]
+        return answers
+
+    def call_digest(self, method, params, principal):
+        """What a requestState is bound to: server, method, target, arguments, user."""
+        target = params.get("uri" if method == "resources/read" else "name")
+        try:
+            return _digest([self.name, method, target, params.get("arguments"),
+                            _principal_id(principal)])
+        except (RecursionError, ValueError) as e:  # nested deeper than json.dumps goes
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: arguments cannot be "
+                               f"read back ({type(e).__name__})") from None
+
+    def input_required(self, ctx, unanswered):
+        """The result asking the questions, with the answers so far in requestState."""
+        questions = unanswered.questions
+        if not METHODS.get(ctx.method, CUSTOM_METHOD).asks:
+            raise JSONRPCError(INTERNAL_ERROR, f"Internal error: {ctx.method} cannot "
+                               f"ask the client for input ({', '.join(questions)}); "
+                               "only prompts/get, resources/read and tools/call can")
+        asked = {key: [digest, request["method"]]
+                 for key, (request, digest) in questions.items()}
+        state = {"call": self.call_digest(ctx.method, ctx.params, ctx.principal),
+                 "answers": ctx.answers or {}, "asked": asked}
+        try:
+            sealed = self.request_state.seal(state)
+        except RecursionError:    # the client's answers, read by json, nest deeper
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: the answers in "
+                                               "inputResponses are nested too deeply "
+                                               "to carry") from None
+        requests = {key: request for key, (request, _) in questions.items()}
+        return {"resultType": "input_required", "inputRequests": requests,
+                "requestState": sealed}
+# ======================================================================================
 # Context
 # ======================================================================================
 
@@ -2927,47 +3743,70 @@ def _log_params(level, data, logger, threshold):
 
 
 class Context:
-    """What a handler knows and can do while it serves one request (docs/reference.md):
-    a function gets one by a parameter annotated ``Context``, a handler as its first
-    argument. In an ``async def`` handler its methods return awaitables."""
+    """One request, as its handler sees it (docs/reference.md): what it asks and who
+    asks it, and what the handler can do meanwhile: report progress, log, ask the
+    client, see that it was cancelled. A function gets one by a parameter annotated
+    ``Context``, a handler as its first argument. In an ``async def`` handler its
+    methods return awaitables."""
 
-    _on_cancel = None       # while an async handler runs: cancels it (for the reader)
-    _with_response = None   # called just before the response, under the write lock
+    # While an async handler runs: cancels its coroutine (Session.cancel calls it)
+    _on_cancel = None
+    # Called just before the response, under the stream's lock (initialize's)
+    _with_response = None
     # A request's state as it starts: set on the instance only once it changes.
-    answers = None          # 2026-07-28: key -> [question digest, answer]
-    questions = 0           # questions asked so far in this run
-    cancelled = False       # set by notifications/cancelled (from the reader)
-    stopped = False         # cancelled by the server's shutdown: still answered
-    done = False            # set once the response is written
+    # 2026-07-28: the answers this run has, key -> [question digest, answer]
+    answers = None
+    # questions asked so far in this run
+    questions = 0
+    # set by notifications/cancelled, a client that left, or the server's shutdown
+    cancelled = False
+    # cancelled by the server's shutdown: still answered
+    stopped = False
+    # set once the response is sent
+    done = False
     last_progress = None
     progress_token = None
+    # Set by Session.admit: the request's row of METHODS, and its handler
+    rules = None
+    handler = None
 
-    def __init__(self, session, request_id, method, params, envelope=None, outlet=None,
-                 server=None, principal=None):
-        # No session: a 2026-07-28 call of a tool that takes no Context (answer_at_once)
+    def __init__(self, session, request_id, method, params, stream=None,
+                 envelope=None):
         self.session = session
-        if session is not None:
-            server, principal = session.server, session.principal
-        self.server = server
-        self.outlet = outlet or session     # where frames about this request go
+        self.server = session.server
+        # Where the messages about this request go
+        self.stream = stream or session.stream
         self.request_id = request_id
         self.method = method
         self.params = params
-        self.envelope = envelope  # 2026-07-28: the request's own envelope, else None
-        self.principal = principal          # who the transport says the client is
+        # Who the transport says the client is (over HTTP, the auth hook's answer)
+        self.principal = session.principal
+        # 2026-07-28: the request's envelope, all the server knows of its client;
+        # the handshake era: None, as the session knows it from initialize.
+        self.envelope = envelope
+        self.stateless = envelope is not None
+        known = session
+        if self.stateless:
+            known = envelope
+        self.protocol_version = known.version
+        self.client_info = known.client_info
+        self.client_capabilities = known.client_capabilities
         meta = params.get("_meta")
-        self.meta = meta if isinstance(meta, dict) else {}
+        self.meta = {}
+        if isinstance(meta, dict):
+            self.meta = meta
         token = self.meta.get("progressToken")
-        if isinstance(token, str) or _is_json_number(token):
-            self.progress_token = token  # a string or a number (1.5 too), nothing else
+        # a string or a number (1.5 too), nothing else
+        if token is not None and (isinstance(token, str) or _is_json_number(token)):
+            self.progress_token = token
 
-    # handshake era: from initialize (the session); 2026-07-28: the request's envelope
-    protocol_version = property(lambda self: (self.envelope or self.session).version)
-    stateless = property(lambda self: self.envelope is not None)  # a 2026-07-28 request
-    client_info = property(lambda self: (self.envelope or self.session).client_info)
-    client_capabilities = property(
-        lambda self: (self.envelope or self.session).client_capabilities)
-    lifespan = property(lambda self: self.server.lifespan_value)  # what it yielded
+    @property
+    def lifespan(self):
+        """What the server's lifespan yielded."""
+        return self.server.lifespan_value
+
+    # The name this attribute had before streams were called streams
+    outlet = property(operator.attrgetter("stream"))
 
     def check_cancelled(self):
         """Raise Cancelled if this request was cancelled: call it between steps."""
@@ -3002,7 +3841,7 @@ class Context:
             if self.done or self.cancelled:
                 return False
             self.last_progress = progress
-            return self.outlet.notify("notifications/progress", params)
+            return self.stream.notify("notifications/progress", params)
 
     def log(self, level, data, logger=None):
         """Send notifications/message if ``level`` is at or above what the client asked
@@ -3015,11 +3854,11 @@ class Context:
         if params is None:
             return False
         if not self.stateless:
-            return self.outlet.notify("notifications/message", params)
+            return self.stream.notify("notifications/message", params)
         with self.session.lock:               # the response cannot overtake us here
             if self.done or self.cancelled:
                 return False
-            return self.outlet.notify("notifications/message", params)
+            return self.stream.notify("notifications/message", params)
 
     # -- asking the client (the README says how each era carries the question) --------
     # The client capability each question needs; in 2026-07-28 the only questions.
@@ -3279,17 +4118,98 @@ def _forwarded_record(*args, **kwargs):
 
 
 # ======================================================================================
-# Stateless requests (2026-07-28): the envelope, requestState
+# The eras: the method table, and what a 2026-07-28 request carries
 # ======================================================================================
 
-# From 2026-07-28 there is no initialize: every request carries, in params._meta, the
-# protocol version and the client's capabilities (the "envelope"), and the server
-# remembers nothing between requests. A handler that needs the client's input
-# (elicitation, sampling, roots) answers {"resultType": "input_required",
-# "inputRequests": {...}, "requestState": "..."}; the client retries the same request
-# with the answers and the requestState echoed, and the handler runs again from the
+# MCP has two eras. In the handshake era (protocols 2024-11-05 to 2025-11-25) a client
+# opens a session with initialize, and the server remembers what it said. From
+# 2026-07-28 (the stateless era) there is no initialize: every request carries, in
+# params._meta, the protocol version and the client's capabilities (its "envelope"),
+# and the server remembers nothing between requests. A handler that needs the client's
+# input (elicitation, sampling, roots) answers {"resultType": "input_required",
+# "inputRequests": {...}, "requestState": "..."}; the client sends the same request
+# again with the answers and the requestState, and the handler runs again from the
 # top. requestState carries the earlier rounds' answers, so it is signed: the client
 # holds it, and it must not be able to alter it or move it to another call.
+
+HANDSHAKE = "handshake"
+STATELESS = "stateless"
+
+
+class Method:
+    """A row of METHODS: what a method's params hold (``params``: name -> the JSON
+    types its value may have, "?" after an optional name; for ``explain``), the era it
+    belongs to (``era``: None for both), the server capability it needs (``needs``),
+    whether a handshake-era client may send it before initialize, whether it runs user
+    code (``threaded``: on the pool, never on the thread that reads), whether a
+    client may cache its result (``cacheable``, 2026-07-28), and whether its handler
+    may ask the client a question (``asks``)."""
+    __slots__ = ("params", "era", "needs", "before_initialize", "threaded",
+                 "cacheable", "asks")
+
+    def __init__(self, params=(), era=None, needs=None, before_initialize=False,
+                 threaded=False, cacheable=False, asks=False):
+        self.params = dict(params)
+        self.era = era
+        self.needs = needs
+        self.before_initialize = before_initialize
+        self.threaded = threaded
+        self.cacheable = cacheable
+        self.asks = asks
+
+
+_PAGE = {"cursor?": "string null"}
+#: Every method of both eras, both ways, and the rules of each. A method a server adds
+#: to its handlers that is not here gets CUSTOM_METHOD's: both eras, on the pool.
+METHODS = {
+    # -- a client's requests to the server --
+    "initialize": Method({"protocolVersion": "string", "capabilities": "object",
+                          "clientInfo": "object"}, HANDSHAKE, before_initialize=True),
+    "ping": Method({}, HANDSHAKE, before_initialize=True),
+    "server/discover": Method({}, STATELESS, cacheable=True),
+    "tools/list": Method(_PAGE, needs="tools", cacheable=True),
+    "tools/call": Method({"name": "string", "arguments?": "object"}, needs="tools",
+                         threaded=True, asks=True),
+    "resources/list": Method(_PAGE, needs="resources", cacheable=True),
+    "resources/templates/list": Method(_PAGE, needs="resources", cacheable=True),
+    "resources/read": Method({"uri": "string"}, needs="resources", threaded=True,
+                             cacheable=True, asks=True),
+    "resources/subscribe": Method({"uri": "string"}, HANDSHAKE, needs="resources"),
+    "resources/unsubscribe": Method({"uri": "string"}, HANDSHAKE, needs="resources"),
+    "subscriptions/listen": Method({"notifications": "object"}, STATELESS),
+    "prompts/list": Method(_PAGE, needs="prompts", cacheable=True),
+    "prompts/get": Method({"name": "string", "arguments?": "object"},
+                          needs="prompts", threaded=True, asks=True),
+    "completion/complete": Method({"ref": "object", "argument": "object",
+                                   "context?": "object"}, needs="completions",
+                                  threaded=True),
+    "logging/setLevel": Method({"level": "string"}, HANDSHAKE, needs="logging"),
+    # -- the server's requests to a client (in 2026-07-28, its questions) --
+    "sampling/createMessage": Method({"messages": "array", "maxTokens": "integer",
+                                      "systemPrompt?": "string",
+                                      "temperature?": "number"}),
+    "elicitation/create": Method({"message": "string", "requestedSchema?": "object",
+                                  "mode?": "string", "url?": "string"}),
+    "roots/list": Method({}),
+    # -- notifications, either way --
+    "notifications/initialized": Method({}, HANDSHAKE),
+    "notifications/cancelled": Method({"requestId": "string integer",
+                                       "reason?": "string"}),
+    "notifications/progress": Method({"progressToken": "string number",
+                                      "progress": "number", "total?": "number",
+                                      "message?": "string"}),
+    "notifications/message": Method({"level": "string", "data": "any",
+                                     "logger?": "string"}),
+    "notifications/resources/updated": Method({"uri": "string"}),
+    "notifications/resources/list_changed": Method({}),
+    "notifications/tools/list_changed": Method({}),
+    "notifications/prompts/list_changed": Method({}),
+    "notifications/roots/list_changed": Method({}),
+    "notifications/elicitation/complete": Method({"elicitationId": "string"}),
+    "notifications/subscriptions/acknowledged": Method({"notifications": "object"},
+                                                       STATELESS),
+}
+CUSTOM_METHOD = Method(threaded=True)
 
 _MCP_PREFIX = "io.modelcontextprotocol/"
 PROTOCOL_VERSION_KEY = _MCP_PREFIX + "protocolVersion"
@@ -3299,17 +4219,6 @@ LOG_LEVEL_KEY = _MCP_PREFIX + "logLevel"
 SERVER_INFO_KEY = _MCP_PREFIX + "serverInfo"
 SUBSCRIPTION_ID_KEY = _MCP_PREFIX + "subscriptionId"
 
-#: Methods of one era only: a 2026-07-28 request for a handshake-only one gets -32601.
-MODERN_ONLY_METHODS = frozenset({"server/discover", "subscriptions/listen"})
-HANDSHAKE_ONLY_METHODS = frozenset({"initialize", "ping", "logging/setLevel",
-                                    "resources/subscribe", "resources/unsubscribe"})
-#: The methods whose results a client may cache (ttlMs, cacheScope), and those that may
-#: ask the client for input.
-CACHEABLE_METHODS = frozenset({"server/discover", "tools/list", "prompts/list",
-                               "resources/list", "resources/templates/list",
-                               "resources/read"})
-INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
-
 #: A handler's result meaning "no response": subscriptions/listen answers with a stream.
 NO_RESPONSE = object()
 
@@ -3318,7 +4227,8 @@ class Envelope:
     """What a 2026-07-28 request says about its client in ``params._meta`` (the
     handshake era learns it from initialize): -32602 for a malformed _meta, -32022 for
     a version this server does not serve."""
-    __slots__ = ("meta", "version", "client_capabilities", "log_level")
+    __slots__ = ("meta", "version", "client_capabilities", "client_info",
+                 "log_level")
 
     def __init__(self, meta):
         if not isinstance(meta, dict):
@@ -3333,13 +4243,13 @@ class Envelope:
                 raise JSONRPCError(INVALID_PARAMS, "Invalid params: params._meta needs "
                                                    f'"{key}" ({what})')
         version = meta[PROTOCOL_VERSION_KEY]
-        if version not in MODERN_PROTOCOL_VERSIONS:
+        if version not in STATELESS_PROTOCOL_VERSIONS:
             raise JSONRPCError(
                 UNSUPPORTED_VERSION,
                 f"Unsupported protocol version {_short_repr(version)}: requests are "
-                f"served at {', '.join(MODERN_PROTOCOL_VERSIONS)}; "
+                f"served at {', '.join(STATELESS_PROTOCOL_VERSIONS)}; "
                 f"{', '.join(PROTOCOL_VERSIONS)} after initialize",
-                {"supported": list(MODERN_PROTOCOL_VERSIONS), "requested": version})
+                {"supported": list(STATELESS_PROTOCOL_VERSIONS), "requested": version})
         level = meta.get(LOG_LEVEL_KEY)
         if LOG_LEVEL_KEY in meta and level not in LOG_LEVELS:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid params: log level {level!r} "
@@ -3348,19 +4258,20 @@ class Envelope:
         self.version = version
         self.log_level = level
         self.client_capabilities = meta[CLIENT_CAPABILITIES_KEY]
-
-    @property
-    def client_info(self):
-        info = self.meta.get(CLIENT_INFO_KEY)
-        return info if isinstance(info, dict) else {}
+        self.client_info = meta.get(CLIENT_INFO_KEY)
+        if not isinstance(self.client_info, dict):
+            self.client_info = {}
 
 
 def is_stateless(method, meta):
-    """Whether a request is a 2026-07-28 one (initialize never is): it carries an
-    envelope key in params._meta, or its method exists only there."""
-    return method in MODERN_ONLY_METHODS or (
-        type(meta) is dict and method != "initialize"
-        and (PROTOCOL_VERSION_KEY in meta or CLIENT_CAPABILITIES_KEY in meta))
+    """Whether a request is of the stateless era (initialize never is): it carries an
+    envelope key in params._meta, or its method exists only in that era."""
+    if method == "initialize":
+        return False
+    if METHODS.get(method, CUSTOM_METHOD).era == STATELESS:
+        return True
+    return type(meta) is dict and (PROTOCOL_VERSION_KEY in meta
+                                   or CLIENT_CAPABILITIES_KEY in meta)
 
 
 def _digest(value):
@@ -3463,1382 +4374,77 @@ def _check_answer(key, method, answer):
 
 
 # ======================================================================================
-# Server
+# Scheduling: the worker pool
 # ======================================================================================
 
-# The capability each built-in method needs: a server that did not declare it answers
-# the method -32601, as the spec says of a capability it does not offer.
-_NEEDS = {
-    "tools/list": "tools", "tools/call": "tools",
-    "resources/list": "resources", "resources/templates/list": "resources",
-    "resources/read": "resources", "resources/subscribe": "resources",
-    "resources/unsubscribe": "resources",
-    "prompts/list": "prompts", "prompts/get": "prompts",
-    "completion/complete": "completions", "logging/setLevel": "logging"}
+class WorkerPool:
+    """The threads handler calls run on: up to ``max_workers`` at once, each started
+    when a call finds none idle, and up to ``max_queue`` calls waiting for one. Past
+    that, ``submit`` refuses at once (False): the thread reading requests never waits
+    for the pool. Idle threads wait for the next call; none delays the process's
+    exit."""
 
-# Parameter names people write by mistake -> the ones MCP uses (seen in the wild).
-_DID_YOU_MEAN = {
-    "tool": "name", "toolName": "name", "prompt": "name", "promptName": "name",
-    "args": "arguments", "params": "arguments", "input": "arguments",
-    "resourceId": "uri", "url": "uri", "resource": "uri"}
-
-
-def _did_you_mean(name, known=None, params=None):
-    """The hint ending an error about ``name``: the closest names in ``known``, or the
-    key ``params`` holds instead of it (``tool`` for ``name``); else ''."""
-    if params is not None:
-        found = next((wrong for wrong, right in _DID_YOU_MEAN.items()
-                      if right == name and wrong in params), None)
-        return f' (found "{found}": did you mean "{name}"?)' if found else ""
-    import difflib
-    close = difflib.get_close_matches(name, list(known), n=3)
-    return f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
-
-
-def _require(params, key, kind, method):
-    """params[key] as ``kind``, or -32602 saying what was expected (and meant)."""
-    value = params.get(key)
-    if isinstance(value, kind):
-        return value
-    expected = "a string" if kind is str else "an object"
-    raise JSONRPCError(INVALID_PARAMS, f"{method} needs params.{key} ({expected})"
-                       + _did_you_mean(key, params=params))
-
-
-def _named(registry, what, params, method):
-    """The tool or prompt params.name names; else -32602 (a protocol error, as in the
-    spec's example) naming it, and the names it may have meant."""
-    name = _require(params, "name", str, method)
-    entry = registry.get(name)
-    if entry is None:
-        raise JSONRPCError(INVALID_PARAMS, f"Unknown {what}: {_short_repr(name)}"
-                           + _did_you_mean(name, registry), {"name": name})
-    return entry
-
-
-def _arguments(params, method):
-    """params.arguments: an object, or {} when there is none (nor a misspelt one)."""
-    arguments = params.get("arguments")
-    if type(arguments) is dict:
-        return arguments
-    if arguments is None and not _did_you_mean("arguments", params=params):
-        return {}
-    return _require(params, "arguments", dict, method)
-
-
-# Server settings that count something -> the least each may be (page_size: None too).
-_LEAST = {
-    "max_workers": 1, "max_queue": 0, "page_size": 1, "max_line_bytes": 1,
-    "max_sessions": 1, "max_sessions_per_principal": 1, "max_streams": 1,
-    "max_streams_per_principal": 1, "max_subscriptions": 0, "max_state_bytes": 1,
-    "max_body_bytes": 1, "max_inflight_bytes": 1, "max_connections": 1}
-# Server settings in seconds -> whether None (no limit) is allowed.
-_NONE_IS_NO_LIMIT = {
-    "grace_period": False, "cancel_timeout": False, "request_timeout": True,
-    "state_ttl": False, "session_idle": False, "heartbeat": False, "idle_timeout": True}
-
-
-def _check_settings(settings):
-    """Raise ValueError naming the first of Server's arguments that cannot be used."""
-    for setting, least in _LEAST.items():
-        value = settings[setting]
-        if setting == "page_size" and value is None:
-            continue
-        if type(value) is not int or value < least:
-            raise ValueError(f"{setting} must be an integer of at least {least}, "
-                             f"not {value!r}")
-    for setting, unlimited in _NONE_IS_NO_LIMIT.items():
-        value = settings[setting]
-        heartbeat = setting == "heartbeat"
-        if value is None and unlimited:
-            continue
-        if not _is_json_number(value) or value < 0 or (heartbeat and not value):
-            least = "more than 0" if heartbeat else "at least 0"
-            none = " (or None: no limit)" if unlimited else ""
-            raise ValueError(f"{setting} must be a number of seconds {least}{none}, "
-                             f"not {value!r}")
-    body, inflight = settings["max_body_bytes"], settings["max_inflight_bytes"]
-    if inflight < body:                       # the largest body could never be taken
-        raise ValueError(f"max_inflight_bytes ({inflight}) must be at least "
-                         f"max_body_bytes ({body})")
-    can_subscribe = settings["can_subscribe"]
-    if can_subscribe is not None and not callable(can_subscribe):
-        raise ValueError(f"can_subscribe must be a function (principal, uri) -> bool, "
-                         f"or None, not {can_subscribe!r}")
-    origins = settings["allowed_origins"]
-    if isinstance(origins, str):              # its characters would allow nothing
-        raise ValueError(f"allowed_origins must be a list of origins, not the string "
-                         f"{origins!r}: allowed_origins=[{origins!r}]")
-    path = settings["http_path"]
-    if not isinstance(path, str) or not path.startswith("/"):
-        raise ValueError(f"http_path must be a path such as \"/mcp\", not {path!r}")
-
-
-class Server:
-    """An MCP server: a registry of tools, resources and prompts, and ``handlers``, the
-    dict from method name to ``handler(ctx, params) -> result`` that answers the client.
-    Its settings: docs/reference.md, "Settings"."""
-
-    _http_start_lock = threading.Lock()   # taken by the first request of any wsgi
-
-    #: Methods always answered on the reader thread: quick, and no user code. The rest
-    #: run there only while the pool is idle (Session.run_here), else on the pool.
-    inline_methods = frozenset({
-        "initialize", "ping", "tools/list", "resources/list",
-        "resources/templates/list", "prompts/list", "resources/subscribe",
-        "resources/unsubscribe", "logging/setLevel", "server/discover",
-        "subscriptions/listen"})
-
-    def __init__(self, name, version="0.1.0", *, title=None, description=None,
-                 instructions=None, website_url=None, icons=None, lifespan=None,
-                 page_size=100, max_workers=64, max_queue=10_000,
-                 max_line_bytes=32 << 20, grace_period=5.0, cancel_timeout=2.0,
-                 request_timeout=60.0, forward_logging=False, cache_ttl_ms=0,
-                 cache_scope="public", state_key=None, state_ttl=600, http_path="/mcp",
-                 allowed_origins=(), allowed_hosts=None, public_url=None, auth=None,
-                 authorization_servers=(), http_sessions=True, max_sessions=1000,
-                 max_sessions_per_principal=16, session_idle=3600, max_streams=100,
-                 max_streams_per_principal=16, max_subscriptions=1000,
-                 can_subscribe=None, heartbeat=15.0, idle_timeout=30.0,
-                 max_state_bytes=64 << 10, max_body_bytes=4 << 20,
-                 max_inflight_bytes=32 << 20, max_connections=200):
-        settings = dict(locals())             # the arguments, by name
-        del settings["self"]
-        _check_settings(settings)
-        # Each setting is the attribute of its name (server.page_size), but those of
-        # requestState, which its signer keeps; a few are normalised just below.
-        for setting, value in settings.items():
-            if setting not in ("state_key", "state_ttl", "max_state_bytes"):
-                setattr(self, setting, value)
-        self.cache_ttl_ms, self.cache_scope = _cache_hints(
-            cache_ttl_ms, cache_scope, name, True)
-        self.request_state = RequestStateSigner(state_key, state_ttl, max_state_bytes)
-        self.allowed_origins = tuple(allowed_origins)
-        self.allowed_hosts = _allowed_hosts(allowed_hosts)
-        self.public_url = _public_url(public_url)
-        self.authorization_servers = tuple(authorization_servers)
-        self.lifespan_value = None
-        self._lifespan_users = 0              # connections (or HTTP) that entered it
-        # Held while the lifespan is entered or exited, which may take self.lock
-        self._lifespan_lock = threading.Lock()
-        # What is registered, and what is serving
-        self.tools, self.resources = {}, {}
-        self.prompts, self.completers = {}, {}
-        self.order = count(1).__next__        # registration order: the order lists use
-        self._offered = None                  # capabilities(), cached by offered()
+    def __init__(self, max_workers, max_queue):
+        self.max_workers = max_workers
+        self.limit = max_workers + max_queue
+        self.jobs = SimpleQueue()
         self.lock = threading.Lock()
-        self.pool = None                      # started with the first connection
-        self.sessions = set()                 # open connections (one, over stdio)
-        self.http_sessions_alive = weakref.WeakSet()    # every HttpSession still in use
-        self.calls_alone = set()              # the Contexts of calls with no session
-        self._http = None                     # the HttpEndpoint, made at first request
-        self._info_meta = None                # serverInfo for 2026-07-28 results
-        self.handlers = {
-            "initialize": self.initialize, "ping": self.ping,
-            "tools/list": self.list_tools, "tools/call": self.call_tool,
-            "resources/list": self.list_resources, "resources/read": self.read_resource,
-            "resources/templates/list": self.list_resource_templates,
-            "resources/subscribe": self.subscribe,
-            "resources/unsubscribe": self.unsubscribe,
-            "prompts/list": self.list_prompts, "prompts/get": self.get_prompt,
-            "completion/complete": self.complete,
-            "logging/setLevel": self.set_logging_level,
-            "server/discover": self.discover, "subscriptions/listen": self.listen,
-            "notifications/initialized": self.on_initialized,
-            "notifications/cancelled": self.on_cancelled,
-            "notifications/roots/list_changed": self.on_roots_list_changed,
-        }
+        # Threads started; threads waiting for a job that no job is promised to; jobs
+        # queued for no particular thread; jobs queued or running
+        self.threads = 0
+        self.idle = 0
+        self.waiting = 0
+        self.outstanding = 0
 
-    # -- registration ------------------------------------------------------------------
-    # The options of each: docs/reference.md, "Registering". A name or URI registered
-    # twice is an error, unless replace=True says it is on purpose.
-    def tool(self, fn=None, *, replace=False, **options):
-        """``@server.tool`` or ``@server.tool(name=...)``: register a tool."""
-        return self._register(Tool, fn, replace, options)
-
-    def resource(self, uri, *, replace=False, **options):
-        """``@server.resource(uri, ...)``: register a resource (or a URI template)."""
-        if not isinstance(uri, str):
-            raise TypeError('@server.resource needs the URI first: '
-                            '@server.resource("file:///notes")')
-        return self._register(Resource, None, replace, dict(options, uri=uri))
-
-    def prompt(self, fn=None, *, replace=False, **options):
-        """``@server.prompt`` or ``@server.prompt(name=...)``: register a prompt."""
-        return self._register(Prompt, fn, replace, options)
-
-    def _register(self, kind, fn, replace, options):
-        """Add ``kind(fn, **options)`` to its registry (no fn: a decorator doing it)."""
-        if fn is None:
-            return lambda fn: self._register(kind, fn, replace, options)
-        item = kind(fn, **options)
-        registry_name = kind.registry_name
-        key = item.uri if kind is Resource else item.name
-        item.order = self.order()
+    def submit(self, fn, *args):
+        """Run ``fn(*args)`` on a worker; False, with nothing queued, when the pool is
+        full. Each job is promised to one thread: an idle one, a new one, or the first
+        to finish its call."""
         with self.lock:
-            registry = getattr(self, registry_name)
-            if key in registry and not replace:
-                raise ValueError(f"{registry_name[:-1]} {key!r} is already registered: "
-                                 "pass replace=True to replace it, or give this one "
-                                 f"another {'URI' if kind is Resource else 'name'}")
-            registry[key] = item
-        self._offered = None
-        self.notify_list_changed(registry_name)
-        return fn
-
-    def completion(self, argument, *, prompt=None, template=None):
-        """Register ``fn(value, arguments) -> [str, ...]`` completing ``argument`` of a
-        prompt or resource template."""
-        if (prompt is None) == (template is None):
-            raise TypeError("completion() takes exactly one of prompt= or template=")
-        if prompt is not None:
-            key = ("ref/prompt", prompt, argument)
-        else:
-            key = ("ref/resource", template, argument)
-
-        def register(fn):
-            self.completers[key] = fn
-            self._offered = None
-            return fn
-        return register
-
-    def remove_tool(self, name):
-        self._remove("tools", name)
-
-    def remove_resource(self, uri):
-        self._remove("resources", uri)
-
-    def remove_prompt(self, name):
-        self._remove("prompts", name)
-
-    def _remove(self, registry_name, key):
-        with self.lock:
-            item = getattr(self, registry_name).pop(key, None)
-        if item is None:
-            raise KeyError(f"no {registry_name[:-1]} {key!r}")
-        self._offered = None
-        self.notify_list_changed(registry_name)
-
-    # -- server-initiated notifications ------------------------------------------------
-    def notify_list_changed(self, kind):
-        """Tell the clients that asked (handshake-era sessions offered ``listChanged``,
-        2026-07-28 listen streams) that the tools, resources or prompts changed."""
-        method = f"notifications/{kind}/list_changed"
-        flag = f"{kind}ListChanged"
-        for session in list(self.sessions):
-            if session.capabilities.get(kind, {}).get("listChanged"):
-                session.notify(method)
-            if session.listens:
-                session.publish(method, lambda honoured: honoured.get(flag))
-
-    def notify_resource_updated(self, uri):
-        """Tell the clients subscribed to ``uri`` (or, on a listen stream, to a URI
-        containing it) that it changed. Tools call it: a few lookups per listen."""
-        parents = _parents(uri)
-        method = "notifications/resources/updated"
-
-        def covers(honoured, principal):
-            if uri in honoured.uris:
-                return True
-            if honoured.parents.isdisjoint(parents):
+            if self.outstanding >= self.limit:
                 return False
-            return self.may_subscribe(principal, uri)
-        for session in list(self.sessions):
-            if uri in session.subscriptions:
-                session.notify(method, {"uri": uri})
-            if session.listens:
-                wanted = functools.partial(covers, principal=session.principal)
-                session.publish(method, wanted, {"uri": uri})
-
-    def may_subscribe(self, principal, uri):
-        """Whether can_subscribe lets ``principal`` hear of changes to ``uri``. A hook
-        that fails says no; its log names the error's type, never the URI."""
-        if self.can_subscribe is None:
-            return True
-        try:
-            return bool(self.can_subscribe(principal, uri))
-        except Exception:
-            log.error("the can_subscribe hook failed (%s)", sys.exc_info()[0].__name__)
-            return False
-
-    # -- what the server says about itself ---------------------------------------------
-    def capabilities(self):
-        """The capabilities, from what is registered. Changes are offered only by a
-        server that can deliver them: one process (``http_sessions=True``)."""
-        caps = {"logging": {}}
-        changes = {"listChanged": True} if self.http_sessions else {}
-        if self.tools:
-            caps["tools"] = dict(changes)
-        if self.resources:
-            caps["resources"] = {"subscribe": True, **changes} if changes else {}
-        if self.prompts:
-            caps["prompts"] = dict(changes)
-        if self.completers:
-            caps["completions"] = {}
-        return caps
-
-    def offered(self):
-        """capabilities(), cached until a registration changes it (for 2026-07-28)."""
-        offered = self._offered
-        if offered is None:
-            with self.lock:               # registrations change the registries under it
-                offered = self._offered = self.capabilities()
-        return offered
-
-    def server_info(self, version):
-        info = {"name": self.name, "version": self.version}
-        _add_optional(info, "title", self.title, version, V2025_06)
-        _add_optional(info, "description", self.description, version, V2025_11)
-        _add_optional(info, "icons", self.icons, version, V2025_11)
-        _add_optional(info, "websiteUrl", self.website_url, version, V2025_11)
-        return info
-
-    # -- built-in handlers: lifecycle --------------------------------------------------
-    def initialize(self, ctx, params):
-        session = ctx.session
-        if session.version is not None:
-            raise JSONRPCError(INVALID_REQUEST, "Already initialized: initialize may "
-                                                "be sent only once per connection")
-        requested = _require(params, "protocolVersion", str, "initialize")
-        # Echo a version we speak, else counter-offer our latest (the spec: no error).
-        version = requested
-        if requested not in PROTOCOL_VERSIONS:
-            version = LATEST_PROTOCOL_VERSION
-        info, caps = params.get("clientInfo"), params.get("capabilities")
-        session.client_info = info if isinstance(info, dict) else {}
-        session.client_capabilities = caps if isinstance(caps, dict) else {}
-        offered = self.capabilities()
-        declared = dict(offered)
-        if version < V2025_03:
-            declared.pop("completions", None)     # no such flag in 2024-11-05
-        result = {"protocolVersion": version, "capabilities": declared,
-                  "serverInfo": self.server_info(version)}
-        if self.instructions:
-            result["instructions"] = self.instructions
-        # Changes (list_changed, log messages) reach the session from the moment this
-        # response is written, under its write lock (Session.run_call): none goes out
-        # ahead of it. One made before is not lost: the next tools/list shows it.
-        def negotiated():
-            session.capabilities, session.version = offered, version
-        ctx._with_response = negotiated
-        return result
-
-    def ping(self, ctx, params):
-        return {}
-
-    def on_initialized(self, ctx, params):
-        ctx.session.initialized = True
-
-    def on_cancelled(self, ctx, params):
-        ctx.session.cancel(params.get("requestId"), params.get("reason"))
-
-    def on_roots_list_changed(self, ctx, params):
-        ctx.session.roots = None                  # the next ctx.list_roots() asks again
-        ctx.session.roots_generation += 1
-        self.roots_changed(ctx.session)
-
-    def roots_changed(self, session):
-        """Hook: the client's roots changed (override to react)."""
-
-    # -- built-in handlers: the 2026-07-28 era -----------------------------------------
-    def discover(self, ctx, params):
-        """server/discover: what initialize would tell (serverInfo is in _meta)."""
-        capabilities = {kind: dict(c) for kind, c in self.offered().items()}
-        result = {"supportedVersions": list(MODERN_PROTOCOL_VERSIONS),
-                  "capabilities": capabilities}
-        if self.instructions:
-            result["instructions"] = self.instructions
-        return result
-
-    def listen(self, ctx, params):
-        """subscriptions/listen: changes on a stream open until the client cancels it;
-        no response, no thread held."""
-        wanted = _require(params, "notifications", dict, "subscriptions/listen")
-        offered = self.offered()
-        if not any(kind.get("listChanged") or kind.get("subscribe")
-                   for kind in offered.values()):
-            raise JSONRPCError(METHOD_NOT_FOUND, "Method not found: "
-                               "subscriptions/listen (this server sends no change "
-                               "notifications)")
-        honoured = {f"{kind}ListChanged": True
-                    for kind in ("tools", "prompts", "resources")
-                    if wanted.get(f"{kind}ListChanged") is True
-                    and offered.get(kind, {}).get("listChanged")}
-        uris = wanted.get("resourceSubscriptions")
-        if uris is not None:
-            if isinstance(uris, list) and len(uris) > self.max_subscriptions:
-                raise JSONRPCError(INVALID_PARAMS, f"subscriptions/listen: {len(uris)} "
-                                   "resourceSubscriptions are more than this server "
-                                   f"takes in one listen ({self.max_subscriptions}, "
-                                   "max_subscriptions); a URI covers the resources "
-                                   "under it")
-            if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
-                raise JSONRPCError(INVALID_PARAMS, "subscriptions/listen: notifications"
-                                   ".resourceSubscriptions must be a list of URIs")
-            if offered.get("resources", {}).get("subscribe"):
-                # A part refused is left out of the acknowledgement (the spec's way).
-                honoured["resourceSubscriptions"] = [
-                    uri for uri in dict.fromkeys(uris)
-                    if self.may_subscribe(ctx.principal, uri)]
-        ctx.session.listen(ctx.request_id, honoured)
-        return NO_RESPONSE
-
-    def run_stateless(self, ctx, handler):
-        """Run a handler for a 2026-07-28 request and return its response frame (None
-        for none); docs/reference.md, "The handlers dict", says what it adds."""
-        params = ctx.params
-        try:
-            if "requestState" in params:
-                ctx.answers = self.read_answers(ctx.method, params, ctx.principal)
-            elif isinstance(params.get("inputResponses"), dict):
-                # Answers without a state: a client may answer a question before it is
-                # asked; those the handler asks in this run are taken (and checked).
-                ctx.answers = {key: [None, answer]
-                               for key, answer in params["inputResponses"].items()}
-            elif params.get("inputResponses") is not None:
-                raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses "
-                                                   "must be an object")
-            result = _call_handler(handler, ctx)
-        except InputRequired as unanswered:
-            result = self.input_required(ctx, unanswered)
-        except CapabilityError as e:
-            raise JSONRPCError(MISSING_CAPABILITY, f"Missing client capability: {e}",
-                               {"requiredCapabilities": e.required}) from None
-        if result is NO_RESPONSE:
-            return None
-        if self._info_meta is None:
-            info = {SERVER_INFO_KEY: self.server_info(V2026_07)}
-            self._info_meta = (info, b',"_meta":' + encode_message(info) + b"}}")
-        info, tail = self._info_meta
-        if (type(result) is dict and result and "resultType" not in result
-                and "_meta" not in result and ctx.method not in CACHEABLE_METHODS):
-            # The usual result (a tool's) ends the same way every time: those bytes are
-            # encoded once, which saves a third of the encoding of a small result.
-            frame = encode_message(
-                {"jsonrpc": "2.0", "id": ctx.request_id, "result": result})
-            return frame[:-2] + b',"resultType":"complete"' + tail
-        result = dict(result)                 # the handler's own dict stays as it was
-        kind = result.setdefault("resultType", "complete")
-        if kind == "input_required" and ctx.method not in INPUT_METHODS:
-            raise JSONRPCError(INTERNAL_ERROR, f"Internal error: {ctx.method} answered "
-                                               "input_required, which only tools/call, "
-                                               "prompts/get and resources/read may")
-        if kind == "complete" and ctx.method in CACHEABLE_METHODS:
-            result.setdefault("ttlMs", self.cache_ttl_ms)
-            result.setdefault("cacheScope", self.cache_scope)
-        result["_meta"] = {**(result.get("_meta") or {}), **info}
-        return encode_message(
-            {"jsonrpc": "2.0", "id": ctx.request_id, "result": result})
-
-    def read_answers(self, method, params, principal=None):
-        """The answers a retry brings: earlier rounds' in its signed requestState
-        (-32602 if forged, altered, expired or another call's), this round's in
-        inputResponses."""
-        token = params.get("requestState")
-        responses = params.get("inputResponses")
-        if not isinstance(token, str):
-            raise _invalid_state("it must be the string the server sent")
-        state = self.request_state.open(token)
-        if state.get("call") != self.call_digest(method, params, principal):
-            raise _invalid_state(
-                "it was issued for another call (method, name or arguments)")
-        if responses is not None and not isinstance(responses, dict):
-            raise JSONRPCError(INVALID_PARAMS,
-                               "Invalid params: inputResponses must be an object")
-        answers = state.get("answers", {})
-        for key, (digest, method_asked) in state.get("asked", {}).items():
-            if responses and key in responses:
-                answer = _check_answer(key, method_asked, responses[key])
-                answers[key] = [digest, answer]
-        return answers
-
-    def call_digest(self, method, params, principal):
-        """What a requestState is bound to: server, method, target, arguments, user."""
-        target = params.get("uri" if method == "resources/read" else "name")
-        try:
-            return _digest([self.name, method, target, params.get("arguments"),
-                            _principal_id(principal)])
-        except (RecursionError, ValueError) as e:  # nested deeper than json.dumps goes
-            raise JSONRPCError(INVALID_PARAMS, "Invalid params: arguments cannot be "
-                               f"read back ({type(e).__name__})") from None
-
-    def input_required(self, ctx, unanswered):
-        """The result asking the questions, with the answers so far in requestState."""
-        questions = unanswered.questions
-        if ctx.method not in INPUT_METHODS:
-            raise JSONRPCError(INTERNAL_ERROR, f"Internal error: {ctx.method} cannot "
-                               f"ask the client for input ({', '.join(questions)}); "
-                               f"only {', '.join(sorted(INPUT_METHODS))} can")
-        asked = {key: [digest, request["method"]]
-                 for key, (request, digest) in questions.items()}
-        state = {"call": self.call_digest(ctx.method, ctx.params, ctx.principal),
-                 "answers": ctx.answers or {}, "asked": asked}
-        try:
-            sealed = self.request_state.seal(state)
-        except RecursionError:    # the client's answers, read by json, nest deeper
-            raise JSONRPCError(INVALID_PARAMS, "Invalid params: the answers in "
-                                               "inputResponses are nested too deeply "
-                                               "to carry") from None
-        requests = {key: request for key, (request, _) in questions.items()}
-        return {"resultType": "input_required", "inputRequests": requests,
-                "requestState": sealed}
-
-    # -- built-in handlers: lists (with cursor pagination) -----------------------------
-    def paginate(self, ctx, params, items, key):
-        """One page of ``items`` in registration order. The cursor names the last item
-        shown: items added or removed between pages make none repeat or go missing."""
-        cursor = params.get("cursor")
-        after = 0 if cursor is None else _cursor_position(cursor)
-        entries = sorted((i for i in items if i.order > after), key=lambda i: i.order)
-        page = entries if self.page_size is None else entries[:self.page_size]
-        result = {key: [i.describe(ctx.protocol_version) for i in page]}
-        if len(page) < len(entries):
-            result["nextCursor"] = b64encode(b"after:%d" % page[-1].order)
-        return result
-
-    def list_tools(self, ctx, params):
-        return self.paginate(ctx, params, list(self.tools.values()), "tools")
-
-    def list_resources(self, ctx, params):
-        resources = [r for r in list(self.resources.values()) if not r.is_template]
-        return self.paginate(ctx, params, resources, "resources")
-
-    def list_resource_templates(self, ctx, params):
-        templates = [r for r in list(self.resources.values()) if r.is_template]
-        return self.paginate(ctx, params, templates, "resourceTemplates")
-
-    def list_prompts(self, ctx, params):
-        return self.paginate(ctx, params, list(self.prompts.values()), "prompts")
-
-    # -- built-in handlers: tools, resources, prompts ----------------------------------
-    def call_tool(self, ctx, params):
-        tool = _named(self.tools, "tool", params, "tools/call")
-        return tool.call(ctx, _arguments(params, "tools/call"))
-
-    def find_resource(self, uri):
-        """The resource serving ``uri`` and its template variables, or (None, None)."""
-        exact = self.resources.get(uri)
-        if exact is not None and not exact.is_template:
-            return exact, {}
-        for resource in sorted(list(self.resources.values()), key=lambda r: r.order):
-            variables = resource.match(uri)
-            if variables is not None:
-                return resource, variables
-        return None, None
-
-    def read_resource(self, ctx, params):
-        uri = _require(params, "uri", str, "resources/read")
-        resource, variables = self.find_resource(uri)
-        try:
-            if resource is None:
-                raise ResourceNotFound(uri)
-            result = {"contents": resource.read(ctx, uri, variables)}
-        except (ResourceNotFound, FileNotFoundError):
-            # 2026-07-28 has no code of its own for it; data.uri has the URI in full
-            code = INVALID_PARAMS if ctx.stateless else RESOURCE_NOT_FOUND
-            shown = uri if len(uri) <= 200 else uri[:199] + "…"
-            raise JSONRPCError(code, f"Resource not found: {shown}",
-                               {"uri": uri}) from None
-        if ctx.stateless:
-            _add_optional(result, "ttlMs", resource.ttl_ms)
-            _add_optional(result, "cacheScope", resource.cache_scope)
-        return result
-
-    def subscribe(self, ctx, params):
-        if not ctx.session.capabilities["resources"].get("subscribe"):
-            raise JSONRPCError(METHOD_NOT_FOUND, "Method not found: "
-                               "resources/subscribe (this server offers no "
-                               "subscriptions)")
-        uri = _require(params, "uri", str, "resources/subscribe")
-        subscriptions = ctx.session.subscriptions
-        if uri not in subscriptions:
-            if len(subscriptions) >= self.max_subscriptions:
-                raise JSONRPCError(INVALID_PARAMS, "resources/subscribe: this session "
-                                   f"has {len(subscriptions)} subscriptions, the most "
-                                   "this server keeps (max_subscriptions); unsubscribe "
-                                   "from one first")
-            if not self.may_subscribe(ctx.principal, uri):
-                raise JSONRPCError(INVALID_PARAMS, "resources/subscribe: subscribing "
-                                   f"to {_preview(uri)} is not allowed")
-        subscriptions.add(uri)
-        return {}
-
-    def unsubscribe(self, ctx, params):
-        uri = _require(params, "uri", str, "resources/unsubscribe")
-        ctx.session.subscriptions.discard(uri)
-        return {}
-
-    def get_prompt(self, ctx, params):
-        prompt = _named(self.prompts, "prompt", params, "prompts/get")
-        return prompt.get(ctx, _arguments(params, "prompts/get"))
-
-    def complete(self, ctx, params):
-        ref = _require(params, "ref", dict, "completion/complete")
-        argument = _require(params, "argument", dict, "completion/complete")
-        kind, name = ref.get("type"), argument.get("name")
-        if kind == "ref/prompt":
-            key = ref.get("name")
-            registry, what = self.prompts, "prompt"
-        else:
-            key = ref.get("uri")
-            registry, what = self.resources, "resource template"
-        if (kind not in ("ref/prompt", "ref/resource") or not isinstance(key, str)
-                or not isinstance(name, str)):
-            raise JSONRPCError(INVALID_PARAMS, 'completion/complete needs ref {"type": '
-                               '"ref/prompt", "name"} or {"type": "ref/resource", '
-                               '"uri"}, and argument.name')
-        if key not in registry:
-            raise JSONRPCError(INVALID_PARAMS, f"Unknown {what}: {key!r}"
-                               + _did_you_mean(key, registry))
-        value = argument.get("value", "")
-        context = params.get("context")
-        known = context.get("arguments") if isinstance(context, dict) else None
-        if not isinstance(value, str) or (
-                known is not None and not isinstance(known, dict)):
-            raise JSONRPCError(INVALID_PARAMS, "completion/complete: argument.value "
-                               "must be a string, and context.arguments an object")
-        completer = self.completers.get((kind, key, name))
-        values = []
-        if completer is not None:
-            values = completer(value, known or {})
-            if hasattr(values, "__await__"):          # an async def completer
-                values = _run_coroutine(values, ctx)
-            values = [str(v) for v in values]
-        return {"completion": {"values": values[:100], "total": len(values),
-                               "hasMore": len(values) > 100}}
-
-    def set_logging_level(self, ctx, params):
-        level = params.get("level")
-        if level not in LOG_LEVELS:
-            raise JSONRPCError(INVALID_PARAMS, f"Invalid log level {level!r}: use one "
-                                               f"of {', '.join(LOG_LEVELS)}")
-        ctx.session.log_level = level
-        return {}
-
-    #: Seconds before a request tries again a lifespan that failed to start.
-    lifespan_retry = 5.0
-
-    # -- serving -----------------------------------------------------------------------
-    def prepare(self):
-        """Start what serving needs, once: the worker pool."""
-        with self.lock:
-            if self.pool is None:
-                self.pool = WorkerPool(self.max_workers, self.max_queue)
-
-    def wsgi(self, environ, start_response):
-        """The WSGI application serving Streamable HTTP at ``http_path`` (the server is
-        one too: ``gunicorn app:server``)."""
-        endpoint = self._http
-        if endpoint is None:
-            endpoint = self.start_http(environ.get("SERVER_SOFTWARE", ""))
-        return endpoint(environ, start_response)
-
-    __call__ = wsgi
-
-    def start_http(self, engine="mcp_min"):
-        """Enter the lifespan and make the HTTP endpoint, once per process (a lifespan
-        that fails is tried again at most every ``lifespan_retry`` seconds)."""
-        global _tune_allocator
-        with Server._http_start_lock:
-            if isinstance(self._http, HttpEndpoint):
-                return self._http
-            if isinstance(self._http, _LifespanFailed) and not self._http.due():
-                return self._http
-            self.prepare()
-            # SERVER_SOFTWARE says "gunicorn/27.0.1" in gunicorn, "Granian" in granian
-            if engine.lower().startswith(("gunicorn/", "granian")):
-                _tune_allocator = True        # a worker process serves this app alone
-            try:
-                self._enter_lifespan()
-            except Exception as e:
-                _log_failure("the lifespan", e)
-                self._http = _LifespanFailed(e, self.lifespan_retry)
-                return self._http
-            self._http = HttpEndpoint(self)
-            _at_process_exit(self.stop_http)
-            alone = engine == "mcp_min"   # run_http: one process, whatever it shares
-            if not (alone or self.http_sessions or self.request_state.shared):
-                log.warning("requestState is signed with a key of this process alone: "
-                            "give every worker the same MCP_MIN_STATE_KEY, or a retry "
-                            "that reaches another worker is refused")
-            return self._http
-
-    def stop_http(self, httpd=None):
-        """The end of serving HTTP in this process: the calls still running are
-        cancelled, then the lifespan closes. Once: later calls do nothing."""
-        with Server._http_start_lock:
-            endpoint, self._http = self._http, None
-        if not isinstance(endpoint, HttpEndpoint):
-            return
-        # An engine may signal its worker twice (Ctrl+C reaches the process group, and
-        # the master passes it on): a second one must not cut the lifespan's exit short.
-        ignored = _ignore_stop_signals()
-        try:
-            self._cancel_http_calls(httpd)
-            self._exit_lifespan()
-        finally:
-            _restore_signals(ignored)
-
-    def run_http(self, address="127.0.0.1:8000"):
-        """Serve ``wsgi`` on wsgiref at "HOST:PORT" until Ctrl+C or SIGTERM; returns the
-        exit code (0, or 130 after Ctrl+C)."""
-        global _tune_allocator
-        _tune_allocator = True        # the process is the server's (see claim_stdio)
-        host, port = _parse_address(address)
-        httpd = make_http_server(self.wsgi, host, port, self.idle_timeout,
-                                 self.max_connections,
-                                 min(self.max_body_bytes, self.max_line_bytes))
-        started = self.start_http()           # the lifespan, before a request is taken
-        if isinstance(started, _LifespanFailed):
-            httpd.server_close()
-            self._http = None
-            raise SystemExit(f"mcp_min: cannot serve {self.name}: its lifespan failed: "
-                             f"{started.summary}")
-        shown = f"[{host}]" if ":" in host else host
-        if not _is_loopback(host) and self.auth is None and self.allowed_hosts is None:
-            log.warning("listening on %s, which other machines can reach, with no "
-                        "auth: anyone who can reach it by its IP address can call this "
-                        "server's tools and read its resources; set Server(auth=...) "
-                        "to require a bearer token, and Server(allowed_hosts=[...]) to "
-                        "the names clients use (bind 127.0.0.1 to serve this machine "
-                        "alone)", shown)
-        import signal
-        saved = {}
-        code = 0
-        try:
-            # Our handlers are in before the line saying "serving".
-            saved = _take_stop_signals(httpd.stop)
-            print(f"mcp_min: serving {self.name} on http://{shown}:{httpd.server_port}"
-                  f"{self.http_path}", file=sys.stderr, flush=True)
-            httpd.serve_forever()
-        except KeyboardInterrupt:             # ours (stop), or Python's own for Ctrl+C
-            if httpd.stop_signal in (None, signal.SIGINT):
-                code = 130
-        finally:
-            httpd.server_close()
-            httpd.drain(self.grace_period, self._http)
-            self.stop_http(httpd)
-            _restore_signals(saved)
-        return code
-
-    def _cancel_http_calls(self, httpd):
-        """Cancel the calls still running, and give them ``cancel_timeout`` seconds to
-        return and (with ``httpd``) their replies to be written."""
-        busy = [s for s in list(self.http_sessions_alive) if s.running]
-        alone = self.calls_alone              # (HttpEndpoint.needs_no_session)
-        if not busy and not alone:
-            return
-        for session in busy:
-            for request_id in list(session.running):
-                session.cancel(request_id, "the server is shutting down", stopping=True)
-        for ctx in list(alone):               # as Session.cancel cancels them
-            ctx.cancelled = ctx.stopped = True
-            if ctx._on_cancel is not None:
-                ctx._on_cancel()
-        deadline = time.monotonic() + self.cancel_timeout
-        while time.monotonic() < deadline and (
-                (httpd is not None and httpd.serving)
-                or any(session.running for session in busy) or alone):
-            time.sleep(0.01)
-        left = sum(len(session.running) for session in busy) + len(alone)
-        if left:
-            log.warning("exiting with %d call(s) unfinished: still running %.1f s "
-                        "after they were cancelled", left, self.cancel_timeout)
-
-    def run(self, trace=None, http=None):
-        """Serve stdin/stdout until end of input, SIGTERM or Ctrl+C, then exit
-        (SystemExit: catching it gives back the signal handlers)."""
-        if http is not None:
-            sys.exit(self.run_http(http))
-        if trace is None:
-            trace = os.environ.get("MCP_MIN_TRACE", "") not in ("", "0")
-        read_fd, write_fd = claim_stdio()
-        _catch_stop_signals(self.grace_period, write_fd)
-        code = 0
-        try:
-            if trace:
-                trace = FramePrinter({"in": "C->S", "out": "S->C"}, sys.stderr)
-            self.serve_connection(read_fd, write_fd, trace=trace)
-        except _Stop:
-            pass
-        except KeyboardInterrupt:
-            code = 130
-        finally:
-            first, saved = _end_stop_signals()
-        if first == 2:                    # SIGINT: exit as an interrupted program does
-            code = 130
-        raise _Exit(code, saved)
-
-    def serve_connection(self, read_fd=0, write_fd=1, trace=None):
-        """Serve one connection on a pair of file descriptors until its input ends."""
-        self.prepare()
-        session = Session(self, write_fd, trace)
-        rfile = open(read_fd, "rb", buffering=1 << 16, closefd=False)
-        self._enter_lifespan()
-        self.sessions.add(session)
-        try:
-            session.serve(rfile)
-        finally:
-            held = _hold_signals()    # a signal now waits for the shutdown to finish
-            try:
-                self.sessions.discard(session)
-                self._exit_lifespan()
-                session.close_wire()
-            finally:
-                _release_signals(held)
-        return session
-
-    def _enter_lifespan(self):
-        """The first connection enters the lifespan and starts forwarding logging."""
-        with self._lifespan_lock:
-            self._lifespan_users += 1
-            if self._lifespan_users > 1:
-                return
-            _forward_logging(self, True)
-            try:
-                if self.lifespan is not None:
-                    self.lifespan_value, self._lifespan_exit = _open_lifespan(
-                        self.lifespan(self))
-            except BaseException:
-                # Not entered: the next connection tries again.
-                self._lifespan_users -= 1
-                _forward_logging(self, False)
-                raise
-
-    def _exit_lifespan(self):
-        # A connection starting now waits for the exit.
-        with self._lifespan_lock:
-            self._lifespan_users -= 1
-            if self._lifespan_users:
-                return
-            _forward_logging(self, False)
-            if self.lifespan is not None:
-                leave = self._lifespan_exit
-                self._lifespan_exit = self.lifespan_value = None
-                leave()
-
-
-class _Honoured(dict):
-    """What a listen was acknowledged (this dict, as sent), with its
-    resourceSubscriptions as sets too: the URIs, and the same without a trailing "/"."""
-
-    def __init__(self, honoured):
-        super().__init__(honoured)
-        uris = honoured.get("resourceSubscriptions", ())
-        self.uris = set(uris)
-        self.parents = {uri.rstrip("/") for uri in uris}
-
-
-def _parents(uri):
-    """The beginnings of ``uri`` that end just before a "/": the subscriptions (without
-    a trailing "/") that cover it."""
-    found, at = set(), uri.find("/")
-    while at >= 0:
-        found.add(uri[:at])
-        at = uri.find("/", at + 1)
-    return found
-
-
-def _cache_hints(ttl_ms, scope, owner, required=False):
-    """Check a ttlMs and cacheScope setting and return them. None: not set (a
-    resource's); the server's own are ``required``."""
-    if (ttl_ms is not None or required) and (type(ttl_ms) is not int or ttl_ms < 0):
-        raise ValueError(f"{owner}: cache_ttl_ms must be a whole number of "
-                         "milliseconds >= 0")
-    if scope not in ("public", "private") and (scope is not None or required):
-        raise ValueError(f'{owner}: cache_scope must be "public" or "private"')
-    return ttl_ms, scope
-
-
-def _cursor_position(cursor):
-    try:
-        raw = b64decode(cursor)
-        if raw.startswith(b"after:"):
-            return int(raw[6:])
-    except (ValueError, AttributeError, TypeError):   # binascii.Error is a ValueError
-        pass
-    raise JSONRPCError(INVALID_PARAMS, f"Invalid cursor: {_preview(cursor)} is not a "
-                                       "nextCursor from this server")
-
-
-# ======================================================================================
-# Session: one connection and its reader loop
-# ======================================================================================
-
-def _answer_batch(peer, items, outlet):
-    """Handle a batch's members (protocol 2025-03-26) each as if alone; the answers go
-    back through ``outlet`` as one array (Batch)."""
-    if not items:
-        return outlet.respond(error_frame(None, INVALID_REQUEST,
-                                          "Invalid Request: empty batch"))
-    batch = Batch(outlet, len(items))
-    for item in items:
-        if isinstance(item, list):            # no batches inside batches
-            batch.respond(error_frame(None, INVALID_REQUEST,
-                                      "Invalid Request: a batch inside a batch"))
-        else:
-            peer.handle_message(item, batch)
-
-
-def _call_handler(handler, ctx):
-    """handler(ctx, params), run to completion if it is a coroutine function."""
-    result = handler(ctx, ctx.params)
-    if hasattr(result, "__await__"):
-        result = _run_coroutine(result, ctx)
-    if not isinstance(result, dict) and result is not NO_RESPONSE:
-        raise TypeError(f"{ctx.method} returned {_preview(result)}: a result must be "
-                        "an object")
-    return result
-
-
-def _response_frame(ctx, handler):
-    """Run a handler; its response, encoded: its result, or the error it raised."""
-    rid = ctx.request_id
-    try:
-        ctx.check_cancelled()             # cancelled while it waited for a thread
-        if ctx.stateless:
-            return ctx.server.run_stateless(ctx, handler)
-        result = _call_handler(handler, ctx)
-        return encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
-    except Cancelled as e:        # silent (run_call) only if the client cancelled it
-        return error_frame(rid, INTERNAL_ERROR, f"Cancelled: {e}")
-    except JSONRPCError as e:
-        code = e.code
-        # 2026-07-28 reserves -32020...-32099, and gives servers three codes of it.
-        if ctx.stateless and -32099 <= code <= -32020 and code not in (
-                HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION):
-            code = INTERNAL_ERROR
-        return error_frame(rid, code, e.message, e.data)
-    except CapabilityError as e:  # the client's doing, not a fault of the server
-        return error_frame(rid, INVALID_REQUEST, f"Invalid Request: {e}",
-                           {"requiredCapabilities": e.required})
-    except BaseException as e:    # SystemExit and KeyboardInterrupt too
-        _log_failure(ctx.method, e)
-        return error_frame(rid, INTERNAL_ERROR,
-                           f"Internal error: {type(e).__name__}: {e}")
-
-
-class Session(Peer):
-    """The server's end of one connection: negotiated state, requests in flight, the
-    client's subscriptions, and the reader loop that feeds handlers."""
-
-    no_requests = None              # why it can send no request to the client, if so
-
-    #: Seconds the reader may wait to write a reply before another thread reads on.
-    write_stall = 0.05
-
-    # What initialize and later requests set on the instance.
-    version = None                  # negotiated by initialize
-    initialized = False             # notifications/initialized arrived
-    log_level = "info"              # until logging/setLevel
-    roots = None                    # cached roots/list result,
-    roots_generation = 0            # and which list_changed it follows
-    deadline = None                 # end of the grace period, once input ended
-    principal = None                # who the transport says the client is
-
-    def __init__(self, server, write_fd, trace=None):
-        # run_call() holds the write lock around a response that sends a frame first
-        super().__init__(write_fd, trace, threading.RLock())
-        self.server = server
-        self.client_info = {}
-        self.client_capabilities = {}
-        self.capabilities = {}              # what initialize offered this client
-        self.subscriptions = set()
-        self.running = {}                   # request id -> Context
-        self.listens = {}                   # open subscriptions/listen's id -> filter
-        self.lock = threading.Lock()        # guards running; orders progress, replies
-        if write_fd is not None:    # it reads its input itself (HTTP's are handed it)
-            self.looked = _thread.allocate_lock()   # released after a look (run_here)
-            self.looked.acquire()
-            self.input_over = threading.Event()     # set by the thread that read it all
-
-    # The reader's state, set on the instance as it changes.
-    running_here = None             # the call running on the reader (run_here)
-    calls_here = 0                  # how many have
-    watching = False                # a watch_reader thread is looking at them
-    watcher = None                  # the lock it parks on between calls
-    look_due = float("inf")         # when that thread will want the GIL to look
-    stopping = False                # a stop signal came: read no further
-    read_error = None               # what stopped the reading, if not end of input
-
-    # -- the loop ----------------------------------------------------------------------
-    def serve(self, rfile):
-        """Read the connection on a thread of its own, which may run calls (run_here),
-        while this thread waits for the end of input: so a stop signal, which Python
-        delivers to the main thread, interrupts a wait and never a call."""
-        self.max_line_bytes = self.server.max_line_bytes
-        self.lines = read_lines(rfile, self.max_line_bytes)
-        try:
-            _start_thread(self.read_to_end)
-            while not self.input_over.wait(0.5):      # a timeout: Ctrl+C on Windows
-                pass
-            if self.read_error is not None:
-                raise self.read_error
-        finally:
-            if not self.input_over.is_set():
-                # A stop signal: as at end of input, no request is read after it (but
-                # the one being read).
-                with self.lock:
-                    self.stopping, self.reader_ident = True, None
-                for frame in self.end_listens():
-                    self.send_frame(frame)
-            self.drain()
-
-    def read_to_end(self):
-        """The reader thread (or a watcher that took over): tells serve() it ended."""
-        try:
-            ended = self.keep_reading()
-        except BaseException as e:
-            self.read_error, ended = e, True
-        if ended:
-            self.input_over.set()
-            with self.lock:                   # a parked watcher ends with the input
-                parked = None if self.watching else self.watcher
-                self.watching = True
-            if parked is not None:
-                parked.release()
-
-    # -- dispatch ----------------------------------------------------------------------
-    def handle_batch(self, items, outlet):
-        if self.version != V2025_03:      # batches exist in protocol 2025-03-26 only
-            version = self.version or "none (not initialized)"
-            return self.reply_error(None, INVALID_REQUEST, "Invalid Request: batches "
-                                    f"are not part of protocol version {version}; send "
-                                    "one message at a time", outlet)
-        _answer_batch(self, items, outlet)
-
-    def handle_request(self, message, outlet, stateless=None):
-        """Answer a request, in the era its params say (``stateless``: the transport has
-        decided, as HTTP does from its MCP-Protocol-Version header)."""
-        rid, method = message["id"], message["method"]
-        params = message.get("params") or {}
-        if method.startswith("notifications/"):
-            return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: {method} "
-                                    "is a notification; send it without an id", outlet)
-        meta = params.get("_meta")
-        if stateless or (stateless is None and is_stateless(method, meta)):
-            return self.handle_stateless(rid, method, params, meta, outlet)
-        try:
-            handler = self.handler_for(method)
-            if method == "initialize" and isinstance(outlet, Batch):
-                raise JSONRPCError(INVALID_REQUEST,
-                                   "initialize must not be part of a batch")
-        except JSONRPCError as e:
-            return self.reply_error(rid, e.code, e.message, outlet, e.data)
-        self.start(rid, method, params, handler, outlet)
-
-    def handle_stateless(self, rid, method, params, meta, outlet):
-        """A 2026-07-28 request: all the server knows of the client is in it, checked in
-        the order the spec's errors imply (envelope, version, method)."""
-        try:
-            if isinstance(outlet, Batch):
-                raise JSONRPCError(INVALID_REQUEST, "Invalid Request: 2026-07-28 "
-                                   "requests cannot be part of a batch")
-            envelope = Envelope(meta)
-            handler = self.handler_for(method, stateless=True)
-        except JSONRPCError as e:
-            return self.reply_error(rid, e.code, e.message, outlet, e.data)
-        self.start(rid, method, params, handler, outlet, envelope)
-
-    def handler_for(self, method, stateless=False):
-        """The handler of ``method`` if the request may call it, else a JSONRPCError.
-        Unknown methods are answered (-32601) before initialize too: clients probe."""
-        handler = self.server.handlers.get(method)
-        if handler is None or (stateless and method in HANDSHAKE_ONLY_METHODS):
-            removed = " (not part of protocol 2026-07-28)" if handler else ""
-            raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method}{removed}")
-        if (not stateless and self.version is None
-                and method not in ("initialize", "ping")):
-            raise JSONRPCError(INVALID_REQUEST, "Server not initialized: send "
-                               f"initialize first (got {method} before initialize)")
-        # None for initialize and ping, which come before the capabilities are known.
-        needs = _NEEDS.get(method)
-        if needs:
-            declared = self.server.offered() if stateless else self.capabilities
-            if needs not in declared:
-                raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method} "
-                                   f"(this server declares no {needs} capability)")
-        return handler
-
-    def reply_error(self, rid, code, message, outlet, data=None):
-        outlet.respond(error_frame(rid, code, message, data))
-
-    def start(self, rid, method, params, handler, outlet, envelope=None):
-        """Run a handler for a request: inline if it is quick, else on the pool."""
-        server = self.server
-        with self.lock:
-            earlier = self.running.get(rid)
-            # Answered, the id is free again; an open listen keeps it until cancelled.
-            in_use = rid in self.listens or (earlier is not None and not earlier.done)
-            if not in_use:
-                ctx = Context(self, rid, method, params, envelope, outlet)
-                self.running[rid] = ctx
-        if in_use:
-            return self.reply_error(rid, INVALID_REQUEST, f"Invalid Request: id "
-                                    f"{rid!r} is already in use by a request still in "
-                                    "progress", outlet)
-        if method in server.inline_methods:
-            self.run_call(ctx, handler)
-        elif (not self.run_here(ctx, handler)
-                and not server.pool.submit(self.run_call, ctx, handler)):
-            with self.lock:
-                self.running.pop(rid, None)
-            # 2026-07-28 asks new servers not to use -32000...-32019.
-            code = INTERNAL_ERROR if ctx.stateless else SERVER_BUSY
-            self.reply_error(rid, code, f"Server busy: {server.max_workers} calls "
-                             f"running and {server.max_queue} waiting; try again later",
-                             outlet)
-
-    def run_here(self, ctx, handler):
-        """Run a call on the reader if the pool is idle (waking a worker costs more than
-        a quick call), or return False; never a batch's, the others would wait behind
-        it. Should the call last, a watcher takes the reading over (watch_reader)."""
-        pool = self.server.pool
-        if (self.reader_ident != _thread.get_ident() or isinstance(ctx.outlet, Batch)
-                or not pool.borrow()):
-            return False
-        # Single stores, read by the watcher without the lock (only this thread writes).
-        self.running_here = ctx
-        self.calls_here += 1
-        # The watcher is parked, or not yet started (watch_reader: why the lock will do)
-        if not self.watching:
-            with self.lock:
-                wake, self.watching = not self.watching, True
-            if wake and not _wake_watcher(self, self.watch_reader):
-                with self.lock:               # no thread to spare: the pool runs it
-                    self.running_here, self.watching = None, False
-                pool.give_back()
-                return False
-        try:
-            self.run_call(ctx, handler)
-        finally:
-            self.running_here = None
-            pool.give_back()
-        if time.monotonic() > self.look_due:
-            self.wait_for_look()
-        return True
-
-    def wait_for_look(self):
-        """The watcher is awake and waits for the GIL, which this thread, running call
-        after call, would give up only in its writes, and take back each time before the
-        watcher could: the watcher would be woken in vain hundreds of times, until
-        Python forced a switch after 5 ms. Waiting for its look costs far less."""
-        if not self.looked.acquire(timeout=self.server.pool.blocking_after):
-            # It is late (busy CPUs): don't wait for it again.
-            self.look_due = float("inf")
-
-    def watch_reader(self, parked):
-        """While calls run on the reader, look at them every ``blocking_after`` seconds.
-        A call seen running twice is blocking the reader: this thread then reads on in
-        its place (the reader stops reading when its call returns). After a look that
-        finds no call since the last one, it parks until the next (waking it costs that
-        call less than starting a thread); it ends with the input."""
-        tick = self.server.pool.blocking_after
-        with self.lock:
-            seen, calls = None, self.calls_here
-        stalled = 0                       # looks that found the reader stuck writing
-        while True:
-            # (sleep oversleeps a little)
-            self.look_due = time.monotonic() + tick * 1.1
-            time.sleep(tick)
-            with self.lock:
-                self.look_due = float("inf")
-                if self.looked.locked():      # the reader may wait for this look
-                    self.looked.release()
-                if self.stopping:             # nothing more is read: nothing to watch
-                    self.watching, self.watcher = False, None
-                    return
-                # The reader publishes a call, then reads this flag, without the lock:
-                # so cleared first, either the reader sees it cleared and wakes us, or
-                # we see its call here.
-                self.watching = False
-                call, calls_now = self.running_here, self.calls_here
-                # A write that waits for a slow client holds the reader: that is
-                # backpressure, and reading on would only add calls waiting to write,
-                # each on a thread. One that waits longer than write_stall may be for a
-                # client that has stopped reading: reading on then still sees the end of
-                # its input.
-                stuck = call is not None and call is seen
-                stalled = stalled + 1 if stuck and self.writing else 0
-                if stuck and (stalled == 0 or stalled * tick > self.write_stall):
-                    # The reader, back from its call, stops reading.
-                    self.reader_ident = None
-                    self.watcher = None
-                    break
-                idle = call is None and calls_now == calls
-                if not idle:
-                    self.watching = True
-                elif self.input_over.is_set():
-                    return
-                seen, calls = call, calls_now
-            if idle:
-                parked.acquire()          # until _wake_watcher(), or the end of input
-                if self.input_over.is_set():
-                    return
-                with self.lock:
-                    seen, calls = None, self.calls_here
-        self.read_to_end()
-
-    def claim_reading(self):
-        with self.lock:               # as serve() ends the reading on a stop signal
-            if self.stopping:
-                return False
-            self.reader_ident = _thread.get_ident()
-        return True
-
-    def run_call(self, ctx, handler):
-        """Run one handler (on a worker, or inline); write its response to outlet."""
-        rid = ctx.request_id
-        _current.ctx = ctx
-        try:
-            frame = _response_frame(ctx, handler)
-        finally:
-            _current.ctx = None
-        with self.lock:
-            ctx.done = True
-            if ctx.cancelled and not ctx.stopped:
-                frame = None                  # cancelled by the client: no response
-        try:
-            if ctx._with_response is None:
-                ctx.outlet.respond(frame)
+            self.outstanding += 1
+            start = False
+            if self.idle:
+                self.idle -= 1
+            elif self.threads < self.max_workers:
+                self.threads += 1
+                start = True
             else:
-                with self.write_lock:
-                    ctx._with_response()
-                    ctx.outlet.respond(frame)
-        finally:                      # in flight until written: drain() waits for it
+                self.waiting += 1
+        if start:
+            try:
+                _start_thread(self._work)
+            except RuntimeError:
+                # Out of threads: the ones running take the job when they are done;
+                # with none at all, it is refused, as when the pool is full.
+                with self.lock:
+                    self.threads -= 1
+                    if not self.threads:
+                        self.outstanding -= 1
+                        return False
+                    self.waiting += 1
+                log.error("cannot start a worker thread (%d running)", self.threads)
+        self.jobs.put((fn, args))
+        return True
+
+    def _work(self):
+        jobs = self.jobs
+        while True:
+            fn, args = jobs.get()
+            try:
+                fn(*args)
+            except BaseException as e:
+                _log_failure("a worker job", e)
+            # Don't keep the last call's data alive while idle.
+            fn = args = None
             with self.lock:
-                if self.running.get(rid) is ctx:
-                    del self.running[rid]
+                self.outstanding -= 1
+                if self.waiting:
+                    self.waiting -= 1
+                else:
+                    self.idle += 1
 
-    def handle_notification(self, message):
-        method = message["method"]
-        handler = self.server.handlers.get(method)
-        if handler is None or not method.startswith("notifications/"):
-            return                            # unknown notifications are ignored
-        params = message.get("params") or {}
-        try:
-            handler(Context(self, None, method, params), params)
-        except Exception as e:
-            _log_failure(f"the {method} handler", e)
-
-    def cancel(self, request_id, reason=None, stopping=False):
-        """Cancel a running request, or close the listen stream it opened; unknown,
-        finished and initialize ids are ignored. ``stopping``: the server, shutting
-        down, cancels it (not the client, who then still gets its reply)."""
-        if not valid_id(request_id):
-            return
-        with self.lock:
-            if self.listens.pop(request_id, None) is not None:
-                return
-            ctx = self.running.get(request_id)
-            if ctx is None or ctx.method == "initialize":
-                return
-            ctx.cancelled, ctx.stopped = True, stopping
-        self.cancel_pending(ctx, f"request {request_id!r} was cancelled by the client")
-        on_cancel = ctx._on_cancel            # an async handler's: cancel its coroutine
-        if on_cancel is not None:
-            on_cancel()
-
-    def log(self, level, data, logger=None):
-        """Log to a handshake-era client, at or above its logging/setLevel level."""
-        threshold = self.log_level if self.version else None
-        params = _log_params(level, data, logger, threshold)
-        return params is not None and self.notify("notifications/message", params)
-
-    # -- 2026-07-28 subscriptions: one table entry per open listen, no thread held -----
-    def listen(self, request_id, honoured):
-        # The id is free: start() refuses a request whose id an open listen holds.
-        # Registered and acknowledged under the lock publish() takes for each change:
-        # the acknowledgement comes first, and no change is missed after it.
-        honoured = _Honoured(honoured)
-        with self.lock:
-            self.listens[request_id] = honoured
-            self.notify("notifications/subscriptions/acknowledged",
-                        {"_meta": {SUBSCRIPTION_ID_KEY: request_id},
-                         "notifications": honoured})
-
-    def end_listens(self):
-        """Shutting down: the responses that end the open listens gracefully, which tell
-        a client to listen again (elsewhere) rather than that it lost the stream."""
-        with self.lock:
-            ended, self.listens = list(self.listens), {}
-        info = {SERVER_INFO_KEY: self.server.server_info(V2026_07)}
-        return [encode_message({"jsonrpc": "2.0", "id": rid, "result": {
-            "resultType": "complete", "_meta": {SUBSCRIPTION_ID_KEY: rid, **info}}})
-            for rid in ended]
-
-    def publish(self, method, wanted, params=None):
-        """Send a notification, tagged with the listen's id, on every open listen for
-        which ``wanted(filter)`` holds; under the lock: none follows a cancellation."""
-        for request_id, honoured in list(self.listens.items()):
-            if not wanted(honoured):
-                continue
-            tagged = dict(params or {}, _meta={SUBSCRIPTION_ID_KEY: request_id})
-            with self.lock:
-                if self.listens.get(request_id) is honoured:
-                    self.notify(method, tagged)
-
-    def drain(self):
-        """End of input: fail our own requests; give calls in flight ``grace_period``
-        seconds to reply, then cancel those left and give them ``cancel_timeout`` more:
-        the lifespan closes next, and no call should run on against it untold."""
-        self.fail_pending(ConnectionError("the client closed the connection"))
-        server = self.server
-        # One more signal ends the grace period of the connection run() serves (alone).
-        signals = _StopSignals.of(self.write_fd)
-        self.wait_for_calls(server.grace_period, signals,
-                            lambda: self.running and not self.closed)
-        # (A call whose handler is done is writing its reply: close_wire waits for it.)
-        unfinished = [ctx for ctx in list(self.running.values()) if not ctx.done]
-        if not unfinished:
-            return
-        for ctx in unfinished:
-            self.cancel(ctx.request_id, "the server is shutting down", stopping=True)
-        self.wait_for_calls(server.cancel_timeout, signals, lambda: any(
-            ctx.request_id in self.running for ctx in unfinished))
-        if self.running:
-            log.warning("exiting with %d call(s) unfinished: still running %.1f s "
-                        "after the %.1f s grace period ended and they were cancelled",
-                        len(self.running), server.cancel_timeout, server.grace_period)
-        else:
-            log.warning("%d call(s) still running after the %.1f s grace period were "
-                        "cancelled", len(unfinished), server.grace_period)
-
-    def wait_for_calls(self, seconds, signals, waiting):
-        """Wait while ``waiting()`` holds, for at most ``seconds``, or until a stop
-        signal comes (``signals``: the _StopSignals of the run() serving it, if any)."""
-        deadline = self.deadline = time.monotonic() + seconds
-        count = signals.count if signals is not None else 0
-        while waiting() and time.monotonic() < deadline:
-            if signals is not None and signals.count != count:
-                return
-            time.sleep(0.01)
-
-    def close_wire(self):
-        """Close the wire between frames: a reply being written is finished first
-        (in what is left of the grace period), no later one starts, none is cut."""
-        if self.deadline:
-            left = self.deadline - time.monotonic()
-        else:
-            left = self.server.grace_period
-        got = self.write_lock.acquire(timeout=max(0.0, left))
-        self.closed = True
-        if got:
-            self.write_lock.release()
-
-    def on_closed(self):
-        # stdout is gone: stop reading too. The reader may be blocked in read(): if this
-        # is the connection run() serves on the main thread, a signal interrupts it.
-        signals = _StopSignals.of(self.write_fd)
-        if (signals is not None and signals.saved is not None
-                and self in self.server.sessions
-                and _thread.get_ident() != _MAIN_THREAD):
-            _interrupt_main()
-
-
-# ======================================================================================
-# Scheduling: the worker pool (a first reading can skip this)
-# ======================================================================================
 
 _threads_starting = 0                 # started by _start_thread, not yet running
 _threads_lock = threading.Lock()
@@ -4879,261 +4485,280 @@ def _let_threads_start():
         time.sleep(0.001)
 
 
-def _wake_watcher(owner, watch):
-    """Wake the thread parked on ``owner.watcher``, or start ``watch(lock)`` on a new
-    thread with a held lock as ``owner.watcher`` to park on. False if no thread could be
-    started."""
-    if owner.watcher is not None:
-        owner.watcher.release()
-        return True
-    # Set before the thread runs: should it set None at once (a session's watcher that
-    # takes the reading over does), that must stand.
-    parked = owner.watcher = _thread.allocate_lock()
-    parked.acquire()
-    try:
-        _start_thread(watch, parked)
-    except RuntimeError:
-        owner.watcher = None
-        return False
-    return True
+# ======================================================================================
+# Session: one client, and the way of a request through the server
+# ======================================================================================
 
+class Session(Peer):
+    """What the server knows of one client, and the requests it has in flight: those of
+    a connection over stdio, of a handshake-era session over HTTP (Mcp-Session-Id), or
+    of one 2026-07-28 POST. Every message the client sends comes to Peer.dispatch; a
+    request goes on through
 
-class _Worker:
-    """One pool thread, as the pool sees it (read and written under the pool's lock)."""
-    __slots__ = ("since", "quick", "parked", "wake")
+        handle_request   admit it, then run it at once or on the pool (schedule)
+        admit            the rules of its era and its method (METHODS): its Context
+        run              its handler's response, sent through the request's stream
+        response         the handler run, its result (or error) as its era has it
 
-    def __init__(self):
-        self.since = None         # when its current call started; None: between calls
-        self.quick = False        # its last call took less than ``blocking_after``
-        self.parked = False
-        self.wake = _thread.allocate_lock()
-        self.wake.acquire()       # a parked worker waits for its release
+    ``stream`` takes what belongs to no request: list changes, resource updates."""
 
+    # What initialize and later requests set on the instance: the negotiated version;
+    # notifications/initialized arrived; the level of logging/setLevel; the cached
+    # roots/list result, and which list_changed it follows.
+    version = None
+    initialized = False
+    log_level = "info"
+    roots = None
+    roots_generation = 0
+    # Why it can send no request to the client, if so
+    no_requests = None
 
-class WorkerPool:
-    """Threads for handler work: the reader never waits for the pool (a call past
-    ``max_workers`` busy and ``max_queue`` waiting is refused at once). A caller that
-    ``borrow``s an idle pool's place saves waking a worker (see Session.run_here).
-
-    Quick calls run on one thread, one after the other: another awake thread would fight
-    it for the GIL, and handing the GIL between cores costs more than such a call. More
-    workers are woken (or started) only while calls are queued and every awake one is on
-    a call older than ``blocking_after``, so taken to be blocking: as many as are
-    blocked, then four times as many each round while calls keep blocking (64 blocking
-    calls all run after three rounds). When the GIL is busy the workers may only seem
-    blocked: then one more is woken. While calls are queued, a watcher thread looks
-    again when the youngest call comes of that age, so none waits long behind blocking
-    ones. Threads never delay exit."""
-
-    #: Seconds after which a running call is taken to be blocking (set before the first
-    #: submit).
-    blocking_after = 0.002
-
-    def __init__(self, max_workers, max_queue):
-        self.max_workers = max_workers
-        self.limit = max_workers + max_queue
+    def __init__(self, server, stream=None, principal=None):
+        super().__init__(stream)
+        self.server = server
+        # Who the transport says the client is: over HTTP, the auth hook's answer
+        self.principal = principal
+        self.client_info = {}
+        self.client_capabilities = {}
+        # What initialize offered this client
+        self.capabilities = {}
+        self.subscriptions = set()
+        # The requests running, by id -> Context; the open subscriptions/listen
+        # requests, by id -> what each hears (_Honoured)
+        self.running = {}
+        self.listens = {}
+        # Guards running and listens; orders a request's progress before its response
         self.lock = threading.Lock()
-        self.jobs = deque()
-        self.workers = []         # a _Worker for each thread, parked or not
-        self.parked = []          # those waiting for work, the most recently busy last
-        self.threads = 0          # threads started
-        self.awake = 0            # workers not parked
-        self.outstanding = 0      # calls queued or running
-        self.borrowed = 0         # calls running on their callers' threads
-        self.growth = 1           # to wake per blocked worker; grows while all block
-        self.watching = False     # the watcher is awake and will look at the queue
-        self.watcher = None       # the lock the watcher sleeps on, once it is started
 
-    def submit(self, fn, *args):
-        """Queue ``fn(*args)`` for a worker; False, with nothing queued, when the pool
-        is full."""
-        job = (fn, args)
-        with self.lock:
-            if self.outstanding >= self.limit:
-                return False
-            self.outstanding += 1
-            self.jobs.append(job)
-            starting = ()
-            if not self.awake:
-                starting = self._wake(1)
-            elif not self.watching and (self.parked or self.threads < self.max_workers):
-                starting, again = self._check(time.monotonic(), prompt=False)
-                if again is not None:
-                    self._watch_queue()
-        if starting and not self._start(starting):
+    def handle_request(self, message, stream, stateless=None):
+        """A request: admitted (or answered with the error that says why not), then run
+        where its method runs: a method that runs user code (METHODS' ``threaded``) on
+        the pool, any other at once. ``stateless``: the transport has decided the
+        era, as HTTP does from its MCP-Protocol-Version header."""
+        rid = message["id"]
+        try:
+            ctx = self.admit(message, stream, stateless)
+        except JSONRPCError as e:
+            return stream.respond(error_frame(rid, e.code, e.message, e.data))
+        if not ctx.rules.threaded:
+            return self.run(ctx)
+        if not self.server.schedule(self.run, ctx):
             with self.lock:
-                if not self.threads:      # no worker at all: refuse it, as when full
-                    self.jobs.remove(job)
-                    self.outstanding -= 1
-                    return False
-        return True
+                self.running.pop(rid, None)
+            server = self.server
+            # 2026-07-28 asks new servers not to use -32000...-32019.
+            code = SERVER_BUSY
+            if ctx.stateless:
+                code = INTERNAL_ERROR
+            stream.respond(error_frame(rid, code, f"Server busy: {server.max_workers} "
+                                       f"calls running and {server.max_queue} "
+                                       "waiting; try again later"))
 
-    def borrow(self, only_if_idle=True):
-        """Take one of the ``max_workers`` places for a call the caller runs on its own
-        thread (True), if one is free and no call waits for it; ``only_if_idle``: if no
-        call runs either (the stdio reader must not run a call beside the pool's)."""
+    def admit(self, message, stream, stateless=None):
+        """The Context of a request, registered as running, if its era and METHODS
+        allow it; else JSONRPCError saying why not, checked in the order the spec's
+        errors imply (the envelope, the version, the method). Unknown methods are
+        answered -32601 before initialize too: clients probe."""
+        rid, method = message["id"], message["method"]
+        params = message.get("params") or {}
+        if method.startswith("notifications/"):
+            raise JSONRPCError(INVALID_REQUEST, f"Invalid Request: {method} is a "
+                                                "notification; send it without an id")
+        if stateless is None:
+            stateless = is_stateless(method, params.get("_meta"))
+        era = HANDSHAKE
+        envelope = None
+        if stateless:
+            era = STATELESS
+            if isinstance(stream, Batch):
+                raise JSONRPCError(INVALID_REQUEST, "Invalid Request: 2026-07-28 "
+                                   "requests cannot be part of a batch")
+            envelope = Envelope(params.get("_meta"))
+        elif method == "initialize" and isinstance(stream, Batch):
+            raise JSONRPCError(INVALID_REQUEST,
+                               "initialize must not be part of a batch")
+        rules = METHODS.get(method, CUSTOM_METHOD)
+        handler = self.server.handlers.get(method)
+        if handler is None or rules.era not in (None, era):
+            removed = ""
+            if handler is not None:
+                removed = f" (not part of protocol {V2026_07})"
+                if not stateless:
+                    removed = f" (a method of protocol {V2026_07} only)"
+            raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method}{removed}")
+        if not stateless and self.version is None and not rules.before_initialize:
+            raise JSONRPCError(INVALID_REQUEST, "Server not initialized: send "
+                               f"initialize first (got {method} before initialize)")
+        ctx = Context(self, rid, method, params, stream, envelope)
+        ctx.rules = rules
+        ctx.handler = handler
+        # A method of a capability the server does not offer does not exist for it.
+        if rules.needs:
+            declared = self.capabilities
+            if stateless:
+                declared = self.server.offered()
+            if rules.needs not in declared:
+                raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method} "
+                                   f"(this server declares no {rules.needs} "
+                                   "capability)")
         with self.lock:
-            busy = self.outstanding if only_if_idle else self.jobs
-            if busy or self.awake + self.borrowed >= self.max_workers:
-                return False
-            self.outstanding += 1
-            self.borrowed += 1
-            return True
+            earlier = self.running.get(rid)
+            # Answered, the id is free again; an open listen keeps it until cancelled.
+            if rid in self.listens or (earlier is not None and not earlier.done):
+                raise JSONRPCError(INVALID_REQUEST, f"Invalid Request: id {rid!r} is "
+                                   "already in use by a request still in progress")
+            self.running[rid] = ctx
+        return ctx
 
-    def give_back(self):
-        starting = ()
+    def run(self, ctx):
+        """Run one request (on a worker, or at once) and send its response."""
+        _current.ctx = ctx
+        try:
+            frame = self.response(ctx)
+        finally:
+            _current.ctx = None
         with self.lock:
-            self.outstanding -= 1
-            self.borrowed -= 1
-            if self.jobs and not self.awake:
-                starting = self._wake(1)
-            elif self.jobs and not self.watching:   # a place is free for a queued call
-                self._watch_queue()
-        if starting:
-            self._start(starting)
-
-    # -- under the lock ----------------------------------------------------------------
-    def _check(self, now, prompt):
-        """Wake workers if every awake one is blocked while calls are queued: returns
-        the new workers to start, and in how many seconds to look again (None: no need).
-        ``prompt``: the caller ran on time, so no thread held the GIL long and the pool
-        may grow fast."""
-        if not self.jobs:
-            self.growth = 1
-            return (), None
-        ready = 0                 # workers between calls
-        due = None                # when the oldest call not yet blocking began
-        for worker in self.workers:
-            if worker.parked:
-                continue
-            if worker.since is None:
-                ready += 1
-            elif (now - worker.since < self.blocking_after
-                  and (due is None or worker.since < due)):
-                due = worker.since
-        if len(self.jobs) <= ready:
-            # Each queued call has a worker about to take it.
-            return (), None
-        if ready or due is not None:
-            # A worker takes the next call soon: give it time to show whether that
-            # blocks.
-            start = now if due is None else due
-            return (), max(start + self.blocking_after - now, 1e-4)
-        if self.awake + self.borrowed >= self.max_workers:
-            return (), None           # nobody to wake: a worker that parks says so
-        if not prompt:
-            return self._wake(1), self.blocking_after
-        wanted = min(len(self.jobs), max(1, self.awake) * self.growth)
-        self.growth = min(self.growth * 4, self.max_workers)
-        return self._wake(wanted), self.blocking_after
-
-    def _wake(self, wanted):
-        """Unpark up to ``wanted`` workers, the most recently busy first; returns the
-        new ones to start (outside the lock: starting a thread takes a while)."""
-        wanted = max(0, min(wanted, self.max_workers - self.awake - self.borrowed))
-        while wanted and self.parked:
-            worker = self.parked.pop()
-            worker.parked, worker.since = False, None
-            self.awake += 1
-            wanted -= 1
-            worker.wake.release()
-        new = [_Worker() for _ in range(min(wanted, self.max_workers - self.threads))]
-        self.workers += new
-        self.threads += len(new)
-        self.awake += len(new)
-        return new
-
-    def _watch_queue(self):
-        self.watching = True
-        if not _wake_watcher(self, self._watch):
-            # The awake workers still empty the queue.
-            log.error("cannot start the worker pool's watcher thread")
-            self.watching = False
-
-    def _surplus(self, me, now):
-        """Whether another awake worker is running quick calls (it will empty the
-        queue)."""
-        for worker in self.workers:
-            if (worker is not me and worker.quick and not worker.parked
-                    and worker.since is not None
-                    and now - worker.since < self.blocking_after):
-                return True
-        return False
-
-    # -- threads -----------------------------------------------------------------------
-    def _start(self, workers):
-        """Start a thread for each new worker; False if one could not be started."""
-        for started, worker in enumerate(workers):
-            try:
-                _start_thread(self._work, worker)
-            except RuntimeError:          # out of threads: the running ones do the work
-                failed = workers[started:]
-                with self.lock:
-                    self.workers = [w for w in self.workers if w not in failed]
-                    self.threads -= len(failed)
-                    self.awake -= len(failed)
-                log.error("cannot start a worker thread (%d running)", self.threads)
-                return False
-        return True
-
-    def _work(self, me):
-        # Locals: this loop runs for every call.
-        jobs, lock = self.jobs, self.lock
-        clock, blocking_after = time.monotonic, self.blocking_after
-        ran = False
-        while True:
-            with lock:
-                now = clock()
-                if ran:
-                    self.outstanding -= 1
-                    me.quick = now - started < blocking_after
-                    if me.quick:
-                        self.growth = 1
-                if jobs and not (self.awake > 1 and self._surplus(me, now)):
-                    fn, args = jobs.popleft()
-                    me.since = started = now
-                    ran = True
-                else:
-                    me.since, me.parked = None, True
-                    ran = False
-                    self.awake -= 1
-                    self.parked.append(me)
-                    if jobs and not self.watching:
-                        # Someone to wake, should calls block.
-                        self._watch_queue()
-            if not ran:
-                me.wake.acquire()         # until _wake releases it
-                continue
-            try:
-                fn(*args)
-            except BaseException as e:
-                _log_failure("a worker job", e)
-            # Don't keep the last call's data alive while idle.
-            fn = args = None
-            me.since = None           # between calls (one store: no need for the lock)
-
-    def _watch(self, watcher):
-        """While calls are queued, look again when the youngest call comes of age; else
-        sleep on ``watcher`` until _watch_queue releases it."""
-        clock, late = time.monotonic, self.blocking_after / 2
-        planned = None                    # when it meant to look; None: just woken
-        while True:
-            with self.lock:
-                now = clock()
-                on_time = planned is not None and now - planned < late
-                starting, again = self._check(now, on_time)
-                if again is None:
-                    self.watching = False
-            if starting:
-                self._start(starting)
-            if again is None:
-                watcher.acquire()
-                planned = None
+            ctx.done = True
+            # cancelled by the client: no response
+            if ctx.cancelled and not ctx.stopped:
+                frame = None
+        try:
+            if ctx._with_response is None:
+                ctx.stream.respond(frame)
             else:
-                planned = clock() + again
-                time.sleep(again)
+                with ctx.stream.lock:
+                    ctx._with_response()
+                    ctx.stream.respond(frame)
+        finally:
+            # In flight until sent: a shutdown waits for it
+            with self.lock:
+                if self.running.get(ctx.request_id) is ctx:
+                    del self.running[ctx.request_id]
 
+    def response(self, ctx):
+        """Run the handler: the response, encoded: the result (2026-07-28: as
+        run_stateless shapes it), or the error it raised; None for none."""
+        rid = ctx.request_id
+        try:
+            # cancelled while it waited for a thread
+            if ctx.cancelled:
+                raise Cancelled(ctx.cancel_reason)
+            if ctx.stateless:
+                result = self.server.run_stateless(ctx, ctx.handler)
+            else:
+                result = self.server.call_handler(ctx, ctx.handler)
+            if result is NO_RESPONSE:
+                return None
+            return encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
+        except Cancelled as e:
+            # (no response at all, if the client cancelled it: see run)
+            return error_frame(rid, INTERNAL_ERROR, f"Cancelled: {e}")
+        except JSONRPCError as e:
+            code = e.code
+            # 2026-07-28 reserves -32020...-32099, and gives servers three codes of it.
+            if ctx.stateless and -32099 <= code <= -32020 and code not in (
+                    HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION):
+                code = INTERNAL_ERROR
+            return error_frame(rid, code, e.message, e.data)
+        except CapabilityError as e:
+            # the client's doing, not a fault of the server
+            return error_frame(rid, INVALID_REQUEST, f"Invalid Request: {e}",
+                               {"requiredCapabilities": e.required})
+        except BaseException as e:
+            # SystemExit and KeyboardInterrupt too: a handler never stops the server
+            _log_failure(ctx.method, e)
+            return error_frame(rid, INTERNAL_ERROR,
+                               f"Internal error: {type(e).__name__}: {e}")
 
+    # -- the other messages --------------------------------------------------------------
+    def handle_batch(self, items, stream):
+        # batches exist in protocol 2025-03-26 only
+        if self.version != V2025_03:
+            version = self.version or "none (not initialized)"
+            return stream.respond(error_frame(
+                None, INVALID_REQUEST, "Invalid Request: batches are not part of "
+                f"protocol version {version}; send one message at a time"))
+        self.dispatch_batch(items, stream)
+
+    def handle_notification(self, message):
+        method = message["method"]
+        handler = self.server.handlers.get(method)
+        # unknown notifications are ignored
+        if handler is None or not method.startswith("notifications/"):
+            return
+        params = message.get("params") or {}
+        try:
+            handler(Context(self, None, method, params), params)
+        except Exception as e:
+            _log_failure(f"the {method} handler", e)
+
+    def cancel(self, request_id, reason=None, stopping=False):
+        """Cancel a running request, or close the listen stream it opened; unknown,
+        finished and initialize ids are ignored. ``stopping``: the server, shutting
+        down, cancels it (not the client, who then still gets its response)."""
+        if not valid_id(request_id):
+            return
+        with self.lock:
+            if self.listens.pop(request_id, None) is not None:
+                return
+            ctx = self.running.get(request_id)
+            if ctx is None or ctx.method == "initialize":
+                return
+            ctx.cancelled = True
+            ctx.stopped = stopping
+        self.cancel_pending(ctx, f"request {request_id!r} was cancelled by the client")
+        # an async handler's: cancel its coroutine
+        on_cancel = ctx._on_cancel
+        if on_cancel is not None:
+            on_cancel()
+
+    def cancel_all(self, reason, stopping=False):
+        """Cancel every request running (a session that ends, a server shutting
+        down)."""
+        for request_id in list(self.running):
+            self.cancel(request_id, reason, stopping)
+
+    def log(self, level, data, logger=None):
+        """Log to a handshake-era client, at or above its logging/setLevel level."""
+        threshold = None
+        if self.version:
+            threshold = self.log_level
+        params = _log_params(level, data, logger, threshold)
+        return params is not None and self.notify("notifications/message", params)
+
+    # -- 2026-07-28 subscriptions: one table entry per open listen, no thread held -----
+    def listen(self, request_id, honoured):
+        # The id is free: admit() refuses a request whose id an open listen holds.
+        # Registered and acknowledged under the lock publish() takes for each change:
+        # the acknowledgement comes first, and no change is missed after it.
+        honoured = _Honoured(honoured)
+        with self.lock:
+            self.listens[request_id] = honoured
+            self.notify("notifications/subscriptions/acknowledged",
+                        {"_meta": {SUBSCRIPTION_ID_KEY: request_id},
+                         "notifications": honoured})
+
+    def end_listens(self):
+        """Shutting down: the responses that end the open listens gracefully, which tell
+        a client to listen again (elsewhere) rather than that it lost the stream."""
+        with self.lock:
+            ended = list(self.listens)
+            self.listens = {}
+        info = {SERVER_INFO_KEY: self.server.server_info(V2026_07)}
+        return [encode_message({"jsonrpc": "2.0", "id": rid, "result": {
+            "resultType": "complete", "_meta": {SUBSCRIPTION_ID_KEY: rid, **info}}})
+            for rid in ended]
+
+    def publish(self, method, wanted, params=None):
+        """Send a notification, tagged with the listen's id, on every open listen for
+        which ``wanted(filter)`` holds; under the lock: none follows a cancellation."""
+        for request_id, honoured in list(self.listens.items()):
+            if not wanted(honoured):
+                continue
+            tagged = dict(params or {}, _meta={SUBSCRIPTION_ID_KEY: request_id})
+            with self.lock:
+                if self.listens.get(request_id) is honoured:
+                    self.notify(method, tagged)
 # ======================================================================================
 # Signals and shutdown (a first reading can skip this)
 # ======================================================================================
@@ -5374,6 +4999,234 @@ def _release_signals(state):
 
 
 # ======================================================================================
+# stdio: a loop reading lines, a pool running calls, a lock around the writer
+# ======================================================================================
+
+# Server.run() serves the process's stdin and stdout: serve_connection makes a Session
+# whose stream is a Writer; serve_lines reads lines on a thread of its own and hands
+# each message to the session (Peer.read_loop, Peer.dispatch), whose calls run on the
+# pool; every frame goes out through the Writer, whole, under its lock.
+#
+# stdout is the wire: one stray byte (a print(), a C library's warning, a child
+# process's output) corrupts the stream and the client drops the connection. So while
+# serving we keep a private duplicate of the real stdout for protocol bytes and point
+# fd 1 (and sys.stdout) at stderr. Likewise stdin: a child process that inherits fd 0
+# could swallow protocol bytes, so fd 0 becomes /dev/null; the protocol is read from a
+# private duplicate of it.
+
+def claim_stdio():
+    """Take stdin and stdout for the protocol; return private (read_fd, write_fd)."""
+    global _tune_allocator
+    _tune_allocator = True
+    # dup'ed descriptors are not inherited
+    read_fd = os.dup(0)
+    write_fd = os.dup(1)
+    # fd 1 -> stderr, for C code and child processes
+    os.dup2(2, 1)
+    # what print() buffered goes to stderr, too
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    # print() -> stderr; input() -> end of file, not protocol bytes
+    sys.stdout = sys.stderr
+    sys.stdin = open(os.devnull, encoding="utf-8")
+    # Windows must not alter newlines
+    if sys.platform == "win32":
+        import msvcrt
+        for fd in (read_fd, write_fd):
+            msvcrt.setmode(fd, os.O_BINARY)
+    return read_fd, write_fd
+
+
+def serve_lines(session, rfile):
+    """Serve a stdio connection until its input ends: a thread reads its lines and
+    acts on each message (Peer.read_loop), while this thread waits, so that a stop
+    signal, which Python delivers to the main thread, interrupts a wait and never a
+    request. Then the shutdown: ``drain``."""
+    ended = threading.Event()
+    failed = []
+
+    def read():
+        try:
+            session.read_loop(rfile, session.server.max_line_bytes)
+        except BaseException as e:
+            failed.append(e)
+        ended.set()
+    try:
+        _start_thread(read)
+        # (a timeout, for Ctrl+C on Windows)
+        while not ended.wait(0.5):
+            pass
+        if failed:
+            raise failed[0]
+    finally:
+        if not ended.is_set():
+            # A stop signal: as at the end of input, no request is read after it (but
+            # the one being read), and the open listens end.
+            session.closed = True
+            for frame in session.end_listens():
+                session.send_frame(frame)
+        drain(session)
+
+
+def drain(session):
+    """End of input: fail the server's own requests; give the calls in flight
+    ``grace_period`` seconds to respond, then cancel those left and give them
+    ``cancel_timeout`` more: the lifespan closes next, and no call should run on
+    against it untold. One more stop signal ends the grace period."""
+    session.fail_pending(ConnectionError("the client closed the connection"))
+    server = session.server
+    writer = session.stream
+    signals = _StopSignals.of(writer.write_fd)
+    writer.deadline = _wait_for_calls(server.grace_period, signals,
+                                      lambda: session.running and not writer.closed)
+    # (A call whose handler is done is writing its response: Writer.close waits.)
+    unfinished = [ctx for ctx in list(session.running.values()) if not ctx.done]
+    if not unfinished:
+        return
+    for ctx in unfinished:
+        session.cancel(ctx.request_id, "the server is shutting down", stopping=True)
+    writer.deadline = _wait_for_calls(server.cancel_timeout, signals, lambda: any(
+        ctx.request_id in session.running for ctx in unfinished))
+    if session.running:
+        log.warning("exiting with %d call(s) unfinished: still running %.1f s "
+                    "after the %.1f s grace period ended and they were cancelled",
+                    len(session.running), server.cancel_timeout, server.grace_period)
+    else:
+        log.warning("%d call(s) still running after the %.1f s grace period were "
+                    "cancelled", len(unfinished), server.grace_period)
+
+
+def _wait_for_calls(seconds, signals, waiting):
+    """Wait while ``waiting()`` holds, for at most ``seconds``, or until a stop signal
+    comes (``signals``: the _StopSignals of the run() serving it, if any); returns the
+    deadline."""
+    deadline = time.monotonic() + seconds
+    count = 0
+    if signals is not None:
+        count = signals.count
+    while waiting() and time.monotonic() < deadline:
+        if signals is not None and signals.count != count:
+            break
+        time.sleep(0.01)
+    return deadline
+
+
+def _stdout_gone(session):
+    """The Writer of the connection run() serves failed: stdout is gone, so reading
+    stops too. The reader may be blocked in read(): a signal interrupts it."""
+    session.closed = True
+    signals = _StopSignals.of(session.stream.write_fd)
+    if (signals is not None and signals.saved is not None
+            and session in session.server.sessions
+            and _thread.get_ident() != _MAIN_THREAD):
+        _interrupt_main()
+
+
+# --- tracing ---------------------------------------------------------------
+
+def describe_frame(message, responds_to=None):
+    """A short label for a message: 'request 3 tools/call', 'error 3 -32601', 'batch of
+    N'...; ``responds_to``: the method a response responds to, if known."""
+    if isinstance(message, list):
+        return f"batch of {len(message)}"
+    if not isinstance(message, dict):
+        return "not a message"
+    rid = "(no id)"
+    if "id" in message:
+        rid = json.dumps(message["id"])
+    if "method" in message:
+        kind = "notification"
+        if "id" in message:
+            kind = f"request {rid}"
+        return f"{kind} {message['method']}"
+    label = f"response {rid}"
+    if isinstance(message.get("error"), dict):
+        label = f"error {rid} {message['error'].get('code')}"
+    if responds_to:
+        label += f" {responds_to}"
+    result = message.get("result")
+    if isinstance(result, dict) and result.get("isError"):
+        return label + " (isError)"
+    return label
+
+
+def _shows_colour(stream):
+    """Does ``stream`` show ANSI colours? A terminal, unless NO_COLOR is set; on Windows
+    only a terminal known to read them (the classic console prints them raw)."""
+    # pythonw has no stdout at all
+    isatty = getattr(stream, "isatty", None)
+    if not isatty or not isatty() or os.environ.get("NO_COLOR"):
+        return False
+    return sys.platform != "win32" or any(
+        name in os.environ for name in ("WT_SESSION", "TERM", "ANSICON"))
+
+
+class FramePrinter:
+    """A Peer's trace: one line a frame, with who sent it (``labels`` maps "in" and
+    "out" to, say, "C->S"), what it is and its bytes; coloured on a terminal."""
+
+    _COLOURS = {"request": "36", "notification": "33", "response": "32", "error": "31"}
+
+    def __init__(self, labels, stream=None, colour=None):
+        self.labels = labels
+        self.stream = stream or sys.stdout
+        self.colour = colour
+        if colour is None:
+            self.colour = _shows_colour(self.stream)
+        self.lock = threading.Lock()
+        # (direction, id) of a request -> its method
+        self.methods = {}
+
+    def __call__(self, direction, raw):
+        body = raw.decode("utf-8", "replace").rstrip("\r\n")
+        with self.lock:
+            try:
+                message = json.loads(raw)
+            except (ValueError, RecursionError):
+                label = "blank"
+                if body.strip():
+                    label = "unparsable"
+            else:
+                label = describe_frame(message, self.responds_to(direction, message))
+            if self.colour:
+                code = self._COLOURS.get(label.split(' ')[0], '35')
+                label = f"\x1b[{code}m{label}\x1b[0m"
+            _print_text(f"{self.labels[direction]} {label}: {body}", self.stream)
+
+    def responds_to(self, direction, message):
+        """The method a response responds to; a request is noted for its response."""
+        if not isinstance(message, dict) or not valid_id(message.get("id")):
+            return None
+        if "method" not in message:
+            # The request it responds to came the other way.
+            asked = "in"
+            if direction == "in":
+                asked = "out"
+            return self.methods.pop((asked, message["id"]), None)
+        self.methods[direction, message["id"]] = message["method"]
+        # some requests are never answered
+        if len(self.methods) > 4096:
+            del self.methods[next(iter(self.methods))]
+        return None
+
+
+def _print_text(text, file=None):
+    """print(), escaping (as \\udcff) what the stream cannot encode: a lone surrogate
+    (a file name read with surrogateescape), or a character its code page lacks."""
+    file = file or sys.stdout
+    try:
+        print(text, file=file, flush=True)
+    except UnicodeEncodeError:
+        encoding = file.encoding or "utf-8"
+        escaped = text.encode(encoding, "backslashreplace").decode(encoding)
+        print(escaped, file=file, flush=True)
+# ======================================================================================
 # Streamable HTTP: the same sessions and handlers behind a WSGI application
 # ======================================================================================
 
@@ -5409,8 +5262,8 @@ _SSE_HEADERS = (
 )
 
 
-class EventStream(Outlet):
-    """The outlet of one HTTP request: the frames about it and its response, queued as
+class HttpStream(Stream):
+    """The stream of one HTTP request: the frames about it and its response, queued as
     ``(frame, is_response, time.monotonic())`` for the thread writing the HTTP response.
     A listen stream has no response: it stays open until the client goes away. Without
     ``events`` (the client accepts JSON alone) only the response reaches the client."""
@@ -5420,11 +5273,12 @@ class EventStream(Outlet):
 
     def __init__(self, listen=False, events=True):
         self.frames = SimpleQueue()
+        self.lock = threading.Lock()
         self.listen = listen
         self.closed = False
         self.events = events
 
-    def send_frame(self, frame):
+    def send(self, frame):
         if self.closed:
             return False
         self.frames.put((frame, False, time.monotonic()))
@@ -5449,60 +5303,27 @@ class HttpSession(Session):
     stream = None                   # the GET stream, or a listen's response
 
     def __init__(self, server, principal=None):
-        super().__init__(server, None)
-        server.http_sessions_alive.add(self)  # so that a shutdown can cancel its calls
-        self.principal = principal            # who the bearer token said the client is
+        super().__init__(server, None, principal)
+        # so that a shutdown can cancel its calls
+        server.http_sessions_alive.add(self)
         self.last_used = time.monotonic()
-
-    def send_frame(self, frame):
-        stream = self.stream
-        return stream is not None and stream.send_frame(frame)
 
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):
         """A request to the client travels in the response to the request that asks it:
         it cannot if the client accepts JSON alone there, which would leave the call
         waiting."""
-        # An outlet without "events" (a session) takes them.
-        if owner is not None and not owner.outlet.events:
+        if owner is not None and not owner.stream.events:
             raise CapabilityError(
                 f"the client accepts only application/json in response to this "
                 f"request, so {method} cannot be sent to it (requests to the client "
                 "travel in a text/event-stream)")
         return super().request(method, params, timeout, owner, request_id)
 
-    #: A tool whose last call took less (seconds) may run on the HTTP server's thread.
-    quick_call = 0.1
-
-    def run_here(self, ctx, handler):
-        """Run a 2026-07-28 tool call on the HTTP server's thread, which would only wait
-        for it, if it has nothing to stream (no progress token, no log level) and the
-        tool's last call was quick: a call that lasts runs on the pool, so that its
-        stream is kept alive (``heartbeat``) and a client that leaves cancels it."""
-        envelope = ctx.envelope
-        if (envelope is None or ctx.progress_token is not None
-                or envelope.log_level is not None
-                or not self.is_quick(self.server, handler, ctx.params)
-                or not self.server.pool.borrow(only_if_idle=False)):
-            return False
+    def run(self, ctx):
         try:
-            self.run_call(ctx, handler)
+            super().run(ctx)
         finally:
-            self.server.pool.give_back()
-        return True
-
-    @classmethod
-    def is_quick(cls, server, handler, params):
-        """Whether ``handler`` is the built-in tools/call and the tool ``params``
-        names took less than ``quick_call`` seconds its last time."""
-        name = params.get("name")
-        tool = server.tools.get(name) if type(name) is str else None
-        return (tool is not None and tool.last_took is not None
-                and tool.last_took < cls.quick_call and handler == server.call_tool)
-
-    def run_call(self, ctx, handler):
-        try:
-            super().run_call(ctx, handler)
-        finally:                              # idle from the end of its last call
+            # idle from the end of its last call
             self.last_used = time.monotonic()
 
     def idle(self, now):
@@ -5513,8 +5334,7 @@ class HttpSession(Session):
     def end(self):
         """DELETE, eviction or expiry: stop its calls, close its stream."""
         self.fail_pending(ConnectionError("the session ended"))
-        for request_id in list(self.running):
-            self.cancel(request_id, "the session ended")
+        self.cancel_all("the session ended")
         if self.stream is not None:
             self.stream.close()
 
@@ -5951,7 +5771,7 @@ class HttpEndpoint:
         body = self.read_body(environ)
         # The era: 2026-07-28 if the body or the MCP-Protocol-Version header says so (a
         # handshake client sends no such header with initialize, and its version after).
-        stateless = environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_PROTOCOL_VERSIONS
+        stateless = environ.get("HTTP_MCP_PROTOCOL_VERSION") in STATELESS_PROTOCOL_VERSIONS
         try:
             message = decode_message(body)
             if not isinstance(message, list):
@@ -5974,10 +5794,6 @@ class HttpEndpoint:
             params = message.get("params") or {}
             if stateless or is_stateless(message["method"], params.get("_meta")):
                 self.check_headers(environ, message, params)
-                answer = self.answer_at_once(environ, start_response, principal,
-                                             message, params, sse)
-                if answer is not None:
-                    return answer
                 session = HttpSession(server, principal)
                 return self.exchange(environ, start_response, session, message, sse,
                                      stateless=True)
@@ -5998,7 +5814,7 @@ class HttpEndpoint:
         session.last_used = time.monotonic()
         # A response is an answer to a question of ours
         if kind in ("notification", "response"):
-            session.handle_message(message)
+            session.dispatch(message, HttpStream())
             return self.reply(start_response, 202, b"")
         return self.exchange(environ, start_response, session, message, sse,
                              opens_session=initialize and server.http_sessions)
@@ -6011,7 +5827,7 @@ class HttpEndpoint:
             session = self.find_session(environ, principal)
         except _HttpRefusal:                  # no such session: the 400 says enough
             return
-        session.handle_message(message, EventStream())    # its reply, if any: the 400
+        session.dispatch(message, HttpStream())    # its reply, if any: the 400
 
     def read_body(self, environ):
         """The POST's body, read once its length is known to be within max_body_bytes
@@ -6059,7 +5875,7 @@ class HttpEndpoint:
                 environ["mcp_min.reserved"] = size
                 return
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
-        stateless = version in MODERN_PROTOCOL_VERSIONS
+        stateless = version in STATELESS_PROTOCOL_VERSIONS
         raise _HttpRefusal(503, f"Server busy: {budget} bytes of requests at most are "
                                 "taken at once (Server(max_inflight_bytes=...)); try "
                                 "again shortly",
@@ -6089,7 +5905,7 @@ class HttpEndpoint:
                        f"{_short_repr(version)}")
         elif _header_value(environ.get("HTTP_MCP_METHOD")) != method:
             problem = f"Mcp-Method must be {_short_repr(method)}"
-        elif (method in INPUT_METHODS
+        elif (METHODS.get(method, CUSTOM_METHOD).asks
               and _header_value(environ.get("HTTP_MCP_NAME")) != name):
             problem = f"Mcp-Name must be {_preview(name)}"
         elif method == "tools/call" and type(name) is str:
@@ -6217,100 +6033,6 @@ class HttpEndpoint:
         return session
 
     # -- responses --------------------------------------------------------------------
-    def answer_at_once(self, environ, start_response, principal, message, params, sse):
-        """The usual 2026-07-28 request, answered as ``exchange`` answers it, but
-        without its machinery for a call that waits for a thread or for the client: a
-        method that runs no user code (inline_methods), or a call of a tool that was
-        quick last time (HttpSession.run_here), runs here and now, and its response is
-        what its stream holds. None for any other request (a progress token or a log
-        level asks for a stream, a listen is one, a busy pool...): exchange answers it.
-        """
-        server = self.server
-        method = message["method"]
-        meta = params.get("_meta")
-        # What makes a call stream, on the raw _meta (Envelope checks it next)
-        if type(meta) is not dict or "progressToken" in meta or LOG_LEVEL_KEY in meta:
-            return None
-        call = method == "tools/call"
-        if call:
-            handler = server.handlers.get(method)
-            if (not HttpSession.is_quick(server, handler, params)
-                    or not server.pool.borrow(only_if_idle=False)):
-                return None
-        elif method not in server.inline_methods or method == "subscriptions/listen":
-            return None
-        rid = message["id"]
-        stream = EventStream(events=sse)
-        try:
-            try:
-                if call and server.auth is not None:    # counted as exchange counts it
-                    self.hold(stream, principal, False, rid, True)
-                frame = session = None    # a response made here, or a session's
-                try:
-                    envelope = Envelope(meta)
-                except JSONRPCError as e:
-                    frame = error_frame(rid, e.code, e.message, e.data)
-                else:
-                    if call and self.needs_no_session(params):
-                        frame = self.run_alone(principal, rid, params, envelope,
-                                               handler, stream)
-                    else:
-                        session = self.run_in_session(principal, rid, method, params,
-                                                      envelope, stream,
-                                                      handler if call else None)
-            finally:
-                if call:
-                    server.pool.give_back()
-            if frame is not None:             # the response alone, made here
-                self.let_go(stream)
-                return self.reply(start_response, self.status_of(frame, True), frame)
-            # The call is over: its frames are all in the stream, the response last
-            first = stream.frames.get_nowait()
-            while not sse and not first[1]:   # JSON only: notifications are dropped
-                first = stream.frames.get_nowait()
-            return self.answer_from(start_response, session, stream, rid, first,
-                                    environ.get("mcp_min.client_gone"), True)
-        except BaseException:                 # counted, but not answered after all
-            self.let_go(stream)
-            raise
-
-    def needs_no_session(self, params):
-        """Whether a 2026-07-28 call of a quick tool (is_quick said so) can run with no
-        session at all: its tool takes no Context, so nothing it does can reach one,
-        and it carries no answers to check (requestState, inputResponses)."""
-        tool = self.server.tools[params["name"]]
-        return (tool.signature.context_param is None and "requestState" not in params
-                and "inputResponses" not in params)
-
-    def run_alone(self, principal, rid, params, envelope, handler, outlet):
-        """A call that needs no session, run with none; its response frame. It sends
-        nothing else. Server.calls_alone holds it, so that a shutdown waits for it."""
-        server = self.server
-        ctx = Context(None, rid, "tools/call", params, envelope, outlet, server,
-                      principal)
-        server.calls_alone.add(ctx)
-        try:
-            return _response_frame(ctx, handler)
-        finally:
-            server.calls_alone.discard(ctx)
-
-    def run_in_session(self, principal, rid, method, params, envelope, outlet, handler):
-        """Session.handle_stateless and start, in a session just made (no id can be in
-        use in it yet; for a call, is_quick made sure the handler is call_tool): the
-        session, once the call is over."""
-        session = HttpSession(self.server, principal)
-        try:
-            if handler is None:
-                handler = session.handler_for(method, stateless=True)
-        except JSONRPCError as e:
-            session.reply_error(rid, e.code, e.message, outlet, e.data)
-            return session
-        ctx = Context(session, rid, method, params, envelope, outlet)
-        with session.lock:
-            session.running[rid] = ctx
-        session.run_call(ctx, handler)
-        return session
-
     def exchange(self, environ, start_response, session, message, sse, stateless=False,
                  opens_session=False):
         """Dispatch one request (or a batch) and answer with its response: JSON if that
@@ -6327,10 +6049,10 @@ class HttpEndpoint:
         if listen and not sse:
             raise _HttpRefusal(406, "Not Acceptable: subscriptions/listen answers with "
                                     "text/event-stream", rid)
-        stream = EventStream(listen, events=sse)
+        stream = HttpStream(listen, events=sse)
         # What holds this thread for long is counted (and refused past the caps) before
         # it starts: a listen, a call (user code), a batch.
-        if listen or batch or message["method"] not in self.server.inline_methods:
+        if listen or batch or METHODS.get(message["method"], CUSTOM_METHOD).threaded:
             self.hold(stream, session.principal, listen, rid, stateless)
         try:
             return self.dispatch(environ, start_response, session, message, stream, rid,
@@ -6534,7 +6256,7 @@ class HttpEndpoint:
             if session.stream is not None:
                 raise _HttpRefusal(409, "Conflict: this session already has a GET "
                                         "stream open")
-            stream = session.stream = EventStream(listen=True)
+            stream = session.stream = HttpStream(listen=True)
         try:
             self.hold(stream, session.principal, True)
         except _HttpRefusal:
@@ -6573,6 +6295,54 @@ class HttpEndpoint:
 # ======================================================================================
 # The embedded HTTP server: wsgiref, hardened (a first reading can skip this)
 # ======================================================================================
+
+def serve_http(server, address="127.0.0.1:8000"):
+    """Server.run_http: serve ``server.wsgi`` on the embedded server at "HOST:PORT"
+    until Ctrl+C or SIGTERM; returns the exit code (0, or 130 after Ctrl+C)."""
+    global _tune_allocator
+    # the process is the server's (see claim_stdio)
+    _tune_allocator = True
+    host, port = _parse_address(address)
+    httpd = make_http_server(server.wsgi, host, port, server.idle_timeout,
+                             server.max_connections,
+                             min(server.max_body_bytes, server.max_line_bytes))
+    # the lifespan, before a request is taken
+    started = server.start_http()
+    if isinstance(started, _LifespanFailed):
+        httpd.server_close()
+        server._http = None
+        raise SystemExit(f"mcp_min: cannot serve {server.name}: its lifespan failed: "
+                         f"{started.summary}")
+    shown = host
+    if ":" in host:
+        shown = f"[{host}]"
+    if not _is_loopback(host) and server.auth is None and server.allowed_hosts is None:
+        log.warning("listening on %s, which other machines can reach, with no "
+                    "auth: anyone who can reach it by its IP address can call this "
+                    "server's tools and read its resources; set Server(auth=...) "
+                    "to require a bearer token, and Server(allowed_hosts=[...]) to "
+                    "the names clients use (bind 127.0.0.1 to serve this machine "
+                    "alone)", shown)
+    import signal
+    saved = {}
+    code = 0
+    try:
+        # Our handlers are in before the line saying "serving".
+        saved = _take_stop_signals(httpd.stop)
+        print(f"mcp_min: serving {server.name} on http://{shown}:{httpd.server_port}"
+              f"{server.http_path}", file=sys.stderr, flush=True)
+        httpd.serve_forever()
+    except KeyboardInterrupt:
+        # ours (stop), or Python's own for Ctrl+C
+        if httpd.stop_signal in (None, signal.SIGINT):
+            code = 130
+    finally:
+        httpd.server_close()
+        httpd.drain(server.grace_period, server._http)
+        server.stop_http(httpd)
+        _restore_signals(saved)
+    return code
+
 
 def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0,
                      max_connections=200, max_body_bytes=None):
@@ -7068,16 +6838,23 @@ def _expect(value, what, kind=dict):
 class Client(Peer):
     """An MCP client on the same JSON-RPC core, for tests, scripts and workshops."""
 
+    # What ``stateless`` was called before
+    modern = property(operator.attrgetter("stateless"))
+
     def __init__(self, target, *, roots=None, sampling=None, elicitation=None,
                  protocol_version=LATEST_PROTOCOL_VERSION, client_info=None,
                  capabilities=None, timeout=30.0, env=None, cwd=None, stderr=None,
-                 trace=None, on_notification=None, initialize=True, era="legacy",
+                 trace=None, on_notification=None, initialize=True, era=HANDSHAKE,
                  log_level=None, max_rounds=10):
-        eras = ("legacy", "auto") + MODERN_PROTOCOL_VERSIONS
+        # "legacy": what the handshake era was called before
+        if era == "legacy":
+            era = HANDSHAKE
+        eras = (HANDSHAKE, "auto") + STATELESS_PROTOCOL_VERSIONS
         if era not in eras:
             raise ValueError(f"era must be one of {eras}")
         self.era = era
-        self.modern = False                  # True once 2026-07-28 is spoken
+        # True once 2026-07-28 is spoken
+        self.stateless = False
         self.log_level = log_level
         self.max_rounds = max_rounds
         self.timeout = timeout
@@ -7127,7 +6904,10 @@ class Client(Peer):
                 target, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                 env=env, cwd=cwd, start_new_session=os.name == "posix")
             write_fd, rfile = self.process.stdin.fileno(), self.process.stdout
-        super().__init__(write_fd, trace and self._guarded_trace(trace))
+        if trace:
+            trace = self._guarded_trace(trace)
+        super().__init__(Writer(write_fd, trace))
+        self.trace = trace
         self.reader = threading.Thread(target=self._read, args=(rfile,), daemon=True,
                                        name="mcp_min-client-reader")
         self.reader.start()
@@ -7156,7 +6936,7 @@ class Client(Peer):
             try:
                 trace(direction, raw)
             except Exception as e:
-                self.trace = None
+                self.trace = self.stream.trace = None
                 if not isinstance(e, BrokenPipeError):    # a closed pipe is no news
                     log.warning("the client's trace failed and is switched off: %s: %s",
                                 type(e).__name__, e)
@@ -7192,7 +6972,7 @@ class Client(Peer):
     # -- lifecycle ---------------------------------------------------------------------
     def connect(self):
         """Open the session in the client's ``era``: the result of the opening call."""
-        if self.era == "legacy":
+        if self.era == HANDSHAKE:
             return self.initialize()
         # At most 10 s: a handshake-only server may never answer a method it lacks.
         probe_timeout = 10.0 if self.timeout is None else min(self.timeout, 10.0)
@@ -7205,7 +6985,7 @@ class Client(Peer):
                 data = e.data if isinstance(e.data, dict) else {}
                 self._check_handshake_offered(data.get("supported"))
             return self.initialize()             # a handshake-only server: not an error
-        if self.modern:                          # discover() saw 2026-07-28 offered
+        if self.stateless:                          # discover() saw 2026-07-28 offered
             return result
         supported = result.get("supportedVersions")
         if self.era != "auto":
@@ -7241,7 +7021,7 @@ class Client(Peer):
             meta = _expect(result.get("_meta") or {},
                            "_meta in the result of server/discover")
             self._opened("server/discover", result, V2026_07, meta.get(SERVER_INFO_KEY))
-            self.modern = True
+            self.stateless = True
         return result
 
     def envelope(self, version=None):
@@ -7254,7 +7034,7 @@ class Client(Peer):
         return meta
 
     def initialize(self):
-        self.modern = False              # the handshake era: no envelopes from here on
+        self.stateless = False              # the handshake era: no envelopes from here on
         params = {"protocolVersion": self.handshake_version,
                   "capabilities": self.capabilities,
                   "clientInfo": self.client_info}
@@ -7280,10 +7060,12 @@ class Client(Peer):
     def close(self, timeout=5.0):
         """Close the server's input (the MCP shutdown signal) between frames, unless one
         is stuck for ``timeout`` on a server that reads nothing; wait for it to end."""
-        got = self.write_lock.acquire(timeout=timeout)
-        fd, self.write_fd = self.write_fd, None
+        writer = self.stream
+        got = writer.lock.acquire(timeout=timeout)
+        fd = writer.write_fd
+        writer.write_fd = None
         if got:
-            self.write_lock.release()
+            writer.lock.release()
         if self.process is None:                 # in memory: a Server on a thread
             if fd is not None:
                 os.close(fd)
@@ -7323,21 +7105,16 @@ class Client(Peer):
             self.cancel(request_id, reason)
 
     # -- incoming ----------------------------------------------------------------------
-    def handle_batch(self, items, outlet):
+    def handle_batch(self, items, stream):
         # Protocol 2025-03-26 has batches, and a client must take them: each message as
         # if it came alone, the answers to its requests as one batch.
         if self.protocol_version != V2025_03:
-            return super().handle_batch(items, outlet)
-        _answer_batch(self, items, outlet)
+            return super().handle_batch(items, stream)
+        self.dispatch_batch(items, stream)
 
-    def handle_request(self, message, outlet):
-        threading.Thread(target=self._answer, args=(message, outlet),
+    def handle_request(self, message, stream):
+        threading.Thread(target=self._answer, args=(message, stream),
                          daemon=True).start()
-
-    def respond(self, frame):
-        # 2026-07-28: a client MUST NOT write responses on stdio.
-        if not self.modern:
-            super().respond(frame)
 
     def answer(self, method, params):
         """The callbacks' answer to a request, or input request, from the server."""
@@ -7354,7 +7131,7 @@ class Client(Peer):
                             "not a dict")
         return result
 
-    def _answer(self, message, outlet):
+    def _answer(self, message, stream):
         rid = message["id"]
         try:
             result = self.answer(message["method"], message.get("params"))
@@ -7364,11 +7141,14 @@ class Client(Peer):
         except Exception as e:  # the callback failed, or returned something not JSON
             frame = error_frame(rid, INTERNAL_ERROR, f"{type(e).__name__}: {e}")
         if rid in self.cancelled_requests:
-            # Cancelled by the server: the spec forbids a reply (a batch still learns
-            # that this one is done).
+            # Cancelled by the server: the spec forbids a response (a batch still
+            # learns that this one is done).
             self.cancelled_requests.discard(rid)
             frame = None
-        outlet.respond(frame)
+        # 2026-07-28: a client MUST NOT write responses on stdio.
+        if self.stateless:
+            frame = None
+        stream.respond(frame)
 
     def handle_unparsable(self, line, error):
         # A server that writes anything but JSON-RPC to stdout is broken: keep the line
@@ -7408,7 +7188,7 @@ class Client(Peer):
                                "callback could never be answered (the callback runs "
                                "on the thread that reads the answers); make it from a "
                                "thread of its own")
-        if self.modern:                      # 2026-07-28: every request says who we are
+        if self.stateless:                      # 2026-07-28: every request says who we are
             params = dict(params or {})
             meta = params.get("_meta") or {}
             if not isinstance(meta, dict):
@@ -7418,7 +7198,7 @@ class Client(Peer):
         if timeout is None:
             timeout = self.timeout
         result = super().request(method, params, timeout, owner, request_id)
-        if self.modern and isinstance(result, dict):
+        if self.stateless and isinstance(result, dict):
             kind = result.get("resultType", "complete")
             if kind not in ("complete", "input_required"):    # the spec: invalid
                 raise ProtocolError(f"{method}: the server sent resultType "
@@ -7570,7 +7350,7 @@ class Client(Peer):
 
     def set_logging_level(self, level):
         """logging/setLevel; in 2026-07-28, the level every later request asks for."""
-        if self.modern:
+        if self.stateless:
             self.log_level = level
             return {}
         return self.request("logging/setLevel", {"level": level})
@@ -7626,48 +7406,6 @@ class Subscription:
 # server offers, `call` makes one request, `repl` lets you type frames, `explain` says
 # what a message is and what is wrong with it.
 
-# Every method of both eras, with the params the spec gives it: name -> the JSON types
-# its value may have ("?" after the name: it may be left out; "any": any type).
-_PAGE = {"cursor?": "string null"}        # null: no cursor, as clients send it
-MCP_METHODS = {
-    "initialize": {"protocolVersion": "string", "capabilities": "object",
-                   "clientInfo": "object"},
-    "ping": {},
-    "tools/list": _PAGE,
-    "tools/call": {"name": "string", "arguments?": "object"},
-    "resources/list": _PAGE,
-    "resources/templates/list": _PAGE,
-    "resources/read": {"uri": "string"},
-    "resources/subscribe": {"uri": "string"},
-    "resources/unsubscribe": {"uri": "string"},
-    "prompts/list": _PAGE,
-    "prompts/get": {"name": "string", "arguments?": "object"},
-    "completion/complete": {"ref": "object", "argument": "object",
-                            "context?": "object"},
-    "logging/setLevel": {"level": "string"},
-    "sampling/createMessage": {"messages": "array", "maxTokens": "integer",
-                               "systemPrompt?": "string", "temperature?": "number"},
-    "elicitation/create": {"message": "string", "requestedSchema?": "object",
-                           "mode?": "string", "url?": "string"},
-    "roots/list": {},
-    "notifications/initialized": {},
-    "notifications/cancelled": {"requestId": "string integer", "reason?": "string"},
-    "notifications/progress": {"progressToken": "string number", "progress": "number",
-                               "total?": "number", "message?": "string"},
-    "notifications/message": {"level": "string", "data": "any", "logger?": "string"},
-    "notifications/resources/updated": {"uri": "string"},
-    "notifications/resources/list_changed": {},
-    "notifications/tools/list_changed": {},
-    "notifications/prompts/list_changed": {},
-    "notifications/roots/list_changed": {},
-    "notifications/elicitation/complete": {"elicitationId": "string"},
-    # 2026-07-28
-    "server/discover": {},
-    "subscriptions/listen": {"notifications": "object"},
-    "notifications/subscriptions/acknowledged": {"notifications": "object"},
-}
-
-
 def explain(raw):
     """What a message is, and what is wrong with it: (summary, list of problems)."""
     try:
@@ -7689,7 +7427,7 @@ def explain(raw):
         return kind, problems
     method = message.get("method")
     params = message.get("params") if isinstance(message.get("params"), dict) else {}
-    known = isinstance(method, str) and method in MCP_METHODS
+    known = isinstance(method, str) and method in METHODS
     problems += _frame_problems(message, kind, method, known)
     if known:
         _explain_params(method, params, problems)
@@ -7734,9 +7472,9 @@ def _frame_problems(message, kind, method, known):
 def _unknown_method_problem(method):
     """The problem with a method MCP does not have, naming the one meant if it can."""
     import difflib
-    close = difflib.get_close_matches(method, MCP_METHODS, n=1, cutoff=0.6)
+    close = difflib.get_close_matches(method, METHODS, n=1, cutoff=0.6)
     if not close:
-        close = [known for known in MCP_METHODS if known.endswith("/" + method)]
+        close = [known for known in METHODS if known.endswith("/" + method)]
     hint = f": did you mean {close[0]!r}?" if close else ""
     return f"{method!r} is not an MCP method{hint}"
 
@@ -7756,13 +7494,13 @@ def _explain_response(message, problems):
 
 
 def _explain_params(method, params, problems):
-    """What is wrong with the params of a known method, by the shapes of MCP_METHODS."""
+    """What is wrong with the params of a known method, by the params METHODS gives it."""
     answer = "a server answers -32602"
     if method.startswith("notifications/"):
         answer = "a receiver ignores it"
     elif method in ("sampling/createMessage", "elicitation/create", "roots/list"):
         answer = "a client answers -32602"
-    for key, kinds in MCP_METHODS[method].items():
+    for key, kinds in METHODS[method].params.items():
         problem = _param_problem(key, kinds, params, answer)
         if problem:
             problems.append(problem)
@@ -7814,7 +7552,7 @@ def _explain_envelope(method, params, problems):
     except JSONRPCError as e:
         what = e.message.removeprefix("Invalid params: ")
         problems.append(f"{what}: a server answers {e.code}")
-    if method in HANDSHAKE_ONLY_METHODS:
+    if METHODS.get(method, CUSTOM_METHOD).era == HANDSHAKE:
         problems.append(f"{method} is not part of 2026-07-28: a server answers -32601")
     return (" (2026-07-28: stateless; params._meta carries the version and the "
             "client's capabilities)")
@@ -7841,18 +7579,6 @@ def _explain_input_required(result, problems):
     return (f"(input_required: the server asks the client {len(questions)} "
             f"question(s){listed}; the client sends the request again, with a new id, "
             "the answers in inputResponses and requestState echoed)")
-
-
-def _print_text(text, file=None):
-    """print(), escaping (as \\udcff) what the stream cannot encode: a lone surrogate
-    (a file name read with surrogateescape), or a character its code page lacks."""
-    file = file or sys.stdout
-    try:
-        print(text, file=file, flush=True)
-    except UnicodeEncodeError:
-        encoding = file.encoding or "utf-8"
-        escaped = text.encode(encoding, "backslashreplace").decode(encoding)
-        print(escaped, file=file, flush=True)
 
 
 def _print_json(value):
@@ -7963,7 +7689,7 @@ _BOARD_GAME_BIRTHDAY = {"occasion": "birthday", "budget": 100,
 # The demo's two sessions, one in each era: the Client's options, then the steps, each
 # a note to print (or None) and the Client method to call (if any) with its arguments.
 _DEMO_SESSIONS = {
-    "legacy": ({}, [
+    HANDSHAKE: ({}, [
         ("The client starts the server as a subprocess and opens with initialize.",
          "initialize"),
         ("initialized was a notification: no id, so no reply. Now discovery:",
@@ -8002,7 +7728,7 @@ _LIST_METHODS = (("tools/list", "tools"), ("resources/list", "resources"),
                  ("resources/templates/list", "resourceTemplates"),
                  ("prompts/list", "prompts"))
 _DEMO_CLIENT_INFO = {"name": "mcp_min-demo", "version": __version__}
-_DEMO_OPENINGS = {"legacy": "initialize, the handshake.",
+_DEMO_OPENINGS = {HANDSHAKE: "initialize, the handshake.",
                   "auto": "server/discover first (protocol 2026-07-28), initialize if "
                           "the server does not know it."}
 
@@ -8057,7 +7783,7 @@ def demo_yours(command, colour=False, era="auto"):
                 era=era, **_canned_callbacks("demo")) as client:
         offered = client.server_capabilities or {}
         opened = f"protocol {client.protocol_version}"
-        if client.modern:
+        if client.stateless:
             opened = "2026-07-28"
         names = ", ".join(sorted(offered)) or "nothing"
         _demo_note(f"Your server speaks {opened} and offers: {names}. What it has:",
@@ -8316,7 +8042,7 @@ def _argument_parser():
         "demo", help="watch a client and the gift server (or yours: demo -- "
                      "SERVER_CMD...) talk, frame by frame",
         usage="%(prog)s [--era ERA] [-- SERVER_CMD...]")
-    demo_command.add_argument("--era", choices=("legacy", "auto", V2026_07),
+    demo_command.add_argument("--era", choices=(HANDSHAKE, "legacy", "auto", V2026_07),
                               help="one session in this era (default: the gift server, "
                                    "one in each; yours: auto)")
     demo_command.add_argument("words", nargs=argparse.REMAINDER,
@@ -8342,10 +8068,11 @@ def _add_client_command(commands, name, text):
         name, help=text, formatter_class=argparse.RawDescriptionHelpFormatter,
         usage=f"%(prog)s [options] {words}", **(_CALL_HELP if call else {}))
     if name != "repl":
-        eras = ("auto", "legacy") + MODERN_PROTOCOL_VERSIONS
+        eras = ("auto", HANDSHAKE, "legacy") + STATELESS_PROTOCOL_VERSIONS
         command.add_argument("--era", choices=eras, default="auto",
                              help="auto (the default) speaks 2026-07-28 with servers "
-                                  "that offer it, else the handshake (legacy)")
+                                  "that offer it, else the handshake (handshake; "
+                                  "legacy is another name for it)")
     if call:
         _add_call_options(command)
     command.add_argument("words", nargs=argparse.REMAINDER, metavar=words,
@@ -8547,8 +8274,9 @@ def _call_command(args, words, colour):
     command = list(words)
     method, params = _pop_request(command, args.tool, args.method, args.json)
     era = args.era
-    if era == "auto" and method in HANDSHAKE_ONLY_METHODS:     # e.g. ping: only there
-        era = "legacy"
+    # e.g. ping: only in the handshake era
+    if era == "auto" and METHODS.get(method, CUSTOM_METHOD).era == HANDSHAKE:
+        era = HANDSHAKE
     options = {"timeout": args.timeout}
     if args.verbose:
         options.update(on_notification=_show_notification, log_level="debug")
@@ -8608,7 +8336,8 @@ def _call_request(client, method, params):
         print("mcp_min: acknowledged; the notifications that follow are for a longer "
               "session: repl's listen shows them", file=sys.stderr)
         return result
-    if method in INPUT_METHODS:            # input_required: answered, with no callbacks
+    # input_required: answered, with no callbacks
+    if METHODS.get(method, CUSTOM_METHOD).asks:
         return client.request_with_input(method, params or {})
     return client.request(method, params)
 
@@ -8636,3 +8365,4 @@ if __name__ == "__main__":
     # must get this same module (and its Server class), not a second copy.
     sys.modules.setdefault("mcp_min", sys.modules[__name__])
     sys.exit(main())
+

@@ -1688,7 +1688,7 @@ def test_a_tool_raising_cancelled_uncancelled_still_gets_a_reply():
 
 
 def test_an_outbound_request_that_cannot_be_encoded_leaves_nothing_pending():
-    peer = mcp_min.Peer(write_fd=None)
+    peer = mcp_min.Peer()
     with pytest.raises(TypeError):
         peer.request("sampling/createMessage", {"bad": object()}, timeout=1)
     assert peer.pending == {}
@@ -1698,7 +1698,7 @@ def test_after_end_of_input_an_outbound_request_fails_at_once():
     """No response can arrive once the input has ended: don't wait for the timeout."""
     read_fd, write_fd = __import__("os").pipe()
     try:
-        peer = mcp_min.Peer(write_fd)
+        peer = mcp_min.Peer(mcp_min.Writer(write_fd))
         peer.fail_pending(ConnectionError("gone"))
         start = time.monotonic()
         with pytest.raises(ConnectionError):
