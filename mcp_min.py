@@ -500,8 +500,11 @@ class Stream:
         """Send one encoded frame now; False if it cannot reach the client."""
         raise NotImplementedError
 
-    def respond(self, frame):
-        """The response (an encoded frame), or None when no response is due."""
+    def respond(self, frame, before=None):
+        """The response (an encoded frame), or None when no response is due.
+        ``before()`` is called just before it goes out, when nothing else can go out
+        first (initialize's: the session's notifications may follow it, never come
+        ahead of it)."""
         raise NotImplementedError
 
     def notify(self, method, params=None):
@@ -529,7 +532,7 @@ class Batch(Stream):
         self.events = stream.events
         self.send = stream.send
 
-    def respond(self, frame):
+    def respond(self, frame, before=None):
         with self.lock:
             if frame is not None:
                 self.frames.append(frame)
@@ -557,15 +560,15 @@ class Writer(Stream):
         self.trace = trace
         # Called once, if writing fails: the other side has gone
         self.on_closed = on_closed
-        # Reentrant: Session.run holds it around initialize's response
-        self.lock = threading.RLock()
+        self.lock = threading.Lock()
 
-    def respond(self, frame):
+    def respond(self, frame, before=None):
         if frame is not None:
-            self.send(frame)
+            self.send(frame, before)
 
-    def send(self, frame):
-        """Write one encoded frame and its newline; False if the other side has gone."""
+    def send(self, frame, before=None):
+        """Write one encoded frame and its newline (calling ``before()`` first, under
+        the lock); False if the other side has gone."""
         # not waiting for a write stuck on a closed pipe
         if self.closed:
             return False
@@ -573,6 +576,8 @@ class Writer(Stream):
             # closed while we waited
             if self.closed or self.write_fd is None:
                 return False
+            if before is not None:
+                before()
             if self.trace:
                 self.trace("out", frame)
             try:
@@ -3051,6 +3056,8 @@ class Server:
         self._stateless_meta = None
         self.http_sessions_alive = weakref.WeakSet()
         self._http = None
+        # The rules of each method (a row of METHODS), as this server applies them
+        self.methods = dict(METHODS)
         self.handlers = {
             "initialize": self.initialize, "ping": self.ping,
             "tools/list": self.list_tools, "tools/call": self.call_tool,
@@ -3066,6 +3073,20 @@ class Server:
             "notifications/cancelled": self.on_cancelled,
             "notifications/roots/list_changed": self.on_roots_list_changed,
         }
+
+    @property
+    def inline_methods(self):
+        """The methods run on the thread that reads them: those whose row in
+        ``methods`` is not ``threaded``. Setting it changes those rows."""
+        return frozenset(name for name, rules in self.methods.items()
+                         if not rules.threaded)
+
+    @inline_methods.setter
+    def inline_methods(self, names):
+        for name in self.methods.keys() | set(names):
+            rules = self.methods.get(name, CUSTOM_METHOD)
+            if rules.threaded == (name in names):
+                self.methods[name] = rules.but(threaded=name not in names)
 
     # -- registration ------------------------------------------------------------------
     # The options of each: docs/reference.md, "Registering". A name or URI registered
@@ -3751,7 +3772,7 @@ class Context:
 
     # While an async handler runs: cancels its coroutine (Session.cancel calls it)
     _on_cancel = None
-    # Called just before the response, under the stream's lock (initialize's)
+    # Called just before the response goes out (Stream.respond's ``before``)
     _with_response = None
     # A request's state as it starts: set on the instance only once it changes.
     # 2026-07-28: the answers this run has, key -> [question digest, answer]
@@ -4156,6 +4177,11 @@ class Method:
         self.threaded = threaded
         self.cacheable = cacheable
         self.asks = asks
+
+    def but(self, **changes):
+        """A copy of this row, with ``changes``."""
+        fields = {name: getattr(self, name) for name in self.__slots__}
+        return Method(**{**fields, **changes})
 
 
 _PAGE = {"cursor?": "string null"}
@@ -4577,7 +4603,7 @@ class Session(Peer):
         elif method == "initialize" and isinstance(stream, Batch):
             raise JSONRPCError(INVALID_REQUEST,
                                "initialize must not be part of a batch")
-        rules = METHODS.get(method, CUSTOM_METHOD)
+        rules = self.server.methods.get(method, CUSTOM_METHOD)
         handler = self.server.handlers.get(method)
         if handler is None or rules.era not in (None, era):
             removed = ""
@@ -4623,12 +4649,7 @@ class Session(Peer):
             if ctx.cancelled and not ctx.stopped:
                 frame = None
         try:
-            if ctx._with_response is None:
-                ctx.stream.respond(frame)
-            else:
-                with ctx.stream.lock:
-                    ctx._with_response()
-                    ctx.stream.respond(frame)
+            ctx.stream.respond(frame, ctx._with_response)
         finally:
             # In flight until sent: a shutdown waits for it
             with self.lock:
@@ -5273,7 +5294,6 @@ class HttpStream(Stream):
 
     def __init__(self, listen=False, events=True):
         self.frames = SimpleQueue()
-        self.lock = threading.Lock()
         self.listen = listen
         self.closed = False
         self.events = events
@@ -5284,7 +5304,9 @@ class HttpStream(Stream):
         self.frames.put((frame, False, time.monotonic()))
         return True
 
-    def respond(self, frame):
+    def respond(self, frame, before=None):
+        if before is not None:
+            before()
         if frame is not None or not self.listen:
             self.frames.put((frame, True, time.monotonic()))
 
@@ -6052,7 +6074,8 @@ class HttpEndpoint:
         stream = HttpStream(listen, events=sse)
         # What holds this thread for long is counted (and refused past the caps) before
         # it starts: a listen, a call (user code), a batch.
-        if listen or batch or METHODS.get(message["method"], CUSTOM_METHOD).threaded:
+        if (listen or batch
+                or self.server.methods.get(message["method"], CUSTOM_METHOD).threaded):
             self.hold(stream, session.principal, listen, rid, stateless)
         try:
             return self.dispatch(environ, start_response, session, message, stream, rid,
@@ -6835,6 +6858,20 @@ def _expect(value, what, kind=dict):
     return value
 
 
+class _Dropped(Stream):
+    """A stream that drops what it is given: what a 2026-07-28 client's responses
+    come to."""
+
+    def send(self, frame):
+        return False
+
+    def respond(self, frame, before=None):
+        pass
+
+
+_NO_RESPONSES = _Dropped()
+
+
 class Client(Peer):
     """An MCP client on the same JSON-RPC core, for tests, scripts and workshops."""
 
@@ -7105,6 +7142,12 @@ class Client(Peer):
             self.cancel(request_id, reason)
 
     # -- incoming ----------------------------------------------------------------------
+    def dispatch(self, message, stream=None):
+        # 2026-07-28: a client MUST NOT write responses on stdio, errors included.
+        if stream is None and self.stateless:
+            stream = _NO_RESPONSES
+        return super().dispatch(message, stream)
+
     def handle_batch(self, items, stream):
         # Protocol 2025-03-26 has batches, and a client must take them: each message as
         # if it came alone, the answers to its requests as one batch.
@@ -7144,9 +7187,6 @@ class Client(Peer):
             # Cancelled by the server: the spec forbids a response (a batch still
             # learns that this one is done).
             self.cancelled_requests.discard(rid)
-            frame = None
-        # 2026-07-28: a client MUST NOT write responses on stdio.
-        if self.stateless:
             frame = None
         stream.respond(frame)
 
@@ -8098,6 +8138,9 @@ def _add_call_options(command):
 
 def _check_arguments(parser, args, words):
     """What argparse cannot check; a usage error (exit 2) if something is wrong."""
+    # "legacy": what the handshake era was called before
+    if getattr(args, "era", None) == "legacy":
+        args.era = HANDSHAKE
     if args.command in ("inspect", "call", "repl") and not words:
         parser.error(f"{args.command} needs a server command: {args.command} -- "
                      "SERVER_CMD ...")

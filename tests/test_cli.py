@@ -1206,14 +1206,14 @@ def test_client_close_racing_a_send_never_breaks_the_send():
         except Exception as e:            # a TypeError when the descriptor went while it waited
             outcome.append(e)
 
-    client.write_lock.acquire()           # a frame is being written...
+    client.stream.lock.acquire()           # a frame is being written...
     sender = threading.Thread(target=send)
     sender.start()                        # ...so this send has checked the wire and waits
     time.sleep(0.1)
     closer = threading.Thread(target=client.close)
     closer.start()
     time.sleep(0.1)
-    client.write_lock.release()
+    client.stream.lock.release()
     sender.join(5)
     closer.join(10)
     assert outcome in ([True], [False]) and not closer.is_alive()
@@ -1243,10 +1243,10 @@ def test_client_close_keeps_its_timeout_when_a_send_is_stuck(tmp_path):
                              daemon=True)
     stuck.start()
     deadline = time.monotonic() + 5
-    while not client.write_lock.locked() and time.monotonic() < deadline:
+    while not client.stream.lock.locked() and time.monotonic() < deadline:
         time.sleep(0.01)
     time.sleep(0.2)
-    assert client.write_lock.locked()      # the pipe is full: the send waits inside the lock
+    assert client.stream.lock.locked()      # the pipe is full: the send waits inside the lock
     closer = threading.Thread(target=client.close, kwargs={"timeout": 0.5}, daemon=True)
     started = time.monotonic()
     closer.start()

@@ -163,11 +163,11 @@ def voluntary_switches(pid):
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads /proc")
 def test_an_idle_server_sleeps_after_a_burst(wire):
     """Once the queue is empty nothing polls: no thread wakes up while no request arrives
-    (a watcher that looked every few milliseconds would wake hundreds of times a second)."""
+    (a thread that polled every few milliseconds would wake hundreds of times a second)."""
     for i in range(64):
         wire.send(call(i, "block", {"ms": 50}))
     collect(wire, 64)
-    time.sleep(0.2)                                     # the workers and the watcher park
+    time.sleep(0.2)                                     # the workers go idle
     before = voluntary_switches(wire.proc.pid)
     time.sleep(1.0)
     woke = voluntary_switches(wire.proc.pid) - before
@@ -709,17 +709,17 @@ def wait_until(condition, timeout=5.0):
     return True
 
 
-def test_quick_calls_run_on_one_thread():
-    """A flood of quick calls from one thread: none of them runs long enough to count as
-    blocking (the threshold is raised, so that a loaded machine cannot make one look so),
-    and so they all run on the one worker, in order."""
-    pool = mcp_min.WorkerPool(max_workers=64, max_queue=100_000)
-    pool.blocking_after = 60.0
+def test_calls_one_after_another_reuse_one_thread():
+    """A call that finds a thread idle runs on it: calls one after the other start one
+    thread in all, however many there are."""
+    pool = mcp_min.WorkerPool(max_workers=64, max_queue=100)
     ran = []
-    for i in range(20_000):
-        assert pool.submit(lambda i=i: ran.append((i, threading.get_ident())))
-    assert wait_until(lambda: len(ran) == 20_000)
-    assert [i for i, _ in ran] == list(range(20_000))
+    for i in range(200):
+        done = threading.Event()
+        assert pool.submit(lambda i=i: (ran.append((i, threading.get_ident())), done.set()))
+        assert done.wait(5)
+        assert wait_until(lambda: pool.outstanding == 0)
+    assert [i for i, _ in ran] == list(range(200))
     assert len({thread for _, thread in ran}) == 1 and pool.threads == 1
 
 
@@ -767,9 +767,8 @@ def test_blocking_calls_grow_the_pool_fast():
 
 
 def test_a_queued_call_never_waits_long_behind_blocking_ones():
-    """With every worker blocked, a queued call gets a thread of its own within about the
-    threshold, with no other submit to prompt it; so does one queued behind a call that
-    computes (holding the GIL, not blocking), though only once the GIL lets the watcher run."""
+    """With every running call blocked, a new call gets a thread of its own at once; so
+    does one submitted behind a call that computes (holding the GIL, not blocking)."""
     pool = mcp_min.WorkerPool(max_workers=8, max_queue=100)
     gate = threading.Event()
     for _ in range(3):
@@ -811,228 +810,23 @@ def test_past_the_limit_submit_refuses_and_queues_nothing():
     assert pool.submit(ran.append, "room again") and wait_until(lambda: ran == ["room again"])
 
 
-def test_the_watcher_sleeps_once_the_queue_is_empty():
-    pool = mcp_min.WorkerPool(max_workers=8, max_queue=100)
-    gate = threading.Event()
-    for _ in range(4):
-        pool.submit(gate.wait, 10)
-    assert wait_until(lambda: pool.threads == 4)              # it watched, and woke them
-    gate.set()
-    assert wait_until(lambda: pool.outstanding == 0)
-    assert wait_until(lambda: not pool.watching and pool.awake == 0)
-
-
-def test_borrow_only_when_idle_and_never_beside_max_workers():
-    """A caller may run a call itself only when the pool has nothing running or queued, and
-    that call holds one of max_workers: with one worker, a call queued meanwhile waits for it,
-    then runs as soon as it is given back."""
-    pool = mcp_min.WorkerPool(max_workers=1, max_queue=10)
-    assert pool.borrow()
-    assert not pool.borrow()                          # one call at a time runs here
-    ran = threading.Event()
-    assert pool.submit(ran.set)
-    time.sleep(0.05)
-    assert not ran.is_set() and pool.threads == 0     # the only place is borrowed
-    pool.give_back()
-    assert ran.wait(2), "the queued call never ran once the place came back"
-    assert wait_until(lambda: pool.outstanding == 0)
-    gate = threading.Event()
-    assert pool.submit(gate.wait, 10)
-    assert not pool.borrow()                          # the pool is busy: queue, not here
-    gate.set()
-    assert wait_until(lambda: pool.outstanding == 0) and pool.borrow()
-    pool.give_back()
-
-
-def reader_server(**settings):
-    server = mcp_min.Server("reader", **settings)
-    threads, gate, running = [], threading.Event(), []
-
-    @server.tool
-    def quick(n: int) -> int:
-        threads.append(threading.get_ident())
-        return n
-
-    @server.tool
-    def wait_for_gate(ctx: mcp_min.Context) -> str:
-        running.append(threading.get_ident())
-        try:
-            while not gate.wait(0.01):
-                ctx.check_cancelled()
-        finally:
-            running.pop()
-        return "opened"
-    return server, threads, gate, running
-
-
-def test_quick_calls_run_on_the_reader_and_start_no_worker():
-    """One call at a time and the pool idle: each runs on the thread that read it, which
-    saves a hand-off to a worker for every call."""
-    server, threads, _, _ = reader_server()
-    with mcp_min.Client(server) as client:
-        for n in range(200):
-            assert client.call_tool("quick", {"n": n})["structuredContent"] == {"result": n}
-        assert len(set(threads)) == 1
-        assert server.pool.threads == 0
-
-
-def test_the_reader_watcher_parks_between_calls_and_ends_with_the_input(monkeypatch):
-    """Calls apart from each other wake one watcher thread, parked in between, rather than
-    start one each (that would cost every lone call a thread start); it ends with the input."""
-    started, ended, start_thread = [], [], mcp_min._start_thread
-
-    def counting(fn, *args):
-        if getattr(fn, "__name__", "") != "watch_reader":
-            return start_thread(fn, *args)
-        started.append(fn)
-
-        def watch(*args):
-            try:
-                fn(*args)
-            finally:
-                ended.append(fn)
-        return start_thread(watch, *args)
-    monkeypatch.setattr(mcp_min, "_start_thread", counting)
-    server, threads, _, _ = reader_server()
-    with mcp_min.Client(server) as client:
-        for n in range(5):
-            time.sleep(0.03)                          # the watcher looks, finds none, parks
-            assert client.call_tool("quick", {"n": n})["structuredContent"] == {"result": n}
-        assert len(started) == 1 and not ended
-    assert wait_until(lambda: ended), "the parked watcher outlived the connection"
-
-
-def test_a_call_that_blocks_the_reader_hands_the_reading_over():
-    """A call on the reader that lasts: another thread reads on, so pings are answered, the
-    call can be cancelled, and other calls run beside it, on the pool."""
-    server, threads, gate, running = reader_server()
-    with mcp_min.Client(server) as client:
-        result = {}
-        caller = threading.Thread(target=lambda: result.update(
-            first=client.call_tool("wait_for_gate", timeout=10)))
-        caller.start()
-        assert wait_until(lambda: running)
-        begin = time.monotonic()
-        assert client.request("ping", timeout=2) == {}
-        assert time.monotonic() - begin < 1.0
-        assert client.call_tool("quick", {"n": 7}, timeout=2)["structuredContent"] == {
-            "result": 7}
-        assert threads[-1] != running[0]              # not on the thread still in its call
-        gate.set()
-        caller.join(5)
-        assert result["first"]["content"][0]["text"] == "opened"
-        gate.clear()
-        rid = "to-cancel"
-        client.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-                     "params": {"name": "wait_for_gate", "arguments": {}}})
-        assert wait_until(lambda: running)
-        client.notify("notifications/cancelled", {"requestId": rid})
-        assert wait_until(lambda: not running), "the cancellation was never read"
-        assert client.request("ping", timeout=2) == {}
-
-
-def test_a_call_that_blocks_the_reader_after_any_pause_is_still_handed_over():
-    """The reader tells the watcher of its call without taking a lock: whether the watcher is
-    looking, about to park or parked when a call comes, a call that blocks is seen, and the
-    ping after it is read by another thread."""
-    server, threads, gate, running = reader_server()
-    tick = mcp_min.WorkerPool.blocking_after
-    with mcp_min.Client(server) as client:
-        for attempt in range(12):
-            assert client.call_tool("quick", {"n": attempt})["structuredContent"] == {
-                "result": attempt}
-            time.sleep(tick * attempt / 4)            # 0 to 5.5 ticks: every stage of parking
-            result = {}
-            caller = threading.Thread(target=lambda: result.update(
-                call=client.call_tool("wait_for_gate", timeout=10)))
-            caller.start()
-            try:
-                assert wait_until(lambda: running)
-                assert client.request("ping", timeout=2) == {}, f"attempt {attempt}"
-            finally:
-                gate.set()
-                caller.join(5)
-                gate.clear()
-            assert result["call"]["content"][0]["text"] == "opened"
-            assert wait_until(lambda: not running)
-
-
-def test_the_reader_lets_a_due_watcher_look_and_waits_no_more_for_a_late_one(monkeypatch):
-    """Between calls the reader waits for the watcher's look once it is due: else the watcher
-    would wait for the GIL, woken in vain at each of the reader's writes. A watcher that is
-    late (busy CPUs) is not waited for again until its next look."""
-    monkeypatch.setattr(mcp_min.WorkerPool, "blocking_after", 5.0)   # the real one sleeps on
-    waits = []
-
-    class LateWatcher:
-        def acquire(self, timeout):
-            waits.append(timeout)
-            return False                              # it never came to look
-
-        def locked(self):
-            return False
-
-    server, _, _, _ = reader_server()
-    with mcp_min.Client(server) as client:
-        assert client.call_tool("quick", {"n": 0})["structuredContent"] == {"result": 0}
-        session, = server.sessions
-        assert wait_until(lambda: session.look_due < float("inf"))   # the watcher sleeps,
-        assert session.look_due > time.monotonic()                    # not due for a while
-        session.looked, session.look_due = LateWatcher(), 0.0
-        for n in range(1, 4):
-            assert client.call_tool("quick", {"n": n})["structuredContent"] == {"result": n}
-        assert waits == [5.0] and session.look_due == float("inf")
-
-
-@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
-                    reason="needs two CPUs: on one the watcher cannot wait beside the reader")
-def test_quick_calls_on_the_reader_do_not_set_the_watcher_fighting_for_the_gil(tmp_path):
-    """A stream of quick calls on the reader: the watcher looks every tick, and each look
-    costs a hand-over of the GIL or two. Waiting for the GIL instead, beside a reader that
-    releases it in every write (a quick one: to /dev/null), it was woken in vain about once
-    per call."""
-    import resource
-    server, answered = mcp_min.Server("stream"), []
-
-    @server.tool
-    def add(a: int, b: int) -> int:
-        answered.append(a)
-        return a + b
-    calls = 20000
-    handshake = [{"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": INIT_PARAMS},
-                 {"jsonrpc": "2.0", "method": "notifications/initialized"}]
-    requests = tmp_path / "requests"
-    requests.write_text("".join(json.dumps(message) + "\n" for message in handshake + [
-        call(n, "add", {"a": n, "b": 1}) for n in range(calls)]))
-    with open(requests, "rb") as rfile, open(os.devnull, "wb") as wfile:
-        before, began = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw, time.monotonic()
-        server.serve_connection(rfile.fileno(), wfile.fileno())
-        switches = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw - before
-        looks = (time.monotonic() - began) / mcp_min.WorkerPool.blocking_after
-    assert answered == list(range(calls))
-    # a few per look (on a slow machine calls are fewer per look), and not one per call
-    assert switches < calls / 4 + 4 * looks, f"{switches} context switches, {calls} calls"
-
-
-def test_a_client_slow_to_read_holds_the_reader_in_its_writes_and_starts_no_threads(
-        monkeypatch):
-    """Replies written faster than the client reads them hold the reader in its writes:
-    that is backpressure. The watcher must not take that for a call that blocks and read
-    on: each call read then waits to write on a thread of its own. (A client that reads
-    nothing for longer than Session.write_stall is another matter: see the test above.)"""
+def test_a_client_slow_to_read_gets_every_reply_whole_from_a_bounded_pool(monkeypatch):
+    """Replies written faster than the client reads them wait, each on its worker, for
+    the writer lock: every one arrives whole, and no more threads run than max_workers
+    (and the one that reads)."""
     started, start_thread = [], mcp_min._start_thread
 
     def counting(fn, *args):
         started.append(getattr(fn, "__name__", repr(fn)))
         return start_thread(fn, *args)
     monkeypatch.setattr(mcp_min, "_start_thread", counting)
-    monkeypatch.setattr(mcp_min.Session, "write_stall", 10.0)   # however slow this machine
-    server = mcp_min.Server("backpressure")
+    server = mcp_min.Server("backpressure", max_workers=4)
 
     @server.tool
     def echo(text: str) -> str:
         return text
-    calls, text = 120, "x" * 4000                     # the pipe holds about 16 replies
+    # the pipe holds about 16 replies
+    calls, text = 120, "x" * 4000
     requests_in, requests_out = os.pipe()
     replies_in, replies_out = os.pipe()
     serving = threading.Thread(target=server.serve_connection, args=(requests_in, replies_out))
@@ -1051,18 +845,18 @@ def test_a_client_slow_to_read_holds_the_reader_in_its_writes_and_starts_no_thre
     with open(replies_in, "rb") as replies:
         for _ in range(calls + 1):
             answered.append(json.loads(replies.readline()))
-            time.sleep(0.004)                         # two of the watcher's looks
-    while_stuck = list(started)
+            time.sleep(0.004)
     sender.join(10)
     serving.join(10)
     os.close(replies_out)
-    assert [reply["id"] for reply in answered] == ["init", *range(calls)]
+    assert answered[0]["id"] == "init"
+    assert sorted(reply["id"] for reply in answered[1:]) == list(range(calls))
     assert all(reply["result"]["content"][0]["text"] == text for reply in answered[1:])
-    assert sorted(while_stuck) == ["read_to_end", "watch_reader"], while_stuck
+    assert started.count("_work") <= 4 and started.count("read") == 1, started
 
 
 def test_max_workers_1_still_runs_one_call_at_a_time():
-    """The call on the reader counts as one of max_workers."""
+    """With one worker, calls queue for it: never two at once."""
     server = mcp_min.Server("one", max_workers=1)
     active, most, lock = [0], [0], threading.Lock()
 
@@ -1084,24 +878,6 @@ def test_max_workers_1_still_runs_one_call_at_a_time():
         for caller in callers:
             caller.join(10)
         assert len(results) == 4 and most[0] == 1, most
-
-
-def test_a_borrowed_place_is_not_watched_for_and_its_return_wakes_the_queue():
-    """With every place taken (one borrowed, the rest blocked), the watcher does not keep
-    looking for a worker it may not wake; giving the place back starts the queued call."""
-    pool = mcp_min.WorkerPool(max_workers=2, max_queue=10)
-    gate, ran = threading.Event(), threading.Event()
-    assert pool.borrow()
-    try:
-        assert pool.submit(gate.wait, 10) and pool.submit(ran.set)
-        assert wait_until(lambda: pool.awake == 1 and not pool.watching), "still watching"
-        time.sleep(0.05)
-        assert not ran.is_set() and pool.threads == 1
-        pool.give_back()
-        assert ran.wait(2), "the queued call never ran once the borrowed place came back"
-    finally:
-        gate.set()
-    assert wait_until(lambda: pool.outstanding == 0)
 
 
 @pytest.mark.parametrize("settings", [{"max_workers": 0}, {"max_workers": 2.5},

@@ -17,7 +17,6 @@ without haproxy."""
 import functools
 import http.client
 import importlib.util
-import inspect
 import json
 import os
 import re
@@ -271,7 +270,7 @@ def test_the_documented_proxy_timeouts_outlast_the_heartbeat():
     stream is never quiet for longer than the Server's `heartbeat`, so both must be
     several times that (by hand, a GET stream through HAProxy with 3 s timeouts lives on
     at a 1 s heartbeat, and is cut after 3 s at a 10 s one)."""
-    heartbeat = inspect.signature(mcp_min.Server).parameters["heartbeat"].default
+    heartbeat = mcp_min.SETTINGS["heartbeat"].default
     units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
     timeouts = {side: int(number) * units[unit] for side, number, unit in
                 re.findall(r"timeout (client|server) (\d+)(ms|s|m|h|d)\b",

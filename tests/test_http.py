@@ -134,10 +134,9 @@ def test_modern_call_is_json_with_no_session(app):
     assert result["structuredContent"] == {"result": 5} and result["resultType"] == "complete"
 
 
-def test_a_quick_tool_runs_on_the_http_thread_and_one_that_streams_or_lasts_on_the_pool():
-    """The HTTP server's thread would only wait for the pool: a 2026-07-28 call to a tool
-    whose last call was quick runs there. A first call, a call with something to stream,
-    and a call to a tool that lasted go to the pool, which keeps a stream alive."""
+def test_every_call_runs_on_the_pool_and_the_http_thread_waits_for_it():
+    """One path for every call: the HTTP server's thread hands it to the pool, which
+    keeps its stream alive while it lasts, and waits for its response."""
     server, threads = Server("where"), []
 
     @server.tool
@@ -152,13 +151,9 @@ def test_a_quick_tool_runs_on_the_http_thread_and_one_that_streams_or_lasts_on_t
             "name": "where", "arguments": {"ms": ms}}, **meta)
         assert status == 200 and "here" in body.decode(), body
         return threads[-1]
-    assert call() != me                               # not known yet
-    assert call() == me and call() == me
+    assert call() != me and call() != me
     assert call(**{"progressToken": "p"}) != me
-    assert call(**{"io.modelcontextprotocol/logLevel": "debug"}) != me
-    assert call(ms=150) == me                         # quick last time: here, and it lasts
-    assert call() != me                               # so the next goes to the pool
-    assert call() == me
+    assert call(ms=150) != me
 
 
 def test_modern_progress_and_logs_stream_before_the_response(app):
@@ -887,11 +882,11 @@ def test_a_question_to_a_json_only_client_fails_at_once():
 
 
 def test_of_two_gets_at_once_one_gets_the_stream(app, monkeypatch):
-    class SlowToOpen(mcp_min.EventStream):    # widens the window between check and set
+    class SlowToOpen(mcp_min.HttpStream):     # widens the window between check and set
         def __init__(self, *args, **kwargs):
             time.sleep(0.1)
             super().__init__(*args, **kwargs)
-    monkeypatch.setattr(mcp_min, "EventStream", SlowToOpen)
+    monkeypatch.setattr(mcp_min, "HttpStream", SlowToOpen)
     session = initialize(app)
     opened = []
 
@@ -1877,241 +1872,39 @@ def test_sigterm_over_http_cancels_calls_left_after_the_grace_period_before_the_
         server.close()
 
 
-# -- the direct path (answer_at_once) and the general one (exchange) answer alike ------
-@pytest.fixture(scope="module")
-def both_paths():
-    """tests/servers/direct_path.py twice, with one signing key: the direct path on, and
-    off (the general path answers everything)."""
-    env = {**os.environ, "MCP_MIN_STATE_KEY": "one key for both"}
-    direct = HttpServerProcess(SERVERS / "direct_path.py", env=env)
-    general = HttpServerProcess(SERVERS / "direct_path.py",
-                                env={**env, "DIRECT_PATH": "off"})
-    yield direct, general
-    direct.close()
-    general.close()
-
-
-def wire_answer(server, message, headers=None):
-    """A POST's status, its header fields (but Date) and its body as received. A
-    requestState is masked: it says when it was sealed."""
-    connection = server.connection()
-    try:
-        response = send(connection, message, headers)
-        body = response.read()
-        fields = [(name.lower(), value) for name, value in response.getheaders()
-                  if name.lower() != "date"]
-    finally:
-        connection.close()
-    body = re.sub(rb'"requestState":"[^"]*"', b'"requestState":"(sealed)"', body)
-    return response.status, fields, body
-
-
-def tool_call(name, arguments=None, rid=1, **meta):
-    params = {"name": name, "arguments": arguments or {}}
-    return modern("tools/call", params, rid, **meta)
-
-
-NO_CAPABILITIES = {"_meta": {"io.modelcontextprotocol/protocolVersion": V}}
-ELICITS = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
-JSON_ONLY = {"Accept": "application/json"}
-
-#: Requests of every kind, sent in this order to both servers. A tool's first call goes
-#: the general way on both (its duration is not known yet); each kind comes again after,
-#: when the direct path takes what it can.
-WIRE_CASES = [
-    ("a result", tool_call("add", {"a": 2, "b": 3}), None),
-    ("a result again", tool_call("add", {"a": 4, "b": 5}, rid="s"), None),
-    ("JSON only", tool_call("add", {"a": 1, "b": 1}, rid=3), JSON_ONLY),
-    ("invalid arguments", tool_call("add", {"a": "two"}, rid=4), None),
-    ("an unknown tool", tool_call("subtract", {"a": 1}, rid=5), None),
-    ("no capabilities", {**tool_call("add", {"a": 1, "b": 2}, rid=6),
-                         "params": {"name": "add", "arguments": {"a": 1, "b": 2},
-                                    **NO_CAPABILITIES}}, None),
-    *[(f"structured content {i}", tool_call("point", {"x": 1.5, "y": -2}, rid=i), None)
-      for i in (7, 8)],
-    *[(f"a tool error {i}", tool_call("refuse", rid=i), None) for i in (9, 10)],
-    *[(f"a crash {i}", tool_call("crash", rid=i), None) for i in (11, 12)],
-    *[(f"a missing capability {i}", tool_call("greet", rid=i), None) for i in (13, 14)],
-    *[(f"input_required {i}", tool_call("greet", rid=i, **ELICITS), None)
-      for i in (15, 16)],
-    *[(f"input_required for a JSON-only client {i}",
-       tool_call("greet", rid=i, **ELICITS), JSON_ONLY) for i in (32, 33)],
-    *[(f"nothing to report {i}", tool_call("report", {"steps": 2}, rid=i), None)
-      for i in (17, 18)],
-    ("progress", tool_call("report", {"steps": 2}, rid=19, progressToken="p"), None),
-    ("a log level", tool_call("report", {"steps": 0}, rid=20,
-                              **{"io.modelcontextprotocol/logLevel": "info"}), None),
-    ("progress to a JSON-only client",
-     tool_call("report", {"steps": 2}, rid=21, progressToken="p"), JSON_ONLY),
-    ("a quick call", tool_call("nap", {"ms": 0}, rid=22), None),
-    ("another quick call", tool_call("nap", {"ms": 0}, rid=23), None),
-    ("a call that lasts after a quick one", tool_call("nap", {"ms": 150}, rid=24),
-     None),
-    ("a quick call after one that lasted", tool_call("nap", {"ms": 0}, rid=25), None),
-    *[(f"tools/list {i}", modern("tools/list", rid=i), None) for i in (26, 27)],
-    ("server/discover", modern("server/discover", rid=28), None),
-    ("a handshake-only method", modern("ping", rid=29), None),
-    ("an unknown method", modern("tools/frobnicate", rid=30), None),
-    ("a notification", {"jsonrpc": "2.0", "method": "notifications/initialized",
-                        "params": {"_meta": ENVELOPE}}, None),
-    ("a mismatched Mcp-Name", tool_call("add", {"a": 1, "b": 2}, rid=31),
-     {"Mcp-Name": "nap"}),
-]
-
-
-def test_the_direct_path_and_the_general_one_answer_with_the_same_bytes(both_paths):
-    direct, general = both_paths
-    for what, message, headers in WIRE_CASES:
-        answer = wire_answer(direct, message, headers)
-        assert answer == wire_answer(general, message, headers), what
-        assert answer[0] in (200, 202, 400, 404), (what, answer)
-
-
-def test_the_direct_path_answers_a_quick_call_and_the_general_one_the_first(both_paths):
-    direct, general = both_paths
-
-    def way(server):
-        status, _, body = wire_answer(server, tool_call("path", rid=1))
-        assert status == 200, body
-        return json.loads(body)["result"]["content"][0]["text"]
-    assert way(direct) == "general" and way(general) == "general"    # not known yet
-    assert way(direct) == "direct" and way(general) == "general"
-
-
-def test_a_retry_with_the_answer_is_finished_either_way(both_paths):
-    for server in both_paths:
-        connection = server.connection()
-        try:
-            asked = send(connection, tool_call("greet", rid=1, **ELICITS))
-            state = json.loads(asked.read())["result"]["requestState"]
-            retry = modern("tools/call", {
-                "name": "greet", "arguments": {}, "requestState": state,
-                "inputResponses": {"user_name": {
-                    "action": "accept", "content": {"name": "Ada"}}}}, rid=2, **ELICITS)
-            answer = json.loads(send(connection, retry).read())
-        finally:
-            connection.close()
-        assert answer["result"]["content"][0]["text"] == "Hello, Ada!", answer
-
-
-def on_direct_path():
-    """Whether the tool calling it runs under HttpEndpoint.answer_at_once."""
-    frame = sys._getframe()
-    while frame is not None and frame.f_code.co_name != "answer_at_once":
-        frame = frame.f_back
-    return frame is not None
-
-
-def test_a_call_on_the_direct_path_is_counted_and_can_be_cancelled_by_a_shutdown():
-    """What exchange gives a call, the direct path gives it too: it counts against its
-    principal's cap while it runs, and its session (where a shutdown finds the calls
-    to cancel) holds it."""
-    server, during = Server("counted", auth=lambda token: token == "t" and "alice"), []
+# -- every call takes the one path: a worker runs it, the HTTP thread waits ---------------
+def test_a_call_is_counted_held_by_its_session_and_a_shutdown_waits_for_it():
+    """While a 2026-07-28 call runs, on a worker of the pool, it counts against its
+    principal's cap and its session (where a shutdown finds the calls to cancel) holds
+    it; a shutdown cancels it and waits for it (within cancel_timeout), and its client
+    gets the response."""
+    server = Server("counted", cancel_timeout=5,
+                    auth=lambda token: token == "t" and "alice")
+    during, started = [], threading.Event()
 
     @server.tool
-    def look(ctx: Context) -> str:
+    def slow(ctx: Context, ms: int) -> int:
         sessions = [session for session in server.http_sessions_alive
                     if session.running.get(ctx.request_id) is ctx]
-        during.append((on_direct_path(), dict(server._http.held), sessions))
-        return "looked"
-    for _ in range(2):
-        status, _, body = post_modern(server.wsgi, "tools/call", {"name": "look"},
-                                      headers={"Authorization": "Bearer t"})
-        assert status == 200 and b"looked" in body, body
-    (first_direct, *_), (direct, held, sessions) = during
-    assert not first_direct and direct              # the first: its length unknown
-    assert held == {'"alice"': 1} and len(sessions) == 1
-    assert server._http.held == {}                  # given back with the response
-
-
-@pytest.mark.parametrize("accept, content_type", [
-    (ACCEPT, "text/event-stream"), ("application/json", "application/json")])
-def test_a_frame_sent_before_the_response_makes_a_stream_on_the_direct_path_too(
-        accept, content_type):
-    """A quick call that sends something before its response (here through its outlet)
-    is answered as the general path answers it: an SSE stream, or, to a client that
-    takes JSON alone, the response without what came before."""
-    server, ways = Server("chatty"), []
-
-    @server.tool
-    def chat(ctx: Context) -> str:
-        ways.append(on_direct_path())
-        ctx.outlet.notify("notifications/message", {"level": "info", "data": "hi"})
-        return "said"
-    answers = []
-    for _ in range(2):
-        status, headers, body = post_modern(server.wsgi, "tools/call", {"name": "chat"},
-                                            headers={"Accept": accept})
-        assert status == 200 and headers["content-type"] == content_type, body
-        answers.append(body)
-    assert ways == [False, True]                    # the first: its length unknown
-    general, direct = answers
-    assert direct == general and direct.count(b'"jsonrpc"') == (
-        2 if content_type == "text/event-stream" else 1)
-
-
-def test_a_quick_call_of_a_tool_that_takes_no_context_runs_with_no_session(monkeypatch):
-    """A tool without a Context parameter cannot reach a session, so the direct path
-    makes none for it (a tool that takes one, or a call carrying answers, gets one),
-    and the answers are the same either way (see the byte-for-byte test above)."""
-    server, made = Server("alone"), []
-    real_init = mcp_min.HttpSession.__init__
-
-    def counted(self, *args, **kwargs):
-        made.append(self)
-        real_init(self, *args, **kwargs)
-    monkeypatch.setattr(mcp_min.HttpSession, "__init__", counted)
-
-    @server.tool
-    def double(n: int) -> int:
-        return 2 * n
-
-    @server.tool
-    async def triple(n: int) -> int:
-        return 3 * n
-
-    @server.tool
-    def named(ctx: Context) -> str:
-        return ctx.request_id
-
-    def sessions_made(name, arguments, **extra):
-        del made[:]
-        status, _, body = post_modern(server.wsgi, "tools/call",
-                                      {"name": name, "arguments": arguments, **extra},
-                                      rid="r")
-        assert status == 200 and b'"isError":false' in body, body
-        return len(made)
-    for name, arguments in (("double", {"n": 2}), ("triple", {"n": 2}), ("named", {})):
-        assert sessions_made(name, arguments) == 1          # its length not known yet
-    assert sessions_made("double", {"n": 2}) == 0
-    assert sessions_made("triple", {"n": 2}) == 0           # async, on the event loop
-    assert sessions_made("named", {}) == 1
-    assert sessions_made("double", {"n": 2}, inputResponses={}) == 1
-    assert server.calls_alone == set()
-
-
-def test_a_shutdown_waits_for_a_call_with_no_session_and_answers_it():
-    """A call with no session cannot be cancelled once its tool runs: a shutdown waits
-    for it (within cancel_timeout), and its client gets the result."""
-    server, started = Server("waited", cancel_timeout=5), threading.Event()
-
-    @server.tool
-    def slow(ms: int) -> int:
+        during.append((threading.get_ident(), dict(server._http.held), sessions))
         started.set()
         time.sleep(ms / 1000)
         return ms
-    assert post_modern(server.wsgi, "tools/call",
-                       {"name": "slow", "arguments": {"ms": 0}})[0] == 200    # quick
     answers = []
     caller = threading.Thread(target=lambda: answers.append(post_modern(
-        server.wsgi, "tools/call", {"name": "slow", "arguments": {"ms": 400}})))
+        server.wsgi, "tools/call", {"name": "slow", "arguments": {"ms": 400}},
+        headers={"Authorization": "Bearer t"})))
     caller.start()
     assert started.wait(5)
-    assert len(server.calls_alone) == 1
+    [(worker, held, sessions)] = during
+    assert worker != caller.ident
+    assert held == {'"alice"': 1} and len(sessions) == 1
     began = time.monotonic()
     server._cancel_http_calls(None)
     waited = time.monotonic() - began
     caller.join(5)
     status, _, body = answers[0]
     assert status == 200 and b'"structuredContent":{"result":400}' in body, body
-    assert 0.2 < waited < 4 and server.calls_alone == set()
+    assert 0.2 < waited < 4
+    # given back with the response
+    assert server._http.held == {}
