@@ -3531,7 +3531,8 @@ _LEAST = {
     "max_workers": 1, "max_queue": 0, "page_size": 1, "max_line_bytes": 1,
     "max_sessions": 1, "max_sessions_per_principal": 1, "max_streams": 1,
     "max_streams_per_principal": 1, "max_subscriptions": 0, "max_state_bytes": 1,
-    "max_body_bytes": 1, "max_inflight_bytes": 1, "max_connections": 1}
+    "max_body_bytes": 1, "max_inflight_bytes": 1, "max_connections": 1,
+    "max_client_bytes": 1, "max_uri_length": 1, "max_subscribed_length": 1}
 # Server settings in seconds -> whether None (no limit) is allowed.
 _NONE_IS_NO_LIMIT = {
     "grace_period": False, "cancel_timeout": False, "request_timeout": True,
@@ -3601,7 +3602,9 @@ class Server:
                  max_streams_per_principal=16, max_subscriptions=1000,
                  can_subscribe=None, heartbeat=15.0, idle_timeout=30.0,
                  max_state_bytes=64 << 10, max_body_bytes=4 << 20,
-                 max_inflight_bytes=32 << 20, max_connections=200):
+                 max_inflight_bytes=32 << 20, max_connections=200,
+                 max_client_bytes=64 << 10, max_uri_length=8 << 10,
+                 max_subscribed_length=64 << 10):
         settings = dict(locals())             # the arguments, by name
         del settings["self"]
         _check_settings(settings)
@@ -3805,8 +3808,16 @@ class Server:
         if requested not in PROTOCOL_VERSIONS:
             version = LATEST_PROTOCOL_VERSION
         info, caps = params.get("clientInfo"), params.get("capabilities")
-        session.client_info = info if isinstance(info, dict) else {}
-        session.client_capabilities = caps if isinstance(caps, dict) else {}
+        info = info if isinstance(info, dict) else {}
+        caps = caps if isinstance(caps, dict) else {}
+        # The session keeps them for its life: bounded in bytes, not only in number
+        size = len(encode_message([info, caps]))
+        if size > self.max_client_bytes:
+            raise JSONRPCError(INVALID_PARAMS, "initialize: clientInfo and "
+                               f"capabilities take {size} bytes as JSON, more than "
+                               "this server keeps per session "
+                               f"({self.max_client_bytes}, max_client_bytes)")
+        session.client_info, session.client_capabilities = info, caps
         offered = self.capabilities()
         declared = dict(offered)
         if version < V2025_03:
@@ -3875,6 +3886,7 @@ class Server:
             if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
                 raise JSONRPCError(INVALID_PARAMS, "subscriptions/listen: notifications"
                                    ".resourceSubscriptions must be a list of URIs")
+            self._check_uris("subscriptions/listen", uris)
             if offered.get("resources", {}).get("subscribe"):
                 # A part refused is left out of the acknowledgement (the spec's way).
                 honoured["resourceSubscriptions"] = [
@@ -4057,11 +4069,30 @@ class Server:
                                    f"has {len(subscriptions)} subscriptions, the most "
                                    "this server keeps (max_subscriptions); unsubscribe "
                                    "from one first")
+            self._check_uris("resources/subscribe", [uri],
+                            sum(map(len, subscriptions)))
             if not self.may_subscribe(ctx.principal, uri):
                 raise JSONRPCError(INVALID_PARAMS, "resources/subscribe: subscribing "
                                    f"to {_preview(uri)} is not allowed")
         subscriptions.add(uri)
         return {}
+
+    def _check_uris(self, method, uris, kept=0):
+        """-32602 for a URI longer than max_uri_length, or for URIs that, with the
+        ``kept`` characters a session subscribes to already, pass max_subscribed_length:
+        a session, or a listen, keeps them while it lasts."""
+        longest = max(map(len, uris), default=0)
+        if longest > self.max_uri_length:
+            raise JSONRPCError(INVALID_PARAMS, f"{method}: a URI of {longest} "
+                               "characters is longer than this server takes "
+                               f"({self.max_uri_length}, max_uri_length)")
+        total = kept + sum(map(len, uris))
+        if total > self.max_subscribed_length:
+            raise JSONRPCError(INVALID_PARAMS, f"{method}: {total} characters of "
+                               "subscribed URIs are more than this server keeps per "
+                               f"session or listen ({self.max_subscribed_length}, "
+                               "max_subscribed_length); a URI covers the resources "
+                               "under it")
 
     def unsubscribe(self, ctx, params):
         uri = _require(params, "uri", str, "resources/unsubscribe")

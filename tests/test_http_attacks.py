@@ -861,6 +861,37 @@ def test_handshake_subscriptions_are_capped_per_session(serving):
     served_afterwards_as(port, "alice")
 
 
+def test_what_a_session_keeps_is_bounded_in_bytes_not_only_in_number(serving):
+    """Twelve initializes whose capabilities hold nearly 4 MiB of [{}, {}, ...] (under
+    max_body_bytes), then sixty subscribes to 4 MiB URIs: each refused with -32602 naming
+    its limit's setting, and the server ends within 200 MiB, at most 100 MiB above where it
+    started (kept, the sessions held 1.2 GB)."""
+    served = holding_server(serving)
+    port = served.port
+    session = initialize(port, "alice")
+    served_afterwards_as(port, "alice")
+    start = proc_status(served.pid, "VmRSS")
+    params = dict(INITIALIZE["params"], capabilities={"experimental": {"pad": []}})
+    big = dict(INITIALIZE, params=params)
+    params["capabilities"]["experimental"]["pad"] = [{}] * ((4 * MIB - 1024) // 4)
+    replies = [body_of(exchange(port, handshake_bytes(port, big, "bob"))) for _ in range(12)]
+    uri = "docs://" + "x" * (4 * MIB - 1024)
+    for i in range(60):
+        subscribe = {"jsonrpc": "2.0", "id": i, "method": "resources/subscribe",
+                     "params": {"uri": f"{uri}{i}"}}
+        replies.append(body_of(exchange(port, handshake_bytes(port, subscribe, "alice",
+                                                               session))))
+    rss = proc_status(served.pid, "VmRSS")
+    assert rss <= 200 << 10 and rss - start <= 100 << 10, f"{start} KiB -> {rss} KiB"
+    for reply, setting in zip(replies, ["max_client_bytes"] * 12 + ["max_uri_length"] * 60):
+        assert reply["error"]["code"] == mcp_min.INVALID_PARAMS, str(reply)[:300]
+        assert setting in reply["error"]["message"]
+    assert "(65536, max_client_bytes)" in replies[0]["error"]["message"]
+    assert "(8192, max_uri_length)" in replies[-1]["error"]["message"]
+    assert pinged(port, "alice", session) == 200
+    served_afterwards_as(port, "alice")
+
+
 # ============================================================================================
 # Memory, time, connections and framing on the embedded server
 # ============================================================================================
