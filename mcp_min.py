@@ -6047,7 +6047,8 @@ class HttpEndpoint:
     def read_body(self, environ):
         """The POST's body, read once its length is known to be within max_body_bytes
         and within what max_inflight_bytes has left (that much stays reserved while the
-        call runs: until its whole response is made, or until its stream ends)."""
+        call runs: until its whole response is made, or its stream ends; for a listen,
+        until it is acknowledged)."""
         server = self.server
         length = environ.get("CONTENT_LENGTH")
         limit = min(server.max_body_bytes, server.max_line_bytes)
@@ -6385,6 +6386,9 @@ class HttpEndpoint:
         else:
             # 2026-07-28 even for initialize, which is not of that era
             session.handle_request(message, stream, stateless=stateless)
+        # A listen's handler has returned: its stream costs a place (hold), no body
+        if stream.listen:
+            self.release(environ)
         try:
             first = self.next_item(stream, self.server.heartbeat if sse else None, gone)
             while not sse and not first[1]:   # JSON only: notifications are dropped

@@ -994,6 +994,32 @@ def test_bodies_past_max_inflight_bytes_wait_for_none_and_get_503(serve):
     assert body_of(response)["result"]["structuredContent"] == {"result": 5}
 
 
+def padded_to(message, size):
+    """``message`` with a _meta padding that makes its JSON ``size`` bytes."""
+    message["params"]["_meta"]["padding"] = ""
+    message["params"]["_meta"]["padding"] = "x" * (size - len(json.dumps(message)))
+    return message
+
+
+def test_open_listens_hold_stream_slots_not_the_bytes_of_their_bodies(serving):
+    """Eight listens padded to 4 MiB (max_body_bytes: together, all of max_inflight_bytes)
+    stay open: a small request is still served at once, not refused with 503."""
+    served = serving(PLAIN_SERVER)
+    port = served.port
+    streams = [OpenStream(port, request_bytes(port, message=padded_to(
+        listen_message(rid, toolsListChanged=True), 4 * MIB))) for rid in range(10, 18)]
+    for stream in streams:
+        stream.read_until(rb"subscriptions/acknowledged")
+        acknowledged(stream)
+    response = exchange(port, request_bytes(port, message=modern("tools/list"),
+                                            Connection="close"), timeout=3)
+    assert status_of(response) == 200, response[:300]
+    assert body_of(response)["result"]["tools"][0]["name"] == "add"
+    served_afterwards(port)
+    for stream in streams:
+        stream.close()
+
+
 def test_a_body_trickled_a_byte_at_a_time_gets_408_within_idle_timeout(serve):
     """Never silent for idle_timeout, the client still must send the whole body within it:
     else 408, the connection closes, and its thread is gone."""
