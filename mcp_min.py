@@ -6676,7 +6676,7 @@ class _ResponseWriterMixin:
         request = self.request_handler
         if not request.body.discard():
             self.headers["Connection"] = "close"
-            request.close_connection = True
+            request.close_connection = request.lingers = True
         if self.status[:3] == "204":
             del self.headers["Content-Length"]
         if "Content-Length" not in self.headers and not self.bodiless():
@@ -6768,6 +6768,10 @@ class _RequestHandlerMixin:
     # Headers and body go out in separate writes: with Nagle's algorithm the body would
     # wait for the client's delayed acknowledgement (40 ms) on a kept-alive connection.
     disable_nagle_algorithm = True
+    # Closing with input unread (a refusal sent before the body was read): linger()
+    lingers = False
+    #: The most bytes linger() reads and drops
+    linger_bytes = 64 << 20
 
     def setup(self):
         # The socket's timeout: each read, each send (0 would make it non-blocking)
@@ -6786,6 +6790,29 @@ class _RequestHandlerMixin:
         try:
             BaseHTTPRequestHandler.handle(self)
         except TimeoutError:
+            pass
+        if self.lingers:
+            self.linger()
+
+    def linger(self):
+        """A lingering close: a client that sends its whole body before it reads
+        (urllib, requests, httpx) would be reset by a close with its body unread, and
+        never read the refusal. So our side ends, and what the client still sends is
+        read and dropped: up to linger_bytes, until the body's deadline (idle_timeout
+        after the headers, else 30 s), or until it closes its side."""
+        import socket
+        connection = self.connection
+        deadline = self.rfile.raw.deadline or time.monotonic() + 30
+        buffer, left = bytearray(1 << 16), self.linger_bytes
+        try:
+            connection.shutdown(socket.SHUT_WR)
+            while left > 0 and deadline > time.monotonic():
+                connection.settimeout(max(deadline - time.monotonic(), 1e-6))
+                read = connection.recv_into(buffer)
+                if not read:
+                    break
+                left -= read
+        except OSError:
             pass
 
     def handle_one_request(self):
@@ -6903,7 +6930,7 @@ class _RequestHandlerMixin:
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Connection", "close")
         self.end_headers()
-        self.close_connection = True
+        self.close_connection = self.lingers = True
         if self.command != "HEAD":            # (every code it gets is 4xx or 5xx)
             self.wfile.write(body)
 

@@ -19,6 +19,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -1471,6 +1473,31 @@ def test_expect_100_continue_is_not_answered_for_a_body_over_the_cap(serve):
         received = b""
         while b'"result"' not in received:
             received += sock.recv(65536)
+    served_afterwards(served.port)
+
+
+def test_a_client_that_sends_its_whole_body_first_reads_the_413(serve):
+    """urllib and httpx send the whole body before they read: the embedded server reads and
+    drops the rest of a body it refused by its length (a lingering close), so they get the
+    413 and its JSON-RPC error, not a broken pipe or a reset (urllib did)."""
+    httpx2 = pytest.importorskip("httpx2")
+    served = serve(PLAIN_SERVER)
+    url = f"http://127.0.0.1:{served.port}/mcp"
+    call = modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+    listen = listen_message(toolsListChanged=True)
+    for message, size in ((call, 5 * MIB), (listen, 20_000_000)):
+        body = json.dumps(padded_to(message, size)).encode()
+        headers = {"Content-Type": "application/json", "Accept": ACCEPT,
+                   **modern_headers(message)}
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(urllib.request.Request(url, body, headers), timeout=10)
+        assert refused.value.code == 413
+        error = json.loads(refused.value.read())["error"]
+        refused.value.close()
+        assert error["code"] == -32600 and f"{size} bytes is over" in error["message"]
+        response = httpx2.post(url, content=body, headers=headers, timeout=10)
+        assert response.status_code == 413
+        assert response.json()["error"] == error
     served_afterwards(served.port)
 
 
