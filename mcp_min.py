@@ -3531,7 +3531,8 @@ _LEAST = {
     "max_workers": 1, "max_queue": 0, "page_size": 1, "max_line_bytes": 1,
     "max_sessions": 1, "max_sessions_per_principal": 1, "max_streams": 1,
     "max_streams_per_principal": 1, "max_subscriptions": 0, "max_state_bytes": 1,
-    "max_body_bytes": 1, "max_inflight_bytes": 1, "max_connections": 1}
+    "max_body_bytes": 1, "max_inflight_bytes": 1, "max_connections": 1,
+    "max_client_bytes": 1, "max_uri_length": 1, "max_subscribed_length": 1}
 # Server settings in seconds -> whether None (no limit) is allowed.
 _NONE_IS_NO_LIMIT = {
     "grace_period": False, "cancel_timeout": False, "request_timeout": True,
@@ -3601,7 +3602,9 @@ class Server:
                  max_streams_per_principal=16, max_subscriptions=1000,
                  can_subscribe=None, heartbeat=15.0, idle_timeout=30.0,
                  max_state_bytes=64 << 10, max_body_bytes=4 << 20,
-                 max_inflight_bytes=32 << 20, max_connections=200):
+                 max_inflight_bytes=32 << 20, max_connections=200,
+                 max_client_bytes=64 << 10, max_uri_length=8 << 10,
+                 max_subscribed_length=64 << 10):
         settings = dict(locals())             # the arguments, by name
         del settings["self"]
         _check_settings(settings)
@@ -3805,8 +3808,16 @@ class Server:
         if requested not in PROTOCOL_VERSIONS:
             version = LATEST_PROTOCOL_VERSION
         info, caps = params.get("clientInfo"), params.get("capabilities")
-        session.client_info = info if isinstance(info, dict) else {}
-        session.client_capabilities = caps if isinstance(caps, dict) else {}
+        info = info if isinstance(info, dict) else {}
+        caps = caps if isinstance(caps, dict) else {}
+        # The session keeps them for its life: bounded in bytes, not only in number
+        size = len(encode_message([info, caps]))
+        if size > self.max_client_bytes:
+            raise JSONRPCError(INVALID_PARAMS, "initialize: clientInfo and "
+                               f"capabilities take {size} bytes as JSON, more than "
+                               "this server keeps per session "
+                               f"({self.max_client_bytes}, max_client_bytes)")
+        session.client_info, session.client_capabilities = info, caps
         offered = self.capabilities()
         declared = dict(offered)
         if version < V2025_03:
@@ -3875,6 +3886,7 @@ class Server:
             if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
                 raise JSONRPCError(INVALID_PARAMS, "subscriptions/listen: notifications"
                                    ".resourceSubscriptions must be a list of URIs")
+            self._check_uris("subscriptions/listen", uris)
             if offered.get("resources", {}).get("subscribe"):
                 # A part refused is left out of the acknowledgement (the spec's way).
                 honoured["resourceSubscriptions"] = [
@@ -4057,11 +4069,30 @@ class Server:
                                    f"has {len(subscriptions)} subscriptions, the most "
                                    "this server keeps (max_subscriptions); unsubscribe "
                                    "from one first")
+            self._check_uris("resources/subscribe", [uri],
+                            sum(map(len, subscriptions)))
             if not self.may_subscribe(ctx.principal, uri):
                 raise JSONRPCError(INVALID_PARAMS, "resources/subscribe: subscribing "
                                    f"to {_preview(uri)} is not allowed")
         subscriptions.add(uri)
         return {}
+
+    def _check_uris(self, method, uris, kept=0):
+        """-32602 for a URI longer than max_uri_length, or for URIs that, with the
+        ``kept`` characters a session subscribes to already, pass max_subscribed_length:
+        a session, or a listen, keeps them while it lasts."""
+        longest = max(map(len, uris), default=0)
+        if longest > self.max_uri_length:
+            raise JSONRPCError(INVALID_PARAMS, f"{method}: a URI of {longest} "
+                               "characters is longer than this server takes "
+                               f"({self.max_uri_length}, max_uri_length)")
+        total = kept + sum(map(len, uris))
+        if total > self.max_subscribed_length:
+            raise JSONRPCError(INVALID_PARAMS, f"{method}: {total} characters of "
+                               "subscribed URIs are more than this server keeps per "
+                               f"session or listen ({self.max_subscribed_length}, "
+                               "max_subscribed_length); a URI covers the resources "
+                               "under it")
 
     def unsubscribe(self, ctx, params):
         uri = _require(params, "uri", str, "resources/unsubscribe")
@@ -6016,7 +6047,8 @@ class HttpEndpoint:
     def read_body(self, environ):
         """The POST's body, read once its length is known to be within max_body_bytes
         and within what max_inflight_bytes has left (that much stays reserved while the
-        call runs: until its whole response is made, or until its stream ends)."""
+        call runs: until its whole response is made, or its stream ends; for a listen,
+        until it is acknowledged)."""
         server = self.server
         length = environ.get("CONTENT_LENGTH")
         limit = min(server.max_body_bytes, server.max_line_bytes)
@@ -6354,6 +6386,9 @@ class HttpEndpoint:
         else:
             # 2026-07-28 even for initialize, which is not of that era
             session.handle_request(message, stream, stateless=stateless)
+        # A listen's handler has returned: its stream costs a place (hold), no body
+        if stream.listen:
+            self.release(environ)
         try:
             first = self.next_item(stream, self.server.heartbeat if sse else None, gone)
             while not sse and not first[1]:   # JSON only: notifications are dropped
@@ -6641,7 +6676,7 @@ class _ResponseWriterMixin:
         request = self.request_handler
         if not request.body.discard():
             self.headers["Connection"] = "close"
-            request.close_connection = True
+            request.close_connection = request.lingers = True
         if self.status[:3] == "204":
             del self.headers["Content-Length"]
         if "Content-Length" not in self.headers and not self.bodiless():
@@ -6733,6 +6768,10 @@ class _RequestHandlerMixin:
     # Headers and body go out in separate writes: with Nagle's algorithm the body would
     # wait for the client's delayed acknowledgement (40 ms) on a kept-alive connection.
     disable_nagle_algorithm = True
+    # Closing with input unread (a refusal sent before the body was read): linger()
+    lingers = False
+    #: The most bytes linger() reads and drops
+    linger_bytes = 64 << 20
 
     def setup(self):
         # The socket's timeout: each read, each send (0 would make it non-blocking)
@@ -6751,6 +6790,29 @@ class _RequestHandlerMixin:
         try:
             BaseHTTPRequestHandler.handle(self)
         except TimeoutError:
+            pass
+        if self.lingers:
+            self.linger()
+
+    def linger(self):
+        """A lingering close: a client that sends its whole body before it reads
+        (urllib, requests, httpx) would be reset by a close with its body unread, and
+        never read the refusal. So our side ends, and what the client still sends is
+        read and dropped: up to linger_bytes, until the body's deadline (idle_timeout
+        after the headers, else 30 s), or until it closes its side."""
+        import socket
+        connection = self.connection
+        deadline = self.rfile.raw.deadline or time.monotonic() + 30
+        buffer, left = bytearray(1 << 16), self.linger_bytes
+        try:
+            connection.shutdown(socket.SHUT_WR)
+            while left > 0 and deadline > time.monotonic():
+                connection.settimeout(max(deadline - time.monotonic(), 1e-6))
+                read = connection.recv_into(buffer)
+                if not read:
+                    break
+                left -= read
+        except OSError:
             pass
 
     def handle_one_request(self):
@@ -6868,7 +6930,7 @@ class _RequestHandlerMixin:
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Connection", "close")
         self.end_headers()
-        self.close_connection = True
+        self.close_connection = self.lingers = True
         if self.command != "HEAD":            # (every code it gets is 4xx or 5xx)
             self.wfile.write(body)
 

@@ -19,6 +19,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -861,6 +863,37 @@ def test_handshake_subscriptions_are_capped_per_session(serving):
     served_afterwards_as(port, "alice")
 
 
+def test_what_a_session_keeps_is_bounded_in_bytes_not_only_in_number(serving):
+    """Twelve initializes whose capabilities hold nearly 4 MiB of [{}, {}, ...] (under
+    max_body_bytes), then sixty subscribes to 4 MiB URIs: each refused with -32602 naming
+    its limit's setting, and the server ends within 200 MiB, at most 100 MiB above where it
+    started (kept, the sessions held 1.2 GB)."""
+    served = holding_server(serving)
+    port = served.port
+    session = initialize(port, "alice")
+    served_afterwards_as(port, "alice")
+    start = proc_status(served.pid, "VmRSS")
+    params = dict(INITIALIZE["params"], capabilities={"experimental": {"pad": []}})
+    big = dict(INITIALIZE, params=params)
+    params["capabilities"]["experimental"]["pad"] = [{}] * ((4 * MIB - 1024) // 4)
+    replies = [body_of(exchange(port, handshake_bytes(port, big, "bob"))) for _ in range(12)]
+    uri = "docs://" + "x" * (4 * MIB - 1024)
+    for i in range(60):
+        subscribe = {"jsonrpc": "2.0", "id": i, "method": "resources/subscribe",
+                     "params": {"uri": f"{uri}{i}"}}
+        replies.append(body_of(exchange(port, handshake_bytes(port, subscribe, "alice",
+                                                               session))))
+    rss = proc_status(served.pid, "VmRSS")
+    assert rss <= 200 << 10 and rss - start <= 100 << 10, f"{start} KiB -> {rss} KiB"
+    for reply, setting in zip(replies, ["max_client_bytes"] * 12 + ["max_uri_length"] * 60):
+        assert reply["error"]["code"] == mcp_min.INVALID_PARAMS, str(reply)[:300]
+        assert setting in reply["error"]["message"]
+    assert "(65536, max_client_bytes)" in replies[0]["error"]["message"]
+    assert "(8192, max_uri_length)" in replies[-1]["error"]["message"]
+    assert pinged(port, "alice", session) == 200
+    served_afterwards_as(port, "alice")
+
+
 # ============================================================================================
 # Memory, time, connections and framing on the embedded server
 # ============================================================================================
@@ -961,6 +994,32 @@ def test_bodies_past_max_inflight_bytes_wait_for_none_and_get_503(serve):
     response = exchange(served.port, data)
     assert status_of(response) == 200, response[:300]
     assert body_of(response)["result"]["structuredContent"] == {"result": 5}
+
+
+def padded_to(message, size):
+    """``message`` with a _meta padding that makes its JSON ``size`` bytes."""
+    message["params"]["_meta"]["padding"] = ""
+    message["params"]["_meta"]["padding"] = "x" * (size - len(json.dumps(message)))
+    return message
+
+
+def test_open_listens_hold_stream_slots_not_the_bytes_of_their_bodies(serving):
+    """Eight listens padded to 4 MiB (max_body_bytes: together, all of max_inflight_bytes)
+    stay open: a small request is still served at once, not refused with 503."""
+    served = serving(PLAIN_SERVER)
+    port = served.port
+    streams = [OpenStream(port, request_bytes(port, message=padded_to(
+        listen_message(rid, toolsListChanged=True), 4 * MIB))) for rid in range(10, 18)]
+    for stream in streams:
+        stream.read_until(rb"subscriptions/acknowledged")
+        acknowledged(stream)
+    response = exchange(port, request_bytes(port, message=modern("tools/list"),
+                                            Connection="close"), timeout=3)
+    assert status_of(response) == 200, response[:300]
+    assert body_of(response)["result"]["tools"][0]["name"] == "add"
+    served_afterwards(port)
+    for stream in streams:
+        stream.close()
 
 
 def test_a_body_trickled_a_byte_at_a_time_gets_408_within_idle_timeout(serve):
@@ -1414,6 +1473,31 @@ def test_expect_100_continue_is_not_answered_for_a_body_over_the_cap(serve):
         received = b""
         while b'"result"' not in received:
             received += sock.recv(65536)
+    served_afterwards(served.port)
+
+
+def test_a_client_that_sends_its_whole_body_first_reads_the_413(serve):
+    """urllib and httpx send the whole body before they read: the embedded server reads and
+    drops the rest of a body it refused by its length (a lingering close), so they get the
+    413 and its JSON-RPC error, not a broken pipe or a reset (urllib did)."""
+    httpx2 = pytest.importorskip("httpx2")
+    served = serve(PLAIN_SERVER)
+    url = f"http://127.0.0.1:{served.port}/mcp"
+    call = modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+    listen = listen_message(toolsListChanged=True)
+    for message, size in ((call, 5 * MIB), (listen, 20_000_000)):
+        body = json.dumps(padded_to(message, size)).encode()
+        headers = {"Content-Type": "application/json", "Accept": ACCEPT,
+                   **modern_headers(message)}
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(urllib.request.Request(url, body, headers), timeout=10)
+        assert refused.value.code == 413
+        error = json.loads(refused.value.read())["error"]
+        refused.value.close()
+        assert error["code"] == -32600 and f"{size} bytes is over" in error["message"]
+        response = httpx2.post(url, content=body, headers=headers, timeout=10)
+        assert response.status_code == 413
+        assert response.json()["error"] == error
     served_afterwards(served.port)
 
 
