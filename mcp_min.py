@@ -2933,6 +2933,8 @@ class Context:
 
     _on_cancel = None       # while an async handler runs: cancels it (for the reader)
     _with_response = None   # called just before the response, under the write lock
+    _on_end = None          # once its handler has returned (HttpEndpoint.claim)
+    _holder = None          # what it counts against its principal's share (claim)
     # A request's state as it starts: set on the instance only once it changes.
     answers = None          # 2026-07-28: key -> [question digest, answer]
     questions = 0           # questions asked so far in this run
@@ -4578,16 +4580,26 @@ class Session(Peer):
                                     f"{rid!r} is already in use by a request still in "
                                     "progress", outlet)
         if method in server.inline_methods:
-            self.run_call(ctx, handler)
-        elif (not self.run_here(ctx, handler)
-                and not server.pool.submit(self.run_call, ctx, handler)):
-            with self.lock:
-                self.running.pop(rid, None)
-            # 2026-07-28 asks new servers not to use -32000...-32019.
-            code = INTERNAL_ERROR if ctx.stateless else SERVER_BUSY
-            self.reply_error(rid, code, f"Server busy: {server.max_workers} calls "
-                             f"running and {server.max_queue} waiting; try again later",
-                             outlet)
+            return self.run_call(ctx, handler)
+        refused = self.admit(ctx)
+        if refused is None and (self.run_here(ctx, handler)
+                                or server.pool.submit(self.run_call, ctx, handler)):
+            return
+        with self.lock:
+            self.running.pop(rid, None)
+        if ctx._on_end is not None:
+            ctx._on_end()
+        if refused is None:
+            refused = (f"Server busy: {server.max_workers} calls running and "
+                       f"{server.max_queue} waiting; try again later")
+        # 2026-07-28 asks new servers not to use -32000...-32019.
+        code = INTERNAL_ERROR if ctx.stateless else SERVER_BUSY
+        self.reply_error(rid, code, refused, outlet)
+
+    def admit(self, ctx):
+        """Why a call that runs user code may not start, or None (HttpSession counts
+        it in its principal's share)."""
+        return None
 
     def run_here(self, ctx, handler):
         """Run a call on the reader if the pool is idle (waking a worker costs more than
@@ -4694,6 +4706,8 @@ class Session(Peer):
             frame = _response_frame(ctx, handler)
         finally:
             _current.ctx = None
+            if ctx._on_end is not None:
+                ctx._on_end()
         with self.lock:
             ctx.done = True
             if ctx.cancelled and not ctx.stopped:
@@ -5416,7 +5430,7 @@ class EventStream(Outlet):
     ``events`` (the client accepts JSON alone) only the response reaches the client."""
 
     #: What it counts against the stream caps while open (HttpEndpoint.hold).
-    holder = None
+    _holder = None
 
     def __init__(self, listen=False, events=True):
         self.frames = SimpleQueue()
@@ -5504,6 +5518,12 @@ class HttpSession(Session):
             super().run_call(ctx, handler)
         finally:                              # idle from the end of its last call
             self.last_used = time.monotonic()
+
+    def admit(self, ctx):
+        endpoint = self.server._http
+        if self.server.auth is None or not isinstance(endpoint, HttpEndpoint):
+            return None
+        return endpoint.claim(ctx)
 
     def idle(self, now):
         """Seconds since it was last used; none while it has a stream open or calls
@@ -6391,8 +6411,9 @@ class HttpEndpoint:
 
     def hold(self, stream, principal, is_stream, request_id=None, stateless=False):
         """Count a response that stays open, each holding a thread of the HTTP server: a
-        listen or GET stream (``is_stream``), a call in progress. Refused past the caps:
-        503 past ``max_streams`` streams of all clients; with auth, 429 past
+        listen or GET stream (``is_stream``), a call in progress (``stream`` is then its
+        Context, once the call has started: claim). Refused past the caps: 503 past
+        ``max_streams`` streams of all clients; with auth, 429 past
         ``max_streams_per_principal`` streams and calls of one principal (without auth
         clients cannot be told apart: max_workers and max_queue bound their calls)."""
         server = self.server
@@ -6418,16 +6439,16 @@ class HttpEndpoint:
             if owner is not None:
                 self.held[owner] = held + 1
             self.streams += is_stream
-        stream.holder = (owner, is_stream)
+        stream._holder = (owner, is_stream)
 
     def let_go(self, stream):
         """The end of a response that hold() counted (once, however often it is
         called)."""
-        if stream.holder is None:             # not counted, or given back already
+        if stream._holder is None:            # not counted, or given back already
             return
         with self.lock:
-            holder = stream.holder
-            stream.holder = None
+            holder = stream._holder
+            stream._holder = None
             if holder is None:
                 return
             owner, is_stream = holder
@@ -6436,6 +6457,25 @@ class HttpEndpoint:
                 self.held[owner] -= 1
                 if not self.held[owner]:
                     del self.held[owner]
+
+    def claim(self, ctx):
+        """Count a call that runs user code against its principal's share (hold) until
+        its handler returns, whether or not its client is still there (a handshake-era
+        client that leaves does not cancel it; a sync handler cancelled runs on). A call
+        alone takes over the place its request took (exchange); each call of a batch
+        but the first takes one of its own. Returns why it is refused, or None."""
+        stream = ctx.outlet
+        if isinstance(stream, Batch):
+            stream = stream.outlet
+        with self.lock:
+            ctx._holder, stream._holder = stream._holder, None
+        if ctx._holder is None:
+            try:
+                self.hold(ctx, ctx.principal, False, ctx.request_id, ctx.stateless)
+            except _HttpRefusal as refusal:
+                return str(refusal)
+        ctx._on_end = lambda: self.let_go(ctx)
+        return None
 
     def close_stream(self, session, stream):
         """The end of a response's stream, with its response or without: nothing more

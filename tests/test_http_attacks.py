@@ -518,6 +518,7 @@ def touch(uris: list[str]) -> int:
 """
 
 HANDSHAKE = "2025-11-25"
+V2025 = "2025-03-26"         # the version with batches
 
 
 @pytest.fixture
@@ -733,6 +734,91 @@ def test_one_principal_cannot_hold_all_the_threads(serving):
     served_afterwards_as(port, "alice")
     for stream in [*bob, fourth, alice]:
         stream.close()
+
+
+#: HOLDING_SERVER with a tool that takes its time, a pool of 8 and shares of 4 calls
+SHARING_SERVER = HOLDING_SERVER.replace("{settings}", "max_workers=8, "
+                                        "max_streams_per_principal=4, grace_period=0") + """
+import time
+
+@server.tool
+def slow(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+"""
+
+
+def slow_call(rid, seconds):
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": "slow", "arguments": {"seconds": seconds}}}
+
+
+def answered_quickly(port, user, within=3.0):
+    """``user``'s 0.1 s call is answered, within ``within`` seconds."""
+    started = time.monotonic()
+    message = modern("tools/call", {"name": "slow", "arguments": {"seconds": 0.1}})
+    response = exchange(port, request_bytes(port, message=message, Connection="close",
+                                            Accept="application/json", **as_user(user)),
+                        timeout=within)
+    took = time.monotonic() - started
+    assert status_of(response) == 200 and took < within, (took, response[:300])
+    assert body_of(response)["result"]["structuredContent"] == {"result": 0.1}
+
+
+def test_each_call_of_a_batch_counts_against_its_principals_share(serving):
+    """A 2025-03-26 batch once counted as one call: alice's batch of 60 slow calls filled
+    the pool of 8, and bob's call waited behind them. Each call counts now: the 4 of her
+    share run, each one past it gets its own error, and bob is answered at once."""
+    served = serving(SHARING_SERVER)
+    port = served.port
+    opening = dict(INITIALIZE, params=dict(INITIALIZE["params"], protocolVersion=V2025))
+    response = exchange(port, handshake_bytes(port, opening, "alice"))
+    session = headers_of(response)["mcp-session-id"]
+    batch = [slow_call(rid, 2) for rid in range(60)]
+    alice = OpenStream(port, request_bytes(
+        port, body=json.dumps(batch).encode(), Content_Type="application/json",
+        Accept="application/json", Authorization="Bearer alice", Mcp_Session_Id=session,
+        MCP_Protocol_Version=V2025, Connection="close"))
+    time.sleep(0.3)
+    answered_quickly(port, "bob")
+    replies = body_of(alice.read_until(rb"\]$"))
+    assert sorted(reply["id"] for reply in replies) == list(range(60))
+    refused = [reply["error"] for reply in replies if "error" in reply]
+    assert len(refused) == 56 and len(replies) - len(refused) == 4
+    assert all(error["code"] == mcp_min.SERVER_BUSY
+               and "max_streams_per_principal" in error["message"] for error in refused)
+    answered_quickly(port, "alice")           # her share is hers again once they end
+
+
+@pytest.mark.parametrize("era, seconds", [("handshake", 3), ("2026-07-28", 6)])
+def test_a_call_whose_client_left_keeps_its_place_in_the_share_until_it_ends(serving, era,
+                                                                             seconds):
+    """A call runs on after its client leaves: in the handshake era leaving is no
+    cancellation, and in 2026-07-28 a sync handler cancelled runs until it returns. Its
+    place in alice's share was given back at once, so calls sent on connections closed
+    at once took the pool (in the handshake era they queued too) and bob waited behind
+    them. Each keeps its place until it ends now: past 4 they are refused, and bob is
+    answered at once."""
+    served = serving(SHARING_SERVER)
+    port = served.port
+    session = initialize(port, "alice") if era == "handshake" else None
+    deadline, rid = time.monotonic() + 1.5, 0
+    while time.monotonic() < deadline:
+        rid += 1
+        if session:
+            data = handshake_bytes(port, slow_call(rid, seconds), "alice", session)
+        else:
+            message = modern("tools/call", slow_call(rid, seconds)["params"], rid)
+            data = request_bytes(port, message=message, **as_user("alice"))
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(data)
+        time.sleep(0.05)
+    answered_quickly(port, "bob")
+    # Her places are hers again once her calls end
+    deadline = time.monotonic() + seconds + 2
+    while status_of(call_as(port, "alice")) == 429 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    served_afterwards_as(port, "alice")
 
 
 def cpu_seconds(pid):
