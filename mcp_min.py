@@ -3533,7 +3533,8 @@ _LEAST = {
     "max_workers": 1, "max_queue": 0, "page_size": 1, "max_line_bytes": 1,
     "max_sessions": 1, "max_sessions_per_principal": 1, "max_streams": 1,
     "max_streams_per_principal": 1, "max_subscriptions": 0, "max_state_bytes": 1,
-    "max_body_bytes": 1, "max_inflight_bytes": 1, "max_connections": 1}
+    "max_body_bytes": 1, "max_inflight_bytes": 1, "max_connections": 1,
+    "max_connections_per_address": 1}
 # Server settings in seconds -> whether None (no limit) is allowed.
 _NONE_IS_NO_LIMIT = {
     "grace_period": False, "cancel_timeout": False, "request_timeout": True,
@@ -3603,7 +3604,8 @@ class Server:
                  max_streams_per_principal=16, max_subscriptions=1000,
                  can_subscribe=None, heartbeat=15.0, idle_timeout=30.0,
                  max_state_bytes=64 << 10, max_body_bytes=4 << 20,
-                 max_inflight_bytes=32 << 20, max_connections=200):
+                 max_inflight_bytes=32 << 20, max_connections=200,
+                 max_connections_per_address=50):
         settings = dict(locals())             # the arguments, by name
         del settings["self"]
         _check_settings(settings)
@@ -4189,7 +4191,8 @@ class Server:
         host, port = _parse_address(address)
         httpd = make_http_server(self.wsgi, host, port, self.idle_timeout,
                                  self.max_connections,
-                                 min(self.max_body_bytes, self.max_line_bytes))
+                                 min(self.max_body_bytes, self.max_line_bytes),
+                                 self.max_connections_per_address)
         started = self.start_http()           # the lifespan, before a request is taken
         if isinstance(started, _LifespanFailed):
             httpd.server_close()
@@ -6615,12 +6618,14 @@ class HttpEndpoint:
 # ======================================================================================
 
 def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0,
-                     max_connections=200, max_body_bytes=None):
+                     max_connections=200, max_body_bytes=None,
+                     max_connections_per_address=50):
     """A wsgiref server for ``app`` with a thread per connection, HTTP/1.1 keep-alive
     and chunked streams (wsgiref alone answers one HTTP/1.0 request per connection),
     hardened against slow and hostile clients as docs/http.md says."""
     server_class = _embedded_server_class()
-    httpd = server_class((host, port), idle_timeout, max_connections, max_body_bytes)
+    httpd = server_class((host, port), idle_timeout, max_connections, max_body_bytes,
+                         max_connections_per_address)
     httpd.set_app(app)
     return httpd
 
@@ -6677,9 +6682,10 @@ class _ResponseWriterMixin:
 
     def cleanup_headers(self):
         # Keep the connection only if this request's body was all read and the
-        # response's length is known (a stream is sent in chunks for that).
+        # response's length is known (a stream is sent in chunks for that); never
+        # after a 401: a client without credentials keeps no connection.
         request = self.request_handler
-        if not request.body.discard():
+        if not request.body.discard() or self.status[:3] == "401":
             self.headers["Connection"] = "close"
             request.close_connection = True
         if self.status[:3] == "204":
@@ -6936,7 +6942,8 @@ class _HttpServerMixin:
     taking = False
     stop_due = False                          # a stop signal came meanwhile
 
-    def __init__(self, address, idle_timeout, max_connections, max_body_bytes):
+    def __init__(self, address, idle_timeout, max_connections, max_body_bytes,
+                 max_connections_per_address):
         import socket
         # Connections waiting to be accepted: past socketserver's 5, a burst of new
         # clients waits a second or more for its SYN to be sent again.
@@ -6948,8 +6955,10 @@ class _HttpServerMixin:
         # request is not read yet
         self.serving = set()
         self.unread = set()
-        # A connection's thread each
+        # A connection's thread each; the address each comes from
         self.slots = threading.BoundedSemaphore(max_connections)
+        self.per_address = max_connections_per_address
+        self.peers = {}
         super().__init__(address, self.request_handler)
 
     def stop(self, signum=None, frame=None):
@@ -6977,8 +6986,33 @@ class _HttpServerMixin:
         except BaseException:
             self.slots.release()
             raise
+        # Past max_connections_per_address from one address: refused at once (429),
+        # so that one client, with a token or without, cannot hold every slot
+        address = connection[1][0]
+        if list(self.peers.values()).count(address) >= self.per_address:
+            self.slots.release()
+            self.refuse(connection[0])
+            raise OSError("too many connections from one address")
+        self.peers[connection[0]] = address
         self.unread.add(connection[0])
         return connection
+
+    def refuse(self, connection):
+        """429 and a close, on a connection just taken, without waiting for it."""
+        body = error_frame(None, INTERNAL_ERROR, "Too Many Requests: this server "
+                           f"serves at most {self.per_address} connections from one "
+                           "address (max_connections_per_address); close one first")
+        head = (f"HTTP/1.1 {HTTP_STATUS[429]}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+        try:
+            connection.setblocking(False)     # the empty buffer of a new one takes it
+            connection.send(head.encode() + body)
+            # What the request has sent is read: a close with it unread would reset
+            # the connection, and the client could lose the 429
+            connection.recv(1 << 16)
+        except OSError:
+            pass
+        connection.close()
 
     def shutdown(self):
         self.closing = True
@@ -6995,6 +7029,7 @@ class _HttpServerMixin:
 
     def shutdown_request(self, request):      # its thread ends (or never began)
         self.unread.discard(request)
+        self.peers.pop(request, None)
         try:
             super().shutdown_request(request)
         finally:

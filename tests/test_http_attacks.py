@@ -830,7 +830,8 @@ def cpu_seconds(pid):
 
 def test_idle_listen_streams_cost_no_cpu(serving):
     served = serving(PLAIN_SERVER.replace('Server("plain")', 'Server("plain", max_streams=200, '
-                                                              'max_connections=300)'))
+                                                              'max_connections=300, '
+                                                              'max_connections_per_address=300)'))
     streams = [open_listen(served.port, rid=i, toolsListChanged=True) for i in range(200)]
     for stream in streams:
         acknowledged(stream)
@@ -1110,6 +1111,87 @@ def test_connections_past_max_connections_wait_and_threads_stay_bounded(serve):
     assert answered == [None]
     assert proc_status(served.pid, "Threads") <= threads + 20
     served_afterwards(served.port)
+
+
+def test_a_401_closes_its_connection(serve):
+    """A client without a good token is told so once: the 401 closes its connection, which
+    it cannot keep to hold one of the server's."""
+    served = serve(yes_no_auth_server())
+    message = modern("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+    with socket.create_connection(("127.0.0.1", served.port), timeout=3) as sock:
+        sock.sendall(request_bytes(served.port, message=message, Authorization="Bearer bad"))
+        received, closed = b"", False
+        try:
+            while not closed:
+                chunk = sock.recv(65536)
+                received, closed = received + chunk, not chunk
+        except socket.timeout:
+            pass
+    assert status_of(received) == 401, received[:300]
+    assert headers_of(received)["connection"] == "close"
+    assert closed
+    served_with_a_token(served.port)
+
+
+def test_one_address_cannot_take_every_connection(serve):
+    """60 idle connections from 127.0.0.1 and clients sending a bad token once a second
+    held every place of max_connections=60: alice, with a good token, waited. Past
+    max_connections_per_address (50) a connection gets 429 and a close at once; alice,
+    from 127.0.0.2, is answered."""
+    served = serve(yes_no_auth_server(max_connections=60))
+    port = served.port
+    idle = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(60)]
+    stop = threading.Event()
+    bad = request_bytes(port, message=modern("tools/list"), Authorization="Bearer bad")
+
+    def attack():
+        while not stop.is_set():
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
+                    # once a second, on the same connection for as long as it stays open
+                    while not stop.is_set():
+                        sock.sendall(bad)
+                        if not sock.recv(4096):
+                            break
+                        stop.wait(1)
+            except OSError:
+                pass
+            stop.wait(0.1)
+    attackers = [threading.Thread(target=attack) for _ in range(20)]
+    for attacker in attackers:
+        attacker.start()
+    try:
+        time.sleep(0.5)
+        message = modern("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+        with socket.create_connection(("127.0.0.1", port), timeout=3,
+                                      source_address=("127.0.0.2", 0)) as sock:
+            sock.sendall(request_bytes(port, message=message, Connection="close",
+                                       Authorization="Bearer good"))
+            received = b""
+            try:
+                while chunk := sock.recv(65536):
+                    received += chunk
+            except socket.timeout:
+                pass
+        assert status_of(received) == 200, received[:300]
+        assert body_of(received)["result"]["structuredContent"] == {"result": 5}
+        refused = []
+        for sock in idle:
+            sock.setblocking(False)
+            try:
+                refused.append(sock.recv(65536))
+            except BlockingIOError:
+                pass
+        assert len(refused) == 10
+        for response in refused:
+            assert status_of(response) == 429 and headers_of(response)["connection"] == "close"
+            assert "max_connections_per_address" in body_of(response)["error"]["message"]
+    finally:
+        stop.set()
+        for attacker in attackers:
+            attacker.join(5)
+        for sock in idle:
+            sock.close()
 
 
 @pytest.mark.parametrize("line", [b"GET /mcp", b"POST /mcp", b"GET"])
