@@ -2933,6 +2933,8 @@ class Context:
 
     _on_cancel = None       # while an async handler runs: cancels it (for the reader)
     _with_response = None   # called just before the response, under the write lock
+    _on_end = None          # once its handler has returned (HttpEndpoint.claim)
+    _holder = None          # what it counts against its principal's share (claim)
     # A request's state as it starts: set on the instance only once it changes.
     answers = None          # 2026-07-28: key -> [question digest, answer]
     questions = 0           # questions asked so far in this run
@@ -3532,7 +3534,8 @@ _LEAST = {
     "max_sessions": 1, "max_sessions_per_principal": 1, "max_streams": 1,
     "max_streams_per_principal": 1, "max_subscriptions": 0, "max_state_bytes": 1,
     "max_body_bytes": 1, "max_inflight_bytes": 1, "max_connections": 1,
-    "max_client_bytes": 1, "max_uri_length": 1, "max_subscribed_length": 1}
+    "max_client_bytes": 1, "max_uri_length": 1, "max_subscribed_length": 1,
+    "max_connections_per_address": 1}
 # Server settings in seconds -> whether None (no limit) is allowed.
 _NONE_IS_NO_LIMIT = {
     "grace_period": False, "cancel_timeout": False, "request_timeout": True,
@@ -3604,7 +3607,7 @@ class Server:
                  max_state_bytes=64 << 10, max_body_bytes=4 << 20,
                  max_inflight_bytes=32 << 20, max_connections=200,
                  max_client_bytes=64 << 10, max_uri_length=8 << 10,
-                 max_subscribed_length=64 << 10):
+                 max_subscribed_length=64 << 10, max_connections_per_address=50):
         settings = dict(locals())             # the arguments, by name
         del settings["self"]
         _check_settings(settings)
@@ -4218,7 +4221,8 @@ class Server:
         host, port = _parse_address(address)
         httpd = make_http_server(self.wsgi, host, port, self.idle_timeout,
                                  self.max_connections,
-                                 min(self.max_body_bytes, self.max_line_bytes))
+                                 min(self.max_body_bytes, self.max_line_bytes),
+                                 self.max_connections_per_address)
         started = self.start_http()           # the lifespan, before a request is taken
         if isinstance(started, _LifespanFailed):
             httpd.server_close()
@@ -4609,16 +4613,26 @@ class Session(Peer):
                                     f"{rid!r} is already in use by a request still in "
                                     "progress", outlet)
         if method in server.inline_methods:
-            self.run_call(ctx, handler)
-        elif (not self.run_here(ctx, handler)
-                and not server.pool.submit(self.run_call, ctx, handler)):
-            with self.lock:
-                self.running.pop(rid, None)
-            # 2026-07-28 asks new servers not to use -32000...-32019.
-            code = INTERNAL_ERROR if ctx.stateless else SERVER_BUSY
-            self.reply_error(rid, code, f"Server busy: {server.max_workers} calls "
-                             f"running and {server.max_queue} waiting; try again later",
-                             outlet)
+            return self.run_call(ctx, handler)
+        refused = self.admit(ctx)
+        if refused is None and (self.run_here(ctx, handler)
+                                or server.pool.submit(self.run_call, ctx, handler)):
+            return
+        with self.lock:
+            self.running.pop(rid, None)
+        if ctx._on_end is not None:
+            ctx._on_end()
+        if refused is None:
+            refused = (f"Server busy: {server.max_workers} calls running and "
+                       f"{server.max_queue} waiting; try again later")
+        # 2026-07-28 asks new servers not to use -32000...-32019.
+        code = INTERNAL_ERROR if ctx.stateless else SERVER_BUSY
+        self.reply_error(rid, code, refused, outlet)
+
+    def admit(self, ctx):
+        """Why a call that runs user code may not start, or None (HttpSession counts
+        it in its principal's share)."""
+        return None
 
     def run_here(self, ctx, handler):
         """Run a call on the reader if the pool is idle (waking a worker costs more than
@@ -4725,6 +4739,8 @@ class Session(Peer):
             frame = _response_frame(ctx, handler)
         finally:
             _current.ctx = None
+            if ctx._on_end is not None:
+                ctx._on_end()
         with self.lock:
             ctx.done = True
             if ctx.cancelled and not ctx.stopped:
@@ -5447,7 +5463,7 @@ class EventStream(Outlet):
     ``events`` (the client accepts JSON alone) only the response reaches the client."""
 
     #: What it counts against the stream caps while open (HttpEndpoint.hold).
-    holder = None
+    _holder = None
 
     def __init__(self, listen=False, events=True):
         self.frames = SimpleQueue()
@@ -5535,6 +5551,12 @@ class HttpSession(Session):
             super().run_call(ctx, handler)
         finally:                              # idle from the end of its last call
             self.last_used = time.monotonic()
+
+    def admit(self, ctx):
+        endpoint = self.server._http
+        if self.server.auth is None or not isinstance(endpoint, HttpEndpoint):
+            return None
+        return endpoint.claim(ctx)
 
     def idle(self, now):
         """Seconds since it was last used; none while it has a stream open or calls
@@ -6426,8 +6448,9 @@ class HttpEndpoint:
 
     def hold(self, stream, principal, is_stream, request_id=None, stateless=False):
         """Count a response that stays open, each holding a thread of the HTTP server: a
-        listen or GET stream (``is_stream``), a call in progress. Refused past the caps:
-        503 past ``max_streams`` streams of all clients; with auth, 429 past
+        listen or GET stream (``is_stream``), a call in progress (``stream`` is then its
+        Context, once the call has started: claim). Refused past the caps: 503 past
+        ``max_streams`` streams of all clients; with auth, 429 past
         ``max_streams_per_principal`` streams and calls of one principal (without auth
         clients cannot be told apart: max_workers and max_queue bound their calls)."""
         server = self.server
@@ -6453,16 +6476,16 @@ class HttpEndpoint:
             if owner is not None:
                 self.held[owner] = held + 1
             self.streams += is_stream
-        stream.holder = (owner, is_stream)
+        stream._holder = (owner, is_stream)
 
     def let_go(self, stream):
         """The end of a response that hold() counted (once, however often it is
         called)."""
-        if stream.holder is None:             # not counted, or given back already
+        if stream._holder is None:            # not counted, or given back already
             return
         with self.lock:
-            holder = stream.holder
-            stream.holder = None
+            holder = stream._holder
+            stream._holder = None
             if holder is None:
                 return
             owner, is_stream = holder
@@ -6471,6 +6494,25 @@ class HttpEndpoint:
                 self.held[owner] -= 1
                 if not self.held[owner]:
                     del self.held[owner]
+
+    def claim(self, ctx):
+        """Count a call that runs user code against its principal's share (hold) until
+        its handler returns, whether or not its client is still there (a handshake-era
+        client that leaves does not cancel it; a sync handler cancelled runs on). A call
+        alone takes over the place its request took (exchange); each call of a batch
+        but the first takes one of its own. Returns why it is refused, or None."""
+        stream = ctx.outlet
+        if isinstance(stream, Batch):
+            stream = stream.outlet
+        with self.lock:
+            ctx._holder, stream._holder = stream._holder, None
+        if ctx._holder is None:
+            try:
+                self.hold(ctx, ctx.principal, False, ctx.request_id, ctx.stateless)
+            except _HttpRefusal as refusal:
+                return str(refusal)
+        ctx._on_end = lambda: self.let_go(ctx)
+        return None
 
     def close_stream(self, session, stream):
         """The end of a response's stream, with its response or without: nothing more
@@ -6610,12 +6652,14 @@ class HttpEndpoint:
 # ======================================================================================
 
 def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0,
-                     max_connections=200, max_body_bytes=None):
+                     max_connections=200, max_body_bytes=None,
+                     max_connections_per_address=50):
     """A wsgiref server for ``app`` with a thread per connection, HTTP/1.1 keep-alive
     and chunked streams (wsgiref alone answers one HTTP/1.0 request per connection),
     hardened against slow and hostile clients as docs/http.md says."""
     server_class = _embedded_server_class()
-    httpd = server_class((host, port), idle_timeout, max_connections, max_body_bytes)
+    httpd = server_class((host, port), idle_timeout, max_connections, max_body_bytes,
+                         max_connections_per_address)
     httpd.set_app(app)
     return httpd
 
@@ -6672,9 +6716,10 @@ class _ResponseWriterMixin:
 
     def cleanup_headers(self):
         # Keep the connection only if this request's body was all read and the
-        # response's length is known (a stream is sent in chunks for that).
+        # response's length is known (a stream is sent in chunks for that); never
+        # after a 401: a client without credentials keeps no connection.
         request = self.request_handler
-        if not request.body.discard():
+        if not request.body.discard() or self.status[:3] == "401":
             self.headers["Connection"] = "close"
             request.close_connection = request.lingers = True
         if self.status[:3] == "204":
@@ -6958,7 +7003,8 @@ class _HttpServerMixin:
     taking = False
     stop_due = False                          # a stop signal came meanwhile
 
-    def __init__(self, address, idle_timeout, max_connections, max_body_bytes):
+    def __init__(self, address, idle_timeout, max_connections, max_body_bytes,
+                 max_connections_per_address):
         import socket
         # Connections waiting to be accepted: past socketserver's 5, a burst of new
         # clients waits a second or more for its SYN to be sent again.
@@ -6970,8 +7016,10 @@ class _HttpServerMixin:
         # request is not read yet
         self.serving = set()
         self.unread = set()
-        # A connection's thread each
+        # A connection's thread each; the address each comes from
         self.slots = threading.BoundedSemaphore(max_connections)
+        self.per_address = max_connections_per_address
+        self.peers = {}
         super().__init__(address, self.request_handler)
 
     def stop(self, signum=None, frame=None):
@@ -6999,8 +7047,33 @@ class _HttpServerMixin:
         except BaseException:
             self.slots.release()
             raise
+        # Past max_connections_per_address from one address: refused at once (429),
+        # so that one client, with a token or without, cannot hold every slot
+        address = connection[1][0]
+        if list(self.peers.values()).count(address) >= self.per_address:
+            self.slots.release()
+            self.refuse(connection[0])
+            raise OSError("too many connections from one address")
+        self.peers[connection[0]] = address
         self.unread.add(connection[0])
         return connection
+
+    def refuse(self, connection):
+        """429 and a close, on a connection just taken, without waiting for it."""
+        body = error_frame(None, INTERNAL_ERROR, "Too Many Requests: this server "
+                           f"serves at most {self.per_address} connections from one "
+                           "address (max_connections_per_address); close one first")
+        head = (f"HTTP/1.1 {HTTP_STATUS[429]}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+        try:
+            connection.setblocking(False)     # the empty buffer of a new one takes it
+            connection.send(head.encode() + body)
+            # What the request has sent is read: a close with it unread would reset
+            # the connection, and the client could lose the 429
+            connection.recv(1 << 16)
+        except OSError:
+            pass
+        connection.close()
 
     def shutdown(self):
         self.closing = True
@@ -7017,6 +7090,7 @@ class _HttpServerMixin:
 
     def shutdown_request(self, request):      # its thread ends (or never began)
         self.unread.discard(request)
+        self.peers.pop(request, None)
         try:
             super().shutdown_request(request)
         finally:
