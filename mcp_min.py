@@ -2995,6 +2995,12 @@ SETTINGS = {
     "max_body_bytes": Setting(4 << 20, "count"),
     "max_inflight_bytes": Setting(32 << 20, "count"),
     "max_connections": Setting(200, "count"),
+    "max_connections_per_address": Setting(50, "count"),
+    # What one session keeps: initialize's clientInfo and capabilities, the URIs it
+    # subscribes to (bytes of JSON, characters)
+    "max_client_bytes": Setting(64 << 10, "count"),
+    "max_uri_length": Setting(8 << 10, "count"),
+    "max_subscribed_length": Setting(64 << 10, "count"),
     # HTTP security
     "allowed_origins": Setting((), "origins"),
     "allowed_hosts": Setting(None, "hosts"),
@@ -3418,8 +3424,16 @@ class Server:
         if requested not in PROTOCOL_VERSIONS:
             version = LATEST_PROTOCOL_VERSION
         info, caps = params.get("clientInfo"), params.get("capabilities")
-        session.client_info = info if isinstance(info, dict) else {}
-        session.client_capabilities = caps if isinstance(caps, dict) else {}
+        info = info if isinstance(info, dict) else {}
+        caps = caps if isinstance(caps, dict) else {}
+        # The session keeps them for its life: bounded in bytes, not only in number
+        size = len(encode_message([info, caps]))
+        if size > self.max_client_bytes:
+            raise JSONRPCError(INVALID_PARAMS, "initialize: clientInfo and "
+                               f"capabilities take {size} bytes as JSON, more than "
+                               "this server keeps per session "
+                               f"({self.max_client_bytes}, max_client_bytes)")
+        session.client_info, session.client_capabilities = info, caps
         offered = self.capabilities()
         declared = dict(offered)
         if version < V2025_03:
@@ -3488,6 +3502,7 @@ class Server:
             if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
                 raise JSONRPCError(INVALID_PARAMS, "subscriptions/listen: notifications"
                                    ".resourceSubscriptions must be a list of URIs")
+            self._check_uris("subscriptions/listen", uris)
             if offered.get("resources", {}).get("subscribe"):
                 # A part refused is left out of the acknowledgement (the spec's way).
                 honoured["resourceSubscriptions"] = [
@@ -3570,11 +3585,30 @@ class Server:
                                    f"has {len(subscriptions)} subscriptions, the most "
                                    "this server keeps (max_subscriptions); unsubscribe "
                                    "from one first")
+            self._check_uris("resources/subscribe", [uri],
+                             sum(map(len, subscriptions)))
             if not self.may_subscribe(ctx.principal, uri):
                 raise JSONRPCError(INVALID_PARAMS, "resources/subscribe: subscribing "
                                    f"to {_preview(uri)} is not allowed")
         subscriptions.add(uri)
         return {}
+
+    def _check_uris(self, method, uris, kept=0):
+        """-32602 for a URI longer than max_uri_length, or for URIs that, with the
+        ``kept`` characters a session subscribes to already, pass max_subscribed_length:
+        a session, or a listen, keeps them while it lasts."""
+        longest = max(map(len, uris), default=0)
+        if longest > self.max_uri_length:
+            raise JSONRPCError(INVALID_PARAMS, f"{method}: a URI of {longest} "
+                               "characters is longer than this server takes "
+                               f"({self.max_uri_length}, max_uri_length)")
+        total = kept + sum(map(len, uris))
+        if total > self.max_subscribed_length:
+            raise JSONRPCError(INVALID_PARAMS, f"{method}: {total} characters of "
+                               "subscribed URIs are more than this server keeps per "
+                               f"session or listen ({self.max_subscribed_length}, "
+                               "max_subscribed_length); a URI covers the resources "
+                               "under it")
 
     def unsubscribe(self, ctx, params):
         uri = _require(params, "uri", str, "resources/unsubscribe")
@@ -3774,6 +3808,10 @@ class Context:
     _on_cancel = None
     # Called just before the response goes out (Stream.respond's ``before``)
     _with_response = None
+    # Called once its handler has returned (HttpEndpoint.claim), and what it counts
+    # against its principal's share meanwhile
+    _on_end = None
+    _holder = None
     # A request's state as it starts: set on the instance only once it changes.
     # 2026-07-28: the answers this run has, key -> [question digest, answer]
     answers = None
@@ -4568,17 +4606,27 @@ class Session(Peer):
             return stream.respond(error_frame(rid, e.code, e.message, e.data))
         if not ctx.rules.threaded:
             return self.run(ctx)
-        if not self.server.schedule(self.run, ctx):
-            with self.lock:
-                self.running.pop(rid, None)
-            server = self.server
-            # 2026-07-28 asks new servers not to use -32000...-32019.
-            code = SERVER_BUSY
-            if ctx.stateless:
-                code = INTERNAL_ERROR
-            stream.respond(error_frame(rid, code, f"Server busy: {server.max_workers} "
-                                       f"calls running and {server.max_queue} "
-                                       "waiting; try again later"))
+        refused = self.claim(ctx)
+        if refused is None and self.server.schedule(self.run, ctx):
+            return
+        with self.lock:
+            self.running.pop(rid, None)
+        if ctx._on_end is not None:
+            ctx._on_end()
+        server = self.server
+        if refused is None:
+            refused = (f"Server busy: {server.max_workers} calls running and "
+                       f"{server.max_queue} waiting; try again later")
+        # 2026-07-28 asks new servers not to use -32000...-32019.
+        code = SERVER_BUSY
+        if ctx.stateless:
+            code = INTERNAL_ERROR
+        stream.respond(error_frame(rid, code, refused))
+
+    def claim(self, ctx):
+        """Hook: why a call that runs user code may not start, or None (over HTTP with
+        auth, it counts against its principal's share: HttpEndpoint.claim)."""
+        return None
 
     def admit(self, message, stream, stateless=None):
         """The Context of a request, registered as running, if its era and METHODS
@@ -4643,6 +4691,8 @@ class Session(Peer):
             frame = self.response(ctx)
         finally:
             _current.ctx = None
+            if ctx._on_end is not None:
+                ctx._on_end()
         with self.lock:
             ctx.done = True
             # cancelled by the client: no response
@@ -5290,7 +5340,7 @@ class HttpStream(Stream):
     ``events`` (the client accepts JSON alone) only the response reaches the client."""
 
     #: What it counts against the stream caps while open (HttpEndpoint.hold).
-    holder = None
+    _holder = None
 
     def __init__(self, listen=False, events=True):
         self.frames = SimpleQueue()
@@ -5347,6 +5397,12 @@ class HttpSession(Session):
         finally:
             # idle from the end of its last call
             self.last_used = time.monotonic()
+
+    def claim(self, ctx):
+        endpoint = self.server._http
+        if self.server.auth is None or not isinstance(endpoint, HttpEndpoint):
+            return None
+        return endpoint.claim(ctx)
 
     def idle(self, now):
         """Seconds since it was last used; none while it has a stream open or calls
@@ -5854,7 +5910,8 @@ class HttpEndpoint:
     def read_body(self, environ):
         """The POST's body, read once its length is known to be within max_body_bytes
         and within what max_inflight_bytes has left (that much stays reserved while the
-        call runs: until its whole response is made, or until its stream ends)."""
+        call runs: until its whole response is made, or its stream ends; for a listen,
+        until it is acknowledged)."""
         server = self.server
         length = environ.get("CONTENT_LENGTH")
         limit = min(server.max_body_bytes, server.max_line_bytes)
@@ -6099,6 +6156,9 @@ class HttpEndpoint:
         else:
             # 2026-07-28 even for initialize, which is not of that era
             session.handle_request(message, stream, stateless=stateless)
+        # A listen's handler has returned: its stream costs a place (hold), no body
+        if stream.listen:
+            self.release(environ)
         try:
             first = self.next_item(stream, self.server.heartbeat if sse else None, gone)
             while not sse and not first[1]:   # JSON only: notifications are dropped
@@ -6136,8 +6196,9 @@ class HttpEndpoint:
 
     def hold(self, stream, principal, is_stream, request_id=None, stateless=False):
         """Count a response that stays open, each holding a thread of the HTTP server: a
-        listen or GET stream (``is_stream``), a call in progress. Refused past the caps:
-        503 past ``max_streams`` streams of all clients; with auth, 429 past
+        listen or GET stream (``is_stream``), a call in progress (``stream`` is then its
+        Context, once the call has started: claim). Refused past the caps: 503 past
+        ``max_streams`` streams of all clients; with auth, 429 past
         ``max_streams_per_principal`` streams and calls of one principal (without auth
         clients cannot be told apart: max_workers and max_queue bound their calls)."""
         server = self.server
@@ -6163,16 +6224,16 @@ class HttpEndpoint:
             if owner is not None:
                 self.held[owner] = held + 1
             self.streams += is_stream
-        stream.holder = (owner, is_stream)
+        stream._holder = (owner, is_stream)
 
     def let_go(self, stream):
         """The end of a response that hold() counted (once, however often it is
         called)."""
-        if stream.holder is None:             # not counted, or given back already
+        if stream._holder is None:            # not counted, or given back already
             return
         with self.lock:
-            holder = stream.holder
-            stream.holder = None
+            holder = stream._holder
+            stream._holder = None
             if holder is None:
                 return
             owner, is_stream = holder
@@ -6181,6 +6242,25 @@ class HttpEndpoint:
                 self.held[owner] -= 1
                 if not self.held[owner]:
                     del self.held[owner]
+
+    def claim(self, ctx):
+        """Count a call that runs user code against its principal's share (hold) until
+        its handler returns, whether or not its client is still there (a handshake-era
+        client that leaves does not cancel it; a sync handler cancelled runs on). A call
+        alone takes over the place its request took (exchange); each call of a batch
+        but the first takes one of its own. Returns why it is refused, or None."""
+        stream = ctx.stream
+        if isinstance(stream, Batch):
+            stream = stream.stream
+        with self.lock:
+            ctx._holder, stream._holder = stream._holder, None
+        if ctx._holder is None:
+            try:
+                self.hold(ctx, ctx.principal, False, ctx.request_id, ctx.stateless)
+            except _HttpRefusal as refusal:
+                return str(refusal)
+        ctx._on_end = functools.partial(self.let_go, ctx)
+        return None
 
     def close_stream(self, session, stream):
         """The end of a response's stream, with its response or without: nothing more
@@ -6328,7 +6408,8 @@ def serve_http(server, address="127.0.0.1:8000"):
     host, port = _parse_address(address)
     httpd = make_http_server(server.wsgi, host, port, server.idle_timeout,
                              server.max_connections,
-                             min(server.max_body_bytes, server.max_line_bytes))
+                             min(server.max_body_bytes, server.max_line_bytes),
+                             server.max_connections_per_address)
     # the lifespan, before a request is taken
     started = server.start_http()
     if isinstance(started, _LifespanFailed):
@@ -6368,12 +6449,14 @@ def serve_http(server, address="127.0.0.1:8000"):
 
 
 def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0,
-                     max_connections=200, max_body_bytes=None):
+                     max_connections=200, max_body_bytes=None,
+                     max_connections_per_address=50):
     """A wsgiref server for ``app`` with a thread per connection, HTTP/1.1 keep-alive
     and chunked streams (wsgiref alone answers one HTTP/1.0 request per connection),
     hardened against slow and hostile clients as docs/http.md says."""
     server_class = _embedded_server_class()
-    httpd = server_class((host, port), idle_timeout, max_connections, max_body_bytes)
+    httpd = server_class((host, port), idle_timeout, max_connections, max_body_bytes,
+                         max_connections_per_address)
     httpd.set_app(app)
     return httpd
 
@@ -6430,11 +6513,12 @@ class _ResponseWriterMixin:
 
     def cleanup_headers(self):
         # Keep the connection only if this request's body was all read and the
-        # response's length is known (a stream is sent in chunks for that).
+        # response's length is known (a stream is sent in chunks for that); never
+        # after a 401: a client without credentials keeps no connection.
         request = self.request_handler
-        if not request.body.discard():
+        if not request.body.discard() or self.status[:3] == "401":
             self.headers["Connection"] = "close"
-            request.close_connection = True
+            request.close_connection = request.lingers = True
         if self.status[:3] == "204":
             del self.headers["Content-Length"]
         if "Content-Length" not in self.headers and not self.bodiless():
@@ -6526,6 +6610,10 @@ class _RequestHandlerMixin:
     # Headers and body go out in separate writes: with Nagle's algorithm the body would
     # wait for the client's delayed acknowledgement (40 ms) on a kept-alive connection.
     disable_nagle_algorithm = True
+    # Closing with input unread (a refusal sent before the body was read): linger()
+    lingers = False
+    #: The most bytes linger() reads and drops
+    linger_bytes = 64 << 20
 
     def setup(self):
         # The socket's timeout: each read, each send (0 would make it non-blocking)
@@ -6544,6 +6632,29 @@ class _RequestHandlerMixin:
         try:
             BaseHTTPRequestHandler.handle(self)
         except TimeoutError:
+            pass
+        if self.lingers:
+            self.linger()
+
+    def linger(self):
+        """A lingering close: a client that sends its whole body before it reads
+        (urllib, requests, httpx) would be reset by a close with its body unread, and
+        never read the refusal. So our side ends, and what the client still sends is
+        read and dropped: up to linger_bytes, until the body's deadline (idle_timeout
+        after the headers, else 30 s), or until it closes its side."""
+        import socket
+        connection = self.connection
+        deadline = self.rfile.raw.deadline or time.monotonic() + 30
+        buffer, left = bytearray(1 << 16), self.linger_bytes
+        try:
+            connection.shutdown(socket.SHUT_WR)
+            while left > 0 and deadline > time.monotonic():
+                connection.settimeout(max(deadline - time.monotonic(), 1e-6))
+                read = connection.recv_into(buffer)
+                if not read:
+                    break
+                left -= read
+        except OSError:
             pass
 
     def handle_one_request(self):
@@ -6661,7 +6772,7 @@ class _RequestHandlerMixin:
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Connection", "close")
         self.end_headers()
-        self.close_connection = True
+        self.close_connection = self.lingers = True
         if self.command != "HEAD":            # (every code it gets is 4xx or 5xx)
             self.wfile.write(body)
 
@@ -6689,7 +6800,8 @@ class _HttpServerMixin:
     taking = False
     stop_due = False                          # a stop signal came meanwhile
 
-    def __init__(self, address, idle_timeout, max_connections, max_body_bytes):
+    def __init__(self, address, idle_timeout, max_connections, max_body_bytes,
+                 max_connections_per_address):
         import socket
         # Connections waiting to be accepted: past socketserver's 5, a burst of new
         # clients waits a second or more for its SYN to be sent again.
@@ -6701,8 +6813,10 @@ class _HttpServerMixin:
         # request is not read yet
         self.serving = set()
         self.unread = set()
-        # A connection's thread each
+        # A connection's thread each; the address each comes from
         self.slots = threading.BoundedSemaphore(max_connections)
+        self.per_address = max_connections_per_address
+        self.peers = {}
         super().__init__(address, self.request_handler)
 
     def stop(self, signum=None, frame=None):
@@ -6730,8 +6844,33 @@ class _HttpServerMixin:
         except BaseException:
             self.slots.release()
             raise
+        # Past max_connections_per_address from one address: refused at once (429),
+        # so that one client, with a token or without, cannot hold every slot
+        address = connection[1][0]
+        if list(self.peers.values()).count(address) >= self.per_address:
+            self.slots.release()
+            self.refuse(connection[0])
+            raise OSError("too many connections from one address")
+        self.peers[connection[0]] = address
         self.unread.add(connection[0])
         return connection
+
+    def refuse(self, connection):
+        """429 and a close, on a connection just taken, without waiting for it."""
+        body = error_frame(None, INTERNAL_ERROR, "Too Many Requests: this server "
+                           f"serves at most {self.per_address} connections from one "
+                           "address (max_connections_per_address); close one first")
+        head = (f"HTTP/1.1 {HTTP_STATUS[429]}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+        try:
+            connection.setblocking(False)     # the empty buffer of a new one takes it
+            connection.send(head.encode() + body)
+            # What the request has sent is read: a close with it unread would reset
+            # the connection, and the client could lose the 429
+            connection.recv(1 << 16)
+        except OSError:
+            pass
+        connection.close()
 
     def shutdown(self):
         self.closing = True
@@ -6748,6 +6887,7 @@ class _HttpServerMixin:
 
     def shutdown_request(self, request):      # its thread ends (or never began)
         self.unread.discard(request)
+        self.peers.pop(request, None)
         try:
             super().shutdown_request(request)
         finally:

@@ -19,6 +19,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -518,6 +520,7 @@ def touch(uris: list[str]) -> int:
 """
 
 HANDSHAKE = "2025-11-25"
+V2025 = "2025-03-26"         # the version with batches
 
 
 @pytest.fixture
@@ -735,6 +738,91 @@ def test_one_principal_cannot_hold_all_the_threads(serving):
         stream.close()
 
 
+#: HOLDING_SERVER with a tool that takes its time, a pool of 8 and shares of 4 calls
+SHARING_SERVER = HOLDING_SERVER.replace("{settings}", "max_workers=8, "
+                                        "max_streams_per_principal=4, grace_period=0") + """
+import time
+
+@server.tool
+def slow(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+"""
+
+
+def slow_call(rid, seconds):
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": "slow", "arguments": {"seconds": seconds}}}
+
+
+def answered_quickly(port, user, within=3.0):
+    """``user``'s 0.1 s call is answered, within ``within`` seconds."""
+    started = time.monotonic()
+    message = modern("tools/call", {"name": "slow", "arguments": {"seconds": 0.1}})
+    response = exchange(port, request_bytes(port, message=message, Connection="close",
+                                            Accept="application/json", **as_user(user)),
+                        timeout=within)
+    took = time.monotonic() - started
+    assert status_of(response) == 200 and took < within, (took, response[:300])
+    assert body_of(response)["result"]["structuredContent"] == {"result": 0.1}
+
+
+def test_each_call_of_a_batch_counts_against_its_principals_share(serving):
+    """A 2025-03-26 batch once counted as one call: alice's batch of 60 slow calls filled
+    the pool of 8, and bob's call waited behind them. Each call counts now: the 4 of her
+    share run, each one past it gets its own error, and bob is answered at once."""
+    served = serving(SHARING_SERVER)
+    port = served.port
+    opening = dict(INITIALIZE, params=dict(INITIALIZE["params"], protocolVersion=V2025))
+    response = exchange(port, handshake_bytes(port, opening, "alice"))
+    session = headers_of(response)["mcp-session-id"]
+    batch = [slow_call(rid, 2) for rid in range(60)]
+    alice = OpenStream(port, request_bytes(
+        port, body=json.dumps(batch).encode(), Content_Type="application/json",
+        Accept="application/json", Authorization="Bearer alice", Mcp_Session_Id=session,
+        MCP_Protocol_Version=V2025, Connection="close"))
+    time.sleep(0.3)
+    answered_quickly(port, "bob")
+    replies = body_of(alice.read_until(rb"\]$"))
+    assert sorted(reply["id"] for reply in replies) == list(range(60))
+    refused = [reply["error"] for reply in replies if "error" in reply]
+    assert len(refused) == 56 and len(replies) - len(refused) == 4
+    assert all(error["code"] == mcp_min.SERVER_BUSY
+               and "max_streams_per_principal" in error["message"] for error in refused)
+    answered_quickly(port, "alice")           # her share is hers again once they end
+
+
+@pytest.mark.parametrize("era, seconds", [("handshake", 3), ("2026-07-28", 6)])
+def test_a_call_whose_client_left_keeps_its_place_in_the_share_until_it_ends(serving, era,
+                                                                             seconds):
+    """A call runs on after its client leaves: in the handshake era leaving is no
+    cancellation, and in 2026-07-28 a sync handler cancelled runs until it returns. Its
+    place in alice's share was given back at once, so calls sent on connections closed
+    at once took the pool (in the handshake era they queued too) and bob waited behind
+    them. Each keeps its place until it ends now: past 4 they are refused, and bob is
+    answered at once."""
+    served = serving(SHARING_SERVER)
+    port = served.port
+    session = initialize(port, "alice") if era == "handshake" else None
+    deadline, rid = time.monotonic() + 1.5, 0
+    while time.monotonic() < deadline:
+        rid += 1
+        if session:
+            data = handshake_bytes(port, slow_call(rid, seconds), "alice", session)
+        else:
+            message = modern("tools/call", slow_call(rid, seconds)["params"], rid)
+            data = request_bytes(port, message=message, **as_user("alice"))
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(data)
+        time.sleep(0.05)
+    answered_quickly(port, "bob")
+    # Her places are hers again once her calls end
+    deadline = time.monotonic() + seconds + 2
+    while status_of(call_as(port, "alice")) == 429 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    served_afterwards_as(port, "alice")
+
+
 def cpu_seconds(pid):
     """utime + stime of a process, in seconds."""
     with open(f"/proc/{pid}/stat") as f:
@@ -744,7 +832,8 @@ def cpu_seconds(pid):
 
 def test_idle_listen_streams_cost_no_cpu(serving):
     served = serving(PLAIN_SERVER.replace('Server("plain")', 'Server("plain", max_streams=200, '
-                                                              'max_connections=300)'))
+                                                              'max_connections=300, '
+                                                              'max_connections_per_address=300)'))
     streams = [open_listen(served.port, rid=i, toolsListChanged=True) for i in range(200)]
     for stream in streams:
         acknowledged(stream)
@@ -861,6 +950,37 @@ def test_handshake_subscriptions_are_capped_per_session(serving):
     served_afterwards_as(port, "alice")
 
 
+def test_what_a_session_keeps_is_bounded_in_bytes_not_only_in_number(serving):
+    """Twelve initializes whose capabilities hold nearly 4 MiB of [{}, {}, ...] (under
+    max_body_bytes), then sixty subscribes to 4 MiB URIs: each refused with -32602 naming
+    its limit's setting, and the server ends within 200 MiB, at most 100 MiB above where it
+    started (kept, the sessions held 1.2 GB)."""
+    served = holding_server(serving)
+    port = served.port
+    session = initialize(port, "alice")
+    served_afterwards_as(port, "alice")
+    start = proc_status(served.pid, "VmRSS")
+    params = dict(INITIALIZE["params"], capabilities={"experimental": {"pad": []}})
+    big = dict(INITIALIZE, params=params)
+    params["capabilities"]["experimental"]["pad"] = [{}] * ((4 * MIB - 1024) // 4)
+    replies = [body_of(exchange(port, handshake_bytes(port, big, "bob"))) for _ in range(12)]
+    uri = "docs://" + "x" * (4 * MIB - 1024)
+    for i in range(60):
+        subscribe = {"jsonrpc": "2.0", "id": i, "method": "resources/subscribe",
+                     "params": {"uri": f"{uri}{i}"}}
+        replies.append(body_of(exchange(port, handshake_bytes(port, subscribe, "alice",
+                                                               session))))
+    rss = proc_status(served.pid, "VmRSS")
+    assert rss <= 200 << 10 and rss - start <= 100 << 10, f"{start} KiB -> {rss} KiB"
+    for reply, setting in zip(replies, ["max_client_bytes"] * 12 + ["max_uri_length"] * 60):
+        assert reply["error"]["code"] == mcp_min.INVALID_PARAMS, str(reply)[:300]
+        assert setting in reply["error"]["message"]
+    assert "(65536, max_client_bytes)" in replies[0]["error"]["message"]
+    assert "(8192, max_uri_length)" in replies[-1]["error"]["message"]
+    assert pinged(port, "alice", session) == 200
+    served_afterwards_as(port, "alice")
+
+
 # ============================================================================================
 # Memory, time, connections and framing on the embedded server
 # ============================================================================================
@@ -963,6 +1083,32 @@ def test_bodies_past_max_inflight_bytes_wait_for_none_and_get_503(serve):
     assert body_of(response)["result"]["structuredContent"] == {"result": 5}
 
 
+def padded_to(message, size):
+    """``message`` with a _meta padding that makes its JSON ``size`` bytes."""
+    message["params"]["_meta"]["padding"] = ""
+    message["params"]["_meta"]["padding"] = "x" * (size - len(json.dumps(message)))
+    return message
+
+
+def test_open_listens_hold_stream_slots_not_the_bytes_of_their_bodies(serving):
+    """Eight listens padded to 4 MiB (max_body_bytes: together, all of max_inflight_bytes)
+    stay open: a small request is still served at once, not refused with 503."""
+    served = serving(PLAIN_SERVER)
+    port = served.port
+    streams = [OpenStream(port, request_bytes(port, message=padded_to(
+        listen_message(rid, toolsListChanged=True), 4 * MIB))) for rid in range(10, 18)]
+    for stream in streams:
+        stream.read_until(rb"subscriptions/acknowledged")
+        acknowledged(stream)
+    response = exchange(port, request_bytes(port, message=modern("tools/list"),
+                                            Connection="close"), timeout=3)
+    assert status_of(response) == 200, response[:300]
+    assert body_of(response)["result"]["tools"][0]["name"] == "add"
+    served_afterwards(port)
+    for stream in streams:
+        stream.close()
+
+
 def test_a_body_trickled_a_byte_at_a_time_gets_408_within_idle_timeout(serve):
     """Never silent for idle_timeout, the client still must send the whole body within it:
     else 408, the connection closes, and its thread is gone."""
@@ -1024,6 +1170,87 @@ def test_connections_past_max_connections_wait_and_threads_stay_bounded(serve):
     assert answered == [None]
     assert proc_status(served.pid, "Threads") <= threads + 20
     served_afterwards(served.port)
+
+
+def test_a_401_closes_its_connection(serve):
+    """A client without a good token is told so once: the 401 closes its connection, which
+    it cannot keep to hold one of the server's."""
+    served = serve(yes_no_auth_server())
+    message = modern("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+    with socket.create_connection(("127.0.0.1", served.port), timeout=3) as sock:
+        sock.sendall(request_bytes(served.port, message=message, Authorization="Bearer bad"))
+        received, closed = b"", False
+        try:
+            while not closed:
+                chunk = sock.recv(65536)
+                received, closed = received + chunk, not chunk
+        except socket.timeout:
+            pass
+    assert status_of(received) == 401, received[:300]
+    assert headers_of(received)["connection"] == "close"
+    assert closed
+    served_with_a_token(served.port)
+
+
+def test_one_address_cannot_take_every_connection(serve):
+    """60 idle connections from 127.0.0.1 and clients sending a bad token once a second
+    held every place of max_connections=60: alice, with a good token, waited. Past
+    max_connections_per_address (50) a connection gets 429 and a close at once; alice,
+    from 127.0.0.2, is answered."""
+    served = serve(yes_no_auth_server(max_connections=60))
+    port = served.port
+    idle = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(60)]
+    stop = threading.Event()
+    bad = request_bytes(port, message=modern("tools/list"), Authorization="Bearer bad")
+
+    def attack():
+        while not stop.is_set():
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
+                    # once a second, on the same connection for as long as it stays open
+                    while not stop.is_set():
+                        sock.sendall(bad)
+                        if not sock.recv(4096):
+                            break
+                        stop.wait(1)
+            except OSError:
+                pass
+            stop.wait(0.1)
+    attackers = [threading.Thread(target=attack) for _ in range(20)]
+    for attacker in attackers:
+        attacker.start()
+    try:
+        time.sleep(0.5)
+        message = modern("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+        with socket.create_connection(("127.0.0.1", port), timeout=3,
+                                      source_address=("127.0.0.2", 0)) as sock:
+            sock.sendall(request_bytes(port, message=message, Connection="close",
+                                       Authorization="Bearer good"))
+            received = b""
+            try:
+                while chunk := sock.recv(65536):
+                    received += chunk
+            except socket.timeout:
+                pass
+        assert status_of(received) == 200, received[:300]
+        assert body_of(received)["result"]["structuredContent"] == {"result": 5}
+        refused = []
+        for sock in idle:
+            sock.setblocking(False)
+            try:
+                refused.append(sock.recv(65536))
+            except BlockingIOError:
+                pass
+        assert len(refused) == 10
+        for response in refused:
+            assert status_of(response) == 429 and headers_of(response)["connection"] == "close"
+            assert "max_connections_per_address" in body_of(response)["error"]["message"]
+    finally:
+        stop.set()
+        for attacker in attackers:
+            attacker.join(5)
+        for sock in idle:
+            sock.close()
 
 
 @pytest.mark.parametrize("line", [b"GET /mcp", b"POST /mcp", b"GET"])
@@ -1414,6 +1641,31 @@ def test_expect_100_continue_is_not_answered_for_a_body_over_the_cap(serve):
         received = b""
         while b'"result"' not in received:
             received += sock.recv(65536)
+    served_afterwards(served.port)
+
+
+def test_a_client_that_sends_its_whole_body_first_reads_the_413(serve):
+    """urllib and httpx send the whole body before they read: the embedded server reads and
+    drops the rest of a body it refused by its length (a lingering close), so they get the
+    413 and its JSON-RPC error, not a broken pipe or a reset (urllib did)."""
+    httpx2 = pytest.importorskip("httpx2")
+    served = serve(PLAIN_SERVER)
+    url = f"http://127.0.0.1:{served.port}/mcp"
+    call = modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+    listen = listen_message(toolsListChanged=True)
+    for message, size in ((call, 5 * MIB), (listen, 20_000_000)):
+        body = json.dumps(padded_to(message, size)).encode()
+        headers = {"Content-Type": "application/json", "Accept": ACCEPT,
+                   **modern_headers(message)}
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(urllib.request.Request(url, body, headers), timeout=10)
+        assert refused.value.code == 413
+        error = json.loads(refused.value.read())["error"]
+        refused.value.close()
+        assert error["code"] == -32600 and f"{size} bytes is over" in error["message"]
+        response = httpx2.post(url, content=body, headers=headers, timeout=10)
+        assert response.status_code == 413
+        assert response.json()["error"] == error
     served_afterwards(served.port)
 
 

@@ -293,6 +293,71 @@ def test_resource_updated_goes_only_to_subscribers_in_process():
         assert bob.notifications == []
 
 
+def test_an_initialize_whose_client_info_and_capabilities_are_too_big_is_32602(spawn):
+    """A session keeps clientInfo and capabilities for its life: more than max_client_bytes
+    (64 KiB) of them as JSON is refused with -32602 naming the limit and its setting, and
+    the connection may initialize again with less."""
+    w = spawn("live_protocol.py")
+    params = {"protocolVersion": V2025_11, "clientInfo": {"name": "big", "version": "1"},
+              "capabilities": {"experimental": {"pad": "x" * (64 << 10)}}}
+    error = w.request("initialize", params)["error"]
+    assert error["code"] == -32602, error
+    assert "(65536, max_client_bytes)" in error["message"]
+    assert "clientInfo and capabilities" in error["message"]
+    params["capabilities"]["experimental"]["pad"] = "x" * ((64 << 10) - 100)
+    assert w.result("initialize", params)["protocolVersion"] == V2025_11
+
+
+def test_what_a_session_subscribes_to_is_bounded_in_characters():
+    """A URI longer than max_uri_length, or one that takes a session's subscribed URIs past
+    max_subscribed_length, is refused with -32602 naming the limit and its setting; one it
+    holds already costs nothing more, and one unsubscribed makes room."""
+    srv = server(max_uri_length=100, max_subscribed_length=250)
+
+    @srv.resource("test://shared")
+    def shared() -> str:
+        return "s"
+
+    with Client(srv, timeout=5) as client:
+        with pytest.raises(JSONRPCError) as refused:
+            client.subscribe("test://" + "x" * 94)
+        assert refused.value.code == -32602
+        assert "a URI of 101 characters" in refused.value.message
+        assert "(100, max_uri_length)" in refused.value.message
+        held = [f"test://{i}" + "x" * 72 for i in range(3)]     # 80 characters each
+        for uri in held + held[:1]:
+            assert client.subscribe(uri) == {}
+        with pytest.raises(JSONRPCError) as refused:
+            client.subscribe("test://abcd")
+        assert refused.value.code == -32602
+        assert "251 characters" in refused.value.message
+        assert "(250, max_subscribed_length)" in refused.value.message
+        assert client.subscribe("test://abc") == {}
+        assert client.unsubscribe(held[0]) == {}
+        assert client.subscribe("test://abcd") == {}
+
+
+def test_what_a_listen_subscribes_to_is_bounded_in_characters():
+    """The same limits for the resourceSubscriptions of one subscriptions/listen."""
+    srv = server(max_uri_length=100, max_subscribed_length=250)
+
+    @srv.resource("test://shared")
+    def shared() -> str:
+        return "s"
+
+    with Client(srv, timeout=5, era=mcp_min.V2026_07) as client:
+        with pytest.raises(JSONRPCError) as refused:
+            client.listen(resource_uris=["test://shared", "test://" + "x" * 94])
+        assert refused.value.code == -32602
+        assert "(100, max_uri_length)" in refused.value.message
+        with pytest.raises(JSONRPCError) as refused:
+            client.listen(resource_uris=["test://" + "x" * 93] * 3)
+        assert refused.value.code == -32602
+        assert "(250, max_subscribed_length)" in refused.value.message
+        listening = client.listen(resource_uris=["test://" + "x" * 93] * 2)
+        assert listening.honoured == {"resourceSubscriptions": ["test://" + "x" * 93]}
+
+
 # ==========================================================================================
 # completion/complete (§7, §5.1 completions)
 # ==========================================================================================
