@@ -445,3 +445,44 @@ def test_http_bench_counts_context_switches_of_the_threads_alive_at_the_end():
     assert http_bench.switches_since(before, after) == 37
     assert http_bench.switches_since(before, {}) == 0
 
+
+def test_http_bench_baseline_runs_a_twin_of_each_mcp_min_server_on_the_given_file(tmp_path):
+    """--baseline: each mcp_min server is followed by its twin on the baseline's file,
+    compared with the same floor, and the row says how many times the twin's requests/s
+    it served. The twins import the copy (the marker says so), on wsgiref and granian."""
+    marker = tmp_path / "imported.txt"
+    baseline = marked_baseline(tmp_path)
+    servers = "wsgiref,floor-wsgiref"
+    if importlib.util.find_spec("granian") is not None:
+        servers += ",granian-1w2t"
+    out = tmp_path / "http.json"
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "http_bench.py"), "--quick",
+                             "--servers", servers, "--connections", "4", "--load", "python",
+                             "--baseline", str(baseline), "--out", str(out)],
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "BENCH_TEST_MARKER": str(marker)})
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(out.read_text())
+    twin = f"wsgiref@{baseline}"
+    expected = ["wsgiref", twin, "floor-wsgiref"]
+    if "granian" in servers:
+        expected += ["granian-1w2t", f"granian-1w2t@{baseline}"]
+    assert list(report["summary"]) == expected
+    summary = report["summary"]
+    for name in expected:
+        assert summary[name]["errors"] == [], (name, summary[name]["errors"])
+    new, old, floor = (summary[name]["requests_per_s"] for name in expected[:3])
+    assert summary[twin]["vs_floor"] == old / floor                # the same floor
+    assert summary["wsgiref"]["vs_baseline"] == new / old
+    assert summary[twin]["vs_baseline"] is None
+    table = out.with_suffix(".md").read_text()
+    assert "| server | requests/s | × floor | × sdk | × baseline | p50 ms |" in table
+    assert f"| wsgiref | {new:,.0f} | {new / floor:.2f} | — | {new / old:.2f} |" in table
+    assert f"| {twin} | {old:,.0f} | {old / floor:.2f} | — | — |" in table
+    assert f"| wsgiref vs {twin} | {new / old:.2f} | {new / old:.2f} | — |" in table
+    imported = {tuple(line.split()) for line in marker.read_text().splitlines()}
+    copies = {Path(path) for path, _ in imported}
+    assert len(copies) == 1 and copies.pop().parent.name == "baseline"
+    names = {name for _, name in imported}
+    # wsgiref runs the copy as the script (__main__); granian's worker imports it
+    assert names == ({"__main__", "mcp_min"} if "granian" in servers else {"__main__"})
