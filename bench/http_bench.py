@@ -743,8 +743,8 @@ def markdown(report: dict, settings: Settings) -> str:
               f"of {settings.rounds} interleaved rounds. × floor: requests/s as a "
               "share of the bare WSGI floor's on the same engine and configuration; "
               "× sdk: as a multiple of the SDK's"
-              + ("; × baseline: an mcp_min row's as a multiple of its twin's (ROW@"
-                 f"{baseline['ref']}: the same server on {baseline['origin']})"
+              + ("; × baseline: an mcp_min row's as a multiple of its twin's, ROW@"
+                 f"{baseline['ref']}, the same server on {baseline['origin']}"
                  if baseline else "")
               + " (each the median of the per-round ratios).", "",
               "| server | requests/s | × floor | × sdk | "
