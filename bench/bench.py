@@ -4,6 +4,7 @@
     bash bench/setup.sh                  # once: installs sdk, fastmcp, ts in a cache
     python3 bench/bench.py               # full run, all peers found
     python3 bench/bench.py --quick --peers floor,mcp_min   # smoke test, no setup
+    python3 bench/bench.py --baseline f19a278   # and mcp_min@f19a278: that commit's mcp_min.py
 
 Every peer serves the same three tools over stdio -- add(a, b), echo(text),
 sleep(ms) -- and is measured the same way, after the handshake: cold start,
@@ -30,6 +31,7 @@ import json
 import os
 import platform
 import random
+import re
 import select
 import shlex
 import shutil
@@ -57,6 +59,9 @@ ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
             "io.modelcontextprotocol/clientCapabilities": {}}
 SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 MODERN_PEERS = ("mcp_min", "sdk")  # the peers that serve 2026-07-28 beside the handshake era
+# The directory whose mcp_min.py bench/peers/mcp_min_server.py imports (default: the
+# repository root); --baseline points it at an earlier mcp_min.py in the scratch directory.
+MODULE_DIR_VARIABLE = "MCP_MIN_BENCH_MODULE_DIR"
 # In the order they run; each modern_ phase follows its handshake-era twin at once, so that
 # drift on the machine between the two (whose ratio is a target) is as small as it can be.
 PHASE_NAMES = ("cold_start", "sequential", "modern_sequential", "pipelined", "modern_pipelined",
@@ -116,11 +121,78 @@ class Refused(BenchError):
 
 @dataclass
 class Peer:
-    name: str
+    name: str  # one of PEER_NAMES, or mcp_min@REF: the baseline
     argv: list[str] = field(default_factory=list)
     env: dict[str, str] | None = None
     interpreter: str = ""
     missing: str = ""  # why it cannot run; empty when it can
+    shown_env: dict[str, str] = field(default_factory=dict)  # what the command line shows of env
+
+    @property
+    def kind(self) -> str:
+        """Which of PEER_NAMES it is: the baseline is an mcp_min."""
+        return self.name.partition("@")[0]
+
+    def command(self) -> str:
+        return shlex.join([f"{key}={value}" for key, value in self.shown_env.items()]
+                          + self.argv)
+
+
+@dataclass
+class Baseline:
+    """An earlier mcp_min.py, measured beside the repository's in the same run (--baseline):
+    the file of a commit, tag or branch (`git show REF:mcp_min.py`), or a file named by
+    its path. Read when the run starts, so that it cannot change under a long run."""
+
+    ref: str  # as given
+    origin: str  # where the file came from, for the report
+    source: bytes
+    commit: str = ""  # the full hash, when REF names a commit
+
+    @property
+    def label(self) -> str:
+        return f"mcp_min@{self.ref}"
+
+    def write(self, workdir: Path) -> Path:
+        """The file as mcp_min.py in the run's scratch directory (never in the repository);
+        returns its directory."""
+        directory = workdir / "baseline"
+        directory.mkdir(exist_ok=True)
+        (directory / "mcp_min.py").write_bytes(self.source)
+        return directory
+
+    def describe(self) -> dict:
+        return {"peer": self.label, "ref": self.ref, "commit": self.commit,
+                "origin": self.origin, "bytes": len(self.source)}
+
+
+def resolve_baseline(ref: str) -> Baseline:
+    """--baseline REF: an existing file's path, else a commit, tag or branch of this
+    repository. Raises ValueError saying what was tried."""
+    path = Path(ref).expanduser()
+    if path.is_file():
+        return Baseline(ref, f"the file {path.resolve()}", path.read_bytes())
+
+    def git(*words: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(REPO_ROOT), *words], capture_output=True,
+                              timeout=60)
+    try:
+        found = git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    except (OSError, subprocess.SubprocessError) as error:
+        raise ValueError(f"--baseline {ref}: no such file, and git cannot be run ({error})")
+    if found.returncode or not found.stdout.strip():
+        raise ValueError(f"--baseline {ref}: neither a file nor a commit, tag or branch of "
+                         f"{REPO_ROOT}")
+    commit = found.stdout.decode().strip()
+    shown = git("show", f"{commit}:mcp_min.py")
+    if shown.returncode:
+        raise ValueError(f"--baseline {ref}: commit {commit[:12]} has no mcp_min.py")
+    return Baseline(ref, f"mcp_min.py of commit {commit}", shown.stdout, commit)
+
+
+def file_name(name: str) -> str:
+    """A peer's or server's name made fit for a file name (mcp_min@../old.py)."""
+    return re.sub(r"[^\w.@-]+", "_", name)
 
 
 def make_bare_venv(directory: Path) -> tuple[list[str], str]:
@@ -149,13 +221,15 @@ def python_version(python: str) -> str:
         return "?"
 
 
-def find_peers(names: list[str], cache: Path, workdir: Path) -> list[Peer]:
-    """Build the command of each requested peer, or say why it is missing."""
+def find_peers(names: list[str], cache: Path, workdir: Path,
+               baseline: Baseline | None = None) -> list[Peer]:
+    """Build the command of each requested peer, or say why it is missing. The baseline
+    (named mcp_min@REF among `names`) runs mcp_min's script on the baseline's file."""
     peers = []
     stdlib_python = None
     for name in names:
         peer = Peer(name)
-        if name in ("floor", "mcp_min"):
+        if peer.kind in ("floor", "mcp_min"):
             if stdlib_python is None:
                 stdlib_python = make_bare_venv(workdir / "venv")
             python, how = stdlib_python
@@ -165,6 +239,13 @@ def find_peers(names: list[str], cache: Path, workdir: Path) -> list[Peer]:
             peer.interpreter = f"Python {python_version(python[0])} ({how})"
             if name == "mcp_min" and not (REPO_ROOT / "mcp_min.py").exists():
                 peer.missing = f"{REPO_ROOT / 'mcp_min.py'} does not exist yet"
+            if peer.kind == "mcp_min":
+                # set either way, so that a value in the driver's environment changes nothing
+                directory = REPO_ROOT
+                if baseline is not None and name == baseline.label:
+                    directory = baseline.write(workdir)
+                    peer.shown_env = {MODULE_DIR_VARIABLE: str(directory)}
+                peer.env = {**os.environ, MODULE_DIR_VARIABLE: str(directory)}
         elif name in ("sdk", "fastmcp"):
             python = cache / f"venv-{name}" / "bin" / "python"
             peer.argv = [str(python), "-I", str(PEERS_DIR / f"{name}_server.py")]
@@ -487,8 +568,8 @@ class Bench:
     def session(self, modern: bool = False) -> Session:
         """A fresh server; `modern`: every request will carry the 2026-07-28 envelope."""
         self._sessions += 1
-        return Session(self.peer, self.workdir / f"{self.peer.name}-{self._sessions}.stderr",
-                       self.settings.pin, ENVELOPE if modern else None)
+        stderr = self.workdir / f"{file_name(self.peer.name)}-{self._sessions}.stderr"
+        return Session(self.peer, stderr, self.settings.pin, ENVELOPE if modern else None)
 
     def started_session(self, modern: bool = False) -> Session:
         """A server past the handshake and one call of each tool used, so nothing is cold.
@@ -866,7 +947,7 @@ def describe(error: Exception) -> str:
 def run_peer(peer: Peer, settings: Settings, workdir: Path) -> dict:
     """All measurements of one peer; a failed one is recorded and the rest go on."""
     bench = Bench(peer, settings, workdir)
-    report: dict = {"peer": peer.name, "pinned": settings.pin, "command": shlex.join(peer.argv),
+    report: dict = {"peer": peer.name, "pinned": settings.pin, "command": peer.command(),
                     "interpreter": peer.interpreter, "errors": {}}
 
     def measure(key: str, function, *args):
@@ -898,7 +979,7 @@ def run_peer(peer: Peer, settings: Settings, workdir: Path) -> dict:
         "cancellation": bench.cancellation,
     }
     for key, step in steps.items():     # in PHASE_NAMES order
-        if key in phases and (not key.startswith("modern_") or peer.name in MODERN_PEERS):
+        if key in phases and (not key.startswith("modern_") or peer.kind in MODERN_PEERS):
             measure(key, step)
     if "payload" not in phases:
         return report
@@ -1201,6 +1282,10 @@ def markdown(report: dict, settings: Settings) -> str:
         f"Command: `{report['command']}`",
         "",
     ]
+    baseline = report.get("baseline")
+    if baseline:
+        lines += [f"Baseline: `{baseline['peer']}` is the same peer script serving "
+                  f"{baseline['origin']}; `mcp_min`, the repository's mcp_min.py as it is on disk.", ""]
     busy = machine["busy_before_run"]
     if busy is not None and busy > BUSY_WARNING:
         lines += [f"**Warning: the CPUs were {busy:.0%} busy with other work just before the run; "
@@ -1226,6 +1311,8 @@ def markdown(report: dict, settings: Settings) -> str:
     for metric in metrics(settings):
         lines.append(f"| {metric.label} | "
                      + " | ".join(cell(metric, peers[n], floors[n]) for n in names) + " |")
+    if baseline:
+        lines += against_baseline(peers, baseline["peer"], settings)
     judged = [n for n in names if peers[n].get("peer", n) != "floor"]
     if judged:
         lines += ["", "### Targets", "", "| metric | target | " + " | ".join(judged) + " |",
@@ -1252,6 +1339,31 @@ def markdown(report: dict, settings: Settings) -> str:
     lines += ["", "Peers:", ""] + [f"- {name}: {peer['interpreter']}: `{peer['command']}`"
                                    for name, peer in commands.items()]
     return "\n".join(lines) + "\n"
+
+
+def against_baseline(peers: dict, label: str, settings: Settings) -> list[str]:
+    """mcp_min's figures as multiples of the baseline's measured the same way (pinned or
+    not): the median of the per-repeat ratios, and their range."""
+    pairs = [(name, other) for name in peers for other in peers
+             if peers[name].get("peer") == "mcp_min" and peers[other].get("peer") == label
+             and peers[name].get("pinned") == peers[other].get("pinned")]
+    if not pairs:
+        return []
+    lines = ["", f"### mcp_min against {label}", "",
+             f"mcp_min's figure ÷ {label}'s: above 1 is more calls/s, or more time, memory or "
+             "CPU.", "",
+             "| metric | " + " | ".join(f"{name} ÷ {other}" for name, other in pairs) + " |",
+             "|---|" + "---:|" * len(pairs)]
+    for metric in metrics(settings):
+        if not metric.relative:
+            continue
+        cells = []
+        for name, other in pairs:
+            new, old = peers[name], peers[other]
+            value = ratio(new, old, metric.path)
+            cells.append("—" if value is None else f"{value:.2f}×{spread(new, old, metric.path)}")
+        lines.append(f"| {metric.label} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def busy_fraction(seconds: float = 1.0) -> float | None:
@@ -1301,6 +1413,11 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Settings]:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--peers", default=",".join(PEER_NAMES),
                         help=f"comma-separated peers to run (default: {','.join(PEER_NAMES)})")
+    parser.add_argument("--baseline", metavar="REF",
+                        help="also run mcp_min@REF: the same tools served by the mcp_min.py of "
+                             "REF, a commit, tag or branch of this repository (git show "
+                             "REF:mcp_min.py) or a path to a file; beside mcp_min, every phase "
+                             "mcp_min runs")
     parser.add_argument("--phases", default=",".join(PHASE_NAMES),
                         help="comma-separated measurements to make (default: all, in the order "
                              "they always run: %(default)s); the modern_ ones "
@@ -1353,6 +1470,16 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Settings]:
     unknown = [name for name in args.peer_names if name not in PEER_NAMES]
     if unknown:
         parser.error(f"unknown peer(s) {', '.join(unknown)}; choose from {', '.join(PEER_NAMES)}")
+    args.baseline_file = None
+    if args.baseline is not None:
+        try:
+            args.baseline_file = resolve_baseline(args.baseline)
+        except ValueError as error:
+            parser.error(str(error))
+        # right after mcp_min, so that the two run one after the other in every repeat
+        names = args.peer_names
+        at = names.index("mcp_min") + 1 if "mcp_min" in names else len(names)
+        names.insert(at, args.baseline_file.label)
     phases = {name.strip() for name in args.phases.split(",") if name.strip()}
     if not phases or phases - set(PHASE_NAMES):
         parser.error(f"unknown or no phase(s) {', '.join(sorted(phases - set(PHASE_NAMES)))}; "
@@ -1389,13 +1516,14 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine_info(),
         "settings": {key: getattr(settings, key) for key in Settings.__dataclass_fields__},
         "pinning": args.pin,
+        "baseline": args.baseline_file.describe() if args.baseline_file else None,
         "skipped": {},
         "peers": {},
     }
     with tempfile.TemporaryDirectory(prefix="mcp-min-bench-") as tmp:
         workdir = Path(tmp)
         peers = []
-        for peer in find_peers(args.peer_names, args.cache, workdir):
+        for peer in find_peers(args.peer_names, args.cache, workdir, args.baseline_file):
             if peer.missing:
                 progress(f"skipping {peer.name}: {peer.missing}")
                 report["skipped"][peer.name] = peer.missing
@@ -1411,7 +1539,7 @@ def main(argv: list[str] | None = None) -> int:
                         which = f" (repeat {repeat + 1} of {settings.repeat})" \
                             if settings.repeat > 1 else ""
                         progress(f"{column(peer.name, pinned, args.pin)}{which}: "
-                                 f"{shlex.join(peer.argv)}")
+                                 f"{peer.command()}")
                         runs[peer.name, pinned].append(
                             run_peer(peer, replace(settings, pin=pinned), workdir))
         finally:

@@ -15,6 +15,8 @@ Mcp-Name headers; no initialize, no session):
     floor-ENGINE  bench/peers/floor_wsgi.py, a bare WSGI app, on the same engine and
                   configuration: what the engine alone costs (floor-wsgiref: on the
                   stdlib's threading WSGI server)
+    ENGINE@REF    with --baseline REF: the same server on the mcp_min.py of REF, a
+                  commit, tag or branch (or a file), one for each mcp_min row
     sdk           the official Python SDK (MCPServer.streamable_http_app with
                   stateless_http and json_response) on uvicorn
 
@@ -60,8 +62,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402  (the stdio benchmark: shared helpers and conventions)
-from bench import (BUSY_WARNING, DEFAULT_CACHE, ENVELOPE, MODERN_VERSION, PEERS_DIR,  # noqa: E402
-                   REPO_ROOT, BenchError, machine_info, percentile, progress, warn)
+from bench import (BUSY_WARNING, DEFAULT_CACHE, ENVELOPE, MODERN_VERSION,  # noqa: E402
+                   MODULE_DIR_VARIABLE, PEERS_DIR, REPO_ROOT, BenchError, file_name,
+                   machine_info, percentile, progress, warn)
 
 # A server's name: an engine serving mcp_min (with floor- before it, the bare WSGI
 # floor), or sdk. The groups: floor-, engine, gunicorn's workers, granian's workers and
@@ -114,7 +117,7 @@ QUICK = dict(seconds=0.5, sequential_seconds=0.3, warmup_seconds=0.3, rounds=1)
 
 @dataclass
 class ServerSpec:
-    name: str
+    name: str                   # with @REF: the baseline's twin of an mcp_min row
     argv: list[str] = field(default_factory=list)
     port_pattern: str = ""      # the line of its log that gives the port
     ready_pattern: str = ""     # a line its log has once per worker ready to serve
@@ -122,6 +125,11 @@ class ServerSpec:
     env: dict | None = None
     interpreter: str = ""
     missing: str = ""
+    shown_env: dict = field(default_factory=dict)   # what the command line shows of env
+
+    def command(self) -> str:
+        return shlex.join([f"{key}={value}" for key, value in self.shown_env.items()]
+                          + self.argv)
 
 
 # --------------------------------------------------------------------------- the servers
@@ -152,23 +160,36 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def find_servers(names: list[str], cache: Path, workdir: Path, settings: Settings):
+def find_servers(names: list[str], cache: Path, workdir: Path, settings: Settings,
+                 baseline: bench.Baseline | None = None):
+    """Each server's command, or why it cannot run. A name with @REF serves the
+    baseline's mcp_min.py, written into the scratch directory: mcp_min's peer script
+    imports it from the directory the environment names."""
     specs, bare_python = [], None
     for app, (module, attribute) in WSGI_APPS.items():
         (workdir / f"{app}_app.py").write_text(
             WSGI_APP.format(peers=str(PEERS_DIR), module=module, attribute=attribute))
+    baseline_dir = baseline.write(workdir) if baseline is not None else None
     for name in names:
         spec = ServerSpec(name)
         specs.append(spec)
         if name == "sdk":
             sdk_spec(spec, cache, workdir)
             continue
+        row, _, ref = name.partition("@")
         floor, engine, gunicorn_workers, granian_workers, threads = \
-            NAME_PATTERN.match(name).groups()
+            NAME_PATTERN.match(row).groups()
+        module_dir = REPO_ROOT
+        if ref:
+            module_dir = baseline_dir
+            spec.shown_env = {MODULE_DIR_VARIABLE: str(module_dir)}
+        # set either way, so that a value in the driver's environment changes nothing
+        env = {**os.environ, MODULE_DIR_VARIABLE: str(module_dir)}
         if engine == "wsgiref":
             if bare_python is None:
                 bare_python = bench.make_bare_venv(workdir / "venv")
-            wsgiref_spec(spec, bare_python, bool(floor), workdir)
+            wsgiref_spec(spec, bare_python, bool(floor), workdir, module_dir)
+            spec.env = env
             continue
         module = "gunicorn" if gunicorn_workers else "granian"
         python, how = engine_python(cache, module)
@@ -188,7 +209,7 @@ def find_servers(names: list[str], cache: Path, workdir: Path, settings: Setting
                          "--working-dir", str(workdir), "--log-level", "info", target]
             spec.port_pattern = r"Listening at: http://127\.0\.0\.1:(\d+)"
             spec.ready_pattern = r"Started worker-"
-        spec.env = {**os.environ, "MCP_MIN_STATE_KEY": STATE_KEY}
+        spec.env = {**env, "MCP_MIN_STATE_KEY": STATE_KEY}
         spec.interpreter = (f"Python {bench.python_version(python)} ({how}), {module} "
                             f"{installed_version(python, module)}")
     return specs
@@ -202,11 +223,12 @@ def isolated(python: str, workdir: Path) -> list[str]:
 
 
 def wsgiref_spec(spec: ServerSpec, bare_python: tuple, floor: bool,
-                 workdir: Path) -> None:
-    """As in bench.py: a venv without packages, -I, bytecode in the scratch folder."""
+                 workdir: Path, module_dir: Path = REPO_ROOT) -> None:
+    """As in bench.py: a venv without packages, -I, bytecode in the scratch folder.
+    mcp_min serves from `module_dir`'s mcp_min.py, which the peer script then imports."""
     python, how = bare_python
     served = ([str(PEERS_DIR / "floor_wsgi.py")] if floor else
-              [str(REPO_ROOT / "mcp_min.py"), "serve", "--http", "127.0.0.1:0",
+              [str(module_dir / "mcp_min.py"), "serve", "--http", "127.0.0.1:0",
                str(PEERS_DIR / "mcp_min_server.py")])
     spec.argv = [*python, "-X", f"pycache_prefix={workdir / 'pycache'}", *served]
     spec.port_pattern = r"http://127\.0\.0\.1:(\d+)/mcp"
@@ -251,7 +273,7 @@ class RunningServer:
 
     def __init__(self, spec: ServerSpec, workdir: Path):
         self.spec = spec
-        self.log_path = workdir / f"{spec.name}.log"
+        self.log_path = workdir / f"{file_name(spec.name)}.log"
         self.log = open(self.log_path, "wb")
         # granian logs to stdout, the others to stderr
         self.proc = subprocess.Popen(spec.argv, stdin=subprocess.DEVNULL,
@@ -661,7 +683,9 @@ def summarise(rounds: dict) -> dict:
             "connections_per_worker": [run["connections_per_worker"] for run in good],
             "reopened": sum(run["connection_openings"] - 1 for run in good),
             "errors": errors}
-        for key, reference in (("floor", floor_of(name)), ("sdk", "sdk")):
+        twin = next((other for other in rounds if other.startswith(f"{name}@")), None)
+        for key, reference in (("floor", floor_of(name)), ("sdk", "sdk"),
+                               ("baseline", twin)):
             by_round = ([] if reference == name else
                         ratio_figures(rounds, name, reference))
             middle = statistics.median(by_round) if by_round else None
@@ -671,10 +695,11 @@ def summarise(rounds: dict) -> dict:
 
 
 def floor_of(name: str) -> str | None:
-    """The floor on the same engine and configuration as the row, if the row has one."""
+    """The floor on the same engine and configuration as the row (the baseline's twin of
+    a row has the row's), if the row has one."""
     if name == "sdk" or name.startswith("floor-"):
         return None
-    return f"floor-{name}"
+    return f"floor-{name.partition('@')[0]}"
 
 
 # (label, server, reference, target or None); a reference other than the SDK is the same
@@ -709,26 +734,32 @@ def markdown(report: dict, settings: Settings) -> str:
                   "run; expect noisy figures.**", ""]
     load = ("wrk (one thread)" if settings.load == "wrk" else
             "the Python driver (a thread per connection)")
+    baseline = report.get("baseline")
+    compared = ("vs_floor", "vs_sdk", "vs_baseline") if baseline else ("vs_floor", "vs_sdk")
     lines += [f"`tools/call add`, {MODERN_VERSION}, over keep-alive HTTP/1.1, sent by "
               f"{load}: {settings.connections} connections for {settings.seconds:g} s, "
               "then one "
               f"connection for {settings.sequential_seconds:g} s, per server and round; medians "
               f"of {settings.rounds} interleaved rounds. × floor: requests/s as a "
               "share of the bare WSGI floor's on the same engine and configuration; "
-              "× sdk: as a multiple of the SDK's (each the median of the per-round "
-              "ratios).", "",
-              "| server | requests/s | × floor | × sdk | p50 ms | p99 ms | "
+              "× sdk: as a multiple of the SDK's"
+              + ("; × baseline: an mcp_min row's as a multiple of its twin's, ROW@"
+                 f"{baseline['ref']}, the same server on {baseline['origin']}"
+                 if baseline else "")
+              + " (each the median of the per-round ratios).", "",
+              "| server | requests/s | × floor | × sdk | "
+              + ("× baseline | " if baseline else "") + "p50 ms | p99 ms | "
               "1 connection: p50 ms | server CPU µs/request | server context switches/request "
               "| driver CPU | connections per worker |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+              "|---|" + "---:|" * (len(compared) + 7) + "---|"]
     for name, figures in summary.items():
         if "requests_per_s" not in figures:
-            lines.append(f"| {name} | failed | | | | | | | | | |")
+            lines.append(f"| {name} | failed |" + " |" * (len(compared) + 7))
             continue
         spread = ", ".join("+".join(map(str, counts))
                            for counts in figures["connections_per_worker"] if counts)
-        ratios = [f"{figures[key]:.2f}" if figures[key] is not None else "—"
-                  for key in ("vs_floor", "vs_sdk")]
+        ratios = [f"{figures[key]:.2f}" if figures.get(key) is not None else "—"
+                  for key in compared]
         lines.append(f"| {name} | {figures['requests_per_s']:,.0f} | "
                      f"{' | '.join(ratios)} | "
                      f"{figures['p50_ms']:.2f} | {figures['p99_ms']:.2f} | "
@@ -737,13 +768,17 @@ def markdown(report: dict, settings: Settings) -> str:
                      f"{figures['server_switches_per_request']:.2f} | "
                      f"{figures['driver_cpu_share']:.0%} | {spread or '—'} |")
     ratio_rows = []
-    for label, server, reference, goal in RATIOS:
+    # each mcp_min row against its twin on the baseline
+    twins = [(f"{name} vs {other}", name, other, None) for name in summary
+             for other in summary if other.startswith(f"{name}@")]
+    for label, server, reference, goal in (*RATIOS, *twins):
         figures = ratio_figures(report["rounds"], server, reference)
         if not figures:
             continue
         middle = statistics.median(figures)
         verdict = "—"
-        if reference != "sdk" and len(report.get("server_cpus", [0, 1])) < 2:
+        scaling = reference != "sdk" and "@" not in reference
+        if scaling and len(report.get("server_cpus", [0, 1])) < 2:
             verdict = "— (pinned: both workers on one CPU, so no scaling to see)"
         elif goal is not None:
             verdict = f"≥ {goal:g}: {'met' if middle >= goal else 'missed'}"
@@ -780,6 +815,10 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Settings]:
                              "gunicorn-W (W workers), granian-WwTt (W workers, T "
                              "blocking threads each), and floor- before an engine's "
                              "name")
+    parser.add_argument("--baseline", metavar="REF",
+                        help="also run, after each mcp_min server, its twin ENGINE@REF on the "
+                             "mcp_min.py of REF: a commit, tag or branch of this repository "
+                             "(git show REF:mcp_min.py) or a path to a file")
     parser.add_argument("--quick", action="store_true", help="short windows, one round")
     parser.add_argument("--pin", action="store_true",
                         help="the driver on CPU 0, the servers on the other CPUs (on two cores "
@@ -825,6 +864,21 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Settings]:
         parser.error(f"unknown server(s) {', '.join(unknown)}; choose from sdk, "
                      "wsgiref, gunicorn-W, granian-WwTt, and an engine's name with "
                      f"floor- before it (default {','.join(SERVER_NAMES)})")
+    args.baseline_file = None
+    if args.baseline is not None:
+        try:
+            args.baseline_file = bench.resolve_baseline(args.baseline)
+        except ValueError as error:
+            parser.error(str(error))
+        # each twin right after its row, so that drift on the machine hits both alike
+        names = []
+        for name in args.server_names:
+            names.append(name)
+            if name != "sdk" and not name.startswith("floor-"):
+                names.append(f"{name}@{args.baseline}")
+        if len(names) == len(args.server_names):
+            warn("--baseline: no mcp_min server among --servers, nothing to compare")
+        args.server_names = names
     return args, settings
 
 
@@ -843,6 +897,7 @@ def main(argv: list[str] | None = None) -> int:
               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
               "machine": machine_info(),
               "settings": {key: getattr(settings, key) for key in Settings.__dataclass_fields__},
+              "baseline": args.baseline_file.describe() if args.baseline_file else None,
               "skipped": {}, "servers": {}}
     servers = {}
     with tempfile.TemporaryDirectory(prefix="mcp-min-http-bench-") as tmp:
@@ -851,18 +906,19 @@ def main(argv: list[str] | None = None) -> int:
             os.sched_setaffinity(0, cpus[1:])
             report["server_cpus"] = cpus[1:]
         try:
-            for spec in find_servers(args.server_names, args.cache, workdir, settings):
+            for spec in find_servers(args.server_names, args.cache, workdir, settings,
+                                     args.baseline_file):
                 if spec.missing:
                     progress(f"skipping {spec.name}: {spec.missing}")
                     report["skipped"][spec.name] = spec.missing
                     continue
-                progress(f"{spec.name}: {shlex.join(spec.argv)}")
+                progress(f"{spec.name}: {spec.command()}")
                 try:
                     servers[spec.name] = RunningServer(spec, workdir)
                 except BenchError as error:
                     report["skipped"][spec.name] = str(error)
                     continue
-                report["servers"][spec.name] = {"command": shlex.join(spec.argv),
+                report["servers"][spec.name] = {"command": spec.command(),
                                                 "interpreter": spec.interpreter}
             if settings.pin:
                 os.sched_setaffinity(0, cpus[:1])

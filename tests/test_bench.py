@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 import types
+from pathlib import Path
 
 import pytest
 
@@ -224,6 +225,94 @@ def test_the_cancellation_target_is_missed_if_any_repeat_was_not_exact():
         "met (exact; 650 of 700 cancelled calls not answered)"
 
 
+# -------------------------------------------------------------- --baseline REF
+
+def marked_baseline(tmp_path):
+    """The repository's mcp_min.py, plus a line that writes where it was imported from
+    (its __file__, and __name__: mcp_min, or __main__ when run as `mcp_min.py serve`) to
+    the file $BENCH_TEST_MARKER names, before the script's own main part."""
+    source = (ROOT / "mcp_min.py").read_text()
+    before, main_part, after = source.rpartition('\nif __name__ == "__main__":\n')
+    assert main_part, "mcp_min.py has no main part to put the marker before"
+    marker = ('\nwith open(os.environ["BENCH_TEST_MARKER"], "a") as _marker:\n'
+              '    _marker.write(f"{__file__} {__name__}\\n")\n')
+    baseline = tmp_path / "old.py"
+    baseline.write_text(before + marker + main_part + after)
+    return baseline
+
+
+def test_bench_baseline_runs_every_phase_of_mcp_min_beside_it(tmp_path):
+    """--baseline HEAD: a peer mcp_min@HEAD serving the commit's mcp_min.py, in every phase
+    mcp_min runs (both eras), with its own column, its ratios and its targets."""
+    out = tmp_path / "quick.json"
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "bench.py"), "--quick",
+                             "--peers", "floor,mcp_min", "--baseline", "HEAD",
+                             "--out", str(out)], capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(out.read_text())
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
+    assert report["baseline"]["commit"] == head and report["baseline"]["peer"] == "mcp_min@HEAD"
+    assert list(report["peers"]) == ["floor", "mcp_min", "mcp_min@HEAD"]   # beside mcp_min
+    old, new = report["peers"]["mcp_min@HEAD"], report["peers"]["mcp_min"]
+    assert old["errors"] == {} and old["peer"] == "mcp_min@HEAD"
+    assert set(old) == set(new)                     # every phase mcp_min ran, and only those
+    assert old["modern_pipelined"]["all_answered_once"] is True
+    assert old["cancellation"]["exact"] is True and old["cancellation"]["cancelled_unanswered"] > 0
+    assert old["command"].startswith("MCP_MIN_BENCH_MODULE_DIR=")
+    assert old["command"].endswith("bench/peers/mcp_min_server.py")
+    table = out.with_suffix(".md").read_text()
+    assert "| metric | floor | mcp_min | mcp_min@HEAD |" in table
+    assert "| metric | target | mcp_min | mcp_min@HEAD |" in table
+    share = old["pipelined"]["calls_per_s"] / report["peers"]["floor"]["pipelined"]["calls_per_s"]
+    assert f"| {old['pipelined']['calls_per_s']:,.0f} ({share:.2f}×) |" in table
+    assert f"serving mcp_min.py of commit {head}" in table
+    assert "### mcp_min against mcp_min@HEAD" in table
+    times = new["pipelined"]["calls_per_s"] / old["pipelined"]["calls_per_s"]
+    assert f"| pipelined add: calls/s | {times:.2f}× |" in table
+
+
+def test_bench_baseline_imports_the_file_it_was_given_not_the_repositorys(tmp_path):
+    """The baseline's servers import a copy of the file (in the scratch directory, named
+    mcp_min.py), not the repository's mcp_min.py: only the marked copy writes its marker."""
+    marker = tmp_path / "imported.txt"
+    baseline = marked_baseline(tmp_path)
+    out = tmp_path / "quick.json"
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "bench.py"), "--quick",
+                             "--peers", "floor,mcp_min", "--baseline", str(baseline),
+                             "--phases", "cold_start,modern_pipelined", "--out", str(out)],
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "BENCH_TEST_MARKER": str(marker)})
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(out.read_text())
+    label = f"mcp_min@{baseline}"
+    assert list(report["peers"]) == ["floor", "mcp_min", label]
+    assert report["peers"][label]["errors"] == {}
+    assert "modern_pipelined" in report["peers"][label]
+    assert report["baseline"]["origin"] == f"the file {baseline}"
+    imported = marker.read_text().splitlines()
+    # one server per cold start (5, and an untimed one), one for the pipelined calls
+    assert len(imported) == 5 + 1 + 1
+    paths = {line.split()[0] for line in imported}
+    assert len(paths) == 1 and {line.split()[1] for line in imported} == {"mcp_min"}
+    copy = Path(paths.pop())
+    assert copy.name == "mcp_min.py" and copy.parent.name == "baseline"
+    assert copy != ROOT / "mcp_min.py" and not copy.exists()     # the scratch directory is gone
+    assert report["peers"][label]["command"].startswith(f"MCP_MIN_BENCH_MODULE_DIR={copy.parent} ")
+
+
+def test_bench_refuses_a_baseline_that_names_nothing(capsys):
+    bench = load_bench()
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--baseline", "no-such-ref-or-file"])
+    assert "--baseline no-such-ref-or-file: neither a file nor a commit, tag or branch" in \
+        capsys.readouterr().err
+    args, _ = bench.parse_args(["--peers", "mcp_min,floor", "--baseline", "HEAD"])
+    assert args.peer_names == ["mcp_min", "mcp_min@HEAD", "floor"]
+    assert args.baseline_file.source == (subprocess.run(
+        ["git", "-C", str(ROOT), "show", "HEAD:mcp_min.py"], capture_output=True).stdout)
+
+
 # -------------------------------------------------------------- bench/http_bench.py
 
 def load_http_bench():
@@ -355,3 +444,45 @@ def test_http_bench_counts_context_switches_of_the_threads_alive_at_the_end():
     after = {(1, "1"): 130, (1, "3"): 7}             # thread 3 starts in it
     assert http_bench.switches_since(before, after) == 37
     assert http_bench.switches_since(before, {}) == 0
+
+
+def test_http_bench_baseline_runs_a_twin_of_each_mcp_min_server_on_the_given_file(tmp_path):
+    """--baseline: each mcp_min server is followed by its twin on the baseline's file,
+    compared with the same floor, and the row says how many times the twin's requests/s
+    it served. The twins import the copy (the marker says so), on wsgiref and granian."""
+    marker = tmp_path / "imported.txt"
+    baseline = marked_baseline(tmp_path)
+    servers = "wsgiref,floor-wsgiref"
+    if importlib.util.find_spec("granian") is not None:
+        servers += ",granian-1w2t"
+    out = tmp_path / "http.json"
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "http_bench.py"), "--quick",
+                             "--servers", servers, "--connections", "4", "--load", "python",
+                             "--baseline", str(baseline), "--out", str(out)],
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "BENCH_TEST_MARKER": str(marker)})
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(out.read_text())
+    twin = f"wsgiref@{baseline}"
+    expected = ["wsgiref", twin, "floor-wsgiref"]
+    if "granian" in servers:
+        expected += ["granian-1w2t", f"granian-1w2t@{baseline}"]
+    assert list(report["summary"]) == expected
+    summary = report["summary"]
+    for name in expected:
+        assert summary[name]["errors"] == [], (name, summary[name]["errors"])
+    new, old, floor = (summary[name]["requests_per_s"] for name in expected[:3])
+    assert summary[twin]["vs_floor"] == old / floor                # the same floor
+    assert summary["wsgiref"]["vs_baseline"] == new / old
+    assert summary[twin]["vs_baseline"] is None
+    table = out.with_suffix(".md").read_text()
+    assert "| server | requests/s | × floor | × sdk | × baseline | p50 ms |" in table
+    assert f"| wsgiref | {new:,.0f} | {new / floor:.2f} | — | {new / old:.2f} |" in table
+    assert f"| {twin} | {old:,.0f} | {old / floor:.2f} | — | — |" in table
+    assert f"| wsgiref vs {twin} | {new / old:.2f} | {new / old:.2f} | — |" in table
+    imported = {tuple(line.split()) for line in marker.read_text().splitlines()}
+    copies = {Path(path) for path, _ in imported}
+    assert len(copies) == 1 and copies.pop().parent.name == "baseline"
+    names = {name for _, name in imported}
+    # wsgiref runs the copy as the script (__main__); granian's worker imports it
+    assert names == ({"__main__", "mcp_min"} if "granian" in servers else {"__main__"})

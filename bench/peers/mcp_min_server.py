@@ -1,10 +1,15 @@
-"""The benchmark's tools served by mcp_min, imported from the repository root."""
+"""The benchmark's tools served by mcp_min, imported from the repository root.
+
+The drivers set MCP_MIN_BENCH_MODULE_DIR to serve another mcp_min.py with the same
+script (--baseline: the file of an earlier commit, in the run's scratch directory).
+"""
 
 import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.environ.get("MCP_MIN_BENCH_MODULE_DIR") or REPO_ROOT)
 
 from mcp_min import Server  # noqa: E402  (needs the path above)
 
