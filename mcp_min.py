@@ -207,6 +207,17 @@ _LOGGED_FRAMES = (4, 8)
 _LOGGED_CHARS = 4096
 
 
+def _escaped(text, limit=None, keep=""):
+    """Text from the other end, cut to ``limit`` characters, with what a log or terminal
+    would act on (a line break, an ANSI escape) escaped as repr() does, but ``keep``."""
+    text = str(text)
+    if limit is not None and len(text) > limit:
+        text = f"{text[:limit]}[... {len(text) - limit} characters left out]"
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in text)
+
+
 def _log_failure(what, error, with_traceback=True):
     """Log that ``what`` failed with ``error``: its type and message, then (if
     ``with_traceback``) its traceback, a RecursionError in one line."""
@@ -220,7 +231,7 @@ def _log_failure(what, error, with_traceback=True):
     if len(text) > _LOGGED_CHARS:             # a long text: its start and its end
         cut, keep = len(text) - _LOGGED_CHARS, _LOGGED_CHARS // 2
         text = f"{text[:keep]}\n[... {cut} characters left out ...]\n{text[-keep:]}"
-    log.error("%s failed: %s", what, text)
+    log.error("%s failed: %s", _escaped(what, 200), text)
 
 
 def _traceback_chain(error, traceback):
@@ -246,11 +257,9 @@ def _traceback_chain(error, traceback):
 
 
 def _exception_line(error, traceback, limit=500):
-    """"Type: message", its message cut short: it may quote what a client sent."""
+    """"Type: message" in one line, cut short and escaped: it may quote a client."""
     line = "".join(traceback.format_exception_only(type(error), error)).rstrip()
-    if len(line) > limit:
-        line = f"{line[:limit]}[... {len(line) - limit} characters left out]"
-    return line
+    return _escaped(line, limit)
 
 
 def _short_traceback(error, traceback):
@@ -491,7 +500,7 @@ class Stream:
     """Where the messages about one request go: ``send`` takes each frame that comes
     before its response (progress, log lines, a question to the client), ``respond``
     the response (None: none is due). Over stdio a request's stream is the connection's
-    Writer; in a batch, the Batch; over HTTP, the POST's HttpStream. ``events``: does
+    Writer; in a batch, the Batch; over HTTP, the POST's HttpExchange. ``events``: does
     more than the response reach the client?"""
 
     events = True
@@ -622,284 +631,6 @@ def write_all(fd, frame):
 
 # not on Windows
 _writev = getattr(os, "writev", None)
-
-
-# --- the Peer --------------------------------------------------------------
-
-class _Pending:
-    """A request we sent, waiting for its response."""
-    __slots__ = ("done", "result", "error", "owner")
-
-    def __init__(self, owner):
-        self.done = threading.Event()
-        self.result = None
-        self.error = None
-        self.owner = owner
-
-    def resolve(self, result=None, error=None):
-        self.result = result
-        self.error = error
-        self.done.set()
-
-    def outcome(self):
-        """The result; or raise the error: an exception, or the other side's error
-        object as a JSONRPCError."""
-        error = self.error
-        if isinstance(error, BaseException):
-            raise error
-        if error is not None:
-            raise JSONRPCError(error.get("code", INTERNAL_ERROR),
-                               str(error.get("message", "")), error.get("data"))
-        return self.result
-
-
-class Peer:
-    """One end of a JSON-RPC connection, that Session and Client build on. It reads
-    lines (read_loop) and hands each message to a hook by its kind (dispatch:
-    handle_request, handle_notification, handle_response, handle_batch); it sends
-    requests and waits for their responses (request). ``stream`` takes the messages
-    that belong to no request."""
-
-    trace = None            # callable("in" or "out", raw bytes), or None
-    closed = False          # the connection is gone: read and send no more
-    input_ended = False     # no response can arrive any more
-    max_line_bytes = None   # read_loop's limit
-
-    def __init__(self, stream=None):
-        self.stream = stream
-        # The id of each request we sent that waits for its response -> _Pending
-        self.pending = {}
-        self.next_id = count(1).__next__
-
-    # -- reading -----------------------------------------------------------------------
-    def read_loop(self, rfile, max_line_bytes):
-        """Read and act on each line until the input ends or the connection closes. A
-        line is split on b"\\n" only (JSON strings may hold U+2028 and friends raw);
-        one over ``max_line_bytes`` is never held whole (read_past)."""
-        self.max_line_bytes = max_line_bytes
-        readline = rfile.readline
-        # room for the longest line and its CR LF
-        while line := readline(max_line_bytes + 2):
-            if len(line) > max_line_bytes and line.rstrip(b"\r\n")[max_line_bytes:]:
-                self.handle_too_long(read_past(readline, line, max_line_bytes))
-            elif not line.isspace():
-                # (a blank line carries no message: it is skipped)
-                if self.trace:
-                    self.trace("in", line)
-                if len(line) > 1 << 20:
-                    _keep_big_blocks_apart()
-                try:
-                    message = decode_message(line)
-                except JSONRPCError as e:
-                    self.handle_unparsable(line, e)
-                else:
-                    self.dispatch(message)
-            if self.closed:
-                break
-
-    def dispatch(self, message, stream=None):
-        """Act on one decoded message; ``stream`` (this peer's own by default) takes the
-        messages about it and its response."""
-        stream = stream or self.stream
-        if isinstance(message, list):
-            return self.handle_batch(message, stream)
-        try:
-            kind = classify(message)
-        except JSONRPCError as e:
-            return self.handle_invalid(e, stream)
-        if kind == "request":
-            return self.handle_request(message, stream)
-        if kind == "notification":
-            self.handle_notification(message)
-        else:
-            self.handle_response(message)
-        stream.respond(None)
-
-    def handle_request(self, message, stream):
-        """Hook: respond to a request (through ``stream.respond``)."""
-        stream.respond(error_frame(message["id"], METHOD_NOT_FOUND,
-                                   f"Method not found: {message['method']}"))
-
-    def handle_notification(self, message):
-        """Hook: act on a notification (never answered)."""
-
-    def handle_response(self, message):
-        # a valid id or None: classify saw to it
-        rid = message.get("id")
-        error = message.get("error")
-        if "error" in message and not isinstance(error, dict):
-            error = {"message": str(error)}
-        if not self._settle(rid, message.get("result"), error):
-            log.debug("ignored a response to no pending request: id %r", rid)
-
-    def handle_batch(self, items, stream):
-        """Hook: a JSON array of messages (only protocol 2025-03-26 has them)."""
-        stream.respond(error_frame(None, INVALID_REQUEST, "Invalid Request: batches "
-                                   "are not supported; send one message per line"))
-
-    def dispatch_batch(self, items, stream):
-        """Act on a batch's members each as if it came alone: their responses go back
-        through ``stream`` as one array (Batch)."""
-        if not items:
-            return stream.respond(error_frame(None, INVALID_REQUEST,
-                                              "Invalid Request: empty batch"))
-        batch = Batch(stream, len(items))
-        for item in items:
-            if isinstance(item, list):
-                batch.respond(error_frame(None, INVALID_REQUEST,
-                                          "Invalid Request: a batch inside a batch"))
-            else:
-                self.dispatch(item, batch)
-
-    def handle_invalid(self, error, stream):
-        """A message classify refused with ``error``: a request is answered with it; an
-        invalid notification or response is logged, never answered."""
-        kind = error.data.get("kind")
-        rid = error.data.get("id")
-        # No method, and the id of a request of ours: a botched response (no result).
-        if kind is None and rid in self.pending:
-            kind = "response"
-        if kind not in ("notification", "response"):
-            return stream.respond(error_frame(rid, error.code, error.message))
-        log.warning("ignored an invalid %s: %s", kind, error.message)
-        if kind == "response":
-            self.fail_response(rid, error.code, error.message)
-        return stream.respond(None)
-
-    def handle_unparsable(self, line, error):
-        """Hook: a line that is not JSON; answered with a parse error."""
-        self.send_frame(error_frame(None, error.code, error.message))
-
-    def handle_too_long(self, line):
-        if self.trace:
-            self.trace("in", line.head + b"..." + line.tail)
-        text = (f"Message too large: {line.size} bytes is over the limit of "
-                f"{self.max_line_bytes} bytes per line; it was skipped")
-        kind = line.kind()
-        rid = line.request_id()
-        if kind == "request":
-            return self.send_frame(error_frame(rid, INVALID_REQUEST, text))
-        log.warning("%s (an over-long %s, not answered)", text, kind)
-        if kind == "response":
-            self.fail_response(rid, INVALID_REQUEST, text)
-
-    def fail_response(self, rid, code, text):
-        """A response we could not read: its request fails (responses get no answer)."""
-        # rid is a valid id or None (True would pop the request of id 1).
-        self._settle(rid, error={"code": code, "message": text})
-
-    # -- sending -----------------------------------------------------------------------
-    def send_frame(self, frame):
-        """Send encoded bytes on this peer's stream; False if they cannot go out."""
-        return self.stream is not None and self.stream.send(frame)
-
-    def send(self, message):
-        return self.send_frame(encode_message(message))
-
-    def notify(self, method, params=None):
-        return self.stream is not None and self.stream.notify(method, params)
-
-    def request(self, method, params=None, timeout=None, owner=None, request_id=None):
-        """Send a request and wait for its result. Raises JSONRPCError (an error
-        response), TimeoutError, Cancelled (``owner`` was cancelled) or ConnectionError.
-        ``owner``: the Context asking, whose stream the request travels in."""
-        rid = request_id
-        if rid is None:
-            rid = self.next_id()
-        message = {"jsonrpc": "2.0", "id": rid, "method": method}
-        if params is not None:
-            message["params"] = params
-        # Encoded before it is registered: it may raise TypeError
-        frame = encode_message(message)
-        slot = self.pending[rid] = _Pending(owner)
-        stream = self.stream
-        if owner is not None:
-            stream = owner.stream
-            # cancelled just before it was registered
-            if owner.cancelled:
-                self.pending.pop(rid, None)
-                raise Cancelled("the request that made this one was cancelled")
-        # After the end of input, no response could ever arrive.
-        if self.input_ended or stream is None or not stream.send(frame):
-            self.pending.pop(rid, None)
-            raise ConnectionError("the connection is closed")
-        # Still pending after the timeout (else the response won the race: it is being
-        # filed now): tell the other side.
-        if not slot.done.wait(timeout) and self.pending.pop(rid, None) is not None:
-            # initialize is the one request the spec forbids cancelling
-            if method != "initialize":
-                stream.notify("notifications/cancelled", {
-                    "requestId": rid, "reason": f"no response within {timeout} s"})
-            raise TimeoutError(f"{method}: no response within {timeout} s")
-        slot.done.wait()
-        return slot.outcome()
-
-    def _settle(self, rid, result=None, error=None):
-        """File the outcome of our request ``rid``; False if it is not pending."""
-        slot = self.pending.pop(rid, None)
-        if slot is not None:
-            slot.resolve(result, error)
-        return slot is not None
-
-    def cancel_pending(self, owner, reason):
-        """Give up the requests an owner made, telling the other side."""
-        for rid, slot in list(self.pending.items()):
-            if slot.owner is owner and self.pending.pop(rid, None) is not None:
-                stream = self.stream if owner is None else owner.stream
-                stream.notify("notifications/cancelled",
-                              {"requestId": rid, "reason": reason})
-                slot.resolve(error=Cancelled(reason))
-
-    def fail_pending(self, error):
-        """The input ended (``error`` says how): every request waiting fails with it."""
-        self.input_ended = True
-        for rid in list(self.pending):
-            self._settle(rid, error=error)
-
-
-def classify(message):
-    """Return "request", "notification" or "response", or raise
-    JSONRPCError(INVALID_REQUEST) saying what is wrong. The error's ``data`` holds the
-    id when it is readable, and "kind": what the message meant to be, if clear."""
-    if not isinstance(message, dict):
-        raise JSONRPCError(INVALID_REQUEST,
-                           "Invalid Request: a message must be a JSON object", {})
-    rid = message.get("id")
-    problem = None
-    if "method" in message:
-        kind = "notification"
-        if "id" in message:
-            kind = "request"
-        if not isinstance(message["method"], str):
-            problem = '"method" must be a string'
-        elif not isinstance(message.get("params", {}), dict):
-            problem = '"params" must be an object'
-        elif kind == "request" and type(rid) is not int and type(rid) is not str:
-            problem = ('"id" must be a string or an integer (not null, a boolean, '
-                       'a float or an object)')
-    else:
-        kind = None
-        if "result" in message or "error" in message:
-            kind = "response"
-        one_of_them = ("result" in message) != ("error" in message)
-        # An error responding to a request whose id was unreadable has no id.
-        id_fits = valid_id(rid) or ("error" in message and rid is None)
-        if not one_of_them or not id_fits:
-            problem = ('expected "method" (a request or notification), or "id" with '
-                       'exactly one of "result" and "error" (a response)')
-    if message.get("jsonrpc") != "2.0":
-        problem = '"jsonrpc" must be "2.0"'
-    if problem is None:
-        return kind
-    data = {"kind": kind}
-    if valid_id(rid):
-        data["id"] = rid
-    raise JSONRPCError(INVALID_REQUEST, f"Invalid Request: {problem}", data)
-
-
-def valid_id(value):
-    """MCP request ids are strings or integers: never null, booleans or floats."""
-    return type(value) is str or type(value) is int
 
 
 # Set by claim_stdio(), run_http and gunicorn (Server.wsgi): the process is the
@@ -1637,6 +1368,9 @@ class Signature:
         compiler = _blamed(f"{self._where}: input schema", _Compiler, input_schema)
         translator.finish(compiler)
         self._validate = compiler.validate
+        # The arguments are an object (bind sees to it): the checks of one
+        self._check_object = getattr(compiler.check, "rest", compiler.check)
+        self._branches = compiler.branches
         self._find_string_arguments(input_schema)
         self.output_schema = output_schema
         if output_schema is None and structured is not False:
@@ -1738,7 +1472,7 @@ class Signature:
             raise SchemaError(f"{self._where}: cannot resolve the annotation "
                               f"{annotation!r} of {label}: {e}") from None
 
-    def bind(self, arguments):
+    def bind(self, arguments, ctx=None):
         """tools/call arguments -> (kwargs for the function, all the problems found)."""
         args = {} if arguments is None else arguments
         if not isinstance(args, dict):
@@ -1751,12 +1485,17 @@ class Signature:
                 if isinstance(parsed, (dict, list)) and _json_type(parsed) in kinds:
                     # A copy: the caller's dict stays as it was.
                     args = {**args, name: parsed}
+        problems = []
         try:
-            problems = self._validate(args)
-        except RecursionError:      # json read it, but checking it nests deeper still
+            if ctx is not None and self._branches:
+                _budget.check(self._check_object, args, problems, ctx)
+            elif self._check_object is not None:
+                self._check_object(args, "", problems)
+        except RecursionError:
+            # json read it, but checking it nests deeper still
             return {}, ["the arguments are nested too deeply to check"]
         if problems:
-            return {}, problems
+            return {}, list(dict.fromkeys(problems))
         kwargs = {}
         for name, value in args.items():
             # An argument no parameter is named for goes to **kwargs
@@ -1818,6 +1557,7 @@ def _at_path(path, text):
     while path:
         path, key = path
         keys.insert(0, f"[{key}]" if isinstance(key, int) else f".{key}")
+    _spend(len(keys) + 1)
     if not keys:
         return text[0].upper() + text[1:]
     return f"{''.join(keys).removeprefix('.')}: {text}"
@@ -1853,6 +1593,52 @@ def _all_of(checks):
         for check in checks:
             check(v, path, out)
     return all_of
+
+
+class _Budget(threading.local):
+    """What checking a request's arguments on this thread may still take, in steps
+    (properties, items, the keys of a problem's path): in ``cell``, the steps left
+    before its next look (at them and at the request), those after, the request."""
+
+    cell = [float("inf")]           # none under way: no limit
+    look_every = 20_000             # a few milliseconds
+
+    def check(self, check, value, problems, ctx):
+        """``check(value, "", problems)`` on the budget of ``ctx``'s server."""
+        # Spent at once: a look first
+        self.cell = [0, ctx.server.max_validation_steps, ctx]
+        try:
+            if check is not None:
+                check(value, "", problems)
+        finally:
+            del self.cell
+
+    def look(self):
+        """-32602 past the limit, Cancelled once the request is; else on to the next."""
+        cell = self.cell
+        left, ctx = cell[0] + cell[1], cell[2]
+        if left < 0:
+            raise JSONRPCError(INVALID_PARAMS, "The arguments are too costly to check: "
+                               f"more than {ctx.server.max_validation_steps:,} steps "
+                               "of validation (each property, item and problem is one;"
+                               " the server's max_validation_steps sets the limit)")
+        # On the HTTP server's own thread (answer_at_once) nothing else watches
+        gone = getattr(ctx.outlet, "gone", None)
+        if gone is not None and gone():
+            ctx.cancelled = True
+        ctx.check_cancelled()
+        cell[0] = min(left, self.look_every)
+        cell[1] = left - cell[0]
+
+
+_budget = _Budget()
+
+
+def _spend(steps):
+    cell = _budget.cell
+    cell[0] -= steps
+    if cell[0] < 0:
+        _budget.look()
 
 
 def _resolve_ref(root, ref):
@@ -1900,12 +1686,19 @@ class _Compiler:
         if dialect and not any(name in dialect for name in known):
             raise SchemaError(f"unsupported JSON Schema dialect {dialect!r}; use "
                               "2020-12 or draft-07")
+        self.branches = False
         self.check = self.compile(root)
 
     def validate(self, value, check=_NOTHING, path=""):
         """The problems of ``value`` (at ``path``) against the schema, or ``check``."""
-        problems = _problems(self.check if check is _NOTHING else check, value, path)
-        return list(dict.fromkeys(problems)) if len(problems) > 1 else problems
+        if check is _NOTHING:
+            check = self.check
+        problems = []
+        if check is not None:
+            check(value, path, problems)
+        if len(problems) > 1:
+            return list(dict.fromkeys(problems))
+        return problems
 
     def compile(self, schema):
         """Schema -> check(value, path, problems), or None if it accepts anything."""
@@ -1924,6 +1717,8 @@ class _Compiler:
     def _keyword_checks(self, schema):
         """The checks (or None) of every keyword but `type`, in the order reported."""
         checks = [self.ref(schema["$ref"])] if "$ref" in schema else []
+        # These may check a value more than once: a request's budget applies (_Budget)
+        self.branches |= any(k in schema for k in ("allOf", "anyOf", "oneOf", "not"))
         checks += self._bounds(schema)
         if "enum" in schema:
             values = ", ".join(map(_preview, schema["enum"]))
@@ -2002,6 +1797,8 @@ class _Compiler:
                 rest(v, path, out)
         # A type is all it checks: values of these types pass it untested.
         check.passes = () if rest else sure
+        # What it checks of a value known to be of the type
+        check.rest = rest
         return check
 
     def _object(self, schema):
@@ -2013,9 +1810,13 @@ class _Compiler:
         # The usual argument ("a": 3 for {"type": "integer"}) is checked here: no call.
         passes = {k: check.passes for k, check in props.items()
                   if hasattr(check, "passes")}
+        compiler = self
 
         def object_(v, path, out):
             if isinstance(v, dict):
+                # (a budget only for a schema that may check a value twice: _Budget)
+                if compiler.branches:
+                    _spend(len(v))
                 for k in required:
                     if k not in v:
                         out.append(_at_path(path, f"missing required property '{k}'"))
@@ -2036,9 +1837,12 @@ class _Compiler:
             prefix, items = items, schema.get("additionalItems", True)
         prefix = [self.compile(sub) for sub in prefix]
         rest = None if items is False else self.compile(items)
+        compiler = self
 
         def array(v, path, out):
             if isinstance(v, list):
+                if compiler.branches:
+                    _spend(len(v))
                 for i, x in enumerate(v):
                     check = prefix[i] if i < len(prefix) else rest
                     if check:
@@ -2050,19 +1854,31 @@ class _Compiler:
 
     def _alternatives(self, schemas, exactly_one):
         """anyOf, or oneOf when `exactly_one`. When none matches, the problems of the
-        alternative for this kind of value, else the kinds expected."""
-        arms = [(self.compile(sub), _types_of(sub, self.root)) for sub in schemas]
-        every_kind = dict.fromkeys(k for _, kinds in arms for k in kinds or ())
+        alternative for this kind of value, else the kinds expected. An alternative is
+        checked in full only once its quick keywords pass (_quick): a tree of Unions
+        told apart by a `kind` costs one check a node, not two per level."""
+        arms = [(self.compile(sub), self.compile(self._quick(sub)),
+                 _types_of(sub, self.root)) for sub in schemas]
+        every_kind = dict.fromkeys(k for *_, kinds in arms for k in kinds or ())
         expected = _either(list(every_kind))
 
         def alternatives(v, path, out):
-            results = [_problems(check, v, path) for check, _ in arms]
-            matching = [str(i) for i, problems in enumerate(results) if not problems]
+            matching, fitting = [], []
+            for i, (check, quick, kinds) in enumerate(arms):
+                # At the root: only how many counts, and a path costs steps
+                refusal = _problems(quick, v, "")
+                problems = refusal or _problems(check, v, path)
+                if not problems:
+                    if not exactly_one:
+                        return
+                    matching.append(str(i))
+                elif kinds is None or any(_TYPE_TESTS[k](v) for k in kinds):
+                    fitting.append((bool(refusal), len(problems), i, problems, check))
             if not matching:
-                fitting = [problems for (_, kinds), problems in zip(arms, results)
-                           if kinds is None or any(_TYPE_TESTS[k](v) for k in kinds)]
                 if fitting:
-                    out.extend(min(fitting, key=len))
+                    # Those checked in full first; one refused quickly is, now
+                    refused, *_, problems, check = min(fitting)
+                    out.extend(_problems(check, v, path) if refused else problems)
                 else:
                     out.append(_at_path(path, f"expected {expected}, got "
                                               f"{_typed_preview(v)}"))
@@ -2071,6 +1887,22 @@ class _Compiler:
                     path, "must match exactly one oneOf alternative, but matches "
                           f"alternatives {', '.join(matching)}, got {_preview(v)}"))
         return alternatives
+
+    def _quick(self, schema, deep=True, seen=()):
+        """`schema`'s type, const, enum and required (with `deep`, those of its
+        properties too), through $ref: a schema that never descends, and refuses
+        nothing `schema` accepts."""
+        schema = schema if isinstance(schema, dict) else {}
+        quick = {k: schema[k] for k in ("type", "const", "enum", "required")
+                 if k in schema}
+        if deep and isinstance(schema.get("properties"), dict):
+            quick["properties"] = {k: self._quick(sub, False)
+                                   for k, sub in schema["properties"].items()}
+        ref = schema.get("$ref")
+        if ref is not None and ref not in seen:
+            target = _resolve_ref(self.root, ref)
+            quick["allOf"] = [self._quick(target, deep, (*seen, ref))]
+        return quick
 
     def ref(self, ref):
         """A $ref's check, compiled once; meanwhile recursion gets one calling it."""
@@ -2340,17 +2172,17 @@ class Entry:
         value = self.fn(**kwargs)
         return _run_coroutine(value, ctx) if hasattr(value, "__await__") else value
 
-    def bind_strings(self, values, what):
+    def bind_strings(self, values, what, ctx=None):
         """Bind arguments that arrive as strings (prompt arguments, URI variables),
         parsed as JSON for a parameter typed int, list...; for one that may also be a
         string (``int | Literal["all"]``), only if the string does not fit."""
         signature = self.signature
-        kwargs, problems = signature.bind(_parsed(values, signature.parse_strings))
+        kwargs, problems = signature.bind(_parsed(values, signature.parse_strings), ctx)
         named = {re.split(r"[.\[:]", problem, maxsplit=1)[0] for problem in problems}
         unfit = named & signature.parse_strings_if_unfit
         if unfit:
             parsed = _parsed(values, signature.parse_strings | unfit)
-            kwargs, problems = signature.bind(parsed)
+            kwargs, problems = signature.bind(parsed, ctx)
         if problems:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid arguments for {what}:\n"
                                + _errors_text(problems))
@@ -2412,7 +2244,7 @@ class Tool(Entry):
     def call(self, ctx, arguments):
         """Run the tool. Its failures are results with isError, for the model to read,
         as the spec has it; only protocol errors are JSON-RPC errors."""
-        kwargs, problems = self.signature.bind(arguments)
+        kwargs, problems = self.signature.bind(arguments, ctx)
         if problems:
             return _error_result(f"Invalid arguments for tool '{self.name}':\n"
                                  + _errors_text(problems))
@@ -2428,7 +2260,10 @@ class Tool(Entry):
             expected = isinstance(e, (CapabilityError, TimeoutError, JSONRPCError))
             _log_failure(f"tool {self.name!r}", e, with_traceback=not expected)
             return _error_result(f"{type(e).__name__}: {e}")
-        return _shape_result(result, ctx.protocol_version or LATEST_PROTOCOL_VERSION)
+        version = ctx.protocol_version or LATEST_PROTOCOL_VERSION
+        if version < V2026_07:
+            result = _shape_result(result, version)
+        return result
 
     def result(self, value):
         """Turn what the function returned into a CallToolResult dict."""
@@ -2476,8 +2311,9 @@ class Tool(Entry):
 
     def mismatch(self, problems):
         """Output that breaks the tool's own outputSchema is a server bug: say so."""
+        shown = _errors_text([_escaped(problem) for problem in problems])
         log.error("tool %r returned output that does not match its outputSchema:\n%s",
-                  self.name, _errors_text(problems))
+                  self.name, _escaped(shown, _LOGGED_CHARS, keep="\n"))
         return _error_result(f"Tool '{self.name}' produced output that does not match "
                              f"its output schema:\n{_errors_text(problems)}")
 
@@ -2736,7 +2572,7 @@ class Resource(Entry):
         return segments[0] != "" and ".." not in segments
 
     def read(self, ctx, uri, variables):
-        value = self.invoke(ctx, self.bind_strings(variables, f"resource {uri}"))
+        value = self.invoke(ctx, self.bind_strings(variables, f"resource {uri}", ctx))
         blocks = _as_blocks(value)
         if blocks is None:
             return [_contents(uri, value, self.mime_type or _guess_type(uri))]
@@ -2782,7 +2618,8 @@ class Prompt(Entry):
         return self.describe_common(entry, version)
 
     def get(self, ctx, arguments):
-        value = self.invoke(ctx, self.bind_strings(arguments, f"prompt '{self.name}'"))
+        kwargs = self.bind_strings(arguments, f"prompt '{self.name}'", ctx)
+        value = self.invoke(ctx, kwargs)
         version = ctx.protocol_version or LATEST_PROTOCOL_VERSION
         items = value if isinstance(value, list) else [value]
         messages = [_prompt_message(item) for item in items]
@@ -2996,6 +2833,8 @@ SETTINGS = {
     "max_inflight_bytes": Setting(32 << 20, "count"),
     "max_connections": Setting(200, "count"),
     "max_connections_per_address": Setting(50, "count"),
+    # What checking one request's arguments may take (_Budget)
+    "max_validation_steps": Setting(5_000_000, "count"),
     # What one session keeps: initialize's clientInfo and capabilities, the URIs it
     # subscribes to (bytes of JSON, characters)
     "max_client_bytes": Setting(64 << 10, "count"),
@@ -3222,6 +3061,12 @@ class Server:
             caps["completions"] = {}
         return caps
 
+    def schedule(self, fn, *args):
+        """Run ``fn(*args)``, a request's handler and response, on the worker pool:
+        the one place where calls are handed to threads (override it to run them
+        elsewhere). False: refused, as the pool is full."""
+        return self.pool.submit(fn, *args)
+
     def offered(self):
         """capabilities(), cached until a registration changes it (for 2026-07-28)."""
         offered = self._offered
@@ -3244,12 +3089,6 @@ class Server:
         with self.lock:
             if self.pool is None:
                 self.pool = WorkerPool(self.max_workers, self.max_queue)
-
-    def schedule(self, fn, *args):
-        """Run ``fn(*args)``, a request's handler and response, on the worker pool:
-        the one place where calls are handed to threads (override it to run them
-        elsewhere). False: refused, as the pool is full."""
-        return self.pool.submit(fn, *args)
 
     def run(self, trace=None, http=None):
         """Serve stdin/stdout until end of input, SIGTERM or Ctrl+C, then exit
@@ -4550,8 +4389,284 @@ def _let_threads_start():
 
 
 # ======================================================================================
-# Session: one client, and the way of a request through the server
+# The core: the Peer's dispatch, and the Session that serves one client
 # ======================================================================================
+
+class _Pending:
+    """A request we sent, waiting for its response."""
+    __slots__ = ("done", "result", "error", "owner")
+
+    def __init__(self, owner):
+        self.done = threading.Event()
+        self.result = None
+        self.error = None
+        self.owner = owner
+
+    def resolve(self, result=None, error=None):
+        self.result = result
+        self.error = error
+        self.done.set()
+
+    def outcome(self):
+        """The result; or raise the error: an exception, or the other side's error
+        object as a JSONRPCError."""
+        error = self.error
+        if isinstance(error, BaseException):
+            raise error
+        if error is not None:
+            raise JSONRPCError(error.get("code", INTERNAL_ERROR),
+                               str(error.get("message", "")), error.get("data"))
+        return self.result
+
+
+class Peer:
+    """One end of a JSON-RPC connection, that Session and Client build on. It reads
+    lines (read_loop) and hands each message to a hook by its kind (dispatch:
+    handle_request, handle_notification, handle_response, handle_batch); it sends
+    requests and waits for their responses (request). ``stream`` takes the messages
+    that belong to no request."""
+
+    trace = None            # callable("in" or "out", raw bytes), or None
+    closed = False          # the connection is gone: read and send no more
+    input_ended = False     # no response can arrive any more
+    max_line_bytes = None   # read_loop's limit
+
+    def __init__(self, stream=None):
+        self.stream = stream
+        # The id of each request we sent that waits for its response -> _Pending
+        self.pending = {}
+        self.next_id = count(1).__next__
+
+    # -- reading -----------------------------------------------------------------------
+    def read_loop(self, rfile, max_line_bytes):
+        """Read and act on each line until the input ends or the connection closes. A
+        line is split on b"\\n" only (JSON strings may hold U+2028 and friends raw);
+        one over ``max_line_bytes`` is never held whole (read_past)."""
+        self.max_line_bytes = max_line_bytes
+        readline = rfile.readline
+        # room for the longest line and its CR LF
+        while line := readline(max_line_bytes + 2):
+            if len(line) > max_line_bytes and line.rstrip(b"\r\n")[max_line_bytes:]:
+                self.handle_too_long(read_past(readline, line, max_line_bytes))
+            elif not line.isspace():
+                # (a blank line carries no message: it is skipped)
+                if self.trace:
+                    self.trace("in", line)
+                if len(line) > 1 << 20:
+                    _keep_big_blocks_apart()
+                try:
+                    message = decode_message(line)
+                except JSONRPCError as e:
+                    self.handle_unparsable(line, e)
+                else:
+                    self.dispatch(message)
+            if self.closed:
+                break
+
+    def dispatch(self, message, stream=None):
+        """Act on one decoded message; ``stream`` (this peer's own by default) takes the
+        messages about it and its response."""
+        stream = stream or self.stream
+        if isinstance(message, list):
+            return self.handle_batch(message, stream)
+        try:
+            kind = classify(message)
+        except JSONRPCError as e:
+            return self.handle_invalid(e, stream)
+        if kind == "request":
+            return self.handle_request(message, stream)
+        if kind == "notification":
+            self.handle_notification(message)
+        else:
+            self.handle_response(message)
+        stream.respond(None)
+
+    def handle_request(self, message, stream):
+        """Hook: respond to a request (through ``stream.respond``)."""
+        stream.respond(error_frame(message["id"], METHOD_NOT_FOUND,
+                                   f"Method not found: {message['method']}"))
+
+    def handle_notification(self, message):
+        """Hook: act on a notification (never answered)."""
+
+    def handle_response(self, message):
+        # a valid id or None: classify saw to it
+        rid = message.get("id")
+        error = message.get("error")
+        if "error" in message and not isinstance(error, dict):
+            error = {"message": str(error)}
+        if not self._settle(rid, message.get("result"), error):
+            log.debug("ignored a response to no pending request: id %.200r", rid)
+
+    def handle_batch(self, items, stream):
+        """Hook: a JSON array of messages (only protocol 2025-03-26 has them)."""
+        stream.respond(error_frame(None, INVALID_REQUEST, "Invalid Request: batches "
+                                   "are not supported; send one message per line"))
+
+    def dispatch_batch(self, items, stream):
+        """Act on a batch's members each as if it came alone: their responses go back
+        through ``stream`` as one array (Batch)."""
+        if not items:
+            return stream.respond(error_frame(None, INVALID_REQUEST,
+                                              "Invalid Request: empty batch"))
+        batch = Batch(stream, len(items))
+        for item in items:
+            if isinstance(item, list):
+                batch.respond(error_frame(None, INVALID_REQUEST,
+                                          "Invalid Request: a batch inside a batch"))
+            else:
+                self.dispatch(item, batch)
+
+    def handle_invalid(self, error, stream):
+        """A message classify refused with ``error``: a request is answered with it; an
+        invalid notification or response is logged, never answered."""
+        kind = error.data.get("kind")
+        rid = error.data.get("id")
+        # No method, and the id of a request of ours: a botched response (no result).
+        if kind is None and rid in self.pending:
+            kind = "response"
+        if kind not in ("notification", "response"):
+            return stream.respond(error_frame(rid, error.code, error.message))
+        log.warning("ignored an invalid %s: %s", kind, _escaped(error.message, 500))
+        if kind == "response":
+            self.fail_response(rid, error.code, error.message)
+        return stream.respond(None)
+
+    def handle_unparsable(self, line, error):
+        """Hook: a line that is not JSON; answered with a parse error."""
+        self.send_frame(error_frame(None, error.code, error.message))
+
+    def handle_too_long(self, line):
+        if self.trace:
+            self.trace("in", line.head + b"..." + line.tail)
+        text = (f"Message too large: {line.size} bytes is over the limit of "
+                f"{self.max_line_bytes} bytes per line; it was skipped")
+        kind = line.kind()
+        rid = line.request_id()
+        if kind == "request":
+            return self.send_frame(error_frame(rid, INVALID_REQUEST, text))
+        log.warning("%s (an over-long %s, not answered)", text, kind)
+        if kind == "response":
+            self.fail_response(rid, INVALID_REQUEST, text)
+
+    def fail_response(self, rid, code, text):
+        """A response we could not read: its request fails (responses get no answer)."""
+        # rid is a valid id or None (True would pop the request of id 1).
+        self._settle(rid, error={"code": code, "message": text})
+
+    # -- sending -----------------------------------------------------------------------
+    def send_frame(self, frame):
+        """Send encoded bytes on this peer's stream; False if they cannot go out."""
+        return self.stream is not None and self.stream.send(frame)
+
+    def send(self, message):
+        return self.send_frame(encode_message(message))
+
+    def notify(self, method, params=None):
+        return self.stream is not None and self.stream.notify(method, params)
+
+    def request(self, method, params=None, timeout=None, owner=None, request_id=None):
+        """Send a request and wait for its result. Raises JSONRPCError (an error
+        response), TimeoutError, Cancelled (``owner`` was cancelled) or ConnectionError.
+        ``owner``: the Context asking, whose stream the request travels in."""
+        rid = request_id
+        if rid is None:
+            rid = self.next_id()
+        message = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        # Encoded before it is registered: it may raise TypeError
+        frame = encode_message(message)
+        slot = self.pending[rid] = _Pending(owner)
+        stream = self.stream
+        if owner is not None:
+            stream = owner.stream
+            # cancelled just before it was registered
+            if owner.cancelled:
+                self.pending.pop(rid, None)
+                raise Cancelled("the request that made this one was cancelled")
+        # After the end of input, no response could ever arrive.
+        if self.input_ended or stream is None or not stream.send(frame):
+            self.pending.pop(rid, None)
+            raise ConnectionError("the connection is closed")
+        # Still pending after the timeout (else the response won the race: it is being
+        # filed now): tell the other side.
+        if not slot.done.wait(timeout) and self.pending.pop(rid, None) is not None:
+            # initialize is the one request the spec forbids cancelling
+            if method != "initialize":
+                stream.notify("notifications/cancelled", {
+                    "requestId": rid, "reason": f"no response within {timeout} s"})
+            raise TimeoutError(f"{method}: no response within {timeout} s")
+        slot.done.wait()
+        return slot.outcome()
+
+    def _settle(self, rid, result=None, error=None):
+        """File the outcome of our request ``rid``; False if it is not pending."""
+        slot = self.pending.pop(rid, None)
+        if slot is not None:
+            slot.resolve(result, error)
+        return slot is not None
+
+    def cancel_pending(self, owner, reason):
+        """Give up the requests an owner made, telling the other side."""
+        for rid, slot in list(self.pending.items()):
+            if slot.owner is owner and self.pending.pop(rid, None) is not None:
+                stream = self.stream if owner is None else owner.stream
+                stream.notify("notifications/cancelled",
+                              {"requestId": rid, "reason": reason})
+                slot.resolve(error=Cancelled(reason))
+
+    def fail_pending(self, error):
+        """The input ended (``error`` says how): every request waiting fails with it."""
+        self.input_ended = True
+        for rid in list(self.pending):
+            self._settle(rid, error=error)
+
+
+def classify(message):
+    """Return "request", "notification" or "response", or raise
+    JSONRPCError(INVALID_REQUEST) saying what is wrong. The error's ``data`` holds the
+    id when it is readable, and "kind": what the message meant to be, if clear."""
+    if not isinstance(message, dict):
+        raise JSONRPCError(INVALID_REQUEST,
+                           "Invalid Request: a message must be a JSON object", {})
+    rid = message.get("id")
+    problem = None
+    if "method" in message:
+        kind = "notification"
+        if "id" in message:
+            kind = "request"
+        if not isinstance(message["method"], str):
+            problem = '"method" must be a string'
+        elif not isinstance(message.get("params", {}), dict):
+            problem = '"params" must be an object'
+        elif kind == "request" and type(rid) is not int and type(rid) is not str:
+            problem = ('"id" must be a string or an integer (not null, a boolean, '
+                       'a float or an object)')
+    else:
+        kind = None
+        if "result" in message or "error" in message:
+            kind = "response"
+        one_of_them = ("result" in message) != ("error" in message)
+        # An error responding to a request whose id was unreadable has no id.
+        id_fits = valid_id(rid) or ("error" in message and rid is None)
+        if not one_of_them or not id_fits:
+            problem = ('expected "method" (a request or notification), or "id" with '
+                       'exactly one of "result" and "error" (a response)')
+    if message.get("jsonrpc") != "2.0":
+        problem = '"jsonrpc" must be "2.0"'
+    if problem is None:
+        return kind
+    data = {"kind": kind}
+    if valid_id(rid):
+        data["id"] = rid
+    raise JSONRPCError(INVALID_REQUEST, f"Invalid Request: {problem}", data)
+
+
+def valid_id(value):
+    """MCP request ids are strings or integers: never null, booleans or floats."""
+    return type(value) is str or type(value) is int
+
 
 class Session(Peer):
     """What the server knows of one client, and the requests it has in flight: those of
@@ -4576,6 +4691,9 @@ class Session(Peer):
     roots_generation = 0
     # Why it can send no request to the client, if so
     no_requests = None
+    # None, or claim(ctx): why a call that runs user code may not start, or None (over
+    # HTTP with auth: it counts against its principal's share, HttpEndpoint.claim)
+    claim = None
 
     def __init__(self, server, stream=None, principal=None):
         super().__init__(stream)
@@ -4594,39 +4712,62 @@ class Session(Peer):
         # Guards running and listens; orders a request's progress before its response
         self.lock = threading.Lock()
 
-    def handle_request(self, message, stream, stateless=None):
-        """A request: admitted (or answered with the error that says why not), then run
-        where its method runs: a method that runs user code (METHODS' ``threaded``) on
-        the pool, any other at once. ``stateless``: the transport has decided the
-        era, as HTTP does from its MCP-Protocol-Version header."""
-        rid = message["id"]
+    def response(self, ctx):
+        """Run the handler: the response, encoded: the result (2026-07-28: as
+        run_stateless shapes it), or the error it raised; None for none."""
+        rid = ctx.request_id
         try:
-            ctx = self.admit(message, stream, stateless)
+            # cancelled while it waited for a thread
+            if ctx.cancelled:
+                raise Cancelled(ctx.cancel_reason)
+            if ctx.stateless:
+                result = self.server.run_stateless(ctx, ctx.handler)
+            else:
+                result = self.server.call_handler(ctx, ctx.handler)
+            if result is NO_RESPONSE:
+                return None
+            return encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
+        except Cancelled as e:
+            # (no response at all, if the client cancelled it: see run)
+            return error_frame(rid, INTERNAL_ERROR, f"Cancelled: {e}")
         except JSONRPCError as e:
-            return stream.respond(error_frame(rid, e.code, e.message, e.data))
-        if not ctx.rules.threaded:
-            return self.run(ctx)
-        refused = self.claim(ctx)
-        if refused is None and self.server.schedule(self.run, ctx):
-            return
-        with self.lock:
-            self.running.pop(rid, None)
-        if ctx._on_end is not None:
-            ctx._on_end()
-        server = self.server
-        if refused is None:
-            refused = (f"Server busy: {server.max_workers} calls running and "
-                       f"{server.max_queue} waiting; try again later")
-        # 2026-07-28 asks new servers not to use -32000...-32019.
-        code = SERVER_BUSY
-        if ctx.stateless:
-            code = INTERNAL_ERROR
-        stream.respond(error_frame(rid, code, refused))
+            code = e.code
+            # 2026-07-28 reserves -32020...-32099, and gives servers three codes of it.
+            if ctx.stateless and -32099 <= code <= -32020 and code not in (
+                    HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION):
+                code = INTERNAL_ERROR
+            return error_frame(rid, code, e.message, e.data)
+        except CapabilityError as e:
+            # the client's doing, not a fault of the server
+            return error_frame(rid, INVALID_REQUEST, f"Invalid Request: {e}",
+                               {"requiredCapabilities": e.required})
+        except BaseException as e:
+            # SystemExit and KeyboardInterrupt too: a handler never stops the server
+            _log_failure(ctx.method, e)
+            return error_frame(rid, INTERNAL_ERROR,
+                               f"Internal error: {type(e).__name__}: {e}")
 
-    def claim(self, ctx):
-        """Hook: why a call that runs user code may not start, or None (over HTTP with
-        auth, it counts against its principal's share: HttpEndpoint.claim)."""
-        return None
+    def run(self, ctx):
+        """Run one request (on a worker, or at once) and send its response."""
+        _current.ctx = ctx
+        try:
+            frame = self.response(ctx)
+        finally:
+            _current.ctx = None
+            if ctx._on_end is not None:
+                ctx._on_end()
+        with self.lock:
+            ctx.done = True
+            # cancelled by the client: no response
+            if ctx.cancelled and not ctx.stopped:
+                frame = None
+        try:
+            ctx.stream.respond(frame, ctx._with_response)
+        finally:
+            # In flight until sent: a shutdown waits for it
+            with self.lock:
+                if self.running.get(ctx.request_id) is ctx:
+                    del self.running[ctx.request_id]
 
     def admit(self, message, stream, stateless=None):
         """The Context of a request, registered as running, if its era and METHODS
@@ -4684,62 +4825,36 @@ class Session(Peer):
             self.running[rid] = ctx
         return ctx
 
-    def run(self, ctx):
-        """Run one request (on a worker, or at once) and send its response."""
-        _current.ctx = ctx
+    def handle_request(self, message, stream, stateless=None):
+        """A request: admitted (or answered with the error that says why not), then run
+        where its method runs: a method that runs user code (METHODS' ``threaded``) on
+        the pool, any other at once. ``stateless``: the transport has decided the
+        era, as HTTP does from its MCP-Protocol-Version header."""
+        rid = message["id"]
         try:
-            frame = self.response(ctx)
-        finally:
-            _current.ctx = None
-            if ctx._on_end is not None:
-                ctx._on_end()
-        with self.lock:
-            ctx.done = True
-            # cancelled by the client: no response
-            if ctx.cancelled and not ctx.stopped:
-                frame = None
-        try:
-            ctx.stream.respond(frame, ctx._with_response)
-        finally:
-            # In flight until sent: a shutdown waits for it
-            with self.lock:
-                if self.running.get(ctx.request_id) is ctx:
-                    del self.running[ctx.request_id]
-
-    def response(self, ctx):
-        """Run the handler: the response, encoded: the result (2026-07-28: as
-        run_stateless shapes it), or the error it raised; None for none."""
-        rid = ctx.request_id
-        try:
-            # cancelled while it waited for a thread
-            if ctx.cancelled:
-                raise Cancelled(ctx.cancel_reason)
-            if ctx.stateless:
-                result = self.server.run_stateless(ctx, ctx.handler)
-            else:
-                result = self.server.call_handler(ctx, ctx.handler)
-            if result is NO_RESPONSE:
-                return None
-            return encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
-        except Cancelled as e:
-            # (no response at all, if the client cancelled it: see run)
-            return error_frame(rid, INTERNAL_ERROR, f"Cancelled: {e}")
+            ctx = self.admit(message, stream, stateless)
         except JSONRPCError as e:
-            code = e.code
-            # 2026-07-28 reserves -32020...-32099, and gives servers three codes of it.
-            if ctx.stateless and -32099 <= code <= -32020 and code not in (
-                    HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION):
-                code = INTERNAL_ERROR
-            return error_frame(rid, code, e.message, e.data)
-        except CapabilityError as e:
-            # the client's doing, not a fault of the server
-            return error_frame(rid, INVALID_REQUEST, f"Invalid Request: {e}",
-                               {"requiredCapabilities": e.required})
-        except BaseException as e:
-            # SystemExit and KeyboardInterrupt too: a handler never stops the server
-            _log_failure(ctx.method, e)
-            return error_frame(rid, INTERNAL_ERROR,
-                               f"Internal error: {type(e).__name__}: {e}")
+            return stream.respond(error_frame(rid, e.code, e.message, e.data))
+        if not ctx.rules.threaded:
+            return self.run(ctx)
+        refused = None
+        if self.claim is not None:
+            refused = self.claim(ctx)
+        if refused is None and self.server.schedule(self.run, ctx):
+            return
+        with self.lock:
+            self.running.pop(rid, None)
+        if ctx._on_end is not None:
+            ctx._on_end()
+        server = self.server
+        if refused is None:
+            refused = (f"Server busy: {server.max_workers} calls running and "
+                       f"{server.max_queue} waiting; try again later")
+        # 2026-07-28 asks new servers not to use -32000...-32019.
+        code = SERVER_BUSY
+        if ctx.stateless:
+            code = INTERNAL_ERROR
+        stream.respond(error_frame(rid, code, refused))
 
     # -- the other messages --------------------------------------------------------------
     def handle_batch(self, items, stream):
@@ -4830,6 +4945,1404 @@ class Session(Peer):
             with self.lock:
                 if self.listens.get(request_id) is honoured:
                     self.notify(method, tagged)
+# ======================================================================================
+# stdio: a loop reading lines, a pool running calls, a lock around the writer
+# ======================================================================================
+
+# Server.run() serves the process's stdin and stdout: serve_connection makes a Session
+# whose stream is a Writer; serve_lines reads lines on a thread of its own and hands
+# each message to the session (Peer.read_loop, Peer.dispatch), whose calls run on the
+# pool; every frame goes out through the Writer, whole, under its lock.
+#
+# stdout is the wire: one stray byte (a print(), a C library's warning, a child
+# process's output) corrupts the stream and the client drops the connection. So while
+# serving we keep a private duplicate of the real stdout for protocol bytes and point
+# fd 1 (and sys.stdout) at stderr. Likewise stdin: a child process that inherits fd 0
+# could swallow protocol bytes, so fd 0 becomes /dev/null; the protocol is read from a
+# private duplicate of it.
+
+def claim_stdio():
+    """Take stdin and stdout for the protocol; return private (read_fd, write_fd)."""
+    global _tune_allocator
+    _tune_allocator = True
+    # dup'ed descriptors are not inherited
+    read_fd = os.dup(0)
+    write_fd = os.dup(1)
+    # fd 1 -> stderr, for C code and child processes
+    os.dup2(2, 1)
+    # what print() buffered goes to stderr, too
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    # print() -> stderr; input() -> end of file, not protocol bytes
+    sys.stdout = sys.stderr
+    sys.stdin = open(os.devnull, encoding="utf-8")
+    # Windows must not alter newlines
+    if sys.platform == "win32":
+        import msvcrt
+        for fd in (read_fd, write_fd):
+            msvcrt.setmode(fd, os.O_BINARY)
+    return read_fd, write_fd
+
+
+def serve_lines(session, rfile):
+    """Serve a stdio connection until its input ends: a thread reads its lines and
+    acts on each message (Peer.read_loop), while this thread waits, so that a stop
+    signal, which Python delivers to the main thread, interrupts a wait and never a
+    request. Then the shutdown: ``drain``."""
+    ended = threading.Event()
+    failed = []
+
+    def read():
+        try:
+            session.read_loop(rfile, session.server.max_line_bytes)
+        except BaseException as e:
+            failed.append(e)
+        ended.set()
+    try:
+        _start_thread(read)
+        # (a timeout, for Ctrl+C on Windows)
+        while not ended.wait(0.5):
+            pass
+        if failed:
+            raise failed[0]
+    finally:
+        if not ended.is_set():
+            # A stop signal: as at the end of input, no request is read after it (but
+            # the one being read), and the open listens end.
+            session.closed = True
+            for frame in session.end_listens():
+                session.send_frame(frame)
+        drain(session)
+
+
+def drain(session):
+    """End of input: fail the server's own requests; give the calls in flight
+    ``grace_period`` seconds to respond, then cancel those left and give them
+    ``cancel_timeout`` more: the lifespan closes next, and no call should run on
+    against it untold. One more stop signal ends the grace period."""
+    session.fail_pending(ConnectionError("the client closed the connection"))
+    server = session.server
+    writer = session.stream
+    signals = _StopSignals.of(writer.write_fd)
+    writer.deadline = _wait_for_calls(server.grace_period, signals,
+                                      lambda: session.running and not writer.closed)
+    # (A call whose handler is done is writing its response: Writer.close waits.)
+    unfinished = [ctx for ctx in list(session.running.values()) if not ctx.done]
+    if not unfinished:
+        return
+    for ctx in unfinished:
+        session.cancel(ctx.request_id, "the server is shutting down", stopping=True)
+    writer.deadline = _wait_for_calls(server.cancel_timeout, signals, lambda: any(
+        ctx.request_id in session.running for ctx in unfinished))
+    if session.running:
+        log.warning("exiting with %d call(s) unfinished: still running %.1f s "
+                    "after the %.1f s grace period ended and they were cancelled",
+                    len(session.running), server.cancel_timeout, server.grace_period)
+    else:
+        log.warning("%d call(s) still running after the %.1f s grace period were "
+                    "cancelled", len(unfinished), server.grace_period)
+
+
+def _wait_for_calls(seconds, signals, waiting):
+    """Wait while ``waiting()`` holds, for at most ``seconds``, or until a stop signal
+    comes (``signals``: the _StopSignals of the run() serving it, if any); returns the
+    deadline."""
+    deadline = time.monotonic() + seconds
+    count = 0
+    if signals is not None:
+        count = signals.count
+    while waiting() and time.monotonic() < deadline:
+        if signals is not None and signals.count != count:
+            break
+        time.sleep(0.01)
+    return deadline
+
+
+def _stdout_gone(session):
+    """The Writer of the connection run() serves failed: stdout is gone, so reading
+    stops too. The reader may be blocked in read(): a signal interrupts it."""
+    session.closed = True
+    signals = _StopSignals.of(session.stream.write_fd)
+    if (signals is not None and signals.saved is not None
+            and session in session.server.sessions
+            and _thread.get_ident() != _MAIN_THREAD):
+        _interrupt_main()
+
+
+# --- tracing ---------------------------------------------------------------
+
+def describe_frame(message, responds_to=None):
+    """A short label for a message: 'request 3 tools/call', 'error 3 -32601', 'batch of
+    N'...; ``responds_to``: the method a response responds to, if known."""
+    if isinstance(message, list):
+        return f"batch of {len(message)}"
+    if not isinstance(message, dict):
+        return "not a message"
+    rid = "(no id)"
+    if "id" in message:
+        rid = json.dumps(message["id"])
+    if "method" in message:
+        kind = "notification"
+        if "id" in message:
+            kind = f"request {rid}"
+        return f"{kind} {message['method']}"
+    label = f"response {rid}"
+    if isinstance(message.get("error"), dict):
+        label = f"error {rid} {message['error'].get('code')}"
+    if responds_to:
+        label += f" {responds_to}"
+    result = message.get("result")
+    if isinstance(result, dict) and result.get("isError"):
+        return label + " (isError)"
+    return label
+
+
+def _shows_colour(stream):
+    """Does ``stream`` show ANSI colours? A terminal, unless NO_COLOR is set; on Windows
+    only a terminal known to read them (the classic console prints them raw)."""
+    # pythonw has no stdout at all
+    isatty = getattr(stream, "isatty", None)
+    if not isatty or not isatty() or os.environ.get("NO_COLOR"):
+        return False
+    return sys.platform != "win32" or any(
+        name in os.environ for name in ("WT_SESSION", "TERM", "ANSICON"))
+
+
+class FramePrinter:
+    """A Peer's trace: one line a frame, with who sent it (``labels`` maps "in" and
+    "out" to, say, "C->S"), what it is and its bytes; coloured on a terminal."""
+
+    _COLOURS = {"request": "36", "notification": "33", "response": "32", "error": "31"}
+
+    def __init__(self, labels, stream=None, colour=None):
+        self.labels = labels
+        self.stream = stream or sys.stdout
+        self.colour = colour
+        if colour is None:
+            self.colour = _shows_colour(self.stream)
+        self.lock = threading.Lock()
+        # (direction, id) of a request -> its method
+        self.methods = {}
+
+    def __call__(self, direction, raw):
+        body = raw.decode("utf-8", "replace").rstrip("\r\n")
+        with self.lock:
+            try:
+                message = json.loads(raw)
+            except (ValueError, RecursionError):
+                label = "blank"
+                if body.strip():
+                    label = "unparsable"
+            else:
+                label = describe_frame(message, self.responds_to(direction, message))
+            if self.colour:
+                code = self._COLOURS.get(label.split(' ')[0], '35')
+                label = f"\x1b[{code}m{label}\x1b[0m"
+            _print_text(f"{self.labels[direction]} {label}: {_escaped(body)}",
+                        self.stream)
+
+    def responds_to(self, direction, message):
+        """The method a response responds to; a request is noted for its response."""
+        if not isinstance(message, dict) or not valid_id(message.get("id")):
+            return None
+        if "method" not in message:
+            # The request it responds to came the other way.
+            asked = "in"
+            if direction == "in":
+                asked = "out"
+            return self.methods.pop((asked, message["id"]), None)
+        self.methods[direction, message["id"]] = message["method"]
+        # some requests are never answered
+        if len(self.methods) > 4096:
+            del self.methods[next(iter(self.methods))]
+        return None
+
+
+def _print_text(text, file=None):
+    """print(), escaping (as \\udcff) what the stream cannot encode: a lone surrogate
+    (a file name read with surrogateescape), or a character its code page lacks."""
+    file = file or sys.stdout
+    try:
+        print(text, file=file, flush=True)
+    except UnicodeEncodeError:
+        encoding = file.encoding or "utf-8"
+        escaped = text.encode(encoding, "backslashreplace").decode(encoding)
+        print(escaped, file=file, flush=True)
+# ======================================================================================
+# Streamable HTTP: the same sessions and handlers behind a WSGI application
+# ======================================================================================
+
+# Over HTTP every client message is one POST to one endpoint (/mcp). A request's
+# response is the POST's response: one JSON body, or an SSE stream (text/event-stream)
+# when something about the request comes first (progress, log lines, and in the
+# handshake era the server's own questions to the client). The way through the core is
+# stdio's: the POST's message goes to a Session with the POST's HttpExchange as its
+# stream, so the frames about that request land in that response. 2026-07-28
+# requests need no session kept (one is made for each POST), so any worker of a pool
+# of processes can answer any of them; handshake-era clients get a session of their
+# own (Mcp-Session-Id), kept in this process.
+
+#: The status lines mcp_min answers with, by code.
+HTTP_STATUS = {int(line[:3]): line for line in (
+    "200 OK", "202 Accepted", "204 No Content", "400 Bad Request", "401 Unauthorized",
+    "403 Forbidden", "404 Not Found", "405 Method Not Allowed", "406 Not Acceptable",
+    "408 Request Timeout", "409 Conflict", "411 Length Required",
+    "413 Content Too Large", "415 Unsupported Media Type", "421 Misdirected Request",
+    "429 Too Many Requests", "500 Internal Server Error", "503 Service Unavailable")}
+#: 2026-07-28 errors that are the client's fault get 400, an unknown method 404 (both
+#: with the JSON-RPC error as the body); other errors are answered 200, as results are.
+_STATELESS_ERROR_STATUS = {
+    **dict.fromkeys((PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, HEADER_MISMATCH,
+                     MISSING_CAPABILITY, UNSUPPORTED_VERSION), 400),
+    METHOD_NOT_FOUND: 404}
+_JSON_TYPE = ("Content-Type", "application/json")
+_SSE_HEADERS = (
+    ("Content-Type", "text/event-stream"),
+    ("Cache-Control", "no-cache"),
+    ("X-Accel-Buffering", "no"),
+)
+
+
+class HttpSession(Session):
+    """A Session whose frames travel in HTTP responses: those about a request in that
+    request's response (its stream), the others (list changes, resource updates) in the
+    stream the client opened with GET, if it did."""
+
+    # A kept session's Mcp-Session-Id, and its principal's identity (under auth)
+    id = None
+    owner = None
+
+    def __init__(self, server, principal=None):
+        super().__init__(server, None, principal)
+        # so that a shutdown can cancel its calls
+        server.http_sessions_alive.add(self)
+        self.last_used = time.monotonic()
+        endpoint = server._http
+        if server.auth is not None and isinstance(endpoint, HttpEndpoint):
+            self.claim = endpoint.claim
+
+    def request(self, method, params=None, timeout=None, owner=None, request_id=None):
+        """A request to the client travels in the response to the request that asks it:
+        it cannot if the client accepts JSON alone there, which would leave the call
+        waiting."""
+        if owner is not None and not owner.stream.events:
+            raise CapabilityError(
+                f"the client accepts only application/json in response to this "
+                f"request, so {method} cannot be sent to it (requests to the client "
+                "travel in a text/event-stream)")
+        return super().request(method, params, timeout, owner, request_id)
+
+    def run(self, ctx):
+        try:
+            super().run(ctx)
+        finally:
+            # idle from the end of its last call
+            self.last_used = time.monotonic()
+
+    def idle(self, now):
+        """Seconds since it was last used; none while it has a stream open or calls
+        running."""
+        if self.stream is not None or self.running:
+            return 0
+        return now - self.last_used
+
+    def end(self):
+        """DELETE, eviction or expiry: stop its calls, close its stream."""
+        self.fail_pending(ConnectionError("the session ended"))
+        self.cancel_all("the session ended")
+        if self.stream is not None:
+            self.stream.close()
+
+
+class _HttpRefusal(Exception):
+    """An answer with an error status, and a JSON-RPC error (the exception's text) as
+    body."""
+
+    def __init__(self, status, message, request_id=None, code=INVALID_REQUEST,
+                 headers=()):
+        super().__init__(message)
+        self.status = status
+        self.request_id = request_id
+        self.code = code
+        self.headers = headers
+
+
+class HttpEndpoint:
+    """The WSGI application behind ``server.wsgi``: what its requests share (the
+    sessions it keeps, the caps on what stays open, the bytes of bodies taken in), and
+    for each request an HttpExchange, which checks it and serves it."""
+
+    def __init__(self, server):
+        self.server = server
+        self.sessions = {}
+        self.lock = threading.Lock()
+        # The DNS names a Host may give: allowed_hosts, and public_url's host
+        self.host_names = set(server.allowed_hosts or ())
+        if server.public_url is not None:
+            public_host = _PUBLIC_URL.fullmatch(server.public_url)[2]
+            self.host_names.add(_host_parts(public_host)[0])
+        # Bytes of bodies reserved (max_inflight_bytes)
+        self.inflight = 0
+        # A principal's identity -> the responses and calls it holds open
+        self.held = {}
+        # The listen and GET streams open, of all clients
+        self.streams = 0
+
+    def __call__(self, environ, start_response):
+        return HttpExchange(self, environ, start_response).serve()
+
+    # -- the caps on what stays open --------------------------------------------------
+    def hold(self, stream, is_stream):
+        """Count a response that stays open, each holding a thread of the HTTP server: a
+        listen or GET stream (``is_stream``), a call in progress (``stream`` is then its
+        Context, once the call has started: claim). Refused past the caps: 503 past
+        ``max_streams`` streams of all clients; with auth, 429 past
+        ``max_streams_per_principal`` streams and calls of one principal (without auth
+        clients cannot be told apart: max_workers and max_queue bound their calls)."""
+        server = self.server
+        request_id = stream.request_id
+        owner = None
+        if server.auth is not None:
+            owner = self.identity(stream.principal)
+        if owner is None and not is_stream:   # a call of an unknown client: no count
+            return
+        # 2026-07-28 has no -32000...-32019 (SERVER_BUSY is one)
+        code = SERVER_BUSY
+        if stream.stateless:
+            code = INTERNAL_ERROR
+        with self.lock:
+            if is_stream and self.streams >= server.max_streams:
+                # Retry-After is a guess: streams end when their clients leave, which
+                # nothing here foresees
+                raise _HttpRefusal(503, f"Service Unavailable: {self.streams} streams "
+                                        "are open, the most this server keeps "
+                                        "(max_streams); try again later", request_id,
+                                   code, [("Retry-After", "10")])
+            held = self.held.get(owner, 0)
+            if owner is not None and held >= server.max_streams_per_principal:
+                raise _HttpRefusal(429, f"Too Many Requests: you have {held} streams "
+                                        "and calls open, the most one client may "
+                                        "(max_streams_per_principal); end one first",
+                                   request_id, code)
+            if owner is not None:
+                self.held[owner] = held + 1
+            self.streams += is_stream
+        stream._holder = (owner, is_stream)
+
+    def let_go(self, stream):
+        """The end of a response that hold() counted (once, however often it is
+        called)."""
+        if stream._holder is None:            # not counted, or given back already
+            return
+        with self.lock:
+            holder = stream._holder
+            stream._holder = None
+            if holder is None:
+                return
+            owner, is_stream = holder
+            self.streams -= is_stream
+            if owner is not None:
+                self.held[owner] -= 1
+                if not self.held[owner]:
+                    del self.held[owner]
+
+    def claim(self, ctx):
+        """Count a call that runs user code against its principal's share (hold) until
+        its handler returns, whether or not its client is still there (a handshake-era
+        client that leaves does not cancel it; a sync handler cancelled runs on). A call
+        alone takes over the place its request took (exchange); each call of a batch
+        but the first takes one of its own. Returns why it is refused, or None."""
+        stream = ctx.stream
+        if isinstance(stream, Batch):
+            stream = stream.stream
+        with self.lock:
+            ctx._holder, stream._holder = stream._holder, None
+        if ctx._holder is None:
+            try:
+                self.hold(ctx, False)
+            except _HttpRefusal as refusal:
+                return str(refusal)
+        ctx._on_end = functools.partial(self.let_go, ctx)
+        return None
+
+    def open_session(self, session, request_id=None):
+        """Keep a new session (its initialize succeeded), once ``make_room`` has made
+        room for it; returns its id. Without auth clients cannot be told apart: all are
+        one owner, as before the quota."""
+        import secrets
+        server = self.server
+        now = time.monotonic()
+        owner = None if server.auth is None else self.identity(session.principal)
+        with self.lock:
+            self.make_room(owner, now, request_id)
+            session.id = secrets.token_urlsafe(24)
+            session.owner = owner
+            self.sessions[session.id] = session
+        return session.id
+
+    def make_room(self, owner, now, request_id):
+        """Under the lock, before a session of ``owner`` is kept: sessions idle longer
+        than ``session_idle`` end first. Then an owner at
+        ``max_sessions_per_principal``, or any when ``max_sessions`` are kept, gives up
+        its own longest-idle session; one with none to give up is refused (503): a
+        client never makes room by ending another's."""
+        server = self.server
+        quota = None if owner is None else server.max_sessions_per_principal
+        limit = server.session_idle
+        for old in [s for s in self.sessions.values() if s.idle(now) > limit]:
+            self.end_session(old)
+        own = [s for s in self.sessions.values() if s.owner == owner]
+        while own and (len(self.sessions) >= server.max_sessions
+                       or (quota is not None and len(own) >= quota)):
+            # the longest idle; of sessions all in use, the one used least recently
+            oldest = max(own, key=lambda s: (s.idle(now), -s.last_used))
+            own.remove(oldest)
+            self.end_session(oldest)
+        if len(self.sessions) >= server.max_sessions:
+            soonest = min(limit - s.idle(now) for s in self.sessions.values())
+            retry = [("Retry-After", str(max(1, int(soonest))))]
+            raise _HttpRefusal(503, f"Service Unavailable: this server keeps at most "
+                                    f"{server.max_sessions} sessions (max_sessions), "
+                                    "all of other clients; try again later",
+                               request_id, SERVER_BUSY, retry)
+
+    def end_session(self, session):
+        """Expiry or eviction (under the lock)."""
+        del self.sessions[session.id]
+        session.end()
+
+    def find_session(self, environ, principal):
+        """The session a request names. It belongs to whoever opened it: to another
+        principal it does not exist."""
+        session_id = environ.get("HTTP_MCP_SESSION_ID")
+        if not session_id:
+            raise _HttpRefusal(400, "Bad Request: Mcp-Session-Id header required (send "
+                                    "initialize first)")
+        with self.lock:
+            session = self.sessions.get(session_id)
+        if (session is None or not self.same_principal(session.principal, principal)
+                or session.idle(time.monotonic()) > self.server.session_idle):
+            raise _HttpRefusal(404, "Session not found: initialize again")
+        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+        if version is not None and version != session.version:
+            raise _HttpRefusal(400, f"Bad Request: MCP-Protocol-Version "
+                                    f"{_short_repr(version)} is not this session's "
+                                    f"({session.version})")
+        return session
+
+    def same_principal(self, opener, principal):
+        """Whether a request's principal is the one that opened a session: equal (the
+        auth hook returned the same user id or object), or with the same identity."""
+        return opener == principal or self.identity(opener) == self.identity(principal)
+
+    @staticmethod
+    def identity(principal):
+        """What tells a principal from another (_principal_id), as a dict key."""
+        try:
+            return json.dumps(_principal_id(principal), sort_keys=True)
+        except TypeError as e:
+            log.error("%s", _escaped(e, 500))
+            raise _HttpRefusal(500, "Internal Server Error: the server cannot tell its "
+                                    "clients apart (see its log)") from None
+
+    def throwaway_session(self, environ, principal):
+        """A handshake-era session for one message, on a server that keeps none: the
+        version from the header (2025-03-26 when absent, as the spec says), the client
+        otherwise unknown."""
+        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+        if version is None:
+            version = V2025_03
+        elif version not in PROTOCOL_VERSIONS:
+            raise _HttpRefusal(400, f"Bad Request: unsupported MCP-Protocol-Version "
+                                    f"{_short_repr(version)} (supported: "
+                                    f"{', '.join(PROTOCOL_VERSIONS)})")
+        session = HttpSession(self.server, principal)
+        session.version = version
+        session.no_requests = ("this server has no sessions (http_sessions=False), so "
+                               "it sends no requests to the client in the handshake "
+                               "era")
+        session.capabilities = self.server.capabilities()
+        session.initialized = True
+        return session
+
+    def end_streams(self):
+        """Shutting down: end the streams that wait for no response (GET, listen); the
+        clients reconnect, to another server if need be."""
+        for session in list(self.server.sessions):
+            stream = session.stream
+            if stream is not None:
+                for frame in session.end_listens():
+                    stream.respond(frame)
+                stream.close()
+
+
+class HttpExchange(Stream):
+    """One HTTP request and its response, as http.server has a handler per request:
+    ``serve`` checks it (Host, Origin, the path, the token), then does what its method
+    asks: POST a message, GET a session's stream, DELETE a session. It is also the
+    stream of the messages about the request it carries, queued as ``(frame,
+    is_response, time.monotonic())`` for the thread that writes its response. A listen
+    or GET stream has no response: it stays open until the client goes away. Without
+    ``events`` (the client accepts JSON alone) only the response reaches the client."""
+
+    # What serving it finds out: who the client is, its session, its request's id
+    # and era, whether that request is initialize (whose result, not an error, opens
+    # the session it was made in) or a listen
+    principal = None
+    session = None
+    request_id = None
+    stateless = False
+    opens_session = False
+    listen = False
+    closed = False
+    # The bytes of max_inflight_bytes its body holds (read_body, release)
+    reserved = 0
+    # What it counts against the stream caps while open (HttpEndpoint.hold)
+    _holder = None
+
+    def __init__(self, endpoint, environ=None, start_response=None):
+        self.endpoint = endpoint
+        self.server = endpoint.server
+        self.environ = environ or {}
+        self.start_response = start_response
+        # The embedded server's: whether the client has closed its connection
+        self.gone = self.environ.get("mcp_min.client_gone")
+        self.frames = SimpleQueue()
+
+    def serve(self):
+        """The response to the request: its checks, then its method's. A refusal is an
+        error status with a JSON-RPC error as its body."""
+        environ = self.environ
+        server = self.server
+        try:
+            try:
+                host = self.check_host()
+                # (a browser's request: other clients send no Origin)
+                if "HTTP_ORIGIN" in environ:
+                    self.check_origin(host)
+                path = environ.get("PATH_INFO") or "/"
+                if server.auth and path == _WELL_KNOWN + server.http_path:
+                    return self.metadata(host)
+                if (path != server.http_path
+                        and path.rstrip("/") != server.http_path.rstrip("/")):
+                    raise _HttpRefusal(404, "Not Found: the MCP endpoint is "
+                                            f"{server.http_path}")
+                if server.auth is not None:
+                    self.principal = self.authenticate(host)
+                method = environ["REQUEST_METHOD"]
+                if method == "POST":
+                    result = self.post()
+                elif method in ("GET", "DELETE") and server.http_sessions:
+                    result = self.get_or_delete(method)
+                else:
+                    allowed = "POST"
+                    if server.http_sessions:
+                        allowed = "GET, POST, DELETE"
+                    raise _HttpRefusal(405, f"Method Not Allowed: {_preview(method)} "
+                                            f"(this endpoint takes {allowed})",
+                                       headers=[("Allow", allowed)])
+            except _HttpRefusal as refusal:
+                body = error_frame(refusal.request_id, refusal.code, str(refusal))
+                result = _http_response(self.start_response, refusal.status, body,
+                                        refusal.headers)
+        except BaseException:
+            self.release()
+            raise
+        # A whole response: the request is over (a stream's events end it as they end)
+        if self.reserved and type(result) is list:
+            self.release()
+        return result
+
+    # -- who may ask -------------------------------------------------------------------
+    def check_host(self):
+        """The request's Host, once it names this server: localhost, an IP address, a
+        name in allowed_hosts or public_url's. A DNS name it does not know is 421: a
+        browser whose DNS an attacker's site rebound to this server's address sends that
+        site's name, and nothing else tells its scripts from this server's own clients,
+        wherever they are. None, junk or a bad port: 400 (RFC 9112 3.2)."""
+        host = self.environ.get("HTTP_HOST")
+        if host is None:
+            raise _HttpRefusal(400, "Bad Request: send a Host header (RFC 9112 3.2)")
+        parts = None
+        # (a DNS name has 253 characters at most: the cache cannot grow past 64)
+        if len(host) <= 300:
+            parts = _known_host_parts(host)
+        if parts is None:
+            raise _HttpRefusal(400, f"Bad Request: Host {_preview(host)} is not a host "
+                                    "name or address with an optional port")
+        name = parts[0]
+        if (name != "localhost" and _ip_address(name) is None
+                and name not in self.endpoint.host_names):
+            raise _HttpRefusal(421, f"Misdirected Request: Host {_preview(host)} is "
+                                    "not a name of this server: list the names clients "
+                                    "use in Server(allowed_hosts=[...])")
+        return host
+
+    def check_origin(self, host):
+        """403 for another site's script. A browser names the page that sent a request
+        in Origin: the server's own has the request's Host (checked by check_host) as
+        its host[:port]; one on this machine may call a server on this machine; any
+        other must be in allowed_origins ("*": any)."""
+        origin = self.environ.get("HTTP_ORIGIN")
+        allowed = self.server.allowed_origins
+        if origin is None or "*" in allowed or origin in allowed:
+            return
+        match = _ORIGIN.fullmatch(origin)
+        page = None
+        if match is not None:
+            page = _host_parts(match[2])
+        if page is not None:
+            name, port = _host_parts(host)
+            # a Host names no default port either
+            default = _DEFAULT_PORTS.get(match[1].lower())
+            if page[0] == name and (page[1] or default) == (port or default):
+                return
+            if _is_loopback(page[0]) and _is_loopback(name):
+                return
+        raise _HttpRefusal(403, f"Forbidden: Origin {_preview(origin)} is not allowed "
+                                "(Server(allowed_origins=[...]))")
+
+    def authenticate(self, host):
+        """Who the bearer token belongs to, by the auth hook; else 401, with where to
+        read how to get a token (RFC 9728). A falsy principal (None, False, "", 0, {},
+        []) is nobody: a hook answering "is this token good?" says False for a bad
+        one."""
+        scheme, _, token = self.environ.get("HTTP_AUTHORIZATION", "").partition(" ")
+        principal = None
+        if scheme.lower() == "bearer" and token.strip():
+            try:
+                principal = self.server.auth(token.strip())
+            except Exception:
+                # The hook failed: no principal. Only the error's class is logged:
+                # its message may quote the token.
+                log.error("the auth hook failed (%s)", sys.exc_info()[0].__name__)
+        if principal:
+            return principal
+        metadata = self.urls(host)[1]
+        error = ""
+        if scheme.lower() == "bearer":
+            error = ', error="invalid_token"'
+        challenge = f'Bearer resource_metadata="{metadata}"{error}'
+        raise _HttpRefusal(401, "Unauthorized: send Authorization: Bearer TOKEN",
+                           headers=[("WWW-Authenticate", challenge)])
+
+    def urls(self, host):
+        """The MCP endpoint's URL and its metadata's (RFC 9728), as clients reach them:
+        from public_url if set, else from the request's Host (checked by check_host) and
+        the prefix (SCRIPT_NAME) under which a WSGI server or middleware serves this
+        application. Neither has a character that could end a header's quoted string."""
+        public = self.server.public_url
+        if public is not None:
+            match = _PUBLIC_URL.fullmatch(public)
+            return public, f"{match[1]}{_WELL_KNOWN}{match[3] or ''}"
+        from urllib.parse import quote
+        environ = self.environ
+        scheme = "http"
+        if environ.get("wsgi.url_scheme") == "https":
+            scheme = "https"
+        # WSGI strings are bytes as Latin-1 (PEP 3333): percent-encode those bytes
+        prefix = environ.get("SCRIPT_NAME", "").rstrip("/")
+        prefix = prefix.encode("latin-1", "replace")
+        base = f"{scheme}://{host}{quote(prefix, safe=_URL_SAFE)}"
+        path = quote(self.server.http_path, safe=_URL_SAFE)
+        return base + path, f"{base}{_WELL_KNOWN}{path}"
+
+    def metadata(self, host):
+        """GET: this resource's metadata (RFC 9728), where clients read which
+        authorization servers issue its tokens; HEAD: its headers alone."""
+        method = self.environ["REQUEST_METHOD"]
+        if method not in ("GET", "HEAD"):
+            raise _HttpRefusal(405, f"Method Not Allowed: {_preview(method)} (this "
+                                    "path takes GET, HEAD)",
+                               headers=[("Allow", "GET, HEAD")])
+        body = encode_message({
+            "resource": self.urls(host)[0],
+            "authorization_servers": list(self.server.authorization_servers),
+            "bearer_methods_supported": ["header"],
+        })
+        response = _http_response(self.start_response, 200, body)
+        if method == "HEAD":
+            return []
+        return response
+
+    # -- POST: one client message -----------------------------------------------------
+    def post(self):
+        """Accept, Content-Type, the body and its era; a 2026-07-28 request is answered
+        in a session made for it, a handshake-era message in its session
+        (post_in_session)."""
+        environ = self.environ
+        server = self.server
+        # Clients send the same Accept every time: a short one's answer is remembered
+        accept = environ.get("HTTP_ACCEPT", "*/*")
+        if len(accept) <= 200:
+            sse, takes_json = _known_accept(accept)
+        else:
+            sse, takes_json = _accepted(accept)
+        if not (sse or takes_json):
+            raise _HttpRefusal(406, "Not Acceptable: accept application/json and "
+                                    "text/event-stream")
+        self.events = sse
+        content_type = environ.get("CONTENT_TYPE", "")
+        if (content_type != "application/json"
+                and content_type.split(";")[0].strip().lower() != "application/json"):
+            raise _HttpRefusal(415, "Unsupported Media Type: the body must be "
+                                    "application/json")
+        body = self.read_body()
+        # The era: 2026-07-28 if the body or the MCP-Protocol-Version header says so (a
+        # handshake client sends no such header with initialize, and its version after).
+        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+        self.stateless = version in STATELESS_PROTOCOL_VERSIONS
+        try:
+            message = decode_message(body)
+            kind = "batch"
+            if not isinstance(message, list):
+                kind = classify(message)
+            elif self.stateless or not server.http_sessions:
+                # a batch needs a 2025-03-26 session
+                raise JSONRPCError(INVALID_REQUEST, "Invalid Request: batches are "
+                                   "accepted only in a protocol 2025-03-26 session; "
+                                   "POST one message")
+        except JSONRPCError as e:
+            rid = None
+            if isinstance(e.data, dict):
+                rid = e.data.get("id")
+            if rid is not None and server.http_sessions and not self.stateless:
+                self.fail_answer(message)
+            raise _HttpRefusal(400, e.message, rid, e.code) from None
+        # nothing for a server that keeps no state
+        if kind != "request" and self.stateless:
+            return _http_response(self.start_response, 202, b"")
+        if kind == "request":
+            params = message.get("params") or {}
+            if self.stateless or is_stateless(message["method"], params.get("_meta")):
+                self.stateless = True
+                self.check_headers(message, params)
+                return self.deliver(message)
+        return self.post_in_session(message, kind)
+
+    def read_body(self):
+        """The POST's body, read once its length is known to be within max_body_bytes
+        and within what max_inflight_bytes has left: that much is reserved while the
+        request is served (release), as its decoded JSON takes as much again (text) to
+        25 times as much (arrays of empty objects); a listen's until it is
+        acknowledged."""
+        environ = self.environ
+        server = self.server
+        endpoint = self.endpoint
+        length = environ.get("CONTENT_LENGTH")
+        limit = min(server.max_body_bytes, server.max_line_bytes)
+        if length:
+            if not _is_length(length):
+                raise _HttpRefusal(400, "Bad Request: invalid Content-Length")
+            length = int(length)
+            if length > limit:
+                raise _HttpRefusal(413, f"Content Too Large: {length} bytes is over "
+                                        f"the limit of {limit} bytes per message")
+        elif "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
+            length = None
+        else:
+            raise _HttpRefusal(411, "Length Required: send Content-Length")
+        size = length
+        if length is None:
+            size = limit + 1
+        with endpoint.lock:
+            if endpoint.inflight + size <= server.max_inflight_bytes:
+                endpoint.inflight += size
+                self.reserved = size
+        if not self.reserved:
+            code = SERVER_BUSY
+            if environ.get("HTTP_MCP_PROTOCOL_VERSION") in STATELESS_PROTOCOL_VERSIONS:
+                code = INTERNAL_ERROR
+            raise _HttpRefusal(503, f"Server busy: {server.max_inflight_bytes} bytes "
+                                    "of requests at most are taken at once "
+                                    "(Server(max_inflight_bytes=...)); try again "
+                                    "shortly", code=code, headers=[("Retry-After", "1")])
+        try:
+            body = environ["wsgi.input"].read(size)
+        except TimeoutError:
+            # the embedded server's idle_timeout
+            raise _HttpRefusal(408, "Request Timeout: the body did not all come within "
+                                    f"{server.idle_timeout} s of the headers") from None
+        if len(body) > limit:
+            raise _HttpRefusal(413, "Content Too Large: over the limit of "
+                                    f"{limit} bytes per message")
+        # Chunked: keep what came, not the most that could have
+        if length is None:
+            self.release(keep=len(body))
+        if len(body) > 1 << 20:
+            _keep_big_blocks_apart()
+        return body
+
+    def check_headers(self, message, params):
+        """2026-07-28 repeats in headers what the body says, so that proxies can route
+        on it: any disagreement is refused (-32020). (A header as sent is decoded,
+        _header_value, only if it is not the same.)"""
+        environ = self.environ
+        meta = params.get("_meta")
+        method = message["method"]
+        version = None
+        if isinstance(meta, dict):
+            version = meta.get(PROTOCOL_VERSION_KEY)
+        header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+        name = params.get("name")
+        if method == "resources/read":
+            name = params.get("uri")
+        sent_method = environ.get("HTTP_MCP_METHOD")
+        sent_name = environ.get("HTTP_MCP_NAME")
+        problem = None
+        if isinstance(version, str) and header != version:
+            sent = "missing"
+            if header is not None:
+                sent = _short_repr(header)
+            problem = (f"MCP-Protocol-Version is {sent}, the body's _meta says "
+                       f"{_short_repr(version)}")
+        elif sent_method != method and _header_value(sent_method) != method:
+            problem = f"Mcp-Method must be {_short_repr(method)}"
+        elif (self.server.methods.get(method, CUSTOM_METHOD).asks
+              and sent_name != name and _header_value(sent_name) != name):
+            problem = f"Mcp-Name must be {_preview(name)}"
+        elif method == "tools/call" and type(name) is str:
+            tool = self.server.tools.get(name)
+            # arguments repeated in headers
+            if tool is not None and tool.mirrored:
+                problem = _mirror_problem(environ, tool, params)
+        if problem:
+            raise _HttpRefusal(400, f"Header mismatch: {problem}", message["id"],
+                               HEADER_MISMATCH)
+
+    def deliver(self, message):
+        """Hand a request (or a batch) to its session, then write its response: JSON if
+        that comes first, else an SSE stream of what comes before it. A stream also
+        starts when the response takes longer than ``heartbeat`` seconds: its keep-alive
+        lines fail once the client has gone (on the embedded server, closing the
+        connection tells at once). In 2026-07-28 leaving is how a client cancels; the
+        handshake era says a disconnect is no cancellation (notifications/cancelled
+        is), so there the call runs on, unheard."""
+        server = self.server
+        batch = isinstance(message, list)
+        session = self.session
+        # A 2026-07-28 request: a session for it alone, which a shutdown can find
+        if session is None:
+            session = self.session = Session(server, None, self.principal)
+            server.http_sessions_alive.add(session)
+            if server.auth is not None:
+                session.claim = self.endpoint.claim
+        if not batch:
+            self.request_id = message["id"]
+            method = message["method"]
+            self.listen = self.stateless and method == "subscriptions/listen"
+        if self.listen and not self.events:
+            raise _HttpRefusal(406, "Not Acceptable: subscriptions/listen answers with "
+                                    "text/event-stream", self.request_id)
+        # What holds a thread for long is counted (and refused past the caps) before it
+        # starts: a listen; with auth, a call (user code) or a batch of its principal.
+        if self.listen or (server.auth is not None and (
+                batch or server.methods.get(method, CUSTOM_METHOD).threaded)):
+            self.endpoint.hold(self, self.listen)
+        try:
+            if self.listen:
+                session.stream = self
+                server.sessions.add(session)
+            if batch:
+                session.handle_batch(message, self)
+            else:
+                # 2026-07-28 even for initialize, which is not of that era
+                session.handle_request(message, self, stateless=self.stateless)
+            # A listen's handler has returned: its stream costs a place, no body
+            if self.listen:
+                self.release()
+            if self.events:
+                first = self.next_item(server.heartbeat)
+            else:
+                # JSON only: what comes before the response is dropped
+                first = self.next_item(None)
+                while not first[1]:
+                    first = self.next_item(None)
+        except ConnectionAbortedError:
+            # no one to answer
+            if self.stateless:
+                session.cancel(self.request_id, "the client closed the connection")
+            self.finish()
+            return _http_response(self.start_response, 202, b"")
+        except BaseException:
+            # counted, but not answered after all
+            self.endpoint.let_go(self)
+            raise
+        # The response came first: no stream (and nothing more goes into it)
+        if first is not None and first[1]:
+            self.closed = True
+            if self._holder is not None or self.listen:
+                self.finish()
+            frame = first[0]
+            if frame is not None:
+                status = 200
+                if b'"error":{"code":' in frame:
+                    status = self.status_of(frame)
+                headers = ()
+                if self.opens_session and "result" in json.loads(frame):
+                    session_id = self.endpoint.open_session(session, self.request_id)
+                    headers = [("Mcp-Session-Id", session_id)]
+                # The request is over: what its body held is free
+                self.release()
+                return _http_response(self.start_response, status, frame, headers)
+            # no way to say "nothing", or a batch with nothing to answer (cancelled,
+            # and events accepted: a stream that ends with no response)
+            if not self.events or batch:
+                return _http_response(self.start_response, 202, b"")
+        self.start_response(HTTP_STATUS[200], list(_SSE_HEADERS))
+        return self.stream_events(first)
+
+    def next_item(self, timeout):
+        """The next ``(frame, is_response, queued)``, or None after ``timeout`` seconds
+        (None: no limit); ConnectionAbortedError once the client has gone. A request in
+        flight asks every 0.25 s, as leaving cancels it (2026-07-28); a stream that
+        waits for no response (listen, GET) only when the timeout (its heartbeat)
+        comes: it costs no CPU meanwhile."""
+        gone = self.gone
+        deadline = None
+        if timeout is not None:
+            deadline = time.monotonic() + timeout
+        while True:
+            wait = None
+            if gone and not self.listen:
+                wait = 0.25
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    if gone and gone():
+                        raise ConnectionAbortedError
+                    return None
+                if wait is None or left < wait:
+                    wait = left
+            try:
+                return self.frames.get(timeout=wait)
+            except Empty:
+                if gone and gone():
+                    raise ConnectionAbortedError from None
+
+    # -- as the core's stream ----------------------------------------------------------
+    def send(self, frame):
+        if self.closed:
+            return False
+        self.frames.put((frame, False, time.monotonic()))
+        return True
+
+    def respond(self, frame, before=None):
+        if before is not None:
+            before()
+        if frame is not None or not self.listen:
+            self.frames.put((frame, True, time.monotonic()))
+
+    def close(self):
+        """End a stream that waits for no response (GET, listen)."""
+        self.closed = True
+        # the end, with no response
+        self.frames.put((None, True, time.monotonic()))
+
+    # -- the rest ----------------------------------------------------------------------
+    def status_of(self, frame):
+        """The HTTP status of a response that holds an error."""
+        response = json.loads(frame)
+        # a batch's array of responses: 200
+        error = None
+        if isinstance(response, dict):
+            error = response.get("error")
+        # (a result that just holds such a string)
+        if not isinstance(error, dict):
+            return 200
+        if self.stateless:
+            return _STATELESS_ERROR_STATUS.get(error.get("code"), 200)
+        if error.get("code") in (PARSE_ERROR, INVALID_REQUEST):
+            return 400
+        return 200
+
+    def stream_events(self, first=None):
+        """The SSE body: each frame an event, a comment line every ``heartbeat`` seconds
+        while nothing happens, until the response (or, for a listen, the client
+        leaving)."""
+        finished = False
+        try:
+            item = first
+            while True:
+                if item is None:
+                    yield b": keep-alive\n\n"
+                else:
+                    frame, final, queued = item
+                    late = self.server.idle_timeout
+                    # a client that cannot keep up: as if gone
+                    if late and time.monotonic() - queued > late:
+                        return
+                    if frame is not None:
+                        yield b"event: message\ndata: " + frame + b"\n\n"
+                    if final:
+                        finished = True
+                        return
+                item = yield from self.wait_item()
+        except ConnectionAbortedError:
+            pass
+        finally:
+            # the client went away, or the stream ends
+            self.finish()
+            self.release()
+            if not finished and self.stateless and self.request_id is not None:
+                self.session.cancel(self.request_id,
+                                    "the client closed the HTTP response")
+
+    #: Seconds between the empty chunks of a waiting stream, where the engine
+    #: cannot tell the application that a client has gone (wait_item).
+    probe_every = 0.25
+
+    def wait_item(self):
+        """For stream_events, through ``yield from``: the next item, or None after
+        ``heartbeat`` seconds. An engine that cannot tell that a client has gone
+        (no ``gone``: granian, gunicorn) would keep a thread on a stream whose client
+        left until the next keep-alive failed, up to ``heartbeat`` (15 s): a few
+        clients leaving their listens (closing one is how a 2026-07-28 client cancels
+        it) then held every thread of granian, and new requests and streams waited.
+        So such a stream yields an empty chunk every ``probe_every`` seconds: nothing
+        goes on the wire (PEP 3333 allows it), but granian fails to send it once the
+        client has gone and ends the response, which frees the thread; the others
+        ignore it."""
+        heartbeat = self.server.heartbeat
+        if self.gone is not None:
+            return self.next_item(heartbeat)
+        deadline = time.monotonic() + heartbeat
+        while True:
+            left = deadline - time.monotonic()
+            item = self.next_item(min(left, self.probe_every))
+            if item is not None or left <= self.probe_every:
+                return item
+            yield b""
+
+    def finish(self):
+        """The end of the response's stream, with its response or without: nothing
+        more goes into it, hold()'s count is given back, and a GET or listen stream
+        leaves its session, idle from now on."""
+        # What a tool's thread sends later has nowhere to go
+        self.closed = True
+        if self._holder is not None:
+            self.endpoint.let_go(self)
+        session = self.session
+        if session is not None and session.stream is self:
+            session.last_used = time.monotonic()
+            session.stream = None
+            self.server.sessions.discard(session)
+
+    def release(self, keep=0):
+        """Give back what the request reserved of max_inflight_bytes, but ``keep``
+        bytes."""
+        if self.reserved:
+            endpoint = self.endpoint
+            with endpoint.lock:
+                endpoint.inflight -= self.reserved - keep
+            self.reserved = keep
+
+    # -- handshake-era sessions -------------------------------------------------------
+    def post_in_session(self, message, kind):
+        """A handshake-era message: an initialize opens a session; anything else goes to
+        the session it names, or, on a server that keeps none, to one made for it."""
+        server = self.server
+        endpoint = self.endpoint
+        initialize = kind == "request" and message["method"] == "initialize"
+        if initialize:
+            session = HttpSession(server, self.principal)
+        elif server.http_sessions:
+            session = endpoint.find_session(self.environ, self.principal)
+        else:
+            # no sessions kept: as if just initialized
+            session = endpoint.throwaway_session(self.environ, self.principal)
+        session.last_used = time.monotonic()
+        # A response is an answer to a question of ours
+        if kind in ("notification", "response"):
+            session.dispatch(message, self)
+            return _http_response(self.start_response, 202, b"")
+        self.opens_session = initialize and server.http_sessions
+        self.session = session
+        return self.deliver(message)
+
+    def get_or_delete(self, method):
+        """GET: the stream of a handshake-era session's messages that belong to no
+        request; DELETE: the end of the session."""
+        endpoint = self.endpoint
+        session = endpoint.find_session(self.environ, self.principal)
+        if method == "DELETE":
+            with endpoint.lock:
+                endpoint.sessions.pop(session.id, None)
+            session.end()
+            return _http_response(self.start_response, 204, b"")
+        if not _accepts(self.environ.get("HTTP_ACCEPT", ""), "text/event-stream"):
+            raise _HttpRefusal(406, "Not Acceptable: GET opens a text/event-stream")
+        self.listen = True
+        self.session = session
+        # of two GETs at once, one gets the stream
+        with session.lock:
+            if session.stream is not None:
+                raise _HttpRefusal(409, "Conflict: this session already has a GET "
+                                        "stream open")
+            session.stream = self
+        try:
+            endpoint.hold(self, True)
+        except _HttpRefusal:
+            session.stream = None
+            raise
+        self.server.sessions.add(session)
+        self.start_response(HTTP_STATUS[200], list(_SSE_HEADERS))
+        return self.stream_events()
+
+    def fail_answer(self, message):
+        """An invalid message may be a botched answer to the session's request (no
+        result, say): as on stdio, that request then fails at once, not after
+        request_timeout."""
+        try:
+            session = self.endpoint.find_session(self.environ, self.principal)
+        except _HttpRefusal:
+            # no such session: the 400 says enough
+            return
+        # (its response, if any, is the 400)
+        session.dispatch(message, self)
+
+
+def _http_response(start_response, status, body, headers=()):
+    """A whole response: ``body`` is JSON, or empty (a 204 says so without a
+    Content-Length, RFC 9110 8.6)."""
+    if body:
+        fields = [("Content-Length", str(len(body))), _JSON_TYPE, *headers]
+    else:
+        fields = [("Content-Length", "0"), *headers]
+        if status == 204:
+            fields = list(headers)
+    start_response(HTTP_STATUS[status], fields)
+    return [body]
+
+
+def _principal_id(principal):
+    """What tells a principal (the auth hook's answer) from another, in this process and
+    in others: its JSON form (a user id, a dict of claims), else its repr (a dataclass's
+    names its fields). An object with neither cannot be told from another one:
+    TypeError."""
+    try:
+        json.dumps(principal, sort_keys=True)
+        return principal
+    except (TypeError, ValueError, RecursionError):
+        pass
+    # "<User object at 0x...>": each object its own
+    if type(principal).__repr__ is object.__repr__:
+        raise TypeError(
+            f"the auth hook returned a {type(principal).__name__}, which has no JSON "
+            "form and no __repr__: return a user id or a dict, or give it a __repr__ "
+            "naming the user (a dataclass has one)")
+    return repr(principal)
+
+
+def _header_value(raw):
+    """A header value as sent: values that are not plain ASCII travel as
+    =?base64?...?=."""
+    if raw and raw.startswith("=?base64?") and raw.endswith("?="):
+        encoded = raw[9:-2]
+        if not _BASE64.fullmatch(encoded):    # a2b_base64 would skip what is not base64
+            return None
+        try:
+            return b64decode(encoded).decode("utf-8")
+        except (ValueError, binascii.Error):
+            return None
+    return raw
+
+
+_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+
+
+def _accepted(accept):
+    """Whether an Accept header takes text/event-stream, and application/json."""
+    return _accepts(accept, "text/event-stream"), _accepts(accept, "application/json")
+
+
+#: _accepted of a short Accept header (clients send the same one every time; 200
+#: characters at most, so the cache cannot grow past 64 of them)
+_known_accept = functools.lru_cache(maxsize=64)(_accepted)
+
+
+def _accepts(accept, media_type):
+    """Whether an Accept header takes ``media_type``: the most specific range that names
+    it (whatever its case) decides, and q=0 refuses it (RFC 9110 12.5.1)."""
+    ranks = {media_type: 3, media_type.split("/")[0] + "/*": 2, "*/*": 1}
+    best = 0
+    accepted = False
+    for item in accept.lower().split(","):
+        media, *params = item.split(";")
+        rank = ranks.get(media.strip(), 0)
+        if rank > best:
+            refused = any(re.fullmatch(r"\s*q\s*=\s*0(\.0*)?\s*", param)
+                          for param in params)
+            best = rank
+            accepted = not refused
+    return accepted
+
+
+#: A Host header, or the host[:port] of an Origin or a URL: a bracketed IPv6 address, or
+#: a name or IPv4 address in the characters of DNS names; then perhaps a port.
+_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?")
+#: What a URL's path may hold besides letters, digits and "_.-" (which quote() keeps
+#: too): nothing that could end a header's quoted string ('"', '\', space, control
+#: characters).
+_URL_SAFE = "/:@!$&'()*+,;=~%"
+_URL_PATH = re.compile(r"[\w.~\-" + re.escape(_URL_SAFE) + "]*", re.ASCII)
+_PUBLIC_URL = re.compile(r"((?i:https?)://([^/?#]*))(/[^?#]*)?")
+_ORIGIN = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://([^/?#]*)")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_WELL_KNOWN = "/.well-known/oauth-protected-resource"        # RFC 9728
+
+
+def _host_parts(host):
+    """``(name, port)`` of a Host header or of an Origin's or URL's host[:port]: the
+    name lowercased and without brackets, the port an int or None. None for anything
+    else (junk, a bad port, brackets around something other than an IPv6 address)."""
+    match = _HOST.fullmatch(host)
+    if match is None or (match[2] is not None and not 0 < int(match[2]) < 65536):
+        return None
+    name = match[1].lower()
+    if name.startswith("["):
+        name = name[1:-1]
+        if ":" not in name or _ip_address(name) is None:
+            return None
+    return name, None if match[2] is None else int(match[2])
+
+
+#: check_host's _host_parts: clients send the same Host every time (300 characters at
+#: most: a DNS name has 253, so the cache cannot grow past 64 of them).
+_known_host_parts = functools.lru_cache(maxsize=64)(_host_parts)
+
+
+# The same few names and addresses come every time.
+@functools.lru_cache(maxsize=256)
+def _ip_address(name):
+    """The address an IPv4 or IPv6 literal (without brackets) writes; None for a
+    name."""
+    import ipaddress
+    try:
+        return ipaddress.ip_address(name)
+    except ValueError:
+        return None
+
+
+def _is_loopback(name):
+    """Whether a host name or address (without port or brackets) is this machine:
+    localhost, 127.0.0.0/8 or ::1, also written as IPv6 writes IPv4 (a dual-stack socket
+    reports a client at 127.0.0.1 as ::ffff:127.0.0.1)."""
+    if name == "localhost":                   # of names, only localhost is this machine
+        return True
+    address = _ip_address(name)
+    if address is None:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def _allowed_hosts(names):
+    """The allowed_hosts setting, checked: a set of lowercased host names, or None."""
+    if names is None:
+        return None
+    if isinstance(names, (str, bytes)) or not hasattr(names, "__iter__"):
+        raise ValueError(f"allowed_hosts must be a list of host names, like "
+                         f"['mcp.example.com'], not {names!r}")
+    checked = set()
+    for name in names:
+        parts = _host_parts(name) if isinstance(name, str) else None
+        if parts is None and isinstance(name, str) and ":" in name:   # an IPv6 address
+            parts = _host_parts(f"[{name}]")
+        if parts is None or parts[1] is not None:
+            raise ValueError(f"allowed_hosts takes host names without a port, like "
+                             f"'mcp.example.com', not {name!r}")
+        checked.add(parts[0])
+    return checked
+
+
+def _public_url(url):
+    """The public_url setting, checked: None, or an http(s) URL with a host and no query
+    or fragment, whose every character may stand in a header."""
+    if url is None:
+        return None
+    match = _PUBLIC_URL.fullmatch(url) if isinstance(url, str) else None
+    if (match is None or _host_parts(match[2]) is None
+            or not _URL_PATH.fullmatch(match[3] or "")):
+        raise ValueError(
+            f"public_url must be the http(s) URL clients reach the MCP endpoint at, "
+            f"with a host and no query or fragment, like "
+            f"'https://mcp.example.com/mcp', not {url!r}")
+    return url
+
+
+class _LifespanFailed:
+    """The WSGI application of a process whose lifespan failed to start: every request
+    gets 503 with the error's one-line summary (its traceback was logged once, by
+    start_http) until the lifespan is tried again."""
+
+    def __init__(self, error, retry):
+        import traceback
+        self.summary = _exception_line(error, traceback, 200)
+        self.retry = retry
+        self.retry_at = time.monotonic() + retry
+
+    def due(self):
+        return time.monotonic() >= self.retry_at
+
+    def __call__(self, environ, start_response):
+        length = environ.get("CONTENT_LENGTH") or ""
+        if _is_length(length) and int(length) <= 1 << 16:    # read, as engines expect
+            environ["wsgi.input"].read(int(length))
+        body = error_frame(None, INTERNAL_ERROR, "Service Unavailable: the server's "
+                           f"lifespan failed: {self.summary}")
+        return _http_response(start_response, 503, body,
+                              [("Retry-After", str(max(1, round(self.retry))))])
+
+
+def _ignore_stop_signals():
+    """Ignore SIGINT, SIGTERM and SIGQUIT (where there is one) on the main thread;
+    returns what _restore_signals needs to put their handlers back."""
+    import signal
+    names = ("SIGINT", "SIGTERM", "SIGQUIT")
+    return _ignore_signals([getattr(signal, name) for name in names
+                            if hasattr(signal, name)])
+
+
+def _at_process_exit(fn):
+    """Call ``fn`` as this process exits: by atexit when Python exits the usual way (the
+    embedded server, gunicorn's and waitress's processes), and by multiprocessing's own
+    exit in a worker process it started (granian's), which skips atexit for os._exit."""
+    import atexit
+    atexit.register(fn)
+    multiprocessing = sys.modules.get("multiprocessing")
+    if multiprocessing is not None and multiprocessing.parent_process() is not None:
+        from multiprocessing import util
+        util.Finalize(None, fn, exitpriority=10)
+
+
+def _is_length(text):
+    """Whether a Content-Length is one: ASCII digits only (int() takes "+5", isdigit()
+    "²"), once the blanks around a header value are left out (RFC 9112 5)."""
+    text = text.strip(" \t")
+    # (int() refuses more than 4,300 digits)
+    return text.isascii() and text.isdigit() and len(text) <= 18
+
+
+def _mirror_problem(environ, tool, params):
+    """What is wrong with the Mcp-Param-{Name} headers of a call to ``tool``, if
+    anything: each argument its schema marks with x-mcp-header must be repeated, and
+    only then."""
+    for name, path in tool.mirrored.items():
+        value = params.get("arguments")
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        header = environ.get("HTTP_MCP_PARAM_" + name.upper().replace("-", "_"))
+        if value is not None and not _mirrors(value, _header_value(header)):
+            return (f"Mcp-Param-{name} must be {_preview(value)}, as in the "
+                    "arguments")
+    return None
 # ======================================================================================
 # Signals and shutdown (a first reading can skip this)
 # ======================================================================================
@@ -5067,1332 +6580,6 @@ def _hold_signals():
 def _release_signals(state):
     if state is not None:
         state.held -= 1
-
-
-# ======================================================================================
-# stdio: a loop reading lines, a pool running calls, a lock around the writer
-# ======================================================================================
-
-# Server.run() serves the process's stdin and stdout: serve_connection makes a Session
-# whose stream is a Writer; serve_lines reads lines on a thread of its own and hands
-# each message to the session (Peer.read_loop, Peer.dispatch), whose calls run on the
-# pool; every frame goes out through the Writer, whole, under its lock.
-#
-# stdout is the wire: one stray byte (a print(), a C library's warning, a child
-# process's output) corrupts the stream and the client drops the connection. So while
-# serving we keep a private duplicate of the real stdout for protocol bytes and point
-# fd 1 (and sys.stdout) at stderr. Likewise stdin: a child process that inherits fd 0
-# could swallow protocol bytes, so fd 0 becomes /dev/null; the protocol is read from a
-# private duplicate of it.
-
-def claim_stdio():
-    """Take stdin and stdout for the protocol; return private (read_fd, write_fd)."""
-    global _tune_allocator
-    _tune_allocator = True
-    # dup'ed descriptors are not inherited
-    read_fd = os.dup(0)
-    write_fd = os.dup(1)
-    # fd 1 -> stderr, for C code and child processes
-    os.dup2(2, 1)
-    # what print() buffered goes to stderr, too
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    # print() -> stderr; input() -> end of file, not protocol bytes
-    sys.stdout = sys.stderr
-    sys.stdin = open(os.devnull, encoding="utf-8")
-    # Windows must not alter newlines
-    if sys.platform == "win32":
-        import msvcrt
-        for fd in (read_fd, write_fd):
-            msvcrt.setmode(fd, os.O_BINARY)
-    return read_fd, write_fd
-
-
-def serve_lines(session, rfile):
-    """Serve a stdio connection until its input ends: a thread reads its lines and
-    acts on each message (Peer.read_loop), while this thread waits, so that a stop
-    signal, which Python delivers to the main thread, interrupts a wait and never a
-    request. Then the shutdown: ``drain``."""
-    ended = threading.Event()
-    failed = []
-
-    def read():
-        try:
-            session.read_loop(rfile, session.server.max_line_bytes)
-        except BaseException as e:
-            failed.append(e)
-        ended.set()
-    try:
-        _start_thread(read)
-        # (a timeout, for Ctrl+C on Windows)
-        while not ended.wait(0.5):
-            pass
-        if failed:
-            raise failed[0]
-    finally:
-        if not ended.is_set():
-            # A stop signal: as at the end of input, no request is read after it (but
-            # the one being read), and the open listens end.
-            session.closed = True
-            for frame in session.end_listens():
-                session.send_frame(frame)
-        drain(session)
-
-
-def drain(session):
-    """End of input: fail the server's own requests; give the calls in flight
-    ``grace_period`` seconds to respond, then cancel those left and give them
-    ``cancel_timeout`` more: the lifespan closes next, and no call should run on
-    against it untold. One more stop signal ends the grace period."""
-    session.fail_pending(ConnectionError("the client closed the connection"))
-    server = session.server
-    writer = session.stream
-    signals = _StopSignals.of(writer.write_fd)
-    writer.deadline = _wait_for_calls(server.grace_period, signals,
-                                      lambda: session.running and not writer.closed)
-    # (A call whose handler is done is writing its response: Writer.close waits.)
-    unfinished = [ctx for ctx in list(session.running.values()) if not ctx.done]
-    if not unfinished:
-        return
-    for ctx in unfinished:
-        session.cancel(ctx.request_id, "the server is shutting down", stopping=True)
-    writer.deadline = _wait_for_calls(server.cancel_timeout, signals, lambda: any(
-        ctx.request_id in session.running for ctx in unfinished))
-    if session.running:
-        log.warning("exiting with %d call(s) unfinished: still running %.1f s "
-                    "after the %.1f s grace period ended and they were cancelled",
-                    len(session.running), server.cancel_timeout, server.grace_period)
-    else:
-        log.warning("%d call(s) still running after the %.1f s grace period were "
-                    "cancelled", len(unfinished), server.grace_period)
-
-
-def _wait_for_calls(seconds, signals, waiting):
-    """Wait while ``waiting()`` holds, for at most ``seconds``, or until a stop signal
-    comes (``signals``: the _StopSignals of the run() serving it, if any); returns the
-    deadline."""
-    deadline = time.monotonic() + seconds
-    count = 0
-    if signals is not None:
-        count = signals.count
-    while waiting() and time.monotonic() < deadline:
-        if signals is not None and signals.count != count:
-            break
-        time.sleep(0.01)
-    return deadline
-
-
-def _stdout_gone(session):
-    """The Writer of the connection run() serves failed: stdout is gone, so reading
-    stops too. The reader may be blocked in read(): a signal interrupts it."""
-    session.closed = True
-    signals = _StopSignals.of(session.stream.write_fd)
-    if (signals is not None and signals.saved is not None
-            and session in session.server.sessions
-            and _thread.get_ident() != _MAIN_THREAD):
-        _interrupt_main()
-
-
-# --- tracing ---------------------------------------------------------------
-
-def describe_frame(message, responds_to=None):
-    """A short label for a message: 'request 3 tools/call', 'error 3 -32601', 'batch of
-    N'...; ``responds_to``: the method a response responds to, if known."""
-    if isinstance(message, list):
-        return f"batch of {len(message)}"
-    if not isinstance(message, dict):
-        return "not a message"
-    rid = "(no id)"
-    if "id" in message:
-        rid = json.dumps(message["id"])
-    if "method" in message:
-        kind = "notification"
-        if "id" in message:
-            kind = f"request {rid}"
-        return f"{kind} {message['method']}"
-    label = f"response {rid}"
-    if isinstance(message.get("error"), dict):
-        label = f"error {rid} {message['error'].get('code')}"
-    if responds_to:
-        label += f" {responds_to}"
-    result = message.get("result")
-    if isinstance(result, dict) and result.get("isError"):
-        return label + " (isError)"
-    return label
-
-
-def _shows_colour(stream):
-    """Does ``stream`` show ANSI colours? A terminal, unless NO_COLOR is set; on Windows
-    only a terminal known to read them (the classic console prints them raw)."""
-    # pythonw has no stdout at all
-    isatty = getattr(stream, "isatty", None)
-    if not isatty or not isatty() or os.environ.get("NO_COLOR"):
-        return False
-    return sys.platform != "win32" or any(
-        name in os.environ for name in ("WT_SESSION", "TERM", "ANSICON"))
-
-
-class FramePrinter:
-    """A Peer's trace: one line a frame, with who sent it (``labels`` maps "in" and
-    "out" to, say, "C->S"), what it is and its bytes; coloured on a terminal."""
-
-    _COLOURS = {"request": "36", "notification": "33", "response": "32", "error": "31"}
-
-    def __init__(self, labels, stream=None, colour=None):
-        self.labels = labels
-        self.stream = stream or sys.stdout
-        self.colour = colour
-        if colour is None:
-            self.colour = _shows_colour(self.stream)
-        self.lock = threading.Lock()
-        # (direction, id) of a request -> its method
-        self.methods = {}
-
-    def __call__(self, direction, raw):
-        body = raw.decode("utf-8", "replace").rstrip("\r\n")
-        with self.lock:
-            try:
-                message = json.loads(raw)
-            except (ValueError, RecursionError):
-                label = "blank"
-                if body.strip():
-                    label = "unparsable"
-            else:
-                label = describe_frame(message, self.responds_to(direction, message))
-            if self.colour:
-                code = self._COLOURS.get(label.split(' ')[0], '35')
-                label = f"\x1b[{code}m{label}\x1b[0m"
-            _print_text(f"{self.labels[direction]} {label}: {body}", self.stream)
-
-    def responds_to(self, direction, message):
-        """The method a response responds to; a request is noted for its response."""
-        if not isinstance(message, dict) or not valid_id(message.get("id")):
-            return None
-        if "method" not in message:
-            # The request it responds to came the other way.
-            asked = "in"
-            if direction == "in":
-                asked = "out"
-            return self.methods.pop((asked, message["id"]), None)
-        self.methods[direction, message["id"]] = message["method"]
-        # some requests are never answered
-        if len(self.methods) > 4096:
-            del self.methods[next(iter(self.methods))]
-        return None
-
-
-def _print_text(text, file=None):
-    """print(), escaping (as \\udcff) what the stream cannot encode: a lone surrogate
-    (a file name read with surrogateescape), or a character its code page lacks."""
-    file = file or sys.stdout
-    try:
-        print(text, file=file, flush=True)
-    except UnicodeEncodeError:
-        encoding = file.encoding or "utf-8"
-        escaped = text.encode(encoding, "backslashreplace").decode(encoding)
-        print(escaped, file=file, flush=True)
-# ======================================================================================
-# Streamable HTTP: the same sessions and handlers behind a WSGI application
-# ======================================================================================
-
-#
-# Over HTTP every client message is one POST to one endpoint (/mcp). A request's
-# response is the POST's response: one JSON body, or an SSE stream (text/event-stream)
-# when something about the request comes first (progress, log lines, and in the
-# handshake era the server's own questions to the client). The dispatch is stdio's: the
-# POST's message goes to a Session's handle_message with an EventStream as its outlet,
-# so the frames about that request land in that response. 2026-07-28 requests need no
-# session (a throwaway one per POST), so any worker of a pool of processes can answer
-# any of them; handshake-era clients get a session of their own (Mcp-Session-Id), kept
-# in this process.
-
-#: The status lines mcp_min answers with, by code.
-HTTP_STATUS = {int(line[:3]): line for line in (
-    "200 OK", "202 Accepted", "204 No Content", "400 Bad Request", "401 Unauthorized",
-    "403 Forbidden", "404 Not Found", "405 Method Not Allowed", "406 Not Acceptable",
-    "408 Request Timeout", "409 Conflict", "411 Length Required",
-    "413 Content Too Large", "415 Unsupported Media Type", "421 Misdirected Request",
-    "429 Too Many Requests", "500 Internal Server Error", "503 Service Unavailable")}
-#: 2026-07-28 errors that are the client's fault get 400, an unknown method 404 (both
-#: with the JSON-RPC error as the body); other errors are answered 200, as results are.
-_STATELESS_ERROR_STATUS = {
-    **dict.fromkeys((PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, HEADER_MISMATCH,
-                     MISSING_CAPABILITY, UNSUPPORTED_VERSION), 400),
-    METHOD_NOT_FOUND: 404}
-_JSON_TYPE = ("Content-Type", "application/json")
-_SSE_HEADERS = (
-    ("Content-Type", "text/event-stream"),
-    ("Cache-Control", "no-cache"),
-    ("X-Accel-Buffering", "no"),
-)
-
-
-class HttpStream(Stream):
-    """The stream of one HTTP request: the frames about it and its response, queued as
-    ``(frame, is_response, time.monotonic())`` for the thread writing the HTTP response.
-    A listen stream has no response: it stays open until the client goes away. Without
-    ``events`` (the client accepts JSON alone) only the response reaches the client."""
-
-    #: What it counts against the stream caps while open (HttpEndpoint.hold).
-    _holder = None
-
-    def __init__(self, listen=False, events=True):
-        self.frames = SimpleQueue()
-        self.listen = listen
-        self.closed = False
-        self.events = events
-
-    def send(self, frame):
-        if self.closed:
-            return False
-        self.frames.put((frame, False, time.monotonic()))
-        return True
-
-    def respond(self, frame, before=None):
-        if before is not None:
-            before()
-        if frame is not None or not self.listen:
-            self.frames.put((frame, True, time.monotonic()))
-
-    def close(self):
-        self.closed = True
-        self.frames.put((None, True, time.monotonic()))   # the end, with no response
-
-
-class HttpSession(Session):
-    """A Session whose frames travel in HTTP responses: those about a request in that
-    request's response (its outlet), the others (list changes, resource updates) in the
-    stream the client opened with GET, if it did."""
-
-    id = None                       # a kept session's Mcp-Session-Id
-    owner = None                    # its principal's identity (kept, under auth)
-    stream = None                   # the GET stream, or a listen's response
-
-    def __init__(self, server, principal=None):
-        super().__init__(server, None, principal)
-        # so that a shutdown can cancel its calls
-        server.http_sessions_alive.add(self)
-        self.last_used = time.monotonic()
-
-    def request(self, method, params=None, timeout=None, owner=None, request_id=None):
-        """A request to the client travels in the response to the request that asks it:
-        it cannot if the client accepts JSON alone there, which would leave the call
-        waiting."""
-        if owner is not None and not owner.stream.events:
-            raise CapabilityError(
-                f"the client accepts only application/json in response to this "
-                f"request, so {method} cannot be sent to it (requests to the client "
-                "travel in a text/event-stream)")
-        return super().request(method, params, timeout, owner, request_id)
-
-    def run(self, ctx):
-        try:
-            super().run(ctx)
-        finally:
-            # idle from the end of its last call
-            self.last_used = time.monotonic()
-
-    def claim(self, ctx):
-        endpoint = self.server._http
-        if self.server.auth is None or not isinstance(endpoint, HttpEndpoint):
-            return None
-        return endpoint.claim(ctx)
-
-    def idle(self, now):
-        """Seconds since it was last used; none while it has a stream open or calls
-        running."""
-        return 0 if self.stream is not None or self.running else now - self.last_used
-
-    def end(self):
-        """DELETE, eviction or expiry: stop its calls, close its stream."""
-        self.fail_pending(ConnectionError("the session ended"))
-        self.cancel_all("the session ended")
-        if self.stream is not None:
-            self.stream.close()
-
-
-class _Releasing:
-    """A WSGI response that calls ``release`` once it is sent, or abandoned (the server
-    calls ``close()`` either way)."""
-
-    def __init__(self, response, release):
-        self.response = response
-        self.release = release
-
-    def __iter__(self):
-        return iter(self.response)
-
-    def close(self):
-        try:
-            if hasattr(self.response, "close"):
-                self.response.close()
-        finally:
-            self.release()
-
-
-class _HttpRefusal(Exception):
-    """An answer with an error status, and a JSON-RPC error (the exception's text) as
-    body."""
-
-    def __init__(self, status, message, request_id=None, code=INVALID_REQUEST,
-                 headers=()):
-        super().__init__(message)
-        self.status = status
-        self.request_id = request_id
-        self.code = code
-        self.headers = headers
-
-
-def _principal_id(principal):
-    """What tells a principal (the auth hook's answer) from another, in this process and
-    in others: its JSON form (a user id, a dict of claims), else its repr (a dataclass's
-    names its fields). An object with neither cannot be told from another one:
-    TypeError."""
-    try:
-        json.dumps(principal, sort_keys=True)
-        return principal
-    except (TypeError, ValueError, RecursionError):
-        pass
-    # "<User object at 0x...>": each object its own
-    if type(principal).__repr__ is object.__repr__:
-        raise TypeError(
-            f"the auth hook returned a {type(principal).__name__}, which has no JSON "
-            "form and no __repr__: return a user id or a dict, or give it a __repr__ "
-            "naming the user (a dataclass has one)")
-    return repr(principal)
-
-
-def _header_value(raw):
-    """A header value as sent: values that are not plain ASCII travel as
-    =?base64?...?=."""
-    if raw and raw.startswith("=?base64?") and raw.endswith("?="):
-        encoded = raw[9:-2]
-        if not _BASE64.fullmatch(encoded):    # a2b_base64 would skip what is not base64
-            return None
-        try:
-            return b64decode(encoded).decode("utf-8")
-        except (ValueError, binascii.Error):
-            return None
-    return raw
-
-
-_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
-
-
-def _accepted(accept):
-    """Whether an Accept header takes text/event-stream, and application/json. Clients
-    send the same one every time: short ones are remembered (a cache that cannot
-    grow)."""
-    if len(accept) > 200:
-        return (_accepts(accept, "text/event-stream"),
-                _accepts(accept, "application/json"))
-    return _accepted_short(accept)
-
-
-@functools.lru_cache(maxsize=64)
-def _accepted_short(accept):
-    return _accepts(accept, "text/event-stream"), _accepts(accept, "application/json")
-
-
-def _accepts(accept, media_type):
-    """Whether an Accept header takes ``media_type``: the most specific range that names
-    it (whatever its case) decides, and q=0 refuses it (RFC 9110 12.5.1)."""
-    ranks = {media_type: 3, media_type.split("/")[0] + "/*": 2, "*/*": 1}
-    best = 0
-    accepted = False
-    for item in accept.lower().split(","):
-        media, *params = item.split(";")
-        rank = ranks.get(media.strip(), 0)
-        if rank > best:
-            refused = any(re.fullmatch(r"\s*q\s*=\s*0(\.0*)?\s*", param)
-                          for param in params)
-            best = rank
-            accepted = not refused
-    return accepted
-
-
-#: A Host header, or the host[:port] of an Origin or a URL: a bracketed IPv6 address, or
-#: a name or IPv4 address in the characters of DNS names; then perhaps a port.
-_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?")
-#: What a URL's path may hold besides letters, digits and "_.-" (which quote() keeps
-#: too): nothing that could end a header's quoted string ('"', '\', space, control
-#: characters).
-_URL_SAFE = "/:@!$&'()*+,;=~%"
-_URL_PATH = re.compile(r"[\w.~\-" + re.escape(_URL_SAFE) + "]*", re.ASCII)
-_PUBLIC_URL = re.compile(r"((?i:https?)://([^/?#]*))(/[^?#]*)?")
-_ORIGIN = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://([^/?#]*)")
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-_WELL_KNOWN = "/.well-known/oauth-protected-resource"        # RFC 9728
-
-
-def _host_parts(host):
-    """``(name, port)`` of a Host header or of an Origin's or URL's host[:port]: the
-    name lowercased and without brackets, the port an int or None. None for anything
-    else (junk, a bad port, brackets around something other than an IPv6 address)."""
-    match = _HOST.fullmatch(host)
-    if match is None or (match[2] is not None and not 0 < int(match[2]) < 65536):
-        return None
-    name = match[1].lower()
-    if name.startswith("["):
-        name = name[1:-1]
-        if ":" not in name or _ip_address(name) is None:
-            return None
-    return name, None if match[2] is None else int(match[2])
-
-
-#: check_host's _host_parts: clients send the same Host every time (300 characters at
-#: most: a DNS name has 253, so the cache cannot grow past 64 of them).
-_known_host_parts = functools.lru_cache(maxsize=64)(_host_parts)
-
-
-# The same few names and addresses come every time.
-@functools.lru_cache(maxsize=256)
-def _ip_address(name):
-    """The address an IPv4 or IPv6 literal (without brackets) writes; None for a
-    name."""
-    import ipaddress
-    try:
-        return ipaddress.ip_address(name)
-    except ValueError:
-        return None
-
-
-def _is_loopback(name):
-    """Whether a host name or address (without port or brackets) is this machine:
-    localhost, 127.0.0.0/8 or ::1, also written as IPv6 writes IPv4 (a dual-stack socket
-    reports a client at 127.0.0.1 as ::ffff:127.0.0.1)."""
-    if name == "localhost":                   # of names, only localhost is this machine
-        return True
-    address = _ip_address(name)
-    if address is None:
-        return False
-    mapped = getattr(address, "ipv4_mapped", None)
-    return address.is_loopback or (mapped is not None and mapped.is_loopback)
-
-
-def _allowed_hosts(names):
-    """The allowed_hosts setting, checked: a set of lowercased host names, or None."""
-    if names is None:
-        return None
-    if isinstance(names, (str, bytes)) or not hasattr(names, "__iter__"):
-        raise ValueError(f"allowed_hosts must be a list of host names, like "
-                         f"['mcp.example.com'], not {names!r}")
-    checked = set()
-    for name in names:
-        parts = _host_parts(name) if isinstance(name, str) else None
-        if parts is None and isinstance(name, str) and ":" in name:   # an IPv6 address
-            parts = _host_parts(f"[{name}]")
-        if parts is None or parts[1] is not None:
-            raise ValueError(f"allowed_hosts takes host names without a port, like "
-                             f"'mcp.example.com', not {name!r}")
-        checked.add(parts[0])
-    return checked
-
-
-def _public_url(url):
-    """The public_url setting, checked: None, or an http(s) URL with a host and no query
-    or fragment, whose every character may stand in a header."""
-    if url is None:
-        return None
-    match = _PUBLIC_URL.fullmatch(url) if isinstance(url, str) else None
-    if (match is None or _host_parts(match[2]) is None
-            or not _URL_PATH.fullmatch(match[3] or "")):
-        raise ValueError(
-            f"public_url must be the http(s) URL clients reach the MCP endpoint at, "
-            f"with a host and no query or fragment, like "
-            f"'https://mcp.example.com/mcp', not {url!r}")
-    return url
-
-
-class _LifespanFailed:
-    """The WSGI application of a process whose lifespan failed to start: every request
-    gets 503 with the error's one-line summary (its traceback was logged once, by
-    start_http) until the lifespan is tried again."""
-
-    def __init__(self, error, retry):
-        import traceback
-        self.summary = _exception_line(error, traceback, 200)
-        self.retry = retry
-        self.retry_at = time.monotonic() + retry
-
-    def due(self):
-        return time.monotonic() >= self.retry_at
-
-    def __call__(self, environ, start_response):
-        length = environ.get("CONTENT_LENGTH") or ""
-        if _is_length(length) and int(length) <= 1 << 16:    # read, as engines expect
-            environ["wsgi.input"].read(int(length))
-        body = error_frame(None, INTERNAL_ERROR, "Service Unavailable: the server's "
-                           f"lifespan failed: {self.summary}")
-        return HttpEndpoint.reply(start_response, 503, body,
-                                  [("Retry-After", str(max(1, round(self.retry))))])
-
-
-def _ignore_stop_signals():
-    """Ignore SIGINT, SIGTERM and SIGQUIT (where there is one) on the main thread;
-    returns what _restore_signals needs to put their handlers back."""
-    import signal
-    names = ("SIGINT", "SIGTERM", "SIGQUIT")
-    return _ignore_signals([getattr(signal, name) for name in names
-                            if hasattr(signal, name)])
-
-
-def _at_process_exit(fn):
-    """Call ``fn`` as this process exits: by atexit when Python exits the usual way (the
-    embedded server, gunicorn's and waitress's processes), and by multiprocessing's own
-    exit in a worker process it started (granian's), which skips atexit for os._exit."""
-    import atexit
-    atexit.register(fn)
-    multiprocessing = sys.modules.get("multiprocessing")
-    if multiprocessing is not None and multiprocessing.parent_process() is not None:
-        from multiprocessing import util
-        util.Finalize(None, fn, exitpriority=10)
-
-
-class HttpEndpoint:
-    """The WSGI application behind ``server.wsgi``: checks the HTTP layer (path, method,
-    Origin, Host, token, headers, body), then hands the message to a Session."""
-
-    def __init__(self, server):
-        self.server = server
-        self.sessions = {}
-        self.lock = threading.Lock()
-        # The DNS names a Host may give: allowed_hosts, and public_url's host
-        self.host_names = set(server.allowed_hosts or ())
-        if server.public_url is not None:
-            public_host = _PUBLIC_URL.fullmatch(server.public_url)[2]
-            self.host_names.add(_host_parts(public_host)[0])
-        # Bytes of bodies reserved (max_inflight_bytes)
-        self.inflight = 0
-        # A principal's identity -> the responses it holds open
-        self.held = {}
-        # The listen and GET streams open, of all clients
-        self.streams = 0
-
-    def __call__(self, environ, start_response):
-        try:
-            try:
-                result = self.route(environ, start_response)
-            except _HttpRefusal as refusal:
-                body = error_frame(refusal.request_id, refusal.code, str(refusal))
-                result = self.reply(start_response, refusal.status, body,
-                                    refusal.headers)
-        except BaseException:
-            self.release(environ)
-            raise
-        if not environ.get("mcp_min.reserved"):
-            return result
-        # A whole response: the call is over (and a list is the engines' quickest body)
-        if type(result) is list:
-            self.release(environ)
-            return result
-        return _Releasing(result, lambda: self.release(environ))
-
-    def route(self, environ, start_response):
-        server = self.server
-        path = environ.get("PATH_INFO") or "/"
-        method = environ["REQUEST_METHOD"]
-        host = self.check_host(environ)
-        if "HTTP_ORIGIN" in environ:          # (a browser's request: others send none)
-            self.check_origin(environ, host)
-        if server.auth and path == _WELL_KNOWN + server.http_path:
-            return self.metadata(environ, start_response, host)
-        if (path != server.http_path
-                and path.rstrip("/") != server.http_path.rstrip("/")):
-            raise _HttpRefusal(404, "Not Found: the MCP endpoint is "
-                                    f"{server.http_path}")
-        principal = None if server.auth is None else self.authenticate(environ, host)
-        if method == "POST":
-            return self.post(environ, start_response, principal)
-        if method in ("GET", "DELETE") and server.http_sessions:
-            session = self.find_session(environ, principal)
-            if method == "GET":
-                return self.listen_stream(environ, start_response, session)
-            with self.lock:
-                self.sessions.pop(session.id, None)
-            session.end()
-            return self.reply(start_response, 204, b"")
-        allowed = "GET, POST, DELETE" if server.http_sessions else "POST"
-        raise _HttpRefusal(405, f"Method Not Allowed: {_preview(method)} (this "
-                                f"endpoint takes {allowed})",
-                           headers=[("Allow", allowed)])
-
-    def metadata(self, environ, start_response, host):
-        """GET: this resource's metadata (RFC 9728), where clients read which
-        authorization servers issue its tokens; HEAD: its headers alone."""
-        method = environ["REQUEST_METHOD"]
-        if method not in ("GET", "HEAD"):
-            raise _HttpRefusal(405, f"Method Not Allowed: {_preview(method)} (this "
-                                    "path takes GET, HEAD)",
-                               headers=[("Allow", "GET, HEAD")])
-        body = encode_message({
-            "resource": self.urls(environ, host)[0],
-            "authorization_servers": list(self.server.authorization_servers),
-            "bearer_methods_supported": ["header"],
-        })
-        response = self.reply(start_response, 200, body)
-        return [] if method == "HEAD" else response
-
-    def end_streams(self):
-        """Shutting down: end the streams that wait for no response (GET, listen); the
-        clients reconnect, to another server if need be."""
-        for session in list(self.server.sessions):
-            stream = session.stream
-            if stream is not None:
-                for frame in session.end_listens():
-                    stream.respond(frame)
-                stream.close()
-
-    # -- security ---------------------------------------------------------------------
-    def check_host(self, environ):
-        """The request's Host, once it names this server: localhost, an IP address, a
-        name in allowed_hosts or public_url's. A DNS name it does not know is 421: a
-        browser whose DNS an attacker's site rebound to this server's address sends that
-        site's name, and nothing else tells its scripts from this server's own clients,
-        wherever they are. None, junk or a bad port: 400 (RFC 9112 3.2)."""
-        host = environ.get("HTTP_HOST")
-        if host is None:
-            raise _HttpRefusal(400, "Bad Request: send a Host header (RFC 9112 3.2)")
-        parts = _known_host_parts(host) if len(host) <= 300 else None
-        if parts is None:
-            raise _HttpRefusal(400, f"Bad Request: Host {_preview(host)} is not a host "
-                                    "name or address with an optional port")
-        name = parts[0]
-        if (name != "localhost" and _ip_address(name) is None
-                and name not in self.host_names):
-            raise _HttpRefusal(421, f"Misdirected Request: Host {_preview(host)} is "
-                                    "not a name of this server: list the names clients "
-                                    "use in Server(allowed_hosts=[...])")
-        return host
-
-    def check_origin(self, environ, host):
-        """403 for another site's script. A browser names the page that sent a request
-        in Origin: the server's own has the request's Host (checked by check_host) as
-        its host[:port]; one on this machine may call a server on this machine; any
-        other must be in allowed_origins ("*": any)."""
-        origin = environ.get("HTTP_ORIGIN")
-        allowed = self.server.allowed_origins
-        if origin is None or "*" in allowed or origin in allowed:
-            return
-        match = _ORIGIN.fullmatch(origin)
-        page = None if match is None else _host_parts(match[2])
-        if page is not None:
-            name, port = _host_parts(host)
-            default = _DEFAULT_PORTS.get(match[1].lower())   # a Host names none either
-            if page[0] == name and (page[1] or default) == (port or default):
-                return
-            if _is_loopback(page[0]) and _is_loopback(name):
-                return
-        raise _HttpRefusal(403, f"Forbidden: Origin {_preview(origin)} is not allowed "
-                                "(Server(allowed_origins=[...]))")
-
-    def authenticate(self, environ, host):
-        """Who the bearer token belongs to, by the auth hook; else 401, with where to
-        read how to get a token (RFC 9728). A falsy principal (None, False, "", 0, {},
-        []) is nobody: a hook answering "is this token good?" says False for a bad
-        one."""
-        scheme, _, token = environ.get("HTTP_AUTHORIZATION", "").partition(" ")
-        principal = None
-        if scheme.lower() == "bearer" and token.strip():
-            try:
-                principal = self.server.auth(token.strip())
-            except Exception:
-                # The hook failed: no principal. Only the error's class is logged:
-                # its message may quote the token.
-                log.error("the auth hook failed (%s)", sys.exc_info()[0].__name__)
-        if principal:
-            return principal
-        metadata = self.urls(environ, host)[1]
-        error = ', error="invalid_token"' if scheme.lower() == "bearer" else ""
-        challenge = f'Bearer resource_metadata="{metadata}"{error}'
-        raise _HttpRefusal(401, "Unauthorized: send Authorization: Bearer TOKEN",
-                           headers=[("WWW-Authenticate", challenge)])
-
-    def urls(self, environ, host):
-        """The MCP endpoint's URL and its metadata's (RFC 9728), as clients reach them:
-        from public_url if set, else from the request's Host (checked by check_host) and
-        the prefix (SCRIPT_NAME) under which a WSGI server or middleware serves this
-        application. Neither has a character that could end a header's quoted string."""
-        public = self.server.public_url
-        if public is not None:
-            match = _PUBLIC_URL.fullmatch(public)
-            return public, f"{match[1]}{_WELL_KNOWN}{match[3] or ''}"
-        from urllib.parse import quote
-        scheme = "https" if environ.get("wsgi.url_scheme") == "https" else "http"
-        # WSGI strings are bytes as Latin-1 (PEP 3333): percent-encode those bytes
-        prefix = environ.get("SCRIPT_NAME", "").rstrip("/")
-        prefix = prefix.encode("latin-1", "replace")
-        base = f"{scheme}://{host}{quote(prefix, safe=_URL_SAFE)}"
-        path = quote(self.server.http_path, safe=_URL_SAFE)
-        return base + path, f"{base}{_WELL_KNOWN}{path}"
-
-    # -- POST: one client message -----------------------------------------------------
-    def post(self, environ, start_response, principal):
-        """Accept, Content-Type, the body and its era; a 2026-07-28 request is answered
-        here, a handshake-era message in its session (post_in_session)."""
-        server = self.server
-        sse, takes_json = _accepted(environ.get("HTTP_ACCEPT", "*/*"))
-        if not (sse or takes_json):
-            raise _HttpRefusal(406, "Not Acceptable: accept application/json and "
-                                    "text/event-stream")
-        content_type = environ.get("CONTENT_TYPE", "")
-        if (content_type != "application/json"      # (the usual one: no need to parse)
-                and content_type.split(";")[0].strip().lower() != "application/json"):
-            raise _HttpRefusal(415, "Unsupported Media Type: the body must be "
-                                    "application/json")
-        body = self.read_body(environ)
-        # The era: 2026-07-28 if the body or the MCP-Protocol-Version header says so (a
-        # handshake client sends no such header with initialize, and its version after).
-        stateless = environ.get("HTTP_MCP_PROTOCOL_VERSION") in STATELESS_PROTOCOL_VERSIONS
-        try:
-            message = decode_message(body)
-            if not isinstance(message, list):
-                kind = classify(message)
-            elif stateless or not server.http_sessions:
-                # a batch needs a 2025-03-26 session
-                raise JSONRPCError(INVALID_REQUEST, "Invalid Request: batches are "
-                                   "accepted only in a protocol 2025-03-26 session; "
-                                   "POST one message")
-            else:
-                kind = "batch"                # handle_batch checks the version
-        except JSONRPCError as e:
-            rid = e.data.get("id") if isinstance(e.data, dict) else None
-            if rid is not None and server.http_sessions and not stateless:
-                self.fail_answer(environ, principal, message)
-            raise _HttpRefusal(400, e.message, rid, e.code) from None
-        if kind != "request" and stateless:   # nothing for a server that keeps no state
-            return self.reply(start_response, 202, b"")
-        if kind == "request":
-            params = message.get("params") or {}
-            if stateless or is_stateless(message["method"], params.get("_meta")):
-                self.check_headers(environ, message, params)
-                session = HttpSession(server, principal)
-                return self.exchange(environ, start_response, session, message, sse,
-                                     stateless=True)
-        return self.post_in_session(environ, start_response, principal, message, kind,
-                                    sse)
-
-    def post_in_session(self, environ, start_response, principal, message, kind, sse):
-        """A handshake-era message: an initialize opens a session; anything else goes to
-        the session it names, or, on a server that keeps none, to a throwaway one."""
-        server = self.server
-        initialize = kind == "request" and message["method"] == "initialize"
-        if initialize:
-            session = HttpSession(server, principal)
-        elif server.http_sessions:
-            session = self.find_session(environ, principal)
-        else:                                 # no sessions: as if just initialized
-            session = self.throwaway_session(environ, principal)
-        session.last_used = time.monotonic()
-        # A response is an answer to a question of ours
-        if kind in ("notification", "response"):
-            session.dispatch(message, HttpStream())
-            return self.reply(start_response, 202, b"")
-        return self.exchange(environ, start_response, session, message, sse,
-                             opens_session=initialize and server.http_sessions)
-
-    def fail_answer(self, environ, principal, message):
-        """An invalid message may be a botched answer to the session's request (no
-        result, say): as on stdio, that request then fails at once, not after
-        request_timeout."""
-        try:
-            session = self.find_session(environ, principal)
-        except _HttpRefusal:                  # no such session: the 400 says enough
-            return
-        session.dispatch(message, HttpStream())    # its reply, if any: the 400
-
-    def read_body(self, environ):
-        """The POST's body, read once its length is known to be within max_body_bytes
-        and within what max_inflight_bytes has left (that much stays reserved while the
-        call runs: until its whole response is made, or its stream ends; for a listen,
-        until it is acknowledged)."""
-        server = self.server
-        length = environ.get("CONTENT_LENGTH")
-        limit = min(server.max_body_bytes, server.max_line_bytes)
-        if length:
-            if not _is_length(length):
-                raise _HttpRefusal(400, "Bad Request: invalid Content-Length")
-            length = int(length)
-            if length > limit:
-                raise _HttpRefusal(413, f"Content Too Large: {length} bytes is over "
-                                        f"the limit of {limit} bytes per message")
-        elif "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
-            length = None
-        else:
-            raise _HttpRefusal(411, "Length Required: send Content-Length")
-        self.reserve(environ, limit + 1 if length is None else length)
-        try:
-            body = environ["wsgi.input"].read(limit + 1 if length is None else length)
-        except TimeoutError:                  # the embedded server's idle_timeout
-            raise _HttpRefusal(408, "Request Timeout: the body did not all come within "
-                                    f"{server.idle_timeout} s of the headers") from None
-        if len(body) > limit:
-            raise _HttpRefusal(413, "Content Too Large: over the limit of "
-                                    f"{limit} bytes per message")
-        # Chunked: keep what came, not the most that could have
-        if length is None:
-            self.release(environ, keep=len(body))
-        if len(body) > 1 << 20:
-            _keep_big_blocks_apart()
-        return body
-
-    # A body's bytes are the least it costs: decoded, its JSON takes as much again
-    # (text) to 25 times as much (arrays of empty objects), held with the call until it
-    # ends.
-    def reserve(self, environ, size):
-        """Count ``size`` bytes against max_inflight_bytes for this request, or 503."""
-        budget = self.server.max_inflight_bytes
-        with self.lock:
-            if self.inflight + size <= budget:
-                self.inflight += size
-                environ["mcp_min.reserved"] = size
-                return
-        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
-        stateless = version in STATELESS_PROTOCOL_VERSIONS
-        raise _HttpRefusal(503, f"Server busy: {budget} bytes of requests at most are "
-                                "taken at once (Server(max_inflight_bytes=...)); try "
-                                "again shortly",
-                           code=INTERNAL_ERROR if stateless else SERVER_BUSY,
-                           headers=[("Retry-After", "1")])
-
-    def release(self, environ, keep=0):
-        """Give back what ``environ``'s request reserved, but ``keep`` bytes."""
-        reserved = environ.get("mcp_min.reserved", 0)
-        if reserved:
-            with self.lock:
-                self.inflight -= reserved - keep
-            environ["mcp_min.reserved"] = keep
-
-    def check_headers(self, environ, message, params):
-        """2026-07-28 repeats in headers what the body says, so that proxies can route
-        on it: any disagreement is refused (-32020)."""
-        meta = params.get("_meta")
-        method = message["method"]
-        version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
-        header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
-        name = params.get("uri" if method == "resources/read" else "name")
-        problem = None
-        if isinstance(version, str) and header != version:
-            sent = "missing" if header is None else _short_repr(header)
-            problem = (f"MCP-Protocol-Version is {sent}, the body's _meta says "
-                       f"{_short_repr(version)}")
-        elif _header_value(environ.get("HTTP_MCP_METHOD")) != method:
-            problem = f"Mcp-Method must be {_short_repr(method)}"
-        elif (METHODS.get(method, CUSTOM_METHOD).asks
-              and _header_value(environ.get("HTTP_MCP_NAME")) != name):
-            problem = f"Mcp-Name must be {_preview(name)}"
-        elif method == "tools/call" and type(name) is str:
-            tool = self.server.tools.get(name)
-            if tool is not None and tool.mirrored:    # arguments repeated in headers
-                problem = self.mirror_problem(environ, tool, params)
-        if problem:
-            raise _HttpRefusal(400, f"Header mismatch: {problem}", message["id"],
-                               HEADER_MISMATCH)
-
-    @staticmethod
-    def mirror_problem(environ, tool, params):
-        """What is wrong with the Mcp-Param-{Name} headers of a call to ``tool``, if
-        anything: each argument its schema marks with x-mcp-header must be repeated, and
-        only then."""
-        for name, path in tool.mirrored.items():
-            value = params.get("arguments")
-            for key in path:
-                value = value.get(key) if isinstance(value, dict) else None
-            header = environ.get("HTTP_MCP_PARAM_" + name.upper().replace("-", "_"))
-            if value is not None and not _mirrors(value, _header_value(header)):
-                return (f"Mcp-Param-{name} must be {_preview(value)}, as in the "
-                        "arguments")
-        return None
-
-    # -- handshake-era sessions -------------------------------------------------------
-    def open_session(self, session, request_id=None):
-        """Keep a new session (its initialize succeeded), once ``make_room`` has made
-        room for it; returns its id. Without auth clients cannot be told apart: all are
-        one owner, as before the quota."""
-        import secrets
-        server = self.server
-        now = time.monotonic()
-        owner = None if server.auth is None else self.identity(session.principal)
-        with self.lock:
-            self.make_room(owner, now, request_id)
-            session.id = secrets.token_urlsafe(24)
-            session.owner = owner
-            self.sessions[session.id] = session
-        return session.id
-
-    def make_room(self, owner, now, request_id):
-        """Under the lock, before a session of ``owner`` is kept: sessions idle longer
-        than ``session_idle`` end first. Then an owner at
-        ``max_sessions_per_principal``, or any when ``max_sessions`` are kept, gives up
-        its own longest-idle session; one with none to give up is refused (503): a
-        client never makes room by ending another's."""
-        server = self.server
-        quota = None if owner is None else server.max_sessions_per_principal
-        limit = server.session_idle
-        for old in [s for s in self.sessions.values() if s.idle(now) > limit]:
-            self.end_session(old)
-        own = [s for s in self.sessions.values() if s.owner == owner]
-        while own and (len(self.sessions) >= server.max_sessions
-                       or (quota is not None and len(own) >= quota)):
-            # the longest idle; of sessions all in use, the one used least recently
-            oldest = max(own, key=lambda s: (s.idle(now), -s.last_used))
-            own.remove(oldest)
-            self.end_session(oldest)
-        if len(self.sessions) >= server.max_sessions:
-            soonest = min(limit - s.idle(now) for s in self.sessions.values())
-            retry = [("Retry-After", str(max(1, int(soonest))))]
-            raise _HttpRefusal(503, f"Service Unavailable: this server keeps at most "
-                                    f"{server.max_sessions} sessions (max_sessions), "
-                                    "all of other clients; try again later",
-                               request_id, SERVER_BUSY, retry)
-
-    def end_session(self, session):
-        """Expiry or eviction (under the lock)."""
-        del self.sessions[session.id]
-        session.end()
-
-    def find_session(self, environ, principal):
-        """The session a request names. It belongs to whoever opened it: to another
-        principal it does not exist."""
-        session_id = environ.get("HTTP_MCP_SESSION_ID")
-        if not session_id:
-            raise _HttpRefusal(400, "Bad Request: Mcp-Session-Id header required (send "
-                                    "initialize first)")
-        with self.lock:
-            session = self.sessions.get(session_id)
-        if (session is None or not self.same_principal(session.principal, principal)
-                or session.idle(time.monotonic()) > self.server.session_idle):
-            raise _HttpRefusal(404, "Session not found: initialize again")
-        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
-        if version is not None and version != session.version:
-            raise _HttpRefusal(400, f"Bad Request: MCP-Protocol-Version "
-                                    f"{_short_repr(version)} is not this session's "
-                                    f"({session.version})")
-        return session
-
-    def same_principal(self, opener, principal):
-        """Whether a request's principal is the one that opened a session: equal (the
-        auth hook returned the same user id or object), or with the same identity."""
-        return opener == principal or self.identity(opener) == self.identity(principal)
-
-    @staticmethod
-    def identity(principal):
-        """What tells a principal from another (_principal_id), as a dict key."""
-        try:
-            return json.dumps(_principal_id(principal), sort_keys=True)
-        except TypeError as e:
-            log.error("%s", e)
-            raise _HttpRefusal(500, "Internal Server Error: the server cannot tell its "
-                                    "clients apart (see its log)") from None
-
-    def throwaway_session(self, environ, principal):
-        """A handshake-era session for one message, on a server that keeps none: the
-        version from the header (2025-03-26 when absent, as the spec says), the client
-        otherwise unknown."""
-        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
-        if version is None:
-            version = V2025_03
-        elif version not in PROTOCOL_VERSIONS:
-            raise _HttpRefusal(400, f"Bad Request: unsupported MCP-Protocol-Version "
-                                    f"{_short_repr(version)} (supported: "
-                                    f"{', '.join(PROTOCOL_VERSIONS)})")
-        session = HttpSession(self.server, principal)
-        session.version = version
-        session.no_requests = ("this server has no sessions (http_sessions=False), so "
-                               "it sends no requests to the client in the handshake "
-                               "era")
-        session.capabilities = self.server.capabilities()
-        session.initialized = True
-        return session
-
-    # -- responses --------------------------------------------------------------------
-    def exchange(self, environ, start_response, session, message, sse, stateless=False,
-                 opens_session=False):
-        """Dispatch one request (or a batch) and answer with its response: JSON if that
-        comes first, else an SSE stream of what comes before it. A stream also starts
-        when the response takes longer than ``heartbeat`` seconds: its keep-alive lines
-        fail once the client has gone (on the embedded server, closing the connection
-        tells at once). In 2026-07-28 leaving is how a client cancels; the handshake era
-        says a disconnect is no cancellation (notifications/cancelled is), so there the
-        call runs on, unheard. ``opens_session``: an initialize, whose result (not an
-        error) opens the session."""
-        batch = isinstance(message, list)
-        rid = None if batch else message["id"]
-        listen = stateless and message["method"] == "subscriptions/listen"
-        if listen and not sse:
-            raise _HttpRefusal(406, "Not Acceptable: subscriptions/listen answers with "
-                                    "text/event-stream", rid)
-        stream = HttpStream(listen, events=sse)
-        # What holds this thread for long is counted (and refused past the caps) before
-        # it starts: a listen, a call (user code), a batch.
-        if (listen or batch
-                or self.server.methods.get(message["method"], CUSTOM_METHOD).threaded):
-            self.hold(stream, session.principal, listen, rid, stateless)
-        try:
-            return self.dispatch(environ, start_response, session, message, stream, rid,
-                                 stateless, opens_session)
-        except BaseException:                 # counted, but not answered after all
-            self.let_go(stream)
-            raise
-
-    def dispatch(self, environ, start_response, session, message, stream, rid,
-                 stateless, opens_session):
-        """exchange's work once the response is counted: the request to its Session,
-        then the response, whole or as a stream (events, which ends it)."""
-        batch = isinstance(message, list)
-        sse = stream.events
-        gone = environ.get("mcp_min.client_gone")
-        if stream.listen:
-            session.stream = stream
-            self.server.sessions.add(session)
-        if batch:
-            session.handle_batch(message, stream)
-        else:
-            # 2026-07-28 even for initialize, which is not of that era
-            session.handle_request(message, stream, stateless=stateless)
-        # A listen's handler has returned: its stream costs a place (hold), no body
-        if stream.listen:
-            self.release(environ)
-        try:
-            first = self.next_item(stream, self.server.heartbeat if sse else None, gone)
-            while not sse and not first[1]:   # JSON only: notifications are dropped
-                first = self.next_item(stream, None, gone)
-        except ConnectionAbortedError:        # no one to answer
-            if stateless:
-                session.cancel(rid, "the client closed the connection")
-            self.close_stream(session, stream)
-            return self.reply(start_response, 202, b"")
-        return self.answer_from(start_response, session, stream, rid, first, gone,
-                                stateless, opens_session)
-
-    def answer_from(self, start_response, session, stream, rid, first, gone, stateless,
-                    opens_session=False):
-        """The response, once the stream's ``first`` item is known (None: none came
-        within ``heartbeat``): the JSON body if that is the response, else an SSE
-        stream. ``rid`` is None for a batch."""
-        batch = rid is None
-        sse = stream.events
-        if first is not None and first[1]:    # the response came first: no stream
-            self.close_stream(session, stream)
-            frame = first[0]
-            if frame is not None:
-                status = self.status_of(frame, stateless)
-                headers = ()
-                if opens_session and "result" in json.loads(frame):
-                    headers = [("Mcp-Session-Id", self.open_session(session, rid))]
-                return self.reply(start_response, status, frame, headers)
-            # no way to say "nothing", or a batch with nothing to answer
-            if not sse or batch:
-                return self.reply(start_response, 202, b"")
-            # cancelled: a stream that ends with no response (a request is never 202)
-        start_response(HTTP_STATUS[200], list(_SSE_HEADERS))
-        return self.events(session, stream, rid if stateless else None, first, gone)
-
-    def hold(self, stream, principal, is_stream, request_id=None, stateless=False):
-        """Count a response that stays open, each holding a thread of the HTTP server: a
-        listen or GET stream (``is_stream``), a call in progress (``stream`` is then its
-        Context, once the call has started: claim). Refused past the caps: 503 past
-        ``max_streams`` streams of all clients; with auth, 429 past
-        ``max_streams_per_principal`` streams and calls of one principal (without auth
-        clients cannot be told apart: max_workers and max_queue bound their calls)."""
-        server = self.server
-        owner = None if server.auth is None else self.identity(principal)
-        if owner is None and not is_stream:   # a call of an unknown client: no count
-            return
-        # 2026-07-28 has no -32000...-32019 (SERVER_BUSY is one)
-        code = INTERNAL_ERROR if stateless else SERVER_BUSY
-        with self.lock:
-            if is_stream and self.streams >= server.max_streams:
-                # Retry-After is a guess: streams end when their clients leave, which
-                # nothing here foresees
-                raise _HttpRefusal(503, f"Service Unavailable: {self.streams} streams "
-                                        "are open, the most this server keeps "
-                                        "(max_streams); try again later", request_id,
-                                   code, [("Retry-After", "10")])
-            held = self.held.get(owner, 0)
-            if owner is not None and held >= server.max_streams_per_principal:
-                raise _HttpRefusal(429, f"Too Many Requests: you have {held} streams "
-                                        "and calls open, the most one client may "
-                                        "(max_streams_per_principal); end one first",
-                                   request_id, code)
-            if owner is not None:
-                self.held[owner] = held + 1
-            self.streams += is_stream
-        stream._holder = (owner, is_stream)
-
-    def let_go(self, stream):
-        """The end of a response that hold() counted (once, however often it is
-        called)."""
-        if stream._holder is None:            # not counted, or given back already
-            return
-        with self.lock:
-            holder = stream._holder
-            stream._holder = None
-            if holder is None:
-                return
-            owner, is_stream = holder
-            self.streams -= is_stream
-            if owner is not None:
-                self.held[owner] -= 1
-                if not self.held[owner]:
-                    del self.held[owner]
-
-    def claim(self, ctx):
-        """Count a call that runs user code against its principal's share (hold) until
-        its handler returns, whether or not its client is still there (a handshake-era
-        client that leaves does not cancel it; a sync handler cancelled runs on). A call
-        alone takes over the place its request took (exchange); each call of a batch
-        but the first takes one of its own. Returns why it is refused, or None."""
-        stream = ctx.stream
-        if isinstance(stream, Batch):
-            stream = stream.stream
-        with self.lock:
-            ctx._holder, stream._holder = stream._holder, None
-        if ctx._holder is None:
-            try:
-                self.hold(ctx, ctx.principal, False, ctx.request_id, ctx.stateless)
-            except _HttpRefusal as refusal:
-                return str(refusal)
-        ctx._on_end = functools.partial(self.let_go, ctx)
-        return None
-
-    def close_stream(self, session, stream):
-        """The end of a response's stream, with its response or without: nothing more
-        goes into it, hold()'s count is given back, and a GET or listen stream leaves
-        its session, idle from now on."""
-        # What a tool's thread sends later has nowhere to go
-        stream.closed = True
-        self.let_go(stream)
-        if session.stream is stream:
-            session.last_used = time.monotonic()
-            session.stream = None
-            self.server.sessions.discard(session)
-
-    def next_item(self, stream, timeout, gone):
-        """The stream's next ``(frame, is_response, queued)``, or None after ``timeout``
-        seconds (None: no limit); ConnectionAbortedError once ``gone()`` says so. A
-        request in flight asks it every 0.25 s, as leaving cancels it (2026-07-28); a
-        stream that waits for no response (listen, GET) only when the timeout (its
-        heartbeat) comes: it costs no CPU meanwhile."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            wait = 0.25 if gone and not stream.listen else None
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    if gone and gone():
-                        raise ConnectionAbortedError
-                    return None
-                wait = left if wait is None else min(wait, left)
-            try:
-                return stream.frames.get(timeout=wait)
-            except Empty:
-                if gone and gone():
-                    raise ConnectionAbortedError from None
-
-    #: Seconds between the empty chunks of a waiting stream, where the engine
-    #: cannot tell the application that a client has gone (wait_item).
-    probe_every = 0.25
-
-    def wait_item(self, stream, gone):
-        """For events, through ``yield from``: the stream's next item, or None after
-        ``heartbeat`` seconds. An engine that cannot tell that a client has gone
-        (no ``gone``: granian, gunicorn) would keep a thread on a stream whose client
-        left until the next keep-alive failed, up to ``heartbeat`` (15 s): a few
-        clients leaving their listens (closing one is how a 2026-07-28 client cancels
-        it) then held every thread of granian, and new requests and streams waited.
-        So such a stream yields an empty chunk every ``probe_every`` seconds: nothing
-        goes on the wire (PEP 3333 allows it), but granian fails to send it once the
-        client has gone and ends the response, which frees the thread; the others
-        ignore it."""
-        heartbeat = self.server.heartbeat
-        if gone is not None:
-            return self.next_item(stream, heartbeat, gone)
-        deadline = time.monotonic() + heartbeat
-        while True:
-            left = deadline - time.monotonic()
-            item = self.next_item(stream, min(left, self.probe_every), None)
-            if item is not None or left <= self.probe_every:
-                return item
-            yield b""
-
-    def events(self, session, stream, request_id, first=None, gone=None):
-        """The SSE body: each frame an event, a comment line every ``heartbeat`` seconds
-        while nothing happens, until the response (or, for a listen, the client
-        leaving)."""
-        finished = False
-        try:
-            item = first
-            while True:
-                if item is None:
-                    yield b": keep-alive\n\n"
-                else:
-                    frame, final, queued = item
-                    late = self.server.idle_timeout
-                    if late and time.monotonic() - queued > late:
-                        return                # a client that cannot keep up: as if gone
-                    if frame is not None:
-                        yield b"event: message\ndata: " + frame + b"\n\n"
-                    if final:
-                        finished = True
-                        return
-                item = yield from self.wait_item(stream, gone)
-        except ConnectionAbortedError:
-            pass
-        finally:                              # the client went away, or the stream ends
-            self.close_stream(session, stream)
-            if not finished and request_id is not None:
-                session.cancel(request_id, "the client closed the HTTP response")
-
-    def listen_stream(self, environ, start_response, session):
-        """GET: the stream of a handshake-era session's messages that belong to no
-        request."""
-        if not _accepts(environ.get("HTTP_ACCEPT", ""), "text/event-stream"):
-            raise _HttpRefusal(406, "Not Acceptable: GET opens a text/event-stream")
-        with session.lock:                    # of two GETs at once, one gets the stream
-            if session.stream is not None:
-                raise _HttpRefusal(409, "Conflict: this session already has a GET "
-                                        "stream open")
-            stream = session.stream = HttpStream(listen=True)
-        try:
-            self.hold(stream, session.principal, True)
-        except _HttpRefusal:
-            session.stream = None
-            raise
-        self.server.sessions.add(session)
-        start_response(HTTP_STATUS[200], list(_SSE_HEADERS))
-        gone = environ.get("mcp_min.client_gone")
-        return self.events(session, stream, None, gone=gone)
-
-    @staticmethod
-    def status_of(frame, stateless):
-        if b'"error":{"code":' not in frame:
-            return 200
-        reply = json.loads(frame)             # a batch's array of replies: 200
-        error = reply.get("error") if isinstance(reply, dict) else None
-        if not isinstance(error, dict):       # a result that just has such a string
-            return 200
-        if stateless:
-            return _STATELESS_ERROR_STATUS.get(error.get("code"), 200)
-        return 400 if error.get("code") in (PARSE_ERROR, INVALID_REQUEST) else 200
-
-    @staticmethod
-    def reply(start_response, status, body, headers=()):
-        """A whole response: ``body`` is JSON, or empty (a 204 says so without a
-        Content-Length, RFC 9110 8.6)."""
-        if body:
-            fields = [("Content-Length", str(len(body))), _JSON_TYPE, *headers]
-        else:
-            fields = [] if status == 204 else [("Content-Length", "0")]
-            fields += headers
-        start_response(HTTP_STATUS[status], fields)
-        return [body]
 
 
 # ======================================================================================
@@ -6779,10 +6966,11 @@ class _RequestHandlerMixin:
     def log_message(self, format, *args):
         # What the standard library logs of a request quotes the client (its request
         # line, its version): bounded and escaped, at debug level.
-        log.debug("HTTP %s: %s", self.client_address[0], _preview(format % args))
+        log.debug("HTTP %s: %s", self.client_address[0], _escaped(format % args, 500))
 
     def log_request(self, code="-", size="-"):
-        log.debug("%s %s %s", self.command, _preview(getattr(self, "path", "")), code)
+        log.debug("%s %s %s", _escaped(self.command, 100),
+                  _escaped(getattr(self, "path", ""), 500), code)
 
 
 class _HttpServerMixin:
@@ -6915,14 +7103,6 @@ class _HttpServerMixin:
                         "grace period", len(self.serving), grace)
 
 
-def _is_length(text):
-    """Whether a Content-Length is one: ASCII digits only (int() takes "+5", isdigit()
-    "²"), once the blanks around a header value are left out (RFC 9112 5)."""
-    text = text.strip(" \t")
-    # (int() refuses more than 4,300 digits)
-    return text.isascii() and text.isdigit() and len(text) <= 18
-
-
 class _BodyReader:
     """wsgi.input for wsgiref: reads no further than Content-Length, and knows what is
     left. A request whose body's end is unknown gets ``refusal`` (status, message)
@@ -6950,7 +7130,7 @@ class _BodyReader:
         """The WSGI application for a request that cannot be read."""
         status, message = self.refusal
         body = error_frame(None, INVALID_REQUEST, message)
-        return HttpEndpoint.reply(start_response, status, body)
+        return _http_response(start_response, status, body)
 
     def discard(self):
         """Drop what the application left unread (64 KiB at most), lest it be taken
@@ -7022,7 +7202,7 @@ class Client(Peer):
                  protocol_version=LATEST_PROTOCOL_VERSION, client_info=None,
                  capabilities=None, timeout=30.0, env=None, cwd=None, stderr=None,
                  trace=None, on_notification=None, initialize=True, era=HANDSHAKE,
-                 log_level=None, max_rounds=10):
+                 log_level=None, max_rounds=10, max_line_bytes=64 << 20):
         # "legacy": what the handshake era was called before
         if era == "legacy":
             era = HANDSHAKE
@@ -7034,6 +7214,8 @@ class Client(Peer):
         self.stateless = False
         self.log_level = log_level
         self.max_rounds = max_rounds
+        # a longer line is skipped, and fails the request it answers
+        self.max_line_bytes = max_line_bytes
         self.timeout = timeout
         self.on_notification = on_notification
         self.notifications = []
@@ -7121,7 +7303,7 @@ class Client(Peer):
 
     def _read(self, rfile):
         try:
-            self.read_loop(rfile, 1 << 30)
+            self.read_loop(rfile, self.max_line_bytes)
         finally:
             self.closed = True
             why = self._why_closed(rfile)
@@ -8184,7 +8366,7 @@ def _run_repl_command(command, arg):
     except JSONRPCError:
         pass                                   # the frames already show it
     except Exception as e:
-        _print_text(f"! {type(e).__name__}: {e}")
+        _print_text(f"! {type(e).__name__}: " + _escaped(e, keep="\n"))
 
 
 def _name_args(text):
@@ -8323,8 +8505,8 @@ def _run_and_report(parser, args, words):
         print(f"mcp_min: cannot start {e.filename!r}: {e.strerror}{_start_hint(e)}",
               file=sys.stderr)
     except JSONRPCError as e:          # e.g. --era 2026-07-28 to a server without it
-        print(f"mcp_min: the server answered error {e.code}: {e.message}",
-              file=sys.stderr)
+        _print_text(f"mcp_min: the server answered error {e.code}: "
+                    + _escaped(e.message, keep="\n\t"), sys.stderr)
     return 1
 
 
@@ -8399,7 +8581,7 @@ def _show_notification(message):
             line += f": {params['message']}"
     else:
         line = f"{method} {json.dumps(params, ensure_ascii=False)}"
-    print(line, file=sys.stderr, flush=True)
+    _print_text(_escaped(line), sys.stderr)
 
 
 def _serve_command(args, words, colour):
@@ -8471,8 +8653,8 @@ def _call_command(args, words, colour):
             code = _call(client, method, params, args.verbose or args.timeout is None)
     finally:  # after close(), which has read all the server wrote, its last line too
         for line in client.junk:               # e.g. a print() in a hand-rolled server
-            print(f"mcp_min: the server wrote a line that is not JSON-RPC: {line}",
-                  file=sys.stderr)
+            _print_text("mcp_min: the server wrote a line that is not JSON-RPC: "
+                        + _escaped(line), sys.stderr)
     return 1 if client.junk else code
 
 
@@ -8502,10 +8684,10 @@ def _call(client, method, params, progress):
         if isinstance(result, dict) and result.get("isError") is True:
             shown = [block.get("text") for block in result.get("content") or ()
                      if isinstance(block, dict) and isinstance(block.get("text"), str)]
-            print("\n".join(["mcp_min: the tool reported an error:", *shown]),
-                  file=sys.stderr)
+            _print_text(_escaped("\n".join(["mcp_min: the tool reported an error:",
+                                             *shown]), keep="\n\t"), sys.stderr)
     except JSONRPCError as e:
-        print(f"error {e.code}: {e.message}", file=sys.stderr)
+        _print_text(f"error {e.code}: " + _escaped(e.message, keep="\n\t"), sys.stderr)
         return 1
     return 0
 

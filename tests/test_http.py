@@ -882,11 +882,11 @@ def test_a_question_to_a_json_only_client_fails_at_once():
 
 
 def test_of_two_gets_at_once_one_gets_the_stream(app, monkeypatch):
-    class SlowToOpen(mcp_min.HttpStream):     # widens the window between check and set
+    class SlowToOpen(mcp_min.HttpExchange):     # widens the window between check and set
         def __init__(self, *args, **kwargs):
             time.sleep(0.1)
             super().__init__(*args, **kwargs)
-    monkeypatch.setattr(mcp_min, "HttpStream", SlowToOpen)
+    monkeypatch.setattr(mcp_min, "HttpExchange", SlowToOpen)
     session = initialize(app)
     opened = []
 
