@@ -1827,8 +1827,9 @@ class Signature:
             raise SchemaError(f"{self._where}: cannot resolve the annotation "
                               f"{annotation!r} of {label}: {e}") from None
 
-    def bind(self, arguments):
-        """tools/call arguments -> (kwargs for the function, all the problems found)."""
+    def bind(self, arguments, ctx=None):
+        """tools/call arguments -> (kwargs for the function, all the problems found);
+        for the request ``ctx``, checked within its budget (_Budget)."""
         args = {} if arguments is None else arguments
         if not isinstance(args, dict):
             return {}, ["Expected the arguments to be an object, got "
@@ -1841,7 +1842,7 @@ class Signature:
                     # A copy: the caller's dict stays as it was.
                     args = {**args, name: parsed}
         try:
-            problems = self._validate(args)
+            problems = _budget.validate(self._validate, args, ctx)
         except RecursionError:      # json read it, but checking it nests deeper still
             return {}, ["the arguments are nested too deeply to check"]
         if problems:
@@ -1907,6 +1908,7 @@ def _at_path(path, text):
     while path:
         path, key = path
         keys.insert(0, f"[{key}]" if isinstance(key, int) else f".{key}")
+    _spend(len(keys) + 1)
     if not keys:
         return text[0].upper() + text[1:]
     return f"{''.join(keys).removeprefix('.')}: {text}"
@@ -1942,6 +1944,54 @@ def _all_of(checks):
         for check in checks:
             check(v, path, out)
     return all_of
+
+
+class _Budget(threading.local):
+    """What checking a request's arguments on this thread may still take, in steps
+    (properties, items, the keys of a problem's path): ``cell`` holds the steps left
+    before its next look (at them, and at the request), those left after, the request.
+    """
+
+    cell = [float("inf")]           # none under way: no limit
+    look_every = 20_000             # a few milliseconds
+
+    def validate(self, validate, value, ctx):
+        if ctx is None:
+            return validate(value)
+        limit = ctx.server.max_validation_steps
+        period = min(limit, self.look_every)
+        self.cell = [period, limit - period, ctx]
+        try:
+            return validate(value)
+        finally:
+            del self.cell
+
+    def look(self):
+        """-32602 past the limit, Cancelled once the request is; else on to the next."""
+        cell = self.cell
+        left, ctx = cell[0] + cell[1], cell[2]
+        if left < 0:
+            raise JSONRPCError(INVALID_PARAMS, "The arguments are too costly to check: "
+                               f"more than {ctx.server.max_validation_steps:,} steps "
+                               "of validation (each property, item and problem is one;"
+                               " the server's max_validation_steps sets the limit)")
+        # On the HTTP server's own thread (answer_at_once) nothing else watches
+        gone = getattr(ctx.outlet, "gone", None)
+        if gone is not None and gone():
+            ctx.cancelled = True
+        ctx.check_cancelled()
+        cell[0] = min(left, self.look_every)
+        cell[1] = left - cell[0]
+
+
+_budget = _Budget()
+
+
+def _spend(steps):
+    cell = _budget.cell
+    cell[0] -= steps
+    if cell[0] < 0:
+        _budget.look()
 
 
 def _resolve_ref(root, ref):
@@ -2105,6 +2155,7 @@ class _Compiler:
 
         def object_(v, path, out):
             if isinstance(v, dict):
+                _spend(len(v))
                 for k in required:
                     if k not in v:
                         out.append(_at_path(path, f"missing required property '{k}'"))
@@ -2128,6 +2179,7 @@ class _Compiler:
 
         def array(v, path, out):
             if isinstance(v, list):
+                _spend(len(v))
                 for i, x in enumerate(v):
                     check = prefix[i] if i < len(prefix) else rest
                     if check:
@@ -2139,19 +2191,34 @@ class _Compiler:
 
     def _alternatives(self, schemas, exactly_one):
         """anyOf, or oneOf when `exactly_one`. When none matches, the problems of the
-        alternative for this kind of value, else the kinds expected."""
-        arms = [(self.compile(sub), _types_of(sub, self.root)) for sub in schemas]
-        every_kind = dict.fromkeys(k for _, kinds in arms for k in kinds or ())
+        alternative for this kind of value, else the kinds expected. An alternative is
+        checked in full only once its quick keywords pass (_quick): a tree of Unions
+        told apart by a `kind` costs one check a node, not two per level."""
+        arms = [(self.compile(sub), self.compile(self._quick(sub)),
+                 _types_of(sub, self.root)) for sub in schemas]
+        every_kind = dict.fromkeys(k for *_, kinds in arms for k in kinds or ())
         expected = _either(list(every_kind))
 
         def alternatives(v, path, out):
-            results = [_problems(check, v, path) for check, _ in arms]
-            matching = [str(i) for i, problems in enumerate(results) if not problems]
+            matching, failed, refused = [], [], []
+            for i, (check, quick, kinds) in enumerate(arms):
+                # At the root: only how many counts, and a path costs steps
+                refusal = _problems(quick, v, "")
+                problems = refusal or _problems(check, v, path)
+                if not problems:
+                    if not exactly_one:
+                        return
+                    matching.append(str(i))
+                elif kinds is None or any(_TYPE_TESTS[k](v) for k in kinds):
+                    (refused if refusal else failed).append(
+                        (len(problems), i, problems, check))
             if not matching:
-                fitting = [problems for (_, kinds), problems in zip(arms, results)
-                           if kinds is None or any(_TYPE_TESTS[k](v) for k in kinds)]
-                if fitting:
-                    out.extend(min(fitting, key=len))
+                if refused and not failed:
+                    # The one its quick keywords refused least, now checked in full
+                    *_, check = min(refused)
+                    failed = [(0, 0, _problems(check, v, path))]
+                if failed:
+                    out.extend(min(failed)[2])
                 else:
                     out.append(_at_path(path, f"expected {expected}, got "
                                               f"{_typed_preview(v)}"))
@@ -2160,6 +2227,25 @@ class _Compiler:
                     path, "must match exactly one oneOf alternative, but matches "
                           f"alternatives {', '.join(matching)}, got {_preview(v)}"))
         return alternatives
+
+    def _quick(self, schema, deep=True, seen=()):
+        """`schema`'s type, const, enum and required (with `deep`, those of its
+        properties too), through $ref: a schema that never descends, and refuses
+        nothing `schema` accepts."""
+        if not isinstance(schema, dict):
+            return {}
+        quick = {k: schema[k] for k in ("type", "const", "enum", "required")
+                 if k in schema}
+        properties = schema.get("properties") if deep else None
+        if isinstance(properties, dict):
+            properties = {k: self._quick(sub, False) for k, sub in properties.items()}
+            if any(properties.values()):
+                quick["properties"] = properties
+        if schema.get("$ref") not in (None, *seen):
+            ref = schema["$ref"]
+            target = _resolve_ref(self.root, ref)
+            quick["allOf"] = [self._quick(target, deep, (*seen, ref))]
+        return quick
 
     def ref(self, ref):
         """A $ref's check, compiled once; meanwhile recursion gets one calling it."""
@@ -2466,17 +2552,17 @@ class Entry:
         value = self.fn(**kwargs)
         return _run_coroutine(value, ctx) if hasattr(value, "__await__") else value
 
-    def bind_strings(self, values, what):
+    def bind_strings(self, values, what, ctx=None):
         """Bind arguments that arrive as strings (prompt arguments, URI variables),
         parsed as JSON for a parameter typed int, list...; for one that may also be a
         string (``int | Literal["all"]``), only if the string does not fit."""
         signature = self.signature
-        kwargs, problems = signature.bind(_parsed(values, signature.parse_strings))
+        kwargs, problems = signature.bind(_parsed(values, signature.parse_strings), ctx)
         named = {re.split(r"[.\[:]", problem, maxsplit=1)[0] for problem in problems}
         unfit = named & signature.parse_strings_if_unfit
         if unfit:
             parsed = _parsed(values, signature.parse_strings | unfit)
-            kwargs, problems = signature.bind(parsed)
+            kwargs, problems = signature.bind(parsed, ctx)
         if problems:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid arguments for {what}:\n"
                                + _errors_text(problems))
@@ -2542,7 +2628,7 @@ class Tool(Entry):
     def call(self, ctx, arguments):
         """Run the tool. Its failures are results with isError, for the model to read,
         as the spec has it; only protocol errors are JSON-RPC errors."""
-        kwargs, problems = self.signature.bind(arguments)
+        kwargs, problems = self.signature.bind(arguments, ctx)
         if problems:
             return _error_result(f"Invalid arguments for tool '{self.name}':\n"
                                  + _errors_text(problems))
@@ -2826,7 +2912,7 @@ class Resource(Entry):
         return segments[0] != "" and ".." not in segments
 
     def read(self, ctx, uri, variables):
-        value = self.invoke(ctx, self.bind_strings(variables, f"resource {uri}"))
+        value = self.invoke(ctx, self.bind_strings(variables, f"resource {uri}", ctx))
         blocks = _as_blocks(value)
         if blocks is None:
             return [_contents(uri, value, self.mime_type or _guess_type(uri))]
@@ -2872,7 +2958,8 @@ class Prompt(Entry):
         return self.describe_common(entry, version)
 
     def get(self, ctx, arguments):
-        value = self.invoke(ctx, self.bind_strings(arguments, f"prompt '{self.name}'"))
+        kwargs = self.bind_strings(arguments, f"prompt '{self.name}'", ctx)
+        value = self.invoke(ctx, kwargs)
         version = ctx.protocol_version or LATEST_PROTOCOL_VERSION
         items = value if isinstance(value, list) else [value]
         messages = [_prompt_message(item) for item in items]
@@ -3531,7 +3618,8 @@ _LEAST = {
     "max_workers": 1, "max_queue": 0, "page_size": 1, "max_line_bytes": 1,
     "max_sessions": 1, "max_sessions_per_principal": 1, "max_streams": 1,
     "max_streams_per_principal": 1, "max_subscriptions": 0, "max_state_bytes": 1,
-    "max_body_bytes": 1, "max_inflight_bytes": 1, "max_connections": 1}
+    "max_body_bytes": 1, "max_inflight_bytes": 1, "max_connections": 1,
+    "max_validation_steps": 1}
 # Server settings in seconds -> whether None (no limit) is allowed.
 _NONE_IS_NO_LIMIT = {
     "grace_period": False, "cancel_timeout": False, "request_timeout": True,
@@ -3601,7 +3689,8 @@ class Server:
                  max_streams_per_principal=16, max_subscriptions=1000,
                  can_subscribe=None, heartbeat=15.0, idle_timeout=30.0,
                  max_state_bytes=64 << 10, max_body_bytes=4 << 20,
-                 max_inflight_bytes=32 << 20, max_connections=200):
+                 max_inflight_bytes=32 << 20, max_connections=200,
+                 max_validation_steps=10_000_000):
         settings = dict(locals())             # the arguments, by name
         del settings["self"]
         _check_settings(settings)
@@ -6241,6 +6330,8 @@ class HttpEndpoint:
             return None
         rid = message["id"]
         stream = EventStream(events=sse)
+        # Nothing watches the client of a call run here: the validator asks (_Budget)
+        stream.gone = environ.get("mcp_min.client_gone")
         try:
             try:
                 if call and server.auth is not None:    # counted as exchange counts it
