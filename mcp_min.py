@@ -1726,6 +1726,7 @@ class Signature:
         compiler = _blamed(f"{self._where}: input schema", _Compiler, input_schema)
         translator.finish(compiler)
         self._validate = compiler.validate
+        self._branches = compiler.branches
         self._find_string_arguments(input_schema)
         self.output_schema = output_schema
         if output_schema is None and structured is not False:
@@ -1828,8 +1829,7 @@ class Signature:
                               f"{annotation!r} of {label}: {e}") from None
 
     def bind(self, arguments, ctx=None):
-        """tools/call arguments -> (kwargs for the function, all the problems found);
-        for the request ``ctx``, checked within its budget (_Budget)."""
+        """tools/call arguments -> (kwargs for the function, all the problems found)."""
         args = {} if arguments is None else arguments
         if not isinstance(args, dict):
             return {}, ["Expected the arguments to be an object, got "
@@ -1842,7 +1842,10 @@ class Signature:
                     # A copy: the caller's dict stays as it was.
                     args = {**args, name: parsed}
         try:
-            problems = _budget.validate(self._validate, args, ctx)
+            if ctx is None or not self._branches:
+                problems = self._validate(args)
+            else:
+                problems = _budget.validate(self._validate, args, ctx)
         except RecursionError:      # json read it, but checking it nests deeper still
             return {}, ["the arguments are nested too deeply to check"]
         if problems:
@@ -1948,19 +1951,15 @@ def _all_of(checks):
 
 class _Budget(threading.local):
     """What checking a request's arguments on this thread may still take, in steps
-    (properties, items, the keys of a problem's path): ``cell`` holds the steps left
-    before its next look (at them, and at the request), those left after, the request.
-    """
+    (properties, items, the keys of a problem's path): in ``cell``, the steps left
+    before its next look (at them and at the request), those after, the request."""
 
     cell = [float("inf")]           # none under way: no limit
     look_every = 20_000             # a few milliseconds
 
     def validate(self, validate, value, ctx):
-        if ctx is None:
-            return validate(value)
-        limit = ctx.server.max_validation_steps
-        period = min(limit, self.look_every)
-        self.cell = [period, limit - period, ctx]
+        # Spent at once: a look first
+        self.cell = [0, ctx.server.max_validation_steps, ctx]
         try:
             return validate(value)
         finally:
@@ -2039,6 +2038,7 @@ class _Compiler:
         if dialect and not any(name in dialect for name in known):
             raise SchemaError(f"unsupported JSON Schema dialect {dialect!r}; use "
                               "2020-12 or draft-07")
+        self.branches = False
         self.check = self.compile(root)
 
     def validate(self, value, check=_NOTHING, path=""):
@@ -2063,6 +2063,8 @@ class _Compiler:
     def _keyword_checks(self, schema):
         """The checks (or None) of every keyword but `type`, in the order reported."""
         checks = [self.ref(schema["$ref"])] if "$ref" in schema else []
+        # These may check a value more than once: a request's budget applies (_Budget)
+        self.branches |= any(k in schema for k in ("allOf", "anyOf", "oneOf", "not"))
         checks += self._bounds(schema)
         if "enum" in schema:
             values = ", ".join(map(_preview, schema["enum"]))
@@ -2200,7 +2202,7 @@ class _Compiler:
         expected = _either(list(every_kind))
 
         def alternatives(v, path, out):
-            matching, failed, refused = [], [], []
+            matching, fitting = [], []
             for i, (check, quick, kinds) in enumerate(arms):
                 # At the root: only how many counts, and a path costs steps
                 refusal = _problems(quick, v, "")
@@ -2210,15 +2212,12 @@ class _Compiler:
                         return
                     matching.append(str(i))
                 elif kinds is None or any(_TYPE_TESTS[k](v) for k in kinds):
-                    (refused if refusal else failed).append(
-                        (len(problems), i, problems, check))
+                    fitting.append((bool(refusal), len(problems), i, problems, check))
             if not matching:
-                if refused and not failed:
-                    # The one its quick keywords refused least, now checked in full
-                    *_, check = min(refused)
-                    failed = [(0, 0, _problems(check, v, path))]
-                if failed:
-                    out.extend(min(failed)[2])
+                if fitting:
+                    # Those checked in full first; one refused quickly is, now
+                    refused, *_, problems, check = min(fitting)
+                    out.extend(_problems(check, v, path) if refused else problems)
                 else:
                     out.append(_at_path(path, f"expected {expected}, got "
                                               f"{_typed_preview(v)}"))
@@ -2232,17 +2231,14 @@ class _Compiler:
         """`schema`'s type, const, enum and required (with `deep`, those of its
         properties too), through $ref: a schema that never descends, and refuses
         nothing `schema` accepts."""
-        if not isinstance(schema, dict):
-            return {}
+        schema = schema if isinstance(schema, dict) else {}
         quick = {k: schema[k] for k in ("type", "const", "enum", "required")
                  if k in schema}
-        properties = schema.get("properties") if deep else None
-        if isinstance(properties, dict):
-            properties = {k: self._quick(sub, False) for k, sub in properties.items()}
-            if any(properties.values()):
-                quick["properties"] = properties
-        if schema.get("$ref") not in (None, *seen):
-            ref = schema["$ref"]
+        if deep and isinstance(schema.get("properties"), dict):
+            quick["properties"] = {k: self._quick(sub, False)
+                                   for k, sub in schema["properties"].items()}
+        ref = schema.get("$ref")
+        if ref is not None and ref not in seen:
             target = _resolve_ref(self.root, ref)
             quick["allOf"] = [self._quick(target, deep, (*seen, ref))]
         return quick
@@ -3690,7 +3686,7 @@ class Server:
                  can_subscribe=None, heartbeat=15.0, idle_timeout=30.0,
                  max_state_bytes=64 << 10, max_body_bytes=4 << 20,
                  max_inflight_bytes=32 << 20, max_connections=200,
-                 max_validation_steps=10_000_000):
+                 max_validation_steps=5_000_000):
         settings = dict(locals())             # the arguments, by name
         del settings["self"]
         _check_settings(settings)

@@ -523,11 +523,12 @@ def test_arguments_past_max_validation_steps_are_a_32602_naming_the_limit():
 
 
 def test_large_arguments_fit_the_default_budget():
+    """A million items: a million steps (the allOf makes the budget apply)."""
     sig = Signature(lambda xs: 1, input_schema={"type": "object", "properties": {
-        "xs": {"type": "array", "items": {"type": "integer"}}}})
+        "xs": {"allOf": [{"type": "array", "items": {"type": "integer"}}]}}})
     numbers = list(range(1_000_000))
     assert sig.bind({"xs": numbers}, request_of()) == ({"xs": numbers}, [])
-    assert request_of().server.max_validation_steps == 10_000_000
+    assert request_of().server.max_validation_steps == 5_000_000
 
 
 def test_a_cancelled_request_stops_validating():
