@@ -206,6 +206,17 @@ _LOGGED_FRAMES = (4, 8)
 _LOGGED_CHARS = 4096
 
 
+def _escaped(text, limit=None, keep=""):
+    """Text from the other end, cut to ``limit`` characters, with what a log or terminal
+    would act on (a line break, an ANSI escape) escaped as repr() does, but ``keep``."""
+    text = str(text)
+    if limit is not None and len(text) > limit:
+        text = f"{text[:limit]}[... {len(text) - limit} characters left out]"
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in text)
+
+
 def _log_failure(what, error, with_traceback=True):
     """Log that ``what`` failed with ``error``: its type and message, then (if
     ``with_traceback``) its traceback, a RecursionError in one line."""
@@ -219,7 +230,7 @@ def _log_failure(what, error, with_traceback=True):
     if len(text) > _LOGGED_CHARS:             # a long text: its start and its end
         cut, keep = len(text) - _LOGGED_CHARS, _LOGGED_CHARS // 2
         text = f"{text[:keep]}\n[... {cut} characters left out ...]\n{text[-keep:]}"
-    log.error("%s failed: %s", what, text)
+    log.error("%s failed: %s", _escaped(what, 200), text)
 
 
 def _traceback_chain(error, traceback):
@@ -245,11 +256,9 @@ def _traceback_chain(error, traceback):
 
 
 def _exception_line(error, traceback, limit=500):
-    """"Type: message", its message cut short: it may quote what a client sent."""
+    """"Type: message" in one line, cut short and escaped: it may quote a client."""
     line = "".join(traceback.format_exception_only(type(error), error)).rstrip()
-    if len(line) > limit:
-        line = f"{line[:limit]}[... {len(line) - limit} characters left out]"
-    return line
+    return _escaped(line, limit)
 
 
 def _short_traceback(error, traceback):
@@ -705,7 +714,8 @@ class FramePrinter:
             if self.colour:
                 code = self._COLOURS.get(label.split(' ')[0], '35')
                 label = f"\x1b[{code}m{label}\x1b[0m"
-            _print_text(f"{self.labels[direction]} {label}: {body}", self.stream)
+            _print_text(f"{self.labels[direction]} {label}: {_escaped(body)}",
+                        self.stream)
 
     def answered(self, direction, message):
         """The method a response answers; a request is noted for its response."""
@@ -934,7 +944,7 @@ class Peer(Outlet):
             kind = "response"
         if kind not in ("notification", "response"):
             return outlet.respond(error_frame(rid, error.code, error.message))
-        log.warning("ignored an invalid %s: %s", kind, error.message)
+        log.warning("ignored an invalid %s: %s", kind, _escaped(error.message, 500))
         if kind == "response":
             self.fail_response(rid, error.code, error.message)
         return outlet.respond(None)
@@ -945,7 +955,7 @@ class Peer(Outlet):
         if "error" in message and not isinstance(error, dict):
             error = {"message": str(error)}
         if not self._settle(rid, message.get("result"), error):
-            log.debug("ignored a response to no pending request: id %r", rid)
+            log.debug("ignored a response to no pending request: id %.200r", rid)
 
     def respond(self, frame):
         """As an outlet: write a response, or nothing for None (no response is due)."""
@@ -2690,8 +2700,9 @@ class Tool(Entry):
 
     def mismatch(self, problems):
         """Output that breaks the tool's own outputSchema is a server bug: say so."""
+        shown = _errors_text([_escaped(problem) for problem in problems])
         log.error("tool %r returned output that does not match its outputSchema:\n%s",
-                  self.name, _errors_text(problems))
+                  self.name, _escaped(shown, _LOGGED_CHARS, keep="\n"))
         return _error_result(f"Tool '{self.name}' produced output that does not match "
                              f"its output schema:\n{_errors_text(problems)}")
 
@@ -6277,7 +6288,7 @@ class HttpEndpoint:
         try:
             return json.dumps(_principal_id(principal), sort_keys=True)
         except TypeError as e:
-            log.error("%s", e)
+            log.error("%s", _escaped(e, 500))
             raise _HttpRefusal(500, "Internal Server Error: the server cannot tell its "
                                     "clients apart (see its log)") from None
 
@@ -6962,10 +6973,11 @@ class _RequestHandlerMixin:
     def log_message(self, format, *args):
         # What the standard library logs of a request quotes the client (its request
         # line, its version): bounded and escaped, at debug level.
-        log.debug("HTTP %s: %s", self.client_address[0], _preview(format % args))
+        log.debug("HTTP %s: %s", self.client_address[0], _escaped(format % args, 500))
 
     def log_request(self, code="-", size="-"):
-        log.debug("%s %s %s", self.command, _preview(getattr(self, "path", "")), code)
+        log.debug("%s %s %s", _escaped(self.command, 100),
+                  _escaped(getattr(self, "path", ""), 500), code)
 
 
 class _HttpServerMixin:
@@ -7159,7 +7171,7 @@ class Client(Peer):
                  protocol_version=LATEST_PROTOCOL_VERSION, client_info=None,
                  capabilities=None, timeout=30.0, env=None, cwd=None, stderr=None,
                  trace=None, on_notification=None, initialize=True, era="legacy",
-                 log_level=None, max_rounds=10):
+                 log_level=None, max_rounds=10, max_line_bytes=64 << 20):
         eras = ("legacy", "auto") + MODERN_PROTOCOL_VERSIONS
         if era not in eras:
             raise ValueError(f"era must be one of {eras}")
@@ -7167,6 +7179,7 @@ class Client(Peer):
         self.modern = False                  # True once 2026-07-28 is spoken
         self.log_level = log_level
         self.max_rounds = max_rounds
+        self.max_line_bytes = max_line_bytes     # a longer line is skipped, and fails
         self.timeout = timeout
         self.on_notification = on_notification
         self.notifications = []
@@ -7251,7 +7264,7 @@ class Client(Peer):
 
     def _read(self, rfile):
         try:
-            self.read_loop(rfile, 1 << 30)
+            self.read_loop(rfile, self.max_line_bytes)
         finally:
             self.closed = True
             why = self._why_closed(rfile)
@@ -8365,7 +8378,7 @@ def _run_repl_command(command, arg):
     except JSONRPCError:
         pass                                   # the frames already show it
     except Exception as e:
-        _print_text(f"! {type(e).__name__}: {e}")
+        _print_text(f"! {type(e).__name__}: " + _escaped(e, keep="\n"))
 
 
 def _name_args(text):
@@ -8500,8 +8513,8 @@ def _run_and_report(parser, args, words):
         print(f"mcp_min: cannot start {e.filename!r}: {e.strerror}{_start_hint(e)}",
               file=sys.stderr)
     except JSONRPCError as e:          # e.g. --era 2026-07-28 to a server without it
-        print(f"mcp_min: the server answered error {e.code}: {e.message}",
-              file=sys.stderr)
+        _print_text(f"mcp_min: the server answered error {e.code}: "
+                    + _escaped(e.message, keep="\n\t"), sys.stderr)
     return 1
 
 
@@ -8576,7 +8589,7 @@ def _show_notification(message):
             line += f": {params['message']}"
     else:
         line = f"{method} {json.dumps(params, ensure_ascii=False)}"
-    print(line, file=sys.stderr, flush=True)
+    _print_text(_escaped(line), sys.stderr)
 
 
 def _serve_command(args, words, colour):
@@ -8647,8 +8660,8 @@ def _call_command(args, words, colour):
             code = _call(client, method, params, args.verbose or args.timeout is None)
     finally:  # after close(), which has read all the server wrote, its last line too
         for line in client.junk:               # e.g. a print() in a hand-rolled server
-            print(f"mcp_min: the server wrote a line that is not JSON-RPC: {line}",
-                  file=sys.stderr)
+            _print_text("mcp_min: the server wrote a line that is not JSON-RPC: "
+                        + _escaped(line), sys.stderr)
     return 1 if client.junk else code
 
 
@@ -8678,10 +8691,10 @@ def _call(client, method, params, progress):
         if isinstance(result, dict) and result.get("isError") is True:
             shown = [block.get("text") for block in result.get("content") or ()
                      if isinstance(block, dict) and isinstance(block.get("text"), str)]
-            print("\n".join(["mcp_min: the tool reported an error:", *shown]),
-                  file=sys.stderr)
+            _print_text(_escaped("\n".join(["mcp_min: the tool reported an error:",
+                                             *shown]), keep="\n\t"), sys.stderr)
     except JSONRPCError as e:
-        print(f"error {e.code}: {e.message}", file=sys.stderr)
+        _print_text(f"error {e.code}: " + _escaped(e.message, keep="\n\t"), sys.stderr)
         return 1
     return 0
 

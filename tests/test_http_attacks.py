@@ -1374,6 +1374,45 @@ def test_a_deep_failure_logs_a_few_kib_per_stdio_request(spawn, tmp_path):
         ["structuredContent"] == {"result": 5}
 
 
+#: A tool whose error quotes its argument: a forged log line and a screen-clear, when raw.
+FORGING_SERVER = PLAIN_SERVER + """
+@server.tool
+def weather(city: str) -> str:
+    raise ValueError(f"unknown city {city}")
+
+if __name__ == "__main__":
+    server.run()
+"""
+FORGED_CITY = "Paris\nmcp_min ERROR: forged line\n\x1b[2J"
+ESCAPED_CITY = "unknown city Paris\\nmcp_min ERROR: forged line\\n\\x1b[2J"
+
+
+def assert_not_forged(log):
+    assert ESCAPED_CITY in log, log[-2000:]
+    assert "\x1b" not in log
+    assert not [line for line in log.splitlines() if line.startswith("mcp_min ERROR: forged")]
+
+
+def test_a_failure_quoting_a_client_logs_it_escaped_over_http(serve):
+    served = serve(FORGING_SERVER)
+    message = modern("tools/call", {"name": "weather", "arguments": {"city": FORGED_CITY}})
+    response = exchange(served.port, request_bytes(served.port, message=message,
+                                                   Connection="close"))
+    assert body_of(response)["result"]["isError"]
+    assert_not_forged(logged_when(lambda: served.stderr, "tool 'weather' failed", 1))
+    served_afterwards(served.port)
+
+
+def test_a_failure_quoting_a_client_logs_it_escaped_over_stdio(spawn, tmp_path):
+    script = tmp_path / "forging_server.py"
+    script.write_text(FORGING_SERVER.replace("{root}", repr(str(ROOT))))
+    wire = spawn(str(script))
+    wire.initialize()
+    result = wire.result("tools/call", {"name": "weather", "arguments": {"city": FORGED_CITY}})
+    assert result["isError"] and FORGED_CITY in result["content"][0]["text"]
+    assert_not_forged(logged_when(lambda: wire.stderr, "tool 'weather' failed", 1))
+
+
 # ============================================================================================
 # What the embedded server says of its own refusals
 # ============================================================================================
