@@ -206,6 +206,17 @@ _LOGGED_FRAMES = (4, 8)
 _LOGGED_CHARS = 4096
 
 
+def _escaped(text, limit=None, keep=""):
+    """Text from the other end, cut to ``limit`` characters, with what a log or terminal
+    would act on (a line break, an ANSI escape) escaped as repr() does, but ``keep``."""
+    text = str(text)
+    if limit is not None and len(text) > limit:
+        text = f"{text[:limit]}[... {len(text) - limit} characters left out]"
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in text)
+
+
 def _log_failure(what, error, with_traceback=True):
     """Log that ``what`` failed with ``error``: its type and message, then (if
     ``with_traceback``) its traceback, a RecursionError in one line."""
@@ -219,7 +230,7 @@ def _log_failure(what, error, with_traceback=True):
     if len(text) > _LOGGED_CHARS:             # a long text: its start and its end
         cut, keep = len(text) - _LOGGED_CHARS, _LOGGED_CHARS // 2
         text = f"{text[:keep]}\n[... {cut} characters left out ...]\n{text[-keep:]}"
-    log.error("%s failed: %s", what, text)
+    log.error("%s failed: %s", _escaped(what, 200), text)
 
 
 def _traceback_chain(error, traceback):
@@ -245,11 +256,9 @@ def _traceback_chain(error, traceback):
 
 
 def _exception_line(error, traceback, limit=500):
-    """"Type: message", its message cut short: it may quote what a client sent."""
+    """"Type: message" in one line, cut short and escaped: it may quote a client."""
     line = "".join(traceback.format_exception_only(type(error), error)).rstrip()
-    if len(line) > limit:
-        line = f"{line[:limit]}[... {len(line) - limit} characters left out]"
-    return line
+    return _escaped(line, limit)
 
 
 def _short_traceback(error, traceback):
@@ -705,7 +714,8 @@ class FramePrinter:
             if self.colour:
                 code = self._COLOURS.get(label.split(' ')[0], '35')
                 label = f"\x1b[{code}m{label}\x1b[0m"
-            _print_text(f"{self.labels[direction]} {label}: {body}", self.stream)
+            _print_text(f"{self.labels[direction]} {label}: {_escaped(body)}",
+                        self.stream)
 
     def answered(self, direction, message):
         """The method a response answers; a request is noted for its response."""
@@ -934,7 +944,7 @@ class Peer(Outlet):
             kind = "response"
         if kind not in ("notification", "response"):
             return outlet.respond(error_frame(rid, error.code, error.message))
-        log.warning("ignored an invalid %s: %s", kind, error.message)
+        log.warning("ignored an invalid %s: %s", kind, _escaped(error.message, 500))
         if kind == "response":
             self.fail_response(rid, error.code, error.message)
         return outlet.respond(None)
@@ -945,7 +955,7 @@ class Peer(Outlet):
         if "error" in message and not isinstance(error, dict):
             error = {"message": str(error)}
         if not self._settle(rid, message.get("result"), error):
-            log.debug("ignored a response to no pending request: id %r", rid)
+            log.debug("ignored a response to no pending request: id %.200r", rid)
 
     def respond(self, frame):
         """As an outlet: write a response, or nothing for None (no response is due)."""
@@ -1726,6 +1736,7 @@ class Signature:
         compiler = _blamed(f"{self._where}: input schema", _Compiler, input_schema)
         translator.finish(compiler)
         self._validate = compiler.validate
+        self._branches = compiler.branches
         self._find_string_arguments(input_schema)
         self.output_schema = output_schema
         if output_schema is None and structured is not False:
@@ -1827,7 +1838,7 @@ class Signature:
             raise SchemaError(f"{self._where}: cannot resolve the annotation "
                               f"{annotation!r} of {label}: {e}") from None
 
-    def bind(self, arguments):
+    def bind(self, arguments, ctx=None):
         """tools/call arguments -> (kwargs for the function, all the problems found)."""
         args = {} if arguments is None else arguments
         if not isinstance(args, dict):
@@ -1841,7 +1852,10 @@ class Signature:
                     # A copy: the caller's dict stays as it was.
                     args = {**args, name: parsed}
         try:
-            problems = self._validate(args)
+            if ctx is None or not self._branches:
+                problems = self._validate(args)
+            else:
+                problems = _budget.validate(self._validate, args, ctx)
         except RecursionError:      # json read it, but checking it nests deeper still
             return {}, ["the arguments are nested too deeply to check"]
         if problems:
@@ -1907,6 +1921,7 @@ def _at_path(path, text):
     while path:
         path, key = path
         keys.insert(0, f"[{key}]" if isinstance(key, int) else f".{key}")
+    _spend(len(keys) + 1)
     if not keys:
         return text[0].upper() + text[1:]
     return f"{''.join(keys).removeprefix('.')}: {text}"
@@ -1942,6 +1957,50 @@ def _all_of(checks):
         for check in checks:
             check(v, path, out)
     return all_of
+
+
+class _Budget(threading.local):
+    """What checking a request's arguments on this thread may still take, in steps
+    (properties, items, the keys of a problem's path): in ``cell``, the steps left
+    before its next look (at them and at the request), those after, the request."""
+
+    cell = [float("inf")]           # none under way: no limit
+    look_every = 20_000             # a few milliseconds
+
+    def validate(self, validate, value, ctx):
+        # Spent at once: a look first
+        self.cell = [0, ctx.server.max_validation_steps, ctx]
+        try:
+            return validate(value)
+        finally:
+            del self.cell
+
+    def look(self):
+        """-32602 past the limit, Cancelled once the request is; else on to the next."""
+        cell = self.cell
+        left, ctx = cell[0] + cell[1], cell[2]
+        if left < 0:
+            raise JSONRPCError(INVALID_PARAMS, "The arguments are too costly to check: "
+                               f"more than {ctx.server.max_validation_steps:,} steps "
+                               "of validation (each property, item and problem is one;"
+                               " the server's max_validation_steps sets the limit)")
+        # On the HTTP server's own thread (answer_at_once) nothing else watches
+        gone = getattr(ctx.outlet, "gone", None)
+        if gone is not None and gone():
+            ctx.cancelled = True
+        ctx.check_cancelled()
+        cell[0] = min(left, self.look_every)
+        cell[1] = left - cell[0]
+
+
+_budget = _Budget()
+
+
+def _spend(steps):
+    cell = _budget.cell
+    cell[0] -= steps
+    if cell[0] < 0:
+        _budget.look()
 
 
 def _resolve_ref(root, ref):
@@ -1989,6 +2048,7 @@ class _Compiler:
         if dialect and not any(name in dialect for name in known):
             raise SchemaError(f"unsupported JSON Schema dialect {dialect!r}; use "
                               "2020-12 or draft-07")
+        self.branches = False
         self.check = self.compile(root)
 
     def validate(self, value, check=_NOTHING, path=""):
@@ -2013,6 +2073,8 @@ class _Compiler:
     def _keyword_checks(self, schema):
         """The checks (or None) of every keyword but `type`, in the order reported."""
         checks = [self.ref(schema["$ref"])] if "$ref" in schema else []
+        # These may check a value more than once: a request's budget applies (_Budget)
+        self.branches |= any(k in schema for k in ("allOf", "anyOf", "oneOf", "not"))
         checks += self._bounds(schema)
         if "enum" in schema:
             values = ", ".join(map(_preview, schema["enum"]))
@@ -2105,6 +2167,7 @@ class _Compiler:
 
         def object_(v, path, out):
             if isinstance(v, dict):
+                _spend(len(v))
                 for k in required:
                     if k not in v:
                         out.append(_at_path(path, f"missing required property '{k}'"))
@@ -2128,6 +2191,7 @@ class _Compiler:
 
         def array(v, path, out):
             if isinstance(v, list):
+                _spend(len(v))
                 for i, x in enumerate(v):
                     check = prefix[i] if i < len(prefix) else rest
                     if check:
@@ -2139,19 +2203,31 @@ class _Compiler:
 
     def _alternatives(self, schemas, exactly_one):
         """anyOf, or oneOf when `exactly_one`. When none matches, the problems of the
-        alternative for this kind of value, else the kinds expected."""
-        arms = [(self.compile(sub), _types_of(sub, self.root)) for sub in schemas]
-        every_kind = dict.fromkeys(k for _, kinds in arms for k in kinds or ())
+        alternative for this kind of value, else the kinds expected. An alternative is
+        checked in full only once its quick keywords pass (_quick): a tree of Unions
+        told apart by a `kind` costs one check a node, not two per level."""
+        arms = [(self.compile(sub), self.compile(self._quick(sub)),
+                 _types_of(sub, self.root)) for sub in schemas]
+        every_kind = dict.fromkeys(k for *_, kinds in arms for k in kinds or ())
         expected = _either(list(every_kind))
 
         def alternatives(v, path, out):
-            results = [_problems(check, v, path) for check, _ in arms]
-            matching = [str(i) for i, problems in enumerate(results) if not problems]
+            matching, fitting = [], []
+            for i, (check, quick, kinds) in enumerate(arms):
+                # At the root: only how many counts, and a path costs steps
+                refusal = _problems(quick, v, "")
+                problems = refusal or _problems(check, v, path)
+                if not problems:
+                    if not exactly_one:
+                        return
+                    matching.append(str(i))
+                elif kinds is None or any(_TYPE_TESTS[k](v) for k in kinds):
+                    fitting.append((bool(refusal), len(problems), i, problems, check))
             if not matching:
-                fitting = [problems for (_, kinds), problems in zip(arms, results)
-                           if kinds is None or any(_TYPE_TESTS[k](v) for k in kinds)]
                 if fitting:
-                    out.extend(min(fitting, key=len))
+                    # Those checked in full first; one refused quickly is, now
+                    refused, *_, problems, check = min(fitting)
+                    out.extend(_problems(check, v, path) if refused else problems)
                 else:
                     out.append(_at_path(path, f"expected {expected}, got "
                                               f"{_typed_preview(v)}"))
@@ -2160,6 +2236,22 @@ class _Compiler:
                     path, "must match exactly one oneOf alternative, but matches "
                           f"alternatives {', '.join(matching)}, got {_preview(v)}"))
         return alternatives
+
+    def _quick(self, schema, deep=True, seen=()):
+        """`schema`'s type, const, enum and required (with `deep`, those of its
+        properties too), through $ref: a schema that never descends, and refuses
+        nothing `schema` accepts."""
+        schema = schema if isinstance(schema, dict) else {}
+        quick = {k: schema[k] for k in ("type", "const", "enum", "required")
+                 if k in schema}
+        if deep and isinstance(schema.get("properties"), dict):
+            quick["properties"] = {k: self._quick(sub, False)
+                                   for k, sub in schema["properties"].items()}
+        ref = schema.get("$ref")
+        if ref is not None and ref not in seen:
+            target = _resolve_ref(self.root, ref)
+            quick["allOf"] = [self._quick(target, deep, (*seen, ref))]
+        return quick
 
     def ref(self, ref):
         """A $ref's check, compiled once; meanwhile recursion gets one calling it."""
@@ -2466,17 +2558,17 @@ class Entry:
         value = self.fn(**kwargs)
         return _run_coroutine(value, ctx) if hasattr(value, "__await__") else value
 
-    def bind_strings(self, values, what):
+    def bind_strings(self, values, what, ctx=None):
         """Bind arguments that arrive as strings (prompt arguments, URI variables),
         parsed as JSON for a parameter typed int, list...; for one that may also be a
         string (``int | Literal["all"]``), only if the string does not fit."""
         signature = self.signature
-        kwargs, problems = signature.bind(_parsed(values, signature.parse_strings))
+        kwargs, problems = signature.bind(_parsed(values, signature.parse_strings), ctx)
         named = {re.split(r"[.\[:]", problem, maxsplit=1)[0] for problem in problems}
         unfit = named & signature.parse_strings_if_unfit
         if unfit:
             parsed = _parsed(values, signature.parse_strings | unfit)
-            kwargs, problems = signature.bind(parsed)
+            kwargs, problems = signature.bind(parsed, ctx)
         if problems:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid arguments for {what}:\n"
                                + _errors_text(problems))
@@ -2542,7 +2634,7 @@ class Tool(Entry):
     def call(self, ctx, arguments):
         """Run the tool. Its failures are results with isError, for the model to read,
         as the spec has it; only protocol errors are JSON-RPC errors."""
-        kwargs, problems = self.signature.bind(arguments)
+        kwargs, problems = self.signature.bind(arguments, ctx)
         if problems:
             return _error_result(f"Invalid arguments for tool '{self.name}':\n"
                                  + _errors_text(problems))
@@ -2608,8 +2700,9 @@ class Tool(Entry):
 
     def mismatch(self, problems):
         """Output that breaks the tool's own outputSchema is a server bug: say so."""
+        shown = _errors_text([_escaped(problem) for problem in problems])
         log.error("tool %r returned output that does not match its outputSchema:\n%s",
-                  self.name, _errors_text(problems))
+                  self.name, _escaped(shown, _LOGGED_CHARS, keep="\n"))
         return _error_result(f"Tool '{self.name}' produced output that does not match "
                              f"its output schema:\n{_errors_text(problems)}")
 
@@ -2826,7 +2919,7 @@ class Resource(Entry):
         return segments[0] != "" and ".." not in segments
 
     def read(self, ctx, uri, variables):
-        value = self.invoke(ctx, self.bind_strings(variables, f"resource {uri}"))
+        value = self.invoke(ctx, self.bind_strings(variables, f"resource {uri}", ctx))
         blocks = _as_blocks(value)
         if blocks is None:
             return [_contents(uri, value, self.mime_type or _guess_type(uri))]
@@ -2872,7 +2965,8 @@ class Prompt(Entry):
         return self.describe_common(entry, version)
 
     def get(self, ctx, arguments):
-        value = self.invoke(ctx, self.bind_strings(arguments, f"prompt '{self.name}'"))
+        kwargs = self.bind_strings(arguments, f"prompt '{self.name}'", ctx)
+        value = self.invoke(ctx, kwargs)
         version = ctx.protocol_version or LATEST_PROTOCOL_VERSION
         items = value if isinstance(value, list) else [value]
         messages = [_prompt_message(item) for item in items]
@@ -3535,7 +3629,7 @@ _LEAST = {
     "max_streams_per_principal": 1, "max_subscriptions": 0, "max_state_bytes": 1,
     "max_body_bytes": 1, "max_inflight_bytes": 1, "max_connections": 1,
     "max_client_bytes": 1, "max_uri_length": 1, "max_subscribed_length": 1,
-    "max_connections_per_address": 1}
+    "max_connections_per_address": 1, "max_validation_steps": 1}
 # Server settings in seconds -> whether None (no limit) is allowed.
 _NONE_IS_NO_LIMIT = {
     "grace_period": False, "cancel_timeout": False, "request_timeout": True,
@@ -3607,7 +3701,8 @@ class Server:
                  max_state_bytes=64 << 10, max_body_bytes=4 << 20,
                  max_inflight_bytes=32 << 20, max_connections=200,
                  max_client_bytes=64 << 10, max_uri_length=8 << 10,
-                 max_subscribed_length=64 << 10, max_connections_per_address=50):
+                 max_subscribed_length=64 << 10, max_connections_per_address=50,
+                 max_validation_steps=5_000_000):
         settings = dict(locals())             # the arguments, by name
         del settings["self"]
         _check_settings(settings)
@@ -6246,7 +6341,7 @@ class HttpEndpoint:
         try:
             return json.dumps(_principal_id(principal), sort_keys=True)
         except TypeError as e:
-            log.error("%s", e)
+            log.error("%s", _escaped(e, 500))
             raise _HttpRefusal(500, "Internal Server Error: the server cannot tell its "
                                     "clients apart (see its log)") from None
 
@@ -6295,6 +6390,8 @@ class HttpEndpoint:
             return None
         rid = message["id"]
         stream = EventStream(events=sse)
+        # Nothing watches the client of a call run here: the validator asks (_Budget)
+        stream.gone = environ.get("mcp_min.client_gone")
         try:
             try:
                 if call and server.auth is not None:    # counted as exchange counts it
@@ -6982,10 +7079,11 @@ class _RequestHandlerMixin:
     def log_message(self, format, *args):
         # What the standard library logs of a request quotes the client (its request
         # line, its version): bounded and escaped, at debug level.
-        log.debug("HTTP %s: %s", self.client_address[0], _preview(format % args))
+        log.debug("HTTP %s: %s", self.client_address[0], _escaped(format % args, 500))
 
     def log_request(self, code="-", size="-"):
-        log.debug("%s %s %s", self.command, _preview(getattr(self, "path", "")), code)
+        log.debug("%s %s %s", _escaped(self.command, 100),
+                  _escaped(getattr(self, "path", ""), 500), code)
 
 
 class _HttpServerMixin:
@@ -7208,7 +7306,7 @@ class Client(Peer):
                  protocol_version=LATEST_PROTOCOL_VERSION, client_info=None,
                  capabilities=None, timeout=30.0, env=None, cwd=None, stderr=None,
                  trace=None, on_notification=None, initialize=True, era="legacy",
-                 log_level=None, max_rounds=10):
+                 log_level=None, max_rounds=10, max_line_bytes=64 << 20):
         eras = ("legacy", "auto") + MODERN_PROTOCOL_VERSIONS
         if era not in eras:
             raise ValueError(f"era must be one of {eras}")
@@ -7216,6 +7314,7 @@ class Client(Peer):
         self.modern = False                  # True once 2026-07-28 is spoken
         self.log_level = log_level
         self.max_rounds = max_rounds
+        self.max_line_bytes = max_line_bytes     # a longer line is skipped, and fails
         self.timeout = timeout
         self.on_notification = on_notification
         self.notifications = []
@@ -7300,7 +7399,7 @@ class Client(Peer):
 
     def _read(self, rfile):
         try:
-            self.read_loop(rfile, 1 << 30)
+            self.read_loop(rfile, self.max_line_bytes)
         finally:
             self.closed = True
             why = self._why_closed(rfile)
@@ -8414,7 +8513,7 @@ def _run_repl_command(command, arg):
     except JSONRPCError:
         pass                                   # the frames already show it
     except Exception as e:
-        _print_text(f"! {type(e).__name__}: {e}")
+        _print_text(f"! {type(e).__name__}: " + _escaped(e, keep="\n"))
 
 
 def _name_args(text):
@@ -8549,8 +8648,8 @@ def _run_and_report(parser, args, words):
         print(f"mcp_min: cannot start {e.filename!r}: {e.strerror}{_start_hint(e)}",
               file=sys.stderr)
     except JSONRPCError as e:          # e.g. --era 2026-07-28 to a server without it
-        print(f"mcp_min: the server answered error {e.code}: {e.message}",
-              file=sys.stderr)
+        _print_text(f"mcp_min: the server answered error {e.code}: "
+                    + _escaped(e.message, keep="\n\t"), sys.stderr)
     return 1
 
 
@@ -8625,7 +8724,7 @@ def _show_notification(message):
             line += f": {params['message']}"
     else:
         line = f"{method} {json.dumps(params, ensure_ascii=False)}"
-    print(line, file=sys.stderr, flush=True)
+    _print_text(_escaped(line), sys.stderr)
 
 
 def _serve_command(args, words, colour):
@@ -8696,8 +8795,8 @@ def _call_command(args, words, colour):
             code = _call(client, method, params, args.verbose or args.timeout is None)
     finally:  # after close(), which has read all the server wrote, its last line too
         for line in client.junk:               # e.g. a print() in a hand-rolled server
-            print(f"mcp_min: the server wrote a line that is not JSON-RPC: {line}",
-                  file=sys.stderr)
+            _print_text("mcp_min: the server wrote a line that is not JSON-RPC: "
+                        + _escaped(line), sys.stderr)
     return 1 if client.junk else code
 
 
@@ -8727,10 +8826,10 @@ def _call(client, method, params, progress):
         if isinstance(result, dict) and result.get("isError") is True:
             shown = [block.get("text") for block in result.get("content") or ()
                      if isinstance(block, dict) and isinstance(block.get("text"), str)]
-            print("\n".join(["mcp_min: the tool reported an error:", *shown]),
-                  file=sys.stderr)
+            _print_text(_escaped("\n".join(["mcp_min: the tool reported an error:",
+                                             *shown]), keep="\n\t"), sys.stderr)
     except JSONRPCError as e:
-        print(f"error {e.code}: {e.message}", file=sys.stderr)
+        _print_text(f"error {e.code}: " + _escaped(e.message, keep="\n\t"), sys.stderr)
         return 1
     return 0
 
