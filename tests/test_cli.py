@@ -586,6 +586,68 @@ def test_call_reports_a_server_that_prints_to_stdout():
     assert "DEBUG looking up Lisbon" in result.stderr and "not JSON" in result.stderr
 
 
+#: A hand-rolled server whose every word is hostile: a line break that would forge a line,
+#: a screen-clear, a C1 control sequence introducer; in a log message, a progress message, a
+#: line that is not JSON-RPC, a tool's error text and a JSON-RPC error.
+HOSTILE = "Paris\nmcp_min ERROR: forged line\n\x1b[2J\x9b31m"
+HOSTILE_SERVER = """
+import json, sys
+HOSTILE = %r
+
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\\n")
+    sys.stdout.flush()
+
+for line in sys.stdin:
+    message = json.loads(line)
+    rid, params = message.get("id"), message.get("params") or {}
+    if rid is None:
+        continue
+    if message["method"] == "initialize":
+        send({"jsonrpc": "2.0", "id": rid, "result": {
+            "protocolVersion": params["protocolVersion"], "serverInfo": {"name": "h", "version": "1"},
+            "capabilities": {"tools": {}, "logging": {}}}})
+    elif message["method"] == "tools/call" and params["name"] == "weather":
+        send({"jsonrpc": "2.0", "method": "notifications/message",
+              "params": {"level": "warning", "data": HOSTILE}})
+        send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
+            "progressToken": params["_meta"]["progressToken"], "progress": 1, "message": HOSTILE}})
+        sys.stdout.write("junk " + HOSTILE.replace("\\n", " ") + "\\n")
+        send({"jsonrpc": "2.0", "id": rid,
+              "result": {"content": [{"type": "text", "text": HOSTILE}], "isError": True}})
+    elif message["method"] == "tools/call":
+        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": HOSTILE}})
+    else:
+        send({"jsonrpc": "2.0", "id": rid, "result": {}})
+""" % HOSTILE
+ESCAPED = r"Paris\nmcp_min ERROR: forged line\n\x1b[2J\x9b31m"
+
+
+def test_call_shows_a_servers_text_escaped(tmp_path):
+    """What a server sends reaches the terminal with its control characters escaped: all of
+    them in a one-line context, all but newline and tab in a tool's error text."""
+    server = tmp_path / "hostile.py"
+    server.write_text(HOSTILE_SERVER)
+    result = cli("call", "-v", "--era", "legacy", "--", sys.executable, server, "weather", "{}")
+    assert result.returncode == 1, result.stderr      # 1: the server wrote a line not JSON-RPC
+    assert "\x1b" not in result.stderr and "\x9b" not in result.stderr, result.stderr
+    lines = result.stderr.splitlines()
+    assert f"[warning] {ESCAPED}" in lines and f"progress 1: {ESCAPED}" in lines, lines
+    junk = ESCAPED.replace(r"\n", " ")
+    assert f"mcp_min: the server wrote a line that is not JSON-RPC: junk {junk}" in lines
+    assert "mcp_min: the tool reported an error:\nParis\nmcp_min ERROR: forged line\n" \
+           r"\x1b[2J\x9b31m" in result.stderr
+    error = cli("call", "--era", "legacy", "--", sys.executable, server, "storm", "{}")
+    assert error.returncode == 1 and error.stderr == \
+        "error -32602: Paris\nmcp_min ERROR: forged line\n" r"\x1b[2J\x9b31m" "\n"
+
+
+def test_a_trace_shows_a_line_escaped():
+    shown = io.StringIO()
+    mcp_min.FramePrinter({"in": "S->C"}, shown, colour=False)("in", b"junk \x1b[2J\xc2\x9b\r\n")
+    assert shown.getvalue() == "S->C unparsable: junk \\x1b[2J\\x9b\n"
+
+
 NOT_JSON = ["{bad json", '{"occasion": "birthday", "budget": NaN}', '{"cursor": 1e999}',
             '{"cursor": Infinity}']
 
@@ -1178,6 +1240,25 @@ def test_client_receives_progress_and_log_notifications():
 def open_fds():
     """This process's open file descriptors (where /proc lists them)."""
     return set(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else set()
+
+
+def test_a_line_over_the_clients_limit_is_an_error_not_a_wait():
+    """The client never holds a line over ``max_line_bytes`` (64 MiB by default): the call it
+    answers fails, saying so."""
+    server = Server("big")
+
+    @server.tool
+    def big(size: int) -> str:
+        return "x" * size
+
+    with Client(server, max_line_bytes=1 << 16, timeout=10) as client:
+        assert client.max_line_bytes == 1 << 16
+        with pytest.raises(JSONRPCError) as e:
+            client.call_tool("big", {"size": 1 << 17})
+        assert e.value.code == -32600 and "over the limit of 65536 bytes" in e.value.message
+        assert client.call_tool("big", {"size": 10})["content"][0]["text"] == "x" * 10
+    with Client(server, initialize=False) as idle:
+        assert idle.max_line_bytes == 64 << 20
 
 
 def test_in_memory_client_closes_its_end_of_the_pipe():

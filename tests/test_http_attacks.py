@@ -1601,6 +1601,45 @@ def test_a_deep_failure_logs_a_few_kib_per_stdio_request(spawn, tmp_path):
         ["structuredContent"] == {"result": 5}
 
 
+#: A tool whose error quotes its argument: a forged log line and a screen-clear, when raw.
+FORGING_SERVER = PLAIN_SERVER + """
+@server.tool
+def weather(city: str) -> str:
+    raise ValueError(f"unknown city {city}")
+
+if __name__ == "__main__":
+    server.run()
+"""
+FORGED_CITY = "Paris\nmcp_min ERROR: forged line\n\x1b[2J"
+ESCAPED_CITY = "unknown city Paris\\nmcp_min ERROR: forged line\\n\\x1b[2J"
+
+
+def assert_not_forged(log):
+    assert ESCAPED_CITY in log, log[-2000:]
+    assert "\x1b" not in log
+    assert not [line for line in log.splitlines() if line.startswith("mcp_min ERROR: forged")]
+
+
+def test_a_failure_quoting_a_client_logs_it_escaped_over_http(serve):
+    served = serve(FORGING_SERVER)
+    message = modern("tools/call", {"name": "weather", "arguments": {"city": FORGED_CITY}})
+    response = exchange(served.port, request_bytes(served.port, message=message,
+                                                   Connection="close"))
+    assert body_of(response)["result"]["isError"]
+    assert_not_forged(logged_when(lambda: served.stderr, "tool 'weather' failed", 1))
+    served_afterwards(served.port)
+
+
+def test_a_failure_quoting_a_client_logs_it_escaped_over_stdio(spawn, tmp_path):
+    script = tmp_path / "forging_server.py"
+    script.write_text(FORGING_SERVER.replace("{root}", repr(str(ROOT))))
+    wire = spawn(str(script))
+    wire.initialize()
+    result = wire.result("tools/call", {"name": "weather", "arguments": {"city": FORGED_CITY}})
+    assert result["isError"] and FORGED_CITY in result["content"][0]["text"]
+    assert_not_forged(logged_when(lambda: wire.stderr, "tool 'weather' failed", 1))
+
+
 # ============================================================================================
 # What the embedded server says of its own refusals
 # ============================================================================================
@@ -1709,4 +1748,113 @@ def test_a_content_length_of_thousands_of_digits_is_400_not_a_crash(serve):
     assert status_of(response) == 400 and "Content-Length" in body_of(response)["error"][
         "message"]
     assert "Traceback" not in served.stderr
+    served_afterwards(served.port)
+
+
+# ============================================================================================
+# Arguments that are costly to check
+# ============================================================================================
+
+COSTLY_SERVER = PLAIN_SERVER + """
+from typing import Literal, TypedDict, Union
+
+class A(TypedDict):
+    kind: Literal["a"]
+    children: list[Union["A", "B"]]
+
+class B(TypedDict):
+    kind: Literal["b"]
+    children: list[Union["A", "B"]]
+
+@server.tool
+def tree(root: Union[A, B]) -> int:
+    return 1
+
+# Two arms alike, which only a leaf can fail: no keyword tells them apart.
+ARM = {"type": "object", "properties": {
+    "c": {"type": "array", "items": {"$ref": "#/$defs/N"}}, "v": {"type": "integer"}}}
+
+@server.tool(input_schema={"type": "object", "properties": {"n": {"$ref": "#/$defs/N"}},
+                           "$defs": {"N": {"anyOf": [ARM, ARM]}}})
+def same(**arguments) -> int:
+    return 1
+"""
+
+
+def union_tree(depth, leaf="b"):
+    """A chain of ``depth`` nodes, their kinds alternating, ending in a ``leaf`` node."""
+    node = {"kind": leaf, "children": []}
+    for level in range(depth):
+        node = {"kind": "ab"[level % 2], "children": [node]}
+    return node
+
+
+def costly_body(depth, rid=1):
+    """A call of ``same`` that validates in about 2^depth steps, failing at its leaf."""
+    node = {"v": "not an integer"}
+    for _ in range(depth):
+        node = {"c": [node]}
+    return modern("tools/call", {"name": "same", "arguments": {"n": node}}, rid=rid)
+
+
+@pytest.mark.parametrize("depth, leaf", [(16, "b"), (18, "c")])
+def test_a_union_tree_of_16_levels_is_answered_within_3_s(serve, depth, leaf):
+    """Each node's alternatives are told apart by their ``kind`` before their children are
+    checked: linear, not 2^depth (3.3 s at 16 levels, 17 s at 18). A leaf of neither kind
+    gets the error of the alternative meant for it."""
+    served = serve(COSTLY_SERVER)
+    message = modern("tools/call", {"name": "tree",
+                                    "arguments": {"root": union_tree(depth, leaf)}})
+    assert len(json.dumps(message)) < 1000
+    began = time.monotonic()
+    response = exchange(served.port, request_bytes(served.port, message=message,
+                                                   Connection="close"))
+    took = time.monotonic() - began
+    result = body_of(response)["result"]
+    assert took < 3, f"answered in {took:.1f} s"
+    if leaf == "b":
+        assert result["structuredContent"] == {"result": 1}
+    else:
+        assert result["isError"] and 'kind: must be "a", got "c"' in result["content"][0]["text"]
+    served_afterwards(served.port)
+
+
+def burning(pid, seconds=0.5):
+    """The share of a core the process used over the next ``seconds``."""
+    before, start = cpu_seconds(pid), time.monotonic()
+    time.sleep(seconds)
+    return (cpu_seconds(pid) - before) / (time.monotonic() - start)
+
+
+@pytest.mark.parametrize("quick", [False, True], ids=["on the pool", "on the engine's thread"])
+def test_a_client_that_leaves_a_costly_validation_stops_it_within_a_second(serve, quick):
+    """Leaving cancels a 2026-07-28 call, its validation too. A tool quick last time runs on
+    the HTTP server's own thread (answer_at_once), where the validator asks whether the
+    client has gone."""
+    served = serve(COSTLY_SERVER.replace('Server("plain")',
+                                         'Server("plain", max_validation_steps=10**12)'))
+    if quick:                         # a cheap call first: the tool is quick
+        cheap = modern("tools/call", {"name": "same", "arguments": {"n": {"v": 1}}})
+        assert body_of(exchange(served.port, request_bytes(
+            served.port, message=cheap, Connection="close")))["result"]["isError"] is False
+    with socket.create_connection(("127.0.0.1", served.port), timeout=10) as sock:
+        sock.sendall(request_bytes(served.port, message=costly_body(24)))
+        time.sleep(0.5)
+        assert burning(served.pid) > 0.5, "the validation did not start"
+    time.sleep(1)
+    share = burning(served.pid)
+    assert share < 0.1, f"still {share:.0%} of a core a second after the client left"
+    served_afterwards(served.port)
+
+
+def test_arguments_past_max_validation_steps_get_32602_naming_the_limit(serve):
+    served = serve(COSTLY_SERVER.replace('Server("plain")',
+                                         'Server("plain", max_validation_steps=100_000)'))
+    began = time.monotonic()
+    response = exchange(served.port, request_bytes(served.port, message=costly_body(24),
+                                                   Connection="close"))
+    error = body_of(response)["error"]
+    assert error["code"] == -32602 and time.monotonic() - began < 5
+    assert "too costly to check" in error["message"], error
+    assert "100,000" in error["message"] and "max_validation_steps" in error["message"]
     served_afterwards(served.port)

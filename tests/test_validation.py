@@ -415,3 +415,126 @@ def test_a_pydantic_bound_is_enforced_on_a_tool_call():
             "Invalid arguments for tool 'repeat':\n- n: must be <= 10, got 50"
         assert client.call_tool("repeat", {"n": 2})["content"][0]["text"] == "okok"
     assert calls == [2]
+
+
+# --- alternatives told apart cheaply; the budget of one request ------------------------
+
+class KindA(TypedDict):
+    kind: Literal["a"]
+    children: list[Union["KindA", "KindB"]]
+
+
+class KindB(TypedDict):
+    kind: Literal["b"]
+    children: list[Union["KindA", "KindB"]]
+
+
+def kinds_tool(root: Union[KindA, KindB]) -> int:
+    return 1
+
+
+def kinds_chain(depth, kind_at=lambda level: "ab"[level % 2]):
+    node = {"kind": kind_at(depth), "children": []}
+    for level in reversed(range(depth)):
+        node = {"kind": kind_at(level), "children": [node]}
+    return node
+
+
+def request_of(**settings):
+    """The Context of a tools/call on a Server with ``settings``."""
+    from mcp_min import Context, Server
+    return Context(None, 1, "tools/call", {}, server=Server("budget", **settings))
+
+
+def test_alternatives_told_apart_by_a_const_are_checked_once_per_node():
+    """Union[A, B] of recursive TypedDicts: the arm whose `kind` fails is not descended into,
+    so 60 levels cost a few hundred steps (2^60 checks otherwise)."""
+    sig, ctx = Signature(kinds_tool), request_of(max_validation_steps=1000)
+    assert sig.bind({"root": kinds_chain(60)}, ctx) == ({"root": kinds_chain(60)}, [])
+    path = "root" + ".children[0]" * 60
+    wrong_leaf = kinds_chain(60, lambda level: "c" if level == 60 else "ab"[level % 2])
+    assert sig.bind({"root": wrong_leaf}, ctx)[1] == [f'{path}.kind: must be "a", got "c"']
+    # the problems of the alternative whose kind matches, not of the one with fewest
+    inner = {"kind": "b", "children": [{"kind": "a", "children": 5}]}
+    assert sig.bind({"root": inner}, ctx)[1] == \
+        ["root.children[0].children: expected array, got integer 5"]
+    # no kind matches: the first alternative's problems, in full, as before
+    assert sig.bind({"root": {"kind": "c", "children": [{"kind": "b"}]}}, ctx)[1] == [
+        'root.kind: must be "a", got "c"', "root.children[0]: missing required property 'children'"]
+
+
+# How two alternatives differ: (schema of A's, of B's), (A's property, B's property).
+TOLD_APART = {
+    "const through $ref": ({"properties": {"k": {"$ref": "#/$defs/ka"}}},
+                           {"properties": {"k": {"const": "b"}}}, {"k": "a"}, {"k": "b"}),
+    "enum": ({"properties": {"k": {"enum": ["a", 1]}}},
+             {"properties": {"k": {"enum": ["b"]}}}, {"k": 1}, {"k": "b"}),
+    "required": ({"required": ["a"]}, {"required": ["b"]}, {"a": 0}, {"b": 0}),
+    "type of a property": ({"properties": {"v": {"type": "integer"}}},
+                           {"properties": {"v": {"type": "string"}}}, {"v": 1}, {"v": "s"}),
+}
+
+
+@pytest.mark.parametrize("keyword", ["anyOf", "oneOf"])
+@pytest.mark.parametrize("how", TOLD_APART)
+def test_alternatives_are_told_apart_by_their_quick_keywords(keyword, how):
+    a, b, a_value, b_value = TOLD_APART[how]
+    children = {"children": {"type": "array", "items": {"$ref": "#/$defs/N"}}}
+    schema = {"type": "object", "properties": {"n": {"$ref": "#/$defs/N"}}, "$defs": {
+        "ka": {"const": "a"},
+        "A": {**a, "type": "object", "properties": {**a.get("properties", {}), **children}},
+        "B": {**b, "type": "object", "properties": {**b.get("properties", {}), **children}},
+        "N": {keyword: [{"$ref": "#/$defs/A"}, {"$ref": "#/$defs/B"}]}}}
+    node = {**b_value, "children": []}
+    for level in range(60):
+        node = {**(a_value, b_value)[level % 2], "children": [node]}
+    sig = Signature(lambda **arguments: 1, input_schema=schema)
+    ctx = request_of(max_validation_steps=1000)
+    assert sig.bind({"n": node}, ctx) == ({"n": node}, [])
+
+
+ALIKE = {"type": "object", "properties": {"c": {"type": "array", "items": {"$ref": "#/$defs/N"}},
+                                          "v": {"type": "integer"}}}
+ALIKE_SCHEMA = {"type": "object", "properties": {"n": {"$ref": "#/$defs/N"}},
+                "$defs": {"N": {"anyOf": [ALIKE, ALIKE]}}}
+
+
+def alike_arguments(depth):
+    node = {"v": "not an integer"}
+    for _ in range(depth):
+        node = {"c": [node]}
+    return {"n": node}
+
+
+def test_arguments_past_max_validation_steps_are_a_32602_naming_the_limit():
+    from mcp_min import JSONRPCError, Server
+    sig = Signature(lambda **arguments: 1, input_schema=ALIKE_SCHEMA)
+    with pytest.raises(JSONRPCError) as refused:
+        sig.bind(alike_arguments(30), request_of(max_validation_steps=10_000))
+    assert refused.value.code == -32602
+    assert refused.value.message.startswith("The arguments are too costly to check: more than "
+                                            "10,000 steps")
+    assert "max_validation_steps" in refused.value.message
+    # within the budget, the same check ends as usual
+    assert sig.bind(alike_arguments(3), request_of(max_validation_steps=10_000))[1] == [
+        "n.c[0].c[0].c[0].v: expected integer, got string \"not an integer\""]
+    with pytest.raises(ValueError, match="max_validation_steps"):
+        Server("s", max_validation_steps=0)
+
+
+def test_large_arguments_fit_the_default_budget():
+    """A million items: a million steps (the allOf makes the budget apply)."""
+    sig = Signature(lambda xs: 1, input_schema={"type": "object", "properties": {
+        "xs": {"allOf": [{"type": "array", "items": {"type": "integer"}}]}}})
+    numbers = list(range(1_000_000))
+    assert sig.bind({"xs": numbers}, request_of()) == ({"xs": numbers}, [])
+    assert request_of().server.max_validation_steps == 5_000_000
+
+
+def test_a_cancelled_request_stops_validating():
+    from mcp_min import Cancelled
+    sig = Signature(lambda **arguments: 1, input_schema=ALIKE_SCHEMA)
+    ctx = request_of(max_validation_steps=10 ** 12)
+    ctx.cancelled = True
+    with pytest.raises(Cancelled):
+        sig.bind(alike_arguments(40), ctx)
