@@ -3142,11 +3142,14 @@ class Server:
 
     def wsgi(self, environ, start_response):
         """The WSGI application serving Streamable HTTP at ``http_path`` (the server is
-        one too: ``gunicorn app:server``)."""
+        one too: ``gunicorn app:server``): an HttpExchange serves each request."""
         endpoint = self._http
-        if endpoint is None:
+        if not isinstance(endpoint, HttpEndpoint):
             endpoint = self.start_http(environ.get("SERVER_SOFTWARE", ""))
-        return endpoint(environ, start_response)
+            # Its lifespan failed: 503, until a request tries it again
+            if not isinstance(endpoint, HttpEndpoint):
+                return endpoint(environ, start_response)
+        return HttpExchange(endpoint, environ, start_response).serve()
 
     __call__ = wsgi
 
@@ -3500,9 +3503,6 @@ class Server:
                                                f"of {', '.join(LOG_LEVELS)}")
         ctx.session.log_level = level
         return {}
-
-    #: Seconds before a request tries again a lifespan that failed to start.
-    lifespan_retry = 5.0
 
     # -- running a handler: both eras, and what 2026-07-28 adds -----------------------
     def call_handler(self, ctx, handler):
@@ -5274,9 +5274,10 @@ class _HttpRefusal(Exception):
 
 
 class HttpEndpoint:
-    """The WSGI application behind ``server.wsgi``: what its requests share (the
-    sessions it keeps, the caps on what stays open, the bytes of bodies taken in), and
-    for each request an HttpExchange, which checks it and serves it."""
+    """What the HTTP requests of a server share: the sessions it keeps, the caps on
+    what stays open, the bytes of bodies taken in. ``Server.wsgi`` makes one when the
+    first request comes, and an HttpExchange for each request, which checks it and
+    serves it."""
 
     def __init__(self, server):
         self.server = server
@@ -5293,9 +5294,6 @@ class HttpEndpoint:
         self.held = {}
         # The listen and GET streams open, of all clients
         self.streams = 0
-
-    def __call__(self, environ, start_response):
-        return HttpExchange(self, environ, start_response).serve()
 
     # -- the caps on what stays open --------------------------------------------------
     def hold(self, stream, is_stream):

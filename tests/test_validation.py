@@ -442,8 +442,8 @@ def kinds_chain(depth, kind_at=lambda level: "ab"[level % 2]):
 
 def request_of(**settings):
     """The Context of a tools/call on a Server with ``settings``."""
-    from mcp_min import Context, Server
-    return Context(None, 1, "tools/call", {}, server=Server("budget", **settings))
+    from mcp_min import Context, Server, Session
+    return Context(Session(Server("budget", **settings)), 1, "tools/call", {})
 
 
 def test_alternatives_told_apart_by_a_const_are_checked_once_per_node():
