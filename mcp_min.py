@@ -22,94 +22,142 @@ After the handshake (initialize, notifications/initialized), the client calls th
     C->S {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add",...}}
     S->C {"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"5"}],...}}
 
-That request's way through this file, from its line on stdin to the reply's line on
-stdout, one stop a line, in call order:
+The server is one sentence: a loop reads newline-delimited JSON from stdin, routes each
+message by its method through a dict of handlers, and writes the responses to stdout
+(logs go to stderr), with a pool of threads running the tool calls beside the loop and a
+writer lock keeping each response one whole line.
 
-    Server.run              claims stdin and stdout for the protocol; catches signals
-    Server.serve_connection  a Session for the connection; the lifespan is entered
-    Session.serve           starts the reader thread, then waits for the end of input
-    Session.read_to_end     the reader thread's body: it reads until the input ends
-    Peer.keep_reading       one line at a time, from read_lines
-    Peer.handle_line        a blank line is skipped; anything else is decoded
-    decode_message          the bytes -> JSON, or a parse error (-32700)
-    Peer.handle_message     a batch, or one message
-    classify                a request, a notification or a response? (-32600 if none)
-    Session.handle_request  a request (not a notification) of the handshake era
-    Session.handler_for     its handler, if the session may call it: initialized? the
-                              capability declared?
-    Session.start           a Context for the call, under the request's id
-    Session.run_here        runs it on the reader if the pool is idle (a watcher thread
-                              takes the reading over should it last)
-    WorkerPool.borrow       ...taking one of the pool's places, or else queues it there
-    Session.run_call        runs the handler and writes its response to the outlet
-    _response_frame         the response: the handler's result, or the error it raised
-    _call_handler           the entry of server.handlers: handler(ctx, params)
-    Server.call_tool        the handler of tools/call
-    _named                  the tool params.name names, or -32602
+That request's way through this file, every function it enters, in order:
+
+    decode_message          the line's bytes -> a message, or a parse error (-32700)
+    Peer.dispatch           a request, a notification, a response or a batch?
+    classify                ... or an invalid message (-32600)
+    Session.handle_request  admit it, then run it: here, or on the pool
+    Session.admit           the rules of its era and its method (METHODS): its Context
+    is_stateless            which era? (the handshake era: it carries no envelope)
+    Context.__init__        the request as its handler sees it
+    Server.schedule         a tool call runs user code: to the pool
+    WorkerPool.submit       ...a thread takes it; the loop reads on
+    Session.run             on that thread: the response, then sent on its stream
+    Session.response        the handler run, its result or error encoded
+    Server.call_handler     server.handlers["tools/call"](ctx, params)
+    Server.call_tool        that handler
+    _named                  the tool params.name names, and its arguments
     Tool.call               checks the arguments, calls the function, shapes the result
-    Signature.bind          the arguments -> keyword arguments, checked by the schema
-    Entry.invoke            calls add(a=2, b=3)
-    Tool.result             its return value -> content blocks and structuredContent
+    Signature.bind          the arguments checked against the input schema...
+    _Compiler._object       ...by its compiled check of an object's properties
+    Entry.invoke            add(a=2, b=3)
+    Tool.result             its return value -> content and structuredContent
     _shape_result           the result as the session's protocol version has it
     encode_message          the response -> one compact line
-    Peer.respond            the outlet: the Session itself (or a Batch, an HTTP stream)
-    Peer.send_frame         writes the line under the write lock: replies from several
-                              workers never interleave
-    write_all               every byte, retrying short writes
+    Writer.respond          the stream of a request over stdio: the connection's Writer
+    Writer.send             the writer lock: responses of several threads never mix
+    write_all               every byte, and the newline
 
-A 2026-07-28 request, which names its protocol version in params._meta and needs no
-handshake, leaves that way at the session and joins it again to run:
+A 2026-07-28 request carries its protocol version and the client's capabilities (its
+envelope) in params._meta, and needs no handshake. Its way differs in four stops:
 
-    Session.handle_request  sees the envelope in params._meta
-    Session.handle_stateless  checks it (Envelope), and the method
-    Session.start           as above
-    Session.run_call        as above, but _response_frame goes through run_stateless
-    Server.run_stateless    runs the handler; a question for the client becomes an
-                              input_required result; the result gets its resultType
+    decode_message          as above
+    Peer.dispatch           as above
+    classify                as above
+    Session.handle_request  as above
+    Session.admit           as above
+    is_stateless            it carries an envelope: the stateless era
+    Envelope.__init__       the envelope checked: -32602, or -32022 for its version
+    Context.__init__        as above, knowing the client from the envelope
+    Server.offered          does the server offer the method's capability?
+    Server.schedule         as above
+    WorkerPool.submit       as above
+    Session.run             as above
+    Session.response        as above
+    Server.run_stateless    requestState's answers in; resultType and serverInfo out
+    Server.call_handler     as above
+    Server.call_tool        as above
+    _named                  as above
+    Tool.call               as above
+    Signature.bind          as above
+    _Compiler._object       as above
+    Entry.invoke            as above
+    Tool.result             as above
+    encode_message          as above
+    Writer.respond          as above
+    Writer.send             as above
+    write_all               as above
 
 Over HTTP, a POST reaches the same Session through the WSGI application:
 
-    HttpEndpoint.route      Host, Origin, the path and the token
-    HttpEndpoint.post       Accept, Content-Type, the body; the era from its headers
-    HttpEndpoint.check_headers  2026-07-28: the headers must agree with the body
-    HttpEndpoint.answer_at_once  a quick call, or a method that runs no user code,
-                              is answered here and now, as below but without
-                              the means to wait or stream (and a tool that takes
-                              no Context, without a session); any other request:
-    HttpEndpoint.exchange   an EventStream is the request's outlet
-    HttpEndpoint.dispatch   hands the message to Session.handle_request
-    Session.handle_request  as above
-    HttpSession.run_here    a quick tool runs on the engine's thread, others on the pool
+    Server.wsgi             the WSGI application: an HttpExchange for each request
+    HttpExchange.__init__   the request, and the stream its response is made of
+    HttpExchange.serve      the checks every request passes, then its method
+    HttpExchange.check_host  the Host must name this server (421, 400)
+    HttpExchange.post       Accept, Content-Type, the body and its era
+    HttpExchange.read_body  within max_body_bytes, and reserved in max_inflight_bytes
+    _is_length              Content-Length: digits only
+    decode_message          as above
+    classify                as above
+    HttpExchange.check_headers  2026-07-28: the headers must agree with the body
+    HttpExchange.deliver    a session for the request; it is handed over; the response
+    Session.__init__        (made for this request alone)
+    Peer.__init__           (its requests to the client: none, in 2026-07-28)
+    Session.handle_request  as above, from here on the 2026-07-28 way
+    Session.admit           as above (HTTP said which era: is_stateless is not asked)
+    Envelope.__init__       as above
+    Context.__init__        as above
+    Server.offered          as above
+    Server.schedule         as above
+    WorkerPool.submit       as above
+    HttpExchange.next_item  the HTTP thread waits for what the stream brings
+    Session.run             as above, on a worker
+    Session.response        as above
     Server.run_stateless    as above
-    HttpEndpoint.reply      the response as JSON (or as an SSE stream, by events)
+    Server.call_handler     as above
+    Server.call_tool        as above
+    _named                  as above
+    Tool.call               as above
+    Signature.bind          as above
+    _Compiler._object       as above
+    Entry.invoke            as above
+    Tool.result             as above
+    encode_message          as above
+    HttpExchange.respond    the response, queued on the stream; the HTTP thread takes it
+    HttpExchange.release    the body's bytes are free again
+    _http_response          the response came first: one JSON body (else an SSE stream)
 
-Every method is an entry in ``server.handlers``: a callable taking ``(ctx, params)`` and
-returning the result; replace or add entries to change the server.
+Words, one for each thing: a *session* is what the server knows of one client; a
+*stream* is where one request's messages go (the stdio connection's Writer, a Batch,
+an HttpExchange); to *send* is to write any frame (an encoded message), to *respond*
+to send the response a request is owed; the *handshake era* is the protocols that open
+with initialize, the *stateless era* 2026-07-28, whose requests carry their envelope.
+
+What a user may override or replace, as socketserver's docstring lists its hooks:
+
+    server.handlers[METHOD]   a handler(ctx, params) -> result, for any method
+    server.methods[METHOD]    a row of METHODS: the rules of a method (era, capability,
+                              on the pool or not)
+    Server.schedule(fn, *args)  where a call runs (the worker pool by default)
+    Server.call_tool, ...     each built-in handler; roots_changed, may_subscribe
+    Session.handle_request, handle_notification, handle_response, handle_batch
+    Stream.send, Stream.respond  a stream of one's own (a Stream subclass)
 
 The sections, lower layers first; a first reading can skip those marked *:
 
     Logging failures *  a failure as one line and a short traceback, for the log
-    Stdio hygiene       keep stdout for protocol bytes only
-    JSON-RPC core       framing, errors, the Peer both ends are built on
+    JSON-RPC            errors, lines, messages, and the streams they go out on
     Schemas             Python type hints -> JSON Schema, and a validator
     Content             the blocks tools and prompts return
     Registry            tools, resources, prompts
-    Context             what a handler can do during a call: progress, logs,
-                        cancellation, asking the client for sampling, elicitation, roots
-    Stateless requests  (2026-07-28) the envelope, and the signed requestState that
-                        carries a handler's questions and answers round to round
-    Server              the handlers dict: method name -> callable
-    Session             one connection and its reader loop
-    Scheduling *        the worker pool that runs calls beside the reader
+    Server              settings, registration, the handlers dict and its handlers
+    Context             one request, as its handler sees it: progress, logs,
+                        cancellation, asking the client (sampling, elicitation, roots)
+    The eras            the method table; the 2026-07-28 envelope and requestState
+    Scheduling          the worker pool
+    The core            Peer.dispatch, and the Session that serves one client
+    stdio               a loop reading lines, a pool running calls, a writer lock
+    Streamable HTTP     the same sessions behind a WSGI application
     Signals and shutdown *  stop signals, the lifespan, async handlers' event loop
-    Streamable HTTP     the same sessions and handlers behind a WSGI application
     The embedded HTTP server *  wsgiref, hardened against slow and hostile clients
     Client              the same core as a client, for tests, tools and workshops
     Command line *      `python3 mcp_min.py --help`
-
-From Server.run to Session.run_call, the path above reads downwards through Server and
-Session, which follow each other; it calls down into the JSON-RPC core to read and to
-answer, and into the registry and the schemas to run the tool.
 """
 
 from __future__ import annotations

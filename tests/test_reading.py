@@ -2,17 +2,19 @@
 request on its way through the file, in call order, and every name it gives exists; no line
 is wider than 88 characters.
 
-The order is checked against the code itself: a real server, in a subprocess, serves a
+The map is checked against the code itself: a real server, in a subprocess, serves a
 handshake-era ``tools/call`` and a 2026-07-28 one over stdio, and one over HTTP (its WSGI
 application, called as an engine would), while a profile hook records every function of
-mcp_min.py that is entered, on every thread. Each of the map's lists must appear in that
-record in its own order (other calls may come between its stops).
+mcp_min.py that is entered, on every thread, and when. Each of the map's lists must name
+every function the traced request entered, none it did not, and on each thread in the
+order that thread entered them.
 """
 
 import json
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -66,18 +68,19 @@ def test_every_stop_in_the_map_exists(which):
 
 
 # The server the trace runs: every function entered in mcp_min.py, on every thread (those
-# _thread starts too), is written to a file as its qualified name.
+# _thread starts too), is recorded with the time and the thread; the record is written
+# out as JSON when the server is done.
 TRACED = r"""
-import _thread, json, sys, threading
+import _thread, atexit, io, json, os, sys, threading, time
 sys.path.insert(0, {root!r})
 import mcp_min
 
-record = open({out!r}, "w", buffering=1)
+events = []
 where = mcp_min.__file__
 
 def profile(frame, event, arg):
     if event == "call" and frame.f_code.co_filename == where:
-        record.write(frame.f_code.co_qualname + "\n")
+        events.append((time.monotonic(), _thread.get_ident(), frame.f_code.co_qualname))
 
 start_new_thread = _thread.start_new_thread
 def traced_thread(fn, args, kwargs={{}}):
@@ -88,6 +91,11 @@ def traced_thread(fn, args, kwargs={{}}):
 _thread.start_new_thread = traced_thread
 threading.setprofile(profile)
 
+def dump():
+    with open({out!r}, "w") as f:
+        json.dump(events, f)
+atexit.register(dump)
+
 server = mcp_min.Server("map")
 
 @server.tool
@@ -96,16 +104,25 @@ def add(a: int, b: int) -> int:
 
 sys.setprofile(profile)
 if sys.argv[1] == "http":
-    import io
     body = sys.stdin.buffer.read()
-    environ = {{"REQUEST_METHOD": "POST", "PATH_INFO": "/mcp", "HTTP_HOST": "127.0.0.1",
-               "CONTENT_TYPE": "application/json", "CONTENT_LENGTH": str(len(body)),
-               "HTTP_ACCEPT": "application/json, text/event-stream",
-               "HTTP_MCP_PROTOCOL_VERSION": "2026-07-28", "HTTP_MCP_METHOD": "tools/call",
-               "HTTP_MCP_NAME": "add", "wsgi.input": io.BytesIO(body)}}
-    print(b"".join(server.wsgi(environ, lambda status, headers: None)).decode())
-else:
-    server.run()
+    def environ():
+        return {{"REQUEST_METHOD": "POST", "PATH_INFO": "/mcp", "HTTP_HOST": "127.0.0.1",
+                "CONTENT_TYPE": "application/json", "CONTENT_LENGTH": str(len(body)),
+                "HTTP_ACCEPT": "application/json, text/event-stream",
+                "HTTP_MCP_PROTOCOL_VERSION": "2026-07-28", "HTTP_MCP_METHOD": "tools/call",
+                "HTTP_MCP_NAME": "add", "wsgi.input": io.BytesIO(body)}}
+    def post():
+        return b"".join(server.wsgi(environ(), lambda status, headers: None))
+    # the first calls start what a server starts once: the endpoint, the pool
+    post(); post()
+    time.sleep(0.2)
+    events.append((time.monotonic(), 0, "<begin>"))
+    print(post().decode(), flush=True)
+    events.append((time.monotonic(), 0, "<end>"))
+    time.sleep(0.2)
+    dump()
+    os._exit(0)
+server.run()
 """
 
 ENVELOPE = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -119,53 +136,87 @@ def call(rid, meta=None):
     return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
 
 
-def trace(tmp_path, mode, messages):
-    out = tmp_path / f"{mode}.calls"
+def traced(tmp_path, mode, opening=(), meta=None):
+    """The functions one tools/call enters, in the order each first does, on each
+    thread: {thread: [qualified names]}. Over stdio the server gets ``opening``, a
+    first call (one-time work is not counted), then the call traced; over HTTP its
+    WSGI application is called three times, the last one traced."""
+    out = tmp_path / f"{mode}.json"
     script = tmp_path / "traced.py"
     script.write_text(TRACED.format(root=str(ROOT), out=str(out)))
-    feed = "".join(json.dumps(message) + "\n" for message in messages)
-    done = subprocess.run([sys.executable, str(script), mode], input=feed.encode(),
-                          capture_output=True, timeout=60)
-    assert b'"text":"5"' in done.stdout, done.stderr.decode()[-2000:]
-    return out.read_text().split()
+    server = subprocess.Popen([sys.executable, str(script), mode], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        if mode == "http":
+            output, errors = server.communicate(json.dumps(call(1, meta)).encode(), 60)
+            assert b'"text":"5"' in output, errors.decode()[-2000:]
+            events = json.loads(out.read_text())
+            begin = next(t for t, _, name in events if name == "<begin>")
+            end = next(t for t, _, name in events if name == "<end>")
+        else:
+            for message in (*opening, call(1, meta)):
+                server.stdin.write((json.dumps(message) + "\n").encode())
+                server.stdin.flush()
+                if "id" in message:
+                    assert b'"result"' in server.stdout.readline()
+            time.sleep(0.3)
+            begin = time.monotonic()
+            server.stdin.write((json.dumps(call(2, meta)) + "\n").encode())
+            server.stdin.flush()
+            assert b'"text":"5"' in server.stdout.readline()
+            end = time.monotonic()
+            time.sleep(0.3)
+            server.stdin.close()
+            assert server.wait(30) == 0, server.stderr.read().decode()[-2000:]
+            events = json.loads(out.read_text())
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.wait()
+        for pipe in (server.stdin, server.stdout, server.stderr):
+            pipe.close()
+    threads = {}
+    for when, thread, name in events:
+        # a closure (the validator's checks) stands for the function that makes it
+        name = name.split(".<locals>")[0]
+        if begin <= when <= end and not name.startswith("<"):
+            path = threads.setdefault(thread, [])
+            if name not in path:
+                path.append(name)
+    return threads
 
 
-def in_order(names, record):
-    """How far ``names`` get through ``record`` in order: all of them, or the first that
-    does not come after the one before it."""
-    position = 0
-    for name in names:
-        try:
-            position = record.index(name, position) + 1
-        except ValueError:
-            return name
-    return None
+def check_the_map(which, threads):
+    """The map's list of ``which`` names every function the request entered, and on
+    each thread in the order that thread entered them."""
+    names = stops(LISTS[which])
+    entered = [name for path in threads.values() for name in path]
+    assert sorted(set(names)) == sorted(set(entered)), (
+        f"the {which} list leaves out {sorted(set(entered) - set(names))}, and names "
+        f"{sorted(set(names) - set(entered))} that the request did not enter")
+    for path in threads.values():
+        listed = [name for name in names if name in path]
+        assert listed == path, f"the {which} list's order is not the code's: {path}"
 
+
+INITIALIZE = {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {},
+    "clientInfo": {"name": "map", "version": "1"}}}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 needs_qualname = pytest.mark.skipif(sys.version_info < (3, 11),
                                       reason="co_qualname names the methods (Python 3.11+)")
 
 
 @needs_qualname
-def test_the_stdio_lists_are_in_call_order(tmp_path):
-    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "map", "version": "1"}}}
-    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    handshake = trace(tmp_path, "stdio", [initialize, initialized, call(2)])
-    names = stops(LISTS["stdio"])
-    missing = in_order(names, handshake)
-    assert missing is None, f"{missing} is not where the map puts it (stdio list)"
-    modern = trace(tmp_path, "modern", [call(1, ENVELOPE)])
-    missing = in_order(stops(LISTS["modern"]), modern)
-    assert missing is None, f"{missing} is not where the map puts it (2026-07-28 list)"
+def test_the_stdio_lists_name_every_stop_in_call_order(tmp_path):
+    check_the_map("stdio", traced(tmp_path, "stdio", (INITIALIZE, INITIALIZED)))
+    check_the_map("modern", traced(tmp_path, "modern", meta=ENVELOPE))
 
 
 @needs_qualname
-def test_the_http_list_is_in_call_order(tmp_path):
-    record = trace(tmp_path, "http", [call(1, ENVELOPE)])
-    missing = in_order(stops(LISTS["http"]), record)
-    assert missing is None, f"{missing} is not where the map puts it (HTTP list)"
+def test_the_http_list_names_every_stop_in_call_order(tmp_path):
+    check_the_map("http", traced(tmp_path, "http", meta=ENVELOPE))
 
 
 def test_no_line_is_wider_than_88_characters():
