@@ -225,7 +225,7 @@ def _input_required_round_trip(r):
 
 CLAIMS = [
     ("mcp_min.py --version", lambda r: bool(re.fullmatch(r"mcp_min \d+\.\d+\.\d+\n", r.stdout))),
-    ("demo --era legacy | grep", _demo_shape),
+    ("demo --era handshake | grep", _demo_shape),
     ("serve examples/gift_server.py", _no_handshake),
     ("discover 'call pick_gift", _input_required_round_trip),
     ("explain '{\"jsonrpc\":\"2.0\",\"id\":99,", lambda r: r.stdout.startswith("error 99 -32601 (a protocol error)\n")),
