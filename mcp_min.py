@@ -246,12 +246,8 @@ V2026_07 = STATELESS_PROTOCOL_VERSIONS[0]
 # Logging failures (a first reading can skip this)
 # ======================================================================================
 
-#
-# A failure is logged once, at ERROR, and bounded (of each traceback its first and last
-# frames, _LOGGED_CHARS characters in all): a handler that fails deep in a recursion (or
-# that a client makes fail so) must not write a hundred KiB per request.
-
-_LOGGED_FRAMES = (4, 8)
+# A failure is logged once, at ERROR, and bounded: a handler that fails deep in a
+# recursion (or that a client makes fail so) must not write a hundred KiB per request.
 _LOGGED_CHARS = 4096
 
 
@@ -267,32 +263,26 @@ def _escaped(text, limit=None, keep=""):
 
 
 def _log_failure(what, error, with_traceback=True):
-    """Log that ``what`` failed with ``error``: its type and message, then (if
-    ``with_traceback``) its traceback, a RecursionError in one line."""
+    """Log ``error`` (its traceback too if ``with_traceback``) as ``what``'s failure."""
     import traceback
+    text = _exception_line(error, traceback, 200)
     if isinstance(error, RecursionError):
         text = _recursion_line(error, traceback)
-    else:
-        text = _exception_line(error, traceback, 200)
-        if with_traceback:
-            text += "\n" + _traceback_chain(error, traceback)
-    if len(text) > _LOGGED_CHARS:             # a long text: its start and its end
+    elif with_traceback:
+        text += "\n" + _traceback_chain(error, traceback)
+    if len(text) > _LOGGED_CHARS:
         cut, keep = len(text) - _LOGGED_CHARS, _LOGGED_CHARS // 2
         text = f"{text[:keep]}\n[... {cut} characters left out ...]\n{text[-keep:]}"
     log.error("%s failed: %s", _escaped(what, 200), text)
 
 
 def _traceback_chain(error, traceback):
-    """The tracebacks of ``error`` and of the exceptions it came from (five at most),
-    the oldest first, linked as Python links them."""
+    """The tracebacks of ``error`` and of its causes (five at most), oldest first."""
     text = ""
     seen = set()
     while error is not None and id(error) not in seen and len(seen) < 5:
         seen.add(id(error))
-        if isinstance(error, RecursionError):
-            text = _recursion_line(error, traceback) + "\n" + text
-        else:
-            text = _short_traceback(error, traceback) + text
+        text = _short_traceback(error, traceback) + text
         if error.__cause__ is not None:
             error = error.__cause__
             text = "\nThe above exception caused the next:\n\n" + text
@@ -311,9 +301,11 @@ def _exception_line(error, traceback, limit=500):
 
 
 def _short_traceback(error, traceback):
-    """``error``'s traceback with only its first and last frames (_LOGGED_FRAMES)."""
+    """``error``'s traceback, its first and last frames; a RecursionError in a line."""
+    if isinstance(error, RecursionError):
+        return _recursion_line(error, traceback) + "\n"
     frames = list(traceback.walk_tb(error.__traceback__))
-    head, tail = _LOGGED_FRAMES
+    head, tail = 4, 8
     left_out = len(frames) - head - tail
     if left_out > 0:
         frames = frames[:head] + frames[-tail:]
@@ -327,25 +319,24 @@ def _short_traceback(error, traceback):
 def _recursion_line(error, traceback):
     """A RecursionError in one line: where the recursion began, and where it ended."""
     import collections
-    frames = [(frame.f_code, lineno)
-              for frame, lineno in traceback.walk_tb(error.__traceback__)]
+    frames = list(traceback.walk_tb(error.__traceback__))
     if not frames:
         return _exception_line(error, traceback)
-
-    def where(code, lineno):
-        return f"{code.co_name} ({code.co_filename}, line {lineno})"
-    counts = collections.Counter(code for code, _ in frames)
-    first = next((i for i, (code, _) in enumerate(frames) if counts[code] > 1), None)
-    place = f"{len(frames)} frames deep, ending in {where(*frames[-1])}"
-    if first is not None:
-        place = f"{where(*frames[first])} calls itself, " + place
-        if first > 0:
-            place = f"called from {where(*frames[first - 1])}: " + place
+    places = [f"{frame.f_code.co_name} ({frame.f_code.co_filename}, line {lineno})"
+              for frame, lineno in frames]
+    calls = collections.Counter(frame.f_code for frame, _ in frames)
+    place = f"{len(frames)} frames deep, ending in {places[-1]}"
+    for i, (frame, _) in enumerate(frames):
+        if calls[frame.f_code] > 1:
+            place = f"{places[i]} calls itself, {place}"
+            if i > 0:
+                place = f"called from {places[i - 1]}: {place}"
+            break
     return f"{_exception_line(error, traceback)} ({place})"
 
 
 # ======================================================================================
-# JSON-RPC: messages, lines, streams, and the Peer both ends are built on
+# JSON-RPC: errors, lines, messages and streams
 # ======================================================================================
 
 PARSE_ERROR = -32700
@@ -364,9 +355,8 @@ SERVER_BUSY = -32000
 
 
 class JSONRPCError(Exception):
-    """A JSON-RPC error: raised in a handler, a resource or a prompt, it is the response
-    ``{"error": {...}}`` (in a tool, an ``isError`` result, as any exception is);
-    outbound requests raise it when the other side responded with an error."""
+    """A JSON-RPC error: raised in a handler, a resource or a prompt, the error response
+    (in a tool, an ``isError`` result); raised by a request the other side refuses."""
 
     def __init__(self, code, message, data=None):
         super().__init__(message)
@@ -380,8 +370,7 @@ class ToolError(Exception):
 
 
 class ResourceNotFound(LookupError):
-    """Raise in a resource function for a URI it does not serve (as FileNotFoundError):
-    the client gets its era's not-found error."""
+    """Raise (as FileNotFoundError) in a resource for a URI it does not serve."""
 
 
 class Cancelled(Exception):
@@ -405,9 +394,9 @@ class InvalidAnswer(JSONRPCError):
 
 
 class InputRequired(BaseException):
-    """A question (``ctx.elicit()``, ``sample()``, ``list_roots()``) a 2026-07-28 client
+    """Questions (``ctx.elicit()``, ``sample()``, ``list_roots()``) a 2026-07-28 client
     has not answered yet: the call ends ``input_required``, to run again with the
-    answer. A BaseException, so that ``except Exception`` lets it through."""
+    answers. A BaseException, so that ``except Exception`` lets it through."""
 
     def __init__(self, questions):
         super().__init__(f"waiting for the client to answer {', '.join(questions)}")
@@ -416,17 +405,16 @@ class InputRequired(BaseException):
 
 
 # --- lines -----------------------------------------------------------------
-# Over stdio a message is one line of UTF-8 JSON. A line over the size limit is never
-# held whole: only its first and last bytes are kept, which may still tell its id.
-# (Peer.read_loop reads the lines; Writer writes them.)
+# Over stdio a message is one line of UTF-8 JSON (Peer.read_loop reads them, Writer
+# writes them). A line over the size limit is never held whole: only its first and last
+# bytes are kept, which may still tell its id.
 
 def read_past(readline, line, max_bytes):
-    """Read the rest of the over-long line ``line`` began in pieces, keeping only its
-    first and last bytes: a LineTooLong."""
+    """Read the rest of the over-long line ``line`` began, in pieces: a LineTooLong."""
     head = line[:512]
     tail = line[-512:]
     size = len(line.rstrip(b"\r\n"))
-    # Else the line, or the input, ended within what was read.
+    # More follows, unless the line or the input ended within what was read
     more = line[-1:] != b"\n" and len(line) == max_bytes + 2
     while more:
         piece = readline(1 << 20)
@@ -448,8 +436,8 @@ _TRAILING_ID = rb',\s*"id"\s*:\s*' + _AN_ID + rb'\s*\}\s*$'
 
 
 class LineTooLong:
-    """Stands for a line over the size limit that was skipped; keeps its first and last
-    bytes so a request id may still be recovered and the client not left waiting."""
+    """A line over the size limit, skipped: its size, and its first and last bytes, so
+    that a request's id may still be found and the client not left waiting."""
 
     def __init__(self, size, head, tail):
         self.size = size
@@ -511,10 +499,9 @@ def decode_message(line):
 
 
 def encode_message(message):
-    """One message -> UTF-8 bytes, compact, never with a raw newline inside (the newline
-    is added when it is written). A lone surrogate (a file name read with
-    surrogateescape, say) goes out as JSON's \\udcxx escape, never as bad UTF-8. Raises
-    ValueError or TypeError if it is not JSON."""
+    """One message -> compact UTF-8 bytes with no raw newline (Writer adds the line's).
+    A lone surrogate (a file name read with surrogateescape, say) goes out as JSON's
+    \\udcxx escape, never as bad UTF-8. Not JSON: ValueError or TypeError."""
     return _encode(message).encode("utf-8", "backslashreplace")
 
 
@@ -526,9 +513,8 @@ b64decode = binascii.a2b_base64
 
 
 def error_frame(request_id, code, message, data=None):
-    """An error response, encoded; without ``data`` if that is not JSON. An unreadable
-    request id is left out, as the 2025-11-25 schema allows: some SDK clients reject
-    JSON-RPC's ``"id": null``."""
+    """An error response, encoded; without ``data`` if that is not JSON, without an
+    unreadable id (as 2025-11-25 allows: some SDK clients reject ``"id": null``)."""
     error = {"code": code, "message": message}
     response = {"jsonrpc": "2.0", "id": request_id, "error": error}
     if request_id is None:
@@ -545,23 +531,21 @@ def error_frame(request_id, code, message, data=None):
 # --- streams ---------------------------------------------------------------
 
 class Stream:
-    """Where the messages about one request go: ``send`` takes each frame that comes
-    before its response (progress, log lines, a question to the client), ``respond``
-    the response (None: none is due). Over stdio a request's stream is the connection's
-    Writer; in a batch, the Batch; over HTTP, the POST's HttpExchange. ``events``: does
-    more than the response reach the client?"""
+    """Where the messages about one request go: the connection's Writer over stdio, the
+    Batch in a batch, the POST's HttpExchange over HTTP. ``events``: does more than the
+    response reach the client?"""
 
     events = True
 
     def send(self, frame):
-        """Send one encoded frame now; False if it cannot reach the client."""
+        """Send a frame that comes before the response (progress, a log message, a
+        question to the client) now; False if it cannot reach the client."""
         raise NotImplementedError
 
     def respond(self, frame, before=None):
-        """The response (an encoded frame), or None when no response is due.
-        ``before()`` is called just before it goes out, when nothing else can go out
-        first (initialize's: the session's notifications may follow it, never come
-        ahead of it)."""
+        """Send the response (None: none is due). ``before()`` is called just before it
+        goes out, when nothing else can go out first (initialize's: the session's
+        notifications may follow it, never come ahead of it)."""
         raise NotImplementedError
 
     def notify(self, method, params=None):
@@ -576,10 +560,8 @@ Outlet = Stream
 
 
 class Batch(Stream):
-    """The stream of a JSON-RPC batch's members (protocol 2025-03-26 only): once every
-    member is answered or needs no response, it responds with their responses as one
-    array (or None, if none needed one) through the stream the batch came from. What
-    comes before a response goes out at once, unbatched."""
+    """The stream of a batch's members (2025-03-26 only): their responses go out as one
+    array (if any) once all are done; frames before a response go out at once."""
 
     def __init__(self, stream, size):
         self.stream = stream
@@ -604,9 +586,8 @@ class Batch(Stream):
 
 class Writer(Stream):
     """The writing end of a connection over pipes (the server's stdout, a server's
-    stdin for the Client): each frame written whole, as one line, under the writer
-    lock, so that the responses of several workers never interleave. It is the stream
-    of every request that comes in on the connection."""
+    stdin for the Client), the stream of every request that comes in on it: each frame
+    is written whole, as one line, under the lock, so that frames never interleave."""
 
     closed = False
     # The end of the grace period, once the input ended (drain)
@@ -624,13 +605,12 @@ class Writer(Stream):
             self.send(frame, before)
 
     def send(self, frame, before=None):
-        """Write one encoded frame and its newline (calling ``before()`` first, under
-        the lock); False if the other side has gone."""
-        # not waiting for a write stuck on a closed pipe
+        """Write one frame and its newline (after ``before()``, under the lock); False
+        if the other side has gone."""
+        # (not waiting for a write stuck on a closed pipe)
         if self.closed:
             return False
         with self.lock:
-            # closed while we waited
             if self.closed or self.write_fd is None:
                 return False
             if before is not None:
@@ -648,13 +628,12 @@ class Writer(Stream):
                 return False
         return True
 
-    def close(self, timeout=None):
+    def close(self):
         """Stop writing between frames: one being written is finished first (within
-        what is left of the grace period, or ``timeout``), and no later one starts."""
-        if timeout is None:
-            timeout = 5.0
-            if self.deadline is not None:
-                timeout = self.deadline - time.monotonic()
+        what is left of the grace period, else 5 s), and no later one starts."""
+        timeout = 5.0
+        if self.deadline is not None:
+            timeout = self.deadline - time.monotonic()
         got = self.lock.acquire(timeout=max(0.0, timeout))
         self.closed = True
         if got:
@@ -680,7 +659,6 @@ def write_all(fd, frame):
 # not on Windows
 _writev = getattr(os, "writev", None)
 
-
 # Set by claim_stdio(), run_http and gunicorn (Server.wsgi): the process is the
 # server's, its allocator ours to tune (not that of an application that mounts it).
 _tune_allocator = False
@@ -702,11 +680,12 @@ def _keep_big_blocks_apart():
         ctypes.CDLL(None).mallopt(-3, 1 << 20)
     except (OSError, AttributeError, TypeError):
         pass
+
+
 # ======================================================================================
 # Schemas
 # ======================================================================================
 
-#
 # Python annotations -> JSON Schema 2020-12, and a validator for it. The costly work
 # happens once, at registration: annotations become a schema and converters, the schema
 # nested closures; a call costs one validation walk plus its conversions. Dataclass,
@@ -731,7 +710,7 @@ class _Typing:
     def __getattr__(self, name):
         import collections.abc as abc
         import typing
-        required = {getattr(typing, "Required", 1): True,      # Python 3.11+
+        required = {getattr(typing, "Required", 1): True,
                     getattr(typing, "NotRequired", 2): False}
         self.__dict__.update(
             vars(typing), UNIONS=(typing.Union, types.UnionType),
@@ -766,10 +745,10 @@ _METADATA_NAMES = {*_BOUND_KEYWORDS, *_LENGTH_KEYWORDS, "pattern", "description"
 
 # --- docstrings ------------------------------------------------------------
 
-_SECTION = re.compile(r"[A-Z][A-Za-z ]*:")      # "Args:", "Keyword Args:", "Returns:"
+# Sections ("Args:", "Returns:"), and those naming parameters (a dataclass's Attributes)
+_SECTION = re.compile(r"[A-Z][A-Za-z ]*:")
 _PARAM_SECTIONS = {"Args", "Arguments", "Parameters", "Params", "Keyword Args",
-                   "Keyword Arguments", "Other Parameters",
-                   "Attributes"}                # the fields of a dataclass
+                   "Keyword Arguments", "Other Parameters", "Attributes"}
 # "name (type): text"
 _GOOGLE_ITEM = re.compile(r"\**(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)")
 # ":param type name: text"
@@ -802,13 +781,14 @@ def parse_docstring(doc):
 def _parameter_docs(lines):
     """{parameter: description} from the dedented lines after a docstring's summary."""
     params = {}
-    current = None          # the item that more indented lines continue
-    indent = 0              # the indentation of its first line
+    # The item more indented lines continue, and the indentation of its first line
+    current = None
+    indent = 0
     section = None
     for line in lines:
         text = line.strip()
         depth = len(line) - len(line.lstrip())
-        if current and text and depth > indent:         # continues the current item
+        if current and text and depth > indent:
             params[current] += " " + text
             continue
         current = None
@@ -824,12 +804,12 @@ def _parameter_docs(lines):
 # --- JSON values -----------------------------------------------------------
 
 def _is_json_number(v):
-    """An int or a finite float (json reads 1e400 as inf); subclasses count, a bool
-    does not."""
+    """An int or a finite float (json reads 1e400 as inf; inf - inf is nan); a subclass
+    counts, a bool does not."""
     if type(v) is int:
         return True
     if isinstance(v, float):
-        return v - v == 0                   # inf - inf and nan - nan are nan
+        return v - v == 0
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -872,8 +852,9 @@ def _typed_preview(value):
     """A value as a problem names what it got: 'null', 'integer 5', 'string "x"'."""
     if value is None:
         return "null"
-    if isinstance(value, float) and value - value != 0:     # json reads 1e400 as inf
+    if isinstance(value, float) and not _is_json_number(value):
         return f"{_preview(value)} (JSON has no such number)"
+
     return f"{_json_type(value)} {_preview(value)}"
 
 
@@ -927,16 +908,17 @@ def _from_string(cls, schema):
     is_date = cls.__module__ == "datetime"
     expected = (f"an ISO 8601 {schema['format']} string" if is_date
                 else f"a {cls.__name__}")
-    bounded = cls.__module__ == "decimal"
 
     def convert(v):
+        # (Python 3.10's fromisoformat does not read a "Z" suffix; Decimal raises
+        # InvalidOperation, an ArithmeticError)
         try:
-            if is_date:         # Python 3.10's fromisoformat does not read a "Z" suffix
+            if is_date:
                 return cls.fromisoformat(v[:-1] + "+00:00" if v[-1:] == "Z" else v)
             value = cls(str(v))
-        except (ValueError, ArithmeticError):       # Decimal raises InvalidOperation
+        except (ValueError, ArithmeticError):
             raise ValueError(f"expected {expected}, got {_preview(v)}") from None
-        if not bounded:
+        if cls.__module__ != "decimal":
             return value
         if not value.is_finite():
             raise ValueError(f"expected a finite number, got {_preview(v)}")
@@ -945,10 +927,11 @@ def _from_string(cls, schema):
                 continue
             # As written: 0.1, not 0.1000000000000000055
             bound = cls(str(schema[keyword]))
+            # (1e30000000 % 0.01 has too many digits to say)
             try:
                 ok = (value % bound == 0 if keyword == "multipleOf"
                       else passes(value, bound))
-            except ArithmeticError:         # 1e30000000 % 0.01: too many digits to say
+            except ArithmeticError:
                 ok = False
             if not ok:
                 bound = text.format(_preview(schema[keyword]))
@@ -975,66 +958,49 @@ def _float(value):
 _NUMBER_CONVERTERS = {int: _integer, float: _float}
 
 
-def _union_converter(checks, arms):
-    """Converts as the first of `arms` the value fits; finish() compiles `checks`."""
-    def convert(v):
-        first_error = None
-        for check, (_, arm) in zip(checks, arms):
-            if _problems(check, v, ""):
-                continue
-            if arm is None:
-                return v
-            try:
-                return arm(v)
-            except (ValueError, TypeError) as e:    # "now" is a string, no datetime:
-                first_error = first_error or e      # the next alternative may take it
-        raise first_error                   # validated: some alternative fitted
-    return convert
-
-
 class _Types:
-    """Translates annotations into schemas and converters, sharing one `defs` dict."""
-
-    _forms = None       # origin -> method, made on first use (typing is imported then)
+    """Translates annotations into schemas and converters, sharing one `defs` dict.
+    ``where`` is what a warning names ("f: parameter 'n'")."""
 
     def __init__(self, defs, where):
         self.defs = defs
-        self.owners = {}                # name in defs -> the class it stands for
-        self.converters = {}            # class in defs -> its converter
-        self.unions = []                # (checks, arms) of unions to convert: finish()
-        self.where = where              # what a warning names: "f: parameter 'n'"
+        self.where = where
+        # A name in defs -> the class it stands for; a class in defs -> its converter
+        self.owners = {}
+        self.converters = {}
+        # (checks, arms) of the unions to convert: finish()
+        self.unions = []
 
     def translate(self, tp):
         """Annotation -> (a fresh schema dict the caller may add to, a function from a
         *validated* JSON value to what `tp` asks for, or None if the value will do)."""
         # The usual annotation, no typing needed. Exact classes: a bool is no int, nor
         # an IntEnum. A number is converted: 1.0 -> 1 for an int.
-        if tp is None or (isinstance(tp, type) and tp in _JSON_TYPES):
-            schema = {"type": _JSON_TYPES[type(None) if tp is None else tp]}
-            return schema, _NUMBER_CONVERTERS.get(tp)
-        origin = _typing.get_origin(tp) or tp
-        form = self._form_of(origin)
-        if form is not None:
-            return form(self, tp, origin, _typing.get_args(tp))
+        if tp is None:
+            tp = type(None)
+        if isinstance(tp, type) and tp in _JSON_TYPES:
+            return {"type": _JSON_TYPES[tp]}, _NUMBER_CONVERTERS.get(tp)
+        t = _typing
+        origin = t.get_origin(tp) or tp
+        args = t.get_args(tp)
+        if origin is t.Annotated:
+            return self._annotated(args)
+        if origin is t.Literal:
+            return self._literal(args)
+        # Any and object: any JSON value, as it is
+        if origin is t.Any or origin is object:
+            return {}, None
+        if origin in t.UNIONS:
+            return self._union(args)
+        if origin is tuple and args and args[-1] is not ...:
+            return self._tuple(args)
+        if origin is tuple or origin in t.ARRAYS:
+            return self._array(origin, args)
+        if origin in t.OBJECTS:
+            return self._mapping(tp, args)
         return self._class(tp)
 
-    @classmethod
-    def _form_of(cls, origin):
-        """The method for annotations of this origin (list, Union, Any...), or None."""
-        if cls._forms is None:          # threads here at once make the same table
-            t = _typing
-            cls._forms = {
-                t.Annotated: cls._annotated, t.Literal: cls._literal,
-                t.Any: cls._anything, object: cls._anything,
-                **dict.fromkeys(t.UNIONS, cls._union),
-                tuple: cls._tuple, **dict.fromkeys(t.ARRAYS, cls._array),
-                **dict.fromkeys(t.OBJECTS, cls._mapping)}
-        try:
-            return cls._forms.get(origin)
-        except TypeError:               # unhashable, as the annotation [int]: no form
-            return None
-
-    def _annotated(self, tp, origin, args):
+    def _annotated(self, args):
         """Annotated[T, "description"], [T, {keywords}] or [T, pydantic metadata]."""
         schema, convert = self.translate(args[0])
         for extra in args[1:]:
@@ -1046,48 +1012,63 @@ class _Types:
                 self.metadata(schema, extra)
         return schema, convert
 
-    def _anything(self, tp, origin, args):
-        """Any and object: any JSON value, as it is."""
-        return {}, None
-
-    def _literal(self, tp, origin, args):
+    def _literal(self, args):
         """Literal[...], converted to the literal itself: "red" -> Colour.RED."""
         table = {_json_key(_dump(v)): v for v in args}
         return self.choices([_dump(v) for v in args]), lambda v: table[_json_key(v)]
 
-    def _union(self, tp, origin, args):
-        """X | Y and Optional[X], converted as the first alternative the value fits."""
+    def _union(self, args):
+        """X | Y and Optional[X], converted as the first alternative that the value fits
+        and that converts it ("now" fits a str, not a datetime); finish() compiles the
+        alternatives' checks."""
         arms = [self.translate(arg) for arg in args]
-        checks = []
         schema = {"anyOf": [schema for schema, _ in arms]}
         if not any(convert for _, convert in arms):
             return schema, None
-        self.unions.append((checks, arms))      # finish() compiles the checks
-        return schema, _union_converter(checks, arms)
+        checks = []
+        self.unions.append((checks, arms))
 
-    def _tuple(self, tp, origin, args):
-        """tuple[X, Y]: an array of that length; tuple[X, ...] and tuple as _array."""
-        if not args or args[-1] is ...:
-            return self._array(tp, origin, args)
+        def convert(v):
+            first_error = None
+            for check, (_, arm) in zip(checks, arms):
+                if _problems(check, v):
+                    continue
+                if arm is None:
+                    return v
+                try:
+                    return arm(v)
+                except (ValueError, TypeError) as e:
+                    first_error = first_error or e
+            # (validated, the value fits some alternative)
+            raise first_error
+        return schema, convert
+
+    def _tuple(self, args):
+        """tuple[X, Y]: an array of that length."""
         arms = [self.translate(arg) for arg in args]
         # Its length bounded by maxItems, not by "items": false, which draft-07 misreads
         schema = {"type": "array", "prefixItems": [schema for schema, _ in arms],
                   "minItems": len(args), "maxItems": len(args)}
-        return schema, lambda v: tuple(c(x) if c else x for (_, c), x in zip(arms, v))
 
-    def _array(self, tp, origin, args):
-        """list, Sequence, set and frozenset (unique items), tuple[X, ...]."""
+        def convert(v):
+            return tuple(c(x) if c else x for (_, c), x in zip(arms, v))
+        return schema, convert
+
+    def _array(self, origin, args):
+        """list, Sequence, set and frozenset (unique items), tuple and tuple[X, ...]."""
         schema = {"type": "array"}
         item = None
         if args:
             schema["items"], item = self.translate(args[0])
         if origin in (set, frozenset):
             schema["uniqueItems"] = True
-        if origin in (tuple, set, frozenset):
-            return schema, (lambda v: origin(map(item, v))) if item else origin
-        return schema, item and (lambda v: [item(x) for x in v])
+        if origin not in (tuple, set, frozenset):
+            return schema, item and (lambda v: [item(x) for x in v])
+        if item is None:
+            return schema, origin
+        return schema, lambda v: origin(map(item, v))
 
-    def _mapping(self, tp, origin, args):
+    def _mapping(self, tp, args):
         """dict[str, X] and Mapping[str, X]: an object of X values."""
         if not args:
             return {"type": "object"}, None
@@ -1100,7 +1081,8 @@ class _Types:
 
     def _class(self, tp):
         """A NewType, a class of _AS_STRINGS, or an Enum, TypedDict or dataclass."""
-        if hasattr(tp, "__supertype__"):                 # typing.NewType
+        # typing.NewType
+        if hasattr(tp, "__supertype__"):
             return self.translate(tp.__supertype__)
         # By package: Python 3.13 defines pathlib's classes in pathlib._local.
         named = isinstance(tp, type) and (tp.__module__.partition(".")[0], tp.__name__)
@@ -1119,14 +1101,16 @@ class _Types:
         """Put Annotated metadata of pydantic (``Field(le=10)``) or annotated_types
         (``Ge(0)``) into ``schema``, read by attribute name, never imported. What can't
         become a keyword is warned about, not dropped silently."""
-        if extra is None:           # pydantic's conint(ge=0) leaves None placeholders
+        # (pydantic's conint(ge=0) leaves None placeholders)
+        if extra is None:
             return
         if _is_field_info(extra):
             return self.field_info(schema, extra)
-        if hasattr(type(extra), "__dataclass_fields__"):    # annotated_types, Strict
+        # annotated_types' and Strict are dataclasses; pydantic's other metadata not
+        if hasattr(type(extra), "__dataclass_fields__"):
             names = type(extra).__dataclass_fields__
             fields = {name: getattr(extra, name) for name in names}
-        else:                                               # pydantic's other metadata
+        else:
             fields = dict(getattr(extra, "__dict__", None) or {})
         if not fields or not fields.keys() <= _METADATA_NAMES:
             return self.unused(repr(extra), "JSON Schema has no keyword for it")
@@ -1144,8 +1128,9 @@ class _Types:
                 return self.unused(f"{name}={value!r}", why)
             schema[_BOUND_KEYWORDS[name]] = value
         elif name in _LENGTH_KEYWORDS:
+            # (Len(max_length=5) says min_length=0 too)
             if name == "min_length" and value == 0:
-                return                          # Len(max_length=5) says min_length=0
+                return
             kinds = [kind for kind in kinds if kind in _LENGTH_KEYWORDS[name]]
             if type(value) is not int or value < 0 or not kinds:
                 why = "only strings, arrays and objects have a length in JSON"
@@ -1242,13 +1227,15 @@ class _Types:
     def _define(self, cls, name):
         """Put the schema and converter of an Enum, TypedDict or dataclass in place."""
         doc = cls.__dict__.get("__doc__") or ""
+        # Not one dataclass ("Point(x: int)") or Enum made up
         if doc.startswith(name + "(") or doc == "An enumeration.":
-            doc = ""                # made up by dataclass ("Point(x: int)") or by Enum
+            doc = ""
         description, docs = parse_docstring(doc)
         # The entry goes in first, so that a class containing itself terminates.
         self.defs[name] = schema = {"description": description} if description else {}
         if issubclass(cls, enum.Enum):
-            self.converters[cls] = cls                  # Colour("red") is Colour.RED
+            # Colour("red") is Colour.RED
+            self.converters[cls] = cls
             schema.update(self.choices([_dump(member.value) for member in cls]))
             return
         fields = self.fields(cls)
@@ -1270,22 +1257,27 @@ class _Types:
         outer = self.where
         for name, hint, _, default, *_ in fields:
             self.where = where(name)
-            props[name], converters[name] = ({}, None) if hint is _NOTHING else _blamed(
-                self.where, self.translate, hint)
-            if docs.get(name):      # a description from Annotated wins
-                props[name].setdefault("description", docs[name])
+            prop, converters[name] = {}, None
+            if hint is not _NOTHING:
+                prop, converters[name] = _blamed(self.where, self.translate, hint)
+            # (a description from Annotated wins)
+            if docs.get(name):
+                prop.setdefault("description", docs[name])
+            # A default with no JSON form (say object()) is just not advertised.
             if default is not _NOTHING:
-                # A default with no JSON form (say object()) is just not advertised.
                 try:
-                    props[name]["default"] = json.loads(
+                    prop["default"] = json.loads(
                         json.dumps(_dump(default), allow_nan=False))
                 except (TypeError, ValueError):
                     pass
+            props[name] = prop
         self.where = outer
+        schema = {"type": "object", "properties": props}
         required = [field[0] for field in fields if field[2]]
-        return {"type": "object", "properties": props,
-                **({"required": required} if required else {}),
-                "additionalProperties": False}
+        if required:
+            schema["required"] = required
+        schema["additionalProperties"] = False
+        return schema
 
     def finish(self, compiler):
         """Compile the unions' alternatives, once the whole schema is known."""
@@ -1304,7 +1296,8 @@ def _pydantic_default(info):
     if getattr(info, "default_factory", None) is not None:
         return _NOTHING, info.default_factory
     default = getattr(info, "default", None)
-    if type(default).__name__ == "PydanticUndefinedType":     # Field() or Field(...)
+    # (what Field() and Field(...) hold)
+    if type(default).__name__ == "PydanticUndefinedType":
         return _NOTHING, None
     return default, lambda: default
 
@@ -1330,7 +1323,8 @@ def _is_content(tp, content_types):
     """Does a return annotation name content blocks (or a list or union of them)?"""
     if _is_subclass(tp, content_types):
         return True
-    if type(tp) is type:        # a plain class (int, a dataclass): typing not needed
+    # A plain class (int, a dataclass) needs no typing to tell
+    if type(tp) is type:
         return False
     origin, args = _typing.get_origin(tp), _typing.get_args(tp)
     if origin is _typing.Annotated:
@@ -1346,13 +1340,13 @@ def _is_content(tp, content_types):
 def _parameters(fn):
     """A callable's .params [(name, kind, default, annotation)], .returns (annotation)
     and .globals (where string annotations resolve); kind: "/", "*", "**" or "" (named);
-    _NOTHING: none. Plain functions are read from their code object: inspect is slow to
-    import. Python 3.14 reads annotations lazily: NameError for a class not defined."""
+    _NOTHING: none. A plain function is read from its code object (inspect is slow to
+    import). Python 3.14 reads annotations lazily: NameError for a class not defined."""
     if type(fn) is types.FunctionType and not hasattr(fn, "__wrapped__"):
         try:
             return _code_parameters(fn)
         except (AttributeError, TypeError, ValueError):
-            pass                            # code objects changed: use inspect
+            pass
     import inspect
     sig, empty = inspect.signature(fn), inspect.Parameter.empty
     kinds = {"POSITIONAL_ONLY": "/", "VAR_POSITIONAL": "*", "VAR_KEYWORD": "**"}
@@ -1403,19 +1397,21 @@ class Signature:
         self._globals = found.globals
         doc, docs = parse_docstring(getattr(fn, "__doc__", None))
         self.description = doc if description is None else description
-        self._defaults = {}             # parameter -> what makes its default (Field)
+        # A parameter -> what makes its default (pydantic's Field), its converter (or
+        # None); the converter of what **kwargs takes
+        self._defaults = {}
+        self._converters = {}
+        self._rest_converter = None
         fields, rest = self._parameter_fields(found.params, context_type,
                                               resolve=input_schema is None)
         translator = _Types({}, self._where)
-        self._converters = {}           # parameter -> its converter, or None
-        self._rest_converter = None     # that of the arguments **kwargs takes
+        # (an input schema given is kept as it is: $schema, $defs...)
         if input_schema is None:
             docs = {**docs, **(param_descriptions or {})}
             input_schema = self._input_schema_of(fields, rest, docs, translator)
-        self.input_schema = input_schema    # one given is kept as is: $schema, $defs...
+        self.input_schema = input_schema
         compiler = _blamed(f"{self._where}: input schema", _Compiler, input_schema)
         translator.finish(compiler)
-        self._validate = compiler.validate
         # The arguments are an object (bind sees to it): the checks of one
         self._check_object = getattr(compiler.check, "rest", compiler.check)
         self._branches = compiler.branches
@@ -1448,8 +1444,10 @@ class Signature:
             if kind == "**":
                 rest = _typing.Any if hint is _NOTHING else hint
                 continue
-            info = default if _is_field_info(default) else None
-            if info is not None:        # `n: int = Field(3, le=9)`: the default is 3
+            info = None
+            # `n: int = Field(3, le=9)`: the default is 3
+            if _is_field_info(default):
+                info = default
                 default, make = _pydantic_default(info)
                 if make is not None:
                     self._defaults[name] = make
@@ -1516,7 +1514,8 @@ class Signature:
             holder = types.SimpleNamespace(__annotations__={"_": annotation})
             hints = _typing.get_type_hints(holder, self._globals, include_extras=True)
             return hints["_"]
-        except Exception as e:      # NameError for a missing name, SyntaxError, ...
+        # (NameError for a missing name, SyntaxError, ...)
+        except Exception as e:
             raise SchemaError(f"{self._where}: cannot resolve the annotation "
                               f"{annotation!r} of {label}: {e}") from None
 
@@ -1546,15 +1545,17 @@ class Signature:
             return {}, list(dict.fromkeys(problems))
         kwargs = {}
         for name, value in args.items():
-            # An argument no parameter is named for goes to **kwargs
+            # An argument no parameter is named for goes to **kwargs; the usual one
+            # needs no converting
             convert = self._converters.get(name, self._rest_converter)
             if convert is None or _NUMBER_CONVERTERS.get(type(value)) is convert:
-                kwargs[name] = value            # the usual argument: nothing to convert
+                kwargs[name] = value
                 continue
+            # (a date that isn't one, a __post_init__ that says no: ValueError)
             try:
                 kwargs[name] = convert(value)
-            except (ValueError, TypeError) as e:    # a date that isn't one, or a
-                problems.append(f"{name}: {e}")     # __post_init__ that says no
+            except (ValueError, TypeError) as e:
+                problems.append(f"{name}: {e}")
             except Exception as e:
                 problems.append(f"{name}: {type(e).__name__}: {e}")
         for name, make in self._defaults.items():
@@ -1574,10 +1575,11 @@ class Signature:
 def _is_multiple(value, factor):
     if type(value) is int and type(factor) is int:
         return value % factor == 0
-    from fractions import Fraction  # exact, on the decimals as written: 19.99 / 0.01
+    # Exactly, on the decimals as written (19.99 / 0.01); inf and nan: ValueError
+    from fractions import Fraction
     try:
         return Fraction(str(value)) % Fraction(str(factor)) == 0
-    except (ValueError, OverflowError):     # inf, nan
+    except (ValueError, OverflowError):
         return False
 
 
@@ -1595,7 +1597,7 @@ _BOUNDS = [
     ("maxItems", "array", operator.le, "must have at most {} items"),
     ("minProperties", "object", operator.ge, "must have at least {} properties"),
     ("maxProperties", "object", operator.le, "must have at most {} properties")]
-_NUMBER_BOUNDS = _BOUNDS[:5]        # minimum ... multipleOf
+_NUMBER_BOUNDS = _BOUNDS[:5]
 
 
 def _at_path(path, text):
@@ -1612,10 +1614,14 @@ def _at_path(path, text):
 
 
 def _either(names):
-    return " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+    """"a", "a or b", "a, b or c"."""
+    if len(names) > 1:
+        names = [", ".join(names[:-1]), names[-1]]
+    return " or ".join(names)
 
 
-def _problems(check, value, path):
+def _problems(check, value, path=""):
+    """The problems ``check`` (None: no check) finds in ``value`` at ``path``."""
     problems = []
     if check:
         check(value, path, problems)
@@ -1646,10 +1652,11 @@ def _all_of(checks):
 class _Budget(threading.local):
     """What checking a request's arguments on this thread may still take, in steps
     (properties, items, the keys of a problem's path): in ``cell``, the steps left
-    before its next look (at them and at the request), those after, the request."""
+    before its next look (at them and at the request), those after, the request. None
+    under way: no limit. A look comes every 20,000 steps, a few milliseconds."""
 
-    cell = [float("inf")]           # none under way: no limit
-    look_every = 20_000             # a few milliseconds
+    cell = [float("inf")]
+    look_every = 20_000
 
     def check(self, check, value, problems, ctx):
         """``check(value, "", problems)`` on the budget of ``ctx``'s server."""
@@ -1670,8 +1677,8 @@ class _Budget(threading.local):
                                f"more than {ctx.server.max_validation_steps:,} steps "
                                "of validation (each property, item and problem is one;"
                                " the server's max_validation_steps sets the limit)")
-        # On the HTTP server's own thread (answer_at_once) nothing else watches
-        gone = getattr(ctx.outlet, "gone", None)
+        # On the HTTP server's own thread nothing else watches the client
+        gone = getattr(ctx.stream, "gone", None)
         if gone is not None and gone():
             ctx.cancelled = True
         ctx.check_cancelled()
@@ -1691,7 +1698,7 @@ def _spend(steps):
 
 def _resolve_ref(root, ref):
     """A JSON pointer within the document: "#", "#/$defs/Name", "#/definitions/Name"."""
-    if not isinstance(ref, str) or not (ref + "/").startswith("#/"):    # "#" or "#/..."
+    if not isinstance(ref, str) or not (ref + "/").startswith("#/"):
         raise SchemaError(f"$ref {ref!r} is not supported: only references within the "
                           "schema (#/...)")
     node = root
@@ -1728,7 +1735,8 @@ class _Compiler:
 
     def __init__(self, root):
         self.root = root
-        self.refs = {}                  # $ref -> its check
+        # $ref -> its check
+        self.refs = {}
         dialect = root.get("$schema", "") if isinstance(root, dict) else ""
         known = ("2020-12", "2019-09", "draft-07", "draft-06")
         if dialect and not any(name in dialect for name in known):
@@ -1738,15 +1746,11 @@ class _Compiler:
         self.check = self.compile(root)
 
     def validate(self, value, check=_NOTHING, path=""):
-        """The problems of ``value`` (at ``path``) against the schema, or ``check``."""
+        """The problems of ``value`` (at ``path``) against the schema, or ``check``,
+        each once."""
         if check is _NOTHING:
             check = self.check
-        problems = []
-        if check is not None:
-            check(value, path, problems)
-        if len(problems) > 1:
-            return list(dict.fromkeys(problems))
-        return problems
+        return list(dict.fromkeys(_problems(check, value, path)))
 
     def compile(self, schema):
         """Schema -> check(value, path, problems), or None if it accepts anything."""
@@ -1791,7 +1795,7 @@ class _Compiler:
         checks += [self._alternatives(schema[k], k == "oneOf")
                    for k in ("anyOf", "oneOf") if k in schema]
         if "not" in schema:
-            checks.append(_rule(lambda v, check: _problems(check, v, ""),
+            checks.append(_rule(lambda v, check: _problems(check, v),
                                 self.compile(schema["not"]),
                                 f"must not match {_preview(schema['not'])}"))
         return checks
@@ -1881,7 +1885,8 @@ class _Compiler:
     def _array(self, schema):
         prefix = schema.get("prefixItems", [])
         items = schema.get("items", True)
-        if isinstance(items, list):         # the draft-07 spelling of prefixItems
+        # (draft-07 spells prefixItems so)
+        if isinstance(items, list):
             prefix, items = items, schema.get("additionalItems", True)
         prefix = [self.compile(sub) for sub in prefix]
         rest = None if items is False else self.compile(items)
@@ -1914,7 +1919,7 @@ class _Compiler:
             matching, fitting = [], []
             for i, (check, quick, kinds) in enumerate(arms):
                 # At the root: only how many counts, and a path costs steps
-                refusal = _problems(quick, v, "")
+                refusal = _problems(quick, v)
                 problems = refusal or _problems(check, v, path)
                 if not problems:
                     if not exactly_one:
@@ -1926,7 +1931,9 @@ class _Compiler:
                 if fitting:
                     # Those checked in full first; one refused quickly is, now
                     refused, *_, problems, check = min(fitting)
-                    out.extend(_problems(check, v, path) if refused else problems)
+                    if refused:
+                        problems = _problems(check, v, path)
+                    out.extend(problems)
                 else:
                     out.append(_at_path(path, f"expected {expected}, got "
                                               f"{_typed_preview(v)}"))
@@ -1972,10 +1979,9 @@ def compile_schema(schema):
 # Content
 # ======================================================================================
 
-#
-# Tools and prompts answer with content blocks: {"type": "text", "text": ...} and
-# friends, built as Content, a dict subclass, so that a tool result can tell a block
-# to pass through from a dict to return as structured data.
+# Tools and prompts return content blocks: {"type": "text", "text": ...} and friends,
+# built as Content, a dict subclass, so that a tool result can tell a block to pass
+# through from a dict to return as structured data.
 
 class Content(dict):
     """A content block: text, image, audio, resource_link or resource (embedded)."""
@@ -1989,7 +1995,8 @@ def _block(annotations, meta, **fields):
 
 def text(value, *, annotations=None, meta=None):
     """A text block."""
-    if annotations is None and meta is None:          # the common case, kept quick
+    # The usual case, kept quick
+    if annotations is None and meta is None:
         return Content(type="text", text=str(value))
     return _block(annotations, meta, type="text", text=str(value))
 
@@ -2007,13 +2014,14 @@ def _sniff(data):
     return next((mime for magic, mime in _MAGIC if data.startswith(magic)), None)
 
 
-def _media(kind, data, path, mime_type, annotations, meta):
+def _media(kind, data, path, mime_type):
+    """The fields of an image or audio block, its MIME type told by its first bytes."""
     if (data is None) == (path is None):
         raise TypeError(f"{kind}() takes either data or path")
     if path is not None:
         with open(path, "rb") as f:
             data = f.read()
-    if isinstance(data, str):                     # already base64
+    if isinstance(data, str):
         encoded = data
         # only its first bytes, for _sniff() to tell the type by
         raw = b64decode(data[:64]) if mime_type is None else b""
@@ -2024,17 +2032,17 @@ def _media(kind, data, path, mime_type, annotations, meta):
         mime_type = _sniff(raw) or (path and _guess_type(str(path)))
         if not (mime_type or "").startswith(kind + "/"):
             raise ValueError(f"{kind}(): cannot tell the MIME type; pass mime_type=")
-    return _block(annotations, meta, type=kind, data=encoded, mimeType=mime_type)
+    return {"type": kind, "data": encoded, "mimeType": mime_type}
 
 
 def image(data=None, *, path=None, mime_type=None, annotations=None, meta=None):
     """An image block from bytes, base64 text or a file; the MIME type is detected."""
-    return _media("image", data, path, mime_type, annotations, meta)
+    return _block(annotations, meta, **_media("image", data, path, mime_type))
 
 
 def audio(data=None, *, path=None, mime_type=None, annotations=None, meta=None):
     """An audio block from bytes, base64 text or a file; the MIME type is detected."""
-    return _media("audio", data, path, mime_type, annotations, meta)
+    return _block(annotations, meta, **_media("audio", data, path, mime_type))
 
 
 def resource_link(uri, name=None, *, title=None, description=None, mime_type=None,
@@ -2047,13 +2055,13 @@ def resource_link(uri, name=None, *, title=None, description=None, mime_type=Non
 
 def embedded_resource(uri, *, text=None, blob=None, mime_type=None, annotations=None,
                       meta=None):
-    """A resource's contents inline: ``text`` (str) or ``blob`` (bytes)."""
+    """A resource's contents inline: ``text`` (str) or ``blob`` (bytes or base64)."""
     if (text is None) == (blob is None):
         raise TypeError("embedded_resource() takes either text or blob")
     if text is not None and not isinstance(text, str):
         raise TypeError("embedded_resource(text=...) takes a str, not "
                         f"{type(text).__name__}: bytes go in blob=")
-    if isinstance(blob, str):                     # already base64, as image() takes it
+    if isinstance(blob, str):
         contents = {"uri": uri, "mimeType": mime_type or "application/octet-stream",
                     "blob": blob}
     else:
@@ -2062,7 +2070,8 @@ def embedded_resource(uri, *, text=None, blob=None, mime_type=None, annotations=
 
 
 def _guess_type(uri):
-    import mimetypes                        # imported on first use: it is slow to load
+    """The MIME type a file name suggests (mimetypes, slow to import, on first use)."""
+    import mimetypes
     return mimetypes.guess_type(uri, strict=False)[0]
 
 
@@ -2089,7 +2098,7 @@ def _find_not_json(value, path):
         for i, item in enumerate(value):
             if found := _find_not_json(item, f"{path}[{i}]"):
                 return found
-    elif isinstance(value, float) and (value != value or abs(value) == float("inf")):
+    elif isinstance(value, float) and not _is_json_number(value):
         return f"{path}: {value} has no JSON form (JSON has no NaN or Infinity)"
     elif value is not None and not isinstance(value, (str, int, float)):
         hint = "convert it to a str, number, bool, list, dict or dataclass"
@@ -2131,7 +2140,7 @@ class ToolResult:
     """A tool result in full: content blocks, structured data, the error flag."""
 
     def __init__(self, content=(), structured=None, is_error=False, meta=None):
-        # one block, not a list of them (a dict's keys are no blocks)
+        # One block, not a list of them (a dict's keys are no blocks)
         if isinstance(content, (str, dict, bytes)):
             content = [content]
         self.content = [_content_block(c, "ToolResult content") for c in content]
@@ -2149,6 +2158,8 @@ class ToolResult:
         if self.meta:
             result["_meta"] = self.meta
         return result
+
+
 # ======================================================================================
 # Registry: tools, resources, prompts
 # ======================================================================================
@@ -2165,10 +2176,10 @@ def _errors_text(problems):
 
 def _as_blocks(value):
     """The content blocks ``value`` is (one, or a list of them) as a list, else None."""
-    blocks = [value] if isinstance(value, Content) else value
-    if (isinstance(blocks, list) and blocks
-            and all(isinstance(b, Content) for b in blocks)):
-        return blocks
+    if isinstance(value, Content):
+        return [value]
+    if isinstance(value, list) and value and all(isinstance(b, Content) for b in value):
+        return value
     return None
 
 
@@ -2196,7 +2207,8 @@ class Entry:
     """What tools, resources and prompts share: a function and its Signature, the
     display metadata, and calling the function with validated arguments."""
 
-    def __init__(self, fn, name, title, description, icons, meta, **signature_options):
+    def __init__(self, fn, *, name, title, description, icons, meta,
+                 **signature_options):
         self.fn = fn
         self.title = title
         self.icons = icons
@@ -2218,7 +2230,9 @@ class Entry:
         if self.signature.context_param:
             kwargs[self.signature.context_param] = ctx
         value = self.fn(**kwargs)
-        return _run_coroutine(value, ctx) if hasattr(value, "__await__") else value
+        if hasattr(value, "__await__"):
+            return _run_coroutine(value, ctx)
+        return value
 
     def bind_strings(self, values, what, ctx=None):
         """Bind arguments that arrive as strings (prompt arguments, URI variables),
@@ -2244,9 +2258,10 @@ class Tool(Entry):
     def __init__(self, fn, *, name=None, title=None, description=None, annotations=None,
                  input_schema=None, output_schema=None, structured=None, icons=None,
                  meta=None):
-        super().__init__(fn, name, title, description, icons, meta,
-                         input_schema=input_schema, output_schema=output_schema,
-                         structured=structured, content_types=(Content, ToolResult))
+        super().__init__(fn, name=name, title=title, description=description,
+                         icons=icons, meta=meta, input_schema=input_schema,
+                         output_schema=output_schema, structured=structured,
+                         content_types=(Content, ToolResult))
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", self.name):
             raise ValueError(f"tool name {self.name!r} does not follow the MCP naming "
                              "guidance: 1 to 128 characters from A-Z a-z 0-9 _ - . "
@@ -2256,26 +2271,23 @@ class Tool(Entry):
             raise ValueError(f"tool {self.name!r}: the input schema's root must have "
                              '"type": "object" (tool arguments are a JSON object)')
         self.mirrored = _mirrored_arguments(self.signature.input_schema, self.name)
-        self.check_output = None
-        if self.signature.output_schema is not None:
-            self.compile_output_checks(self.signature.output_schema)
         self.annotations = annotations
-        self.described = {}     # version -> its tools/list entry
-
-    def compile_output_checks(self, schema):
-        """Set check_output (structured content against the output schema) and
-        check_returned (a return value, before it is wrapped as {"result": ...}), and
-        the types of return value it passes untested (as ``-> int`` returning 3)."""
-        compiler = _Compiler(schema)
-        self.check_output = self.check_returned = compiler.validate
-        self.returned_passes = ()
-        if not self.signature.wrap_output:
-            return
-        # The return value is quicker checked alone.
-        check = compiler.compile(schema["properties"]["result"])
-        self.returned_passes = getattr(check, "passes", ())
-        self.check_returned = functools.partial(compiler.validate, check=check,
-                                                path=("", "result"))
+        # version -> its tools/list entry
+        self.described = {}
+        # With an output schema, check_output checks structured content, and
+        # check_returned a return value before it is wrapped as {"result": ...}
+        # (quicker alone), but for the types it passes untested (``-> int``, 3).
+        self.check_output = None
+        schema = self.signature.output_schema
+        if schema is not None:
+            compiler = _Compiler(schema)
+            self.check_output = self.check_returned = compiler.validate
+            self.returned_passes = ()
+            if self.signature.wrap_output:
+                check = compiler.compile(schema["properties"]["result"])
+                self.returned_passes = getattr(check, "passes", ())
+                self.check_returned = functools.partial(
+                    compiler.validate, check=check, path=("", "result"))
 
     def describe(self, version):
         if version not in self.described:
@@ -2302,9 +2314,11 @@ class Tool(Entry):
             return _error_result(str(e))
         except (Cancelled, InputRequired):
             raise
-        except BaseException as e:  # SystemExit and KeyboardInterrupt too: never exit
+        # SystemExit and KeyboardInterrupt too: a tool never stops the server
+        except BaseException as e:
+            # 2026-07-28 has them as protocol errors, -32021 and -32602
             if isinstance(e, (CapabilityError, InvalidAnswer)) and ctx.stateless:
-                raise           # 2026-07-28: protocol errors, -32021 and -32602
+                raise
             expected = isinstance(e, (CapabilityError, TimeoutError, JSONRPCError))
             _log_failure(f"tool {self.name!r}", e, with_traceback=not expected)
             return _error_result(f"{type(e).__name__}: {e}")
@@ -2315,7 +2329,8 @@ class Tool(Entry):
 
     def result(self, value):
         """Turn what the function returned into a CallToolResult dict."""
-        plain = type(value) in _SCALAR_TYPES  # the usual return value: nothing to dump
+        # a scalar, the usual return value, has nothing to dump
+        plain = type(value) in _SCALAR_TYPES
         blocks = None if plain else _as_blocks(value)
         if isinstance(value, ToolResult) or blocks:
             if blocks is None:
@@ -2337,7 +2352,9 @@ class Tool(Entry):
                             "ToolResult(structured=...))"]
             else:
                 problems = self.check_output(structured)
-            return self.mismatch(problems) if problems else result
+            if problems:
+                return self.mismatch(problems)
+            return result
         if self.check_output is not None:
             shown = structured = value if plain else _dump(value)
             if type(structured) not in self.returned_passes:
@@ -2350,7 +2367,8 @@ class Tool(Entry):
             return {"content": [] if value is None else [text(value)], "isError": False}
         else:
             shown = structured = _dump(value)
-            if not isinstance(structured, dict):  # only objects are structured content
+            # only objects are structured content
+            if not isinstance(structured, dict):
                 return {"content": [text(to_json(shown))], "isError": False}
         # str and int are their own JSON text; anything else is encoded
         shown = str(shown) if type(shown) in (str, int) else to_json(shown)
@@ -2367,9 +2385,7 @@ class Tool(Entry):
 
 
 def _shape_result(result, version):
-    """A tool's result as an older protocol version has it."""
-    if version >= V2026_07:
-        return result
+    """A tool's result as a version before 2026-07-28 has it."""
     # Its text block carries the data. Before 2026-07-28, structuredContent is an
     # object; before 2025-06-18 there is none.
     if version < V2025_06 or not isinstance(result.get("structuredContent", {}), dict):
@@ -2385,7 +2401,7 @@ def _shape_result(result, version):
 
 
 def _shape_block(block, version):
-    """Fit a content block to an older protocol version: no fields or types it lacks."""
+    """A content block as an older protocol version has it: without what it lacks."""
     if version >= V2025_11:
         return block
     kind = block.get("type")
@@ -2393,7 +2409,8 @@ def _shape_block(block, version):
         return text(f"Resource: {block['uri']} ({block.get('name')})")
     if kind == "audio" and version < V2025_03:
         return text(f"[{block.get('mimeType')} audio omitted: not in {version}]")
-    if kind == "resource_link" and "icons" in block:   # icons are new in 2025-11-25
+    # icons are new in 2025-11-25
+    if kind == "resource_link" and "icons" in block:
         block = {k: v for k, v in block.items() if k != "icons"}
     if version < V2025_06 and ("_meta" in block or "annotations" in block):
         block = {k: v for k, v in block.items() if k != "_meta"}
@@ -2459,7 +2476,8 @@ def _mirrors(value, header):
     ``value``: integers compare as numbers (42.0 is 42), booleans are true or false."""
     if isinstance(value, str) or header is None:
         return header == value
-    sent = _json_in(header)                 # _NOTHING (not JSON) stands for no value
+    # _NOTHING (not JSON) stands for no value
+    sent = _json_in(header)
     if isinstance(value, bool) or isinstance(sent, bool):
         return sent is value
     return _is_json_number(sent) and sent == value
@@ -2467,48 +2485,6 @@ def _mirrors(value, header):
 
 def _error_result(message):
     return {"content": [text(message)], "isError": True}
-
-
-def _run_coroutine(awaitable, ctx):
-    """Run an async handler on the shared event loop while this thread waits; if the
-    request is cancelled, the coroutine gets asyncio.CancelledError where it awaits, and
-    this thread waits on until it has unwound (a shutdown closes the lifespan after)."""
-    import concurrent.futures
-    loop = _event_loop()
-    escaped = []
-    tasks = []
-
-    async def serving():
-        if ctx.cancelled:                     # cancelled before it could start
-            raise loop.asyncio.CancelledError
-        tasks.append(loop.asyncio.current_task())
-        # set in this task's own context, where forwarded logging finds it
-        _serving_ctx.set(ctx)
-        try:
-            return await awaitable
-        except (SystemExit, KeyboardInterrupt) as e:
-            # Out of a task they would stop the loop: they are raised in the caller's
-            # thread instead.
-            escaped.append(e)
-
-    def cancel():
-        # On the loop, after ctx.cancelled is set: a task not started yet sees that.
-        # Cancelling the task, not the future, keeps the future until the task ends.
-        for task in tasks:
-            task.cancel()
-    future = loop.submit(serving())
-    ctx._on_cancel = lambda: loop.loop.call_soon_threadsafe(cancel)
-    try:
-        result = future.result()
-        if escaped:
-            raise escaped[0]
-        return result
-    except concurrent.futures.CancelledError:
-        if ctx.cancelled:
-            raise Cancelled(ctx.cancel_reason) from None
-        raise
-    finally:
-        ctx._on_cancel = None
 
 
 class Resource(Entry):
@@ -2520,9 +2496,11 @@ class Resource(Entry):
     def __init__(self, fn, uri, *, name=None, title=None, description=None,
                  mime_type=None, size=None, annotations=None, icons=None, meta=None,
                  ttl_ms=None, cache_scope=None, allow_dot_segments=False):
-        super().__init__(fn, name, title, description, icons, meta, structured=False)
+        super().__init__(fn, name=name, title=title, description=description,
+                         icons=icons, meta=meta, structured=False)
         self.uri = uri
-        self.variables = {}     # name -> whether it is a {+name}, taking slashes too
+        # name -> whether it is a {+name}, taking slashes too
+        self.variables = {}
         if not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", uri):
             raise ValueError(f"resource {uri!r} has no scheme: start it with one, as "
                              f"in {'file:///' + uri.lstrip('/')!r}")
@@ -2556,8 +2534,7 @@ class Resource(Entry):
                 raise ValueError(_template_brace_error(uri, literal))
         pattern = [re.escape(parts[0])]
         for i in range(1, len(parts), 3):
-            plus, var = parts[i], parts[i + 1]
-            literal = parts[i + 2]
+            plus, var, literal = parts[i:i + 3]
             if var in self.variables:
                 raise ValueError(f"resource {uri!r}: variable {var!r} appears twice; "
                                  "give each variable a name of its own")
@@ -2589,7 +2566,8 @@ class Resource(Entry):
         from urllib.parse import unquote
         variables = {}
         for var, value in found.groupdict().items():
-            if self.variables[var]:           # a {+var} is passed on as it is, encoded
+            # a {+var} is passed on as it is, encoded
+            if self.variables[var]:
                 variables[var] = value
                 decoded = unquote(value, errors="replace")
             else:
@@ -2652,7 +2630,8 @@ class Prompt(Entry):
 
     def __init__(self, fn, *, name=None, title=None, description=None, icons=None,
                  meta=None):
-        super().__init__(fn, name, title, description, icons, meta, structured=False)
+        super().__init__(fn, name=name, title=title, description=description,
+                         icons=icons, meta=meta, structured=False)
         schema = self.signature.input_schema
         required = set(schema.get("required", ()))
         self.arguments = []
@@ -2708,9 +2687,10 @@ def _did_you_mean(name, known=None, params=None):
     """The hint ending an error about ``name``: the closest names in ``known``, or the
     key ``params`` holds instead of it (``tool`` for ``name``); else ''."""
     if params is not None:
-        found = next((wrong for wrong, right in _DID_YOU_MEAN.items()
-                      if right == name and wrong in params), None)
-        return f' (found "{found}": did you mean "{name}"?)' if found else ""
+        for wrong, right in _DID_YOU_MEAN.items():
+            if right == name and wrong in params:
+                return f' (found "{wrong}": did you mean "{name}"?)'
+        return ""
     import difflib
     close = difflib.get_close_matches(name, list(known), n=3)
     return f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
@@ -2727,9 +2707,8 @@ def _require(params, key, kind, method):
 
 
 def _named(registry, what, params, method):
-    """The tool or prompt params.name names, and its params.arguments ({} when there
-    are none, nor misspelt ones); else -32602 (a protocol error, as in the spec's
-    example) naming it, and the names it may have meant."""
+    """The tool or prompt params.name names, and params.arguments ({} if there are none,
+    nor misspelt ones); else -32602 (as in the spec's example), with close names."""
     name = params.get("name")
     entry = None
     if type(name) is str:
@@ -2760,11 +2739,8 @@ class _Honoured(dict):
 def _parents(uri):
     """The beginnings of ``uri`` that end just before a "/": the subscriptions (without
     a trailing "/") that cover it."""
-    found, at = set(), uri.find("/")
-    while at >= 0:
-        found.add(uri[:at])
-        at = uri.find("/", at + 1)
-    return found
+    parts = uri.split("/")
+    return {"/".join(parts[:end]) for end in range(1, len(parts))}
 
 
 def _cache_hints(ttl_ms, scope, owner, required=False):
@@ -2779,22 +2755,22 @@ def _cache_hints(ttl_ms, scope, owner, required=False):
 
 
 def _cursor_position(cursor):
+    """The order of the last item a nextCursor of this server showed; else -32602."""
     try:
         raw = b64decode(cursor)
         if raw.startswith(b"after:"):
             return int(raw[6:])
-    except (ValueError, AttributeError, TypeError):   # binascii.Error is a ValueError
+    except (ValueError, TypeError):
         pass
     raise JSONRPCError(INVALID_PARAMS, f"Invalid cursor: {_preview(cursor)} is not a "
                                        "nextCursor from this server")
 
 
 class Setting:
-    """One of a Server's settings, declared: its default, and what it may be. ``kind``:
-    "count" (an integer of at least ``least``), "seconds" (a number, at least 0),
-    "positive seconds", "function" (a callable), "path" (an HTTP path), "origins",
-    "hosts" or "url" (checked as docs/http.md says), "list", or "any" (taken as it
-    is); ``none``: None is allowed too (no limit)."""
+    """One of a Server's settings: its default, and what it may be (``kind``: "count",
+    of at least ``least``; "seconds", "positive seconds"; "function", or None; "path";
+    "origins", "hosts", "url", "list"; "any", taken as it is). ``none``: None is
+    allowed too (no limit)."""
     __slots__ = ("default", "kind", "least", "none")
 
     def __init__(self, default, kind="any", least=1, none=False):
@@ -2809,39 +2785,35 @@ class Setting:
         kind = self.kind
         if kind == "any" or (value is None and self.none):
             return value
-        if kind == "count":
-            if type(value) is not int or value < self.least:
-                raise ValueError(f"{name} must be an integer of at least {self.least}, "
-                                 f"not {value!r}")
-        elif kind in ("seconds", "positive seconds"):
-            positive = kind == "positive seconds"
-            if not _is_json_number(value) or value < 0 or (positive and not value):
-                least = "at least 0"
-                if positive:
-                    least = "more than 0"
-                none = ""
-                if self.none:
-                    none = " (or None: no limit)"
-                raise ValueError(f"{name} must be a number of seconds {least}{none}, "
-                                 f"not {value!r}")
-        elif kind == "function":
-            if value is not None and not callable(value):
-                raise ValueError(f"{name} must be a function, or None, not {value!r}")
-        elif kind == "path":
-            if not isinstance(value, str) or not value.startswith("/"):
-                raise ValueError(f'{name} must be a path such as "/mcp", not {value!r}')
-        elif kind == "origins":
+        if kind == "hosts":
+            return _allowed_hosts(value)
+        if kind == "url":
+            return _public_url(value)
+        if kind in ("list", "origins"):
             # a string's characters would allow nothing
-            if isinstance(value, str):
+            if kind == "origins" and isinstance(value, str):
                 raise ValueError(f"{name} must be a list of origins, not the string "
                                  f"{value!r}: {name}=[{value!r}]")
             return tuple(value)
-        elif kind == "hosts":
-            return _allowed_hosts(value)
-        elif kind == "url":
-            return _public_url(value)
-        elif kind == "list":
-            return tuple(value)
+        if kind == "count":
+            fits = type(value) is int and value >= self.least
+            expected = f"an integer of at least {self.least}"
+        elif kind == "function":
+            fits = value is None or callable(value)
+            expected = "a function, or None"
+        elif kind == "path":
+            fits = isinstance(value, str) and value.startswith("/")
+            expected = 'a path such as "/mcp"'
+        elif kind == "positive seconds":
+            fits = _is_json_number(value) and value > 0
+            expected = "a number of seconds more than 0"
+        else:
+            fits = _is_json_number(value) and value >= 0
+            expected = "a number of seconds at least 0"
+            if self.none:
+                expected += " (or None: no limit)"
+        if not fits:
+            raise ValueError(f"{name} must be {expected}, not {value!r}")
         return value
 
 
@@ -2850,8 +2822,7 @@ class Setting:
 SETTINGS = {
     # Who the server is (serverInfo), and what it tells clients
     "title": Setting(None), "description": Setting(None),
-    "instructions": Setting(None), "website_url": Setting(None),
-    "icons": Setting(None),
+    "instructions": Setting(None), "website_url": Setting(None), "icons": Setting(None),
     # The lifespan, and logging
     "lifespan": Setting(None, "function"), "forward_logging": Setting(False),
     # Limits
@@ -2859,8 +2830,7 @@ SETTINGS = {
     "max_workers": Setting(64, "count"),
     "max_queue": Setting(10_000, "count", least=0),
     "max_line_bytes": Setting(32 << 20, "count"),
-    "grace_period": Setting(5.0, "seconds"),
-    "cancel_timeout": Setting(2.0, "seconds"),
+    "grace_period": Setting(5.0, "seconds"), "cancel_timeout": Setting(2.0, "seconds"),
     "request_timeout": Setting(60.0, "seconds", none=True),
     # 2026-07-28: cache hints, and requestState
     "cache_ttl_ms": Setting(0), "cache_scope": Setting("public"),
@@ -2889,24 +2859,22 @@ SETTINGS = {
     "max_uri_length": Setting(8 << 10, "count"),
     "max_subscribed_length": Setting(64 << 10, "count"),
     # HTTP security
-    "allowed_origins": Setting((), "origins"),
-    "allowed_hosts": Setting(None, "hosts"),
-    "public_url": Setting(None, "url"),
-    "auth": Setting(None, "function"),
+    "allowed_origins": Setting((), "origins"), "allowed_hosts": Setting(None, "hosts"),
+    "public_url": Setting(None, "url"), "auth": Setting(None, "function"),
     "authorization_servers": Setting((), "list"),
 }
 
 
 class Server:
-    """An MCP server: a registry of tools, resources and prompts; ``handlers``, the
-    dict from method name to ``handler(ctx, params) -> result`` that answers the
-    client; and its settings (SETTINGS, given as keyword arguments).
-
-    The methods a subclass may override: each handler (``call_tool``, ...),
+    """An MCP server: the registries of tools, resources and prompts; ``handlers``, the
+    dict from method name to ``handler(ctx, params) -> result``; its settings
+    (SETTINGS). A subclass may override each handler (``call_tool``, ...),
     ``schedule`` (where a call runs), ``roots_changed`` and ``may_subscribe``."""
 
     # Taken by the first request of any server's wsgi
     _http_start_lock = threading.Lock()
+    #: Seconds before a request tries again a lifespan that failed to start.
+    lifespan_retry = 5.0
 
     def __init__(self, name, version="0.1.0", **settings):
         unknown = [setting for setting in settings if setting not in SETTINGS]
@@ -2922,33 +2890,32 @@ class Server:
         if self.max_inflight_bytes < self.max_body_bytes:
             raise ValueError(f"max_inflight_bytes ({self.max_inflight_bytes}) must be "
                              f"at least max_body_bytes ({self.max_body_bytes})")
-        self.cache_ttl_ms, self.cache_scope = _cache_hints(
-            self.cache_ttl_ms, self.cache_scope, name, True)
+        _cache_hints(self.cache_ttl_ms, self.cache_scope, name, required=True)
         self.request_state = RequestStateSigner(self.state_key, self.state_ttl,
                                                 self.max_state_bytes)
+        # What the lifespan yielded; the connections (or HTTP) in it; a lock held while
+        # it is entered or exited, which may take self.lock
         self.lifespan_value = None
-        # connections (or HTTP) that entered the lifespan
         self._lifespan_users = 0
-        # Held while the lifespan is entered or exited, which may take self.lock
         self._lifespan_lock = threading.Lock()
-        # What is registered; registration order is the order lists use
+        # What is registered, in the order lists use; capabilities(), as offered()
+        # caches it; the lock registrations take
         self.tools = {}
         self.resources = {}
         self.prompts = {}
         self.completers = {}
         self.order = count(1).__next__
-        # capabilities(), cached by offered()
         self._offered = None
         self.lock = threading.Lock()
         # What is serving: the pool (started with the first connection), the sessions
         # that hear of changes (stdio connections, HTTP streams), every HttpSession
-        # still in use, and the HttpEndpoint (made at the first request)
+        # still in use, the HttpEndpoint (made at the first request), and serverInfo
+        # as the _meta of every 2026-07-28 result (made at first use)
         self.pool = None
         self.sessions = set()
-        # serverInfo, as the _meta of every 2026-07-28 result (made at first use)
-        self._stateless_meta = None
         self.http_sessions_alive = weakref.WeakSet()
         self._http = None
+        self._stateless_meta = None
         # The rules of each method (a row of METHODS), as this server applies them
         self.methods = dict(METHODS)
         self.handlers = {
@@ -3023,10 +2990,9 @@ class Server:
         prompt or resource template."""
         if (prompt is None) == (template is None):
             raise TypeError("completion() takes exactly one of prompt= or template=")
+        key = ("ref/resource", template, argument)
         if prompt is not None:
             key = ("ref/prompt", prompt, argument)
-        else:
-            key = ("ref/resource", template, argument)
 
         def register(fn):
             self.completers[key] = fn
@@ -3098,30 +3064,17 @@ class Server:
         """The capabilities, from what is registered. Changes are offered only by a
         server that can deliver them: one process (``http_sessions=True``)."""
         caps = {"logging": {}}
-        changes = {"listChanged": True} if self.http_sessions else {}
-        if self.tools:
-            caps["tools"] = dict(changes)
-        if self.resources:
-            caps["resources"] = {"subscribe": True, **changes} if changes else {}
-        if self.prompts:
-            caps["prompts"] = dict(changes)
+        changes = {}
+        if self.http_sessions:
+            changes = {"listChanged": True}
+        for kind in ("tools", "resources", "prompts"):
+            if getattr(self, kind):
+                caps[kind] = dict(changes)
+        if changes and self.resources:
+            caps["resources"] = {"subscribe": True, **changes}
         if self.completers:
             caps["completions"] = {}
         return caps
-
-    def schedule(self, fn, *args):
-        """Run ``fn(*args)``, a request's handler and response, on the worker pool:
-        the one place where calls are handed to threads (override it to run them
-        elsewhere). False: refused, as the pool is full."""
-        return self.pool.submit(fn, *args)
-
-    def offered(self):
-        """capabilities(), cached until a registration changes it (for 2026-07-28)."""
-        offered = self._offered
-        if offered is None:
-            with self.lock:               # registrations change the registries under it
-                offered = self._offered = self.capabilities()
-        return offered
 
     def server_info(self, version):
         info = {"name": self.name, "version": self.version}
@@ -3139,19 +3092,18 @@ class Server:
                 self.pool = WorkerPool(self.max_workers, self.max_queue)
 
     def run(self, trace=None, http=None):
-        """Serve stdin/stdout until end of input, SIGTERM or Ctrl+C, then exit
-        (SystemExit: catching it gives back the signal handlers). ``http``:
-        ``sys.exit(run_http(http))`` instead."""
+        """Serve stdin/stdout until end of input, SIGTERM or Ctrl+C, then exit (catching
+        the SystemExit gives back the signal handlers); ``http``: run_http instead."""
         if http is not None:
             sys.exit(self.run_http(http))
         if trace is None:
             trace = os.environ.get("MCP_MIN_TRACE", "") not in ("", "0")
+        if trace:
+            trace = FramePrinter({"in": "C->S", "out": "S->C"}, sys.stderr)
         read_fd, write_fd = claim_stdio()
         _catch_stop_signals(self.grace_period, write_fd)
         code = 0
         try:
-            if trace:
-                trace = FramePrinter({"in": "C->S", "out": "S->C"}, sys.stderr)
             self.serve_connection(read_fd, write_fd, trace=trace)
         except _Stop:
             pass
@@ -3206,18 +3158,15 @@ class Server:
         SIGTERM; returns the exit code (0, or 130 after Ctrl+C)."""
         return serve_http(self, address)
 
-    #: Seconds before a request tries again a lifespan that failed to start.
-    lifespan_retry = 5.0
-
     def start_http(self, engine="mcp_min"):
         """Enter the lifespan and make the HTTP endpoint, once per process (a lifespan
         that fails is tried again at most every ``lifespan_retry`` seconds)."""
         global _tune_allocator
         with Server._http_start_lock:
-            if isinstance(self._http, HttpEndpoint):
-                return self._http
-            if isinstance(self._http, _LifespanFailed) and not self._http.due():
-                return self._http
+            endpoint = self._http
+            if isinstance(endpoint, HttpEndpoint) or (
+                    isinstance(endpoint, _LifespanFailed) and not endpoint.due()):
+                return endpoint
             self.prepare()
             # SERVER_SOFTWARE says "gunicorn/27.0.1" in gunicorn, "Granian" in granian:
             # a worker process that serves this application alone
@@ -3232,8 +3181,8 @@ class Server:
             self._http = HttpEndpoint(self)
             _at_process_exit(self.stop_http)
             # run_http is one process, whatever it shares
-            alone = engine == "mcp_min"
-            if not (alone or self.http_sessions or self.request_state.shared):
+            if (engine != "mcp_min" and not self.http_sessions
+                    and not self.request_state.shared):
                 log.warning("requestState is signed with a key of this process alone: "
                             "give every worker the same MCP_MIN_STATE_KEY, or a retry "
                             "that reaches another worker is refused")
@@ -3247,7 +3196,7 @@ class Server:
         if not isinstance(endpoint, HttpEndpoint):
             return
         # An engine may signal its worker twice (Ctrl+C reaches the process group, and
-        # the master passes it on): a second one must not cut the lifespan's exit short.
+        # the master passes it on): the second must not cut the lifespan's exit short.
         ignored = _ignore_stop_signals()
         try:
             self._cancel_http_calls(httpd)
@@ -3326,15 +3275,17 @@ class Server:
         session.client_info, session.client_capabilities = info, caps
         offered = self.capabilities()
         declared = dict(offered)
+        # no such flag in 2024-11-05
         if version < V2025_03:
-            declared.pop("completions", None)     # no such flag in 2024-11-05
+            declared.pop("completions", None)
         result = {"protocolVersion": version, "capabilities": declared,
                   "serverInfo": self.server_info(version)}
         if self.instructions:
             result["instructions"] = self.instructions
+
         # Changes (list_changed, log messages) reach the session from the moment this
-        # response is written, under its write lock (Session.run_call): none goes out
-        # ahead of it. One made before is not lost: the next tools/list shows it.
+        # response is written, under its write lock: none goes out ahead of it. One
+        # made before is not lost: the next tools/list shows it.
         def negotiated():
             session.capabilities, session.version = offered, version
         ctx._with_response = negotiated
@@ -3350,7 +3301,7 @@ class Server:
         ctx.session.cancel(params.get("requestId"), params.get("reason"))
 
     def on_roots_list_changed(self, ctx, params):
-        ctx.session.roots = None                  # the next ctx.list_roots() asks again
+        ctx.session.roots = None
         ctx.session.roots_generation += 1
         self.roots_changed(ctx.session)
 
@@ -3453,7 +3404,9 @@ class Server:
             result = {"contents": resource.read(ctx, uri, variables)}
         except (ResourceNotFound, FileNotFoundError):
             # 2026-07-28 has no code of its own for it; data.uri has the URI in full
-            code = INVALID_PARAMS if ctx.stateless else RESOURCE_NOT_FOUND
+            code = RESOURCE_NOT_FOUND
+            if ctx.stateless:
+                code = INVALID_PARAMS
             shown = uri if len(uri) <= 200 else uri[:199] + "…"
             raise JSONRPCError(code, f"Resource not found: {shown}",
                                {"uri": uri}) from None
@@ -3513,12 +3466,9 @@ class Server:
         ref = _require(params, "ref", dict, "completion/complete")
         argument = _require(params, "argument", dict, "completion/complete")
         kind, name = ref.get("type"), argument.get("name")
+        registry, what, key = self.resources, "resource template", ref.get("uri")
         if kind == "ref/prompt":
-            key = ref.get("name")
-            registry, what = self.prompts, "prompt"
-        else:
-            key = ref.get("uri")
-            registry, what = self.resources, "resource template"
+            registry, what, key = self.prompts, "prompt", ref.get("name")
         if (kind not in ("ref/prompt", "ref/resource") or not isinstance(key, str)
                 or not isinstance(name, str)):
             raise JSONRPCError(INVALID_PARAMS, 'completion/complete needs ref {"type": '
@@ -3538,7 +3488,7 @@ class Server:
         values = []
         if completer is not None:
             values = completer(value, known or {})
-            if hasattr(values, "__await__"):          # an async def completer
+            if hasattr(values, "__await__"):
                 values = _run_coroutine(values, ctx)
             values = [str(v) for v in values]
         return {"completion": {"values": values[:100], "total": len(values),
@@ -3552,7 +3502,22 @@ class Server:
         ctx.session.log_level = level
         return {}
 
-    # -- running a handler: both eras, and what 2026-07-28 adds -----------------------
+    # -- running a request: where, its handler, and what 2026-07-28 adds --------------
+    def offered(self):
+        """capabilities(), cached until a registration changes it (for 2026-07-28)."""
+        offered = self._offered
+        if offered is None:
+            # registrations change the registries under this lock
+            with self.lock:
+                offered = self._offered = self.capabilities()
+        return offered
+
+    def schedule(self, fn, *args):
+        """Run ``fn(*args)``, a request's handler and response, on the worker pool:
+        the one place where calls are handed to threads (override it to run them
+        elsewhere). False: refused, as the pool is full."""
+        return self.pool.submit(fn, *args)
+
     def call_handler(self, ctx, handler):
         """handler(ctx, params), run to completion if it is a coroutine function; its
         result, which must be an object (or NO_RESPONSE)."""
@@ -3590,15 +3555,14 @@ class Server:
             return result
         if self._stateless_meta is None:
             self._stateless_meta = {SERVER_INFO_KEY: self.server_info(V2026_07)}
-        rules = METHODS.get(ctx.method, CUSTOM_METHOD)
-        # the handler's own dict stays as it was
+        # a copy: the handler's own dict stays as it was
         result = dict(result)
         kind = result.setdefault("resultType", "complete")
-        if kind == "input_required" and not rules.asks:
+        if kind == "input_required" and not ctx.rules.asks:
             raise JSONRPCError(INTERNAL_ERROR, f"Internal error: {ctx.method} answered "
                                                "input_required, which only tools/call, "
                                                "prompts/get and resources/read may")
-        if kind == "complete" and rules.cacheable:
+        if kind == "complete" and ctx.rules.cacheable:
             result.setdefault("ttlMs", self.cache_ttl_ms)
             result.setdefault("cacheScope", self.cache_scope)
         result["_meta"] = {**(result.get("_meta") or {}), **self._stateless_meta}
@@ -3609,13 +3573,13 @@ class Server:
         (-32602 if forged, altered, expired or another call's), this round's in
         inputResponses."""
         token = params.get("requestState")
-        responses = params.get("inputResponses")
         if not isinstance(token, str):
             raise _invalid_state("it must be the string the server sent")
         state = self.request_state.open(token)
         if state.get("call") != self.call_digest(method, params, principal):
             raise _invalid_state(
                 "it was issued for another call (method, name or arguments)")
+        responses = params.get("inputResponses")
         if responses is not None and not isinstance(responses, dict):
             raise JSONRPCError(INVALID_PARAMS,
                                "Invalid params: inputResponses must be an object")
@@ -3632,7 +3596,8 @@ class Server:
         try:
             return _digest([self.name, method, target, params.get("arguments"),
                             _principal_id(principal)])
-        except (RecursionError, ValueError) as e:  # nested deeper than json.dumps goes
+        # nested deeper than json.dumps goes
+        except (RecursionError, ValueError) as e:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: arguments cannot be "
                                f"read back ({type(e).__name__})") from None
 
@@ -3649,15 +3614,17 @@ class Server:
                  "answers": ctx.answers or {}, "asked": asked}
         try:
             sealed = self.request_state.seal(state)
-        except RecursionError:    # the client's answers, read by json, nest deeper
+        # the client's answers, read by json, nest deeper than json.dumps goes
+        except RecursionError:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: the answers in "
                                                "inputResponses are nested too deeply "
                                                "to carry") from None
         requests = {key: request for key, (request, _) in questions.items()}
         return {"resultType": "input_required", "inputRequests": requests,
                 "requestState": sealed}
+
 # ======================================================================================
-# Context
+# Context: one request as its handler sees it; async handlers; forwarded logging
 # ======================================================================================
 
 LOG_LEVELS = (
@@ -3685,30 +3652,27 @@ def _log_params(level, data, logger, threshold):
 
 
 class Context:
-    """One request, as its handler sees it (docs/reference.md): what it asks and who
-    asks it, and what the handler can do meanwhile: report progress, log, ask the
-    client, see that it was cancelled. A function gets one by a parameter annotated
-    ``Context``, a handler as its first argument. In an ``async def`` handler its
-    methods return awaitables."""
+    """One request as its handler sees it (docs/reference.md): what it asks, who asks
+    it, and what the handler can do meanwhile: report progress, log, ask the client,
+    see that it was cancelled. A function gets one by a parameter annotated Context, a
+    handler as its first argument; in an ``async def`` its methods return awaitables."""
 
-    # While an async handler runs: cancels its coroutine (Session.cancel calls it)
+    # Hooks: cancel an async handler's coroutine (Session.cancel calls it); run just
+    # before the response goes out (Stream.respond's ``before``); run once the
+    # handler has returned (HttpEndpoint.claim), with what it counts meanwhile
+    # against its principal's share
     _on_cancel = None
-    # Called just before the response goes out (Stream.respond's ``before``)
     _with_response = None
-    # Called once its handler has returned (HttpEndpoint.claim), and what it counts
-    # against its principal's share meanwhile
     _on_end = None
     _holder = None
-    # A request's state as it starts: set on the instance only once it changes.
-    # 2026-07-28: the answers this run has, key -> [question digest, answer]
+    # The request's state as it starts, set on the instance once it changes:
+    # 2026-07-28 answers (key -> [question digest, answer]) and questions asked in this
+    # run; cancelled (by the client, or by the server's shutdown: stopped, its response
+    # still sent); done: the response is sent
     answers = None
-    # questions asked so far in this run
     questions = 0
-    # set by notifications/cancelled, a client that left, or the server's shutdown
     cancelled = False
-    # cancelled by the server's shutdown: still answered
     stopped = False
-    # set once the response is sent
     done = False
     last_progress = None
     progress_token = None
@@ -3725,15 +3689,13 @@ class Context:
         self.request_id = request_id
         self.method = method
         self.params = params
-        # Who the transport says the client is (over HTTP, the auth hook's answer)
+        # Who the transport says the client is (over HTTP, what the auth hook returned)
         self.principal = session.principal
         # 2026-07-28: the request's envelope, all the server knows of its client;
         # the handshake era: None, as the session knows it from initialize.
         self.envelope = envelope
         self.stateless = envelope is not None
-        known = session
-        if self.stateless:
-            known = envelope
+        known = envelope or session
         self.protocol_version = known.version
         self.client_info = known.client_info
         self.client_capabilities = known.client_capabilities
@@ -3801,16 +3763,13 @@ class Context:
             return False
         if not self.stateless:
             return self.stream.notify("notifications/message", params)
-        with self.session.lock:               # the response cannot overtake us here
+        # 2026-07-28: only before the response, which cannot overtake us under the lock
+        with self.session.lock:
             if self.done or self.cancelled:
                 return False
             return self.stream.notify("notifications/message", params)
 
-    # -- asking the client (the README says how each era carries the question) --------
-    # The client capability each question needs; in 2026-07-28 the only questions.
-    _CAPABILITY_ASKED = {"elicitation/create": "elicitation",
-                         "sampling/createMessage": "sampling", "roots/list": "roots"}
-
+    # -- asking the client (docs/reference.md says how each era carries the question) --
     def request(self, method, params=None, capability=None, timeout=None, key=None):
         """Ask the client and return its answer, if it declared ``capability`` (else
         CapabilityError). In 2026-07-28 an unanswered question ends this run with an
@@ -3822,8 +3781,9 @@ class Context:
         if not self.stateless and self.session.no_requests:
             raise CapabilityError(f"{method} cannot be sent: "
                                   f"{self.session.no_requests}")
-        capability = capability or self._CAPABILITY_ASKED.get(method)
-        if self.stateless and method not in self._CAPABILITY_ASKED:
+        if not capability and method in _QUESTIONS:
+            capability = _QUESTIONS[method][0]
+        if self.stateless and method not in _QUESTIONS:
             raise ValueError(f"{method} cannot be sent to a 2026-07-28 client: a "
                              "server asks it only for elicitation, sampling or roots")
         if capability:
@@ -3875,7 +3835,8 @@ class Context:
                metadata=None, tools=None, tool_choice=None, timeout=None, key=None):
         """sampling/createMessage: ``messages`` is a string or block (a user turn), a
         ``{"role", "content"}`` dict, or a list of them. Returns the client's result."""
-        if isinstance(messages, (str, dict)):     # one message, not a list of its keys
+        # one message, not a list of its keys
+        if isinstance(messages, (str, dict)):
             messages = [messages]
         params = {"messages": [_prompt_message(m) for m in messages],
                   "maxTokens": max_tokens}
@@ -3935,66 +3896,16 @@ class Context:
 
     def list_roots(self, timeout=None, key=None):
         """roots/list: ``[{"uri", "name"?}, ...]``, in the handshake era cached until
-        notifications/roots/list_changed."""
-        if self.stateless:                  # asked anew in each request
-            answer = self.request("roots/list", None, "roots", timeout, key)
-            return answer.get("roots", [])
-        session, roots = self.session, self.session.roots
-        if roots is None:
-            generation = session.roots_generation
-            roots = self.request("roots/list", None, "roots", timeout).get("roots", [])
-            if generation == session.roots_generation:   # no list_changed meanwhile
-                session.roots = roots
+        notifications/roots/list_changed (2026-07-28 asks in each request)."""
+        session = self.session
+        if not self.stateless and session.roots is not None:
+            return session.roots
+        generation = session.roots_generation
+        roots = self.request("roots/list", None, "roots", timeout, key).get("roots", [])
+        # no list_changed meanwhile
+        if not self.stateless and generation == session.roots_generation:
+            session.roots = roots
         return roots
-
-
-def _awaitable_on_the_loop(method, waits):
-    """``method``, except that on the event loop (in an async handler) it returns an
-    awaitable: a finished Future for a quick one; for one that waits for the client, a
-    coroutine waiting in a thread of its own (blocking the loop would hold up all)."""
-    @functools.wraps(method)
-    def call(self, *args, **kwargs):
-        # By thread id: current_thread() would leave a dummy Thread behind for each
-        # _thread thread.
-        if _loop_thread is None or _thread.get_ident() != _loop_thread.ident:
-            return method(self, *args, **kwargs)
-        if waits:
-            waiting = _in_a_thread(lambda: method(self, *args, **kwargs))
-            # Named as the method, for the warning "coroutine 'Context.elicit' was
-            # never awaited", if it is not.
-            waiting.__qualname__ = method.__qualname__
-            return waiting
-        done = _loop_thread.loop.create_future()
-        done.set_result(method(self, *args, **kwargs))
-        return done
-    return call
-
-
-async def _in_a_thread(call):
-    import asyncio
-    import concurrent.futures
-    future, context = concurrent.futures.Future(), contextvars.copy_context()
-
-    def work():
-        # Once running, the future ignores cancel(): setting it below cannot fail.
-        if not future.set_running_or_notify_cancel():  # the coroutine stopped waiting
-            return
-        try:
-            future.set_result(context.run(call))
-        except BaseException as e:            # InputRequired and Cancelled too
-            future.set_exception(e)
-    _start_thread(work)
-    return await asyncio.wrap_future(future)
-
-
-for _method, _waits in (("report_progress", False), ("log", False), ("request", True),
-                        ("ask_together", True), ("sample", True), ("elicit", True),
-                        ("list_roots", True)):
-    setattr(Context, _method, _awaitable_on_the_loop(getattr(Context, _method), _waits))
-# ctx.debug(data), ctx.info(data), ... ctx.emergency(data): log() at that level
-for _level in LOG_LEVELS:
-    setattr(Context, _level, functools.partialmethod(Context.log, _level))
-del _method, _waits, _level
 
 
 def _check_form(schema):
@@ -4014,15 +3925,114 @@ def _check_form(schema):
                              "nothing nested")
 
 
-# The state of _forward_logging, one for the process: how many servers serve with
-# forward_logging set; whether _forwarded_record is installed as the log record factory;
-# the factory it wraps (make); a Formatter's format, for the text of a record.
+# --- async handlers --------------------------------------------------------
+# An async handler runs on the process's one event loop (_event_loop) while the
+# worker thread that called it waits; the Context's methods, called on the loop, give
+# awaitables, and those that wait for the client wait in a thread of their own.
+
+def _run_coroutine(awaitable, ctx):
+    """Run an async handler on the loop and wait for it. Cancelled, its coroutine gets
+    asyncio.CancelledError where it awaits, and this thread waits on until it has
+    unwound (a shutdown closes the lifespan after)."""
+    import concurrent.futures
+    loop = _event_loop()
+    escaped = []
+    tasks = []
+
+    async def serving():
+        if ctx.cancelled:
+            raise loop.asyncio.CancelledError
+        tasks.append(loop.asyncio.current_task())
+        # set in this task's own context, where forwarded logging finds it
+        _serving_ctx.set(ctx)
+        try:
+            return await awaitable
+        except (SystemExit, KeyboardInterrupt) as e:
+            # Out of a task they would stop the loop: they are raised in the caller's
+            # thread instead.
+            escaped.append(e)
+
+    def cancel():
+        # On the loop, after ctx.cancelled is set: a task not started yet sees that.
+        # Cancelling the task, not the future, keeps the future until the task ends.
+        for task in tasks:
+            task.cancel()
+    future = loop.submit(serving())
+    ctx._on_cancel = lambda: loop.loop.call_soon_threadsafe(cancel)
+    try:
+        result = future.result()
+        if escaped:
+            raise escaped[0]
+        return result
+    except concurrent.futures.CancelledError:
+        if ctx.cancelled:
+            raise Cancelled(ctx.cancel_reason) from None
+        raise
+    finally:
+        ctx._on_cancel = None
+
+
+def _awaitable_on_the_loop(method, waits):
+    """``method``, but on the loop an awaitable: a finished Future, or for one that
+    ``waits`` for the client a coroutine waiting in a thread (the loop serves on)."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        # By thread id: current_thread() would leave a dummy Thread behind for each
+        # _thread thread.
+        if _loop_thread is None or _thread.get_ident() != _loop_thread.ident:
+            return method(self, *args, **kwargs)
+        if waits:
+            waiting = _in_a_thread(functools.partial(method, self, *args, **kwargs))
+            # Named as the method, for the warning "coroutine 'Context.elicit' was
+            # never awaited", if it is not.
+            waiting.__qualname__ = method.__qualname__
+            return waiting
+        done = _loop_thread.loop.create_future()
+        done.set_result(method(self, *args, **kwargs))
+        return done
+    return call
+
+
+async def _in_a_thread(call):
+    import asyncio
+    import concurrent.futures
+    future, context = concurrent.futures.Future(), contextvars.copy_context()
+
+    def work():
+        # False: the coroutine stopped waiting. Once running, the future ignores
+        # cancel(): setting it below cannot fail.
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(context.run(call))
+        # InputRequired and Cancelled too
+        except BaseException as e:
+            future.set_exception(e)
+    _start_thread(work)
+    return await asyncio.wrap_future(future)
+
+
+for _method, _waits in (("report_progress", False), ("log", False), ("request", True),
+                        ("ask_together", True), ("sample", True), ("elicit", True),
+                        ("list_roots", True)):
+    setattr(Context, _method, _awaitable_on_the_loop(getattr(Context, _method), _waits))
+# ctx.debug(data), ctx.info(data), ... ctx.emergency(data): log() at that level
+for _level in LOG_LEVELS:
+    setattr(Context, _level, functools.partialmethod(Context.log, _level))
+del _method, _waits, _level
+
+
+# --- forwarded logging -----------------------------------------------------
+# Server(forward_logging=...): records logged while a handler runs also go to its
+# client, through one wrapper of the log record factory (no handler is added
+# anywhere). Its state, one for the process: how many servers serve with
+# forward_logging set; whether _forwarded_record is installed as the factory; the
+# factory it wraps (make); a Formatter's format, for the text of a record.
 _forwarding = types.SimpleNamespace(servers=0, installed=False, make=None, format=None)
 
 
 def _forward_logging(server, serving):
-    """Server(forward_logging=...): records logged in a handler also go to its client,
-    through one wrapper of the log record factory (no handler is added anywhere)."""
+    """A server starts (``serving``) or stops serving: install or remove the wrapper."""
     if not server.forward_logging:
         return
     import logging
@@ -4052,13 +4062,16 @@ def _mcp_level(levelno):
 def _forwarded_record(*args, **kwargs):
     record = _forwarding.make(*args, **kwargs)
     ctx = getattr(_current, "ctx", None) or _serving_ctx.get()
-    wanted = ctx.server.forward_logging if ctx is not None else None
+    if ctx is None:
+        return record
+    wanted = ctx.server.forward_logging
     name = record.name
     if wanted and not name.startswith("mcp_min") and (
             wanted is True or name == wanted or name.startswith(wanted + ".")):
+        # logging must never fail the call that logs
         try:
             ctx.log(_mcp_level(record.levelno), _forwarding.format(record), name)
-        except Exception:                 # logging must never fail the call that logs
+        except Exception:
             pass
     return record
 
@@ -4067,29 +4080,25 @@ def _forwarded_record(*args, **kwargs):
 # The eras: the method table, and what a 2026-07-28 request carries
 # ======================================================================================
 
-# MCP has two eras. In the handshake era (protocols 2024-11-05 to 2025-11-25) a client
-# opens a session with initialize, and the server remembers what it said. From
-# 2026-07-28 (the stateless era) there is no initialize: every request carries, in
-# params._meta, the protocol version and the client's capabilities (its "envelope"),
-# and the server remembers nothing between requests. A handler that needs the client's
-# input (elicitation, sampling, roots) answers {"resultType": "input_required",
-# "inputRequests": {...}, "requestState": "..."}; the client sends the same request
-# again with the answers and the requestState, and the handler runs again from the
-# top. requestState carries the earlier rounds' answers, so it is signed: the client
-# holds it, and it must not be able to alter it or move it to another call.
+# In the handshake era (protocols 2024-11-05 to 2025-11-25) a client opens a session
+# with initialize, and the server remembers what it said. In the stateless era
+# (2026-07-28) every request carries its "envelope" in params._meta: the protocol
+# version and the client's capabilities. A handler that needs the client's input
+# answers "input_required" with the questions and a requestState; the client sends the
+# request again with the answers and that state, and the handler runs again from the
+# top. requestState carries the earlier rounds' answers: it is signed, so that the
+# client can neither alter it nor move it to another call.
 
 HANDSHAKE = "handshake"
 STATELESS = "stateless"
 
 
 class Method:
-    """A row of METHODS: what a method's params hold (``params``: name -> the JSON
-    types its value may have, "?" after an optional name; for ``explain``), the era it
-    belongs to (``era``: None for both), the server capability it needs (``needs``),
-    whether a handshake-era client may send it before initialize, whether it runs user
-    code (``threaded``: on the pool, never on the thread that reads), whether a
-    client may cache its result (``cacheable``, 2026-07-28), and whether its handler
-    may ask the client a question (``asks``)."""
+    """A row of METHODS: ``params`` (name -> the JSON types its value may have, "?"
+    after an optional name; for ``explain``), its ``era`` (None: both), the server
+    capability it ``needs``; whether it may come ``before_initialize``, runs user code
+    (``threaded``: on the pool, never on the thread that reads), has a result a client
+    may cache (``cacheable``), and whether its handler may ask the client (``asks``)."""
     __slots__ = ("params", "era", "needs", "before_initialize", "threaded",
                  "cacheable", "asks")
 
@@ -4162,13 +4171,12 @@ METHODS = {
 }
 CUSTOM_METHOD = Method(threaded=True)
 
-_MCP_PREFIX = "io.modelcontextprotocol/"
-PROTOCOL_VERSION_KEY = _MCP_PREFIX + "protocolVersion"
-CLIENT_CAPABILITIES_KEY = _MCP_PREFIX + "clientCapabilities"
-CLIENT_INFO_KEY = _MCP_PREFIX + "clientInfo"
-LOG_LEVEL_KEY = _MCP_PREFIX + "logLevel"
-SERVER_INFO_KEY = _MCP_PREFIX + "serverInfo"
-SUBSCRIPTION_ID_KEY = _MCP_PREFIX + "subscriptionId"
+PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+CLIENT_CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
+CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
+LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
+SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
 
 #: A handler's result meaning "no response": subscriptions/listen answers with a stream.
 NO_RESPONSE = object()
@@ -4209,9 +4217,9 @@ class Envelope:
         self.version = version
         self.log_level = level
         self.client_capabilities = meta[CLIENT_CAPABILITIES_KEY]
-        self.client_info = meta.get(CLIENT_INFO_KEY)
-        if not isinstance(self.client_info, dict):
-            self.client_info = {}
+        self.client_info = {}
+        if isinstance(meta.get(CLIENT_INFO_KEY), dict):
+            self.client_info = meta[CLIENT_INFO_KEY]
 
 
 def is_stateless(method, meta):
@@ -4242,13 +4250,15 @@ class RequestStateSigner:
     settings: docs/reference.md). One over ``max_bytes`` is not opened: the client may
     send anything in its place, which the signature check would copy and hash whole."""
 
-    def __init__(self, key=None, ttl=600, max_bytes=64 << 10):
-        key = key if key is not None else os.environ.get("MCP_MIN_STATE_KEY")
+    def __init__(self, key, ttl, max_bytes):
+        if key is None:
+            key = os.environ.get("MCP_MIN_STATE_KEY")
         if isinstance(key, str):
             key = key.encode("utf-8")
+        # a key of this process alone, unless one is given
+        self.shared = bool(key)
         self.key = key or os.urandom(32)
         self.ttl = ttl
-        self.shared = bool(key)
         self.max_bytes = max_bytes
 
     def signature(self, body):
@@ -4260,7 +4270,8 @@ class RequestStateSigner:
     def seal(self, payload):
         body = _b64url(encode_message(dict(payload, exp=int(time.time() + self.ttl))))
         token = f"v1.{body}.{self.signature(body)}"
-        if len(token) > self.max_bytes:       # its retry would be refused: say so now
+        # its retry would be refused: say so now
+        if len(token) > self.max_bytes:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: the requestState "
                                f"carrying the answers so far would be {len(token)} "
                                f"bytes, over the limit of {self.max_bytes} "
@@ -4283,7 +4294,8 @@ class RequestStateSigner:
                     mac.encode("ascii"), self.signature(body).encode("ascii")):
                 body = body.replace("-", "+").replace("_", "/")
                 payload = json.loads(b64decode(body + "=" * (-len(body) % 4)))
-        except ValueError:      # binascii.Error and UnicodeEncodeError too
+        # (binascii.Error and UnicodeEncodeError are ValueErrors)
+        except ValueError:
             pass
         if not isinstance(payload, dict):
             raise _invalid_state("it was not issued by this server, or it was altered")
@@ -4297,18 +4309,19 @@ def _invalid_state(why):
                         {"reason": "invalid_request_state"})
 
 
-# What the answer to each question must hold: (field, its type). The answer to another
-# method may be any object.
-_ANSWER_SHAPES = {"elicitation/create": ("action", str),
-                  "sampling/createMessage": ("content", (dict, list)),
-                  "roots/list": ("roots", list)}
+# The questions a server asks a client (in 2026-07-28, the only requests it sends): the
+# client capability each needs, and what its answer must hold (a field, of a type). The
+# answer to another request may be any object.
+_QUESTIONS = {"elicitation/create": ("elicitation", "action", str),
+              "sampling/createMessage": ("sampling", "content", (dict, list)),
+              "roots/list": ("roots", "roots", list)}
 
 
 def _check_answer(key, method, answer):
     """An answer must be the result the question's method returns: the
     inputResponses entry ``key`` (2026-07-28), or with ``key`` None the client's
     response (the handshake era)."""
-    field, kind = _ANSWER_SHAPES.get(method, (None, None))
+    _, field, kind = _QUESTIONS.get(method, (None, None, None))
     answered = ("The client's answer" if key is None
                 else f"Invalid params: inputResponses.{key}")
     if not isinstance(answer, dict):
@@ -4329,60 +4342,47 @@ def _check_answer(key, method, answer):
 # ======================================================================================
 
 class WorkerPool:
-    """The threads handler calls run on: up to ``max_workers`` at once, each started
-    when a call finds none idle, and up to ``max_queue`` calls waiting for one. Past
-    that, ``submit`` refuses at once (False): the thread reading requests never waits
-    for the pool. Idle threads wait for the next call; none delays the process's
-    exit."""
+    """The threads handler calls run on: at most ``max_workers``, each started when a
+    call finds none idle, and at most ``max_queue`` calls waiting. Past that ``submit``
+    refuses at once: the thread reading requests never waits for the pool."""
 
     def __init__(self, max_workers, max_queue):
         self.max_workers = max_workers
         self.limit = max_workers + max_queue
         self.jobs = SimpleQueue()
         self.lock = threading.Lock()
-        # Threads started; threads waiting for a job that no job is promised to; jobs
-        # queued for no particular thread; jobs queued or running
+        # Threads started, and calls queued or running. No more calls than threads:
+        # each call has a thread of its own, idle or about to be.
         self.threads = 0
-        self.idle = 0
-        self.waiting = 0
         self.outstanding = 0
 
     def submit(self, fn, *args):
-        """Run ``fn(*args)`` on a worker; False, with nothing queued, when the pool is
-        full. Each job is promised to one thread: an idle one, a new one, or the first
-        to finish its call."""
+        """Run ``fn(*args)`` on a worker; False, with nothing queued, if it is full."""
         with self.lock:
             if self.outstanding >= self.limit:
                 return False
             self.outstanding += 1
-            start = False
-            if self.idle:
-                self.idle -= 1
-            elif self.threads < self.max_workers:
+            start = self.outstanding > self.threads and self.threads < self.max_workers
+            if start:
                 self.threads += 1
-                start = True
-            else:
-                self.waiting += 1
         if start:
             try:
                 _start_thread(self._work)
             except RuntimeError:
-                # Out of threads: the ones running take the job when they are done;
+                # Out of threads: the ones running take the call when they are done;
                 # with none at all, it is refused, as when the pool is full.
                 with self.lock:
                     self.threads -= 1
                     if not self.threads:
                         self.outstanding -= 1
                         return False
-                    self.waiting += 1
                 log.error("cannot start a worker thread (%d running)", self.threads)
         self.jobs.put((fn, args))
         return True
 
     def _work(self):
-        jobs = self.jobs
         while True:
-            fn, args = jobs.get()
+            fn, args = self.jobs.get()
             try:
                 fn(*args)
             except BaseException as e:
@@ -4391,15 +4391,12 @@ class WorkerPool:
             fn = args = None
             with self.lock:
                 self.outstanding -= 1
-                if self.waiting:
-                    self.waiting -= 1
-                else:
-                    self.idle += 1
 
 
-_threads_starting = 0                 # started by _start_thread, not yet running
+# Threads _start_thread started that do not run yet; whether exit waits for them
+_threads_starting = 0
+_waits_for_threads = False
 _threads_lock = threading.Lock()
-_waits_for_threads = False            # _let_threads_start is registered with atexit
 
 
 def _start_thread(fn, *args):
@@ -4456,28 +4453,22 @@ class _Pending:
         self.done.set()
 
     def outcome(self):
-        """The result; or raise the error: an exception, or the other side's error
-        object as a JSONRPCError."""
-        error = self.error
-        if isinstance(error, BaseException):
-            raise error
-        if error is not None:
-            raise JSONRPCError(error.get("code", INTERNAL_ERROR),
-                               str(error.get("message", "")), error.get("data"))
+        """The result; or raise the error (the other side's, as a JSONRPCError)."""
+        if self.error is not None:
+            raise self.error
         return self.result
 
 
 class Peer:
-    """One end of a JSON-RPC connection, that Session and Client build on. It reads
-    lines (read_loop) and hands each message to a hook by its kind (dispatch:
-    handle_request, handle_notification, handle_response, handle_batch); it sends
-    requests and waits for their responses (request). ``stream`` takes the messages
-    that belong to no request."""
+    """One end of a JSON-RPC connection, that Session and Client build on: read_loop
+    hands each message to a hook by its kind (dispatch); request sends a request and
+    waits for its response. ``stream`` takes what belongs to no request."""
 
-    trace = None            # callable("in" or "out", raw bytes), or None
-    closed = False          # the connection is gone: read and send no more
-    input_ended = False     # no response can arrive any more
-    max_line_bytes = None   # read_loop's limit
+    # trace: a callable("in" or "out", raw bytes) that sees each frame; closed: the
+    # connection is gone; input_ended: no response can arrive any more
+    trace = None
+    closed = False
+    input_ended = False
 
     def __init__(self, stream=None):
         self.stream = stream
@@ -4487,9 +4478,9 @@ class Peer:
 
     # -- reading -----------------------------------------------------------------------
     def read_loop(self, rfile, max_line_bytes):
-        """Read and act on each line until the input ends or the connection closes. A
-        line is split on b"\\n" only (JSON strings may hold U+2028 and friends raw);
-        one over ``max_line_bytes`` is never held whole (read_past)."""
+        """Act on each line until the input ends or the connection closes. A line ends
+        at b"\\n" only (JSON strings may hold U+2028 and friends raw); a blank one is
+        skipped; one over ``max_line_bytes`` is never held whole (read_past)."""
         self.max_line_bytes = max_line_bytes
         readline = rfile.readline
         # room for the longest line and its CR LF
@@ -4497,7 +4488,6 @@ class Peer:
             if len(line) > max_line_bytes and line.rstrip(b"\r\n")[max_line_bytes:]:
                 self.handle_too_long(read_past(readline, line, max_line_bytes))
             elif not line.isspace():
-                # (a blank line carries no message: it is skipped)
                 if self.trace:
                     self.trace("in", line)
                 if len(line) > 1 << 20:
@@ -4540,9 +4530,13 @@ class Peer:
     def handle_response(self, message):
         # a valid id or None: classify saw to it
         rid = message.get("id")
-        error = message.get("error")
-        if "error" in message and not isinstance(error, dict):
-            error = {"message": str(error)}
+        error = None
+        if "error" in message:
+            error = message["error"]
+            if not isinstance(error, dict):
+                error = {"message": str(error)}
+            error = JSONRPCError(error.get("code", INTERNAL_ERROR),
+                                 str(error.get("message", "")), error.get("data"))
         if not self._settle(rid, message.get("result"), error):
             log.debug("ignored a response to no pending request: id %.200r", rid)
 
@@ -4552,7 +4546,7 @@ class Peer:
                                    "are not supported; send one message per line"))
 
     def dispatch_batch(self, items, stream):
-        """Act on a batch's members each as if it came alone: their responses go back
+        """Act on each member of a batch as if it came alone; their responses go back
         through ``stream`` as one array (Batch)."""
         if not items:
             return stream.respond(error_frame(None, INVALID_REQUEST,
@@ -4566,8 +4560,8 @@ class Peer:
                 self.dispatch(item, batch)
 
     def handle_invalid(self, error, stream):
-        """A message classify refused with ``error``: a request is answered with it; an
-        invalid notification or response is logged, never answered."""
+        """A message classify refused with ``error``: a request gets it as its response;
+        an invalid notification or response is logged, never answered."""
         kind = error.data.get("kind")
         rid = error.data.get("id")
         # No method, and the id of a request of ours: a botched response (no result).
@@ -4578,7 +4572,7 @@ class Peer:
         log.warning("ignored an invalid %s: %s", kind, _escaped(error.message, 500))
         if kind == "response":
             self.fail_response(rid, error.code, error.message)
-        return stream.respond(None)
+        stream.respond(None)
 
     def handle_unparsable(self, line, error):
         """Hook: a line that is not JSON; answered with a parse error."""
@@ -4598,9 +4592,9 @@ class Peer:
             self.fail_response(rid, INVALID_REQUEST, text)
 
     def fail_response(self, rid, code, text):
-        """A response we could not read: its request fails (responses get no answer)."""
-        # rid is a valid id or None (True would pop the request of id 1).
-        self._settle(rid, error={"code": code, "message": text})
+        """A response we could not read fails its request. ``rid`` is a valid id or
+        None: True would find the request of id 1."""
+        self._settle(rid, error=JSONRPCError(code, text))
 
     # -- sending -----------------------------------------------------------------------
     def send_frame(self, frame):
@@ -4637,10 +4631,9 @@ class Peer:
         if self.input_ended or stream is None or not stream.send(frame):
             self.pending.pop(rid, None)
             raise ConnectionError("the connection is closed")
-        # Still pending after the timeout (else the response won the race: it is being
-        # filed now): tell the other side.
+        # Still pending after the timeout (else the response won the race and is being
+        # filed now): tell the other side, unless it is initialize (the spec forbids).
         if not slot.done.wait(timeout) and self.pending.pop(rid, None) is not None:
-            # initialize is the one request the spec forbids cancelling
             if method != "initialize":
                 stream.notify("notifications/cancelled", {
                     "requestId": rid, "reason": f"no response within {timeout} s"})
@@ -4659,7 +4652,9 @@ class Peer:
         """Give up the requests an owner made, telling the other side."""
         for rid, slot in list(self.pending.items()):
             if slot.owner is owner and self.pending.pop(rid, None) is not None:
-                stream = self.stream if owner is None else owner.stream
+                stream = self.stream
+                if owner is not None:
+                    stream = owner.stream
                 stream.notify("notifications/cancelled",
                               {"requestId": rid, "reason": reason})
                 slot.resolve(error=Cancelled(reason))
@@ -4673,8 +4668,8 @@ class Peer:
 
 def classify(message):
     """Return "request", "notification" or "response", or raise
-    JSONRPCError(INVALID_REQUEST) saying what is wrong. The error's ``data`` holds the
-    id when it is readable, and "kind": what the message meant to be, if clear."""
+    JSONRPCError(INVALID_REQUEST) saying what is wrong, with ``data`` holding the id if
+    it is readable, and "kind": what the message meant to be, if clear."""
     if not isinstance(message, dict):
         raise JSONRPCError(INVALID_REQUEST,
                            "Invalid Request: a message must be a JSON object", {})
@@ -4717,20 +4712,18 @@ def valid_id(value):
 
 
 class Session(Peer):
-    """What the server knows of one client, and the requests it has in flight: those of
-    a connection over stdio, of a handshake-era session over HTTP (Mcp-Session-Id), or
-    of one 2026-07-28 POST. Every message the client sends comes to Peer.dispatch; a
-    request goes on through
+    """What the server knows of one client, and its requests in flight: a connection
+    over stdio, a handshake-era session over HTTP (Mcp-Session-Id), or one 2026-07-28
+    POST. Peer.dispatch hands it each message; a request goes on through
 
         handle_request   admit it, then run it at once or on the pool (schedule)
         admit            the rules of its era and its method (METHODS): its Context
         run              its handler's response, sent through the request's stream
         response         the handler run, its result (or error) as its era has it
+    """
 
-    ``stream`` takes what belongs to no request: list changes, resource updates."""
-
-    # What initialize and later requests set on the instance: the negotiated version;
-    # notifications/initialized arrived; the level of logging/setLevel; the cached
+    # Set by initialize and later requests: the negotiated version; whether
+    # notifications/initialized came; the logging/setLevel level; the cached
     # roots/list result, and which list_changed it follows.
     version = None
     initialized = False
@@ -4739,8 +4732,8 @@ class Session(Peer):
     roots_generation = 0
     # Why it can send no request to the client, if so
     no_requests = None
-    # None, or claim(ctx): why a call that runs user code may not start, or None (over
-    # HTTP with auth: it counts against its principal's share, HttpEndpoint.claim)
+    # claim(ctx), if set: why a call that runs user code may not start, or None (over
+    # HTTP with auth, a call counts against its principal's share: HttpEndpoint.claim)
     claim = None
 
     def __init__(self, server, stream=None, principal=None):
@@ -4754,15 +4747,15 @@ class Session(Peer):
         self.capabilities = {}
         self.subscriptions = set()
         # The requests running, by id -> Context; the open subscriptions/listen
-        # requests, by id -> what each hears (_Honoured)
+        # requests, by id -> what each hears (_Honoured); both guarded by the lock,
+        # which also orders a request's progress before its response
         self.running = {}
         self.listens = {}
-        # Guards running and listens; orders a request's progress before its response
         self.lock = threading.Lock()
 
     def response(self, ctx):
-        """Run the handler: the response, encoded: the result (2026-07-28: as
-        run_stateless shapes it), or the error it raised; None for none."""
+        """Run the handler: its response, encoded (None for none); an error it raises
+        is the error response."""
         rid = ctx.request_id
         try:
             # cancelled while it waited for a thread
@@ -4776,7 +4769,7 @@ class Session(Peer):
                 return None
             return encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
         except Cancelled as e:
-            # (no response at all, if the client cancelled it: see run)
+            # (run sends no response at all if the client cancelled it)
             return error_frame(rid, INTERNAL_ERROR, f"Cancelled: {e}")
         except JSONRPCError as e:
             code = e.code
@@ -4875,9 +4868,8 @@ class Session(Peer):
 
     def handle_request(self, message, stream, stateless=None):
         """A request: admitted (or answered with the error that says why not), then run
-        where its method runs: a method that runs user code (METHODS' ``threaded``) on
-        the pool, any other at once. ``stateless``: the transport has decided the
-        era, as HTTP does from its MCP-Protocol-Version header."""
+        at once, or on the pool if its method runs user code (METHODS' ``threaded``).
+        ``stateless``: the era, if the transport decided it (HTTP, by its headers)."""
         rid = message["id"]
         try:
             ctx = self.admit(message, stream, stateless)
@@ -4894,19 +4886,17 @@ class Session(Peer):
             self.running.pop(rid, None)
         if ctx._on_end is not None:
             ctx._on_end()
-        server = self.server
         if refused is None:
-            refused = (f"Server busy: {server.max_workers} calls running and "
-                       f"{server.max_queue} waiting; try again later")
+            refused = (f"Server busy: {self.server.max_workers} calls running and "
+                       f"{self.server.max_queue} waiting; try again later")
         # 2026-07-28 asks new servers not to use -32000...-32019.
         code = SERVER_BUSY
         if ctx.stateless:
             code = INTERNAL_ERROR
         stream.respond(error_frame(rid, code, refused))
 
-    # -- the other messages --------------------------------------------------------------
+    # -- the other messages ------------------------------------------------------------
     def handle_batch(self, items, stream):
-        # batches exist in protocol 2025-03-26 only
         if self.version != V2025_03:
             version = self.version or "none (not initialized)"
             return stream.respond(error_frame(
@@ -4917,7 +4907,7 @@ class Session(Peer):
     def handle_notification(self, message):
         method = message["method"]
         handler = self.server.handlers.get(method)
-        # unknown notifications are ignored
+        # an unknown notification is ignored
         if handler is None or not method.startswith("notifications/"):
             return
         params = message.get("params") or {}
@@ -4927,9 +4917,9 @@ class Session(Peer):
             _log_failure(f"the {method} handler", e)
 
     def cancel(self, request_id, reason=None, stopping=False):
-        """Cancel a running request, or close the listen stream it opened; unknown,
-        finished and initialize ids are ignored. ``stopping``: the server, shutting
-        down, cancels it (not the client, who then still gets its response)."""
+        """Cancel a running request, or close the listen it opened; unknown, finished
+        and initialize ids are ignored. ``stopping``: the server cancels it as it shuts
+        down (and the client still gets its response)."""
         if not valid_id(request_id):
             return
         with self.lock:
@@ -4947,8 +4937,7 @@ class Session(Peer):
             on_cancel()
 
     def cancel_all(self, reason, stopping=False):
-        """Cancel every request running (a session that ends, a server shutting
-        down)."""
+        """Cancel every request running (the session ends, the server shuts down)."""
         for request_id in list(self.running):
             self.cancel(request_id, reason, stopping)
 
@@ -4962,9 +4951,9 @@ class Session(Peer):
 
     # -- 2026-07-28 subscriptions: one table entry per open listen, no thread held -----
     def listen(self, request_id, honoured):
-        # The id is free: admit() refuses a request whose id an open listen holds.
         # Registered and acknowledged under the lock publish() takes for each change:
-        # the acknowledgement comes first, and no change is missed after it.
+        # the acknowledgement comes first, and no change is missed after it. (The id is
+        # free: admit() refuses a request whose id an open listen holds.)
         honoured = _Honoured(honoured)
         with self.lock:
             self.listens[request_id] = honoured
@@ -5002,23 +4991,20 @@ class Session(Peer):
 # each message to the session (Peer.read_loop, Peer.dispatch), whose calls run on the
 # pool; every frame goes out through the Writer, whole, under its lock.
 #
-# stdout is the wire: one stray byte (a print(), a C library's warning, a child
-# process's output) corrupts the stream and the client drops the connection. So while
-# serving we keep a private duplicate of the real stdout for protocol bytes and point
-# fd 1 (and sys.stdout) at stderr. Likewise stdin: a child process that inherits fd 0
-# could swallow protocol bytes, so fd 0 becomes /dev/null; the protocol is read from a
-# private duplicate of it.
+# One stray byte on stdout (a print(), a C library's warning, a child process's output)
+# corrupts the stream, and a child process that reads stdin could swallow protocol
+# bytes. So the protocol gets private duplicates of fds 0 and 1, while fd 1 (and
+# sys.stdout) go to stderr and fd 0 reads /dev/null.
 
 def claim_stdio():
     """Take stdin and stdout for the protocol; return private (read_fd, write_fd)."""
     global _tune_allocator
     _tune_allocator = True
-    # dup'ed descriptors are not inherited
+    # (a duplicate is not inherited by child processes)
     read_fd = os.dup(0)
     write_fd = os.dup(1)
-    # fd 1 -> stderr, for C code and child processes
     os.dup2(2, 1)
-    # what print() buffered goes to stderr, too
+    # What print() buffered goes to stderr too
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -5027,7 +5013,7 @@ def claim_stdio():
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    # print() -> stderr; input() -> end of file, not protocol bytes
+    # print() goes to stderr; input() reads the end of file, not protocol bytes
     sys.stdout = sys.stderr
     sys.stdin = open(os.devnull, encoding="utf-8")
     # Windows must not alter newlines
@@ -5039,10 +5025,9 @@ def claim_stdio():
 
 
 def serve_lines(session, rfile):
-    """Serve a stdio connection until its input ends: a thread reads its lines and
-    acts on each message (Peer.read_loop), while this thread waits, so that a stop
-    signal, which Python delivers to the main thread, interrupts a wait and never a
-    request. Then the shutdown: ``drain``."""
+    """Serve a stdio connection until its input ends, then ``drain`` it. A thread reads
+    (Peer.read_loop) while this one waits: a stop signal, which Python delivers to the
+    main thread, then interrupts a wait, never a request."""
     ended = threading.Event()
     failed = []
 
@@ -5071,9 +5056,8 @@ def serve_lines(session, rfile):
 
 def drain(session):
     """End of input: fail the server's own requests; give the calls in flight
-    ``grace_period`` seconds to respond, then cancel those left and give them
-    ``cancel_timeout`` more: the lifespan closes next, and no call should run on
-    against it untold. One more stop signal ends the grace period."""
+    ``grace_period`` seconds (a stop signal ends it), then cancel those left and give
+    them ``cancel_timeout`` more: none should run on, untold, as the lifespan closes."""
     session.fail_pending(ConnectionError("the client closed the connection"))
     server = session.server
     writer = session.stream
@@ -5098,26 +5082,20 @@ def drain(session):
 
 
 def _wait_for_calls(seconds, signals, waiting):
-    """Wait while ``waiting()`` holds, for at most ``seconds``, or until a stop signal
-    comes (``signals``: the _StopSignals of the run() serving it, if any); returns the
-    deadline."""
+    """Wait while ``waiting()`` holds, for ``seconds`` at most, or until a stop signal
+    comes (to the _StopSignals ``signals``); returns the deadline."""
     deadline = time.monotonic() + seconds
-    count = 0
-    if signals is not None:
-        count = signals.count
-    while waiting() and time.monotonic() < deadline:
-        if signals is not None and signals.count != count:
-            break
+    count = signals.count
+    while waiting() and time.monotonic() < deadline and signals.count == count:
         time.sleep(0.01)
     return deadline
 
 
 def _stdout_gone(session):
-    """The Writer of the connection run() serves failed: stdout is gone, so reading
-    stops too. The reader may be blocked in read(): a signal interrupts it."""
+    """Writing failed: the client is gone, and reading stops. If run() serves the
+    connection, its reader may be blocked in a read: a signal ends the wait for it."""
     session.closed = True
-    signals = _StopSignals.of(session.stream.write_fd)
-    if (signals is not None and signals.saved is not None
+    if (_StopSignals.of(session.stream.write_fd).saved
             and session in session.server.sessions
             and _thread.get_ident() != _MAIN_THREAD):
         _interrupt_main()
@@ -5190,7 +5168,7 @@ class FramePrinter:
             else:
                 label = describe_frame(message, self.responds_to(direction, message))
             if self.colour:
-                code = self._COLOURS.get(label.split(' ')[0], '35')
+                code = self._COLOURS.get(label.split(" ")[0], "35")
                 label = f"\x1b[{code}m{label}\x1b[0m"
             _print_text(f"{self.labels[direction]} {label}: {_escaped(body)}",
                         self.stream)
@@ -5226,17 +5204,14 @@ def _print_text(text, file=None):
 # Streamable HTTP: the same sessions and handlers behind a WSGI application
 # ======================================================================================
 
-# Over HTTP every client message is one POST to one endpoint (/mcp). A request's
-# response is the POST's response: one JSON body, or an SSE stream (text/event-stream)
-# when something about the request comes first (progress, log lines, and in the
-# handshake era the server's own questions to the client). The way through the core is
-# stdio's: the POST's message goes to a Session with the POST's HttpExchange as its
-# stream, so the frames about that request land in that response. 2026-07-28
-# requests need no session kept (one is made for each POST), so any worker of a pool
-# of processes can answer any of them; handshake-era clients get a session of their
-# own (Mcp-Session-Id), kept in this process.
+# Every client message is one POST to one endpoint (/mcp), whose response is one JSON
+# body, or an SSE stream (text/event-stream) when something comes before the response
+# (progress, log lines, questions to the client). As over stdio, the message goes to a
+# Session with the POST's HttpExchange as its stream. A 2026-07-28 request gets a
+# session of its own, so any worker process can serve it; a handshake-era client keeps
+# one (Mcp-Session-Id) in this process.
 
-#: The status lines mcp_min answers with, by code.
+#: The status lines mcp_min responds with, by code.
 HTTP_STATUS = {int(line[:3]): line for line in (
     "200 OK", "202 Accepted", "204 No Content", "400 Bad Request", "401 Unauthorized",
     "403 Forbidden", "404 Not Found", "405 Method Not Allowed", "406 Not Acceptable",
@@ -5244,41 +5219,24 @@ HTTP_STATUS = {int(line[:3]): line for line in (
     "413 Content Too Large", "415 Unsupported Media Type", "421 Misdirected Request",
     "429 Too Many Requests", "500 Internal Server Error", "503 Service Unavailable")}
 #: 2026-07-28 errors that are the client's fault get 400, an unknown method 404 (both
-#: with the JSON-RPC error as the body); other errors are answered 200, as results are.
+#: with the JSON-RPC error as the body); other errors get 200, as results do.
 _STATELESS_ERROR_STATUS = {
     **dict.fromkeys((PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, HEADER_MISMATCH,
                      MISSING_CAPABILITY, UNSUPPORTED_VERSION), 400),
     METHOD_NOT_FOUND: 404}
-_JSON_TYPE = ("Content-Type", "application/json")
-_SSE_HEADERS = (
-    ("Content-Type", "text/event-stream"),
-    ("Cache-Control", "no-cache"),
-    ("X-Accel-Buffering", "no"),
-)
 
 
 class HttpSession(Session):
-    """A Session whose frames travel in HTTP responses: those about a request in that
-    request's response (its stream), the others (list changes, resource updates) in the
-    stream the client opened with GET, if it did."""
+    """A handshake-era Session over HTTP: frames about a request go in its response,
+    the others (list changes, resource updates) in the GET stream, if one is open."""
 
     # A kept session's Mcp-Session-Id, and its principal's identity (under auth)
     id = None
     owner = None
 
-    def __init__(self, server, principal=None):
-        super().__init__(server, None, principal)
-        # so that a shutdown can cancel its calls
-        server.http_sessions_alive.add(self)
-        self.last_used = time.monotonic()
-        endpoint = server._http
-        if server.auth is not None and isinstance(endpoint, HttpEndpoint):
-            self.claim = endpoint.claim
-
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):
         """A request to the client travels in the response to the request that asks it:
-        it cannot if the client accepts JSON alone there, which would leave the call
-        waiting."""
+        not if the client accepts JSON alone there (the call would wait in vain)."""
         if owner is not None and not owner.stream.events:
             raise CapabilityError(
                 f"the client accepts only application/json in response to this "
@@ -5294,8 +5252,7 @@ class HttpSession(Session):
             self.last_used = time.monotonic()
 
     def idle(self, now):
-        """Seconds since it was last used; none while it has a stream open or calls
-        running."""
+        """Seconds since it was last used: 0 while it has a stream open or calls."""
         if self.stream is not None or self.running:
             return 0
         return now - self.last_used
@@ -5309,8 +5266,7 @@ class HttpSession(Session):
 
 
 class _HttpRefusal(Exception):
-    """An answer with an error status, and a JSON-RPC error (the exception's text) as
-    body."""
+    """An error status, with a JSON-RPC error (the exception's text) as the body."""
 
     def __init__(self, status, message, request_id=None, code=INVALID_REQUEST,
                  headers=()):
@@ -5323,9 +5279,7 @@ class _HttpRefusal(Exception):
 
 class HttpEndpoint:
     """What the HTTP requests of a server share: the sessions it keeps, the caps on
-    what stays open, the bytes of bodies taken in. ``Server.wsgi`` makes one when the
-    first request comes, and an HttpExchange for each request, which checks it and
-    serves it."""
+    what stays open, the bytes of bodies taken in (made by ``Server.start_http``)."""
 
     def __init__(self, server):
         self.server = server
@@ -5336,56 +5290,48 @@ class HttpEndpoint:
         if server.public_url is not None:
             public_host = _PUBLIC_URL.fullmatch(server.public_url)[2]
             self.host_names.add(_host_parts(public_host)[0])
-        # Bytes of bodies reserved (max_inflight_bytes)
+        # Bytes of bodies reserved (max_inflight_bytes); a principal's identity -> the
+        # responses and calls it holds open; the listen and GET streams open
         self.inflight = 0
-        # A principal's identity -> the responses and calls it holds open
         self.held = {}
-        # The listen and GET streams open, of all clients
         self.streams = 0
 
     # -- the caps on what stays open --------------------------------------------------
     def hold(self, stream, is_stream):
-        """Count a response that stays open, each holding a thread of the HTTP server: a
-        listen or GET stream (``is_stream``), a call in progress (``stream`` is then its
-        Context, once the call has started: claim). Refused past the caps: 503 past
-        ``max_streams`` streams of all clients; with auth, 429 past
-        ``max_streams_per_principal`` streams and calls of one principal (without auth
-        clients cannot be told apart: max_workers and max_queue bound their calls)."""
+        """Count a response that holds a thread while open: a listen or GET stream
+        (``is_stream``), or a call (a Context: claim). 503 past ``max_streams`` streams;
+        with auth, 429 past ``max_streams_per_principal`` of one principal (without,
+        clients cannot be told apart: max_workers and max_queue bound calls)."""
         server = self.server
-        request_id = stream.request_id
         owner = None
         if server.auth is not None:
             owner = self.identity(stream.principal)
-        if owner is None and not is_stream:   # a call of an unknown client: no count
+        if owner is None and not is_stream:
             return
-        # 2026-07-28 has no -32000...-32019 (SERVER_BUSY is one)
+        # (2026-07-28 has no -32000...-32019)
         code = SERVER_BUSY
         if stream.stateless:
             code = INTERNAL_ERROR
         with self.lock:
             if is_stream and self.streams >= server.max_streams:
-                # Retry-After is a guess: streams end when their clients leave, which
-                # nothing here foresees
+                # Retry-After is a guess: streams end when their clients leave
                 raise _HttpRefusal(503, f"Service Unavailable: {self.streams} streams "
                                         "are open, the most this server keeps "
-                                        "(max_streams); try again later", request_id,
-                                   code, [("Retry-After", "10")])
+                                        "(max_streams); try again later",
+                                   stream.request_id, code, [("Retry-After", "10")])
             held = self.held.get(owner, 0)
             if owner is not None and held >= server.max_streams_per_principal:
                 raise _HttpRefusal(429, f"Too Many Requests: you have {held} streams "
                                         "and calls open, the most one client may "
                                         "(max_streams_per_principal); end one first",
-                                   request_id, code)
+                                   stream.request_id, code)
             if owner is not None:
                 self.held[owner] = held + 1
             self.streams += is_stream
         stream._holder = (owner, is_stream)
 
     def let_go(self, stream):
-        """The end of a response that hold() counted (once, however often it is
-        called)."""
-        if stream._holder is None:            # not counted, or given back already
-            return
+        """The end of what hold() counted (once, however often it is called)."""
         with self.lock:
             holder = stream._holder
             stream._holder = None
@@ -5399,11 +5345,9 @@ class HttpEndpoint:
                     del self.held[owner]
 
     def claim(self, ctx):
-        """Count a call that runs user code against its principal's share (hold) until
-        its handler returns, whether or not its client is still there (a handshake-era
-        client that leaves does not cancel it; a sync handler cancelled runs on). A call
-        alone takes over the place its request took (exchange); each call of a batch
-        but the first takes one of its own. Returns why it is refused, or None."""
+        """Count a call that runs user code against its principal's share until its
+        handler returns, client or no client: it takes over its request's place (the
+        first of a batch) or holds its own. Returns why it is refused, or None."""
         stream = ctx.stream
         if isinstance(stream, Batch):
             stream = stream.stream
@@ -5417,62 +5361,56 @@ class HttpEndpoint:
         ctx._on_end = functools.partial(self.let_go, ctx)
         return None
 
+    # -- handshake-era sessions -------------------------------------------------------
     def open_session(self, session, request_id=None):
-        """Keep a new session (its initialize succeeded), once ``make_room`` has made
-        room for it; returns its id. Without auth clients cannot be told apart: all are
-        one owner, as before the quota."""
+        """Keep a new session (its initialize succeeded); returns its id. Sessions idle
+        past ``session_idle`` end first; then an owner at ``max_sessions_per_principal``
+        (or any, at ``max_sessions``) gives up its longest idle, or is refused (503): a
+        client never makes room by ending another's."""
         import secrets
         server = self.server
+        owner = None
+        if server.auth is not None:
+            owner = self.identity(session.principal)
         now = time.monotonic()
-        owner = None if server.auth is None else self.identity(session.principal)
+        limit = server.session_idle
         with self.lock:
-            self.make_room(owner, now, request_id)
+            for old in [s for s in self.sessions.values() if s.idle(now) > limit]:
+                del self.sessions[old.id]
+                old.end()
+            own = [s for s in self.sessions.values() if s.owner == owner]
+            while own and (len(self.sessions) >= server.max_sessions or (
+                    owner is not None
+                    and len(own) >= server.max_sessions_per_principal)):
+                # the longest idle; of sessions all in use, the one used least recently
+                oldest = max(own, key=lambda s: (s.idle(now), -s.last_used))
+                own.remove(oldest)
+                del self.sessions[oldest.id]
+                oldest.end()
+            if len(self.sessions) >= server.max_sessions:
+                soonest = min(limit - s.idle(now) for s in self.sessions.values())
+                retry = [("Retry-After", str(max(1, int(soonest))))]
+                raise _HttpRefusal(503, "Service Unavailable: this server keeps at "
+                                        f"most {server.max_sessions} sessions "
+                                        "(max_sessions), all of other clients; try "
+                                        "again later", request_id, SERVER_BUSY, retry)
             session.id = secrets.token_urlsafe(24)
             session.owner = owner
             self.sessions[session.id] = session
         return session.id
 
-    def make_room(self, owner, now, request_id):
-        """Under the lock, before a session of ``owner`` is kept: sessions idle longer
-        than ``session_idle`` end first. Then an owner at
-        ``max_sessions_per_principal``, or any when ``max_sessions`` are kept, gives up
-        its own longest-idle session; one with none to give up is refused (503): a
-        client never makes room by ending another's."""
-        server = self.server
-        quota = None if owner is None else server.max_sessions_per_principal
-        limit = server.session_idle
-        for old in [s for s in self.sessions.values() if s.idle(now) > limit]:
-            self.end_session(old)
-        own = [s for s in self.sessions.values() if s.owner == owner]
-        while own and (len(self.sessions) >= server.max_sessions
-                       or (quota is not None and len(own) >= quota)):
-            # the longest idle; of sessions all in use, the one used least recently
-            oldest = max(own, key=lambda s: (s.idle(now), -s.last_used))
-            own.remove(oldest)
-            self.end_session(oldest)
-        if len(self.sessions) >= server.max_sessions:
-            soonest = min(limit - s.idle(now) for s in self.sessions.values())
-            retry = [("Retry-After", str(max(1, int(soonest))))]
-            raise _HttpRefusal(503, f"Service Unavailable: this server keeps at most "
-                                    f"{server.max_sessions} sessions (max_sessions), "
-                                    "all of other clients; try again later",
-                               request_id, SERVER_BUSY, retry)
-
-    def end_session(self, session):
-        """Expiry or eviction (under the lock)."""
-        del self.sessions[session.id]
-        session.end()
-
     def find_session(self, environ, principal):
-        """The session a request names. It belongs to whoever opened it: to another
-        principal it does not exist."""
+        """The session a request names, if its principal (or one of the same identity)
+        opened it: to another it does not exist."""
         session_id = environ.get("HTTP_MCP_SESSION_ID")
         if not session_id:
             raise _HttpRefusal(400, "Bad Request: Mcp-Session-Id header required (send "
                                     "initialize first)")
         with self.lock:
             session = self.sessions.get(session_id)
-        if (session is None or not self.same_principal(session.principal, principal)
+        if (session is None
+                or (session.principal != principal
+                    and session.owner != self.identity(principal))
                 or session.idle(time.monotonic()) > self.server.session_idle):
             raise _HttpRefusal(404, "Session not found: initialize again")
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
@@ -5481,11 +5419,6 @@ class HttpEndpoint:
                                     f"{_short_repr(version)} is not this session's "
                                     f"({session.version})")
         return session
-
-    def same_principal(self, opener, principal):
-        """Whether a request's principal is the one that opened a session: equal (the
-        auth hook returned the same user id or object), or with the same identity."""
-        return opener == principal or self.identity(opener) == self.identity(principal)
 
     @staticmethod
     def identity(principal):
@@ -5498,9 +5431,8 @@ class HttpEndpoint:
                                     "clients apart (see its log)") from None
 
     def throwaway_session(self, environ, principal):
-        """A handshake-era session for one message, on a server that keeps none: the
-        version from the header (2025-03-26 when absent, as the spec says), the client
-        otherwise unknown."""
+        """A session for one handshake-era message, on a server that keeps none: its
+        version from the header (2025-03-26 when absent, as the spec says)."""
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         if version is None:
             version = V2025_03
@@ -5508,7 +5440,7 @@ class HttpEndpoint:
             raise _HttpRefusal(400, f"Bad Request: unsupported MCP-Protocol-Version "
                                     f"{_short_repr(version)} (supported: "
                                     f"{', '.join(PROTOCOL_VERSIONS)})")
-        session = HttpSession(self.server, principal)
+        session = HttpSession(self.server, None, principal)
         session.version = version
         session.no_requests = ("this server has no sessions (http_sessions=False), so "
                                "it sends no requests to the client in the handshake "
@@ -5518,8 +5450,7 @@ class HttpEndpoint:
         return session
 
     def end_streams(self):
-        """Shutting down: end the streams that wait for no response (GET, listen); the
-        clients reconnect, to another server if need be."""
+        """Shutting down: end GET and listen streams (their clients reconnect)."""
         for session in list(self.server.sessions):
             stream = session.stream
             if stream is not None:
@@ -5529,17 +5460,11 @@ class HttpEndpoint:
 
 
 class HttpExchange(Stream):
-    """One HTTP request and its response, as http.server has a handler per request:
-    ``serve`` checks it (Host, Origin, the path, the token), then does what its method
-    asks: POST a message, GET a session's stream, DELETE a session. It is also the
-    stream of the messages about the request it carries, queued as ``(frame,
-    is_response, time.monotonic())`` for the thread that writes its response. A listen
-    or GET stream has no response: it stays open until the client goes away. Without
-    ``events`` (the client accepts JSON alone) only the response reaches the client."""
+    """One HTTP request and its response, as http.server has a handler per request. It
+    is the stream of its request's messages, queued as ``(frame, is_response,
+    time.monotonic())`` for the thread that writes its response."""
 
-    # What serving it finds out: who the client is, its session, its request's id
-    # and era, whether that request is initialize (whose result, not an error, opens
-    # the session it was made in) or a listen
+    # What serving it finds out (opens_session: an initialize, if it succeeds)
     principal = None
     session = None
     request_id = None
@@ -5552,18 +5477,18 @@ class HttpExchange(Stream):
     # What it counts against the stream caps while open (HttpEndpoint.hold)
     _holder = None
 
-    def __init__(self, endpoint, environ=None, start_response=None):
+    def __init__(self, endpoint, environ, start_response):
         self.endpoint = endpoint
         self.server = endpoint.server
-        self.environ = environ or {}
+        self.environ = environ
         self.start_response = start_response
         # The embedded server's: whether the client has closed its connection
-        self.gone = self.environ.get("mcp_min.client_gone")
+        self.gone = environ.get("mcp_min.client_gone")
         self.frames = SimpleQueue()
 
     def serve(self):
-        """The response to the request: its checks, then its method's. A refusal is an
-        error status with a JSON-RPC error as its body."""
+        """The checks (Host, Origin, the path, the token), then what the method asks: a
+        POST's message, a GET's stream, a DELETE; or an _HttpRefusal."""
         environ = self.environ
         server = self.server
         try:
@@ -5575,8 +5500,7 @@ class HttpExchange(Stream):
                 path = environ.get("PATH_INFO") or "/"
                 if server.auth and path == _WELL_KNOWN + server.http_path:
                     return self.metadata(host)
-                if (path != server.http_path
-                        and path.rstrip("/") != server.http_path.rstrip("/")):
+                if path.rstrip("/") != server.http_path.rstrip("/"):
                     raise _HttpRefusal(404, "Not Found: the MCP endpoint is "
                                             f"{server.http_path}")
                 if server.auth is not None:
@@ -5600,25 +5524,23 @@ class HttpExchange(Stream):
         except BaseException:
             self.release()
             raise
-        # A whole response: the request is over (a stream's events end it as they end)
+        # A whole response: the request is over (a stream ends it as it ends)
         if self.reserved and type(result) is list:
             self.release()
         return result
 
     # -- who may ask -------------------------------------------------------------------
     def check_host(self):
-        """The request's Host, once it names this server: localhost, an IP address, a
-        name in allowed_hosts or public_url's. A DNS name it does not know is 421: a
-        browser whose DNS an attacker's site rebound to this server's address sends that
-        site's name, and nothing else tells its scripts from this server's own clients,
-        wherever they are. None, junk or a bad port: 400 (RFC 9112 3.2)."""
+        """The Host, if it names this server: localhost, an IP address, allowed_hosts or
+        public_url's host. Another name is 421: a site whose DNS an attacker rebound to
+        this server sends its own. None, junk or a bad port: 400."""
         host = self.environ.get("HTTP_HOST")
         if host is None:
             raise _HttpRefusal(400, "Bad Request: send a Host header (RFC 9112 3.2)")
         parts = None
-        # (a DNS name has 253 characters at most: the cache cannot grow past 64)
+        # (a DNS name has 253 characters at most: what _host_parts caches stays small)
         if len(host) <= 300:
-            parts = _known_host_parts(host)
+            parts = _host_parts(host)
         if parts is None:
             raise _HttpRefusal(400, f"Bad Request: Host {_preview(host)} is not a host "
                                     "name or address with an optional port")
@@ -5631,17 +5553,17 @@ class HttpExchange(Stream):
         return host
 
     def check_origin(self, host):
-        """403 for another site's script. A browser names the page that sent a request
-        in Origin: the server's own has the request's Host (checked by check_host) as
-        its host[:port]; one on this machine may call a server on this machine; any
-        other must be in allowed_origins ("*": any)."""
-        origin = self.environ.get("HTTP_ORIGIN")
+        """403 for another site's script. The Origin a browser sends is allowed if it
+        has the Host's host[:port], if both are this machine, or if allowed_origins
+        lists it ("*": any)."""
+        origin = self.environ["HTTP_ORIGIN"]
         allowed = self.server.allowed_origins
-        if origin is None or "*" in allowed or origin in allowed:
+        if "*" in allowed or origin in allowed:
             return
         match = _ORIGIN.fullmatch(origin)
         page = None
-        if match is not None:
+        # (a longer one is no host name)
+        if match is not None and len(match[2]) <= 300:
             page = _host_parts(match[2])
         if page is not None:
             name, port = _host_parts(host)
@@ -5655,18 +5577,16 @@ class HttpExchange(Stream):
                                 "(Server(allowed_origins=[...]))")
 
     def authenticate(self, host):
-        """Who the bearer token belongs to, by the auth hook; else 401, with where to
-        read how to get a token (RFC 9728). A falsy principal (None, False, "", 0, {},
-        []) is nobody: a hook answering "is this token good?" says False for a bad
-        one."""
+        """Who the bearer token belongs to, by the auth hook (a falsy principal is
+        nobody: a hook may say False for a bad token); else 401, with where to read how
+        to get a token (RFC 9728)."""
         scheme, _, token = self.environ.get("HTTP_AUTHORIZATION", "").partition(" ")
         principal = None
         if scheme.lower() == "bearer" and token.strip():
             try:
                 principal = self.server.auth(token.strip())
             except Exception:
-                # The hook failed: no principal. Only the error's class is logged:
-                # its message may quote the token.
+                # only the error's class: its message may quote the token
                 log.error("the auth hook failed (%s)", sys.exc_info()[0].__name__)
         if principal:
             return principal
@@ -5679,10 +5599,8 @@ class HttpExchange(Stream):
                            headers=[("WWW-Authenticate", challenge)])
 
     def urls(self, host):
-        """The MCP endpoint's URL and its metadata's (RFC 9728), as clients reach them:
-        from public_url if set, else from the request's Host (checked by check_host) and
-        the prefix (SCRIPT_NAME) under which a WSGI server or middleware serves this
-        application. Neither has a character that could end a header's quoted string."""
+        """The endpoint's URL and its metadata's (RFC 9728), from public_url or from
+        Host and SCRIPT_NAME; neither can end a header's quoted string."""
         public = self.server.public_url
         if public is not None:
             match = _PUBLIC_URL.fullmatch(public)
@@ -5693,15 +5611,14 @@ class HttpExchange(Stream):
         if environ.get("wsgi.url_scheme") == "https":
             scheme = "https"
         # WSGI strings are bytes as Latin-1 (PEP 3333): percent-encode those bytes
-        prefix = environ.get("SCRIPT_NAME", "").rstrip("/")
-        prefix = prefix.encode("latin-1", "replace")
+        prefix = environ.get("SCRIPT_NAME", "").rstrip("/").encode("latin-1", "replace")
         base = f"{scheme}://{host}{quote(prefix, safe=_URL_SAFE)}"
         path = quote(self.server.http_path, safe=_URL_SAFE)
         return base + path, f"{base}{_WELL_KNOWN}{path}"
 
     def metadata(self, host):
-        """GET: this resource's metadata (RFC 9728), where clients read which
-        authorization servers issue its tokens; HEAD: its headers alone."""
+        """GET: the metadata (RFC 9728) naming the servers that issue tokens; HEAD: its
+        headers alone."""
         method = self.environ["REQUEST_METHOD"]
         if method not in ("GET", "HEAD"):
             raise _HttpRefusal(405, f"Method Not Allowed: {_preview(method)} (this "
@@ -5719,38 +5636,35 @@ class HttpExchange(Stream):
 
     # -- POST: one client message -----------------------------------------------------
     def post(self):
-        """Accept, Content-Type, the body and its era; a 2026-07-28 request is answered
-        in a session made for it, a handshake-era message in its session
-        (post_in_session)."""
+        """Accept, Content-Type, the body and its era; a 2026-07-28 request is
+        delivered at once, a handshake-era message by post_in_session."""
         environ = self.environ
         server = self.server
-        # Clients send the same Accept every time: a short one's answer is remembered
         accept = environ.get("HTTP_ACCEPT", "*/*")
+        # Clients send the same Accept every time: what a short one takes is remembered
         if len(accept) <= 200:
-            sse, takes_json = _known_accept(accept)
-        else:
             sse, takes_json = _accepted(accept)
+        else:
+            sse = _accepts(accept, "text/event-stream")
+            takes_json = _accepts(accept, "application/json")
         if not (sse or takes_json):
             raise _HttpRefusal(406, "Not Acceptable: accept application/json and "
                                     "text/event-stream")
         self.events = sse
         content_type = environ.get("CONTENT_TYPE", "")
-        if (content_type != "application/json"
-                and content_type.split(";")[0].strip().lower() != "application/json"):
+        if content_type.split(";")[0].strip().lower() != "application/json":
             raise _HttpRefusal(415, "Unsupported Media Type: the body must be "
                                     "application/json")
-        body = self.read_body()
-        # The era: 2026-07-28 if the body or the MCP-Protocol-Version header says so (a
-        # handshake client sends no such header with initialize, and its version after).
+        # The era: 2026-07-28 if the MCP-Protocol-Version header or the body says so
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         self.stateless = version in STATELESS_PROTOCOL_VERSIONS
+        body = self.read_body()
         try:
             message = decode_message(body)
             kind = "batch"
             if not isinstance(message, list):
                 kind = classify(message)
             elif self.stateless or not server.http_sessions:
-                # a batch needs a 2025-03-26 session
                 raise JSONRPCError(INVALID_REQUEST, "Invalid Request: batches are "
                                    "accepted only in a protocol 2025-03-26 session; "
                                    "POST one message")
@@ -5773,11 +5687,9 @@ class HttpExchange(Stream):
         return self.post_in_session(message, kind)
 
     def read_body(self):
-        """The POST's body, read once its length is known to be within max_body_bytes
-        and within what max_inflight_bytes has left: that much is reserved while the
-        request is served (release), as its decoded JSON takes as much again (text) to
-        25 times as much (arrays of empty objects); a listen's until it is
-        acknowledged."""
+        """The body, once its length is within max_body_bytes and what
+        max_inflight_bytes has left: that stays reserved until the response (release),
+        as decoded JSON takes 1 to 25 times as much again."""
         environ = self.environ
         server = self.server
         endpoint = self.endpoint
@@ -5802,13 +5714,15 @@ class HttpExchange(Stream):
                 endpoint.inflight += size
                 self.reserved = size
         if not self.reserved:
+            # (2026-07-28 has no -32000...-32019)
             code = SERVER_BUSY
-            if environ.get("HTTP_MCP_PROTOCOL_VERSION") in STATELESS_PROTOCOL_VERSIONS:
+            if self.stateless:
                 code = INTERNAL_ERROR
             raise _HttpRefusal(503, f"Server busy: {server.max_inflight_bytes} bytes "
                                     "of requests at most are taken at once "
                                     "(Server(max_inflight_bytes=...)); try again "
-                                    "shortly", code=code, headers=[("Retry-After", "1")])
+                                    "shortly", code=code,
+                               headers=[("Retry-After", "1")])
         try:
             body = environ["wsgi.input"].read(size)
         except TimeoutError:
@@ -5827,8 +5741,7 @@ class HttpExchange(Stream):
 
     def check_headers(self, message, params):
         """2026-07-28 repeats in headers what the body says, so that proxies can route
-        on it: any disagreement is refused (-32020). (A header as sent is decoded,
-        _header_value, only if it is not the same.)"""
+        on it: any disagreement is refused (-32020)."""
         environ = self.environ
         meta = params.get("_meta")
         method = message["method"]
@@ -5855,7 +5768,6 @@ class HttpExchange(Stream):
             problem = f"Mcp-Name must be {_preview(name)}"
         elif method == "tools/call" and type(name) is str:
             tool = self.server.tools.get(name)
-            # arguments repeated in headers
             if tool is not None and tool.mirrored:
                 problem = _mirror_problem(environ, tool, params)
         if problem:
@@ -5863,31 +5775,30 @@ class HttpExchange(Stream):
                                HEADER_MISMATCH)
 
     def deliver(self, message):
-        """Hand a request (or a batch) to its session, then write its response: JSON if
-        that comes first, else an SSE stream of what comes before it. A stream also
-        starts when the response takes longer than ``heartbeat`` seconds: its keep-alive
-        lines fail once the client has gone (on the embedded server, closing the
-        connection tells at once). In 2026-07-28 leaving is how a client cancels; the
-        handshake era says a disconnect is no cancellation (notifications/cancelled
-        is), so there the call runs on, unheard."""
+        """Hand a request (or batch) to its session, then respond: JSON if the response
+        comes first, else an SSE stream (also after ``heartbeat`` s). A client leaving
+        cancels in 2026-07-28; in the handshake era, where a disconnect is no
+        cancellation, the call runs on, unheard."""
         server = self.server
         batch = isinstance(message, list)
         session = self.session
-        # A 2026-07-28 request: a session for it alone, which a shutdown can find
+        # A 2026-07-28 request: a session for it alone
         if session is None:
             session = self.session = Session(server, None, self.principal)
-            server.http_sessions_alive.add(session)
-            if server.auth is not None:
-                session.claim = self.endpoint.claim
+        # where a shutdown finds the calls to cancel; with auth, calls count against
+        # their principal's share (claim)
+        server.http_sessions_alive.add(session)
+        if server.auth is not None:
+            session.claim = self.endpoint.claim
         if not batch:
             self.request_id = message["id"]
             method = message["method"]
             self.listen = self.stateless and method == "subscriptions/listen"
         if self.listen and not self.events:
-            raise _HttpRefusal(406, "Not Acceptable: subscriptions/listen answers with "
-                                    "text/event-stream", self.request_id)
-        # What holds a thread for long is counted (and refused past the caps) before it
-        # starts: a listen; with auth, a call (user code) or a batch of its principal.
+            raise _HttpRefusal(406, "Not Acceptable: subscriptions/listen responds "
+                                    "with text/event-stream", self.request_id)
+        # What holds a thread for long is counted before it starts (refused past the
+        # caps): a listen; with auth, a call that runs user code, or a batch.
         if self.listen or (server.auth is not None and (
                 batch or server.methods.get(method, CUSTOM_METHOD).threaded)):
             self.endpoint.hold(self, self.listen)
@@ -5911,13 +5822,13 @@ class HttpExchange(Stream):
                 while not first[1]:
                     first = self.next_item(None)
         except ConnectionAbortedError:
-            # no one to answer
+            # no one to respond to
             if self.stateless:
                 session.cancel(self.request_id, "the client closed the connection")
             self.finish()
             return _http_response(self.start_response, 202, b"")
         except BaseException:
-            # counted, but not answered after all
+            # counted, but not served after all
             self.endpoint.let_go(self)
             raise
         # The response came first: no stream (and nothing more goes into it)
@@ -5934,22 +5845,19 @@ class HttpExchange(Stream):
                 if self.opens_session and "result" in json.loads(frame):
                     session_id = self.endpoint.open_session(session, self.request_id)
                     headers = [("Mcp-Session-Id", session_id)]
-                # The request is over: what its body held is free
+                # the request is over: what its body held is free
                 self.release()
                 return _http_response(self.start_response, status, frame, headers)
-            # no way to say "nothing", or a batch with nothing to answer (cancelled,
+            # no way to say "nothing", or a batch with nothing to respond (cancelled,
             # and events accepted: a stream that ends with no response)
             if not self.events or batch:
                 return _http_response(self.start_response, 202, b"")
-        self.start_response(HTTP_STATUS[200], list(_SSE_HEADERS))
-        return self.stream_events(first)
+        return _http_response(self.start_response, 200, self.stream_events(first))
 
     def next_item(self, timeout):
         """The next ``(frame, is_response, queued)``, or None after ``timeout`` seconds
-        (None: no limit); ConnectionAbortedError once the client has gone. A request in
-        flight asks every 0.25 s, as leaving cancels it (2026-07-28); a stream that
-        waits for no response (listen, GET) only when the timeout (its heartbeat)
-        comes: it costs no CPU meanwhile."""
+        (None: no limit); ConnectionAbortedError once the client has gone, which a
+        request asks every 0.25 s, a listen or GET only at its timeout (no CPU)."""
         gone = self.gone
         deadline = None
         if timeout is not None:
@@ -5961,8 +5869,6 @@ class HttpExchange(Stream):
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    if gone and gone():
-                        raise ConnectionAbortedError
                     return None
                 if wait is None or left < wait:
                     wait = left
@@ -5988,18 +5894,16 @@ class HttpExchange(Stream):
     def close(self):
         """End a stream that waits for no response (GET, listen)."""
         self.closed = True
-        # the end, with no response
         self.frames.put((None, True, time.monotonic()))
 
-    # -- the rest ----------------------------------------------------------------------
+    # -- the response ------------------------------------------------------------------
     def status_of(self, frame):
-        """The HTTP status of a response that holds an error."""
+        """The HTTP status of a response that holds an error (a batch's array of
+        responses, or a result that just holds such a string: 200)."""
         response = json.loads(frame)
-        # a batch's array of responses: 200
         error = None
         if isinstance(response, dict):
             error = response.get("error")
-        # (a result that just holds such a string)
         if not isinstance(error, dict):
             return 200
         if self.stateless:
@@ -6009,9 +5913,8 @@ class HttpExchange(Stream):
         return 200
 
     def stream_events(self, first=None):
-        """The SSE body: each frame an event, a comment line every ``heartbeat`` seconds
-        while nothing happens, until the response (or, for a listen, the client
-        leaving)."""
+        """The SSE body: each frame an event, a keep-alive after ``heartbeat`` seconds
+        of silence, until the response (a listen: until the client leaves)."""
         finished = False
         try:
             item = first
@@ -6033,28 +5936,20 @@ class HttpExchange(Stream):
         except ConnectionAbortedError:
             pass
         finally:
-            # the client went away, or the stream ends
             self.finish()
             self.release()
             if not finished and self.stateless and self.request_id is not None:
                 self.session.cancel(self.request_id,
                                     "the client closed the HTTP response")
 
-    #: Seconds between the empty chunks of a waiting stream, where the engine
-    #: cannot tell the application that a client has gone (wait_item).
+    #: Seconds between the empty chunks of a waiting stream (wait_item)
     probe_every = 0.25
 
     def wait_item(self):
-        """For stream_events, through ``yield from``: the next item, or None after
-        ``heartbeat`` seconds. An engine that cannot tell that a client has gone
-        (no ``gone``: granian, gunicorn) would keep a thread on a stream whose client
-        left until the next keep-alive failed, up to ``heartbeat`` (15 s): a few
-        clients leaving their listens (closing one is how a 2026-07-28 client cancels
-        it) then held every thread of granian, and new requests and streams waited.
-        So such a stream yields an empty chunk every ``probe_every`` seconds: nothing
-        goes on the wire (PEP 3333 allows it), but granian fails to send it once the
-        client has gone and ends the response, which frees the thread; the others
-        ignore it."""
+        """The next item (``yield from``), or None after ``heartbeat`` seconds. Where
+        the engine cannot say a client has gone (granian, gunicorn), an empty chunk
+        every ``probe_every`` seconds, which granian fails to send once it has, frees
+        the thread before the next keep-alive would (nothing is sent)."""
         heartbeat = self.server.heartbeat
         if self.gone is not None:
             return self.next_item(heartbeat)
@@ -6067,10 +5962,8 @@ class HttpExchange(Stream):
             yield b""
 
     def finish(self):
-        """The end of the response's stream, with its response or without: nothing
-        more goes into it, hold()'s count is given back, and a GET or listen stream
-        leaves its session, idle from now on."""
-        # What a tool's thread sends later has nowhere to go
+        """The end of the response: nothing more goes in (a tool may still send),
+        hold()'s count is given back, a GET or listen stream leaves its session."""
         self.closed = True
         if self._holder is not None:
             self.endpoint.let_go(self)
@@ -6081,8 +5974,7 @@ class HttpExchange(Stream):
             self.server.sessions.discard(session)
 
     def release(self, keep=0):
-        """Give back what the request reserved of max_inflight_bytes, but ``keep``
-        bytes."""
+        """Give back what read_body reserved of max_inflight_bytes, but ``keep``."""
         if self.reserved:
             endpoint = self.endpoint
             with endpoint.lock:
@@ -6097,14 +5989,13 @@ class HttpExchange(Stream):
         endpoint = self.endpoint
         initialize = kind == "request" and message["method"] == "initialize"
         if initialize:
-            session = HttpSession(server, self.principal)
+            session = HttpSession(server, None, self.principal)
         elif server.http_sessions:
             session = endpoint.find_session(self.environ, self.principal)
         else:
-            # no sessions kept: as if just initialized
             session = endpoint.throwaway_session(self.environ, self.principal)
         session.last_used = time.monotonic()
-        # A response is an answer to a question of ours
+        # (a response is the answer to a question of ours)
         if kind in ("notification", "response"):
             session.dispatch(message, self)
             return _http_response(self.start_response, 202, b"")
@@ -6113,8 +6004,7 @@ class HttpExchange(Stream):
         return self.deliver(message)
 
     def get_or_delete(self, method):
-        """GET: the stream of a handshake-era session's messages that belong to no
-        request; DELETE: the end of the session."""
+        """GET: the stream of a session's messages about no request; DELETE: its end."""
         endpoint = self.endpoint
         session = endpoint.find_session(self.environ, self.principal)
         if method == "DELETE":
@@ -6138,40 +6028,47 @@ class HttpExchange(Stream):
             session.stream = None
             raise
         self.server.sessions.add(session)
-        self.start_response(HTTP_STATUS[200], list(_SSE_HEADERS))
-        return self.stream_events()
+        return _http_response(self.start_response, 200, self.stream_events())
 
     def fail_answer(self, message):
-        """An invalid message may be a botched answer to the session's request (no
-        result, say): as on stdio, that request then fails at once, not after
-        request_timeout."""
+        """An invalid message may be a botched answer to the session's request, which
+        then fails at once, as on stdio."""
         try:
             session = self.endpoint.find_session(self.environ, self.principal)
         except _HttpRefusal:
-            # no such session: the 400 says enough
             return
-        # (its response, if any, is the 400)
         session.dispatch(message, self)
 
 
 def _http_response(start_response, status, body, headers=()):
-    """A whole response: ``body`` is JSON, or empty (a 204 says so without a
-    Content-Length, RFC 9110 8.6)."""
-    if body:
-        fields = [("Content-Length", str(len(body))), _JSON_TYPE, *headers]
+    """Start a response and return its body: the one place where the status and headers
+    are made. ``body`` is JSON, empty (a 204 has no Content-Length), or the SSE stream
+    of stream_events."""
+    if isinstance(body, bytes):
+        fields = [("Content-Length", str(len(body)))]
+        if body:
+            fields.append(("Content-Type", "application/json"))
+        elif status == 204:
+            fields = []
+        body = [body]
     else:
-        fields = [("Content-Length", "0"), *headers]
-        if status == 204:
-            fields = list(headers)
-    start_response(HTTP_STATUS[status], fields)
-    return [body]
+        fields = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
+                  ("X-Accel-Buffering", "no")]
+    start_response(HTTP_STATUS[status], [*fields, *headers])
+    return body
+
+
+def _is_length(text):
+    """Whether a Content-Length is one: ASCII digits only (int() takes "+5", isdigit()
+    "²", and no more than 4,300 digits), once the blanks around it are left out."""
+    text = text.strip(" \t")
+    return text.isascii() and text.isdigit() and len(text) <= 18
 
 
 def _principal_id(principal):
-    """What tells a principal (the auth hook's answer) from another, in this process and
-    in others: its JSON form (a user id, a dict of claims), else its repr (a dataclass's
-    names its fields). An object with neither cannot be told from another one:
-    TypeError."""
+    """What tells a principal (what the auth hook returned) from another, in any
+    process: its JSON form, else its repr (a dataclass's names its fields); TypeError
+    for neither."""
     try:
         json.dumps(principal, sort_keys=True)
         return principal
@@ -6187,11 +6084,11 @@ def _principal_id(principal):
 
 
 def _header_value(raw):
-    """A header value as sent: values that are not plain ASCII travel as
-    =?base64?...?=."""
+    """A header value as sent: one that is not plain ASCII travels as =?base64?...?=."""
     if raw and raw.startswith("=?base64?") and raw.endswith("?="):
         encoded = raw[9:-2]
-        if not _BASE64.fullmatch(encoded):    # a2b_base64 would skip what is not base64
+        # (a2b_base64 would skip what is not base64)
+        if not _BASE64.fullmatch(encoded):
             return None
         try:
             return b64decode(encoded).decode("utf-8")
@@ -6200,17 +6097,27 @@ def _header_value(raw):
     return raw
 
 
-_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+def _mirror_problem(environ, tool, params):
+    """What is wrong with the Mcp-Param-{Name} headers of a call to ``tool``, if
+    anything: each argument its schema marks with x-mcp-header must be repeated."""
+    for name, path in tool.mirrored.items():
+        value = params.get("arguments")
+        for key in path:
+            if not isinstance(value, dict):
+                value = None
+                break
+            value = value.get(key)
+        header = environ.get("HTTP_MCP_PARAM_" + name.upper().replace("-", "_"))
+        if value is not None and not _mirrors(value, _header_value(header)):
+            return (f"Mcp-Param-{name} must be {_preview(value)}, as in the "
+                    "arguments")
+    return None
 
 
+@functools.lru_cache(maxsize=64)
 def _accepted(accept):
     """Whether an Accept header takes text/event-stream, and application/json."""
     return _accepts(accept, "text/event-stream"), _accepts(accept, "application/json")
-
-
-#: _accepted of a short Accept header (clients send the same one every time; 200
-#: characters at most, so the cache cannot grow past 64 of them)
-_known_accept = functools.lru_cache(maxsize=64)(_accepted)
 
 
 def _accepts(accept, media_type):
@@ -6230,45 +6137,44 @@ def _accepts(accept, media_type):
     return accepted
 
 
-#: A Host header, or the host[:port] of an Origin or a URL: a bracketed IPv6 address, or
-#: a name or IPv4 address in the characters of DNS names; then perhaps a port.
+_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+#: A Host, or the host[:port] of an Origin or a URL (a bracketed IPv6 address, or a
+#: name or IPv4 address), then perhaps a port
 _HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?")
-#: What a URL's path may hold besides letters, digits and "_.-" (which quote() keeps
-#: too): nothing that could end a header's quoted string ('"', '\', space, control
-#: characters).
+#: What a URL's path may hold besides letters, digits and "_.-": nothing that could end
+#: a header's quoted string ('"', '\', space, control characters).
 _URL_SAFE = "/:@!$&'()*+,;=~%"
 _URL_PATH = re.compile(r"[\w.~\-" + re.escape(_URL_SAFE) + "]*", re.ASCII)
 _PUBLIC_URL = re.compile(r"((?i:https?)://([^/?#]*))(/[^?#]*)?")
 _ORIGIN = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://([^/?#]*)")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-_WELL_KNOWN = "/.well-known/oauth-protected-resource"        # RFC 9728
+#: Where RFC 9728 puts a resource's metadata
+_WELL_KNOWN = "/.well-known/oauth-protected-resource"
 
 
+@functools.lru_cache(maxsize=64)
 def _host_parts(host):
-    """``(name, port)`` of a Host header or of an Origin's or URL's host[:port]: the
-    name lowercased and without brackets, the port an int or None. None for anything
-    else (junk, a bad port, brackets around something other than an IPv6 address)."""
+    """``(name, port)`` of a Host or an Origin's or URL's host[:port]: the name
+    lowercased without brackets, the port an int or None; None for anything else."""
     match = _HOST.fullmatch(host)
-    if match is None or (match[2] is not None and not 0 < int(match[2]) < 65536):
+    if match is None:
         return None
     name = match[1].lower()
+    port = match[2]
+    if port is not None:
+        port = int(port)
+        if not 0 < port < 65536:
+            return None
     if name.startswith("["):
         name = name[1:-1]
         if ":" not in name or _ip_address(name) is None:
             return None
-    return name, None if match[2] is None else int(match[2])
+    return name, port
 
 
-#: check_host's _host_parts: clients send the same Host every time (300 characters at
-#: most: a DNS name has 253, so the cache cannot grow past 64 of them).
-_known_host_parts = functools.lru_cache(maxsize=64)(_host_parts)
-
-
-# The same few names and addresses come every time.
 @functools.lru_cache(maxsize=256)
 def _ip_address(name):
-    """The address an IPv4 or IPv6 literal (without brackets) writes; None for a
-    name."""
+    """The address an IPv4 or IPv6 literal (no brackets) writes; None for a name."""
     import ipaddress
     try:
         return ipaddress.ip_address(name)
@@ -6277,10 +6183,9 @@ def _ip_address(name):
 
 
 def _is_loopback(name):
-    """Whether a host name or address (without port or brackets) is this machine:
-    localhost, 127.0.0.0/8 or ::1, also written as IPv6 writes IPv4 (a dual-stack socket
-    reports a client at 127.0.0.1 as ::ffff:127.0.0.1)."""
-    if name == "localhost":                   # of names, only localhost is this machine
+    """Whether a host name or address (no brackets) is this machine: localhost,
+    127.0.0.0/8 or ::1, also as a dual-stack socket writes it (::ffff:127.0.0.1)."""
+    if name == "localhost":
         return True
     address = _ip_address(name)
     if address is None:
@@ -6298,9 +6203,12 @@ def _allowed_hosts(names):
                          f"['mcp.example.com'], not {names!r}")
     checked = set()
     for name in names:
-        parts = _host_parts(name) if isinstance(name, str) else None
-        if parts is None and isinstance(name, str) and ":" in name:   # an IPv6 address
-            parts = _host_parts(f"[{name}]")
+        parts = None
+        if isinstance(name, str):
+            parts = _host_parts(name)
+            # an IPv6 address, without brackets
+            if parts is None and ":" in name:
+                parts = _host_parts(f"[{name}]")
         if parts is None or parts[1] is not None:
             raise ValueError(f"allowed_hosts takes host names without a port, like "
                              f"'mcp.example.com', not {name!r}")
@@ -6313,7 +6221,9 @@ def _public_url(url):
     or fragment, whose every character may stand in a header."""
     if url is None:
         return None
-    match = _PUBLIC_URL.fullmatch(url) if isinstance(url, str) else None
+    match = None
+    if isinstance(url, str):
+        match = _PUBLIC_URL.fullmatch(url)
     if (match is None or _host_parts(match[2]) is None
             or not _URL_PATH.fullmatch(match[3] or "")):
         raise ValueError(
@@ -6324,9 +6234,8 @@ def _public_url(url):
 
 
 class _LifespanFailed:
-    """The WSGI application of a process whose lifespan failed to start: every request
-    gets 503 with the error's one-line summary (its traceback was logged once, by
-    start_http) until the lifespan is tried again."""
+    """The WSGI application while the lifespan fails to start: 503 with the error's
+    one-line summary (start_http logged its traceback)."""
 
     def __init__(self, error, retry):
         import traceback
@@ -6339,7 +6248,8 @@ class _LifespanFailed:
 
     def __call__(self, environ, start_response):
         length = environ.get("CONTENT_LENGTH") or ""
-        if _is_length(length) and int(length) <= 1 << 16:    # read, as engines expect
+        # a short body is read, as engines expect
+        if _is_length(length) and int(length) <= 1 << 16:
             environ["wsgi.input"].read(int(length))
         body = error_frame(None, INTERNAL_ERROR, "Service Unavailable: the server's "
                            f"lifespan failed: {self.summary}")
@@ -6349,7 +6259,7 @@ class _LifespanFailed:
 
 def _ignore_stop_signals():
     """Ignore SIGINT, SIGTERM and SIGQUIT (where there is one) on the main thread;
-    returns what _restore_signals needs to put their handlers back."""
+    returns their handlers, for _restore_signals."""
     import signal
     names = ("SIGINT", "SIGTERM", "SIGQUIT")
     return _ignore_signals([getattr(signal, name) for name in names
@@ -6357,38 +6267,14 @@ def _ignore_stop_signals():
 
 
 def _at_process_exit(fn):
-    """Call ``fn`` as this process exits: by atexit when Python exits the usual way (the
-    embedded server, gunicorn's and waitress's processes), and by multiprocessing's own
-    exit in a worker process it started (granian's), which skips atexit for os._exit."""
+    """Call ``fn`` as this process exits: by atexit, and in a worker process that
+    multiprocessing started (granian's), by its own exit, which skips atexit."""
     import atexit
     atexit.register(fn)
     multiprocessing = sys.modules.get("multiprocessing")
     if multiprocessing is not None and multiprocessing.parent_process() is not None:
         from multiprocessing import util
         util.Finalize(None, fn, exitpriority=10)
-
-
-def _is_length(text):
-    """Whether a Content-Length is one: ASCII digits only (int() takes "+5", isdigit()
-    "²"), once the blanks around a header value are left out (RFC 9112 5)."""
-    text = text.strip(" \t")
-    # (int() refuses more than 4,300 digits)
-    return text.isascii() and text.isdigit() and len(text) <= 18
-
-
-def _mirror_problem(environ, tool, params):
-    """What is wrong with the Mcp-Param-{Name} headers of a call to ``tool``, if
-    anything: each argument its schema marks with x-mcp-header must be repeated, and
-    only then."""
-    for name, path in tool.mirrored.items():
-        value = params.get("arguments")
-        for key in path:
-            value = value.get(key) if isinstance(value, dict) else None
-        header = environ.get("HTTP_MCP_PARAM_" + name.upper().replace("-", "_"))
-        if value is not None and not _mirrors(value, _header_value(header)):
-            return (f"Mcp-Param-{name} must be {_preview(value)}, as in the "
-                    "arguments")
-    return None
 # ======================================================================================
 # Signals and shutdown (a first reading can skip this)
 # ======================================================================================
@@ -6408,12 +6294,11 @@ def _open_lifespan(cm):
         raise TypeError(f"lifespan returned {type(cm).__name__}, not a context "
                         "manager: decorate it with @contextlib.contextmanager or "
                         "@contextlib.asynccontextmanager")
-    # An async generator must be finalised on the loop that started it, and what it
-    # starts (tasks, clients) is used by async handlers: all of them run on the one
-    # shared loop.
+    # An async generator must be finalised on the loop that started it, and async
+    # handlers use what it starts (tasks, clients): all run on the one shared loop.
     loop = _event_loop()
-    value = loop.result_of(cm.__aenter__())
-    return value, lambda: loop.result_of(cm.__aexit__(None, None, None))
+    value = loop.submit(cm.__aenter__()).result()
+    return value, lambda: loop.submit(cm.__aexit__(None, None, None)).result()
 
 
 class _LoopThread:
@@ -6421,7 +6306,7 @@ class _LoopThread:
     lifespan runs on it: asyncio objects they share work only on their own loop."""
 
     def __init__(self):
-        import asyncio                # imported only if something async needs it
+        import asyncio
         self.asyncio = asyncio
         self.loop = asyncio.new_event_loop()
         thread = threading.Thread(target=self.loop.run_forever, daemon=True,
@@ -6437,90 +6322,130 @@ class _LoopThread:
                                "call from a plain def, or through asyncio.to_thread")
         return self.asyncio.run_coroutine_threadsafe(coroutine, self.loop)
 
-    def result_of(self, coroutine):
-        """Run ``coroutine`` on the loop, and wait here for its result."""
-        return self.submit(coroutine).result()
 
-
-_loop_thread = None                 # the _LoopThread, once something async needs it
+# The _LoopThread, once something async needs it
+_loop_thread = None
 _loop_lock = threading.Lock()
 
 
 def _event_loop():
     global _loop_thread
-    if _loop_thread is None:
-        with _loop_lock:
-            if _loop_thread is None:
-                _loop_thread = _LoopThread()
+    with _loop_lock:
+        if _loop_thread is None:
+            _loop_thread = _LoopThread()
     return _loop_thread
 
 
 # --- stop signals ----------------------------------------------------------
-# run() serves until end of input, SIGTERM or Ctrl+C. The main thread only waits for the
-# end of input (Session.serve), then shuts down; the frames are written by other
-# threads. A stop signal raises _Stop in that wait; one that comes during the shutdown
-# waits for it (_hold_signals), within a grace period.
+# run() serves until end of input, SIGTERM or Ctrl+C. The main thread only waits while
+# a reader thread reads (serve_lines), then shuts down. A stop signal raises _Stop in
+# that wait, once: raised in the shutdown, it would skip the rest of it.
 
 class _Stop(BaseException):
-    """Raised in the main thread by SIGTERM (or a broken wire) to end serving
+    """Raised in the main thread by SIGTERM (or a stdout gone) to end serving
     gracefully. A BaseException, so no handler's ``except Exception`` swallows it."""
 
 
 _MAIN_THREAD = threading.main_thread().ident
+# The _StopSignals of the run() in progress
+_stop_signals = None
 
 
 class _StopSignals:
-    """The stop-signal state of the run() in progress: a new one for each, so nothing
-    carries over to a later run() or serve_connection()."""
+    """The stop signals of one run() (new for each: nothing carries over), which serves
+    the connection that writes to ``write_fd``."""
 
-    def __init__(self, grace, wire):
-        self.grace = grace        # seconds a shutdown may hold a signal back
-        self.wire = wire          # run()'s write fd: the connection it serves
-        self.saved = None         # the application's handlers, while ours are in
-        self.first = None         # the first signal that came: it decides the exit code
-        self.count = 0            # signals so far (a second one ends the grace period)
-        self.raised = False       # _Stop was raised
-        self.held = 0             # open sections a signal must wait for (the shutdown)
-        self.since = None         # when the outermost of them opened
-        self.waiting_since = None   # when a signal first had to wait (watchdog started)
-        self.force = False        # the next signal raises _Stop, held or not
-        self.over = False         # run() is returning: nothing is left to stop
-
-    def held_too_long(self):
-        """Whether a shutdown has held a signal back longer than the grace period."""
-        if not self.held:
-            return False
-        return time.monotonic() - max(self.waiting_since, self.since) > self.grace
+    def __init__(self, grace, write_fd):
+        self.grace = grace
+        self.write_fd = write_fd
+        # The application's handlers while ours are in ({} off the main thread); the
+        # first signal, which decides the exit code
+        self.saved = {}
+        self.first = None
+        self.count = 0
+        self.raised = False
+        self.held_since = None
+        self.waiting_since = None
+        self.force = False
 
     @staticmethod
     def of(write_fd):
-        """The state of the run() whose connection writes to ``write_fd``, or None."""
+        """The state of the run() whose connection writes to ``write_fd``; for another
+        connection, one that no signal reaches."""
         state = _stop_signals
-        return state if state is not None and state.wire == write_fd else None
+        if state is None or state.write_fd != write_fd:
+            state = _StopSignals(0, None)
+        return state
+
+    def on_signal(self, signum, frame):
+        """The handler: the first signal raises _Stop, unless the shutdown holds
+        signals back (_hold_signals); any other is counted (drain() ends its grace
+        period) and waits, a grace period at most (watch)."""
+        if _stop_signals is not self:
+            return
+        if self.first is None:
+            self.first = signum
+        self.count += 1
+        if self.force or (self.held_since is None and not self.raised):
+            self.raised = True
+            raise _Stop()
+        if self.waiting_since is None:
+            self.waiting_since = time.monotonic()
+            _start_thread(self.watch)
+
+    def watch(self):
+        """The watchdog of a signal that waits: once the shutdown has held it back a
+        grace period (a client that reads nothing, a hang), it is cut short."""
+        while _stop_signals is self:
+            held_since = self.held_since
+            if held_since is not None:
+                waited = time.monotonic() - max(self.waiting_since, held_since)
+                if waited > self.grace:
+                    self.force = True
+                    return _interrupt_main()
+            time.sleep(0.05)
 
 
-_stop_signals = None                # the _StopSignals of the run() in progress
-
-
-def _catch_stop_signals(grace, wire):
-    """run(): SIGTERM, and Ctrl+C unless the application handles it, stop serving
-    gracefully."""
+def _catch_stop_signals(grace, write_fd):
+    """run(): a stop signal (see _take_stop_signals) ends serving gracefully."""
     global _stop_signals
-    state = _stop_signals = _StopSignals(grace, wire)
-    if threading.current_thread() is threading.main_thread():
-        state.saved = _take_stop_signals(_stop_on_signal)
+    _stop_signals = _StopSignals(grace, write_fd)
+    _stop_signals.saved = _take_stop_signals(_stop_signals.on_signal)
 
 
 def _end_stop_signals():
-    """After run(): end this run's signal state, and ignore the two signals until the
+    """After run(): end its signal state, and ignore the two signals until the
     application is back in control (_Exit). Returns (first signal, handlers)."""
     global _stop_signals
     state = _stop_signals
-    state.over = True
+    _stop_signals = None
     if state.saved:
         _ignore_signals(state.saved)
-    _stop_signals = None
     return state.first, state.saved
+
+
+def _hold_signals():
+    """Open the shutdown (on the main thread): a stop signal waits for it."""
+    state = _stop_signals
+    if state is None or _thread.get_ident() != _MAIN_THREAD:
+        return None
+    state.held_since = time.monotonic()
+    return state
+
+
+def _release_signals(state):
+    if state is not None:
+        state.held_since = None
+
+
+def _interrupt_main():
+    """SIGTERM to the main thread. pthread_kill interrupts a read or write it is blocked
+    in; without it (Windows) the handler runs when the main thread next runs Python."""
+    import signal
+    if hasattr(signal, "pthread_kill"):
+        signal.pthread_kill(_MAIN_THREAD, signal.SIGTERM)
+    else:
+        _thread.interrupt_main(signal.SIGTERM)
 
 
 def _take_stop_signals(handler):
@@ -6547,10 +6472,11 @@ def _ignore_signals(signums):
 
 
 def _restore_signals(saved):
-    """Put back the handlers _take_stop_signals or _ignore_signals replaced."""
+    """Put back the handlers _take_stop_signals or _ignore_signals replaced (but one set
+    outside Python: None, which cannot be put back)."""
     import signal
     for signum, handler in saved.items():
-        if handler is not None:       # None: set outside Python; it cannot be put back
+        if handler is not None:
             signal.signal(signum, handler)
 
 
@@ -6564,70 +6490,13 @@ class _Exit(SystemExit):
         self.saved = saved
 
     def __del__(self):
+        # No Python caller: the interpreter is exiting
         try:
-            sys._getframe(1)          # no Python caller: the interpreter is exiting
+            sys._getframe(1)
         except ValueError:
             return
         if self.saved and threading.current_thread() is threading.main_thread():
             _restore_signals(self.saved)
-
-
-def _stop_on_signal(signum, frame):
-    # Raised in the shutdown, _Stop would skip the rest of it: so it is raised once, by
-    # the first signal, while the main thread waits. A later signal ends the grace
-    # period (drain() watches the count) and otherwise waits; a shutdown still going a
-    # grace period later (a client that reads nothing, a hang) is cut short.
-    state = _stop_signals
-    if state is None or state.over:   # run() is returning: nothing is left to stop
-        return
-    if state.first is None:
-        state.first = signum
-    state.count += 1
-    if state.force or not (state.held or state.raised):
-        state.raised = True
-        raise _Stop()
-    if state.waiting_since is None:
-        state.waiting_since = time.monotonic()
-        _start_thread(_stop_if_stuck, state)
-
-
-def _stop_if_stuck(state):
-    """The watchdog of a signal that waits: a shutdown holding it too long is cut
-    short."""
-    while not state.held_too_long():
-        if state.over:
-            return
-        time.sleep(0.05)
-    state.force = True
-    _interrupt_main()
-
-
-def _interrupt_main():
-    """SIGTERM to the main thread. pthread_kill interrupts a read or write it is blocked
-    in; without it (Windows) the handler runs when the main thread next runs Python."""
-    import signal
-    if hasattr(signal, "pthread_kill"):
-        signal.pthread_kill(_MAIN_THREAD, signal.SIGTERM)
-    else:
-        _thread.interrupt_main(signal.SIGTERM)
-
-
-def _hold_signals():
-    """Open a section (on the main thread) that a stop signal must wait for."""
-    state = _stop_signals
-    if state is None or _thread.get_ident() != _MAIN_THREAD:
-        return None
-    if not state.held:
-        state.since = time.monotonic()
-    state.held += 1
-    return state
-
-
-def _release_signals(state):
-    if state is not None:
-        state.held -= 1
-
-
 # ======================================================================================
 # The embedded HTTP server: wsgiref, hardened (a first reading can skip this)
 # ======================================================================================
@@ -6664,7 +6533,7 @@ def serve_http(server, address="127.0.0.1:8000"):
     saved = {}
     code = 0
     try:
-        # Our handlers are in before the line saying "serving".
+        # our handlers are in before the line saying "serving"
         saved = _take_stop_signals(httpd.stop)
         print(f"mcp_min: serving {server.name} on http://{shown}:{httpd.server_port}"
               f"{server.http_path}", file=sys.stderr, flush=True)
@@ -6684,21 +6553,21 @@ def serve_http(server, address="127.0.0.1:8000"):
 def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0,
                      max_connections=200, max_body_bytes=None,
                      max_connections_per_address=50):
-    """A wsgiref server for ``app`` with a thread per connection, HTTP/1.1 keep-alive
-    and chunked streams (wsgiref alone answers one HTTP/1.0 request per connection),
-    hardened against slow and hostile clients as docs/http.md says."""
-    server_class = _embedded_server_class()
-    httpd = server_class((host, port), idle_timeout, max_connections, max_body_bytes,
-                         max_connections_per_address)
+    """A wsgiref server for ``app``: a thread per connection, HTTP/1.1 keep-alive and
+    chunked streams, hardened against slow and hostile clients (docs/http.md)."""
+    httpd = _embedded_server_class()((host, port))
+    httpd.idle_timeout = idle_timeout
+    httpd.max_body_bytes = max_body_bytes
+    httpd.slots = threading.BoundedSemaphore(max_connections)
+    httpd.per_address = max_connections_per_address
     httpd.set_app(app)
     return httpd
 
 
 @functools.lru_cache(maxsize=None)
 def _embedded_server_class():
-    """The class of make_http_server's servers. Each mixin below goes on the standard
-    library class it extends, on first use: http.server and wsgiref take milliseconds to
-    import, which a server on stdio need not spend."""
+    """The class of make_http_server's servers: each mixin below on the class it
+    extends, on first use (a server on stdio need not import wsgiref)."""
     import io
     import socket
     import socketserver
@@ -6718,9 +6587,8 @@ def _embedded_server_class():
 
 
 def _readable(connection):
-    """Whether a read would not wait: there is input, or the client closed its end. (By
-    poll() where there is one: select() refuses a descriptor past 1023, and every client
-    would seem gone; epoll would take a descriptor of its own.) A closed one: True."""
+    """Whether a read would not wait: input, or the client closed its end (a closed
+    connection: True). By poll(): select() refuses a descriptor past 1023."""
     import selectors
     try:
         with getattr(selectors, "PollSelector", selectors.SelectSelector)() as selector:
@@ -6732,22 +6600,20 @@ def _readable(connection):
 
 class _ResponseWriterMixin:
     """How the embedded server writes a response (on wsgiref's ServerHandler): in
-    HTTP/1.1, in chunks when its length is not known, with no body after the headers of
-    a HEAD's response or a 204, and keeping the connection only when that is safe."""
+    HTTP/1.1, in chunks when its length is not known, keeping the connection only
+    when that is safe."""
 
     http_version = "1.1"
     chunked = False
     mute = False
 
     def bodiless(self):
-        """Whether no body may follow the headers: those of a HEAD's response (RFC 9110
-        9.3.2), or of a 204, which has no Content-Length either (8.6)."""
+        """Whether no body may follow the headers: a HEAD's, a 204's (RFC 9110)."""
         return self.request_handler.command == "HEAD" or self.status[:3] == "204"
 
     def cleanup_headers(self):
-        # Keep the connection only if this request's body was all read and the
-        # response's length is known (a stream is sent in chunks for that); never
-        # after a 401: a client without credentials keeps no connection.
+        # Keep the connection only if the request's body was all read and the
+        # response's length is known (chunks tell it); never after a 401.
         request = self.request_handler
         if not request.body.discard() or self.status[:3] == "401":
             self.headers["Connection"] = "close"
@@ -6759,15 +6625,13 @@ class _ResponseWriterMixin:
                 self.headers["Transfer-Encoding"] = "chunked"
             else:
                 request.close_connection = True
-        # An HTTP/1.0 client that asked for keep-alive may reuse the connection only
-        # if told so
+        # (an HTTP/1.0 client that asked for keep-alive must be told)
         if request.request_version == "HTTP/1.0" and not request.close_connection:
             self.headers["Connection"] = "keep-alive"
 
     def send_headers(self):
         super().send_headers()
         self.chunked = "Transfer-Encoding" in self.headers
-        # What the application writes next is dropped if no body may follow
         self.mute = self.bodiless()
 
     def _write(self, data):
@@ -6775,21 +6639,21 @@ class _ResponseWriterMixin:
             return
         if self.chunked and data:
             data = b"%X\r\n%s\r\n" % (len(data), data)
-        # In pieces: the timeout bounds each whole send, and a client that reads a long
-        # response slowly (64 KiB per idle_timeout) is not one that stopped reading.
+        # In pieces: the timeout bounds each send, and a client reading slowly (64 KiB
+        # per idle_timeout) has not stopped reading.
         view = memoryview(data)
         for start in range(0, len(view), 1 << 16):
             super()._write(view[start:start + (1 << 16)])
 
     def handle_error(self):
-        # A timeout (idle_timeout) within the body or the response, whose close
-        # cancelled the request: the connection ends
+        # (a timeout within the body or the response: the connection ends)
         if isinstance(sys.exc_info()[1], TimeoutError):
             self.request_handler.close_connection = True
         else:
             super().handle_error()
 
-    def log_exception(self, exc_info):        # wsgiref's writes the whole traceback
+    # (wsgiref's writes the whole traceback)
+    def log_exception(self, exc_info):
         _log_failure("an HTTP request", exc_info[1])
 
     def finish_content(self):
@@ -6801,11 +6665,10 @@ class _ResponseWriterMixin:
 
 
 class _LineReaderMixin:
-    """A connection's reader (on io.BufferedReader) that remembers a bare CR."""
+    """A connection's reader (on io.BufferedReader) that remembers a CR within a line:
+    the header parser ends a line there, so a header hidden after one ("Foo:
+    x\rMcp-Session-Id: y") would get past a proxy that reads one line (400)."""
 
-    # The header parser (email's) takes a CR alone for the end of a line: a header
-    # hidden after one ("Foo: x\rMcp-Session-Id: y") would get past a proxy that reads
-    # it as one line. Such a line is remembered, and the request refused (400).
     bare_cr = False
 
     def readline(self, size=-1):
@@ -6816,10 +6679,11 @@ class _LineReaderMixin:
 
 
 class _DeadlineReaderMixin:
-    """A connection's socket reads (on socket.SocketIO), all to end by ``deadline``."""
+    """A connection's socket reads (on socket.SocketIO), all to end by ``deadline`` (a
+    time.monotonic()) if set; the socket keeps ``idle_timeout`` for sends."""
 
-    deadline = None                           # time.monotonic() by which reads must end
-    idle_timeout = None                       # the socket's timeout otherwise
+    deadline = None
+    idle_timeout = None
 
     def readinto(self, buffer):
         if self.deadline is None:
@@ -6827,7 +6691,7 @@ class _DeadlineReaderMixin:
         self._sock.settimeout(max(self.deadline - time.monotonic(), 1e-6))
         try:
             return super().readinto(buffer)
-        finally:                              # sends keep the whole timeout
+        finally:
             self._sock.settimeout(self.idle_timeout)
 
 
@@ -6836,31 +6700,30 @@ _ABSOLUTE_FORM = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)/?(.*)")
 
 class _RequestHandlerMixin:
     """One connection of the embedded server (on wsgiref's WSGIRequestHandler), its
-    requests one after the other. _embedded_server_class gives it the classes it uses:
-    ``response_writer``, ``line_reader`` and ``socket_reader``."""
+    requests one after the other."""
 
     protocol_version = "HTTP/1.1"
-    # Headers and body go out in separate writes: with Nagle's algorithm the body would
-    # wait for the client's delayed acknowledgement (40 ms) on a kept-alive connection.
+    # (headers and body go out in separate writes: with Nagle's algorithm the body
+    # would wait 40 ms for the client's delayed acknowledgement)
     disable_nagle_algorithm = True
-    # Closing with input unread (a refusal sent before the body was read): linger()
+    # Closing with input unread (a refusal before the body was read): linger()
     lingers = False
     #: The most bytes linger() reads and drops
     linger_bytes = 64 << 20
 
     def setup(self):
-        # The socket's timeout: each read, each send (0 would make it non-blocking)
+        # (0 would make the socket non-blocking)
         self.timeout = self.server.idle_timeout or None
         super().setup()
-        self.rfile.close()                    # makefile's: this reader keeps a deadline
+        # makefile's reader gives way to one that keeps a deadline
+        self.rfile.close()
         reader = self.socket_reader(self.connection, "rb")
         reader.idle_timeout = self.timeout
         self.rfile = self.line_reader(reader)
 
     def handle(self):
-        # Not wsgiref's handle, which serves one request, then closes. The idle
-        # timeout (between requests, or within a request's line and headers) ends the
-        # connection.
+        # Not wsgiref's, which serves one request, then closes; the idle timeout
+        # (between requests, or within a request's head) ends the connection
         from http.server import BaseHTTPRequestHandler
         try:
             BaseHTTPRequestHandler.handle(self)
@@ -6870,15 +6733,15 @@ class _RequestHandlerMixin:
             self.linger()
 
     def linger(self):
-        """A lingering close: a client that sends its whole body before it reads
-        (urllib, requests, httpx) would be reset by a close with its body unread, and
-        never read the refusal. So our side ends, and what the client still sends is
-        read and dropped: up to linger_bytes, until the body's deadline (idle_timeout
-        after the headers, else 30 s), or until it closes its side."""
+        """A lingering close: a client that sends its whole body before it reads would
+        be reset by a close with its body unread, and miss the refusal. So our side
+        ends, and what it still sends is dropped: up to linger_bytes, until the body's
+        deadline (else 30 s), or until it closes its side."""
         import socket
         connection = self.connection
         deadline = self.rfile.raw.deadline or time.monotonic() + 30
-        buffer, left = bytearray(1 << 16), self.linger_bytes
+        buffer = bytearray(1 << 16)
+        left = self.linger_bytes
         try:
             connection.shutdown(socket.SHUT_WR)
             while left > 0 and deadline > time.monotonic():
@@ -6891,65 +6754,61 @@ class _RequestHandlerMixin:
             pass
 
     def handle_one_request(self):
-        # The request's line and headers must all come within the timeout: a client that
-        # sends them a byte at a time (slowloris) is never silent for that long.
+        # The line and headers must all come within the timeout (a slowloris client,
+        # sending a byte at a time, is never silent for that long)
         if self.timeout:
             self.rfile.raw.deadline = time.monotonic() + self.timeout
         self.rfile.bare_cr = False
         try:
             self.raw_requestline = self.rfile.readline(65537)
-        except ConnectionError:               # the client reset an idle connection
+        except ConnectionError:
+            # the client reset an idle connection
             self.raw_requestline = b""
         connection = self.connection
         if not self.raw_requestline:
             self.close_connection = True
             self.server.unread.discard(connection)
             return
-        self.server.serving.add(connection)   # then unread: drain sees one or the other
+        # serving, then no longer unread: drain sees it in one or the other
+        self.server.serving.add(connection)
         self.server.unread.discard(connection)
         try:
+            # (the rest of a longer line would be taken for the next request)
             if len(self.raw_requestline) > 65536:
-                self.refuse_line(414)         # the rest of it would be the next request
+                self.refuse_line(414)
             else:
                 self.serve_request()
         finally:
             self.server.serving.discard(connection)
 
     def parse_request(self):
-        # HTTP/0.9 ("GET /mcp", no version) is answered with a bare body: no status
-        # line, no headers. A line without a version gets a 400 that has both, and a
-        # close.
+        # (HTTP/0.9, a line with no version, would get a bare body, with no status line)
         if len(self.raw_requestline.split()) in (1, 2):
-            self.refuse_line(400, "The request line needs an HTTP version.")
-            return False
+            return self.refuse_line(400, "The request line needs an HTTP version.")
         if not super().parse_request():
             return False
-        if self.request_version not in ("HTTP/1.0", "HTTP/1.1"):   # "HTTP/0.9" too
-            self.refuse_line(505, "This server speaks HTTP/1.0 and HTTP/1.1.")
-            return False
+        if self.request_version not in ("HTTP/1.0", "HTTP/1.1"):
+            return self.refuse_line(505, "This server speaks HTTP/1.0 and HTTP/1.1.")
         if self.rfile.bare_cr:
-            self.refuse_line(400, "A line of the request holds a CR that does not end "
-                                  "it.")
-            return False
+            return self.refuse_line(400, "A line of the request holds a CR that does "
+                                         "not end it.")
         return True
 
     def refuse_line(self, status, explanation=None):
-        """An error answered in HTTP/1.1 to a request line that cannot be served; then
-        the connection closes."""
+        """An error for a request that cannot be read, then a close; False, as
+        parse_request says then."""
         self.command = None
         self.path = ""
-        self.request_version = "HTTP/1.1"
         self.send_error(status, None, explanation)
+        return False
 
     def serve_request(self):
         if not self.parse_request():
             return
-        # The body too must all come within the timeout, from the headers' end: a client
-        # trickling it would keep this thread for ever (408 from the application).
+        # The body too, from the headers' end: trickled, it would hold this thread (408)
         if self.timeout:
             self.rfile.raw.deadline = time.monotonic() + self.timeout
-        # The absolute form (a proxy's "POST http://host/mcp"): a server must take it,
-        # and its host, not the Host header's (RFC 9112 3.2.2).
+        # The absolute form (a proxy's "POST http://host/mcp") names the host (RFC 9112)
         absolute = _ABSOLUTE_FORM.match(self.path)
         if absolute:
             self.path = "/" + absolute[2]
@@ -6959,15 +6818,15 @@ class _RequestHandlerMixin:
         if self.server.stopping and not self.body.refusal:
             self.body.refusal = (503, "Service Unavailable: the server is shutting "
                                       "down")
-        writer = self.response_writer(self.body, self.wfile, self.get_stderr(),
-                                      self.get_environ(), multithread=True)
-        writer.request_handler = self
-        writer.run(self.body.refuse if self.body.refusal else self.server.get_app())
-
-    def get_environ(self):
-        environ = super().get_environ()
+        environ = self.get_environ()
         environ["mcp_min.client_gone"] = self.client_gone
-        return environ
+        writer = self.response_writer(self.body, self.wfile, self.get_stderr(),
+                                      environ, multithread=True)
+        writer.request_handler = self
+        app = self.server.get_app()
+        if self.body.refusal:
+            app = self.body.refuse
+        writer.run(app)
 
     def client_gone(self):
         """Whether the client closed its end: readable, with nothing to read."""
@@ -6979,8 +6838,7 @@ class _RequestHandlerMixin:
             return True
 
     def handle_expect_100(self):
-        # "100 Continue" asks for the body: not for one the application refuses by its
-        # length (413), which the client then need not send at all.
+        # (no "100 Continue" for a body the application refuses by its length: 413)
         length = self.headers.get("Content-Length", "")
         limit = self.server.max_body_bytes
         if limit is not None and _is_length(length) and int(length) > limit:
@@ -6988,15 +6846,14 @@ class _RequestHandlerMixin:
         return super().handle_expect_100()
 
     def send_error(self, code, message=None, explain=None):
-        """The server's own refusals (a request line or headers it cannot read): a
-        JSON-RPC error as the body, as the application's are, and the connection
-        closes."""
-        # The status line has the standard phrase: the message may quote the client.
+        """The server's own refusals (a request it cannot read): a JSON-RPC error as
+        the body, and a close. The status line has the standard phrase alone: the
+        message may quote the client."""
         phrase = self.responses.get(code, ("Error",))[0]
         said = ": ".join(filter(None, (phrase, message, explain)))
         self.log_error("code %d, message %s", code, said)
-        if self.request_version not in ("HTTP/1.0", "HTTP/1.1"):   # never a bare body
-            self.request_version = "HTTP/1.1"
+        # (never a bare body, as to "HTTP/0.9")
+        self.request_version = "HTTP/1.1"
         if len(said) > 300:
             said = said[:299] + "…"
         body = error_frame(None, INVALID_REQUEST, said)
@@ -7006,12 +6863,11 @@ class _RequestHandlerMixin:
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = self.lingers = True
-        if self.command != "HEAD":            # (every code it gets is 4xx or 5xx)
+        if self.command != "HEAD":
             self.wfile.write(body)
 
     def log_message(self, format, *args):
-        # What the standard library logs of a request quotes the client (its request
-        # line, its version): bounded and escaped, at debug level.
+        # (it quotes the client: bounded and escaped)
         log.debug("HTTP %s: %s", self.client_address[0], _escaped(format % args, 500))
 
     def log_request(self, code="-", size="-"):
@@ -7021,53 +6877,47 @@ class _RequestHandlerMixin:
 
 class _HttpServerMixin:
     """The embedded server (on socketserver.ThreadingMixIn and wsgiref's WSGIServer): a
-    stop signal ends serve_forever, then ``drain`` lets the requests in progress be
-    answered. ``request_handler`` (given by _embedded_server_class) serves each
-    connection."""
+    stop signal ends serve_forever, then ``drain`` lets the requests in progress
+    finish. make_http_server sets its limits (``slots``: a thread per connection)."""
 
     daemon_threads = True
     allow_reuse_address = True
     stopping = False
-    stop_signal = None                        # the signal that stopped serve_forever
-    closing = False                           # shutdown() was called
-    # A connection is being taken: accepted, its thread started
+    # The signal that stopped serve_forever; shutdown() was called
+    stop_signal = None
+    closing = False
+    # A connection is being taken (accepted, its thread started); a stop came meanwhile
     taking = False
-    stop_due = False                          # a stop signal came meanwhile
+    stop_due = False
 
-    def __init__(self, address, idle_timeout, max_connections, max_body_bytes,
-                 max_connections_per_address):
+    def __init__(self, address):
         import socket
-        # Connections waiting to be accepted: past socketserver's 5, a burst of new
-        # clients waits a second or more for its SYN to be sent again.
+        # (past socketserver's 5 waiting, a burst of new clients waits for SYN resends)
         self.request_queue_size = socket.SOMAXCONN
-        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        self.idle_timeout = idle_timeout
-        self.max_body_bytes = max_body_bytes
+        self.address_family = socket.AF_INET
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
         # The connections with a request in progress, and those taken whose first
-        # request is not read yet
+        # request is not read yet; the address each comes from
         self.serving = set()
         self.unread = set()
-        # A connection's thread each; the address each comes from
-        self.slots = threading.BoundedSemaphore(max_connections)
-        self.per_address = max_connections_per_address
         self.peers = {}
         super().__init__(address, self.request_handler)
 
     def stop(self, signum=None, frame=None):
-        """The handler of SIGTERM and Ctrl+C (run_http's): KeyboardInterrupt, which ends
-        serve_forever. Raised while a connection is taken, it would make socketserver
-        close the connection under the thread just started to serve it: it waits until
-        then."""
+        """SIGTERM's and Ctrl+C's handler: KeyboardInterrupt ends serve_forever, but not
+        while a connection is taken (socketserver would close it under its new
+        thread). The first signal decides the exit code."""
         if self.stop_signal is None:
-            self.stop_signal = signum         # the first decides the exit code
+            self.stop_signal = signum
         if self.taking:
             self.stop_due = True
         else:
             raise KeyboardInterrupt
 
     def get_request(self):
-        # At max_connections, take none until one ends: the clients wait in the kernel's
-        # queue, not each on a thread of its own. (A stop signal interrupts the wait.)
+        # At max_connections, take none until one ends: clients wait in the kernel's
+        # queue, not each on a thread
         while not self.slots.acquire(timeout=0.2):
             if self.closing:
                 # serve_forever's loop goes on, and ends
@@ -7078,8 +6928,7 @@ class _HttpServerMixin:
         except BaseException:
             self.slots.release()
             raise
-        # Past max_connections_per_address from one address: refused at once (429),
-        # so that one client, with a token or without, cannot hold every slot
+        # Past max_connections_per_address: 429 at once, lest one client hold them all
         address = connection[1][0]
         if list(self.peers.values()).count(address) >= self.per_address:
             self.slots.release()
@@ -7097,10 +6946,10 @@ class _HttpServerMixin:
         head = (f"HTTP/1.1 {HTTP_STATUS[429]}\r\nContent-Type: application/json\r\n"
                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
         try:
-            connection.setblocking(False)     # the empty buffer of a new one takes it
+            # (the empty buffer of a new connection takes it all)
+            connection.setblocking(False)
             connection.send(head.encode() + body)
-            # What the request has sent is read: a close with it unread would reset
-            # the connection, and the client could lose the 429
+            # (a close with the request unread would reset it, and lose the 429)
             connection.recv(1 << 16)
         except OSError:
             pass
@@ -7110,16 +6959,17 @@ class _HttpServerMixin:
         self.closing = True
         super().shutdown()
 
-    def service_actions(self):                # serve_forever's loop, after taking one
+    # serve_forever's loop, after taking one
+    def service_actions(self):
         self.taking = False
         if self.stop_due:
             raise KeyboardInterrupt
 
     def handle_error(self, request, client_address):
-        # What escaped a connection's thread, bounded
         _log_failure("serving a connection", sys.exc_info()[1])
 
-    def shutdown_request(self, request):      # its thread ends (or never began)
+    # its thread ends (or never began)
+    def shutdown_request(self, request):
         self.unread.discard(request)
         self.peers.pop(request, None)
         try:
@@ -7128,15 +6978,13 @@ class _HttpServerMixin:
             self.slots.release()
 
     def drain(self, grace, endpoint=None):
-        """After serve_forever: new requests get 503, the endpoint's streams that wait
-        for no response (GET, listen) end, and those in progress have ``grace`` seconds
-        to be answered (one more SIGTERM or Ctrl+C cuts the wait short)."""
+        """After serve_forever: new requests get 503, GET and listen streams end, the
+        requests in progress have ``grace`` seconds (a second signal cuts it short)."""
         self.stopping = True
         if endpoint is not None:
             endpoint.end_streams()
         deadline = time.monotonic() + grace
-        # A connection taken just before the stop whose request has come but is not read
-        # yet: it is answered (503) rather than dropped. One with nothing sent is not.
+        # (a connection taken just before the stop whose request has come gets a 503)
         sent = [connection for connection in list(self.unread) if _readable(connection)]
         try:
             while time.monotonic() < deadline and (
@@ -7145,26 +6993,25 @@ class _HttpServerMixin:
         except KeyboardInterrupt:
             pass
         if self.serving:
-            log.warning("exiting with %d HTTP request(s) unanswered after the %.1f s "
-                        "grace period", len(self.serving), grace)
+            log.warning("exiting with %d HTTP request(s) without a response after the "
+                        "%.1f s grace period", len(self.serving), grace)
 
 
 class _BodyReader:
-    """wsgi.input for wsgiref: reads no further than Content-Length, and knows what is
-    left. A request whose body's end is unknown gets ``refusal`` (status, message)
-    instead of the application, and the connection closes after it: the body must not be
-    taken for the next request (RFC 9112 6.3)."""
+    """wsgi.input for wsgiref: reads no further than Content-Length. A request whose
+    body's end is unknown gets ``refusal`` (status, message) instead of the
+    application, then a close: the body must not be taken for the next request."""
 
     def __init__(self, rfile, headers):
         lengths = headers.get_all("Content-Length", [])
         self.rfile = rfile
         self.left = 0
         self.refusal = None
-        # A line that is not a header ("Content-Length : 5") ends the headers the parser
-        # reads: the body's length may be among those it left out.
+        # (a line that is not a header ends those the parser reads: the length may be
+        # among those after it)
         if headers.defects:
             self.refusal = (400, "Bad Request: a header line is not NAME: VALUE")
-        elif "Transfer-Encoding" in headers:  # chunked: a body this reader cannot read
+        elif "Transfer-Encoding" in headers:
             self.refusal = (411, "Length Required: send Content-Length (this server "
                                  "reads no Transfer-Encoding)")
         elif lengths and (len(set(lengths)) > 1 or not _is_length(lengths[0])):
@@ -7179,17 +7026,19 @@ class _BodyReader:
         return _http_response(start_response, status, body)
 
     def discard(self):
-        """Drop what the application left unread (64 KiB at most), lest it be taken
-        for the next request; False if that is not possible."""
+        """Drop what the application left unread (64 KiB at most); False if that is
+        not possible."""
         if 0 < self.left <= 1 << 16 and not self.refusal:
             self.read()
         return not (self.left or self.refusal)
 
     def read(self, size=-1):
-        size = self.left if size is None or size < 0 else min(size, self.left)
+        if size is None or size < 0 or size > self.left:
+            size = self.left
         try:
-            data = self.rfile.read(size) if size else b""
-        except TimeoutError:                  # where the body ends is unknown: close
+            data = self.rfile.read(size)
+        except TimeoutError:
+            # where the body ends is unknown: the connection closes
             self.refusal = (408, "Request Timeout")
             raise
         self.left -= len(data)
@@ -7205,8 +7054,6 @@ def _parse_address(address):
         raise ValueError(f"not an address: {address!r} (use HOST:PORT, e.g. "
                          "127.0.0.1:8000)")
     return host, int(port)
-
-
 # ======================================================================================
 # Client
 # ======================================================================================
@@ -7218,24 +7065,14 @@ class ProtocolError(Exception):
 def _expect(value, what, kind=dict):
     """``value`` if it is a ``kind`` (dict: a JSON object), else ProtocolError."""
     if not isinstance(value, kind):
-        shape = "an object" if kind is dict else "a list"
+        shape = {dict: "an object", list: "a list"}[kind]
         raise ProtocolError(f"{what} must be {shape}; the server sent "
                             f"{_preview(value)}")
     return value
 
 
-class _Dropped(Stream):
-    """A stream that drops what it is given: what a 2026-07-28 client's responses
-    come to."""
-
-    def send(self, frame):
-        return False
-
-    def respond(self, frame, before=None):
-        pass
-
-
-_NO_RESPONSES = _Dropped()
+# Where a 2026-07-28 client's responses go: a Writer with nowhere to write drops them.
+_NO_RESPONSES = Writer(None)
 
 
 class Client(Peer):
@@ -7256,23 +7093,22 @@ class Client(Peer):
         if era not in eras:
             raise ValueError(f"era must be one of {eras}")
         self.era = era
-        # True once 2026-07-28 is spoken
         self.stateless = False
         self.log_level = log_level
         self.max_rounds = max_rounds
-        # a longer line is skipped, and fails the request it answers
         self.max_line_bytes = max_line_bytes
         self.timeout = timeout
         self.on_notification = on_notification
         self.notifications = []
-        self.progress_handlers = {}          # progress token -> callback
+        self.progress_handlers = {}
         self.progress_tokens = count(1).__next__
-        self.junk = []                       # lines from the server that are not JSON
-        self.subscriptions = {}              # listen id -> Subscription
-        self.cancelled_requests = set()      # the server's requests it has given up on
+        self.junk = []
+        self.subscriptions = {}
+        self.cancelled_requests = set()
         self.callbacks = {"roots/list": roots, "sampling/createMessage": sampling,
                           "elicitation/create": elicitation}
-        if capabilities is None:             # those the callbacks given stand for
+        # By default, those of the callbacks given
+        if capabilities is None:
             capabilities = {method.split("/")[0]: {}
                             for method, callback in self.callbacks.items() if callback}
             if roots:
@@ -7284,18 +7120,20 @@ class Client(Peer):
         self.server_info = None
         self.server_capabilities = None
         self.instructions = None
-        self._start(target, env, cwd, stderr, trace)     # the reader reads the above
+        # Last: the reader reads the above
+        self._start(target, trace, env=env, cwd=cwd, stderr=stderr)
         if initialize:
             try:
                 self.connect()
-            except BaseException:            # close first: leave no server process
+            except BaseException:
+                # Leave no server process behind
                 try:
                     self.close(timeout=1.0)
                 except Exception:
                     pass
                 raise
 
-    def _start(self, target, env, cwd, stderr, trace):
+    def _start(self, target, trace, **popen_options):
         """Start the server (a process, or a Server on a thread), and the reader."""
         self.process = self.server_thread = None
         if isinstance(target, Server):
@@ -7306,8 +7144,8 @@ class Client(Peer):
             # alone, which cancels what is in flight and closes the server's input
             # (__exit__), rather than stopping the server in the middle of a call.
             self.process = subprocess.Popen(
-                target, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
-                env=env, cwd=cwd, start_new_session=os.name == "posix")
+                target, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                start_new_session=os.name == "posix", **popen_options)
             write_fd, rfile = self.process.stdin.fileno(), self.process.stdout
         if trace:
             trace = self._guarded_trace(trace)
@@ -7318,8 +7156,8 @@ class Client(Peer):
         self.reader.start()
 
     def _serve_in_memory(self, server):
-        """Serve ``server`` on a thread over OS pipes, so the real wire code runs.
-        Returns the client's ends: the fd to write to and the file to read from."""
+        """Serve ``server`` on a thread over OS pipes, so the real stdio code runs: the
+        client's ends, the fd to write to and the file to read from."""
         server_reads, client_writes = os.pipe()
         client_reads, server_writes = os.pipe()
 
@@ -7342,61 +7180,66 @@ class Client(Peer):
                 trace(direction, raw)
             except Exception as e:
                 self.trace = self.stream.trace = None
-                if not isinstance(e, BrokenPipeError):    # a closed pipe is no news
+                # A closed pipe is no news
+                if not isinstance(e, BrokenPipeError):
                     log.warning("the client's trace failed and is switched off: %s: %s",
                                 type(e).__name__, e)
         return guarded
 
     def _read(self, rfile):
+        """The reader's thread. Once the server's output ends, what waits on it fails
+        with why: the requests, and the subscriptions."""
         try:
             self.read_loop(rfile, self.max_line_bytes)
         finally:
             self.closed = True
-            why = self._why_closed(rfile)
+            code = None
+            if self.process is None:
+                rfile.close()
+            else:
+                try:
+                    code = self.process.wait(1)
+                except Exception:
+                    # Still running: it only closed its stdout
+                    pass
+            why = "the server closed the connection"
+            if code:
+                why += f" (exit code {code})"
+            if code == 0 and self.server_info is None:
+                why += (": it exited before answering; does the script call "
+                        "server.run()?")
             self.fail_pending(ConnectionError(why))
             for listen_id in list(self.subscriptions):
                 self.end_subscription(listen_id, why)
-
-    def _why_closed(self, rfile):
-        """The reader is done: close our end, and say why the connection ended."""
-        code = None
-        if self.process is None:                 # our end of the in-memory pipe
-            rfile.close()
-        else:
-            try:
-                code = self.process.wait(1)
-            except Exception:                    # still running: it only closed stdout
-                pass
-        why = "the server closed the connection"
-        if code:
-            why += f" (exit code {code})"
-        if code == 0 and self.server_info is None:     # it ended before saying anything
-            why += ": it exited before answering; does the script call server.run()?"
-        return why
 
     # -- lifecycle ---------------------------------------------------------------------
     def connect(self):
         """Open the session in the client's ``era``: the result of the opening call."""
         if self.era == HANDSHAKE:
             return self.initialize()
-        # At most 10 s: a handshake-only server may never answer a method it lacks.
-        probe_timeout = 10.0 if self.timeout is None else min(self.timeout, 10.0)
+        # At most 10 s: a handshake-only server may never respond to a method it lacks.
+        probe_timeout = 10.0
+        if self.timeout is not None:
+            probe_timeout = min(self.timeout, 10.0)
         try:
             result = self.discover(timeout=probe_timeout)
         except (TimeoutError, JSONRPCError) as e:
             if self.era != "auto":
                 raise
-            if getattr(e, "code", None) == UNSUPPORTED_VERSION:   # stateless-era server
+            # A server of the stateless era, that does not serve 2026-07-28
+            if getattr(e, "code", None) == UNSUPPORTED_VERSION:
                 data = e.data if isinstance(e.data, dict) else {}
                 self._check_handshake_offered(data.get("supported"))
-            return self.initialize()             # a handshake-only server: not an error
-        if self.stateless:                          # discover() saw 2026-07-28 offered
+            # Else a handshake-only server: not an error
+            return self.initialize()
+        if self.stateless:
             return result
         supported = result.get("supportedVersions")
         if self.era != "auto":
             raise ConnectionError(f"the server does not serve {self.era}: it offers "
                                   f"{_preview(supported)}")
-        if supported is not None:    # a discover result: not a handshake-only server
+        # A discover result: not a handshake-only server
+        if supported is not None:
             self._check_handshake_offered(supported)
         return self.initialize()
 
@@ -7415,9 +7258,9 @@ class Client(Peer):
 
     def discover(self, timeout=None):
         """server/discover; if the server offers 2026-07-28, the client speaks it."""
-        answer = self.request("server/discover", {"_meta": self.envelope(V2026_07)},
+        result = self.request("server/discover", {"_meta": self.envelope(V2026_07)},
                               timeout)
-        result = _expect(answer, "the result of server/discover")
+        result = _expect(result, "the result of server/discover")
         supported = result.get("supportedVersions")
         if supported is not None:
             _expect(supported, "supportedVersions in the result of server/discover",
@@ -7439,14 +7282,15 @@ class Client(Peer):
         return meta
 
     def initialize(self):
-        self.stateless = False              # the handshake era: no envelopes from here on
+        """initialize, then notifications/initialized: the handshake era from now."""
+        self.stateless = False
         params = {"protocolVersion": self.handshake_version,
                   "capabilities": self.capabilities,
                   "clientInfo": self.client_info}
         result = _expect(self.request("initialize", params), "the result of initialize")
         version = result.get("protocolVersion")
+        # The spec: a client that cannot speak the version offered leaves.
         if version not in PROTOCOL_VERSIONS:
-            # The spec: a client that cannot speak the version offered leaves.
             raise ConnectionError(f"the server offers protocol version "
                                   f"{_preview(version)}, which this client does not "
                                   "speak")
@@ -7466,43 +7310,38 @@ class Client(Peer):
         """Close the server's input (the MCP shutdown signal) between frames, unless one
         is stuck for ``timeout`` on a server that reads nothing; wait for it to end."""
         writer = self.stream
-        got = writer.lock.acquire(timeout=timeout)
+        writer.close(timeout)
         fd = writer.write_fd
         writer.write_fd = None
-        if got:
-            writer.lock.release()
-        if self.process is None:                 # in memory: a Server on a thread
+        if self.process is None:
             if fd is not None:
                 os.close(fd)
             self.server_thread.join(timeout)
         else:
             if fd is not None:
                 self.process.stdin.close()
-            self._wait_for_process(timeout)
+            # Terminate it after ``timeout``, kill it after as long again; then wait
+            for stop in (self.process.terminate, self.process.kill):
+                try:
+                    self.process.wait(timeout)
+                    break
+                except Exception:
+                    stop()
+            self.process.wait()
             self.process.stdout.close()
         self.reader.join(timeout)
-
-    def _wait_for_process(self, timeout):
-        """Wait for the server process to exit: terminate it after ``timeout``, and kill
-        it after as long again."""
-        for stop in (self.process.terminate, self.process.kill):
-            try:
-                return self.process.wait(timeout)
-            except Exception:
-                stop()
-        self.process.wait()
 
     def __enter__(self):
         return self
 
     def __exit__(self, exc_type, exc, traceback):
+        # Left by an exception (Ctrl+C: KeyboardInterrupt), the requests still waiting
+        # are cancelled, so that the server stops their calls and exits at once.
         if exc_type is None:
             self.close()
-            return
-        # Left by an exception (Ctrl+C: KeyboardInterrupt): the requests still waiting
-        # are cancelled, so that the server stops their calls and exits at once.
-        self.cancel_all(f"the client stopped ({exc_type.__name__})")
-        self.close(timeout=0.5)
+        else:
+            self.cancel_all(f"the client stopped ({exc_type.__name__})")
+            self.close(timeout=0.5)
 
     def cancel_all(self, reason=None):
         """Cancel every request of ours still waiting for its response."""
@@ -7518,7 +7357,7 @@ class Client(Peer):
 
     def handle_batch(self, items, stream):
         # Protocol 2025-03-26 has batches, and a client must take them: each message as
-        # if it came alone, the answers to its requests as one batch.
+        # if it came alone, the responses to its requests as one batch.
         if self.protocol_version != V2025_03:
             return super().handle_batch(items, stream)
         self.dispatch_batch(items, stream)
@@ -7528,75 +7367,77 @@ class Client(Peer):
                          daemon=True).start()
 
     def answer(self, method, params):
-        """The callbacks' answer to a request, or input request, from the server."""
-        callback = self.callbacks.get(method)
+        """The callbacks' answer to a request, or a question, from the server."""
         if method == "ping":
             return {}
+        callback = self.callbacks.get(method)
         if callback is None:
             raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
         if method == "roots/list":
             return {"roots": callback()}
         result = callback(params or {})
-        if not isinstance(result, dict):          # a result is a JSON object
+        if not isinstance(result, dict):
             raise TypeError(f"the {method} callback returned {_preview(result)}, "
                             "not a dict")
         return result
 
     def _answer(self, message, stream):
+        """Respond to a request of the server's with ``answer``, or the error it
+        raised (the callback failed, or returned something not JSON)."""
         rid = message["id"]
         try:
             result = self.answer(message["method"], message.get("params"))
             frame = encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
-        except JSONRPCError as e:             # without its data, if that is not JSON
+        except JSONRPCError as e:
             frame = error_frame(rid, e.code, e.message, e.data)
-        except Exception as e:  # the callback failed, or returned something not JSON
+        except Exception as e:
             frame = error_frame(rid, INTERNAL_ERROR, f"{type(e).__name__}: {e}")
+        # Cancelled by the server: the spec forbids a response (a batch still learns
+        # that this one is done).
         if rid in self.cancelled_requests:
-            # Cancelled by the server: the spec forbids a response (a batch still
-            # learns that this one is done).
             self.cancelled_requests.discard(rid)
             frame = None
         stream.respond(frame)
 
     def handle_unparsable(self, line, error):
         # A server that writes anything but JSON-RPC to stdout is broken: keep the line
-        # so callers can say so, but don't answer it (only noise on the wire).
+        # so callers can say so, but don't respond to it (that is only more noise).
         self.junk.append(line.decode("utf-8", "replace").rstrip("\r\n"))
 
     def handle_notification(self, message):
+        """Keep the notification, and act on it: a failing callback is logged, and
+        never stops the reader."""
         self.notifications.append(message)
         params = message.get("params") or {}
+        method = message["method"]
         meta = params.get("_meta")
         listen_id = meta.get(SUBSCRIPTION_ID_KEY) if isinstance(meta, dict) else None
-        try:                             # a failing callback must not stop the reader
+        try:
             if listen_id is not None:
                 self.deliver(listen_id, message)
-            self._follow_notification(message["method"], params)
+            if method == "notifications/cancelled":
+                request_id = params.get("requestId")
+                self.cancelled_requests.add(request_id)
+                self.end_subscription(request_id, "the server cancelled the "
+                                                  f"subscription {request_id!r}")
+            elif method == "notifications/progress":
+                handler = self.progress_handlers.get(params.get("progressToken"))
+                if handler:
+                    handler(params)
             if self.on_notification:
                 self.on_notification(message)
         except Exception as e:
             _log_failure("a notification callback", e)
-
-    def _follow_notification(self, method, params):
-        """What a cancellation or progress notification changes here."""
-        if method == "notifications/cancelled":
-            request_id = params.get("requestId")
-            self.cancelled_requests.add(request_id)
-            self.end_subscription(request_id, "the server cancelled the subscription "
-                                              f"{request_id!r}")
-        elif method == "notifications/progress":
-            handler = self.progress_handlers.get(params.get("progressToken"))
-            if handler:
-                handler(params)
 
     # -- requests ----------------------------------------------------------------------
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):
         if threading.current_thread() is self.reader:
             raise RuntimeError(f"{method}: a request from a notification or progress "
                                "callback could never be answered (the callback runs "
-                               "on the thread that reads the answers); make it from a "
-                               "thread of its own")
-        if self.stateless:                      # 2026-07-28: every request says who we are
+                               "on the thread that reads the responses); make it from "
+                               "a thread of its own")
+        # 2026-07-28: every request says who we are
+        if self.stateless:
             params = dict(params or {})
             meta = params.get("_meta") or {}
             if not isinstance(meta, dict):
@@ -7606,9 +7447,10 @@ class Client(Peer):
         if timeout is None:
             timeout = self.timeout
         result = super().request(method, params, timeout, owner, request_id)
+        # The spec: any other resultType is invalid
         if self.stateless and isinstance(result, dict):
             kind = result.get("resultType", "complete")
-            if kind not in ("complete", "input_required"):    # the spec: invalid
+            if kind not in ("complete", "input_required"):
                 raise ProtocolError(f"{method}: the server sent resultType "
                                     f"{_preview(kind)}, which this client does not "
                                     "know")
@@ -7626,22 +7468,20 @@ class Client(Peer):
             rounds += 1
             asked = _expect(result.get("inputRequests") or {},
                             f"inputRequests in the result of {method}")
-            retry = dict(params, inputResponses=self._answer_inputs(method, asked))
+            answers = {}
+            for key, question in asked.items():
+                _expect(question, f"inputRequests[{_preview(key)}] in the result of "
+                                  f"{method}")
+                answers[key] = self.answer(question.get("method"),
+                                           question.get("params"))
+            retry = dict(params, inputResponses=answers)
             if "requestState" in result:
                 retry["requestState"] = result["requestState"]
+            # No question: the server asked only to be asked again
             if not asked:
-                time.sleep(0.05)             # the server asked only to be asked again
+                time.sleep(0.05)
             result = self.request(method, retry, timeout)
         return result
-
-    def _answer_inputs(self, method, asked):
-        """The inputResponses to the inputRequests ``asked`` by ``method``'s result."""
-        answers = {}
-        for key, question in asked.items():
-            where = f"inputRequests[{_preview(key)}] in the result of {method}"
-            _expect(question, where)
-            answers[key] = self.answer(question.get("method"), question.get("params"))
-        return answers
 
     # -- 2026-07-28 subscriptions ------------------------------------------------------
     def listen(self, *, tools=False, prompts=False, resources=False, resource_uris=None,
@@ -7654,10 +7494,11 @@ class Client(Peer):
         return self._listen(wanted, timeout)[0]
 
     def _listen(self, wanted, timeout):
-        """subscriptions/listen for ``wanted``: the Subscription, the ack's params."""
+        """subscriptions/listen for ``wanted``: the Subscription, the ack's params. The
+        acknowledgement stands in for the response (see deliver())."""
         rid = f"listen-{self.next_id()}"
         subscription = self.subscriptions[rid] = Subscription(self, rid)
-        try:           # the acknowledgement stands in for the response: see deliver()
+        try:
             ack = self.request("subscriptions/listen", {"notifications": wanted},
                                timeout, request_id=rid)
         except BaseException:
@@ -7674,8 +7515,8 @@ class Client(Peer):
 
     def handle_response(self, message):
         rid = message.get("id")
+        # An acknowledged subscription's response: the stream ends.
         if rid in self.subscriptions and rid not in self.pending:
-            # An acknowledged subscription's response: the stream ends.
             return self.end_subscription(rid, "the server ended the subscription "
                                               f"{rid!r}; listen again to go on")
         super().handle_response(message)
@@ -7689,6 +7530,7 @@ class Client(Peer):
         else:
             subscription.events.put(message)
 
+    # -- high-level methods ------------------------------------------------------------
     def ping(self):
         return self.request("ping")
 
@@ -7702,7 +7544,8 @@ class Client(Peer):
             items += _expect(result.get(key, []), f"{key} in the result of {method}",
                              list)
             cursor = result.get("nextCursor")
-            if cursor is None:            # "" is a cursor too: only none ends the list
+            # "" is a cursor too: only none ends the list
+            if cursor is None:
                 return items
             if not isinstance(cursor, str) or cursor in seen:
                 raise ProtocolError(f"{method}: the server sent nextCursor "
@@ -7789,7 +7632,8 @@ class Subscription:
         except Empty:
             raise TimeoutError(f"no notification on {self.id!r} in time") from None
         if isinstance(event, ConnectionError):
-            self.events.put(event)                   # for every later next() too
+            # For every later next() too
+            self.events.put(event)
             raise ConnectionError(*event.args)
         return event
 
@@ -7803,16 +7647,16 @@ class Subscription:
     def __exit__(self, *exc):
         self.close()
 
-
 # ======================================================================================
 # Command line (a first reading can skip this)
 # ======================================================================================
 
-#
 # Tools for seeing the protocol: `demo` plays a whole session with the gift server
 # (built in, demo_server(): `serve` with no file serves it too), `inspect` lists what a
 # server offers, `call` makes one request, `repl` lets you type frames, `explain` says
 # what a message is and what is wrong with it.
+
+# --- explain ---------------------------------------------------------------
 
 def explain(raw):
     """What a message is, and what is wrong with it: (summary, list of problems)."""
@@ -7880,29 +7724,15 @@ def _frame_problems(message, kind, method, known):
 def _unknown_method_problem(method):
     """The problem with a method MCP does not have, naming the one meant if it can."""
     import difflib
-    close = difflib.get_close_matches(method, METHODS, n=1, cutoff=0.6)
+    close = difflib.get_close_matches(method, METHODS, n=1)
     if not close:
         close = [known for known in METHODS if known.endswith("/" + method)]
     hint = f": did you mean {close[0]!r}?" if close else ""
     return f"{method!r} is not an MCP method{hint}"
 
 
-def _explain_response(message, problems):
-    """The summary line of a response: what kind of answer it is."""
-    summary = describe_frame(message)
-    result = message.get("result")
-    if isinstance(result, dict) and result.get("resultType") == "input_required":
-        return f"{summary} {_explain_input_required(result, problems)}"
-    if summary.endswith(" (isError)"):
-        return (summary.removesuffix(" (isError)") + " (a tool result with isError: a "
-                "business error, not a protocol error)")
-    if "error" in message:
-        summary += " (a protocol error)"
-    return summary
-
-
 def _explain_params(method, params, problems):
-    """What is wrong with the params of a known method, by the params METHODS gives it."""
+    """What is wrong with the params of a known method (METHODS gives their types)."""
     answer = "a server answers -32602"
     if method.startswith("notifications/"):
         answer = "a receiver ignores it"
@@ -7926,6 +7756,11 @@ def _explain_params(method, params, problems):
                                 "a strict server answers -32602")
 
 
+# What a value of each JSON type is called in a problem ("a string" for the others)
+_A_JSON_TYPE = {"array": "an array", "integer": "an integer", "object": "an object",
+                "null": "null"}
+
+
 def _param_problem(key, kinds, params, answer):
     """The problem with the param ``key`` ("?" at its end: optional) in ``params``."""
     optional = key.endswith("?")
@@ -7933,15 +7768,15 @@ def _param_problem(key, kinds, params, answer):
     if key not in params:
         hint = _did_you_mean(key, params=params)
         # An optional param is missing only if it was sent misnamed.
-        return f"params.{key} is missing{hint}" if hint or not optional else None
+        if optional and not hint:
+            return None
+        return f"params.{key} is missing{hint}"
     value = params[key]
     kinds = kinds.split()
     found = _json_type(value)
     if "any" in kinds or found in kinds or (found == "integer" and "number" in kinds):
         return None
-    named = {"array": "an array", "integer": "an integer", "object": "an object",
-             "null": "null"}
-    wanted = " or ".join(named.get(kind, f"a {kind}") for kind in kinds)
+    wanted = " or ".join(_A_JSON_TYPE.get(kind, f"a {kind}") for kind in kinds)
     return f"params.{key} must be {wanted}, not {_typed_preview(value)}: {answer}"
 
 
@@ -7964,6 +7799,20 @@ def _explain_envelope(method, params, problems):
         problems.append(f"{method} is not part of 2026-07-28: a server answers -32601")
     return (" (2026-07-28: stateless; params._meta carries the version and the "
             "client's capabilities)")
+
+
+def _explain_response(message, problems):
+    """The summary line of a response: what kind of response it is."""
+    summary = describe_frame(message)
+    result = message.get("result")
+    if isinstance(result, dict) and result.get("resultType") == "input_required":
+        return f"{summary} {_explain_input_required(result, problems)}"
+    if summary.endswith(" (isError)"):
+        return (summary.removesuffix(" (isError)") + " (a tool result with isError: a "
+                "business error, not a protocol error)")
+    if "error" in message:
+        summary += " (a protocol error)"
+    return summary
 
 
 def _explain_input_required(result, problems):
@@ -7989,17 +7838,7 @@ def _explain_input_required(result, problems):
             "the answers in inputResponses and requestState echoed)")
 
 
-def _print_json(value):
-    """A result on stdout as JSON, with JSON's escapes where stdout cannot encode it."""
-    try:
-        print(json.dumps(value, indent=2, ensure_ascii=False), flush=True)
-    except UnicodeEncodeError:
-        print(json.dumps(value, indent=2), flush=True)
-
-
-def _client_trace(colour):
-    return FramePrinter({"out": "C->S", "in": "S->C"}, sys.stdout, colour)
-
+# --- demo ------------------------------------------------------------------
 
 # The demo's catalogue: name, price in dollars, the occasions and interests it suits.
 _GIFT_CATALOG = (
@@ -8012,84 +7851,95 @@ _GIFT_CATALOG = (
     ("Chef's knife", 90, "wedding housewarming anniversary", "cooking|food|kitchen"),
     ("Houseplant in a ceramic pot", 28, "housewarming thank-you",
      "plants|gardening|home"))
+_OCCASIONS = ("birthday", "wedding", "anniversary", "graduation", "housewarming",
+              "thank-you")
 
 
 def demo_server():
     """The gift server of `demo`, and of `serve` with no file: examples/gift_server.py
     with a shorter catalogue, built in for a lone copy of this file."""
-    import typing
     server = Server("gift-server", "1.0.0", title="Gift picker", instructions=(
         "Suggests gifts from a small catalogue. Call suggest_gifts with the occasion, "
         "a budget in dollars and a few words about the recipient; read the "
         "gift_catalog resource for everything on offer."))
+    read_only = {"readOnlyHint": True, "openWorldHint": False}
 
-    def suggest_gifts(occasion, budget: float, recipient: str = "") -> dict:
+    # (The annotations are read in this module's globals when a tool is made: there
+    # _typing imports typing, slow to import, on first use.)
+    @server.tool(title="Gift ideas generator", annotations=read_only)
+    def suggest_gifts(occasion: _typing.Literal[_OCCASIONS], budget: float,
+                      recipient: str = "") -> dict:
         """Suggest gift ideas for an occasion, a budget in dollars and a few words about
         the recipient ("friend who loves board games")."""
-        return _suggested_gifts(occasion, budget, recipient)
+        if budget <= 0:
+            raise ToolError("The budget must be more than $0.")
+        # Up to three gifts: those that match the most interests named first, then
+        # the cheapest
+        scored = []
+        for name, price, occasions, interests in _GIFT_CATALOG:
+            matched = sorted(i for i in interests.split("|") if i in recipient.lower())
+            if price <= budget and occasion in occasions.split():
+                scored.append((len(matched), -price, name, price, matched))
+        if not scored:
+            raise ToolError(f"No gifts in the catalogue for a {occasion} within "
+                            f"${budget:g}. Try a larger budget or another occasion.")
+        gifts = []
+        for _, _, name, price, matched in sorted(scored, reverse=True)[:3]:
+            why = f"a safe {occasion} pick"
+            if matched:
+                why = f"matches {', '.join(matched)}"
+            gifts.append({"name": name, "price": price, "why": why})
+        return {"occasion": occasion, "budget": budget, "gifts": gifts}
 
-    def pick_gift(occasion, budget: float, ctx: Context) -> dict:
+    @server.tool(title="Pick one gift", annotations=read_only)
+    def pick_gift(occasion: _typing.Literal[_OCCASIONS], budget: float,
+                  ctx: Context) -> dict:
         """Pick one gift for an occasion and a budget, asking the user who it is for."""
         schema = {"type": "object", "required": ["recipient"],
                   "properties": {"recipient": {"type": "string"}}}
         try:
             answer = ctx.elicit("Who is the gift for?", schema)
-        except CapabilityError:        # a client that cannot ask its user: pick anyway
+        except CapabilityError:
+            # A client that cannot ask its user: pick anyway
             answer = {"action": "decline"}
         recipient = ""
         if answer["action"] == "accept":
             recipient = answer.get("content", {}).get("recipient", "")
-        return _suggested_gifts(occasion, budget, recipient)["gifts"][0]
+        return suggest_gifts(occasion, budget, recipient)["gifts"][0]
 
-    tools = ((suggest_gifts, "Gift ideas generator"), (pick_gift, "Pick one gift"))
-    for tool, title in tools:
-        # This module's annotations are strings, read in its globals: this one is a
-        # local (typing is imported only here, as it is slow to import).
-        tool.__annotations__["occasion"] = typing.Literal[
-            "birthday", "wedding", "anniversary", "graduation", "housewarming",
-            "thank-you"]
-        server.tool(tool, title=title,
-                    annotations={"readOnlyHint": True, "openWorldHint": False})
-    server.resource("mcp://gift-server/resources/gift_catalog", name="gift_catalog",
-                    description="Base catalog of gifts with categories and prices",
-                    mime_type="application/json")(_gift_catalog)
-    server.prompt(_gift_congrats_style, name="gift_congrats_style",
-                  title="Congratulations style")
+    @server.resource("mcp://gift-server/resources/gift_catalog",
+                     description="Base catalog of gifts with categories and prices",
+                     mime_type="application/json")
+    def gift_catalog() -> dict:
+        return {"gifts": [{"name": name, "price": price, "occasions": occasions.split(),
+                           "interests": interests.split("|")}
+                          for name, price, occasions, interests in _GIFT_CATALOG]}
+
+    @server.prompt(title="Congratulations style")
+    def gift_congrats_style(recipient: str = "a friend",
+                            occasion: str = "birthday") -> str:
+        """Style guide for congratulations in a friendly tone."""
+        return (f"You are a friendly assistant that writes short, warm {occasion} "
+                f"congratulations for {recipient}. Two or three sentences, no "
+                "clichés, one personal touch, and end with a wish for the year ahead.")
     return server
 
 
-def _suggested_gifts(occasion, budget, recipient):
-    """Up to three gifts from the catalogue for the occasion within the budget, those
-    that match the most interests named in ``recipient`` first, then the cheapest."""
-    if budget <= 0:
-        raise ToolError("The budget must be more than $0.")
-    scored = []
-    for name, price, occasions, interests in _GIFT_CATALOG:
-        matched = sorted(i for i in interests.split("|") if i in recipient.lower())
-        if price <= budget and occasion in occasions.split():
-            scored.append((len(matched), -price, name, price, matched))
-    if not scored:
-        raise ToolError(f"No gifts in the catalogue for a {occasion} within "
-                        f"${budget:g}. Try a larger budget or another occasion.")
-    gifts = []
-    for _, _, name, price, matched in sorted(scored, reverse=True)[:3]:
-        why = f"matches {', '.join(matched)}" if matched else f"a safe {occasion} pick"
-        gifts.append({"name": name, "price": price, "why": why})
-    return {"occasion": occasion, "budget": budget, "gifts": gifts}
+def _print_json(value):
+    """A result on stdout as JSON, with JSON's escapes where stdout cannot encode it."""
+    try:
+        print(json.dumps(value, indent=2, ensure_ascii=False), flush=True)
+    except UnicodeEncodeError:
+        print(json.dumps(value, indent=2), flush=True)
 
 
-def _gift_catalog() -> dict:
-    return {"gifts": [{"name": name, "price": price, "occasions": occasions.split(),
-                       "interests": interests.split("|")}
-                      for name, price, occasions, interests in _GIFT_CATALOG]}
+def _client_trace(colour):
+    return FramePrinter({"out": "C->S", "in": "S->C"}, sys.stdout, colour)
 
 
-def _gift_congrats_style(recipient: str = "a friend",
-                         occasion: str = "birthday") -> str:
-    """Style guide for congratulations in a friendly tone."""
-    return (f"You are a friendly assistant that writes short, warm {occasion} "
-            f"congratulations for {recipient}. Two or three sentences, no clichés, "
-            "one personal touch, and end with a wish for the year ahead.")
+def _demo_answer(params):
+    """The demo's user, answering pick_gift's question."""
+    return {"action": "accept", "content": {"recipient": "a friend who loves cooking"}}
 
 
 _BOARD_GAME_BIRTHDAY = {"occasion": "birthday", "budget": 100,
@@ -8100,7 +7950,7 @@ _DEMO_SESSIONS = {
     HANDSHAKE: ({}, [
         ("The client starts the server as a subprocess and opens with initialize.",
          "initialize"),
-        ("initialized was a notification: no id, so no reply. Now discovery:",
+        ("initialized was a notification: no id, so no response. Now discovery:",
          "request", "tools/list"),
         ("A tool call. structuredContent is for programs, the text block for the "
          "model.", "call_tool", "suggest_gifts", _BOARD_GAME_BIRTHDAY),
@@ -8117,8 +7967,7 @@ _DEMO_SESSIONS = {
         (None, "call_tool", "suggest_gifts",
          {"occasion": "funeral", "budget": "a hundred bucks"}),
         ("Closing stdin ends the session; the server exits.",)]),
-    V2026_07: ({"era": V2026_07, "elicitation": lambda question: {
-        "action": "accept", "content": {"recipient": "a friend who loves cooking"}}}, [
+    V2026_07: ({"era": V2026_07, "elicitation": _demo_answer}, [
         ("Protocol 2026-07-28 has no handshake. The client may ask what the server "
          "speaks:", "discover"),
         ("Each request carries the envelope in params._meta: the version, the client's "
@@ -8158,11 +8007,14 @@ def demo(colour=False, era=None):
 
 
 def _demo_note(text, colour):
-    print(f"\n\x1b[1m# {text}\x1b[0m" if colour else f"\n# {text}", flush=True)
+    text = f"# {text}"
+    if colour:
+        text = f"\x1b[1m{text}\x1b[0m"
+    print("\n" + text, flush=True)
 
 
 def _demo_step(client, method, *args):
-    """The Client ``method`` called; None for an error answer (its frames show it)."""
+    """The Client ``method`` called; None for an error response (its frames show it)."""
     try:
         return getattr(client, method)(*args)
     except JSONRPCError:
@@ -8170,7 +8022,7 @@ def _demo_step(client, method, *args):
 
 
 def _canned_callbacks(model):
-    """Client callbacks with canned replies: a sampled text, decline, cwd as root."""
+    """Client callbacks with canned answers: a sampled text, decline, cwd as root."""
     import pathlib
 
     def sampling(params):
@@ -8229,13 +8081,20 @@ def _demo_first_items(client, found, colour):
 
 def _example_arguments(schema):
     """Arguments a tool's inputSchema accepts, for the demo: its required properties."""
-    value = _example_value(schema, schema.get("$defs") or {}, required_only=True)
-    return value if isinstance(value, dict) else {}
+    defs = schema.get("$defs") or {}
+    properties = schema.get("properties") or {}
+    return {name: _example_value(properties.get(name) or {}, defs)
+            for name in schema.get("required") or []}
 
 
-def _example_value(schema, defs, required_only=False, depth=0):
+_EXAMPLE_STRINGS = {"date-time": "2026-01-01T12:00:00Z", "date": "2026-01-01",
+                    "uri": "https://example.com/", "email": "someone@example.com"}
+
+
+def _example_value(schema, defs, depth=0):
     """A value that fits ``schema``: its default, const, example or first choice (of a
-    $ref, or of anyOf, oneOf or allOf: not null), else a sample of its type."""
+    $ref, or of anyOf, oneOf or allOf: not null), else a sample of its type (None if
+    it gives none)."""
     if not isinstance(schema, dict) or depth > 8:
         return None
     for key in ("default", "const"):
@@ -8246,83 +8105,93 @@ def _example_value(schema, defs, required_only=False, depth=0):
             return schema[key][0]
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        return _example_value(defs.get(ref[8:]), defs, required_only, depth + 1)
+        return _example_value(defs.get(ref[8:]), defs, depth + 1)
     for key in ("anyOf", "oneOf", "allOf"):
         choices = [c for c in schema.get(key) or () if c.get("type") != "null"]
         if choices:
-            return _example_value(choices[0], defs, required_only, depth + 1)
-    return _example_of_type(schema, defs, required_only, depth)
-
-
-_EXAMPLE_STRINGS = {"date-time": "2026-01-01T12:00:00Z", "date": "2026-01-01",
-                    "uri": "https://example.com/", "email": "someone@example.com"}
-
-
-def _example_of_type(schema, defs, required_only, depth):
-    """A sample of the type ``schema`` gives; None if it gives none."""
+            return _example_value(choices[0], defs, depth + 1)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), None)
     if kind == "string":
         return _EXAMPLE_STRINGS.get(schema.get("format"), "example")
     if kind in ("integer", "number"):
-        return _example_number(schema, kind)
+        # 42, moved within the bounds the schema gives
+        step = 1 if kind == "integer" else 0.5
+        value = max(42, schema.get("minimum", 42),
+                    schema.get("exclusiveMinimum", 0) + step)
+        value = min(value, schema.get("maximum", value),
+                    schema.get("exclusiveMaximum", value + step) - step)
+        return int(value) if kind == "integer" else value
     if kind == "boolean":
         return True
     if kind == "array":
         items = schema.get("prefixItems") or [schema.get("items") or {}]
-        return [_example_value(item, defs, False, depth + 1) for item in items]
+        return [_example_value(item, defs, depth + 1) for item in items]
     if kind == "object" or "properties" in schema:
         properties = schema.get("properties") or {}
-        names = (schema.get("required") or []) if required_only else list(properties)
-        return {name: _example_value(properties.get(name) or {}, defs, False, depth + 1)
-                for name in names}
+        return {name: _example_value(value, defs, depth + 1)
+                for name, value in properties.items()}
     return None
 
 
-def _example_number(schema, kind):
-    """42, moved within the bounds the schema gives: an int for "integer"."""
-    step = 1 if kind == "integer" else 0.5
-    value = max(42, schema.get("minimum", 42), schema.get("exclusiveMinimum", 0) + step)
-    value = min(value, schema.get("maximum", value),
-                schema.get("exclusiveMaximum", value + step) - step)
-    return int(value) if kind == "integer" else value
+# --- call ------------------------------------------------------------------
 
+_CALL_HELP = {"description": """\
+Start a server, make one request, print its result as JSON on stdout.
 
-class _NotJSON(ValueError):
-    """A JSON argument on the command line that is not JSON the wire can carry."""
+  SERVER_CMD...  the command that starts the server, e.g. python3 server.py
+  METHOD|TOOL    an MCP method (tools/list, resources/read, prompts/get, ping, ...),
+                 or, without a slash, the name of a tool to call
+  JSON           the method's params, or the tool's arguments (default: none): a JSON
+                 object, the last word
 
+The words after -- are read from the end: the JSON, if the last word starts with {, [
+or ", then the method (it has a slash) or the tool; the words before them start the
+server (all of them, with --tool or --method).
+""", "epilog": """\
+examples:
+  mcp_min.py call -- python3 server.py tools/list
+  mcp_min.py call -- python3 server.py add '{"a": 2, "b": 3}'
+  mcp_min.py call --tool add --json '{"a": 2, "b": 3}' -- python3 server.py
+  mcp_min.py call -- python3 server.py resources/read '{"uri": "file:///notes/a"}'
+  mcp_min.py call -v -- python3 examples/slow_server.py countdown '{"steps": 3}'
+  mcp_min.py call --timeout 0 -- python3 examples/slow_server.py countdown \\
+      '{"steps": 60}'
 
-def _finite_float(text):
-    value = float(text)
-    if value in (float("inf"), float("-inf")):
-        raise ValueError(f"{text} is out of the range of a number")
-    return value
-
-
-# As strict as the wire: no NaN or Infinity, no number too large to send back (1e999).
-_argument_decoder = json.JSONDecoder(parse_constant=_reject_constant,
-                                     parse_float=_finite_float)
-
-
+A tool that fails still answers with a result (exit 0): its "isError" result is on
+stdout, and its text on stderr, as written. A JSON-RPC error exits 1 with the code and
+message on stderr. This client offers no sampling, elicitation or roots: a tool that
+asks for them fails (error -32021 in 2026-07-28); repl answers them.
+"""}
+_CALL_USAGE = "usage: mcp_min.py call [options] -- SERVER_CMD... METHOD|TOOL [JSON]"
 # A word of `call` that ends so names the server's script, not a tool.
 _SCRIPT_SUFFIXES = (".py", ".pyz", ".js", ".mjs", ".cjs", ".ts", ".sh", ".rb", ".jar",
                     ".exe")
-_CALL_USAGE = "usage: mcp_min.py call [options] -- SERVER_CMD... METHOD|TOOL [JSON]"
 
 
 def _pop_request(words, tool=None, method=None, json_text=None):
     """`call`'s (method, params), popped off ``words`` (the server command stays), as
-    _CALL_HELP says: read from the words alone, never from which files exist."""
+    _CALL_HELP says: read from the words alone, never from which files exist. Bad JSON
+    raises ValueError."""
     named = tool is not None or method is not None
+    # --json goes with --tool or --method only
     if not named and words and words[-1].lstrip()[:1] in ('{', '[', '"'):
-        json_text = words.pop()            # --json goes with --tool or --method only
+        json_text = words.pop()
     params = _call_params(json_text)
     if not named:
         if len(words) < 2:
             raise SystemExit(f"{_CALL_USAGE}: name a method or a tool after the server "
                              "command")
-        method, tool = _method_or_tool(words.pop())
+        name = words.pop()
+        if name.lower().endswith(_SCRIPT_SUFFIXES) or name.startswith(("/", ".", "~")):
+            raise SystemExit(f"{_CALL_USAGE}: {_preview(name)} looks like the "
+                             "server's command: name a method or a tool after it "
+                             "(--tool NAME and --method METHOD take any name)")
+        if "/" in name or name == "ping":
+            method = name
+        else:
+            tool = name
     if not words:
         raise SystemExit(f"{_CALL_USAGE}: the server command is missing after --")
     if tool is not None:
@@ -8334,30 +8203,121 @@ def _pop_request(words, tool=None, method=None, json_text=None):
     return method, params
 
 
+def _finite_float(text):
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is out of the range of a number")
+    return value
+
+
+# As strict as a message: no NaN or Infinity, no number too large to send (1e999).
+_argument_decoder = json.JSONDecoder(parse_constant=_reject_constant,
+                                     parse_float=_finite_float)
+
+
 def _call_params(json_text):
     """The JSON of `call` (its last word, or --json) as an object; None without it."""
     if json_text is None:
         return None
     try:
         params = _argument_decoder.decode(json_text)
-    except (ValueError, RecursionError) as e:    # json.JSONDecodeError is a ValueError
-        raise _NotJSON(e) from None
+    except RecursionError as e:
+        raise ValueError(e) from None
     if not isinstance(params, dict):
         raise SystemExit(f"mcp_min: the arguments must be a JSON object, as in "
                          f"'{{\"a\": 1}}', not {_typed_preview(params)}")
     return params
 
 
-def _method_or_tool(name):
-    """The word of `call` after the server command: (method, None) or (None, tool)."""
-    if name.lower().endswith(_SCRIPT_SUFFIXES) or name.startswith(("/", ".", "~")):
-        raise SystemExit(f"{_CALL_USAGE}: {_preview(name)} looks like the server's "
-                         "command: name a method or a tool after it (--tool NAME and "
-                         "--method METHOD take any name)")
-    if "/" in name or name == "ping":
-        return name, None
-    return None, name
+def _call_command(args, words, colour):
+    """`call`: one request, its result printed; then any line the server wrote that
+    is not JSON-RPC, on stderr (exit 1)."""
+    method, params = args.request
+    era = args.era
+    # e.g. ping: only in the handshake era
+    if era == "auto" and METHODS.get(method, CUSTOM_METHOD).era == HANDSHAKE:
+        era = HANDSHAKE
+    options = {"timeout": args.timeout}
+    if args.verbose:
+        options.update(on_notification=_show_notification, log_level="debug")
+    elif args.timeout is None:
+        # No time limit: show that the call is alive
+        options.update(on_notification=_show_progress)
+    client = Client(words, era=era, **options)
+    try:
+        with client:
+            code = _call(client, method, params, args)
+    finally:
+        # After close(), which has read all the server wrote, its last line too
+        for line in client.junk:
+            _print_text("mcp_min: the server wrote a line that is not JSON-RPC: "
+                        + _escaped(line), sys.stderr)
+    if client.junk:
+        return 1
+    return code
 
+
+def _call(client, method, params, args):
+    """`call`'s request made as its method needs, its result printed: the exit code.
+    With -v or no time limit it asks for progress, and with -v for every log level (in
+    2026-07-28 the client's log_level asks already)."""
+    if args.verbose or args.timeout is None:
+        params = dict(params or {})
+        params["_meta"] = {**(params.get("_meta") or {}), "progressToken": "call"}
+    try:
+        if args.verbose and "logging" in client.server_capabilities:
+            client.set_logging_level("debug")
+        if method == "subscriptions/listen":
+            # Acknowledged by a notification, not a response
+            wanted = (params or {}).get("notifications") or {}
+            result = client._listen(wanted, None)[1]
+            print("mcp_min: acknowledged; the notifications that follow are for a "
+                  "longer session: repl's listen shows them", file=sys.stderr)
+        elif METHODS.get(method, CUSTOM_METHOD).asks:
+            # input_required: answered, with no callbacks
+            result = client.request_with_input(method, params or {})
+        else:
+            result = client.request(method, params)
+    except JSONRPCError as e:
+        _print_text(f"error {e.code}: " + _escaped(e.message, keep="\n\t"), sys.stderr)
+        return 1
+    _print_json(result)
+    if isinstance(result, dict) and result.get("isError") is True:
+        shown = [block.get("text") for block in result.get("content") or ()
+                 if isinstance(block, dict) and isinstance(block.get("text"), str)]
+        _print_text(_escaped("\n".join(["mcp_min: the tool reported an error:",
+                                         *shown]), keep="\n\t"), sys.stderr)
+    return 0
+
+
+def _show_notification(message):
+    """`call -v`: a log message or progress from the server, on stderr as it arrives."""
+    method = message.get("method")
+    params = message.get("params") or {}
+    if method == "notifications/message":
+        data = params.get("data")
+        if not isinstance(data, str):
+            data = json.dumps(data, ensure_ascii=False)
+        logger = f"{params['logger']}: " if params.get("logger") else ""
+        line = f"[{params.get('level')}] {logger}{data}"
+    elif method == "notifications/progress":
+        total = ""
+        if isinstance(params.get("total"), (int, float)):
+            total = f"/{params['total']:g}"
+        line = f"progress {params.get('progress')}{total}"
+        if params.get("message"):
+            line += f": {params['message']}"
+    else:
+        line = f"{method} {json.dumps(params, ensure_ascii=False)}"
+    _print_text(_escaped(line), sys.stderr)
+
+
+def _show_progress(message):
+    if message.get("method") == "notifications/progress":
+        _show_notification(message)
+
+
+# --- repl ------------------------------------------------------------------
 
 _REPL_GREETING = (
     "mcp_min repl: type a JSON line, or: init (the handshake) or discover "
@@ -8389,17 +8349,19 @@ def repl(command, colour=False, stdin=None):
             if line in ("quit", "exit"):
                 break
             _repl_line(client, commands, line)
-            time.sleep(0.2)                      # let the reply print before the prompt
+            # Let the response print before the prompt
+            time.sleep(0.2)
     return 0
 
 
 def _repl_line(client, commands, line):
-    """A line typed at the repl: a frame sent as it is, or a command run."""
+    """A line typed at the repl: a frame sent as it is (mistakes included), or a
+    command run (init, discover and help before the next line is read)."""
     name, _, arg = line.partition(" ")
-    if line and name not in commands:        # a frame: sent verbatim, mistakes included
+    if line and name not in commands:
         if not client.send_frame(line.encode()):
             print("! not sent: the connection to the server is closed", flush=True)
-    elif name in ("init", "discover", "help"):  # done before the next line is read
+    elif name in ("init", "discover", "help"):
         _run_repl_command(commands[name], arg)
     elif line:
         threading.Thread(target=_run_repl_command, args=(commands[name], arg.strip()),
@@ -8407,18 +8369,24 @@ def _repl_line(client, commands, line):
 
 
 def _run_repl_command(command, arg):
+    """Run a repl command: its JSON-RPC error is in the frames shown already."""
     try:
         command(arg)
     except JSONRPCError:
-        pass                                   # the frames already show it
+        pass
     except Exception as e:
         _print_text(f"! {type(e).__name__}: " + _escaped(e, keep="\n"))
 
 
 def _name_args(text):
+    """`call NAME {args}` or `prompt NAME {args}`: the name, and the arguments."""
     name, _, args = text.partition(" ")
-    return name, json.loads(args) if args.strip() else {}
+    if not args.strip():
+        return name, {}
+    return name, json.loads(args)
 
+
+# --- the commands ----------------------------------------------------------
 
 def main(argv=None):
     """The command line: parse the arguments, then run the command; the exit code."""
@@ -8431,7 +8399,7 @@ def main(argv=None):
         parser.print_help(sys.stderr)
         return 2
     _check_arguments(parser, args, words)
-    return _run_and_report(parser, args, words)
+    return _run_and_report(args, words)
 
 
 def _argument_parser():
@@ -8458,7 +8426,7 @@ def _argument_parser():
                               help="narrate a session with this server instead")
     for name, text in (("inspect", "list what a server offers"),
                        ("call", "one request: -- CMD... METHOD|TOOL [JSON]"),
-                       ("repl", "type frames to a server and watch the replies")):
+                       ("repl", "type frames to a server and watch the responses")):
         _add_client_command(commands, name, text)
     explain_command = commands.add_parser(
         "explain", help="what a JSON-RPC/MCP message is, and what is wrong with it")
@@ -8470,30 +8438,31 @@ def _argument_parser():
 def _add_client_command(commands, name, text):
     """inspect, call or repl: a command that starts a server (the words after --)."""
     import argparse
-    call = name == "call"
-    words = "-- SERVER_CMD... METHOD|TOOL [JSON]" if call else "-- SERVER_CMD..."
+    words = "-- SERVER_CMD..."
+    words_help = "the command that starts the server (after --)"
+    more = {}
+    if name == "call":
+        words += " METHOD|TOOL [JSON]"
+        words_help += ", then what to call"
+        more = _CALL_HELP
     command = commands.add_parser(
         name, help=text, formatter_class=argparse.RawDescriptionHelpFormatter,
-        usage=f"%(prog)s [options] {words}", **(_CALL_HELP if call else {}))
+        usage=f"%(prog)s [options] {words}", **more)
     if name != "repl":
         eras = ("auto", HANDSHAKE, "legacy") + STATELESS_PROTOCOL_VERSIONS
         command.add_argument("--era", choices=eras, default="auto",
                              help="auto (the default) speaks 2026-07-28 with servers "
                                   "that offer it, else the handshake (handshake; "
                                   "legacy is another name for it)")
-    if call:
-        _add_call_options(command)
     command.add_argument("words", nargs=argparse.REMAINDER, metavar=words,
-                         help="the command that starts the server (after --)"
-                         + (", then what to call" if call else ""))
-
-
-def _add_call_options(command):
+                         help=words_help)
+    if name != "call":
+        return
     command.add_argument("-v", "--verbose", action="store_true",
                          help="show the server's log messages and progress on stderr "
                               "as they arrive (it is asked for every level)")
     command.add_argument("--timeout", type=_seconds, default=30.0, metavar="SECONDS",
-                         help="how long to wait for the answer (default 30); 0 or "
+                         help="how long to wait for the response (default 30); 0 or "
                               "none: as long as the call runs, showing its progress")
     named = command.add_mutually_exclusive_group()
     named.add_argument("--tool", metavar="NAME", help="call this tool: every word "
@@ -8502,58 +8471,6 @@ def _add_call_options(command):
                        "server's own too: every word after -- is the server command")
     command.add_argument("--json", metavar="JSON", help="with --tool or --method: the "
                          "tool's arguments, or the method's params")
-
-
-def _check_arguments(parser, args, words):
-    """What argparse cannot check; a usage error (exit 2) if something is wrong."""
-    # "legacy": what the handshake era was called before
-    if getattr(args, "era", None) == "legacy":
-        args.era = HANDSHAKE
-    if args.command in ("inspect", "call", "repl") and not words:
-        parser.error(f"{args.command} needs a server command: {args.command} -- "
-                     "SERVER_CMD ...")
-    json_alone = args.command == "call" and args.json is not None
-    if json_alone and not (args.tool or args.method):
-        parser.error("--json goes with --tool NAME or --method METHOD (or put the JSON "
-                     "last, after the tool's name)")
-    if args.command == "serve" and args.http:
-        if args.trace:            # HTTP has no stream of frames to trace, only requests
-            parser.error("--trace shows the frames of a server on stdin/stdout; it "
-                         "does not work with --http")
-        try:
-            port = _parse_address(args.http)[1]
-        except ValueError as e:
-            parser.error(str(e))
-        if port > 65535:
-            parser.error(f"not a port: {port} (a port is 0 to 65535)")
-
-
-def _run_and_report(parser, args, words):
-    """Run the command: its exit code. What goes wrong is a line on stderr (exit 1)."""
-    try:
-        return _COMMANDS[args.command](args, words, _shows_colour(sys.stdout))
-    except _NotJSON as e:                          # a JSON argument that isn't JSON
-        parser.error(f"not valid JSON: {e}")
-    except BrokenPipeError:
-        # stdout was closed early, as by `| head`: end quietly (and at exit too).
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except KeyboardInterrupt:                  # Ctrl+C: what was in flight is cancelled
-        print("mcp_min: interrupted", file=sys.stderr)
-        return 130
-    except (TimeoutError, ConnectionError, ProtocolError) as e:
-        hint = ""
-        if isinstance(e, TimeoutError) and args.command == "call":
-            hint = "; call --timeout SECONDS waits longer (0: as long as it takes)"
-        print(f"mcp_min: {e}{hint}", file=sys.stderr)
-    except OSError as e:                           # the server command did not start
-        if e.filename is None:
-            raise
-        print(f"mcp_min: cannot start {e.filename!r}: {e.strerror}{_start_hint(e)}",
-              file=sys.stderr)
-    except JSONRPCError as e:          # e.g. --era 2026-07-28 to a server without it
-        _print_text(f"mcp_min: the server answered error {e.code}: "
-                    + _escaped(e.message, keep="\n\t"), sys.stderr)
-    return 1
 
 
 def _seconds(text):
@@ -8566,68 +8483,73 @@ def _seconds(text):
             return float(text)
     except ValueError:
         pass
-    message = f"not a number of seconds: {text!r} (0 or none: no limit)"
-    raise argparse.ArgumentTypeError(message)
+    raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r} (0 or none: "
+                                     "no limit)")
 
 
-def _start_hint(error):
-    """What to do about a server command that did not start, if the error tells."""
-    if os.path.isdir(error.filename):
-        return " (it is a directory: name the server's program or script)"
-    if isinstance(error, PermissionError) and os.path.isfile(error.filename):
-        return (" (it is not executable: start it with its interpreter, e.g. "
-                f"python3 {error.filename}, or chmod +x it)")
-    return ""
+def _check_arguments(parser, args, words):
+    """What argparse cannot check; a usage error (exit 2) if something is wrong. The
+    words of `call` are read here: args.request, and ``words`` the server command."""
+    # "legacy": what the handshake era was called before
+    if getattr(args, "era", None) == "legacy":
+        args.era = HANDSHAKE
+    if args.command in ("inspect", "call", "repl") and not words:
+        parser.error(f"{args.command} needs a server command: {args.command} -- "
+                     "SERVER_CMD ...")
+    if args.command == "call":
+        if args.json is not None and not (args.tool or args.method):
+            parser.error("--json goes with --tool NAME or --method METHOD (or put the "
+                         "JSON last, after the tool's name)")
+        try:
+            args.request = _pop_request(words, args.tool, args.method, args.json)
+        except ValueError as e:
+            parser.error(f"not valid JSON: {e}")
+    if args.command == "serve" and args.http:
+        # HTTP has no stream of frames to trace, only requests
+        if args.trace:
+            parser.error("--trace shows the frames of a server on stdin/stdout; it "
+                         "does not work with --http")
+        try:
+            port = _parse_address(args.http)[1]
+        except ValueError as e:
+            parser.error(str(e))
+        if port > 65535:
+            parser.error(f"not a port: {port} (a port is 0 to 65535)")
 
 
-_CALL_HELP = {"description": """\
-Start a server, make one request, print its result as JSON on stdout.
-
-  SERVER_CMD...  the command that starts the server, e.g. python3 server.py
-  METHOD|TOOL    an MCP method (tools/list, resources/read, prompts/get, ping, ...),
-                 or, without a slash, the name of a tool to call
-  JSON           the method's params, or the tool's arguments (default: none): a JSON
-                 object, the last word
-
-The words after -- are read from the end: the JSON, if the last word starts with {, [
-or ", then the method (it has a slash) or the tool; the words before them start the
-server (all of them, with --tool or --method).
-""", "epilog": """\
-examples:
-  mcp_min.py call -- python3 server.py tools/list
-  mcp_min.py call -- python3 server.py add '{"a": 2, "b": 3}'
-  mcp_min.py call --tool add --json '{"a": 2, "b": 3}' -- python3 server.py
-  mcp_min.py call -- python3 server.py resources/read '{"uri": "file:///notes/a"}'
-  mcp_min.py call -v -- python3 examples/slow_server.py countdown '{"steps": 3}'
-  mcp_min.py call --timeout 0 -- python3 examples/slow_server.py countdown \\
-      '{"steps": 60}'
-
-A tool that fails still answers with a result (exit 0): its "isError" result is on
-stdout, and its text on stderr, as written. A JSON-RPC error exits 1 with the code and
-message on stderr. This client offers no sampling, elicitation or roots: a tool that
-asks for them fails (error -32021 in 2026-07-28); repl answers them.
-"""}
-
-
-def _show_notification(message):
-    """`call -v`: a log message or progress from the server, on stderr as it arrives."""
-    method = message.get("method")
-    params = message.get("params") or {}
-    if method == "notifications/message":
-        data = params.get("data")
-        logger = f"{params['logger']}: " if params.get("logger") else ""
-        shown = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-        line = f"[{params.get('level')}] {logger}{shown}"
-    elif method == "notifications/progress":
-        total = ""
-        if isinstance(params.get("total"), (int, float)):
-            total = f"/{params['total']:g}"
-        line = f"progress {params.get('progress')}{total}"
-        if params.get("message"):
-            line += f": {params['message']}"
-    else:
-        line = f"{method} {json.dumps(params, ensure_ascii=False)}"
-    _print_text(_escaped(line), sys.stderr)
+def _run_and_report(args, words):
+    """Run the command: its exit code. What goes wrong is a line on stderr (exit 1)."""
+    try:
+        return _COMMANDS[args.command](args, words, _shows_colour(sys.stdout))
+    except BrokenPipeError:
+        # stdout was closed early, as by `| head`: end quietly (and at exit too).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except KeyboardInterrupt:
+        # Ctrl+C: what was in flight is cancelled
+        print("mcp_min: interrupted", file=sys.stderr)
+        return 130
+    except (TimeoutError, ConnectionError, ProtocolError) as e:
+        hint = ""
+        if isinstance(e, TimeoutError) and args.command == "call":
+            hint = "; call --timeout SECONDS waits longer (0: as long as it takes)"
+        print(f"mcp_min: {e}{hint}", file=sys.stderr)
+    except OSError as e:
+        # The server command did not start
+        if e.filename is None:
+            raise
+        hint = ""
+        if os.path.isdir(e.filename):
+            hint = " (it is a directory: name the server's program or script)"
+        elif isinstance(e, PermissionError) and os.path.isfile(e.filename):
+            hint = (" (it is not executable: start it with its interpreter, e.g. "
+                    f"python3 {e.filename}, or chmod +x it)")
+        print(f"mcp_min: cannot start {e.filename!r}: {e.strerror}{hint}",
+              file=sys.stderr)
+    except JSONRPCError as e:
+        # e.g. --era 2026-07-28 to a server without it
+        _print_text(f"mcp_min: the server answered error {e.code}: "
+                    + _escaped(e.message, keep="\n\t"), sys.stderr)
+    return 1
 
 
 def _serve_command(args, words, colour):
@@ -8635,13 +8557,14 @@ def _serve_command(args, words, colour):
     if args.target:
         server = load_server(args.target)
     else:
-        if sys.stdin and sys.stdin.isatty() and not args.http:   # typed at a prompt
+        if sys.stdin and sys.stdin.isatty() and not args.http:
             print("mcp_min: serving the demo's gift server over stdin/stdout (serve "
                   "FILE.py serves yours); Ctrl+D ends it", file=sys.stderr)
         server = demo_server()
     try:
-        server.run(trace=args.trace or None, http=args.http)   # ends in SystemExit
-    except OSError as e:                   # e.g. the port is taken
+        server.run(trace=args.trace or None, http=args.http)
+    except OSError as e:
+        # e.g. the port is taken
         if args.http is None:
             raise
         raise SystemExit(f"mcp_min: cannot serve on {args.http}: {e.strerror or e}")
@@ -8657,12 +8580,16 @@ def _demo_command(args, words, colour):
 
 
 def _explain_command(args, words, colour):
-    raw = sys.stdin.read() if args.message == "-" else args.message
+    raw = args.message
+    if raw == "-":
+        raw = sys.stdin.read()
     summary, problems = explain(raw)
     _print_text(summary)
-    shown = "\n".join(f"  problem: {problem}" for problem in problems)
-    _print_text(shown or "  no problems found")
-    return 1 if problems else 0
+    if not problems:
+        _print_text("  no problems found")
+        return 0
+    _print_text("\n".join(f"  problem: {problem}" for problem in problems))
+    return 1
 
 
 def _inspect_command(args, words, colour):
@@ -8679,78 +8606,10 @@ def _inspect_command(args, words, colour):
     return 0
 
 
-def _call_command(args, words, colour):
-    """`call`: one request, its result printed; then any line the server wrote that
-    is not JSON-RPC, on stderr (exit 1)."""
-    command = list(words)
-    method, params = _pop_request(command, args.tool, args.method, args.json)
-    era = args.era
-    # e.g. ping: only in the handshake era
-    if era == "auto" and METHODS.get(method, CUSTOM_METHOD).era == HANDSHAKE:
-        era = HANDSHAKE
-    options = {"timeout": args.timeout}
-    if args.verbose:
-        options.update(on_notification=_show_notification, log_level="debug")
-    elif args.timeout is None:            # no limit: show that the call is alive
-        options.update(on_notification=_show_progress)
-    client = Client(command, era=era, **options)
-    try:
-        with client:
-            code = _call(client, method, params, args.verbose or args.timeout is None)
-    finally:  # after close(), which has read all the server wrote, its last line too
-        for line in client.junk:               # e.g. a print() in a hand-rolled server
-            _print_text("mcp_min: the server wrote a line that is not JSON-RPC: "
-                        + _escaped(line), sys.stderr)
-    return 1 if client.junk else code
-
-
 _COMMANDS = {"serve": _serve_command, "demo": _demo_command,
              "repl": lambda args, words, colour: repl(words, colour=colour),
              "explain": _explain_command, "inspect": _inspect_command,
              "call": _call_command}
-
-
-def _show_progress(message):
-    if message.get("method") == "notifications/progress":
-        _show_notification(message)
-
-
-def _call(client, method, params, progress):
-    """`call`: make the request, print its result; the exit code. ``progress``: ask for
-    progress, and with -v for every log level (in 2026-07-28 log_level asks already)."""
-    try:
-        if progress:
-            if (client.on_notification is _show_notification
-                    and "logging" in client.server_capabilities):
-                client.set_logging_level("debug")
-            params = dict(params or {})
-            params["_meta"] = {**(params.get("_meta") or {}), "progressToken": "call"}
-        result = _call_request(client, method, params)
-        _print_json(result)
-        if isinstance(result, dict) and result.get("isError") is True:
-            shown = [block.get("text") for block in result.get("content") or ()
-                     if isinstance(block, dict) and isinstance(block.get("text"), str)]
-            _print_text(_escaped("\n".join(["mcp_min: the tool reported an error:",
-                                             *shown]), keep="\n\t"), sys.stderr)
-    except JSONRPCError as e:
-        _print_text(f"error {e.code}: " + _escaped(e.message, keep="\n\t"), sys.stderr)
-        return 1
-    return 0
-
-
-def _call_request(client, method, params):
-    """The request of `call`, made the way its method is answered: the result."""
-    if method == "subscriptions/listen":
-        # Answered by an acknowledgement, not a response.
-        notifications = (params or {}).get("notifications") or {}
-        result = client._listen(notifications, None)[1]
-        print("mcp_min: acknowledged; the notifications that follow are for a longer "
-              "session: repl's listen shows them", file=sys.stderr)
-        return result
-    # input_required: answered, with no callbacks
-    if METHODS.get(method, CUSTOM_METHOD).asks:
-        return client.request_with_input(method, params or {})
-    return client.request(method, params)
 
 
 def load_server(target):
@@ -8776,4 +8635,3 @@ if __name__ == "__main__":
     # must get this same module (and its Server class), not a second copy.
     sys.modules.setdefault("mcp_min", sys.modules[__name__])
     sys.exit(main())
-
