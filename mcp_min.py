@@ -2117,10 +2117,10 @@ def _errors_text(problems):
 
 def _as_blocks(value):
     """The content blocks ``value`` is (one, or a list of them) as a list, else None."""
-    blocks = [value] if isinstance(value, Content) else value
-    if (isinstance(blocks, list) and blocks
-            and all(isinstance(b, Content) for b in blocks)):
-        return blocks
+    if isinstance(value, Content):
+        return [value]
+    if isinstance(value, list) and value and all(isinstance(b, Content) for b in value):
+        return value
     return None
 
 
@@ -2170,7 +2170,9 @@ class Entry:
         if self.signature.context_param:
             kwargs[self.signature.context_param] = ctx
         value = self.fn(**kwargs)
-        return _run_coroutine(value, ctx) if hasattr(value, "__await__") else value
+        if hasattr(value, "__await__"):
+            return _run_coroutine(value, ctx)
+        return value
 
     def bind_strings(self, values, what, ctx=None):
         """Bind arguments that arrive as strings (prompt arguments, URI variables),
@@ -2208,26 +2210,23 @@ class Tool(Entry):
             raise ValueError(f"tool {self.name!r}: the input schema's root must have "
                              '"type": "object" (tool arguments are a JSON object)')
         self.mirrored = _mirrored_arguments(self.signature.input_schema, self.name)
-        self.check_output = None
-        if self.signature.output_schema is not None:
-            self.compile_output_checks(self.signature.output_schema)
         self.annotations = annotations
-        self.described = {}     # version -> its tools/list entry
-
-    def compile_output_checks(self, schema):
-        """Set check_output (structured content against the output schema) and
-        check_returned (a return value, before it is wrapped as {"result": ...}), and
-        the types of return value it passes untested (as ``-> int`` returning 3)."""
-        compiler = _Compiler(schema)
-        self.check_output = self.check_returned = compiler.validate
-        self.returned_passes = ()
-        if not self.signature.wrap_output:
-            return
-        # The return value is quicker checked alone.
-        check = compiler.compile(schema["properties"]["result"])
-        self.returned_passes = getattr(check, "passes", ())
-        self.check_returned = functools.partial(compiler.validate, check=check,
-                                                path=("", "result"))
+        # version -> its tools/list entry
+        self.described = {}
+        # With an output schema, check_output checks structured content, and
+        # check_returned a return value before it is wrapped as {"result": ...}
+        # (quicker alone), but for the types it passes untested (``-> int``, 3).
+        self.check_output = None
+        schema = self.signature.output_schema
+        if schema is not None:
+            compiler = _Compiler(schema)
+            self.check_output = self.check_returned = compiler.validate
+            self.returned_passes = ()
+            if self.signature.wrap_output:
+                check = compiler.compile(schema["properties"]["result"])
+                self.returned_passes = getattr(check, "passes", ())
+                self.check_returned = functools.partial(
+                    compiler.validate, check=check, path=("", "result"))
 
     def describe(self, version):
         if version not in self.described:
@@ -2254,9 +2253,11 @@ class Tool(Entry):
             return _error_result(str(e))
         except (Cancelled, InputRequired):
             raise
-        except BaseException as e:  # SystemExit and KeyboardInterrupt too: never exit
+        # SystemExit and KeyboardInterrupt too: a tool never stops the server
+        except BaseException as e:
+            # 2026-07-28 has them as protocol errors, -32021 and -32602
             if isinstance(e, (CapabilityError, InvalidAnswer)) and ctx.stateless:
-                raise           # 2026-07-28: protocol errors, -32021 and -32602
+                raise
             expected = isinstance(e, (CapabilityError, TimeoutError, JSONRPCError))
             _log_failure(f"tool {self.name!r}", e, with_traceback=not expected)
             return _error_result(f"{type(e).__name__}: {e}")
@@ -2267,7 +2268,8 @@ class Tool(Entry):
 
     def result(self, value):
         """Turn what the function returned into a CallToolResult dict."""
-        plain = type(value) in _SCALAR_TYPES  # the usual return value: nothing to dump
+        # a scalar, the usual return value, has nothing to dump
+        plain = type(value) in _SCALAR_TYPES
         blocks = None if plain else _as_blocks(value)
         if isinstance(value, ToolResult) or blocks:
             if blocks is None:
@@ -2289,7 +2291,9 @@ class Tool(Entry):
                             "ToolResult(structured=...))"]
             else:
                 problems = self.check_output(structured)
-            return self.mismatch(problems) if problems else result
+            if problems:
+                return self.mismatch(problems)
+            return result
         if self.check_output is not None:
             shown = structured = value if plain else _dump(value)
             if type(structured) not in self.returned_passes:
@@ -2302,7 +2306,8 @@ class Tool(Entry):
             return {"content": [] if value is None else [text(value)], "isError": False}
         else:
             shown = structured = _dump(value)
-            if not isinstance(structured, dict):  # only objects are structured content
+            # only objects are structured content
+            if not isinstance(structured, dict):
                 return {"content": [text(to_json(shown))], "isError": False}
         # str and int are their own JSON text; anything else is encoded
         shown = str(shown) if type(shown) in (str, int) else to_json(shown)
@@ -2319,9 +2324,7 @@ class Tool(Entry):
 
 
 def _shape_result(result, version):
-    """A tool's result as an older protocol version has it."""
-    if version >= V2026_07:
-        return result
+    """A tool's result as a version before 2026-07-28 has it."""
     # Its text block carries the data. Before 2026-07-28, structuredContent is an
     # object; before 2025-06-18 there is none.
     if version < V2025_06 or not isinstance(result.get("structuredContent", {}), dict):
@@ -2337,7 +2340,7 @@ def _shape_result(result, version):
 
 
 def _shape_block(block, version):
-    """Fit a content block to an older protocol version: no fields or types it lacks."""
+    """A content block as an older protocol version has it: without what it lacks."""
     if version >= V2025_11:
         return block
     kind = block.get("type")
@@ -2345,7 +2348,8 @@ def _shape_block(block, version):
         return text(f"Resource: {block['uri']} ({block.get('name')})")
     if kind == "audio" and version < V2025_03:
         return text(f"[{block.get('mimeType')} audio omitted: not in {version}]")
-    if kind == "resource_link" and "icons" in block:   # icons are new in 2025-11-25
+    # icons are new in 2025-11-25
+    if kind == "resource_link" and "icons" in block:
         block = {k: v for k, v in block.items() if k != "icons"}
     if version < V2025_06 and ("_meta" in block or "annotations" in block):
         block = {k: v for k, v in block.items() if k != "_meta"}
@@ -2411,7 +2415,8 @@ def _mirrors(value, header):
     ``value``: integers compare as numbers (42.0 is 42), booleans are true or false."""
     if isinstance(value, str) or header is None:
         return header == value
-    sent = _json_in(header)                 # _NOTHING (not JSON) stands for no value
+    # _NOTHING (not JSON) stands for no value
+    sent = _json_in(header)
     if isinstance(value, bool) or isinstance(sent, bool):
         return sent is value
     return _is_json_number(sent) and sent == value
@@ -2419,48 +2424,6 @@ def _mirrors(value, header):
 
 def _error_result(message):
     return {"content": [text(message)], "isError": True}
-
-
-def _run_coroutine(awaitable, ctx):
-    """Run an async handler on the shared event loop while this thread waits; if the
-    request is cancelled, the coroutine gets asyncio.CancelledError where it awaits, and
-    this thread waits on until it has unwound (a shutdown closes the lifespan after)."""
-    import concurrent.futures
-    loop = _event_loop()
-    escaped = []
-    tasks = []
-
-    async def serving():
-        if ctx.cancelled:                     # cancelled before it could start
-            raise loop.asyncio.CancelledError
-        tasks.append(loop.asyncio.current_task())
-        # set in this task's own context, where forwarded logging finds it
-        _serving_ctx.set(ctx)
-        try:
-            return await awaitable
-        except (SystemExit, KeyboardInterrupt) as e:
-            # Out of a task they would stop the loop: they are raised in the caller's
-            # thread instead.
-            escaped.append(e)
-
-    def cancel():
-        # On the loop, after ctx.cancelled is set: a task not started yet sees that.
-        # Cancelling the task, not the future, keeps the future until the task ends.
-        for task in tasks:
-            task.cancel()
-    future = loop.submit(serving())
-    ctx._on_cancel = lambda: loop.loop.call_soon_threadsafe(cancel)
-    try:
-        result = future.result()
-        if escaped:
-            raise escaped[0]
-        return result
-    except concurrent.futures.CancelledError:
-        if ctx.cancelled:
-            raise Cancelled(ctx.cancel_reason) from None
-        raise
-    finally:
-        ctx._on_cancel = None
 
 
 class Resource(Entry):
@@ -2474,7 +2437,8 @@ class Resource(Entry):
                  ttl_ms=None, cache_scope=None, allow_dot_segments=False):
         super().__init__(fn, name, title, description, icons, meta, structured=False)
         self.uri = uri
-        self.variables = {}     # name -> whether it is a {+name}, taking slashes too
+        # name -> whether it is a {+name}, taking slashes too
+        self.variables = {}
         if not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", uri):
             raise ValueError(f"resource {uri!r} has no scheme: start it with one, as "
                              f"in {'file:///' + uri.lstrip('/')!r}")
@@ -2541,7 +2505,8 @@ class Resource(Entry):
         from urllib.parse import unquote
         variables = {}
         for var, value in found.groupdict().items():
-            if self.variables[var]:           # a {+var} is passed on as it is, encoded
+            # a {+var} is passed on as it is, encoded
+            if self.variables[var]:
                 variables[var] = value
                 decoded = unquote(value, errors="replace")
             else:
@@ -2660,9 +2625,10 @@ def _did_you_mean(name, known=None, params=None):
     """The hint ending an error about ``name``: the closest names in ``known``, or the
     key ``params`` holds instead of it (``tool`` for ``name``); else ''."""
     if params is not None:
-        found = next((wrong for wrong, right in _DID_YOU_MEAN.items()
-                      if right == name and wrong in params), None)
-        return f' (found "{found}": did you mean "{name}"?)' if found else ""
+        for wrong, right in _DID_YOU_MEAN.items():
+            if right == name and wrong in params:
+                return f' (found "{wrong}": did you mean "{name}"?)'
+        return ""
     import difflib
     close = difflib.get_close_matches(name, list(known), n=3)
     return f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
@@ -2712,11 +2678,8 @@ class _Honoured(dict):
 def _parents(uri):
     """The beginnings of ``uri`` that end just before a "/": the subscriptions (without
     a trailing "/") that cover it."""
-    found, at = set(), uri.find("/")
-    while at >= 0:
-        found.add(uri[:at])
-        at = uri.find("/", at + 1)
-    return found
+    parts = uri.split("/")
+    return {"/".join(parts[:end]) for end in range(1, len(parts))}
 
 
 def _cache_hints(ttl_ms, scope, owner, required=False):
@@ -2731,22 +2694,22 @@ def _cache_hints(ttl_ms, scope, owner, required=False):
 
 
 def _cursor_position(cursor):
+    """The order of the last item a nextCursor of this server showed; else -32602."""
     try:
         raw = b64decode(cursor)
         if raw.startswith(b"after:"):
             return int(raw[6:])
-    except (ValueError, AttributeError, TypeError):   # binascii.Error is a ValueError
+    except (ValueError, TypeError):
         pass
     raise JSONRPCError(INVALID_PARAMS, f"Invalid cursor: {_preview(cursor)} is not a "
                                        "nextCursor from this server")
 
 
 class Setting:
-    """One of a Server's settings, declared: its default, and what it may be. ``kind``:
-    "count" (an integer of at least ``least``), "seconds" (a number, at least 0),
-    "positive seconds", "function" (a callable), "path" (an HTTP path), "origins",
-    "hosts" or "url" (checked as docs/http.md says), "list", or "any" (taken as it
-    is); ``none``: None is allowed too (no limit)."""
+    """One of a Server's settings: its default, and what it may be (``kind``: "count",
+    of at least ``least``; "seconds", "positive seconds"; "function", or None; "path";
+    "origins", "hosts", "url", "list"; "any", taken as it is). ``none``: None is
+    allowed too (no limit)."""
     __slots__ = ("default", "kind", "least", "none")
 
     def __init__(self, default, kind="any", least=1, none=False):
@@ -2761,39 +2724,35 @@ class Setting:
         kind = self.kind
         if kind == "any" or (value is None and self.none):
             return value
-        if kind == "count":
-            if type(value) is not int or value < self.least:
-                raise ValueError(f"{name} must be an integer of at least {self.least}, "
-                                 f"not {value!r}")
-        elif kind in ("seconds", "positive seconds"):
-            positive = kind == "positive seconds"
-            if not _is_json_number(value) or value < 0 or (positive and not value):
-                least = "at least 0"
-                if positive:
-                    least = "more than 0"
-                none = ""
-                if self.none:
-                    none = " (or None: no limit)"
-                raise ValueError(f"{name} must be a number of seconds {least}{none}, "
-                                 f"not {value!r}")
-        elif kind == "function":
-            if value is not None and not callable(value):
-                raise ValueError(f"{name} must be a function, or None, not {value!r}")
-        elif kind == "path":
-            if not isinstance(value, str) or not value.startswith("/"):
-                raise ValueError(f'{name} must be a path such as "/mcp", not {value!r}')
-        elif kind == "origins":
+        if kind == "hosts":
+            return _allowed_hosts(value)
+        if kind == "url":
+            return _public_url(value)
+        if kind in ("list", "origins"):
             # a string's characters would allow nothing
-            if isinstance(value, str):
+            if kind == "origins" and isinstance(value, str):
                 raise ValueError(f"{name} must be a list of origins, not the string "
                                  f"{value!r}: {name}=[{value!r}]")
             return tuple(value)
-        elif kind == "hosts":
-            return _allowed_hosts(value)
-        elif kind == "url":
-            return _public_url(value)
-        elif kind == "list":
-            return tuple(value)
+        if kind == "count":
+            fits = type(value) is int and value >= self.least
+            expected = f"an integer of at least {self.least}"
+        elif kind == "function":
+            fits = value is None or callable(value)
+            expected = "a function, or None"
+        elif kind == "path":
+            fits = isinstance(value, str) and value.startswith("/")
+            expected = 'a path such as "/mcp"'
+        elif kind == "positive seconds":
+            fits = _is_json_number(value) and value > 0
+            expected = "a number of seconds more than 0"
+        else:
+            fits = _is_json_number(value) and value >= 0
+            expected = "a number of seconds at least 0"
+            if self.none:
+                expected += " (or None: no limit)"
+        if not fits:
+            raise ValueError(f"{name} must be {expected}, not {value!r}")
         return value
 
 
@@ -2850,15 +2809,15 @@ SETTINGS = {
 
 
 class Server:
-    """An MCP server: a registry of tools, resources and prompts; ``handlers``, the
-    dict from method name to ``handler(ctx, params) -> result`` that answers the
-    client; and its settings (SETTINGS, given as keyword arguments).
-
-    The methods a subclass may override: each handler (``call_tool``, ...),
+    """An MCP server: the registries of tools, resources and prompts; ``handlers``, the
+    dict from method name to ``handler(ctx, params) -> result``; its settings
+    (SETTINGS). A subclass may override each handler (``call_tool``, ...),
     ``schedule`` (where a call runs), ``roots_changed`` and ``may_subscribe``."""
 
     # Taken by the first request of any server's wsgi
     _http_start_lock = threading.Lock()
+    #: Seconds before a request tries again a lifespan that failed to start.
+    lifespan_retry = 5.0
 
     def __init__(self, name, version="0.1.0", **settings):
         unknown = [setting for setting in settings if setting not in SETTINGS]
@@ -2874,33 +2833,32 @@ class Server:
         if self.max_inflight_bytes < self.max_body_bytes:
             raise ValueError(f"max_inflight_bytes ({self.max_inflight_bytes}) must be "
                              f"at least max_body_bytes ({self.max_body_bytes})")
-        self.cache_ttl_ms, self.cache_scope = _cache_hints(
-            self.cache_ttl_ms, self.cache_scope, name, True)
+        _cache_hints(self.cache_ttl_ms, self.cache_scope, name, required=True)
         self.request_state = RequestStateSigner(self.state_key, self.state_ttl,
                                                 self.max_state_bytes)
+        # What the lifespan yielded; the connections (or HTTP) in it; a lock held while
+        # it is entered or exited, which may take self.lock
         self.lifespan_value = None
-        # connections (or HTTP) that entered the lifespan
         self._lifespan_users = 0
-        # Held while the lifespan is entered or exited, which may take self.lock
         self._lifespan_lock = threading.Lock()
-        # What is registered; registration order is the order lists use
+        # What is registered, in the order lists use; capabilities(), as offered()
+        # caches it; the lock registrations take
         self.tools = {}
         self.resources = {}
         self.prompts = {}
         self.completers = {}
         self.order = count(1).__next__
-        # capabilities(), cached by offered()
         self._offered = None
         self.lock = threading.Lock()
         # What is serving: the pool (started with the first connection), the sessions
         # that hear of changes (stdio connections, HTTP streams), every HttpSession
-        # still in use, and the HttpEndpoint (made at the first request)
+        # still in use, the HttpEndpoint (made at the first request), and serverInfo
+        # as the _meta of every 2026-07-28 result (made at first use)
         self.pool = None
         self.sessions = set()
-        # serverInfo, as the _meta of every 2026-07-28 result (made at first use)
-        self._stateless_meta = None
         self.http_sessions_alive = weakref.WeakSet()
         self._http = None
+        self._stateless_meta = None
         # The rules of each method (a row of METHODS), as this server applies them
         self.methods = dict(METHODS)
         self.handlers = {
@@ -2956,18 +2914,21 @@ class Server:
         if fn is None:
             return lambda fn: self._register(kind, fn, replace, options)
         item = kind(fn, **options)
-        registry_name = kind.registry_name
-        key = item.uri if kind is Resource else item.name
+        key = item.name
+        what = "name"
+        if kind is Resource:
+            key = item.uri
+            what = "URI"
         item.order = self.order()
         with self.lock:
-            registry = getattr(self, registry_name)
+            registry = getattr(self, kind.registry_name)
             if key in registry and not replace:
-                raise ValueError(f"{registry_name[:-1]} {key!r} is already registered: "
-                                 "pass replace=True to replace it, or give this one "
-                                 f"another {'URI' if kind is Resource else 'name'}")
+                raise ValueError(f"{kind.registry_name[:-1]} {key!r} is already "
+                                 "registered: pass replace=True to replace it, or give "
+                                 f"this one another {what}")
             registry[key] = item
         self._offered = None
-        self.notify_list_changed(registry_name)
+        self.notify_list_changed(kind.registry_name)
         return fn
 
     def completion(self, argument, *, prompt=None, template=None):
@@ -2975,10 +2936,9 @@ class Server:
         prompt or resource template."""
         if (prompt is None) == (template is None):
             raise TypeError("completion() takes exactly one of prompt= or template=")
+        key = ("ref/resource", template, argument)
         if prompt is not None:
             key = ("ref/prompt", prompt, argument)
-        else:
-            key = ("ref/resource", template, argument)
 
         def register(fn):
             self.completers[key] = fn
@@ -3050,28 +3010,24 @@ class Server:
         """The capabilities, from what is registered. Changes are offered only by a
         server that can deliver them: one process (``http_sessions=True``)."""
         caps = {"logging": {}}
-        changes = {"listChanged": True} if self.http_sessions else {}
-        if self.tools:
-            caps["tools"] = dict(changes)
-        if self.resources:
-            caps["resources"] = {"subscribe": True, **changes} if changes else {}
-        if self.prompts:
-            caps["prompts"] = dict(changes)
+        changes = {}
+        if self.http_sessions:
+            changes = {"listChanged": True}
+        for kind in ("tools", "resources", "prompts"):
+            if getattr(self, kind):
+                caps[kind] = dict(changes)
+        if changes and self.resources:
+            caps["resources"] = {"subscribe": True, **changes}
         if self.completers:
             caps["completions"] = {}
         return caps
-
-    def schedule(self, fn, *args):
-        """Run ``fn(*args)``, a request's handler and response, on the worker pool:
-        the one place where calls are handed to threads (override it to run them
-        elsewhere). False: refused, as the pool is full."""
-        return self.pool.submit(fn, *args)
 
     def offered(self):
         """capabilities(), cached until a registration changes it (for 2026-07-28)."""
         offered = self._offered
         if offered is None:
-            with self.lock:               # registrations change the registries under it
+            # registrations change the registries under this lock
+            with self.lock:
                 offered = self._offered = self.capabilities()
         return offered
 
@@ -3084,6 +3040,12 @@ class Server:
         return info
 
     # -- serving -----------------------------------------------------------------------
+    def schedule(self, fn, *args):
+        """Run ``fn(*args)``, a request's handler and response, on the worker pool:
+        the one place where calls are handed to threads (override it to run them
+        elsewhere). False: refused, as the pool is full."""
+        return self.pool.submit(fn, *args)
+
     def prepare(self):
         """Start what serving needs, once: the worker pool."""
         with self.lock:
@@ -3092,18 +3054,17 @@ class Server:
 
     def run(self, trace=None, http=None):
         """Serve stdin/stdout until end of input, SIGTERM or Ctrl+C, then exit
-        (SystemExit: catching it gives back the signal handlers). ``http``:
-        ``sys.exit(run_http(http))`` instead."""
+        (catching the SystemExit gives back the signal handlers)."""
         if http is not None:
             sys.exit(self.run_http(http))
         if trace is None:
             trace = os.environ.get("MCP_MIN_TRACE", "") not in ("", "0")
+        if trace:
+            trace = FramePrinter({"in": "C->S", "out": "S->C"}, sys.stderr)
         read_fd, write_fd = claim_stdio()
         _catch_stop_signals(self.grace_period, write_fd)
         code = 0
         try:
-            if trace:
-                trace = FramePrinter({"in": "C->S", "out": "S->C"}, sys.stderr)
             self.serve_connection(read_fd, write_fd, trace=trace)
         except _Stop:
             pass
@@ -3158,18 +3119,15 @@ class Server:
         SIGTERM; returns the exit code (0, or 130 after Ctrl+C)."""
         return serve_http(self, address)
 
-    #: Seconds before a request tries again a lifespan that failed to start.
-    lifespan_retry = 5.0
-
     def start_http(self, engine="mcp_min"):
         """Enter the lifespan and make the HTTP endpoint, once per process (a lifespan
         that fails is tried again at most every ``lifespan_retry`` seconds)."""
         global _tune_allocator
         with Server._http_start_lock:
-            if isinstance(self._http, HttpEndpoint):
-                return self._http
-            if isinstance(self._http, _LifespanFailed) and not self._http.due():
-                return self._http
+            endpoint = self._http
+            if isinstance(endpoint, HttpEndpoint) or (
+                    isinstance(endpoint, _LifespanFailed) and not endpoint.due()):
+                return endpoint
             self.prepare()
             # SERVER_SOFTWARE says "gunicorn/27.0.1" in gunicorn, "Granian" in granian:
             # a worker process that serves this application alone
@@ -3184,8 +3142,8 @@ class Server:
             self._http = HttpEndpoint(self)
             _at_process_exit(self.stop_http)
             # run_http is one process, whatever it shares
-            alone = engine == "mcp_min"
-            if not (alone or self.http_sessions or self.request_state.shared):
+            if (engine != "mcp_min" and not self.http_sessions
+                    and not self.request_state.shared):
                 log.warning("requestState is signed with a key of this process alone: "
                             "give every worker the same MCP_MIN_STATE_KEY, or a retry "
                             "that reaches another worker is refused")
@@ -3199,7 +3157,7 @@ class Server:
         if not isinstance(endpoint, HttpEndpoint):
             return
         # An engine may signal its worker twice (Ctrl+C reaches the process group, and
-        # the master passes it on): a second one must not cut the lifespan's exit short.
+        # the master passes it on): the second must not cut the lifespan's exit short.
         ignored = _ignore_stop_signals()
         try:
             self._cancel_http_calls(httpd)
@@ -3215,11 +3173,8 @@ class Server:
             return
         for session in busy:
             session.cancel_all("the server is shutting down", stopping=True)
-        deadline = time.monotonic() + self.cancel_timeout
-        while time.monotonic() < deadline and (
-                (httpd is not None and httpd.serving)
-                or any(session.running for session in busy)):
-            time.sleep(0.01)
+        _wait_for_calls(self.cancel_timeout, None, lambda: (
+            httpd is not None and httpd.serving) or any(s.running for s in busy))
         left = sum(len(session.running) for session in busy)
         if left:
             log.warning("exiting with %d call(s) unfinished: still running %.1f s "
@@ -3278,15 +3233,17 @@ class Server:
         session.client_info, session.client_capabilities = info, caps
         offered = self.capabilities()
         declared = dict(offered)
+        # no such flag in 2024-11-05
         if version < V2025_03:
-            declared.pop("completions", None)     # no such flag in 2024-11-05
+            declared.pop("completions", None)
         result = {"protocolVersion": version, "capabilities": declared,
                   "serverInfo": self.server_info(version)}
         if self.instructions:
             result["instructions"] = self.instructions
+
         # Changes (list_changed, log messages) reach the session from the moment this
-        # response is written, under its write lock (Session.run_call): none goes out
-        # ahead of it. One made before is not lost: the next tools/list shows it.
+        # response is written, under its write lock: none goes out ahead of it. One
+        # made before is not lost: the next tools/list shows it.
         def negotiated():
             session.capabilities, session.version = offered, version
         ctx._with_response = negotiated
@@ -3302,7 +3259,7 @@ class Server:
         ctx.session.cancel(params.get("requestId"), params.get("reason"))
 
     def on_roots_list_changed(self, ctx, params):
-        ctx.session.roots = None                  # the next ctx.list_roots() asks again
+        ctx.session.roots = None
         ctx.session.roots_generation += 1
         self.roots_changed(ctx.session)
 
@@ -3358,9 +3315,13 @@ class Server:
         """One page of ``items`` in registration order. The cursor names the last item
         shown: items added or removed between pages make none repeat or go missing."""
         cursor = params.get("cursor")
-        after = 0 if cursor is None else _cursor_position(cursor)
+        after = 0
+        if cursor is not None:
+            after = _cursor_position(cursor)
         entries = sorted((i for i in items if i.order > after), key=lambda i: i.order)
-        page = entries if self.page_size is None else entries[:self.page_size]
+        page = entries
+        if self.page_size is not None:
+            page = entries[:self.page_size]
         result = {key: [i.describe(ctx.protocol_version) for i in page]}
         if len(page) < len(entries):
             result["nextCursor"] = b64encode(b"after:%d" % page[-1].order)
@@ -3405,7 +3366,9 @@ class Server:
             result = {"contents": resource.read(ctx, uri, variables)}
         except (ResourceNotFound, FileNotFoundError):
             # 2026-07-28 has no code of its own for it; data.uri has the URI in full
-            code = INVALID_PARAMS if ctx.stateless else RESOURCE_NOT_FOUND
+            code = RESOURCE_NOT_FOUND
+            if ctx.stateless:
+                code = INVALID_PARAMS
             shown = uri if len(uri) <= 200 else uri[:199] + "…"
             raise JSONRPCError(code, f"Resource not found: {shown}",
                                {"uri": uri}) from None
@@ -3465,12 +3428,9 @@ class Server:
         ref = _require(params, "ref", dict, "completion/complete")
         argument = _require(params, "argument", dict, "completion/complete")
         kind, name = ref.get("type"), argument.get("name")
+        registry, what, key = self.resources, "resource template", ref.get("uri")
         if kind == "ref/prompt":
-            key = ref.get("name")
-            registry, what = self.prompts, "prompt"
-        else:
-            key = ref.get("uri")
-            registry, what = self.resources, "resource template"
+            registry, what, key = self.prompts, "prompt", ref.get("name")
         if (kind not in ("ref/prompt", "ref/resource") or not isinstance(key, str)
                 or not isinstance(name, str)):
             raise JSONRPCError(INVALID_PARAMS, 'completion/complete needs ref {"type": '
@@ -3490,7 +3450,7 @@ class Server:
         values = []
         if completer is not None:
             values = completer(value, known or {})
-            if hasattr(values, "__await__"):          # an async def completer
+            if hasattr(values, "__await__"):
                 values = _run_coroutine(values, ctx)
             values = [str(v) for v in values]
         return {"completion": {"values": values[:100], "total": len(values),
@@ -3542,15 +3502,14 @@ class Server:
             return result
         if self._stateless_meta is None:
             self._stateless_meta = {SERVER_INFO_KEY: self.server_info(V2026_07)}
-        rules = METHODS.get(ctx.method, CUSTOM_METHOD)
-        # the handler's own dict stays as it was
+        # a copy: the handler's own dict stays as it was
         result = dict(result)
         kind = result.setdefault("resultType", "complete")
-        if kind == "input_required" and not rules.asks:
+        if kind == "input_required" and not ctx.rules.asks:
             raise JSONRPCError(INTERNAL_ERROR, f"Internal error: {ctx.method} answered "
                                                "input_required, which only tools/call, "
                                                "prompts/get and resources/read may")
-        if kind == "complete" and rules.cacheable:
+        if kind == "complete" and ctx.rules.cacheable:
             result.setdefault("ttlMs", self.cache_ttl_ms)
             result.setdefault("cacheScope", self.cache_scope)
         result["_meta"] = {**(result.get("_meta") or {}), **self._stateless_meta}
@@ -3561,13 +3520,13 @@ class Server:
         (-32602 if forged, altered, expired or another call's), this round's in
         inputResponses."""
         token = params.get("requestState")
-        responses = params.get("inputResponses")
         if not isinstance(token, str):
             raise _invalid_state("it must be the string the server sent")
         state = self.request_state.open(token)
         if state.get("call") != self.call_digest(method, params, principal):
             raise _invalid_state(
                 "it was issued for another call (method, name or arguments)")
+        responses = params.get("inputResponses")
         if responses is not None and not isinstance(responses, dict):
             raise JSONRPCError(INVALID_PARAMS,
                                "Invalid params: inputResponses must be an object")
@@ -3584,7 +3543,8 @@ class Server:
         try:
             return _digest([self.name, method, target, params.get("arguments"),
                             _principal_id(principal)])
-        except (RecursionError, ValueError) as e:  # nested deeper than json.dumps goes
+        # nested deeper than json.dumps goes
+        except (RecursionError, ValueError) as e:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: arguments cannot be "
                                f"read back ({type(e).__name__})") from None
 
@@ -3601,15 +3561,17 @@ class Server:
                  "answers": ctx.answers or {}, "asked": asked}
         try:
             sealed = self.request_state.seal(state)
-        except RecursionError:    # the client's answers, read by json, nest deeper
+        # the client's answers, read by json, nest deeper than json.dumps goes
+        except RecursionError:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: the answers in "
                                                "inputResponses are nested too deeply "
                                                "to carry") from None
         requests = {key: request for key, (request, _) in questions.items()}
         return {"resultType": "input_required", "inputRequests": requests,
                 "requestState": sealed}
+
 # ======================================================================================
-# Context
+# Context: one request as its handler sees it; async handlers; forwarded logging
 # ======================================================================================
 
 LOG_LEVELS = (
@@ -3637,30 +3599,27 @@ def _log_params(level, data, logger, threshold):
 
 
 class Context:
-    """One request, as its handler sees it (docs/reference.md): what it asks and who
-    asks it, and what the handler can do meanwhile: report progress, log, ask the
-    client, see that it was cancelled. A function gets one by a parameter annotated
-    ``Context``, a handler as its first argument. In an ``async def`` handler its
-    methods return awaitables."""
+    """One request as its handler sees it (docs/reference.md): what it asks, who asks
+    it, and what the handler can do meanwhile: report progress, log, ask the client,
+    see that it was cancelled. In an ``async def`` handler its methods return
+    awaitables."""
 
-    # While an async handler runs: cancels its coroutine (Session.cancel calls it)
+    # Hooks: cancel an async handler's coroutine (Session.cancel calls it); run just
+    # before the response goes out (Stream.respond's ``before``); run once the
+    # handler has returned (HttpEndpoint.claim), with what it counts meanwhile
+    # against its principal's share
     _on_cancel = None
-    # Called just before the response goes out (Stream.respond's ``before``)
     _with_response = None
-    # Called once its handler has returned (HttpEndpoint.claim), and what it counts
-    # against its principal's share meanwhile
     _on_end = None
     _holder = None
-    # A request's state as it starts: set on the instance only once it changes.
-    # 2026-07-28: the answers this run has, key -> [question digest, answer]
+    # The request's state as it starts, set on the instance once it changes:
+    # 2026-07-28 answers (key -> [question digest, answer]) and questions asked in this
+    # run; cancelled (by the client, or by the server's shutdown: stopped, and still
+    # answered); done: the response is sent
     answers = None
-    # questions asked so far in this run
     questions = 0
-    # set by notifications/cancelled, a client that left, or the server's shutdown
     cancelled = False
-    # cancelled by the server's shutdown: still answered
     stopped = False
-    # set once the response is sent
     done = False
     last_progress = None
     progress_token = None
@@ -3683,9 +3642,7 @@ class Context:
         # the handshake era: None, as the session knows it from initialize.
         self.envelope = envelope
         self.stateless = envelope is not None
-        known = session
-        if self.stateless:
-            known = envelope
+        known = envelope or session
         self.protocol_version = known.version
         self.client_info = known.client_info
         self.client_capabilities = known.client_capabilities
@@ -3713,7 +3670,9 @@ class Context:
 
     @property
     def cancel_reason(self):
-        why = ": the server is shutting down" if self.stopped else ""
+        why = ""
+        if self.stopped:
+            why = ": the server is shutting down"
         return f"request {self.request_id!r} was cancelled{why}"
 
     def report_progress(self, progress, total=None, message=None):
@@ -3753,12 +3712,13 @@ class Context:
             return False
         if not self.stateless:
             return self.stream.notify("notifications/message", params)
-        with self.session.lock:               # the response cannot overtake us here
+        # 2026-07-28: only before the response, which cannot overtake us under the lock
+        with self.session.lock:
             if self.done or self.cancelled:
                 return False
             return self.stream.notify("notifications/message", params)
 
-    # -- asking the client (the README says how each era carries the question) --------
+    # -- asking the client (docs/reference.md says how each era carries the question) --
     # The client capability each question needs; in 2026-07-28 the only questions.
     _CAPABILITY_ASKED = {"elicitation/create": "elicitation",
                          "sampling/createMessage": "sampling", "roots/list": "roots"}
@@ -3774,10 +3734,10 @@ class Context:
         if not self.stateless and self.session.no_requests:
             raise CapabilityError(f"{method} cannot be sent: "
                                   f"{self.session.no_requests}")
-        capability = capability or self._CAPABILITY_ASKED.get(method)
         if self.stateless and method not in self._CAPABILITY_ASKED:
             raise ValueError(f"{method} cannot be sent to a 2026-07-28 client: a "
                              "server asks it only for elicitation, sampling or roots")
+        capability = capability or self._CAPABILITY_ASKED.get(method)
         if capability:
             declared = self.client_capabilities.get(capability)
             if not isinstance(declared, dict):
@@ -3787,7 +3747,8 @@ class Context:
         self.check_cancelled()
         if self.stateless:
             return self._ask(method, params, key)
-        timeout = self.server.request_timeout if timeout is None else timeout
+        if timeout is None:
+            timeout = self.server.request_timeout
         answer = self.session.request(method, params, timeout, owner=self)
         return _check_answer(None, method, answer)
 
@@ -3827,7 +3788,8 @@ class Context:
                metadata=None, tools=None, tool_choice=None, timeout=None, key=None):
         """sampling/createMessage: ``messages`` is a string or block (a user turn), a
         ``{"role", "content"}`` dict, or a list of them. Returns the client's result."""
-        if isinstance(messages, (str, dict)):     # one message, not a list of its keys
+        # one message, not a list of its keys
+        if isinstance(messages, (str, dict)):
             messages = [messages]
         params = {"messages": [_prompt_message(m) for m in messages],
                   "maxTokens": max_tokens}
@@ -3887,23 +3849,85 @@ class Context:
 
     def list_roots(self, timeout=None, key=None):
         """roots/list: ``[{"uri", "name"?}, ...]``, in the handshake era cached until
-        notifications/roots/list_changed."""
-        if self.stateless:                  # asked anew in each request
-            answer = self.request("roots/list", None, "roots", timeout, key)
-            return answer.get("roots", [])
-        session, roots = self.session, self.session.roots
-        if roots is None:
-            generation = session.roots_generation
-            roots = self.request("roots/list", None, "roots", timeout).get("roots", [])
-            if generation == session.roots_generation:   # no list_changed meanwhile
-                session.roots = roots
+        notifications/roots/list_changed (2026-07-28 asks in each request)."""
+        session = self.session
+        if not self.stateless and session.roots is not None:
+            return session.roots
+        generation = session.roots_generation
+        roots = self.request("roots/list", None, "roots", timeout, key).get("roots", [])
+        # no list_changed meanwhile
+        if not self.stateless and generation == session.roots_generation:
+            session.roots = roots
         return roots
 
 
+def _check_form(schema):
+    """An elicitation form is a flat object of strings, numbers, booleans and lists of
+    enumerated strings, as the spec requires: anything else is a mistake in the tool."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict) or schema.get("type") != "object":
+        raise ValueError('an elicitation form is {"type": "object", '
+                         '"properties": {...}}')
+    for name, prop in properties.items():
+        kind = prop.get("type") if isinstance(prop, dict) else None
+        items = prop.get("items") if kind == "array" else None
+        enumerated = isinstance(items, dict) and ("enum" in items or "anyOf" in items)
+        if kind not in ("string", "number", "integer", "boolean") and not enumerated:
+            raise ValueError(f"elicitation form property {name!r}: forms take strings, "
+                             "numbers, booleans and arrays of enumerated strings, "
+                             "nothing nested")
+
+
+# --- async handlers --------------------------------------------------------
+# An async handler runs on the process's one event loop (_event_loop) while the
+# worker thread that called it waits; the Context's methods, called on the loop, give
+# awaitables, and those that wait for the client wait in a thread of their own.
+
+def _run_coroutine(awaitable, ctx):
+    """Run an async handler on the loop and wait for it. Cancelled, its coroutine gets
+    asyncio.CancelledError where it awaits, and this thread waits on until it has
+    unwound (a shutdown closes the lifespan after)."""
+    import concurrent.futures
+    loop = _event_loop()
+    escaped = []
+    tasks = []
+
+    async def serving():
+        if ctx.cancelled:
+            raise loop.asyncio.CancelledError
+        tasks.append(loop.asyncio.current_task())
+        # set in this task's own context, where forwarded logging finds it
+        _serving_ctx.set(ctx)
+        try:
+            return await awaitable
+        except (SystemExit, KeyboardInterrupt) as e:
+            # Out of a task they would stop the loop: they are raised in the caller's
+            # thread instead.
+            escaped.append(e)
+
+    def cancel():
+        # On the loop, after ctx.cancelled is set: a task not started yet sees that.
+        # Cancelling the task, not the future, keeps the future until the task ends.
+        for task in tasks:
+            task.cancel()
+    future = loop.submit(serving())
+    ctx._on_cancel = lambda: loop.loop.call_soon_threadsafe(cancel)
+    try:
+        result = future.result()
+        if escaped:
+            raise escaped[0]
+        return result
+    except concurrent.futures.CancelledError:
+        if ctx.cancelled:
+            raise Cancelled(ctx.cancel_reason) from None
+        raise
+    finally:
+        ctx._on_cancel = None
+
+
 def _awaitable_on_the_loop(method, waits):
-    """``method``, except that on the event loop (in an async handler) it returns an
-    awaitable: a finished Future for a quick one; for one that waits for the client, a
-    coroutine waiting in a thread of its own (blocking the loop would hold up all)."""
+    """``method``, but on the loop an awaitable: a finished Future, or for one that
+    ``waits`` for the client a coroutine waiting in a thread (the loop serves on)."""
     @functools.wraps(method)
     def call(self, *args, **kwargs):
         # By thread id: current_thread() would leave a dummy Thread behind for each
@@ -3928,12 +3952,14 @@ async def _in_a_thread(call):
     future, context = concurrent.futures.Future(), contextvars.copy_context()
 
     def work():
-        # Once running, the future ignores cancel(): setting it below cannot fail.
-        if not future.set_running_or_notify_cancel():  # the coroutine stopped waiting
+        # False: the coroutine stopped waiting. Once running, the future ignores
+        # cancel(): setting it below cannot fail.
+        if not future.set_running_or_notify_cancel():
             return
         try:
             future.set_result(context.run(call))
-        except BaseException as e:            # InputRequired and Cancelled too
+        # InputRequired and Cancelled too
+        except BaseException as e:
             future.set_exception(e)
     _start_thread(work)
     return await asyncio.wrap_future(future)
@@ -3949,32 +3975,17 @@ for _level in LOG_LEVELS:
 del _method, _waits, _level
 
 
-def _check_form(schema):
-    """An elicitation form is a flat object of strings, numbers, booleans and lists of
-    enumerated strings, as the spec requires: anything else is a mistake in the tool."""
-    properties = schema.get("properties") if isinstance(schema, dict) else None
-    if not isinstance(properties, dict) or schema.get("type") != "object":
-        raise ValueError('an elicitation form is {"type": "object", '
-                         '"properties": {...}}')
-    for name, prop in properties.items():
-        kind = prop.get("type") if isinstance(prop, dict) else None
-        items = prop.get("items") if kind == "array" else None
-        enumerated = isinstance(items, dict) and ("enum" in items or "anyOf" in items)
-        if kind not in ("string", "number", "integer", "boolean") and not enumerated:
-            raise ValueError(f"elicitation form property {name!r}: forms take strings, "
-                             "numbers, booleans and arrays of enumerated strings, "
-                             "nothing nested")
-
-
-# The state of _forward_logging, one for the process: how many servers serve with
-# forward_logging set; whether _forwarded_record is installed as the log record factory;
-# the factory it wraps (make); a Formatter's format, for the text of a record.
+# --- forwarded logging -----------------------------------------------------
+# Server(forward_logging=...): records logged while a handler runs also go to its
+# client, through one wrapper of the log record factory (no handler is added
+# anywhere). Its state, one for the process: how many servers serve with
+# forward_logging set; whether _forwarded_record is installed as the factory; the
+# factory it wraps (make); a Formatter's format, for the text of a record.
 _forwarding = types.SimpleNamespace(servers=0, installed=False, make=None, format=None)
 
 
 def _forward_logging(server, serving):
-    """Server(forward_logging=...): records logged in a handler also go to its client,
-    through one wrapper of the log record factory (no handler is added anywhere)."""
+    """A server starts (``serving``) or stops serving: install or remove the wrapper."""
     if not server.forward_logging:
         return
     import logging
@@ -4004,13 +4015,16 @@ def _mcp_level(levelno):
 def _forwarded_record(*args, **kwargs):
     record = _forwarding.make(*args, **kwargs)
     ctx = getattr(_current, "ctx", None) or _serving_ctx.get()
-    wanted = ctx.server.forward_logging if ctx is not None else None
+    if ctx is None:
+        return record
+    wanted = ctx.server.forward_logging
     name = record.name
     if wanted and not name.startswith("mcp_min") and (
             wanted is True or name == wanted or name.startswith(wanted + ".")):
+        # logging must never fail the call that logs
         try:
             ctx.log(_mcp_level(record.levelno), _forwarding.format(record), name)
-        except Exception:                 # logging must never fail the call that logs
+        except Exception:
             pass
     return record
 
@@ -4019,29 +4033,25 @@ def _forwarded_record(*args, **kwargs):
 # The eras: the method table, and what a 2026-07-28 request carries
 # ======================================================================================
 
-# MCP has two eras. In the handshake era (protocols 2024-11-05 to 2025-11-25) a client
-# opens a session with initialize, and the server remembers what it said. From
-# 2026-07-28 (the stateless era) there is no initialize: every request carries, in
-# params._meta, the protocol version and the client's capabilities (its "envelope"),
-# and the server remembers nothing between requests. A handler that needs the client's
-# input (elicitation, sampling, roots) answers {"resultType": "input_required",
-# "inputRequests": {...}, "requestState": "..."}; the client sends the same request
-# again with the answers and the requestState, and the handler runs again from the
-# top. requestState carries the earlier rounds' answers, so it is signed: the client
-# holds it, and it must not be able to alter it or move it to another call.
+# In the handshake era (protocols 2024-11-05 to 2025-11-25) a client opens a session
+# with initialize, and the server remembers what it said. In the stateless era
+# (2026-07-28) every request carries its "envelope" in params._meta: the protocol
+# version and the client's capabilities. A handler that needs the client's input
+# answers "input_required" with the questions and a requestState; the client sends the
+# request again with the answers and that state, and the handler runs again from the
+# top. requestState carries the earlier rounds' answers: it is signed, so that the
+# client can neither alter it nor move it to another call.
 
 HANDSHAKE = "handshake"
 STATELESS = "stateless"
 
 
 class Method:
-    """A row of METHODS: what a method's params hold (``params``: name -> the JSON
-    types its value may have, "?" after an optional name; for ``explain``), the era it
-    belongs to (``era``: None for both), the server capability it needs (``needs``),
-    whether a handshake-era client may send it before initialize, whether it runs user
-    code (``threaded``: on the pool, never on the thread that reads), whether a
-    client may cache its result (``cacheable``, 2026-07-28), and whether its handler
-    may ask the client a question (``asks``)."""
+    """A row of METHODS: ``params`` (name -> the JSON types its value may have, "?"
+    after an optional name; for ``explain``), its ``era`` (None: both), the server
+    capability it ``needs``; whether it may come ``before_initialize``, runs user code
+    (``threaded``: on the pool, never on the thread that reads), has a result a client
+    may cache (``cacheable``), and whether its handler may ask the client (``asks``)."""
     __slots__ = ("params", "era", "needs", "before_initialize", "threaded",
                  "cacheable", "asks")
 
@@ -4114,13 +4124,12 @@ METHODS = {
 }
 CUSTOM_METHOD = Method(threaded=True)
 
-_MCP_PREFIX = "io.modelcontextprotocol/"
-PROTOCOL_VERSION_KEY = _MCP_PREFIX + "protocolVersion"
-CLIENT_CAPABILITIES_KEY = _MCP_PREFIX + "clientCapabilities"
-CLIENT_INFO_KEY = _MCP_PREFIX + "clientInfo"
-LOG_LEVEL_KEY = _MCP_PREFIX + "logLevel"
-SERVER_INFO_KEY = _MCP_PREFIX + "serverInfo"
-SUBSCRIPTION_ID_KEY = _MCP_PREFIX + "subscriptionId"
+PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+CLIENT_CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
+CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
+LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
+SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
 
 #: A handler's result meaning "no response": subscriptions/listen answers with a stream.
 NO_RESPONSE = object()
@@ -4161,9 +4170,9 @@ class Envelope:
         self.version = version
         self.log_level = level
         self.client_capabilities = meta[CLIENT_CAPABILITIES_KEY]
-        self.client_info = meta.get(CLIENT_INFO_KEY)
-        if not isinstance(self.client_info, dict):
-            self.client_info = {}
+        self.client_info = {}
+        if isinstance(meta.get(CLIENT_INFO_KEY), dict):
+            self.client_info = meta[CLIENT_INFO_KEY]
 
 
 def is_stateless(method, meta):
@@ -4194,13 +4203,15 @@ class RequestStateSigner:
     settings: docs/reference.md). One over ``max_bytes`` is not opened: the client may
     send anything in its place, which the signature check would copy and hash whole."""
 
-    def __init__(self, key=None, ttl=600, max_bytes=64 << 10):
-        key = key if key is not None else os.environ.get("MCP_MIN_STATE_KEY")
+    def __init__(self, key, ttl, max_bytes):
+        if key is None:
+            key = os.environ.get("MCP_MIN_STATE_KEY")
         if isinstance(key, str):
             key = key.encode("utf-8")
+        # a key of this process alone, unless one is given
+        self.shared = bool(key)
         self.key = key or os.urandom(32)
         self.ttl = ttl
-        self.shared = bool(key)
         self.max_bytes = max_bytes
 
     def signature(self, body):
@@ -4212,7 +4223,8 @@ class RequestStateSigner:
     def seal(self, payload):
         body = _b64url(encode_message(dict(payload, exp=int(time.time() + self.ttl))))
         token = f"v1.{body}.{self.signature(body)}"
-        if len(token) > self.max_bytes:       # its retry would be refused: say so now
+        # its retry would be refused: say so now
+        if len(token) > self.max_bytes:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: the requestState "
                                f"carrying the answers so far would be {len(token)} "
                                f"bytes, over the limit of {self.max_bytes} "
@@ -4235,7 +4247,8 @@ class RequestStateSigner:
                     mac.encode("ascii"), self.signature(body).encode("ascii")):
                 body = body.replace("-", "+").replace("_", "/")
                 payload = json.loads(b64decode(body + "=" * (-len(body) % 4)))
-        except ValueError:      # binascii.Error and UnicodeEncodeError too
+        # (binascii.Error and UnicodeEncodeError are ValueErrors)
+        except ValueError:
             pass
         if not isinstance(payload, dict):
             raise _invalid_state("it was not issued by this server, or it was altered")
@@ -4261,8 +4274,9 @@ def _check_answer(key, method, answer):
     inputResponses entry ``key`` (2026-07-28), or with ``key`` None the client's
     response (the handshake era)."""
     field, kind = _ANSWER_SHAPES.get(method, (None, None))
-    answered = ("The client's answer" if key is None
-                else f"Invalid params: inputResponses.{key}")
+    answered = f"Invalid params: inputResponses.{key}"
+    if key is None:
+        answered = "The client's answer"
     if not isinstance(answer, dict):
         raise InvalidAnswer(f"{answered} is not a result of {method} (a result is an "
                             "object)")
