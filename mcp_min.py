@@ -2148,7 +2148,8 @@ class Entry:
     """What tools, resources and prompts share: a function and its Signature, the
     display metadata, and calling the function with validated arguments."""
 
-    def __init__(self, fn, name, title, description, icons, meta, **signature_options):
+    def __init__(self, fn, *, name, title, description, icons, meta,
+                 **signature_options):
         self.fn = fn
         self.title = title
         self.icons = icons
@@ -2198,9 +2199,10 @@ class Tool(Entry):
     def __init__(self, fn, *, name=None, title=None, description=None, annotations=None,
                  input_schema=None, output_schema=None, structured=None, icons=None,
                  meta=None):
-        super().__init__(fn, name, title, description, icons, meta,
-                         input_schema=input_schema, output_schema=output_schema,
-                         structured=structured, content_types=(Content, ToolResult))
+        super().__init__(fn, name=name, title=title, description=description,
+                         icons=icons, meta=meta, input_schema=input_schema,
+                         output_schema=output_schema, structured=structured,
+                         content_types=(Content, ToolResult))
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", self.name):
             raise ValueError(f"tool name {self.name!r} does not follow the MCP naming "
                              "guidance: 1 to 128 characters from A-Z a-z 0-9 _ - . "
@@ -2435,7 +2437,8 @@ class Resource(Entry):
     def __init__(self, fn, uri, *, name=None, title=None, description=None,
                  mime_type=None, size=None, annotations=None, icons=None, meta=None,
                  ttl_ms=None, cache_scope=None, allow_dot_segments=False):
-        super().__init__(fn, name, title, description, icons, meta, structured=False)
+        super().__init__(fn, name=name, title=title, description=description,
+                         icons=icons, meta=meta, structured=False)
         self.uri = uri
         # name -> whether it is a {+name}, taking slashes too
         self.variables = {}
@@ -2472,8 +2475,7 @@ class Resource(Entry):
                 raise ValueError(_template_brace_error(uri, literal))
         pattern = [re.escape(parts[0])]
         for i in range(1, len(parts), 3):
-            plus, var = parts[i], parts[i + 1]
-            literal = parts[i + 2]
+            plus, var, literal = parts[i:i + 3]
             if var in self.variables:
                 raise ValueError(f"resource {uri!r}: variable {var!r} appears twice; "
                                  "give each variable a name of its own")
@@ -2569,7 +2571,8 @@ class Prompt(Entry):
 
     def __init__(self, fn, *, name=None, title=None, description=None, icons=None,
                  meta=None):
-        super().__init__(fn, name, title, description, icons, meta, structured=False)
+        super().__init__(fn, name=name, title=title, description=description,
+                         icons=icons, meta=meta, structured=False)
         schema = self.signature.input_schema
         required = set(schema.get("required", ()))
         self.arguments = []
@@ -2645,9 +2648,8 @@ def _require(params, key, kind, method):
 
 
 def _named(registry, what, params, method):
-    """The tool or prompt params.name names, and its params.arguments ({} when there
-    are none, nor misspelt ones); else -32602 (a protocol error, as in the spec's
-    example) naming it, and the names it may have meant."""
+    """The tool or prompt params.name names, and params.arguments ({} if there are none,
+    nor misspelt ones); else -32602 (as in the spec's example), with close names."""
     name = params.get("name")
     entry = None
     if type(name) is str:
@@ -2761,8 +2763,7 @@ class Setting:
 SETTINGS = {
     # Who the server is (serverInfo), and what it tells clients
     "title": Setting(None), "description": Setting(None),
-    "instructions": Setting(None), "website_url": Setting(None),
-    "icons": Setting(None),
+    "instructions": Setting(None), "website_url": Setting(None), "icons": Setting(None),
     # The lifespan, and logging
     "lifespan": Setting(None, "function"), "forward_logging": Setting(False),
     # Limits
@@ -2770,8 +2771,7 @@ SETTINGS = {
     "max_workers": Setting(64, "count"),
     "max_queue": Setting(10_000, "count", least=0),
     "max_line_bytes": Setting(32 << 20, "count"),
-    "grace_period": Setting(5.0, "seconds"),
-    "cancel_timeout": Setting(2.0, "seconds"),
+    "grace_period": Setting(5.0, "seconds"), "cancel_timeout": Setting(2.0, "seconds"),
     "request_timeout": Setting(60.0, "seconds", none=True),
     # 2026-07-28: cache hints, and requestState
     "cache_ttl_ms": Setting(0), "cache_scope": Setting("public"),
@@ -2800,10 +2800,8 @@ SETTINGS = {
     "max_uri_length": Setting(8 << 10, "count"),
     "max_subscribed_length": Setting(64 << 10, "count"),
     # HTTP security
-    "allowed_origins": Setting((), "origins"),
-    "allowed_hosts": Setting(None, "hosts"),
-    "public_url": Setting(None, "url"),
-    "auth": Setting(None, "function"),
+    "allowed_origins": Setting((), "origins"), "allowed_hosts": Setting(None, "hosts"),
+    "public_url": Setting(None, "url"), "auth": Setting(None, "function"),
     "authorization_servers": Setting((), "list"),
 }
 
@@ -3022,15 +3020,6 @@ class Server:
             caps["completions"] = {}
         return caps
 
-    def offered(self):
-        """capabilities(), cached until a registration changes it (for 2026-07-28)."""
-        offered = self._offered
-        if offered is None:
-            # registrations change the registries under this lock
-            with self.lock:
-                offered = self._offered = self.capabilities()
-        return offered
-
     def server_info(self, version):
         info = {"name": self.name, "version": self.version}
         _add_optional(info, "title", self.title, version, V2025_06)
@@ -3040,12 +3029,6 @@ class Server:
         return info
 
     # -- serving -----------------------------------------------------------------------
-    def schedule(self, fn, *args):
-        """Run ``fn(*args)``, a request's handler and response, on the worker pool:
-        the one place where calls are handed to threads (override it to run them
-        elsewhere). False: refused, as the pool is full."""
-        return self.pool.submit(fn, *args)
-
     def prepare(self):
         """Start what serving needs, once: the worker pool."""
         with self.lock:
@@ -3173,8 +3156,11 @@ class Server:
             return
         for session in busy:
             session.cancel_all("the server is shutting down", stopping=True)
-        _wait_for_calls(self.cancel_timeout, None, lambda: (
-            httpd is not None and httpd.serving) or any(s.running for s in busy))
+        deadline = time.monotonic() + self.cancel_timeout
+        while time.monotonic() < deadline and (
+                (httpd is not None and httpd.serving)
+                or any(session.running for session in busy)):
+            time.sleep(0.01)
         left = sum(len(session.running) for session in busy)
         if left:
             log.warning("exiting with %d call(s) unfinished: still running %.1f s "
@@ -3464,7 +3450,22 @@ class Server:
         ctx.session.log_level = level
         return {}
 
-    # -- running a handler: both eras, and what 2026-07-28 adds -----------------------
+    # -- running a request: where, its handler, and what 2026-07-28 adds --------------
+    def offered(self):
+        """capabilities(), cached until a registration changes it (for 2026-07-28)."""
+        offered = self._offered
+        if offered is None:
+            # registrations change the registries under this lock
+            with self.lock:
+                offered = self._offered = self.capabilities()
+        return offered
+
+    def schedule(self, fn, *args):
+        """Run ``fn(*args)``, a request's handler and response, on the worker pool:
+        the one place where calls are handed to threads (override it to run them
+        elsewhere). False: refused, as the pool is full."""
+        return self.pool.submit(fn, *args)
+
     def call_handler(self, ctx, handler):
         """handler(ctx, params), run to completion if it is a coroutine function; its
         result, which must be an object (or NO_RESPONSE)."""
@@ -3601,8 +3602,8 @@ def _log_params(level, data, logger, threshold):
 class Context:
     """One request as its handler sees it (docs/reference.md): what it asks, who asks
     it, and what the handler can do meanwhile: report progress, log, ask the client,
-    see that it was cancelled. In an ``async def`` handler its methods return
-    awaitables."""
+    see that it was cancelled. A function gets one by a parameter annotated Context, a
+    handler as its first argument; in an ``async def`` its methods return awaitables."""
 
     # Hooks: cancel an async handler's coroutine (Session.cancel calls it); run just
     # before the response goes out (Stream.respond's ``before``); run once the
@@ -3614,8 +3615,8 @@ class Context:
     _holder = None
     # The request's state as it starts, set on the instance once it changes:
     # 2026-07-28 answers (key -> [question digest, answer]) and questions asked in this
-    # run; cancelled (by the client, or by the server's shutdown: stopped, and still
-    # answered); done: the response is sent
+    # run; cancelled (by the client, or by the server's shutdown: stopped, its response
+    # still sent); done: the response is sent
     answers = None
     questions = 0
     cancelled = False
@@ -3636,7 +3637,7 @@ class Context:
         self.request_id = request_id
         self.method = method
         self.params = params
-        # Who the transport says the client is (over HTTP, the auth hook's answer)
+        # Who the transport says the client is (over HTTP, what the auth hook returned)
         self.principal = session.principal
         # 2026-07-28: the request's envelope, all the server knows of its client;
         # the handshake era: None, as the session knows it from initialize.
@@ -3734,10 +3735,10 @@ class Context:
         if not self.stateless and self.session.no_requests:
             raise CapabilityError(f"{method} cannot be sent: "
                                   f"{self.session.no_requests}")
+        capability = capability or self._CAPABILITY_ASKED.get(method)
         if self.stateless and method not in self._CAPABILITY_ASKED:
             raise ValueError(f"{method} cannot be sent to a 2026-07-28 client: a "
                              "server asks it only for elicitation, sampling or roots")
-        capability = capability or self._CAPABILITY_ASKED.get(method)
         if capability:
             declared = self.client_capabilities.get(capability)
             if not isinstance(declared, dict):
@@ -3935,7 +3936,7 @@ def _awaitable_on_the_loop(method, waits):
         if _loop_thread is None or _thread.get_ident() != _loop_thread.ident:
             return method(self, *args, **kwargs)
         if waits:
-            waiting = _in_a_thread(lambda: method(self, *args, **kwargs))
+            waiting = _in_a_thread(functools.partial(method, self, *args, **kwargs))
             # Named as the method, for the warning "coroutine 'Context.elicit' was
             # never awaited", if it is not.
             waiting.__qualname__ = method.__qualname__
