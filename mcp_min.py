@@ -2912,21 +2912,18 @@ class Server:
         if fn is None:
             return lambda fn: self._register(kind, fn, replace, options)
         item = kind(fn, **options)
-        key = item.name
-        what = "name"
-        if kind is Resource:
-            key = item.uri
-            what = "URI"
+        registry_name = kind.registry_name
+        key = item.uri if kind is Resource else item.name
         item.order = self.order()
         with self.lock:
-            registry = getattr(self, kind.registry_name)
+            registry = getattr(self, registry_name)
             if key in registry and not replace:
-                raise ValueError(f"{kind.registry_name[:-1]} {key!r} is already "
-                                 "registered: pass replace=True to replace it, or give "
-                                 f"this one another {what}")
+                raise ValueError(f"{registry_name[:-1]} {key!r} is already registered: "
+                                 "pass replace=True to replace it, or give this one "
+                                 f"another {'URI' if kind is Resource else 'name'}")
             registry[key] = item
         self._offered = None
-        self.notify_list_changed(kind.registry_name)
+        self.notify_list_changed(registry_name)
         return fn
 
     def completion(self, argument, *, prompt=None, template=None):
@@ -3036,8 +3033,8 @@ class Server:
                 self.pool = WorkerPool(self.max_workers, self.max_queue)
 
     def run(self, trace=None, http=None):
-        """Serve stdin/stdout until end of input, SIGTERM or Ctrl+C, then exit
-        (catching the SystemExit gives back the signal handlers)."""
+        """Serve stdin/stdout until end of input, SIGTERM or Ctrl+C, then exit (catching
+        the SystemExit gives back the signal handlers); ``http``: run_http instead."""
         if http is not None:
             sys.exit(self.run_http(http))
         if trace is None:
@@ -3301,13 +3298,9 @@ class Server:
         """One page of ``items`` in registration order. The cursor names the last item
         shown: items added or removed between pages make none repeat or go missing."""
         cursor = params.get("cursor")
-        after = 0
-        if cursor is not None:
-            after = _cursor_position(cursor)
+        after = 0 if cursor is None else _cursor_position(cursor)
         entries = sorted((i for i in items if i.order > after), key=lambda i: i.order)
-        page = entries
-        if self.page_size is not None:
-            page = entries[:self.page_size]
+        page = entries if self.page_size is None else entries[:self.page_size]
         result = {key: [i.describe(ctx.protocol_version) for i in page]}
         if len(page) < len(entries):
             result["nextCursor"] = b64encode(b"after:%d" % page[-1].order)
@@ -3671,9 +3664,7 @@ class Context:
 
     @property
     def cancel_reason(self):
-        why = ""
-        if self.stopped:
-            why = ": the server is shutting down"
+        why = ": the server is shutting down" if self.stopped else ""
         return f"request {self.request_id!r} was cancelled{why}"
 
     def report_progress(self, progress, total=None, message=None):
@@ -3720,10 +3711,6 @@ class Context:
             return self.stream.notify("notifications/message", params)
 
     # -- asking the client (docs/reference.md says how each era carries the question) --
-    # The client capability each question needs; in 2026-07-28 the only questions.
-    _CAPABILITY_ASKED = {"elicitation/create": "elicitation",
-                         "sampling/createMessage": "sampling", "roots/list": "roots"}
-
     def request(self, method, params=None, capability=None, timeout=None, key=None):
         """Ask the client and return its answer, if it declared ``capability`` (else
         CapabilityError). In 2026-07-28 an unanswered question ends this run with an
@@ -3735,8 +3722,9 @@ class Context:
         if not self.stateless and self.session.no_requests:
             raise CapabilityError(f"{method} cannot be sent: "
                                   f"{self.session.no_requests}")
-        capability = capability or self._CAPABILITY_ASKED.get(method)
-        if self.stateless and method not in self._CAPABILITY_ASKED:
+        if not capability and method in _QUESTIONS:
+            capability = _QUESTIONS[method][0]
+        if self.stateless and method not in _QUESTIONS:
             raise ValueError(f"{method} cannot be sent to a 2026-07-28 client: a "
                              "server asks it only for elicitation, sampling or roots")
         if capability:
@@ -3748,8 +3736,7 @@ class Context:
         self.check_cancelled()
         if self.stateless:
             return self._ask(method, params, key)
-        if timeout is None:
-            timeout = self.server.request_timeout
+        timeout = self.server.request_timeout if timeout is None else timeout
         answer = self.session.request(method, params, timeout, owner=self)
         return _check_answer(None, method, answer)
 
@@ -4263,21 +4250,21 @@ def _invalid_state(why):
                         {"reason": "invalid_request_state"})
 
 
-# What the answer to each question must hold: (field, its type). The answer to another
-# method may be any object.
-_ANSWER_SHAPES = {"elicitation/create": ("action", str),
-                  "sampling/createMessage": ("content", (dict, list)),
-                  "roots/list": ("roots", list)}
+# The questions a server asks a client (in 2026-07-28, the only requests it sends): the
+# client capability each needs, and what its answer must hold (a field, of a type). The
+# answer to another request may be any object.
+_QUESTIONS = {"elicitation/create": ("elicitation", "action", str),
+              "sampling/createMessage": ("sampling", "content", (dict, list)),
+              "roots/list": ("roots", "roots", list)}
 
 
 def _check_answer(key, method, answer):
     """An answer must be the result the question's method returns: the
     inputResponses entry ``key`` (2026-07-28), or with ``key`` None the client's
     response (the handshake era)."""
-    field, kind = _ANSWER_SHAPES.get(method, (None, None))
-    answered = f"Invalid params: inputResponses.{key}"
-    if key is None:
-        answered = "The client's answer"
+    _, field, kind = _QUESTIONS.get(method, (None, None, None))
+    answered = ("The client's answer" if key is None
+                else f"Invalid params: inputResponses.{key}")
     if not isinstance(answer, dict):
         raise InvalidAnswer(f"{answered} is not a result of {method} (a result is an "
                             "object)")
