@@ -4281,60 +4281,48 @@ def _check_answer(key, method, answer):
 # ======================================================================================
 
 class WorkerPool:
-    """The threads handler calls run on: up to ``max_workers`` at once, each started
-    when a call finds none idle, and up to ``max_queue`` calls waiting for one. Past
-    that, ``submit`` refuses at once (False): the thread reading requests never waits
-    for the pool. Idle threads wait for the next call; none delays the process's
-    exit."""
+    """The threads handler calls run on: at most ``max_workers``, each started when a
+    call finds none idle, and at most ``max_queue`` calls waiting. Past that ``submit``
+    refuses at once: the thread reading requests never waits for the pool."""
 
     def __init__(self, max_workers, max_queue):
         self.max_workers = max_workers
         self.limit = max_workers + max_queue
         self.jobs = SimpleQueue()
         self.lock = threading.Lock()
-        # Threads started; threads waiting for a job that no job is promised to; jobs
-        # queued for no particular thread; jobs queued or running
+        # Threads started, and calls queued or running. No more calls than threads:
+        # each call has a thread of its own, idle or about to be.
         self.threads = 0
-        self.idle = 0
-        self.waiting = 0
         self.outstanding = 0
 
     def submit(self, fn, *args):
-        """Run ``fn(*args)`` on a worker; False, with nothing queued, when the pool is
-        full. Each job is promised to one thread: an idle one, a new one, or the first
-        to finish its call."""
+        """Run ``fn(*args)`` on a worker; False, with nothing queued, if the pool is
+        full."""
         with self.lock:
             if self.outstanding >= self.limit:
                 return False
             self.outstanding += 1
-            start = False
-            if self.idle:
-                self.idle -= 1
-            elif self.threads < self.max_workers:
+            start = self.outstanding > self.threads and self.threads < self.max_workers
+            if start:
                 self.threads += 1
-                start = True
-            else:
-                self.waiting += 1
         if start:
             try:
                 _start_thread(self._work)
             except RuntimeError:
-                # Out of threads: the ones running take the job when they are done;
+                # Out of threads: the ones running take the call when they are done;
                 # with none at all, it is refused, as when the pool is full.
                 with self.lock:
                     self.threads -= 1
                     if not self.threads:
                         self.outstanding -= 1
                         return False
-                    self.waiting += 1
                 log.error("cannot start a worker thread (%d running)", self.threads)
         self.jobs.put((fn, args))
         return True
 
     def _work(self):
-        jobs = self.jobs
         while True:
-            fn, args = jobs.get()
+            fn, args = self.jobs.get()
             try:
                 fn(*args)
             except BaseException as e:
@@ -4343,15 +4331,12 @@ class WorkerPool:
             fn = args = None
             with self.lock:
                 self.outstanding -= 1
-                if self.waiting:
-                    self.waiting -= 1
-                else:
-                    self.idle += 1
 
 
-_threads_starting = 0                 # started by _start_thread, not yet running
+# Threads _start_thread started that do not run yet; whether exit waits for them
+_threads_starting = 0
+_waits_for_threads = False
 _threads_lock = threading.Lock()
-_waits_for_threads = False            # _let_threads_start is registered with atexit
 
 
 def _start_thread(fn, *args):
@@ -4408,28 +4393,24 @@ class _Pending:
         self.done.set()
 
     def outcome(self):
-        """The result; or raise the error: an exception, or the other side's error
-        object as a JSONRPCError."""
-        error = self.error
-        if isinstance(error, BaseException):
-            raise error
-        if error is not None:
-            raise JSONRPCError(error.get("code", INTERNAL_ERROR),
-                               str(error.get("message", "")), error.get("data"))
+        """The result; or raise the error (the other side's, as a JSONRPCError)."""
+        if self.error is not None:
+            raise self.error
         return self.result
 
 
 class Peer:
-    """One end of a JSON-RPC connection, that Session and Client build on. It reads
-    lines (read_loop) and hands each message to a hook by its kind (dispatch:
-    handle_request, handle_notification, handle_response, handle_batch); it sends
+    """One end of a JSON-RPC connection, that Session and Client build on: it reads
+    lines (read_loop), hands each message to a hook by its kind (dispatch), and sends
     requests and waits for their responses (request). ``stream`` takes the messages
     that belong to no request."""
 
-    trace = None            # callable("in" or "out", raw bytes), or None
-    closed = False          # the connection is gone: read and send no more
-    input_ended = False     # no response can arrive any more
-    max_line_bytes = None   # read_loop's limit
+    # trace: a callable("in" or "out", raw bytes) that sees each frame; closed: the
+    # connection is gone; input_ended: no response can arrive any more
+    trace = None
+    closed = False
+    input_ended = False
+    max_line_bytes = None
 
     def __init__(self, stream=None):
         self.stream = stream
@@ -4439,9 +4420,9 @@ class Peer:
 
     # -- reading -----------------------------------------------------------------------
     def read_loop(self, rfile, max_line_bytes):
-        """Read and act on each line until the input ends or the connection closes. A
-        line is split on b"\\n" only (JSON strings may hold U+2028 and friends raw);
-        one over ``max_line_bytes`` is never held whole (read_past)."""
+        """Act on each line until the input ends or the connection closes. A line ends
+        at b"\\n" only (JSON strings may hold U+2028 and friends raw); a blank one is
+        skipped; one over ``max_line_bytes`` is never held whole (read_past)."""
         self.max_line_bytes = max_line_bytes
         readline = rfile.readline
         # room for the longest line and its CR LF
@@ -4449,7 +4430,6 @@ class Peer:
             if len(line) > max_line_bytes and line.rstrip(b"\r\n")[max_line_bytes:]:
                 self.handle_too_long(read_past(readline, line, max_line_bytes))
             elif not line.isspace():
-                # (a blank line carries no message: it is skipped)
                 if self.trace:
                     self.trace("in", line)
                 if len(line) > 1 << 20:
@@ -4492,9 +4472,13 @@ class Peer:
     def handle_response(self, message):
         # a valid id or None: classify saw to it
         rid = message.get("id")
-        error = message.get("error")
-        if "error" in message and not isinstance(error, dict):
-            error = {"message": str(error)}
+        error = None
+        if "error" in message:
+            error = message["error"]
+            if not isinstance(error, dict):
+                error = {"message": str(error)}
+            error = JSONRPCError(error.get("code", INTERNAL_ERROR),
+                                 str(error.get("message", "")), error.get("data"))
         if not self._settle(rid, message.get("result"), error):
             log.debug("ignored a response to no pending request: id %.200r", rid)
 
@@ -4504,7 +4488,7 @@ class Peer:
                                    "are not supported; send one message per line"))
 
     def dispatch_batch(self, items, stream):
-        """Act on a batch's members each as if it came alone: their responses go back
+        """Act on each member of a batch as if it came alone; their responses go back
         through ``stream`` as one array (Batch)."""
         if not items:
             return stream.respond(error_frame(None, INVALID_REQUEST,
@@ -4518,8 +4502,8 @@ class Peer:
                 self.dispatch(item, batch)
 
     def handle_invalid(self, error, stream):
-        """A message classify refused with ``error``: a request is answered with it; an
-        invalid notification or response is logged, never answered."""
+        """A message classify refused with ``error``: a request gets it as its response;
+        an invalid notification or response is logged, never answered."""
         kind = error.data.get("kind")
         rid = error.data.get("id")
         # No method, and the id of a request of ours: a botched response (no result).
@@ -4530,7 +4514,7 @@ class Peer:
         log.warning("ignored an invalid %s: %s", kind, _escaped(error.message, 500))
         if kind == "response":
             self.fail_response(rid, error.code, error.message)
-        return stream.respond(None)
+        stream.respond(None)
 
     def handle_unparsable(self, line, error):
         """Hook: a line that is not JSON; answered with a parse error."""
@@ -4550,9 +4534,9 @@ class Peer:
             self.fail_response(rid, INVALID_REQUEST, text)
 
     def fail_response(self, rid, code, text):
-        """A response we could not read: its request fails (responses get no answer)."""
-        # rid is a valid id or None (True would pop the request of id 1).
-        self._settle(rid, error={"code": code, "message": text})
+        """A response we could not read fails its request. ``rid`` is a valid id or
+        None: True would find the request of id 1."""
+        self._settle(rid, error=JSONRPCError(code, text))
 
     # -- sending -----------------------------------------------------------------------
     def send_frame(self, frame):
@@ -4589,10 +4573,9 @@ class Peer:
         if self.input_ended or stream is None or not stream.send(frame):
             self.pending.pop(rid, None)
             raise ConnectionError("the connection is closed")
-        # Still pending after the timeout (else the response won the race: it is being
-        # filed now): tell the other side.
+        # Still pending after the timeout (else the response won the race and is being
+        # filed now): tell the other side, unless it is initialize (the spec forbids).
         if not slot.done.wait(timeout) and self.pending.pop(rid, None) is not None:
-            # initialize is the one request the spec forbids cancelling
             if method != "initialize":
                 stream.notify("notifications/cancelled", {
                     "requestId": rid, "reason": f"no response within {timeout} s"})
@@ -4611,7 +4594,9 @@ class Peer:
         """Give up the requests an owner made, telling the other side."""
         for rid, slot in list(self.pending.items()):
             if slot.owner is owner and self.pending.pop(rid, None) is not None:
-                stream = self.stream if owner is None else owner.stream
+                stream = self.stream
+                if owner is not None:
+                    stream = owner.stream
                 stream.notify("notifications/cancelled",
                               {"requestId": rid, "reason": reason})
                 slot.resolve(error=Cancelled(reason))
@@ -4625,8 +4610,8 @@ class Peer:
 
 def classify(message):
     """Return "request", "notification" or "response", or raise
-    JSONRPCError(INVALID_REQUEST) saying what is wrong. The error's ``data`` holds the
-    id when it is readable, and "kind": what the message meant to be, if clear."""
+    JSONRPCError(INVALID_REQUEST) saying what is wrong, with ``data`` holding the id if
+    it is readable, and "kind": what the message meant to be, if clear."""
     if not isinstance(message, dict):
         raise JSONRPCError(INVALID_REQUEST,
                            "Invalid Request: a message must be a JSON object", {})
@@ -4669,10 +4654,9 @@ def valid_id(value):
 
 
 class Session(Peer):
-    """What the server knows of one client, and the requests it has in flight: those of
-    a connection over stdio, of a handshake-era session over HTTP (Mcp-Session-Id), or
-    of one 2026-07-28 POST. Every message the client sends comes to Peer.dispatch; a
-    request goes on through
+    """What the server knows of one client, and its requests in flight: a connection
+    over stdio, a handshake-era session over HTTP (Mcp-Session-Id), or one 2026-07-28
+    POST. Peer.dispatch hands it each message; a request goes on through
 
         handle_request   admit it, then run it at once or on the pool (schedule)
         admit            the rules of its era and its method (METHODS): its Context
@@ -4681,8 +4665,8 @@ class Session(Peer):
 
     ``stream`` takes what belongs to no request: list changes, resource updates."""
 
-    # What initialize and later requests set on the instance: the negotiated version;
-    # notifications/initialized arrived; the level of logging/setLevel; the cached
+    # Set by initialize and later requests: the negotiated version; whether
+    # notifications/initialized came; the logging/setLevel level; the cached
     # roots/list result, and which list_changed it follows.
     version = None
     initialized = False
@@ -4706,15 +4690,15 @@ class Session(Peer):
         self.capabilities = {}
         self.subscriptions = set()
         # The requests running, by id -> Context; the open subscriptions/listen
-        # requests, by id -> what each hears (_Honoured)
+        # requests, by id -> what each hears (_Honoured); both guarded by the lock,
+        # which also orders a request's progress before its response
         self.running = {}
         self.listens = {}
-        # Guards running and listens; orders a request's progress before its response
         self.lock = threading.Lock()
 
     def response(self, ctx):
-        """Run the handler: the response, encoded: the result (2026-07-28: as
-        run_stateless shapes it), or the error it raised; None for none."""
+        """Run the handler: its response, encoded (None for none). The result is as
+        run_stateless shapes it in 2026-07-28; an error raised is the error response."""
         rid = ctx.request_id
         try:
             # cancelled while it waited for a thread
@@ -4728,7 +4712,7 @@ class Session(Peer):
                 return None
             return encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
         except Cancelled as e:
-            # (no response at all, if the client cancelled it: see run)
+            # (run sends no response at all if the client cancelled it)
             return error_frame(rid, INTERNAL_ERROR, f"Cancelled: {e}")
         except JSONRPCError as e:
             code = e.code
@@ -4827,9 +4811,8 @@ class Session(Peer):
 
     def handle_request(self, message, stream, stateless=None):
         """A request: admitted (or answered with the error that says why not), then run
-        where its method runs: a method that runs user code (METHODS' ``threaded``) on
-        the pool, any other at once. ``stateless``: the transport has decided the
-        era, as HTTP does from its MCP-Protocol-Version header."""
+        at once, or on the pool if its method runs user code (METHODS' ``threaded``).
+        ``stateless``: the era, if the transport decided it (HTTP, by its headers)."""
         rid = message["id"]
         try:
             ctx = self.admit(message, stream, stateless)
@@ -4846,10 +4829,9 @@ class Session(Peer):
             self.running.pop(rid, None)
         if ctx._on_end is not None:
             ctx._on_end()
-        server = self.server
         if refused is None:
-            refused = (f"Server busy: {server.max_workers} calls running and "
-                       f"{server.max_queue} waiting; try again later")
+            refused = (f"Server busy: {self.server.max_workers} calls running and "
+                       f"{self.server.max_queue} waiting; try again later")
         # 2026-07-28 asks new servers not to use -32000...-32019.
         code = SERVER_BUSY
         if ctx.stateless:
@@ -4858,7 +4840,6 @@ class Session(Peer):
 
     # -- the other messages --------------------------------------------------------------
     def handle_batch(self, items, stream):
-        # batches exist in protocol 2025-03-26 only
         if self.version != V2025_03:
             version = self.version or "none (not initialized)"
             return stream.respond(error_frame(
@@ -4869,7 +4850,7 @@ class Session(Peer):
     def handle_notification(self, message):
         method = message["method"]
         handler = self.server.handlers.get(method)
-        # unknown notifications are ignored
+        # an unknown notification is ignored
         if handler is None or not method.startswith("notifications/"):
             return
         params = message.get("params") or {}
@@ -4879,9 +4860,9 @@ class Session(Peer):
             _log_failure(f"the {method} handler", e)
 
     def cancel(self, request_id, reason=None, stopping=False):
-        """Cancel a running request, or close the listen stream it opened; unknown,
-        finished and initialize ids are ignored. ``stopping``: the server, shutting
-        down, cancels it (not the client, who then still gets its response)."""
+        """Cancel a running request, or close the listen it opened; unknown, finished
+        and initialize ids are ignored. ``stopping``: the server cancels it as it shuts
+        down (and the client still gets its response)."""
         if not valid_id(request_id):
             return
         with self.lock:
@@ -4899,8 +4880,7 @@ class Session(Peer):
             on_cancel()
 
     def cancel_all(self, reason, stopping=False):
-        """Cancel every request running (a session that ends, a server shutting
-        down)."""
+        """Cancel every request running (the session ends, the server shuts down)."""
         for request_id in list(self.running):
             self.cancel(request_id, reason, stopping)
 
@@ -4914,9 +4894,9 @@ class Session(Peer):
 
     # -- 2026-07-28 subscriptions: one table entry per open listen, no thread held -----
     def listen(self, request_id, honoured):
-        # The id is free: admit() refuses a request whose id an open listen holds.
         # Registered and acknowledged under the lock publish() takes for each change:
-        # the acknowledgement comes first, and no change is missed after it.
+        # the acknowledgement comes first, and no change is missed after it. (The id is
+        # free: admit() refuses a request whose id an open listen holds.)
         honoured = _Honoured(honoured)
         with self.lock:
             self.listens[request_id] = honoured
@@ -4954,23 +4934,20 @@ class Session(Peer):
 # each message to the session (Peer.read_loop, Peer.dispatch), whose calls run on the
 # pool; every frame goes out through the Writer, whole, under its lock.
 #
-# stdout is the wire: one stray byte (a print(), a C library's warning, a child
-# process's output) corrupts the stream and the client drops the connection. So while
-# serving we keep a private duplicate of the real stdout for protocol bytes and point
-# fd 1 (and sys.stdout) at stderr. Likewise stdin: a child process that inherits fd 0
-# could swallow protocol bytes, so fd 0 becomes /dev/null; the protocol is read from a
-# private duplicate of it.
+# One stray byte on stdout (a print(), a C library's warning, a child process's output)
+# corrupts the stream, and a child process that reads stdin could swallow protocol
+# bytes. So the protocol gets private duplicates of fds 0 and 1, while fd 1 (and
+# sys.stdout) go to stderr and fd 0 reads /dev/null.
 
 def claim_stdio():
     """Take stdin and stdout for the protocol; return private (read_fd, write_fd)."""
     global _tune_allocator
     _tune_allocator = True
-    # dup'ed descriptors are not inherited
+    # (a duplicate is not inherited by child processes)
     read_fd = os.dup(0)
     write_fd = os.dup(1)
-    # fd 1 -> stderr, for C code and child processes
     os.dup2(2, 1)
-    # what print() buffered goes to stderr, too
+    # What print() buffered goes to stderr too
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -4979,7 +4956,7 @@ def claim_stdio():
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    # print() -> stderr; input() -> end of file, not protocol bytes
+    # print() goes to stderr; input() reads the end of file, not protocol bytes
     sys.stdout = sys.stderr
     sys.stdin = open(os.devnull, encoding="utf-8")
     # Windows must not alter newlines
@@ -5050,26 +5027,20 @@ def drain(session):
 
 
 def _wait_for_calls(seconds, signals, waiting):
-    """Wait while ``waiting()`` holds, for at most ``seconds``, or until a stop signal
-    comes (``signals``: the _StopSignals of the run() serving it, if any); returns the
-    deadline."""
+    """Wait while ``waiting()`` holds, for ``seconds`` at most, or until a stop signal
+    comes (to the _StopSignals ``signals``); returns the deadline."""
     deadline = time.monotonic() + seconds
-    count = 0
-    if signals is not None:
-        count = signals.count
-    while waiting() and time.monotonic() < deadline:
-        if signals is not None and signals.count != count:
-            break
+    count = signals.count
+    while waiting() and time.monotonic() < deadline and signals.count == count:
         time.sleep(0.01)
     return deadline
 
 
 def _stdout_gone(session):
-    """The Writer of the connection run() serves failed: stdout is gone, so reading
-    stops too. The reader may be blocked in read(): a signal interrupts it."""
+    """Writing to stdout failed: reading stops too. If run() serves the connection,
+    the main thread may be blocked in a read: a signal interrupts it."""
     session.closed = True
-    signals = _StopSignals.of(session.stream.write_fd)
-    if (signals is not None and signals.saved is not None
+    if (_StopSignals.of(session.stream.write_fd).saved
             and session in session.server.sessions
             and _thread.get_ident() != _MAIN_THREAD):
         _interrupt_main()
@@ -5142,7 +5113,7 @@ class FramePrinter:
             else:
                 label = describe_frame(message, self.responds_to(direction, message))
             if self.colour:
-                code = self._COLOURS.get(label.split(' ')[0], '35')
+                code = self._COLOURS.get(label.split(" ")[0], "35")
                 label = f"\x1b[{code}m{label}\x1b[0m"
             _print_text(f"{self.labels[direction]} {label}: {_escaped(body)}",
                         self.stream)
@@ -6360,12 +6331,11 @@ def _open_lifespan(cm):
         raise TypeError(f"lifespan returned {type(cm).__name__}, not a context "
                         "manager: decorate it with @contextlib.contextmanager or "
                         "@contextlib.asynccontextmanager")
-    # An async generator must be finalised on the loop that started it, and what it
-    # starts (tasks, clients) is used by async handlers: all of them run on the one
-    # shared loop.
+    # An async generator must be finalised on the loop that started it, and async
+    # handlers use what it starts (tasks, clients): all run on the one shared loop.
     loop = _event_loop()
-    value = loop.result_of(cm.__aenter__())
-    return value, lambda: loop.result_of(cm.__aexit__(None, None, None))
+    value = loop.submit(cm.__aenter__()).result()
+    return value, lambda: loop.submit(cm.__aexit__(None, None, None)).result()
 
 
 class _LoopThread:
@@ -6373,7 +6343,7 @@ class _LoopThread:
     lifespan runs on it: asyncio objects they share work only on their own loop."""
 
     def __init__(self):
-        import asyncio                # imported only if something async needs it
+        import asyncio
         self.asyncio = asyncio
         self.loop = asyncio.new_event_loop()
         thread = threading.Thread(target=self.loop.run_forever, daemon=True,
@@ -6382,97 +6352,141 @@ class _LoopThread:
         self.ident = thread.ident
 
     def submit(self, coroutine):
-        """Start ``coroutine`` on the loop; returns a concurrent.futures.Future."""
+        """Start ``coroutine`` on the loop: a concurrent.futures.Future of its result."""
         if _thread.get_ident() == self.ident:
             coroutine.close()
             raise RuntimeError("mcp_min's event loop cannot wait for itself: make this "
                                "call from a plain def, or through asyncio.to_thread")
         return self.asyncio.run_coroutine_threadsafe(coroutine, self.loop)
 
-    def result_of(self, coroutine):
-        """Run ``coroutine`` on the loop, and wait here for its result."""
-        return self.submit(coroutine).result()
 
-
-_loop_thread = None                 # the _LoopThread, once something async needs it
+# The _LoopThread, once something async needs it
+_loop_thread = None
 _loop_lock = threading.Lock()
 
 
 def _event_loop():
     global _loop_thread
-    if _loop_thread is None:
-        with _loop_lock:
-            if _loop_thread is None:
-                _loop_thread = _LoopThread()
+    with _loop_lock:
+        if _loop_thread is None:
+            _loop_thread = _LoopThread()
     return _loop_thread
 
 
 # --- stop signals ----------------------------------------------------------
-# run() serves until end of input, SIGTERM or Ctrl+C. The main thread only waits for the
-# end of input (Session.serve), then shuts down; the frames are written by other
-# threads. A stop signal raises _Stop in that wait; one that comes during the shutdown
-# waits for it (_hold_signals), within a grace period.
+# run() serves until end of input, SIGTERM or Ctrl+C. The main thread only waits while
+# a reader thread reads (serve_lines), then shuts down. A stop signal raises _Stop in
+# that wait, once: raised in the shutdown, it would skip the rest of it.
 
 class _Stop(BaseException):
-    """Raised in the main thread by SIGTERM (or a broken wire) to end serving
+    """Raised in the main thread by SIGTERM (or a stdout gone) to end serving
     gracefully. A BaseException, so no handler's ``except Exception`` swallows it."""
 
 
 _MAIN_THREAD = threading.main_thread().ident
+# The _StopSignals of the run() in progress
+_stop_signals = None
 
 
 class _StopSignals:
-    """The stop-signal state of the run() in progress: a new one for each, so nothing
-    carries over to a later run() or serve_connection()."""
+    """The stop signals of one run() (new for each: nothing carries over), which serves
+    the connection that writes to ``write_fd``."""
 
-    def __init__(self, grace, wire):
-        self.grace = grace        # seconds a shutdown may hold a signal back
-        self.wire = wire          # run()'s write fd: the connection it serves
-        self.saved = None         # the application's handlers, while ours are in
-        self.first = None         # the first signal that came: it decides the exit code
-        self.count = 0            # signals so far (a second one ends the grace period)
-        self.raised = False       # _Stop was raised
-        self.held = 0             # open sections a signal must wait for (the shutdown)
-        self.since = None         # when the outermost of them opened
-        self.waiting_since = None   # when a signal first had to wait (watchdog started)
-        self.force = False        # the next signal raises _Stop, held or not
-        self.over = False         # run() is returning: nothing is left to stop
-
-    def held_too_long(self):
-        """Whether a shutdown has held a signal back longer than the grace period."""
-        if not self.held:
-            return False
-        return time.monotonic() - max(self.waiting_since, self.since) > self.grace
+    def __init__(self, grace, write_fd):
+        self.grace = grace
+        self.write_fd = write_fd
+        # The application's handlers, while ours are in (none off the main thread)
+        self.saved = {}
+        # The first signal (it decides the exit code); how many came so far
+        self.first = None
+        self.count = 0
+        # Whether _Stop was raised; since when the shutdown holds signals back
+        # (_hold_signals), and since when a signal waits (the watchdog runs); whether
+        # the next signal raises _Stop all the same
+        self.raised = False
+        self.held_since = None
+        self.waiting_since = None
+        self.force = False
 
     @staticmethod
     def of(write_fd):
-        """The state of the run() whose connection writes to ``write_fd``, or None."""
+        """The state of the run() whose connection writes to ``write_fd``; for another
+        connection, one that no signal reaches."""
         state = _stop_signals
-        return state if state is not None and state.wire == write_fd else None
+        if state is None or state.write_fd != write_fd:
+            state = _StopSignals(0, None)
+        return state
+
+    def on_signal(self, signum, frame):
+        """The handler: the first signal raises _Stop while the main thread waits; a
+        later one is counted (drain() ends the grace period) and waits for the
+        shutdown, which the watchdog cuts short if it holds one a grace period."""
+        if _stop_signals is not self:
+            return
+        if self.first is None:
+            self.first = signum
+        self.count += 1
+        if self.force or (self.held_since is None and not self.raised):
+            self.raised = True
+            raise _Stop()
+        if self.waiting_since is None:
+            self.waiting_since = time.monotonic()
+            _start_thread(self.watch)
+
+    def watch(self):
+        """The watchdog: a shutdown that holds a signal back longer than the grace
+        period (a client that reads nothing, a hang) is stopped by the next."""
+        while _stop_signals is self:
+            held_since = self.held_since
+            if held_since is not None:
+                waited = time.monotonic() - max(self.waiting_since, held_since)
+                if waited > self.grace:
+                    self.force = True
+                    return _interrupt_main()
+            time.sleep(0.05)
 
 
-_stop_signals = None                # the _StopSignals of the run() in progress
-
-
-def _catch_stop_signals(grace, wire):
+def _catch_stop_signals(grace, write_fd):
     """run(): SIGTERM, and Ctrl+C unless the application handles it, stop serving
     gracefully."""
     global _stop_signals
-    state = _stop_signals = _StopSignals(grace, wire)
-    if threading.current_thread() is threading.main_thread():
-        state.saved = _take_stop_signals(_stop_on_signal)
+    _stop_signals = _StopSignals(grace, write_fd)
+    _stop_signals.saved = _take_stop_signals(_stop_signals.on_signal)
 
 
 def _end_stop_signals():
-    """After run(): end this run's signal state, and ignore the two signals until the
+    """After run(): end its signal state, and ignore the two signals until the
     application is back in control (_Exit). Returns (first signal, handlers)."""
     global _stop_signals
     state = _stop_signals
-    state.over = True
+    _stop_signals = None
     if state.saved:
         _ignore_signals(state.saved)
-    _stop_signals = None
     return state.first, state.saved
+
+
+def _hold_signals():
+    """Open the shutdown (on the main thread): a stop signal waits for it."""
+    state = _stop_signals
+    if state is None or _thread.get_ident() != _MAIN_THREAD:
+        return None
+    state.held_since = time.monotonic()
+    return state
+
+
+def _release_signals(state):
+    if state is not None:
+        state.held_since = None
+
+
+def _interrupt_main():
+    """SIGTERM to the main thread. pthread_kill interrupts a read or write it is blocked
+    in; without it (Windows) the handler runs when the main thread next runs Python."""
+    import signal
+    if hasattr(signal, "pthread_kill"):
+        signal.pthread_kill(_MAIN_THREAD, signal.SIGTERM)
+    else:
+        _thread.interrupt_main(signal.SIGTERM)
 
 
 def _take_stop_signals(handler):
@@ -6499,10 +6513,11 @@ def _ignore_signals(signums):
 
 
 def _restore_signals(saved):
-    """Put back the handlers _take_stop_signals or _ignore_signals replaced."""
+    """Put back the handlers _take_stop_signals or _ignore_signals replaced (but one set
+    outside Python: None, which cannot be put back)."""
     import signal
     for signum, handler in saved.items():
-        if handler is not None:       # None: set outside Python; it cannot be put back
+        if handler is not None:
             signal.signal(signum, handler)
 
 
@@ -6516,70 +6531,13 @@ class _Exit(SystemExit):
         self.saved = saved
 
     def __del__(self):
+        # No Python caller: the interpreter is exiting
         try:
-            sys._getframe(1)          # no Python caller: the interpreter is exiting
+            sys._getframe(1)
         except ValueError:
             return
         if self.saved and threading.current_thread() is threading.main_thread():
             _restore_signals(self.saved)
-
-
-def _stop_on_signal(signum, frame):
-    # Raised in the shutdown, _Stop would skip the rest of it: so it is raised once, by
-    # the first signal, while the main thread waits. A later signal ends the grace
-    # period (drain() watches the count) and otherwise waits; a shutdown still going a
-    # grace period later (a client that reads nothing, a hang) is cut short.
-    state = _stop_signals
-    if state is None or state.over:   # run() is returning: nothing is left to stop
-        return
-    if state.first is None:
-        state.first = signum
-    state.count += 1
-    if state.force or not (state.held or state.raised):
-        state.raised = True
-        raise _Stop()
-    if state.waiting_since is None:
-        state.waiting_since = time.monotonic()
-        _start_thread(_stop_if_stuck, state)
-
-
-def _stop_if_stuck(state):
-    """The watchdog of a signal that waits: a shutdown holding it too long is cut
-    short."""
-    while not state.held_too_long():
-        if state.over:
-            return
-        time.sleep(0.05)
-    state.force = True
-    _interrupt_main()
-
-
-def _interrupt_main():
-    """SIGTERM to the main thread. pthread_kill interrupts a read or write it is blocked
-    in; without it (Windows) the handler runs when the main thread next runs Python."""
-    import signal
-    if hasattr(signal, "pthread_kill"):
-        signal.pthread_kill(_MAIN_THREAD, signal.SIGTERM)
-    else:
-        _thread.interrupt_main(signal.SIGTERM)
-
-
-def _hold_signals():
-    """Open a section (on the main thread) that a stop signal must wait for."""
-    state = _stop_signals
-    if state is None or _thread.get_ident() != _MAIN_THREAD:
-        return None
-    if not state.held:
-        state.since = time.monotonic()
-    state.held += 1
-    return state
-
-
-def _release_signals(state):
-    if state is not None:
-        state.held -= 1
-
-
 # ======================================================================================
 # The embedded HTTP server: wsgiref, hardened (a first reading can skip this)
 # ======================================================================================
