@@ -4296,8 +4296,7 @@ class WorkerPool:
         self.outstanding = 0
 
     def submit(self, fn, *args):
-        """Run ``fn(*args)`` on a worker; False, with nothing queued, if the pool is
-        full."""
+        """Run ``fn(*args)`` on a worker; False, with nothing queued, if it is full."""
         with self.lock:
             if self.outstanding >= self.limit:
                 return False
@@ -4400,17 +4399,15 @@ class _Pending:
 
 
 class Peer:
-    """One end of a JSON-RPC connection, that Session and Client build on: it reads
-    lines (read_loop), hands each message to a hook by its kind (dispatch), and sends
-    requests and waits for their responses (request). ``stream`` takes the messages
-    that belong to no request."""
+    """One end of a JSON-RPC connection, that Session and Client build on: read_loop
+    hands each message to a hook by its kind (dispatch); request sends a request and
+    waits for its response. ``stream`` takes what belongs to no request."""
 
     # trace: a callable("in" or "out", raw bytes) that sees each frame; closed: the
     # connection is gone; input_ended: no response can arrive any more
     trace = None
     closed = False
     input_ended = False
-    max_line_bytes = None
 
     def __init__(self, stream=None):
         self.stream = stream
@@ -4675,8 +4672,8 @@ class Session(Peer):
     roots_generation = 0
     # Why it can send no request to the client, if so
     no_requests = None
-    # None, or claim(ctx): why a call that runs user code may not start, or None (over
-    # HTTP with auth: it counts against its principal's share, HttpEndpoint.claim)
+    # claim(ctx), if set: why a call that runs user code may not start, or None (over
+    # HTTP with auth, a call counts against its principal's share: HttpEndpoint.claim)
     claim = None
 
     def __init__(self, server, stream=None, principal=None):
@@ -4697,8 +4694,8 @@ class Session(Peer):
         self.lock = threading.Lock()
 
     def response(self, ctx):
-        """Run the handler: its response, encoded (None for none). The result is as
-        run_stateless shapes it in 2026-07-28; an error raised is the error response."""
+        """Run the handler: its response, encoded (None for none); an error it raises
+        is the error response."""
         rid = ctx.request_id
         try:
             # cancelled while it waited for a thread
@@ -4838,7 +4835,7 @@ class Session(Peer):
             code = INTERNAL_ERROR
         stream.respond(error_frame(rid, code, refused))
 
-    # -- the other messages --------------------------------------------------------------
+    # -- the other messages ------------------------------------------------------------
     def handle_batch(self, items, stream):
         if self.version != V2025_03:
             version = self.version or "none (not initialized)"
@@ -5037,8 +5034,8 @@ def _wait_for_calls(seconds, signals, waiting):
 
 
 def _stdout_gone(session):
-    """Writing to stdout failed: reading stops too. If run() serves the connection,
-    the main thread may be blocked in a read: a signal interrupts it."""
+    """Writing failed: the client is gone, and reading stops. If run() serves the
+    connection, its reader may be blocked in a read: a signal ends the wait for it."""
     session.closed = True
     if (_StopSignals.of(session.stream.write_fd).saved
             and session in session.server.sessions
@@ -6352,7 +6349,7 @@ class _LoopThread:
         self.ident = thread.ident
 
     def submit(self, coroutine):
-        """Start ``coroutine`` on the loop: a concurrent.futures.Future of its result."""
+        """Start ``coroutine`` on the loop; returns a concurrent.futures.Future."""
         if _thread.get_ident() == self.ident:
             coroutine.close()
             raise RuntimeError("mcp_min's event loop cannot wait for itself: make this "
@@ -6395,14 +6392,11 @@ class _StopSignals:
     def __init__(self, grace, write_fd):
         self.grace = grace
         self.write_fd = write_fd
-        # The application's handlers, while ours are in (none off the main thread)
+        # The application's handlers while ours are in ({} off the main thread); the
+        # first signal, which decides the exit code
         self.saved = {}
-        # The first signal (it decides the exit code); how many came so far
         self.first = None
         self.count = 0
-        # Whether _Stop was raised; since when the shutdown holds signals back
-        # (_hold_signals), and since when a signal waits (the watchdog runs); whether
-        # the next signal raises _Stop all the same
         self.raised = False
         self.held_since = None
         self.waiting_since = None
@@ -6418,9 +6412,9 @@ class _StopSignals:
         return state
 
     def on_signal(self, signum, frame):
-        """The handler: the first signal raises _Stop while the main thread waits; a
-        later one is counted (drain() ends the grace period) and waits for the
-        shutdown, which the watchdog cuts short if it holds one a grace period."""
+        """The handler: the first signal raises _Stop, unless the shutdown holds
+        signals back (_hold_signals); any other is counted (drain() ends its grace
+        period) and waits, a grace period at most (watch)."""
         if _stop_signals is not self:
             return
         if self.first is None:
@@ -6434,8 +6428,8 @@ class _StopSignals:
             _start_thread(self.watch)
 
     def watch(self):
-        """The watchdog: a shutdown that holds a signal back longer than the grace
-        period (a client that reads nothing, a hang) is stopped by the next."""
+        """The watchdog of a signal that waits: once the shutdown has held it back a
+        grace period (a client that reads nothing, a hang), it is cut short."""
         while _stop_signals is self:
             held_since = self.held_since
             if held_since is not None:
