@@ -4659,8 +4659,7 @@ class Session(Peer):
         admit            the rules of its era and its method (METHODS): its Context
         run              its handler's response, sent through the request's stream
         response         the handler run, its result (or error) as its era has it
-
-    ``stream`` takes what belongs to no request: list changes, resource updates."""
+    """
 
     # Set by initialize and later requests: the negotiated version; whether
     # notifications/initialized came; the logging/setLevel level; the cached
@@ -4965,10 +4964,9 @@ def claim_stdio():
 
 
 def serve_lines(session, rfile):
-    """Serve a stdio connection until its input ends: a thread reads its lines and
-    acts on each message (Peer.read_loop), while this thread waits, so that a stop
-    signal, which Python delivers to the main thread, interrupts a wait and never a
-    request. Then the shutdown: ``drain``."""
+    """Serve a stdio connection until its input ends, then ``drain`` it. A thread reads
+    (Peer.read_loop) while this one waits: a stop signal, which Python delivers to the
+    main thread, then interrupts a wait, never a request."""
     ended = threading.Event()
     failed = []
 
@@ -4997,9 +4995,8 @@ def serve_lines(session, rfile):
 
 def drain(session):
     """End of input: fail the server's own requests; give the calls in flight
-    ``grace_period`` seconds to respond, then cancel those left and give them
-    ``cancel_timeout`` more: the lifespan closes next, and no call should run on
-    against it untold. One more stop signal ends the grace period."""
+    ``grace_period`` seconds (a stop signal ends it), then cancel those left and give
+    them ``cancel_timeout`` more: none should run on, untold, as the lifespan closes."""
     session.fail_pending(ConnectionError("the client closed the connection"))
     server = session.server
     writer = session.stream
@@ -6441,8 +6438,7 @@ class _StopSignals:
 
 
 def _catch_stop_signals(grace, write_fd):
-    """run(): SIGTERM, and Ctrl+C unless the application handles it, stop serving
-    gracefully."""
+    """run(): a stop signal (see _take_stop_signals) ends serving gracefully."""
     global _stop_signals
     _stop_signals = _StopSignals(grace, write_fd)
     _stop_signals.saved = _take_stop_signals(_stop_signals.on_signal)
