@@ -357,9 +357,9 @@ def test_the_event_loop_refuses_to_wait_for_itself():
 
     async def outer():
         with pytest.raises(RuntimeError, match="cannot wait for itself"):
-            loop.result_of(inner())
+            loop.submit(inner()).result()
         return "refused"
-    assert loop.result_of(outer()) == "refused"
+    assert loop.submit(outer()).result() == "refused"
 
 
 def test_context_in_resources_and_prompts_and_async_variants():

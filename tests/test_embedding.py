@@ -231,7 +231,7 @@ server = Server("host")
 
 @server.tool
 def during() -> str:
-    return repr(signal.getsignal(signal.SIGTERM).__name__)
+    return repr(signal.getsignal(signal.SIGTERM).__qualname__)
 try:
     server.run()
 except SystemExit as e:
@@ -249,7 +249,7 @@ report(code=code, restored=after == before, interrupted=interrupted)
 
 def test_run_gives_the_signal_handlers_back_when_input_ends(host):
     served = host(RUN_THEN_REPORT)
-    assert served.call(2, "during")["content"][0]["text"] == "'_stop_on_signal'"
+    assert served.call(2, "during")["content"][0]["text"] == "'_StopSignals.on_signal'"
     served.proc.stdin.close()
     code, [report] = served.finish()
     assert code == 0, served.stderr
