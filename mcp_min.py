@@ -5178,15 +5178,12 @@ def _print_text(text, file=None):
 # Streamable HTTP: the same sessions and handlers behind a WSGI application
 # ======================================================================================
 
-# Over HTTP every client message is one POST to one endpoint (/mcp). A request's
-# response is the POST's response: one JSON body, or an SSE stream (text/event-stream)
-# when something about the request comes first (progress, log lines, and in the
-# handshake era the server's own questions to the client). The way through the core is
-# stdio's: the POST's message goes to a Session with the POST's HttpExchange as its
-# stream, so the frames about that request land in that response. 2026-07-28
-# requests need no session kept (one is made for each POST), so any worker of a pool
-# of processes can answer any of them; handshake-era clients get a session of their
-# own (Mcp-Session-Id), kept in this process.
+# Every client message is one POST to one endpoint (/mcp), answered by one JSON body,
+# or by an SSE stream (text/event-stream) when something comes before the response
+# (progress, log lines, questions to the client). As over stdio, the message goes to a
+# Session with the POST's HttpExchange as its stream. A 2026-07-28 request gets a
+# session of its own, so any worker process can serve it; a handshake-era client keeps
+# one (Mcp-Session-Id) in this process.
 
 #: The status lines mcp_min answers with, by code.
 HTTP_STATUS = {int(line[:3]): line for line in (
@@ -5201,36 +5198,19 @@ _STATELESS_ERROR_STATUS = {
     **dict.fromkeys((PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, HEADER_MISMATCH,
                      MISSING_CAPABILITY, UNSUPPORTED_VERSION), 400),
     METHOD_NOT_FOUND: 404}
-_JSON_TYPE = ("Content-Type", "application/json")
-_SSE_HEADERS = (
-    ("Content-Type", "text/event-stream"),
-    ("Cache-Control", "no-cache"),
-    ("X-Accel-Buffering", "no"),
-)
 
 
 class HttpSession(Session):
-    """A Session whose frames travel in HTTP responses: those about a request in that
-    request's response (its stream), the others (list changes, resource updates) in the
-    stream the client opened with GET, if it did."""
+    """A handshake-era Session over HTTP: frames about a request go in its response,
+    the others (list changes, resource updates) in the GET stream, if one is open."""
 
     # A kept session's Mcp-Session-Id, and its principal's identity (under auth)
     id = None
     owner = None
 
-    def __init__(self, server, principal=None):
-        super().__init__(server, None, principal)
-        # so that a shutdown can cancel its calls
-        server.http_sessions_alive.add(self)
-        self.last_used = time.monotonic()
-        endpoint = server._http
-        if server.auth is not None and isinstance(endpoint, HttpEndpoint):
-            self.claim = endpoint.claim
-
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):
         """A request to the client travels in the response to the request that asks it:
-        it cannot if the client accepts JSON alone there, which would leave the call
-        waiting."""
+        not if the client accepts JSON alone there (the call would wait in vain)."""
         if owner is not None and not owner.stream.events:
             raise CapabilityError(
                 f"the client accepts only application/json in response to this "
@@ -5246,8 +5226,7 @@ class HttpSession(Session):
             self.last_used = time.monotonic()
 
     def idle(self, now):
-        """Seconds since it was last used; none while it has a stream open or calls
-        running."""
+        """Seconds since it was last used: 0 while it has a stream open or calls."""
         if self.stream is not None or self.running:
             return 0
         return now - self.last_used
@@ -5261,8 +5240,7 @@ class HttpSession(Session):
 
 
 class _HttpRefusal(Exception):
-    """An answer with an error status, and a JSON-RPC error (the exception's text) as
-    body."""
+    """An error status, with a JSON-RPC error (the exception's text) as the body."""
 
     def __init__(self, status, message, request_id=None, code=INVALID_REQUEST,
                  headers=()):
@@ -5275,9 +5253,7 @@ class _HttpRefusal(Exception):
 
 class HttpEndpoint:
     """What the HTTP requests of a server share: the sessions it keeps, the caps on
-    what stays open, the bytes of bodies taken in. ``Server.wsgi`` makes one when the
-    first request comes, and an HttpExchange for each request, which checks it and
-    serves it."""
+    what stays open, the bytes of bodies taken in (made by ``Server.start_http``)."""
 
     def __init__(self, server):
         self.server = server
@@ -5288,56 +5264,48 @@ class HttpEndpoint:
         if server.public_url is not None:
             public_host = _PUBLIC_URL.fullmatch(server.public_url)[2]
             self.host_names.add(_host_parts(public_host)[0])
-        # Bytes of bodies reserved (max_inflight_bytes)
+        # Bytes of bodies reserved (max_inflight_bytes); a principal's identity -> the
+        # responses and calls it holds open; the listen and GET streams open
         self.inflight = 0
-        # A principal's identity -> the responses and calls it holds open
         self.held = {}
-        # The listen and GET streams open, of all clients
         self.streams = 0
 
     # -- the caps on what stays open --------------------------------------------------
     def hold(self, stream, is_stream):
-        """Count a response that stays open, each holding a thread of the HTTP server: a
-        listen or GET stream (``is_stream``), a call in progress (``stream`` is then its
-        Context, once the call has started: claim). Refused past the caps: 503 past
-        ``max_streams`` streams of all clients; with auth, 429 past
-        ``max_streams_per_principal`` streams and calls of one principal (without auth
-        clients cannot be told apart: max_workers and max_queue bound their calls)."""
+        """Count a response that holds a thread while open: a listen or GET stream
+        (``is_stream``), or a call (a Context: claim). 503 past ``max_streams`` streams;
+        with auth, 429 past ``max_streams_per_principal`` of one principal (without,
+        clients cannot be told apart: max_workers and max_queue bound calls)."""
         server = self.server
-        request_id = stream.request_id
         owner = None
         if server.auth is not None:
             owner = self.identity(stream.principal)
-        if owner is None and not is_stream:   # a call of an unknown client: no count
+        if owner is None and not is_stream:
             return
-        # 2026-07-28 has no -32000...-32019 (SERVER_BUSY is one)
+        # (2026-07-28 has no -32000...-32019)
         code = SERVER_BUSY
         if stream.stateless:
             code = INTERNAL_ERROR
         with self.lock:
             if is_stream and self.streams >= server.max_streams:
-                # Retry-After is a guess: streams end when their clients leave, which
-                # nothing here foresees
+                # Retry-After is a guess: streams end when their clients leave
                 raise _HttpRefusal(503, f"Service Unavailable: {self.streams} streams "
                                         "are open, the most this server keeps "
-                                        "(max_streams); try again later", request_id,
-                                   code, [("Retry-After", "10")])
+                                        "(max_streams); try again later",
+                                   stream.request_id, code, [("Retry-After", "10")])
             held = self.held.get(owner, 0)
             if owner is not None and held >= server.max_streams_per_principal:
                 raise _HttpRefusal(429, f"Too Many Requests: you have {held} streams "
                                         "and calls open, the most one client may "
                                         "(max_streams_per_principal); end one first",
-                                   request_id, code)
+                                   stream.request_id, code)
             if owner is not None:
                 self.held[owner] = held + 1
             self.streams += is_stream
         stream._holder = (owner, is_stream)
 
     def let_go(self, stream):
-        """The end of a response that hold() counted (once, however often it is
-        called)."""
-        if stream._holder is None:            # not counted, or given back already
-            return
+        """The end of what hold() counted (once, however often it is called)."""
         with self.lock:
             holder = stream._holder
             stream._holder = None
@@ -5351,11 +5319,9 @@ class HttpEndpoint:
                     del self.held[owner]
 
     def claim(self, ctx):
-        """Count a call that runs user code against its principal's share (hold) until
-        its handler returns, whether or not its client is still there (a handshake-era
-        client that leaves does not cancel it; a sync handler cancelled runs on). A call
-        alone takes over the place its request took (exchange); each call of a batch
-        but the first takes one of its own. Returns why it is refused, or None."""
+        """Count a call that runs user code against its principal's share until its
+        handler returns, client or no client: it takes over its request's place (the
+        first of a batch) or holds its own. Returns why it is refused, or None."""
         stream = ctx.stream
         if isinstance(stream, Batch):
             stream = stream.stream
@@ -5369,62 +5335,56 @@ class HttpEndpoint:
         ctx._on_end = functools.partial(self.let_go, ctx)
         return None
 
+    # -- handshake-era sessions -------------------------------------------------------
     def open_session(self, session, request_id=None):
-        """Keep a new session (its initialize succeeded), once ``make_room`` has made
-        room for it; returns its id. Without auth clients cannot be told apart: all are
-        one owner, as before the quota."""
+        """Keep a new session (its initialize succeeded); returns its id. Sessions idle
+        past ``session_idle`` end first; then an owner at ``max_sessions_per_principal``
+        (or any, at ``max_sessions``) gives up its longest idle, or is refused (503): a
+        client never makes room by ending another's."""
         import secrets
         server = self.server
+        owner = None
+        if server.auth is not None:
+            owner = self.identity(session.principal)
         now = time.monotonic()
-        owner = None if server.auth is None else self.identity(session.principal)
+        limit = server.session_idle
         with self.lock:
-            self.make_room(owner, now, request_id)
+            for old in [s for s in self.sessions.values() if s.idle(now) > limit]:
+                del self.sessions[old.id]
+                old.end()
+            own = [s for s in self.sessions.values() if s.owner == owner]
+            while own and (len(self.sessions) >= server.max_sessions or (
+                    owner is not None
+                    and len(own) >= server.max_sessions_per_principal)):
+                # the longest idle; of sessions all in use, the one used least recently
+                oldest = max(own, key=lambda s: (s.idle(now), -s.last_used))
+                own.remove(oldest)
+                del self.sessions[oldest.id]
+                oldest.end()
+            if len(self.sessions) >= server.max_sessions:
+                soonest = min(limit - s.idle(now) for s in self.sessions.values())
+                retry = [("Retry-After", str(max(1, int(soonest))))]
+                raise _HttpRefusal(503, "Service Unavailable: this server keeps at "
+                                        f"most {server.max_sessions} sessions "
+                                        "(max_sessions), all of other clients; try "
+                                        "again later", request_id, SERVER_BUSY, retry)
             session.id = secrets.token_urlsafe(24)
             session.owner = owner
             self.sessions[session.id] = session
         return session.id
 
-    def make_room(self, owner, now, request_id):
-        """Under the lock, before a session of ``owner`` is kept: sessions idle longer
-        than ``session_idle`` end first. Then an owner at
-        ``max_sessions_per_principal``, or any when ``max_sessions`` are kept, gives up
-        its own longest-idle session; one with none to give up is refused (503): a
-        client never makes room by ending another's."""
-        server = self.server
-        quota = None if owner is None else server.max_sessions_per_principal
-        limit = server.session_idle
-        for old in [s for s in self.sessions.values() if s.idle(now) > limit]:
-            self.end_session(old)
-        own = [s for s in self.sessions.values() if s.owner == owner]
-        while own and (len(self.sessions) >= server.max_sessions
-                       or (quota is not None and len(own) >= quota)):
-            # the longest idle; of sessions all in use, the one used least recently
-            oldest = max(own, key=lambda s: (s.idle(now), -s.last_used))
-            own.remove(oldest)
-            self.end_session(oldest)
-        if len(self.sessions) >= server.max_sessions:
-            soonest = min(limit - s.idle(now) for s in self.sessions.values())
-            retry = [("Retry-After", str(max(1, int(soonest))))]
-            raise _HttpRefusal(503, f"Service Unavailable: this server keeps at most "
-                                    f"{server.max_sessions} sessions (max_sessions), "
-                                    "all of other clients; try again later",
-                               request_id, SERVER_BUSY, retry)
-
-    def end_session(self, session):
-        """Expiry or eviction (under the lock)."""
-        del self.sessions[session.id]
-        session.end()
-
     def find_session(self, environ, principal):
-        """The session a request names. It belongs to whoever opened it: to another
-        principal it does not exist."""
+        """The session a request names, if its principal (or one of the same identity)
+        opened it: to another it does not exist."""
         session_id = environ.get("HTTP_MCP_SESSION_ID")
         if not session_id:
             raise _HttpRefusal(400, "Bad Request: Mcp-Session-Id header required (send "
                                     "initialize first)")
         with self.lock:
             session = self.sessions.get(session_id)
-        if (session is None or not self.same_principal(session.principal, principal)
+        if (session is None
+                or (session.principal != principal
+                    and session.owner != self.identity(principal))
                 or session.idle(time.monotonic()) > self.server.session_idle):
             raise _HttpRefusal(404, "Session not found: initialize again")
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
@@ -5433,11 +5393,6 @@ class HttpEndpoint:
                                     f"{_short_repr(version)} is not this session's "
                                     f"({session.version})")
         return session
-
-    def same_principal(self, opener, principal):
-        """Whether a request's principal is the one that opened a session: equal (the
-        auth hook returned the same user id or object), or with the same identity."""
-        return opener == principal or self.identity(opener) == self.identity(principal)
 
     @staticmethod
     def identity(principal):
@@ -5450,9 +5405,8 @@ class HttpEndpoint:
                                     "clients apart (see its log)") from None
 
     def throwaway_session(self, environ, principal):
-        """A handshake-era session for one message, on a server that keeps none: the
-        version from the header (2025-03-26 when absent, as the spec says), the client
-        otherwise unknown."""
+        """A session for one handshake-era message, on a server that keeps none: its
+        version from the header (2025-03-26 when absent, as the spec says)."""
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         if version is None:
             version = V2025_03
@@ -5460,7 +5414,7 @@ class HttpEndpoint:
             raise _HttpRefusal(400, f"Bad Request: unsupported MCP-Protocol-Version "
                                     f"{_short_repr(version)} (supported: "
                                     f"{', '.join(PROTOCOL_VERSIONS)})")
-        session = HttpSession(self.server, principal)
+        session = HttpSession(self.server, None, principal)
         session.version = version
         session.no_requests = ("this server has no sessions (http_sessions=False), so "
                                "it sends no requests to the client in the handshake "
@@ -5470,8 +5424,7 @@ class HttpEndpoint:
         return session
 
     def end_streams(self):
-        """Shutting down: end the streams that wait for no response (GET, listen); the
-        clients reconnect, to another server if need be."""
+        """Shutting down: end GET and listen streams (their clients reconnect)."""
         for session in list(self.server.sessions):
             stream = session.stream
             if stream is not None:
@@ -5481,17 +5434,11 @@ class HttpEndpoint:
 
 
 class HttpExchange(Stream):
-    """One HTTP request and its response, as http.server has a handler per request:
-    ``serve`` checks it (Host, Origin, the path, the token), then does what its method
-    asks: POST a message, GET a session's stream, DELETE a session. It is also the
-    stream of the messages about the request it carries, queued as ``(frame,
-    is_response, time.monotonic())`` for the thread that writes its response. A listen
-    or GET stream has no response: it stays open until the client goes away. Without
-    ``events`` (the client accepts JSON alone) only the response reaches the client."""
+    """One HTTP request and its response, as http.server has a handler per request. It
+    is the stream of its request's messages, queued as ``(frame, is_response,
+    time.monotonic())`` for the thread that writes its response."""
 
-    # What serving it finds out: who the client is, its session, its request's id
-    # and era, whether that request is initialize (whose result, not an error, opens
-    # the session it was made in) or a listen
+    # What serving it finds out (opens_session: an initialize, if it succeeds)
     principal = None
     session = None
     request_id = None
@@ -5504,18 +5451,18 @@ class HttpExchange(Stream):
     # What it counts against the stream caps while open (HttpEndpoint.hold)
     _holder = None
 
-    def __init__(self, endpoint, environ=None, start_response=None):
+    def __init__(self, endpoint, environ, start_response):
         self.endpoint = endpoint
         self.server = endpoint.server
-        self.environ = environ or {}
+        self.environ = environ
         self.start_response = start_response
         # The embedded server's: whether the client has closed its connection
-        self.gone = self.environ.get("mcp_min.client_gone")
+        self.gone = environ.get("mcp_min.client_gone")
         self.frames = SimpleQueue()
 
     def serve(self):
-        """The response to the request: its checks, then its method's. A refusal is an
-        error status with a JSON-RPC error as its body."""
+        """The checks (Host, Origin, the path, the token), then what the method asks: a
+        POST's message, a GET's stream, a DELETE; or an _HttpRefusal."""
         environ = self.environ
         server = self.server
         try:
@@ -5527,8 +5474,7 @@ class HttpExchange(Stream):
                 path = environ.get("PATH_INFO") or "/"
                 if server.auth and path == _WELL_KNOWN + server.http_path:
                     return self.metadata(host)
-                if (path != server.http_path
-                        and path.rstrip("/") != server.http_path.rstrip("/")):
+                if path.rstrip("/") != server.http_path.rstrip("/"):
                     raise _HttpRefusal(404, "Not Found: the MCP endpoint is "
                                             f"{server.http_path}")
                 if server.auth is not None:
@@ -5552,25 +5498,23 @@ class HttpExchange(Stream):
         except BaseException:
             self.release()
             raise
-        # A whole response: the request is over (a stream's events end it as they end)
+        # A whole response: the request is over (a stream ends it as it ends)
         if self.reserved and type(result) is list:
             self.release()
         return result
 
     # -- who may ask -------------------------------------------------------------------
     def check_host(self):
-        """The request's Host, once it names this server: localhost, an IP address, a
-        name in allowed_hosts or public_url's. A DNS name it does not know is 421: a
-        browser whose DNS an attacker's site rebound to this server's address sends that
-        site's name, and nothing else tells its scripts from this server's own clients,
-        wherever they are. None, junk or a bad port: 400 (RFC 9112 3.2)."""
+        """The Host, if it names this server: localhost, an IP address, allowed_hosts or
+        public_url's host. Another name is 421: a site whose DNS an attacker rebound to
+        this server sends its own. None, junk or a bad port: 400."""
         host = self.environ.get("HTTP_HOST")
         if host is None:
             raise _HttpRefusal(400, "Bad Request: send a Host header (RFC 9112 3.2)")
         parts = None
-        # (a DNS name has 253 characters at most: the cache cannot grow past 64)
+        # (a DNS name has 253 characters at most: what _host_parts caches stays small)
         if len(host) <= 300:
-            parts = _known_host_parts(host)
+            parts = _host_parts(host)
         if parts is None:
             raise _HttpRefusal(400, f"Bad Request: Host {_preview(host)} is not a host "
                                     "name or address with an optional port")
@@ -5583,17 +5527,17 @@ class HttpExchange(Stream):
         return host
 
     def check_origin(self, host):
-        """403 for another site's script. A browser names the page that sent a request
-        in Origin: the server's own has the request's Host (checked by check_host) as
-        its host[:port]; one on this machine may call a server on this machine; any
-        other must be in allowed_origins ("*": any)."""
-        origin = self.environ.get("HTTP_ORIGIN")
+        """403 for another site's script. The Origin a browser sends is allowed if it
+        has the Host's host[:port], if both are this machine, or if allowed_origins
+        lists it ("*": any)."""
+        origin = self.environ["HTTP_ORIGIN"]
         allowed = self.server.allowed_origins
-        if origin is None or "*" in allowed or origin in allowed:
+        if "*" in allowed or origin in allowed:
             return
         match = _ORIGIN.fullmatch(origin)
         page = None
-        if match is not None:
+        # (a longer one is no host name)
+        if match is not None and len(match[2]) <= 300:
             page = _host_parts(match[2])
         if page is not None:
             name, port = _host_parts(host)
@@ -5607,18 +5551,15 @@ class HttpExchange(Stream):
                                 "(Server(allowed_origins=[...]))")
 
     def authenticate(self, host):
-        """Who the bearer token belongs to, by the auth hook; else 401, with where to
-        read how to get a token (RFC 9728). A falsy principal (None, False, "", 0, {},
-        []) is nobody: a hook answering "is this token good?" says False for a bad
-        one."""
+        """Who the bearer token belongs to, by the auth hook (a falsy answer is nobody);
+        else 401, with where to read how to get a token (RFC 9728)."""
         scheme, _, token = self.environ.get("HTTP_AUTHORIZATION", "").partition(" ")
         principal = None
         if scheme.lower() == "bearer" and token.strip():
             try:
                 principal = self.server.auth(token.strip())
             except Exception:
-                # The hook failed: no principal. Only the error's class is logged:
-                # its message may quote the token.
+                # only the error's class: its message may quote the token
                 log.error("the auth hook failed (%s)", sys.exc_info()[0].__name__)
         if principal:
             return principal
@@ -5631,10 +5572,8 @@ class HttpExchange(Stream):
                            headers=[("WWW-Authenticate", challenge)])
 
     def urls(self, host):
-        """The MCP endpoint's URL and its metadata's (RFC 9728), as clients reach them:
-        from public_url if set, else from the request's Host (checked by check_host) and
-        the prefix (SCRIPT_NAME) under which a WSGI server or middleware serves this
-        application. Neither has a character that could end a header's quoted string."""
+        """The endpoint's URL and its metadata's (RFC 9728), from public_url or from
+        Host and SCRIPT_NAME; neither can end a header's quoted string."""
         public = self.server.public_url
         if public is not None:
             match = _PUBLIC_URL.fullmatch(public)
@@ -5645,15 +5584,14 @@ class HttpExchange(Stream):
         if environ.get("wsgi.url_scheme") == "https":
             scheme = "https"
         # WSGI strings are bytes as Latin-1 (PEP 3333): percent-encode those bytes
-        prefix = environ.get("SCRIPT_NAME", "").rstrip("/")
-        prefix = prefix.encode("latin-1", "replace")
+        prefix = environ.get("SCRIPT_NAME", "").rstrip("/").encode("latin-1", "replace")
         base = f"{scheme}://{host}{quote(prefix, safe=_URL_SAFE)}"
         path = quote(self.server.http_path, safe=_URL_SAFE)
         return base + path, f"{base}{_WELL_KNOWN}{path}"
 
     def metadata(self, host):
-        """GET: this resource's metadata (RFC 9728), where clients read which
-        authorization servers issue its tokens; HEAD: its headers alone."""
+        """GET: the metadata (RFC 9728) naming the servers that issue tokens; HEAD: its
+        headers alone."""
         method = self.environ["REQUEST_METHOD"]
         if method not in ("GET", "HEAD"):
             raise _HttpRefusal(405, f"Method Not Allowed: {_preview(method)} (this "
@@ -5671,38 +5609,35 @@ class HttpExchange(Stream):
 
     # -- POST: one client message -----------------------------------------------------
     def post(self):
-        """Accept, Content-Type, the body and its era; a 2026-07-28 request is answered
-        in a session made for it, a handshake-era message in its session
-        (post_in_session)."""
+        """Accept, Content-Type, the body and its era; a 2026-07-28 request is
+        delivered at once, a handshake-era message by post_in_session."""
         environ = self.environ
         server = self.server
-        # Clients send the same Accept every time: a short one's answer is remembered
         accept = environ.get("HTTP_ACCEPT", "*/*")
+        # Clients send the same Accept every time: a short one's answer is remembered
         if len(accept) <= 200:
-            sse, takes_json = _known_accept(accept)
-        else:
             sse, takes_json = _accepted(accept)
+        else:
+            sse = _accepts(accept, "text/event-stream")
+            takes_json = _accepts(accept, "application/json")
         if not (sse or takes_json):
             raise _HttpRefusal(406, "Not Acceptable: accept application/json and "
                                     "text/event-stream")
         self.events = sse
         content_type = environ.get("CONTENT_TYPE", "")
-        if (content_type != "application/json"
-                and content_type.split(";")[0].strip().lower() != "application/json"):
+        if content_type.split(";")[0].strip().lower() != "application/json":
             raise _HttpRefusal(415, "Unsupported Media Type: the body must be "
                                     "application/json")
-        body = self.read_body()
-        # The era: 2026-07-28 if the body or the MCP-Protocol-Version header says so (a
-        # handshake client sends no such header with initialize, and its version after).
+        # The era: 2026-07-28 if the MCP-Protocol-Version header or the body says so
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         self.stateless = version in STATELESS_PROTOCOL_VERSIONS
+        body = self.read_body()
         try:
             message = decode_message(body)
             kind = "batch"
             if not isinstance(message, list):
                 kind = classify(message)
             elif self.stateless or not server.http_sessions:
-                # a batch needs a 2025-03-26 session
                 raise JSONRPCError(INVALID_REQUEST, "Invalid Request: batches are "
                                    "accepted only in a protocol 2025-03-26 session; "
                                    "POST one message")
@@ -5725,11 +5660,9 @@ class HttpExchange(Stream):
         return self.post_in_session(message, kind)
 
     def read_body(self):
-        """The POST's body, read once its length is known to be within max_body_bytes
-        and within what max_inflight_bytes has left: that much is reserved while the
-        request is served (release), as its decoded JSON takes as much again (text) to
-        25 times as much (arrays of empty objects); a listen's until it is
-        acknowledged."""
+        """The body, once its length is within max_body_bytes and what
+        max_inflight_bytes has left: that stays reserved until the response (release),
+        as decoded JSON takes 1 to 25 times as much again."""
         environ = self.environ
         server = self.server
         endpoint = self.endpoint
@@ -5754,13 +5687,15 @@ class HttpExchange(Stream):
                 endpoint.inflight += size
                 self.reserved = size
         if not self.reserved:
+            # (2026-07-28 has no -32000...-32019)
             code = SERVER_BUSY
-            if environ.get("HTTP_MCP_PROTOCOL_VERSION") in STATELESS_PROTOCOL_VERSIONS:
+            if self.stateless:
                 code = INTERNAL_ERROR
             raise _HttpRefusal(503, f"Server busy: {server.max_inflight_bytes} bytes "
                                     "of requests at most are taken at once "
                                     "(Server(max_inflight_bytes=...)); try again "
-                                    "shortly", code=code, headers=[("Retry-After", "1")])
+                                    "shortly", code=code,
+                               headers=[("Retry-After", "1")])
         try:
             body = environ["wsgi.input"].read(size)
         except TimeoutError:
@@ -5779,8 +5714,7 @@ class HttpExchange(Stream):
 
     def check_headers(self, message, params):
         """2026-07-28 repeats in headers what the body says, so that proxies can route
-        on it: any disagreement is refused (-32020). (A header as sent is decoded,
-        _header_value, only if it is not the same.)"""
+        on it: any disagreement is refused (-32020)."""
         environ = self.environ
         meta = params.get("_meta")
         method = message["method"]
@@ -5807,7 +5741,6 @@ class HttpExchange(Stream):
             problem = f"Mcp-Name must be {_preview(name)}"
         elif method == "tools/call" and type(name) is str:
             tool = self.server.tools.get(name)
-            # arguments repeated in headers
             if tool is not None and tool.mirrored:
                 problem = _mirror_problem(environ, tool, params)
         if problem:
@@ -5815,22 +5748,19 @@ class HttpExchange(Stream):
                                HEADER_MISMATCH)
 
     def deliver(self, message):
-        """Hand a request (or a batch) to its session, then write its response: JSON if
-        that comes first, else an SSE stream of what comes before it. A stream also
-        starts when the response takes longer than ``heartbeat`` seconds: its keep-alive
-        lines fail once the client has gone (on the embedded server, closing the
-        connection tells at once). In 2026-07-28 leaving is how a client cancels; the
-        handshake era says a disconnect is no cancellation (notifications/cancelled
-        is), so there the call runs on, unheard."""
+        """Hand a request (or batch) to its session, then respond: JSON if the response
+        comes first, else an SSE stream (also after ``heartbeat`` s). A client leaving
+        cancels in 2026-07-28; in the handshake era the call runs on, unheard."""
         server = self.server
         batch = isinstance(message, list)
         session = self.session
-        # A 2026-07-28 request: a session for it alone, which a shutdown can find
+        # A 2026-07-28 request: a session for it alone. A shutdown cancels the calls of
+        # those it can find; with auth, calls count against their principal's share.
         if session is None:
             session = self.session = Session(server, None, self.principal)
-            server.http_sessions_alive.add(session)
-            if server.auth is not None:
-                session.claim = self.endpoint.claim
+        server.http_sessions_alive.add(session)
+        if server.auth is not None:
+            session.claim = self.endpoint.claim
         if not batch:
             self.request_id = message["id"]
             method = message["method"]
@@ -5838,8 +5768,8 @@ class HttpExchange(Stream):
         if self.listen and not self.events:
             raise _HttpRefusal(406, "Not Acceptable: subscriptions/listen answers with "
                                     "text/event-stream", self.request_id)
-        # What holds a thread for long is counted (and refused past the caps) before it
-        # starts: a listen; with auth, a call (user code) or a batch of its principal.
+        # What holds a thread for long is counted before it starts (refused past the
+        # caps): a listen; with auth, a call that runs user code, or a batch.
         if self.listen or (server.auth is not None and (
                 batch or server.methods.get(method, CUSTOM_METHOD).threaded)):
             self.endpoint.hold(self, self.listen)
@@ -5863,13 +5793,13 @@ class HttpExchange(Stream):
                 while not first[1]:
                     first = self.next_item(None)
         except ConnectionAbortedError:
-            # no one to answer
+            # no one to respond to
             if self.stateless:
                 session.cancel(self.request_id, "the client closed the connection")
             self.finish()
             return _http_response(self.start_response, 202, b"")
         except BaseException:
-            # counted, but not answered after all
+            # counted, but not served after all
             self.endpoint.let_go(self)
             raise
         # The response came first: no stream (and nothing more goes into it)
@@ -5886,22 +5816,19 @@ class HttpExchange(Stream):
                 if self.opens_session and "result" in json.loads(frame):
                     session_id = self.endpoint.open_session(session, self.request_id)
                     headers = [("Mcp-Session-Id", session_id)]
-                # The request is over: what its body held is free
+                # the request is over: what its body held is free
                 self.release()
                 return _http_response(self.start_response, status, frame, headers)
-            # no way to say "nothing", or a batch with nothing to answer (cancelled,
+            # no way to say "nothing", or a batch with nothing to respond (cancelled,
             # and events accepted: a stream that ends with no response)
             if not self.events or batch:
                 return _http_response(self.start_response, 202, b"")
-        self.start_response(HTTP_STATUS[200], list(_SSE_HEADERS))
-        return self.stream_events(first)
+        return _http_response(self.start_response, 200, self.stream_events(first))
 
     def next_item(self, timeout):
         """The next ``(frame, is_response, queued)``, or None after ``timeout`` seconds
-        (None: no limit); ConnectionAbortedError once the client has gone. A request in
-        flight asks every 0.25 s, as leaving cancels it (2026-07-28); a stream that
-        waits for no response (listen, GET) only when the timeout (its heartbeat)
-        comes: it costs no CPU meanwhile."""
+        (None: no limit); ConnectionAbortedError once the client has gone, which a
+        request asks every 0.25 s, a listen or GET only at its timeout (no CPU)."""
         gone = self.gone
         deadline = None
         if timeout is not None:
@@ -5913,8 +5840,6 @@ class HttpExchange(Stream):
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    if gone and gone():
-                        raise ConnectionAbortedError
                     return None
                 if wait is None or left < wait:
                     wait = left
@@ -5940,18 +5865,16 @@ class HttpExchange(Stream):
     def close(self):
         """End a stream that waits for no response (GET, listen)."""
         self.closed = True
-        # the end, with no response
         self.frames.put((None, True, time.monotonic()))
 
     # -- the rest ----------------------------------------------------------------------
     def status_of(self, frame):
-        """The HTTP status of a response that holds an error."""
+        """The HTTP status of a response that holds an error (a batch's array of
+        responses, or a result that just holds such a string: 200)."""
         response = json.loads(frame)
-        # a batch's array of responses: 200
         error = None
         if isinstance(response, dict):
             error = response.get("error")
-        # (a result that just holds such a string)
         if not isinstance(error, dict):
             return 200
         if self.stateless:
@@ -5961,9 +5884,8 @@ class HttpExchange(Stream):
         return 200
 
     def stream_events(self, first=None):
-        """The SSE body: each frame an event, a comment line every ``heartbeat`` seconds
-        while nothing happens, until the response (or, for a listen, the client
-        leaving)."""
+        """The SSE body: each frame an event, a keep-alive after ``heartbeat`` seconds
+        of silence, until the response (a listen: until the client leaves)."""
         finished = False
         try:
             item = first
@@ -5985,28 +5907,20 @@ class HttpExchange(Stream):
         except ConnectionAbortedError:
             pass
         finally:
-            # the client went away, or the stream ends
             self.finish()
             self.release()
             if not finished and self.stateless and self.request_id is not None:
                 self.session.cancel(self.request_id,
                                     "the client closed the HTTP response")
 
-    #: Seconds between the empty chunks of a waiting stream, where the engine
-    #: cannot tell the application that a client has gone (wait_item).
+    #: Seconds between the empty chunks of a waiting stream (wait_item)
     probe_every = 0.25
 
     def wait_item(self):
-        """For stream_events, through ``yield from``: the next item, or None after
-        ``heartbeat`` seconds. An engine that cannot tell that a client has gone
-        (no ``gone``: granian, gunicorn) would keep a thread on a stream whose client
-        left until the next keep-alive failed, up to ``heartbeat`` (15 s): a few
-        clients leaving their listens (closing one is how a 2026-07-28 client cancels
-        it) then held every thread of granian, and new requests and streams waited.
-        So such a stream yields an empty chunk every ``probe_every`` seconds: nothing
-        goes on the wire (PEP 3333 allows it), but granian fails to send it once the
-        client has gone and ends the response, which frees the thread; the others
-        ignore it."""
+        """The next item (``yield from``), or None after ``heartbeat`` seconds. Where
+        the engine cannot say a client has gone (granian, gunicorn), an empty chunk
+        every ``probe_every`` seconds, which granian fails to send once it has, frees
+        the thread before the next keep-alive would (no byte reaches the wire)."""
         heartbeat = self.server.heartbeat
         if self.gone is not None:
             return self.next_item(heartbeat)
@@ -6019,10 +5933,8 @@ class HttpExchange(Stream):
             yield b""
 
     def finish(self):
-        """The end of the response's stream, with its response or without: nothing
-        more goes into it, hold()'s count is given back, and a GET or listen stream
-        leaves its session, idle from now on."""
-        # What a tool's thread sends later has nowhere to go
+        """The end of the response: nothing more goes in (a tool may still send),
+        hold()'s count is given back, a GET or listen stream leaves its session."""
         self.closed = True
         if self._holder is not None:
             self.endpoint.let_go(self)
@@ -6033,8 +5945,7 @@ class HttpExchange(Stream):
             self.server.sessions.discard(session)
 
     def release(self, keep=0):
-        """Give back what the request reserved of max_inflight_bytes, but ``keep``
-        bytes."""
+        """Give back what read_body reserved of max_inflight_bytes, but ``keep``."""
         if self.reserved:
             endpoint = self.endpoint
             with endpoint.lock:
@@ -6049,14 +5960,13 @@ class HttpExchange(Stream):
         endpoint = self.endpoint
         initialize = kind == "request" and message["method"] == "initialize"
         if initialize:
-            session = HttpSession(server, self.principal)
+            session = HttpSession(server, None, self.principal)
         elif server.http_sessions:
             session = endpoint.find_session(self.environ, self.principal)
         else:
-            # no sessions kept: as if just initialized
             session = endpoint.throwaway_session(self.environ, self.principal)
         session.last_used = time.monotonic()
-        # A response is an answer to a question of ours
+        # (a response is the answer to a question of ours)
         if kind in ("notification", "response"):
             session.dispatch(message, self)
             return _http_response(self.start_response, 202, b"")
@@ -6065,8 +5975,7 @@ class HttpExchange(Stream):
         return self.deliver(message)
 
     def get_or_delete(self, method):
-        """GET: the stream of a handshake-era session's messages that belong to no
-        request; DELETE: the end of the session."""
+        """GET: the stream of a session's messages about no request; DELETE: its end."""
         endpoint = self.endpoint
         session = endpoint.find_session(self.environ, self.principal)
         if method == "DELETE":
@@ -6090,40 +5999,46 @@ class HttpExchange(Stream):
             session.stream = None
             raise
         self.server.sessions.add(session)
-        self.start_response(HTTP_STATUS[200], list(_SSE_HEADERS))
-        return self.stream_events()
+        return _http_response(self.start_response, 200, self.stream_events())
 
     def fail_answer(self, message):
-        """An invalid message may be a botched answer to the session's request (no
-        result, say): as on stdio, that request then fails at once, not after
-        request_timeout."""
+        """An invalid message may be a botched answer to the session's request, which
+        then fails at once, as on stdio."""
         try:
             session = self.endpoint.find_session(self.environ, self.principal)
         except _HttpRefusal:
-            # no such session: the 400 says enough
             return
-        # (its response, if any, is the 400)
         session.dispatch(message, self)
 
 
 def _http_response(start_response, status, body, headers=()):
-    """A whole response: ``body`` is JSON, or empty (a 204 says so without a
-    Content-Length, RFC 9110 8.6)."""
-    if body:
-        fields = [("Content-Length", str(len(body))), _JSON_TYPE, *headers]
+    """Start a response and return its body: the one place where the status and headers
+    are made. ``body`` is JSON, empty (a 204 has no Content-Length), or the SSE stream
+    of stream_events."""
+    if isinstance(body, bytes):
+        fields = [("Content-Length", str(len(body)))]
+        if body:
+            fields.append(("Content-Type", "application/json"))
+        elif status == 204:
+            fields = []
+        body = [body]
     else:
-        fields = [("Content-Length", "0"), *headers]
-        if status == 204:
-            fields = list(headers)
-    start_response(HTTP_STATUS[status], fields)
-    return [body]
+        fields = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
+                  ("X-Accel-Buffering", "no")]
+    start_response(HTTP_STATUS[status], [*fields, *headers])
+    return body
+
+
+def _is_length(text):
+    """Whether a Content-Length is one: ASCII digits only (int() takes "+5", isdigit()
+    "²", and no more than 4,300 digits), once the blanks around it are left out."""
+    text = text.strip(" \t")
+    return text.isascii() and text.isdigit() and len(text) <= 18
 
 
 def _principal_id(principal):
-    """What tells a principal (the auth hook's answer) from another, in this process and
-    in others: its JSON form (a user id, a dict of claims), else its repr (a dataclass's
-    names its fields). An object with neither cannot be told from another one:
-    TypeError."""
+    """What tells a principal (the auth hook's answer) from another, in any process: its
+    JSON form, else its repr (a dataclass's names its fields); TypeError for neither."""
     try:
         json.dumps(principal, sort_keys=True)
         return principal
@@ -6139,11 +6054,11 @@ def _principal_id(principal):
 
 
 def _header_value(raw):
-    """A header value as sent: values that are not plain ASCII travel as
-    =?base64?...?=."""
+    """A header value as sent: one that is not plain ASCII travels as =?base64?...?=."""
     if raw and raw.startswith("=?base64?") and raw.endswith("?="):
         encoded = raw[9:-2]
-        if not _BASE64.fullmatch(encoded):    # a2b_base64 would skip what is not base64
+        # (a2b_base64 would skip what is not base64)
+        if not _BASE64.fullmatch(encoded):
             return None
         try:
             return b64decode(encoded).decode("utf-8")
@@ -6152,17 +6067,27 @@ def _header_value(raw):
     return raw
 
 
-_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+def _mirror_problem(environ, tool, params):
+    """What is wrong with the Mcp-Param-{Name} headers of a call to ``tool``, if
+    anything: each argument its schema marks with x-mcp-header must be repeated."""
+    for name, path in tool.mirrored.items():
+        value = params.get("arguments")
+        for key in path:
+            if not isinstance(value, dict):
+                value = None
+                break
+            value = value.get(key)
+        header = environ.get("HTTP_MCP_PARAM_" + name.upper().replace("-", "_"))
+        if value is not None and not _mirrors(value, _header_value(header)):
+            return (f"Mcp-Param-{name} must be {_preview(value)}, as in the "
+                    "arguments")
+    return None
 
 
+@functools.lru_cache(maxsize=64)
 def _accepted(accept):
     """Whether an Accept header takes text/event-stream, and application/json."""
     return _accepts(accept, "text/event-stream"), _accepts(accept, "application/json")
-
-
-#: _accepted of a short Accept header (clients send the same one every time; 200
-#: characters at most, so the cache cannot grow past 64 of them)
-_known_accept = functools.lru_cache(maxsize=64)(_accepted)
 
 
 def _accepts(accept, media_type):
@@ -6182,45 +6107,44 @@ def _accepts(accept, media_type):
     return accepted
 
 
-#: A Host header, or the host[:port] of an Origin or a URL: a bracketed IPv6 address, or
-#: a name or IPv4 address in the characters of DNS names; then perhaps a port.
+_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+#: A Host, or the host[:port] of an Origin or a URL (a bracketed IPv6 address, or a
+#: name or IPv4 address), then perhaps a port
 _HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?")
-#: What a URL's path may hold besides letters, digits and "_.-" (which quote() keeps
-#: too): nothing that could end a header's quoted string ('"', '\', space, control
-#: characters).
+#: What a URL's path may hold besides letters, digits and "_.-": nothing that could end
+#: a header's quoted string ('"', '\', space, control characters).
 _URL_SAFE = "/:@!$&'()*+,;=~%"
 _URL_PATH = re.compile(r"[\w.~\-" + re.escape(_URL_SAFE) + "]*", re.ASCII)
 _PUBLIC_URL = re.compile(r"((?i:https?)://([^/?#]*))(/[^?#]*)?")
 _ORIGIN = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://([^/?#]*)")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-_WELL_KNOWN = "/.well-known/oauth-protected-resource"        # RFC 9728
+#: Where RFC 9728 puts a resource's metadata
+_WELL_KNOWN = "/.well-known/oauth-protected-resource"
 
 
+@functools.lru_cache(maxsize=64)
 def _host_parts(host):
-    """``(name, port)`` of a Host header or of an Origin's or URL's host[:port]: the
-    name lowercased and without brackets, the port an int or None. None for anything
-    else (junk, a bad port, brackets around something other than an IPv6 address)."""
+    """``(name, port)`` of a Host or an Origin's or URL's host[:port]: the name
+    lowercased without brackets, the port an int or None; None for anything else."""
     match = _HOST.fullmatch(host)
-    if match is None or (match[2] is not None and not 0 < int(match[2]) < 65536):
+    if match is None:
         return None
     name = match[1].lower()
+    port = match[2]
+    if port is not None:
+        port = int(port)
+        if not 0 < port < 65536:
+            return None
     if name.startswith("["):
         name = name[1:-1]
         if ":" not in name or _ip_address(name) is None:
             return None
-    return name, None if match[2] is None else int(match[2])
+    return name, port
 
 
-#: check_host's _host_parts: clients send the same Host every time (300 characters at
-#: most: a DNS name has 253, so the cache cannot grow past 64 of them).
-_known_host_parts = functools.lru_cache(maxsize=64)(_host_parts)
-
-
-# The same few names and addresses come every time.
 @functools.lru_cache(maxsize=256)
 def _ip_address(name):
-    """The address an IPv4 or IPv6 literal (without brackets) writes; None for a
-    name."""
+    """The address an IPv4 or IPv6 literal (no brackets) writes; None for a name."""
     import ipaddress
     try:
         return ipaddress.ip_address(name)
@@ -6229,10 +6153,9 @@ def _ip_address(name):
 
 
 def _is_loopback(name):
-    """Whether a host name or address (without port or brackets) is this machine:
-    localhost, 127.0.0.0/8 or ::1, also written as IPv6 writes IPv4 (a dual-stack socket
-    reports a client at 127.0.0.1 as ::ffff:127.0.0.1)."""
-    if name == "localhost":                   # of names, only localhost is this machine
+    """Whether a host name or address (no brackets) is this machine: localhost,
+    127.0.0.0/8 or ::1, also as a dual-stack socket writes it (::ffff:127.0.0.1)."""
+    if name == "localhost":
         return True
     address = _ip_address(name)
     if address is None:
@@ -6250,9 +6173,12 @@ def _allowed_hosts(names):
                          f"['mcp.example.com'], not {names!r}")
     checked = set()
     for name in names:
-        parts = _host_parts(name) if isinstance(name, str) else None
-        if parts is None and isinstance(name, str) and ":" in name:   # an IPv6 address
-            parts = _host_parts(f"[{name}]")
+        parts = None
+        if isinstance(name, str):
+            parts = _host_parts(name)
+            # an IPv6 address, without brackets
+            if parts is None and ":" in name:
+                parts = _host_parts(f"[{name}]")
         if parts is None or parts[1] is not None:
             raise ValueError(f"allowed_hosts takes host names without a port, like "
                              f"'mcp.example.com', not {name!r}")
@@ -6265,7 +6191,9 @@ def _public_url(url):
     or fragment, whose every character may stand in a header."""
     if url is None:
         return None
-    match = _PUBLIC_URL.fullmatch(url) if isinstance(url, str) else None
+    match = None
+    if isinstance(url, str):
+        match = _PUBLIC_URL.fullmatch(url)
     if (match is None or _host_parts(match[2]) is None
             or not _URL_PATH.fullmatch(match[3] or "")):
         raise ValueError(
@@ -6276,9 +6204,8 @@ def _public_url(url):
 
 
 class _LifespanFailed:
-    """The WSGI application of a process whose lifespan failed to start: every request
-    gets 503 with the error's one-line summary (its traceback was logged once, by
-    start_http) until the lifespan is tried again."""
+    """The WSGI application while the lifespan fails to start: 503 with the error's
+    one-line summary (start_http logged its traceback)."""
 
     def __init__(self, error, retry):
         import traceback
@@ -6291,7 +6218,8 @@ class _LifespanFailed:
 
     def __call__(self, environ, start_response):
         length = environ.get("CONTENT_LENGTH") or ""
-        if _is_length(length) and int(length) <= 1 << 16:    # read, as engines expect
+        # a short body is read, as engines expect
+        if _is_length(length) and int(length) <= 1 << 16:
             environ["wsgi.input"].read(int(length))
         body = error_frame(None, INTERNAL_ERROR, "Service Unavailable: the server's "
                            f"lifespan failed: {self.summary}")
@@ -6301,7 +6229,7 @@ class _LifespanFailed:
 
 def _ignore_stop_signals():
     """Ignore SIGINT, SIGTERM and SIGQUIT (where there is one) on the main thread;
-    returns what _restore_signals needs to put their handlers back."""
+    returns their handlers, for _restore_signals."""
     import signal
     names = ("SIGINT", "SIGTERM", "SIGQUIT")
     return _ignore_signals([getattr(signal, name) for name in names
@@ -6309,38 +6237,14 @@ def _ignore_stop_signals():
 
 
 def _at_process_exit(fn):
-    """Call ``fn`` as this process exits: by atexit when Python exits the usual way (the
-    embedded server, gunicorn's and waitress's processes), and by multiprocessing's own
-    exit in a worker process it started (granian's), which skips atexit for os._exit."""
+    """Call ``fn`` as this process exits: by atexit, and in a worker process that
+    multiprocessing started (granian's), by its own exit, which skips atexit."""
     import atexit
     atexit.register(fn)
     multiprocessing = sys.modules.get("multiprocessing")
     if multiprocessing is not None and multiprocessing.parent_process() is not None:
         from multiprocessing import util
         util.Finalize(None, fn, exitpriority=10)
-
-
-def _is_length(text):
-    """Whether a Content-Length is one: ASCII digits only (int() takes "+5", isdigit()
-    "²"), once the blanks around a header value are left out (RFC 9112 5)."""
-    text = text.strip(" \t")
-    # (int() refuses more than 4,300 digits)
-    return text.isascii() and text.isdigit() and len(text) <= 18
-
-
-def _mirror_problem(environ, tool, params):
-    """What is wrong with the Mcp-Param-{Name} headers of a call to ``tool``, if
-    anything: each argument its schema marks with x-mcp-header must be repeated, and
-    only then."""
-    for name, path in tool.mirrored.items():
-        value = params.get("arguments")
-        for key in path:
-            value = value.get(key) if isinstance(value, dict) else None
-        header = environ.get("HTTP_MCP_PARAM_" + name.upper().replace("-", "_"))
-        if value is not None and not _mirrors(value, _header_value(header)):
-            return (f"Mcp-Param-{name} must be {_preview(value)}, as in the "
-                    "arguments")
-    return None
 # ======================================================================================
 # Signals and shutdown (a first reading can skip this)
 # ======================================================================================
@@ -6616,7 +6520,7 @@ def serve_http(server, address="127.0.0.1:8000"):
     saved = {}
     code = 0
     try:
-        # Our handlers are in before the line saying "serving".
+        # our handlers are in before the line saying "serving"
         saved = _take_stop_signals(httpd.stop)
         print(f"mcp_min: serving {server.name} on http://{shown}:{httpd.server_port}"
               f"{server.http_path}", file=sys.stderr, flush=True)
@@ -6636,21 +6540,21 @@ def serve_http(server, address="127.0.0.1:8000"):
 def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0,
                      max_connections=200, max_body_bytes=None,
                      max_connections_per_address=50):
-    """A wsgiref server for ``app`` with a thread per connection, HTTP/1.1 keep-alive
-    and chunked streams (wsgiref alone answers one HTTP/1.0 request per connection),
-    hardened against slow and hostile clients as docs/http.md says."""
-    server_class = _embedded_server_class()
-    httpd = server_class((host, port), idle_timeout, max_connections, max_body_bytes,
-                         max_connections_per_address)
+    """A wsgiref server for ``app``: a thread per connection, HTTP/1.1 keep-alive and
+    chunked streams, hardened against slow and hostile clients (docs/http.md)."""
+    httpd = _embedded_server_class()((host, port))
+    httpd.idle_timeout = idle_timeout
+    httpd.max_body_bytes = max_body_bytes
+    httpd.slots = threading.BoundedSemaphore(max_connections)
+    httpd.per_address = max_connections_per_address
     httpd.set_app(app)
     return httpd
 
 
 @functools.lru_cache(maxsize=None)
 def _embedded_server_class():
-    """The class of make_http_server's servers. Each mixin below goes on the standard
-    library class it extends, on first use: http.server and wsgiref take milliseconds to
-    import, which a server on stdio need not spend."""
+    """The class of make_http_server's servers: each mixin below on the class it
+    extends, on first use (a server on stdio need not import wsgiref)."""
     import io
     import socket
     import socketserver
@@ -6670,9 +6574,8 @@ def _embedded_server_class():
 
 
 def _readable(connection):
-    """Whether a read would not wait: there is input, or the client closed its end. (By
-    poll() where there is one: select() refuses a descriptor past 1023, and every client
-    would seem gone; epoll would take a descriptor of its own.) A closed one: True."""
+    """Whether a read would not wait: input, or the client closed its end (a closed
+    connection: True). By poll(): select() refuses a descriptor past 1023."""
     import selectors
     try:
         with getattr(selectors, "PollSelector", selectors.SelectSelector)() as selector:
@@ -6684,22 +6587,20 @@ def _readable(connection):
 
 class _ResponseWriterMixin:
     """How the embedded server writes a response (on wsgiref's ServerHandler): in
-    HTTP/1.1, in chunks when its length is not known, with no body after the headers of
-    a HEAD's response or a 204, and keeping the connection only when that is safe."""
+    HTTP/1.1, in chunks when its length is not known, keeping the connection only
+    when that is safe."""
 
     http_version = "1.1"
     chunked = False
     mute = False
 
     def bodiless(self):
-        """Whether no body may follow the headers: those of a HEAD's response (RFC 9110
-        9.3.2), or of a 204, which has no Content-Length either (8.6)."""
+        """Whether no body may follow the headers: a HEAD's, a 204's (RFC 9110)."""
         return self.request_handler.command == "HEAD" or self.status[:3] == "204"
 
     def cleanup_headers(self):
-        # Keep the connection only if this request's body was all read and the
-        # response's length is known (a stream is sent in chunks for that); never
-        # after a 401: a client without credentials keeps no connection.
+        # Keep the connection only if the request's body was all read and the
+        # response's length is known (chunks tell it); never after a 401.
         request = self.request_handler
         if not request.body.discard() or self.status[:3] == "401":
             self.headers["Connection"] = "close"
@@ -6711,15 +6612,13 @@ class _ResponseWriterMixin:
                 self.headers["Transfer-Encoding"] = "chunked"
             else:
                 request.close_connection = True
-        # An HTTP/1.0 client that asked for keep-alive may reuse the connection only
-        # if told so
+        # (an HTTP/1.0 client that asked for keep-alive must be told)
         if request.request_version == "HTTP/1.0" and not request.close_connection:
             self.headers["Connection"] = "keep-alive"
 
     def send_headers(self):
         super().send_headers()
         self.chunked = "Transfer-Encoding" in self.headers
-        # What the application writes next is dropped if no body may follow
         self.mute = self.bodiless()
 
     def _write(self, data):
@@ -6727,21 +6626,21 @@ class _ResponseWriterMixin:
             return
         if self.chunked and data:
             data = b"%X\r\n%s\r\n" % (len(data), data)
-        # In pieces: the timeout bounds each whole send, and a client that reads a long
-        # response slowly (64 KiB per idle_timeout) is not one that stopped reading.
+        # In pieces: the timeout bounds each send, and a client reading slowly (64 KiB
+        # per idle_timeout) has not stopped reading.
         view = memoryview(data)
         for start in range(0, len(view), 1 << 16):
             super()._write(view[start:start + (1 << 16)])
 
     def handle_error(self):
-        # A timeout (idle_timeout) within the body or the response, whose close
-        # cancelled the request: the connection ends
+        # (a timeout within the body or the response: the connection ends)
         if isinstance(sys.exc_info()[1], TimeoutError):
             self.request_handler.close_connection = True
         else:
             super().handle_error()
 
-    def log_exception(self, exc_info):        # wsgiref's writes the whole traceback
+    # (wsgiref's writes the whole traceback)
+    def log_exception(self, exc_info):
         _log_failure("an HTTP request", exc_info[1])
 
     def finish_content(self):
@@ -6753,11 +6652,10 @@ class _ResponseWriterMixin:
 
 
 class _LineReaderMixin:
-    """A connection's reader (on io.BufferedReader) that remembers a bare CR."""
+    """A connection's reader (on io.BufferedReader) that remembers a CR within a line:
+    the header parser ends a line there, so a header hidden after one ("Foo:
+    x\rMcp-Session-Id: y") would get past a proxy that reads one line (400)."""
 
-    # The header parser (email's) takes a CR alone for the end of a line: a header
-    # hidden after one ("Foo: x\rMcp-Session-Id: y") would get past a proxy that reads
-    # it as one line. Such a line is remembered, and the request refused (400).
     bare_cr = False
 
     def readline(self, size=-1):
@@ -6768,10 +6666,11 @@ class _LineReaderMixin:
 
 
 class _DeadlineReaderMixin:
-    """A connection's socket reads (on socket.SocketIO), all to end by ``deadline``."""
+    """A connection's socket reads (on socket.SocketIO), all to end by ``deadline`` (a
+    time.monotonic()) if set; the socket keeps ``idle_timeout`` for sends."""
 
-    deadline = None                           # time.monotonic() by which reads must end
-    idle_timeout = None                       # the socket's timeout otherwise
+    deadline = None
+    idle_timeout = None
 
     def readinto(self, buffer):
         if self.deadline is None:
@@ -6779,7 +6678,7 @@ class _DeadlineReaderMixin:
         self._sock.settimeout(max(self.deadline - time.monotonic(), 1e-6))
         try:
             return super().readinto(buffer)
-        finally:                              # sends keep the whole timeout
+        finally:
             self._sock.settimeout(self.idle_timeout)
 
 
@@ -6788,31 +6687,30 @@ _ABSOLUTE_FORM = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)/?(.*)")
 
 class _RequestHandlerMixin:
     """One connection of the embedded server (on wsgiref's WSGIRequestHandler), its
-    requests one after the other. _embedded_server_class gives it the classes it uses:
-    ``response_writer``, ``line_reader`` and ``socket_reader``."""
+    requests one after the other."""
 
     protocol_version = "HTTP/1.1"
-    # Headers and body go out in separate writes: with Nagle's algorithm the body would
-    # wait for the client's delayed acknowledgement (40 ms) on a kept-alive connection.
+    # (headers and body go out in separate writes: with Nagle's algorithm the body
+    # would wait 40 ms for the client's delayed acknowledgement)
     disable_nagle_algorithm = True
-    # Closing with input unread (a refusal sent before the body was read): linger()
+    # Closing with input unread (a refusal before the body was read): linger()
     lingers = False
     #: The most bytes linger() reads and drops
     linger_bytes = 64 << 20
 
     def setup(self):
-        # The socket's timeout: each read, each send (0 would make it non-blocking)
+        # (0 would make the socket non-blocking)
         self.timeout = self.server.idle_timeout or None
         super().setup()
-        self.rfile.close()                    # makefile's: this reader keeps a deadline
+        # makefile's reader gives way to one that keeps a deadline
+        self.rfile.close()
         reader = self.socket_reader(self.connection, "rb")
         reader.idle_timeout = self.timeout
         self.rfile = self.line_reader(reader)
 
     def handle(self):
-        # Not wsgiref's handle, which serves one request, then closes. The idle
-        # timeout (between requests, or within a request's line and headers) ends the
-        # connection.
+        # Not wsgiref's, which serves one request, then closes; the idle timeout
+        # (between requests, or within a request's head) ends the connection
         from http.server import BaseHTTPRequestHandler
         try:
             BaseHTTPRequestHandler.handle(self)
@@ -6822,15 +6720,15 @@ class _RequestHandlerMixin:
             self.linger()
 
     def linger(self):
-        """A lingering close: a client that sends its whole body before it reads
-        (urllib, requests, httpx) would be reset by a close with its body unread, and
-        never read the refusal. So our side ends, and what the client still sends is
-        read and dropped: up to linger_bytes, until the body's deadline (idle_timeout
-        after the headers, else 30 s), or until it closes its side."""
+        """A lingering close: a client that sends its whole body before it reads would
+        be reset by a close with its body unread, and miss the refusal. So our side
+        ends, and what it still sends is dropped: up to linger_bytes, until the body's
+        deadline (else 30 s), or until it closes its side."""
         import socket
         connection = self.connection
         deadline = self.rfile.raw.deadline or time.monotonic() + 30
-        buffer, left = bytearray(1 << 16), self.linger_bytes
+        buffer = bytearray(1 << 16)
+        left = self.linger_bytes
         try:
             connection.shutdown(socket.SHUT_WR)
             while left > 0 and deadline > time.monotonic():
@@ -6843,65 +6741,61 @@ class _RequestHandlerMixin:
             pass
 
     def handle_one_request(self):
-        # The request's line and headers must all come within the timeout: a client that
-        # sends them a byte at a time (slowloris) is never silent for that long.
+        # The line and headers must all come within the timeout (a slowloris client,
+        # sending a byte at a time, is never silent for that long)
         if self.timeout:
             self.rfile.raw.deadline = time.monotonic() + self.timeout
         self.rfile.bare_cr = False
         try:
             self.raw_requestline = self.rfile.readline(65537)
-        except ConnectionError:               # the client reset an idle connection
+        except ConnectionError:
+            # the client reset an idle connection
             self.raw_requestline = b""
         connection = self.connection
         if not self.raw_requestline:
             self.close_connection = True
             self.server.unread.discard(connection)
             return
-        self.server.serving.add(connection)   # then unread: drain sees one or the other
+        # serving, then no longer unread: drain sees it in one or the other
+        self.server.serving.add(connection)
         self.server.unread.discard(connection)
         try:
+            # (the rest of a longer line would be taken for the next request)
             if len(self.raw_requestline) > 65536:
-                self.refuse_line(414)         # the rest of it would be the next request
+                self.refuse_line(414)
             else:
                 self.serve_request()
         finally:
             self.server.serving.discard(connection)
 
     def parse_request(self):
-        # HTTP/0.9 ("GET /mcp", no version) is answered with a bare body: no status
-        # line, no headers. A line without a version gets a 400 that has both, and a
-        # close.
+        # (HTTP/0.9, a line with no version, would be answered with a bare body)
         if len(self.raw_requestline.split()) in (1, 2):
-            self.refuse_line(400, "The request line needs an HTTP version.")
-            return False
+            return self.refuse_line(400, "The request line needs an HTTP version.")
         if not super().parse_request():
             return False
-        if self.request_version not in ("HTTP/1.0", "HTTP/1.1"):   # "HTTP/0.9" too
-            self.refuse_line(505, "This server speaks HTTP/1.0 and HTTP/1.1.")
-            return False
+        if self.request_version not in ("HTTP/1.0", "HTTP/1.1"):
+            return self.refuse_line(505, "This server speaks HTTP/1.0 and HTTP/1.1.")
         if self.rfile.bare_cr:
-            self.refuse_line(400, "A line of the request holds a CR that does not end "
-                                  "it.")
-            return False
+            return self.refuse_line(400, "A line of the request holds a CR that does "
+                                         "not end it.")
         return True
 
     def refuse_line(self, status, explanation=None):
-        """An error answered in HTTP/1.1 to a request line that cannot be served; then
-        the connection closes."""
+        """An error for a request that cannot be read, then a close; False, as
+        parse_request says then."""
         self.command = None
         self.path = ""
-        self.request_version = "HTTP/1.1"
         self.send_error(status, None, explanation)
+        return False
 
     def serve_request(self):
         if not self.parse_request():
             return
-        # The body too must all come within the timeout, from the headers' end: a client
-        # trickling it would keep this thread for ever (408 from the application).
+        # The body too, from the headers' end (else 408 from the application)
         if self.timeout:
             self.rfile.raw.deadline = time.monotonic() + self.timeout
-        # The absolute form (a proxy's "POST http://host/mcp"): a server must take it,
-        # and its host, not the Host header's (RFC 9112 3.2.2).
+        # The absolute form (a proxy's "POST http://host/mcp") names the host (RFC 9112)
         absolute = _ABSOLUTE_FORM.match(self.path)
         if absolute:
             self.path = "/" + absolute[2]
@@ -6911,15 +6805,15 @@ class _RequestHandlerMixin:
         if self.server.stopping and not self.body.refusal:
             self.body.refusal = (503, "Service Unavailable: the server is shutting "
                                       "down")
-        writer = self.response_writer(self.body, self.wfile, self.get_stderr(),
-                                      self.get_environ(), multithread=True)
-        writer.request_handler = self
-        writer.run(self.body.refuse if self.body.refusal else self.server.get_app())
-
-    def get_environ(self):
-        environ = super().get_environ()
+        environ = self.get_environ()
         environ["mcp_min.client_gone"] = self.client_gone
-        return environ
+        writer = self.response_writer(self.body, self.wfile, self.get_stderr(),
+                                      environ, multithread=True)
+        writer.request_handler = self
+        app = self.server.get_app()
+        if self.body.refusal:
+            app = self.body.refuse
+        writer.run(app)
 
     def client_gone(self):
         """Whether the client closed its end: readable, with nothing to read."""
@@ -6931,8 +6825,7 @@ class _RequestHandlerMixin:
             return True
 
     def handle_expect_100(self):
-        # "100 Continue" asks for the body: not for one the application refuses by its
-        # length (413), which the client then need not send at all.
+        # (no "100 Continue" for a body the application refuses by its length: 413)
         length = self.headers.get("Content-Length", "")
         limit = self.server.max_body_bytes
         if limit is not None and _is_length(length) and int(length) > limit:
@@ -6940,15 +6833,14 @@ class _RequestHandlerMixin:
         return super().handle_expect_100()
 
     def send_error(self, code, message=None, explain=None):
-        """The server's own refusals (a request line or headers it cannot read): a
-        JSON-RPC error as the body, as the application's are, and the connection
-        closes."""
-        # The status line has the standard phrase: the message may quote the client.
+        """The server's own refusals (a request it cannot read): a JSON-RPC error as
+        the body, and a close. The status line has the standard phrase alone: the
+        message may quote the client."""
         phrase = self.responses.get(code, ("Error",))[0]
         said = ": ".join(filter(None, (phrase, message, explain)))
         self.log_error("code %d, message %s", code, said)
-        if self.request_version not in ("HTTP/1.0", "HTTP/1.1"):   # never a bare body
-            self.request_version = "HTTP/1.1"
+        # (never a bare body, as to "HTTP/0.9")
+        self.request_version = "HTTP/1.1"
         if len(said) > 300:
             said = said[:299] + "…"
         body = error_frame(None, INVALID_REQUEST, said)
@@ -6958,12 +6850,11 @@ class _RequestHandlerMixin:
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = self.lingers = True
-        if self.command != "HEAD":            # (every code it gets is 4xx or 5xx)
+        if self.command != "HEAD":
             self.wfile.write(body)
 
     def log_message(self, format, *args):
-        # What the standard library logs of a request quotes the client (its request
-        # line, its version): bounded and escaped, at debug level.
+        # (it quotes the client: bounded and escaped)
         log.debug("HTTP %s: %s", self.client_address[0], _escaped(format % args, 500))
 
     def log_request(self, code="-", size="-"):
@@ -6974,52 +6865,46 @@ class _RequestHandlerMixin:
 class _HttpServerMixin:
     """The embedded server (on socketserver.ThreadingMixIn and wsgiref's WSGIServer): a
     stop signal ends serve_forever, then ``drain`` lets the requests in progress be
-    answered. ``request_handler`` (given by _embedded_server_class) serves each
-    connection."""
+    answered. make_http_server sets its limits (``slots``: a thread per connection)."""
 
     daemon_threads = True
     allow_reuse_address = True
     stopping = False
-    stop_signal = None                        # the signal that stopped serve_forever
-    closing = False                           # shutdown() was called
-    # A connection is being taken: accepted, its thread started
+    # The signal that stopped serve_forever; shutdown() was called
+    stop_signal = None
+    closing = False
+    # A connection is being taken (accepted, its thread started); a stop came meanwhile
     taking = False
-    stop_due = False                          # a stop signal came meanwhile
+    stop_due = False
 
-    def __init__(self, address, idle_timeout, max_connections, max_body_bytes,
-                 max_connections_per_address):
+    def __init__(self, address):
         import socket
-        # Connections waiting to be accepted: past socketserver's 5, a burst of new
-        # clients waits a second or more for its SYN to be sent again.
+        # (past socketserver's 5 waiting, a burst of new clients waits for SYN resends)
         self.request_queue_size = socket.SOMAXCONN
-        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        self.idle_timeout = idle_timeout
-        self.max_body_bytes = max_body_bytes
+        self.address_family = socket.AF_INET
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
         # The connections with a request in progress, and those taken whose first
-        # request is not read yet
+        # request is not read yet; the address each comes from
         self.serving = set()
         self.unread = set()
-        # A connection's thread each; the address each comes from
-        self.slots = threading.BoundedSemaphore(max_connections)
-        self.per_address = max_connections_per_address
         self.peers = {}
         super().__init__(address, self.request_handler)
 
     def stop(self, signum=None, frame=None):
-        """The handler of SIGTERM and Ctrl+C (run_http's): KeyboardInterrupt, which ends
-        serve_forever. Raised while a connection is taken, it would make socketserver
-        close the connection under the thread just started to serve it: it waits until
-        then."""
+        """SIGTERM's and Ctrl+C's handler: KeyboardInterrupt ends serve_forever, but not
+        while a connection is taken (socketserver would close it under its new
+        thread). The first signal decides the exit code."""
         if self.stop_signal is None:
-            self.stop_signal = signum         # the first decides the exit code
+            self.stop_signal = signum
         if self.taking:
             self.stop_due = True
         else:
             raise KeyboardInterrupt
 
     def get_request(self):
-        # At max_connections, take none until one ends: the clients wait in the kernel's
-        # queue, not each on a thread of its own. (A stop signal interrupts the wait.)
+        # At max_connections, take none until one ends: clients wait in the kernel's
+        # queue, not each on a thread
         while not self.slots.acquire(timeout=0.2):
             if self.closing:
                 # serve_forever's loop goes on, and ends
@@ -7030,8 +6915,7 @@ class _HttpServerMixin:
         except BaseException:
             self.slots.release()
             raise
-        # Past max_connections_per_address from one address: refused at once (429),
-        # so that one client, with a token or without, cannot hold every slot
+        # Past max_connections_per_address: 429 at once, lest one client hold them all
         address = connection[1][0]
         if list(self.peers.values()).count(address) >= self.per_address:
             self.slots.release()
@@ -7049,10 +6933,10 @@ class _HttpServerMixin:
         head = (f"HTTP/1.1 {HTTP_STATUS[429]}\r\nContent-Type: application/json\r\n"
                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
         try:
-            connection.setblocking(False)     # the empty buffer of a new one takes it
+            # (the empty buffer of a new connection takes it all)
+            connection.setblocking(False)
             connection.send(head.encode() + body)
-            # What the request has sent is read: a close with it unread would reset
-            # the connection, and the client could lose the 429
+            # (a close with the request unread would reset it, and lose the 429)
             connection.recv(1 << 16)
         except OSError:
             pass
@@ -7062,16 +6946,17 @@ class _HttpServerMixin:
         self.closing = True
         super().shutdown()
 
-    def service_actions(self):                # serve_forever's loop, after taking one
+    # serve_forever's loop, after taking one
+    def service_actions(self):
         self.taking = False
         if self.stop_due:
             raise KeyboardInterrupt
 
     def handle_error(self, request, client_address):
-        # What escaped a connection's thread, bounded
         _log_failure("serving a connection", sys.exc_info()[1])
 
-    def shutdown_request(self, request):      # its thread ends (or never began)
+    # its thread ends (or never began)
+    def shutdown_request(self, request):
         self.unread.discard(request)
         self.peers.pop(request, None)
         try:
@@ -7080,15 +6965,13 @@ class _HttpServerMixin:
             self.slots.release()
 
     def drain(self, grace, endpoint=None):
-        """After serve_forever: new requests get 503, the endpoint's streams that wait
-        for no response (GET, listen) end, and those in progress have ``grace`` seconds
-        to be answered (one more SIGTERM or Ctrl+C cuts the wait short)."""
+        """After serve_forever: new requests get 503, GET and listen streams end, the
+        requests in progress have ``grace`` seconds (a second signal cuts it short)."""
         self.stopping = True
         if endpoint is not None:
             endpoint.end_streams()
         deadline = time.monotonic() + grace
-        # A connection taken just before the stop whose request has come but is not read
-        # yet: it is answered (503) rather than dropped. One with nothing sent is not.
+        # (a connection taken just before the stop whose request has come gets a 503)
         sent = [connection for connection in list(self.unread) if _readable(connection)]
         try:
             while time.monotonic() < deadline and (
@@ -7102,21 +6985,20 @@ class _HttpServerMixin:
 
 
 class _BodyReader:
-    """wsgi.input for wsgiref: reads no further than Content-Length, and knows what is
-    left. A request whose body's end is unknown gets ``refusal`` (status, message)
-    instead of the application, and the connection closes after it: the body must not be
-    taken for the next request (RFC 9112 6.3)."""
+    """wsgi.input for wsgiref: reads no further than Content-Length. A request whose
+    body's end is unknown gets ``refusal`` (status, message) instead of the
+    application, then a close: the body must not be taken for the next request."""
 
     def __init__(self, rfile, headers):
         lengths = headers.get_all("Content-Length", [])
         self.rfile = rfile
         self.left = 0
         self.refusal = None
-        # A line that is not a header ("Content-Length : 5") ends the headers the parser
-        # reads: the body's length may be among those it left out.
+        # (a line that is not a header ends those the parser reads: the length may be
+        # among those after it)
         if headers.defects:
             self.refusal = (400, "Bad Request: a header line is not NAME: VALUE")
-        elif "Transfer-Encoding" in headers:  # chunked: a body this reader cannot read
+        elif "Transfer-Encoding" in headers:
             self.refusal = (411, "Length Required: send Content-Length (this server "
                                  "reads no Transfer-Encoding)")
         elif lengths and (len(set(lengths)) > 1 or not _is_length(lengths[0])):
@@ -7131,17 +7013,19 @@ class _BodyReader:
         return _http_response(start_response, status, body)
 
     def discard(self):
-        """Drop what the application left unread (64 KiB at most), lest it be taken
-        for the next request; False if that is not possible."""
+        """Drop what the application left unread (64 KiB at most); False if that is
+        not possible."""
         if 0 < self.left <= 1 << 16 and not self.refusal:
             self.read()
         return not (self.left or self.refusal)
 
     def read(self, size=-1):
-        size = self.left if size is None or size < 0 else min(size, self.left)
+        if size is None or size < 0 or size > self.left:
+            size = self.left
         try:
-            data = self.rfile.read(size) if size else b""
-        except TimeoutError:                  # where the body ends is unknown: close
+            data = self.rfile.read(size)
+        except TimeoutError:
+            # where the body ends is unknown: the connection closes
             self.refusal = (408, "Request Timeout")
             raise
         self.left -= len(data)
@@ -7157,8 +7041,6 @@ def _parse_address(address):
         raise ValueError(f"not an address: {address!r} (use HOST:PORT, e.g. "
                          "127.0.0.1:8000)")
     return host, int(port)
-
-
 # ======================================================================================
 # Client
 # ======================================================================================
