@@ -5178,14 +5178,14 @@ def _print_text(text, file=None):
 # Streamable HTTP: the same sessions and handlers behind a WSGI application
 # ======================================================================================
 
-# Every client message is one POST to one endpoint (/mcp), answered by one JSON body,
-# or by an SSE stream (text/event-stream) when something comes before the response
+# Every client message is one POST to one endpoint (/mcp), whose response is one JSON
+# body, or an SSE stream (text/event-stream) when something comes before the response
 # (progress, log lines, questions to the client). As over stdio, the message goes to a
 # Session with the POST's HttpExchange as its stream. A 2026-07-28 request gets a
 # session of its own, so any worker process can serve it; a handshake-era client keeps
 # one (Mcp-Session-Id) in this process.
 
-#: The status lines mcp_min answers with, by code.
+#: The status lines mcp_min responds with, by code.
 HTTP_STATUS = {int(line[:3]): line for line in (
     "200 OK", "202 Accepted", "204 No Content", "400 Bad Request", "401 Unauthorized",
     "403 Forbidden", "404 Not Found", "405 Method Not Allowed", "406 Not Acceptable",
@@ -5193,7 +5193,7 @@ HTTP_STATUS = {int(line[:3]): line for line in (
     "413 Content Too Large", "415 Unsupported Media Type", "421 Misdirected Request",
     "429 Too Many Requests", "500 Internal Server Error", "503 Service Unavailable")}
 #: 2026-07-28 errors that are the client's fault get 400, an unknown method 404 (both
-#: with the JSON-RPC error as the body); other errors are answered 200, as results are.
+#: with the JSON-RPC error as the body); other errors get 200, as results do.
 _STATELESS_ERROR_STATUS = {
     **dict.fromkeys((PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, HEADER_MISMATCH,
                      MISSING_CAPABILITY, UNSUPPORTED_VERSION), 400),
@@ -5551,8 +5551,9 @@ class HttpExchange(Stream):
                                 "(Server(allowed_origins=[...]))")
 
     def authenticate(self, host):
-        """Who the bearer token belongs to, by the auth hook (a falsy answer is nobody);
-        else 401, with where to read how to get a token (RFC 9728)."""
+        """Who the bearer token belongs to, by the auth hook (a falsy principal is
+        nobody: a hook may say False for a bad token); else 401, with where to read how
+        to get a token (RFC 9728)."""
         scheme, _, token = self.environ.get("HTTP_AUTHORIZATION", "").partition(" ")
         principal = None
         if scheme.lower() == "bearer" and token.strip():
@@ -5614,7 +5615,7 @@ class HttpExchange(Stream):
         environ = self.environ
         server = self.server
         accept = environ.get("HTTP_ACCEPT", "*/*")
-        # Clients send the same Accept every time: a short one's answer is remembered
+        # Clients send the same Accept every time: what a short one takes is remembered
         if len(accept) <= 200:
             sse, takes_json = _accepted(accept)
         else:
@@ -5750,14 +5751,16 @@ class HttpExchange(Stream):
     def deliver(self, message):
         """Hand a request (or batch) to its session, then respond: JSON if the response
         comes first, else an SSE stream (also after ``heartbeat`` s). A client leaving
-        cancels in 2026-07-28; in the handshake era the call runs on, unheard."""
+        cancels in 2026-07-28; in the handshake era, where a disconnect is no
+        cancellation, the call runs on, unheard."""
         server = self.server
         batch = isinstance(message, list)
         session = self.session
-        # A 2026-07-28 request: a session for it alone. A shutdown cancels the calls of
-        # those it can find; with auth, calls count against their principal's share.
+        # A 2026-07-28 request: a session for it alone
         if session is None:
             session = self.session = Session(server, None, self.principal)
+        # where a shutdown finds the calls to cancel; with auth, calls count against
+        # their principal's share (claim)
         server.http_sessions_alive.add(session)
         if server.auth is not None:
             session.claim = self.endpoint.claim
@@ -5766,8 +5769,8 @@ class HttpExchange(Stream):
             method = message["method"]
             self.listen = self.stateless and method == "subscriptions/listen"
         if self.listen and not self.events:
-            raise _HttpRefusal(406, "Not Acceptable: subscriptions/listen answers with "
-                                    "text/event-stream", self.request_id)
+            raise _HttpRefusal(406, "Not Acceptable: subscriptions/listen responds "
+                                    "with text/event-stream", self.request_id)
         # What holds a thread for long is counted before it starts (refused past the
         # caps): a listen; with auth, a call that runs user code, or a batch.
         if self.listen or (server.auth is not None and (
@@ -5867,7 +5870,7 @@ class HttpExchange(Stream):
         self.closed = True
         self.frames.put((None, True, time.monotonic()))
 
-    # -- the rest ----------------------------------------------------------------------
+    # -- the response ------------------------------------------------------------------
     def status_of(self, frame):
         """The HTTP status of a response that holds an error (a batch's array of
         responses, or a result that just holds such a string: 200)."""
@@ -5920,7 +5923,7 @@ class HttpExchange(Stream):
         """The next item (``yield from``), or None after ``heartbeat`` seconds. Where
         the engine cannot say a client has gone (granian, gunicorn), an empty chunk
         every ``probe_every`` seconds, which granian fails to send once it has, frees
-        the thread before the next keep-alive would (no byte reaches the wire)."""
+        the thread before the next keep-alive would (nothing is sent)."""
         heartbeat = self.server.heartbeat
         if self.gone is not None:
             return self.next_item(heartbeat)
@@ -6037,8 +6040,9 @@ def _is_length(text):
 
 
 def _principal_id(principal):
-    """What tells a principal (the auth hook's answer) from another, in any process: its
-    JSON form, else its repr (a dataclass's names its fields); TypeError for neither."""
+    """What tells a principal (what the auth hook returned) from another, in any
+    process: its JSON form, else its repr (a dataclass's names its fields); TypeError
+    for neither."""
     try:
         json.dumps(principal, sort_keys=True)
         return principal
@@ -6769,7 +6773,7 @@ class _RequestHandlerMixin:
             self.server.serving.discard(connection)
 
     def parse_request(self):
-        # (HTTP/0.9, a line with no version, would be answered with a bare body)
+        # (HTTP/0.9, a line with no version, would get a bare body, with no status line)
         if len(self.raw_requestline.split()) in (1, 2):
             return self.refuse_line(400, "The request line needs an HTTP version.")
         if not super().parse_request():
@@ -6792,7 +6796,7 @@ class _RequestHandlerMixin:
     def serve_request(self):
         if not self.parse_request():
             return
-        # The body too, from the headers' end (else 408 from the application)
+        # The body too, from the headers' end: trickled, it would hold this thread (408)
         if self.timeout:
             self.rfile.raw.deadline = time.monotonic() + self.timeout
         # The absolute form (a proxy's "POST http://host/mcp") names the host (RFC 9112)
@@ -6864,8 +6868,8 @@ class _RequestHandlerMixin:
 
 class _HttpServerMixin:
     """The embedded server (on socketserver.ThreadingMixIn and wsgiref's WSGIServer): a
-    stop signal ends serve_forever, then ``drain`` lets the requests in progress be
-    answered. make_http_server sets its limits (``slots``: a thread per connection)."""
+    stop signal ends serve_forever, then ``drain`` lets the requests in progress
+    finish. make_http_server sets its limits (``slots``: a thread per connection)."""
 
     daemon_threads = True
     allow_reuse_address = True
@@ -6980,8 +6984,8 @@ class _HttpServerMixin:
         except KeyboardInterrupt:
             pass
         if self.serving:
-            log.warning("exiting with %d HTTP request(s) unanswered after the %.1f s "
-                        "grace period", len(self.serving), grace)
+            log.warning("exiting with %d HTTP request(s) without a response after the "
+                        "%.1f s grace period", len(self.serving), grace)
 
 
 class _BodyReader:
