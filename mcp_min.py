@@ -7170,24 +7170,14 @@ class ProtocolError(Exception):
 def _expect(value, what, kind=dict):
     """``value`` if it is a ``kind`` (dict: a JSON object), else ProtocolError."""
     if not isinstance(value, kind):
-        shape = "an object" if kind is dict else "a list"
+        shape = {dict: "an object", list: "a list"}[kind]
         raise ProtocolError(f"{what} must be {shape}; the server sent "
                             f"{_preview(value)}")
     return value
 
 
-class _Dropped(Stream):
-    """A stream that drops what it is given: what a 2026-07-28 client's responses
-    come to."""
-
-    def send(self, frame):
-        return False
-
-    def respond(self, frame, before=None):
-        pass
-
-
-_NO_RESPONSES = _Dropped()
+# Where a 2026-07-28 client's responses go: a Writer with nowhere to write drops them.
+_NO_RESPONSES = Writer(None)
 
 
 class Client(Peer):
@@ -7208,23 +7198,22 @@ class Client(Peer):
         if era not in eras:
             raise ValueError(f"era must be one of {eras}")
         self.era = era
-        # True once 2026-07-28 is spoken
         self.stateless = False
         self.log_level = log_level
         self.max_rounds = max_rounds
-        # a longer line is skipped, and fails the request it answers
         self.max_line_bytes = max_line_bytes
         self.timeout = timeout
         self.on_notification = on_notification
         self.notifications = []
-        self.progress_handlers = {}          # progress token -> callback
+        self.progress_handlers = {}
         self.progress_tokens = count(1).__next__
-        self.junk = []                       # lines from the server that are not JSON
-        self.subscriptions = {}              # listen id -> Subscription
-        self.cancelled_requests = set()      # the server's requests it has given up on
+        self.junk = []
+        self.subscriptions = {}
+        self.cancelled_requests = set()
         self.callbacks = {"roots/list": roots, "sampling/createMessage": sampling,
                           "elicitation/create": elicitation}
-        if capabilities is None:             # those the callbacks given stand for
+        # By default, those of the callbacks given
+        if capabilities is None:
             capabilities = {method.split("/")[0]: {}
                             for method, callback in self.callbacks.items() if callback}
             if roots:
@@ -7236,18 +7225,20 @@ class Client(Peer):
         self.server_info = None
         self.server_capabilities = None
         self.instructions = None
-        self._start(target, env, cwd, stderr, trace)     # the reader reads the above
+        # Last: the reader reads the above
+        self._start(target, trace, env=env, cwd=cwd, stderr=stderr)
         if initialize:
             try:
                 self.connect()
-            except BaseException:            # close first: leave no server process
+            except BaseException:
+                # Leave no server process behind
                 try:
                     self.close(timeout=1.0)
                 except Exception:
                     pass
                 raise
 
-    def _start(self, target, env, cwd, stderr, trace):
+    def _start(self, target, trace, **popen_options):
         """Start the server (a process, or a Server on a thread), and the reader."""
         self.process = self.server_thread = None
         if isinstance(target, Server):
@@ -7258,8 +7249,8 @@ class Client(Peer):
             # alone, which cancels what is in flight and closes the server's input
             # (__exit__), rather than stopping the server in the middle of a call.
             self.process = subprocess.Popen(
-                target, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
-                env=env, cwd=cwd, start_new_session=os.name == "posix")
+                target, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                start_new_session=os.name == "posix", **popen_options)
             write_fd, rfile = self.process.stdin.fileno(), self.process.stdout
         if trace:
             trace = self._guarded_trace(trace)
@@ -7270,8 +7261,8 @@ class Client(Peer):
         self.reader.start()
 
     def _serve_in_memory(self, server):
-        """Serve ``server`` on a thread over OS pipes, so the real wire code runs.
-        Returns the client's ends: the fd to write to and the file to read from."""
+        """Serve ``server`` on a thread over OS pipes, so the real stdio code runs: the
+        client's ends, the fd to write to and the file to read from."""
         server_reads, client_writes = os.pipe()
         client_reads, server_writes = os.pipe()
 
@@ -7294,61 +7285,66 @@ class Client(Peer):
                 trace(direction, raw)
             except Exception as e:
                 self.trace = self.stream.trace = None
-                if not isinstance(e, BrokenPipeError):    # a closed pipe is no news
+                # A closed pipe is no news
+                if not isinstance(e, BrokenPipeError):
                     log.warning("the client's trace failed and is switched off: %s: %s",
                                 type(e).__name__, e)
         return guarded
 
     def _read(self, rfile):
+        """The reader's thread. Once the server's output ends, what waits on it fails
+        with why: the requests, and the subscriptions."""
         try:
             self.read_loop(rfile, self.max_line_bytes)
         finally:
             self.closed = True
-            why = self._why_closed(rfile)
+            code = None
+            if self.process is None:
+                rfile.close()
+            else:
+                try:
+                    code = self.process.wait(1)
+                except Exception:
+                    # Still running: it only closed its stdout
+                    pass
+            why = "the server closed the connection"
+            if code:
+                why += f" (exit code {code})"
+            if code == 0 and self.server_info is None:
+                why += (": it exited before answering; does the script call "
+                        "server.run()?")
             self.fail_pending(ConnectionError(why))
             for listen_id in list(self.subscriptions):
                 self.end_subscription(listen_id, why)
-
-    def _why_closed(self, rfile):
-        """The reader is done: close our end, and say why the connection ended."""
-        code = None
-        if self.process is None:                 # our end of the in-memory pipe
-            rfile.close()
-        else:
-            try:
-                code = self.process.wait(1)
-            except Exception:                    # still running: it only closed stdout
-                pass
-        why = "the server closed the connection"
-        if code:
-            why += f" (exit code {code})"
-        if code == 0 and self.server_info is None:     # it ended before saying anything
-            why += ": it exited before answering; does the script call server.run()?"
-        return why
 
     # -- lifecycle ---------------------------------------------------------------------
     def connect(self):
         """Open the session in the client's ``era``: the result of the opening call."""
         if self.era == HANDSHAKE:
             return self.initialize()
-        # At most 10 s: a handshake-only server may never answer a method it lacks.
-        probe_timeout = 10.0 if self.timeout is None else min(self.timeout, 10.0)
+        # At most 10 s: a handshake-only server may never respond to a method it lacks.
+        probe_timeout = 10.0
+        if self.timeout is not None:
+            probe_timeout = min(self.timeout, 10.0)
         try:
             result = self.discover(timeout=probe_timeout)
         except (TimeoutError, JSONRPCError) as e:
             if self.era != "auto":
                 raise
-            if getattr(e, "code", None) == UNSUPPORTED_VERSION:   # stateless-era server
+            # A server of the stateless era, that does not serve 2026-07-28
+            if getattr(e, "code", None) == UNSUPPORTED_VERSION:
                 data = e.data if isinstance(e.data, dict) else {}
                 self._check_handshake_offered(data.get("supported"))
-            return self.initialize()             # a handshake-only server: not an error
-        if self.stateless:                          # discover() saw 2026-07-28 offered
+            # Else a handshake-only server: not an error
+            return self.initialize()
+        if self.stateless:
             return result
         supported = result.get("supportedVersions")
         if self.era != "auto":
             raise ConnectionError(f"the server does not serve {self.era}: it offers "
                                   f"{_preview(supported)}")
-        if supported is not None:    # a discover result: not a handshake-only server
+        # A discover result: not a handshake-only server
+        if supported is not None:
             self._check_handshake_offered(supported)
         return self.initialize()
 
@@ -7367,9 +7363,9 @@ class Client(Peer):
 
     def discover(self, timeout=None):
         """server/discover; if the server offers 2026-07-28, the client speaks it."""
-        answer = self.request("server/discover", {"_meta": self.envelope(V2026_07)},
+        result = self.request("server/discover", {"_meta": self.envelope(V2026_07)},
                               timeout)
-        result = _expect(answer, "the result of server/discover")
+        result = _expect(result, "the result of server/discover")
         supported = result.get("supportedVersions")
         if supported is not None:
             _expect(supported, "supportedVersions in the result of server/discover",
@@ -7391,14 +7387,15 @@ class Client(Peer):
         return meta
 
     def initialize(self):
-        self.stateless = False              # the handshake era: no envelopes from here on
+        """initialize, then notifications/initialized: the handshake era from now."""
+        self.stateless = False
         params = {"protocolVersion": self.handshake_version,
                   "capabilities": self.capabilities,
                   "clientInfo": self.client_info}
         result = _expect(self.request("initialize", params), "the result of initialize")
         version = result.get("protocolVersion")
+        # The spec: a client that cannot speak the version offered leaves.
         if version not in PROTOCOL_VERSIONS:
-            # The spec: a client that cannot speak the version offered leaves.
             raise ConnectionError(f"the server offers protocol version "
                                   f"{_preview(version)}, which this client does not "
                                   "speak")
@@ -7418,43 +7415,38 @@ class Client(Peer):
         """Close the server's input (the MCP shutdown signal) between frames, unless one
         is stuck for ``timeout`` on a server that reads nothing; wait for it to end."""
         writer = self.stream
-        got = writer.lock.acquire(timeout=timeout)
+        writer.close(timeout)
         fd = writer.write_fd
         writer.write_fd = None
-        if got:
-            writer.lock.release()
-        if self.process is None:                 # in memory: a Server on a thread
+        if self.process is None:
             if fd is not None:
                 os.close(fd)
             self.server_thread.join(timeout)
         else:
             if fd is not None:
                 self.process.stdin.close()
-            self._wait_for_process(timeout)
+            # Terminate it after ``timeout``, kill it after as long again; then wait
+            for stop in (self.process.terminate, self.process.kill):
+                try:
+                    self.process.wait(timeout)
+                    break
+                except Exception:
+                    stop()
+            self.process.wait()
             self.process.stdout.close()
         self.reader.join(timeout)
-
-    def _wait_for_process(self, timeout):
-        """Wait for the server process to exit: terminate it after ``timeout``, and kill
-        it after as long again."""
-        for stop in (self.process.terminate, self.process.kill):
-            try:
-                return self.process.wait(timeout)
-            except Exception:
-                stop()
-        self.process.wait()
 
     def __enter__(self):
         return self
 
     def __exit__(self, exc_type, exc, traceback):
+        # Left by an exception (Ctrl+C: KeyboardInterrupt), the requests still waiting
+        # are cancelled, so that the server stops their calls and exits at once.
         if exc_type is None:
             self.close()
-            return
-        # Left by an exception (Ctrl+C: KeyboardInterrupt): the requests still waiting
-        # are cancelled, so that the server stops their calls and exits at once.
-        self.cancel_all(f"the client stopped ({exc_type.__name__})")
-        self.close(timeout=0.5)
+        else:
+            self.cancel_all(f"the client stopped ({exc_type.__name__})")
+            self.close(timeout=0.5)
 
     def cancel_all(self, reason=None):
         """Cancel every request of ours still waiting for its response."""
@@ -7470,7 +7462,7 @@ class Client(Peer):
 
     def handle_batch(self, items, stream):
         # Protocol 2025-03-26 has batches, and a client must take them: each message as
-        # if it came alone, the answers to its requests as one batch.
+        # if it came alone, the responses to its requests as one batch.
         if self.protocol_version != V2025_03:
             return super().handle_batch(items, stream)
         self.dispatch_batch(items, stream)
@@ -7480,75 +7472,77 @@ class Client(Peer):
                          daemon=True).start()
 
     def answer(self, method, params):
-        """The callbacks' answer to a request, or input request, from the server."""
-        callback = self.callbacks.get(method)
+        """The callbacks' answer to a request, or a question, from the server."""
         if method == "ping":
             return {}
+        callback = self.callbacks.get(method)
         if callback is None:
             raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
         if method == "roots/list":
             return {"roots": callback()}
         result = callback(params or {})
-        if not isinstance(result, dict):          # a result is a JSON object
+        if not isinstance(result, dict):
             raise TypeError(f"the {method} callback returned {_preview(result)}, "
                             "not a dict")
         return result
 
     def _answer(self, message, stream):
+        """Respond to a request of the server's with ``answer``, or the error it
+        raised (the callback failed, or returned something not JSON)."""
         rid = message["id"]
         try:
             result = self.answer(message["method"], message.get("params"))
             frame = encode_message({"jsonrpc": "2.0", "id": rid, "result": result})
-        except JSONRPCError as e:             # without its data, if that is not JSON
+        except JSONRPCError as e:
             frame = error_frame(rid, e.code, e.message, e.data)
-        except Exception as e:  # the callback failed, or returned something not JSON
+        except Exception as e:
             frame = error_frame(rid, INTERNAL_ERROR, f"{type(e).__name__}: {e}")
+        # Cancelled by the server: the spec forbids a response (a batch still learns
+        # that this one is done).
         if rid in self.cancelled_requests:
-            # Cancelled by the server: the spec forbids a response (a batch still
-            # learns that this one is done).
             self.cancelled_requests.discard(rid)
             frame = None
         stream.respond(frame)
 
     def handle_unparsable(self, line, error):
         # A server that writes anything but JSON-RPC to stdout is broken: keep the line
-        # so callers can say so, but don't answer it (only noise on the wire).
+        # so callers can say so, but don't respond to it (that is only more noise).
         self.junk.append(line.decode("utf-8", "replace").rstrip("\r\n"))
 
     def handle_notification(self, message):
+        """Keep the notification, and act on it: a failing callback is logged, and
+        never stops the reader."""
         self.notifications.append(message)
         params = message.get("params") or {}
+        method = message["method"]
         meta = params.get("_meta")
         listen_id = meta.get(SUBSCRIPTION_ID_KEY) if isinstance(meta, dict) else None
-        try:                             # a failing callback must not stop the reader
+        try:
             if listen_id is not None:
                 self.deliver(listen_id, message)
-            self._follow_notification(message["method"], params)
+            if method == "notifications/cancelled":
+                request_id = params.get("requestId")
+                self.cancelled_requests.add(request_id)
+                self.end_subscription(request_id, "the server cancelled the "
+                                                  f"subscription {request_id!r}")
+            elif method == "notifications/progress":
+                handler = self.progress_handlers.get(params.get("progressToken"))
+                if handler:
+                    handler(params)
             if self.on_notification:
                 self.on_notification(message)
         except Exception as e:
             _log_failure("a notification callback", e)
-
-    def _follow_notification(self, method, params):
-        """What a cancellation or progress notification changes here."""
-        if method == "notifications/cancelled":
-            request_id = params.get("requestId")
-            self.cancelled_requests.add(request_id)
-            self.end_subscription(request_id, "the server cancelled the subscription "
-                                              f"{request_id!r}")
-        elif method == "notifications/progress":
-            handler = self.progress_handlers.get(params.get("progressToken"))
-            if handler:
-                handler(params)
 
     # -- requests ----------------------------------------------------------------------
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):
         if threading.current_thread() is self.reader:
             raise RuntimeError(f"{method}: a request from a notification or progress "
                                "callback could never be answered (the callback runs "
-                               "on the thread that reads the answers); make it from a "
-                               "thread of its own")
-        if self.stateless:                      # 2026-07-28: every request says who we are
+                               "on the thread that reads the responses); make it from "
+                               "a thread of its own")
+        # 2026-07-28: every request says who we are
+        if self.stateless:
             params = dict(params or {})
             meta = params.get("_meta") or {}
             if not isinstance(meta, dict):
@@ -7558,9 +7552,10 @@ class Client(Peer):
         if timeout is None:
             timeout = self.timeout
         result = super().request(method, params, timeout, owner, request_id)
+        # The spec: any other resultType is invalid
         if self.stateless and isinstance(result, dict):
             kind = result.get("resultType", "complete")
-            if kind not in ("complete", "input_required"):    # the spec: invalid
+            if kind not in ("complete", "input_required"):
                 raise ProtocolError(f"{method}: the server sent resultType "
                                     f"{_preview(kind)}, which this client does not "
                                     "know")
@@ -7578,22 +7573,20 @@ class Client(Peer):
             rounds += 1
             asked = _expect(result.get("inputRequests") or {},
                             f"inputRequests in the result of {method}")
-            retry = dict(params, inputResponses=self._answer_inputs(method, asked))
+            answers = {}
+            for key, question in asked.items():
+                _expect(question, f"inputRequests[{_preview(key)}] in the result of "
+                                  f"{method}")
+                answers[key] = self.answer(question.get("method"),
+                                           question.get("params"))
+            retry = dict(params, inputResponses=answers)
             if "requestState" in result:
                 retry["requestState"] = result["requestState"]
+            # No question: the server asked only to be asked again
             if not asked:
-                time.sleep(0.05)             # the server asked only to be asked again
+                time.sleep(0.05)
             result = self.request(method, retry, timeout)
         return result
-
-    def _answer_inputs(self, method, asked):
-        """The inputResponses to the inputRequests ``asked`` by ``method``'s result."""
-        answers = {}
-        for key, question in asked.items():
-            where = f"inputRequests[{_preview(key)}] in the result of {method}"
-            _expect(question, where)
-            answers[key] = self.answer(question.get("method"), question.get("params"))
-        return answers
 
     # -- 2026-07-28 subscriptions ------------------------------------------------------
     def listen(self, *, tools=False, prompts=False, resources=False, resource_uris=None,
@@ -7606,10 +7599,11 @@ class Client(Peer):
         return self._listen(wanted, timeout)[0]
 
     def _listen(self, wanted, timeout):
-        """subscriptions/listen for ``wanted``: the Subscription, the ack's params."""
+        """subscriptions/listen for ``wanted``: the Subscription, the ack's params. The
+        acknowledgement stands in for the response (see deliver())."""
         rid = f"listen-{self.next_id()}"
         subscription = self.subscriptions[rid] = Subscription(self, rid)
-        try:           # the acknowledgement stands in for the response: see deliver()
+        try:
             ack = self.request("subscriptions/listen", {"notifications": wanted},
                                timeout, request_id=rid)
         except BaseException:
@@ -7626,8 +7620,8 @@ class Client(Peer):
 
     def handle_response(self, message):
         rid = message.get("id")
+        # An acknowledged subscription's response: the stream ends.
         if rid in self.subscriptions and rid not in self.pending:
-            # An acknowledged subscription's response: the stream ends.
             return self.end_subscription(rid, "the server ended the subscription "
                                               f"{rid!r}; listen again to go on")
         super().handle_response(message)
@@ -7641,6 +7635,7 @@ class Client(Peer):
         else:
             subscription.events.put(message)
 
+    # -- high-level methods ------------------------------------------------------------
     def ping(self):
         return self.request("ping")
 
@@ -7654,7 +7649,8 @@ class Client(Peer):
             items += _expect(result.get(key, []), f"{key} in the result of {method}",
                              list)
             cursor = result.get("nextCursor")
-            if cursor is None:            # "" is a cursor too: only none ends the list
+            # "" is a cursor too: only none ends the list
+            if cursor is None:
                 return items
             if not isinstance(cursor, str) or cursor in seen:
                 raise ProtocolError(f"{method}: the server sent nextCursor "
@@ -7741,7 +7737,8 @@ class Subscription:
         except Empty:
             raise TimeoutError(f"no notification on {self.id!r} in time") from None
         if isinstance(event, ConnectionError):
-            self.events.put(event)                   # for every later next() too
+            # For every later next() too
+            self.events.put(event)
             raise ConnectionError(*event.args)
         return event
 
@@ -7755,16 +7752,16 @@ class Subscription:
     def __exit__(self, *exc):
         self.close()
 
-
 # ======================================================================================
 # Command line (a first reading can skip this)
 # ======================================================================================
 
-#
 # Tools for seeing the protocol: `demo` plays a whole session with the gift server
 # (built in, demo_server(): `serve` with no file serves it too), `inspect` lists what a
 # server offers, `call` makes one request, `repl` lets you type frames, `explain` says
 # what a message is and what is wrong with it.
+
+# --- explain ---------------------------------------------------------------
 
 def explain(raw):
     """What a message is, and what is wrong with it: (summary, list of problems)."""
@@ -7832,29 +7829,15 @@ def _frame_problems(message, kind, method, known):
 def _unknown_method_problem(method):
     """The problem with a method MCP does not have, naming the one meant if it can."""
     import difflib
-    close = difflib.get_close_matches(method, METHODS, n=1, cutoff=0.6)
+    close = difflib.get_close_matches(method, METHODS, n=1)
     if not close:
         close = [known for known in METHODS if known.endswith("/" + method)]
     hint = f": did you mean {close[0]!r}?" if close else ""
     return f"{method!r} is not an MCP method{hint}"
 
 
-def _explain_response(message, problems):
-    """The summary line of a response: what kind of answer it is."""
-    summary = describe_frame(message)
-    result = message.get("result")
-    if isinstance(result, dict) and result.get("resultType") == "input_required":
-        return f"{summary} {_explain_input_required(result, problems)}"
-    if summary.endswith(" (isError)"):
-        return (summary.removesuffix(" (isError)") + " (a tool result with isError: a "
-                "business error, not a protocol error)")
-    if "error" in message:
-        summary += " (a protocol error)"
-    return summary
-
-
 def _explain_params(method, params, problems):
-    """What is wrong with the params of a known method, by the params METHODS gives it."""
+    """What is wrong with the params of a known method (METHODS gives their types)."""
     answer = "a server answers -32602"
     if method.startswith("notifications/"):
         answer = "a receiver ignores it"
@@ -7878,6 +7861,11 @@ def _explain_params(method, params, problems):
                                 "a strict server answers -32602")
 
 
+# What a value of each JSON type is called in a problem ("a string" for the others)
+_A_JSON_TYPE = {"array": "an array", "integer": "an integer", "object": "an object",
+                "null": "null"}
+
+
 def _param_problem(key, kinds, params, answer):
     """The problem with the param ``key`` ("?" at its end: optional) in ``params``."""
     optional = key.endswith("?")
@@ -7885,15 +7873,15 @@ def _param_problem(key, kinds, params, answer):
     if key not in params:
         hint = _did_you_mean(key, params=params)
         # An optional param is missing only if it was sent misnamed.
-        return f"params.{key} is missing{hint}" if hint or not optional else None
+        if optional and not hint:
+            return None
+        return f"params.{key} is missing{hint}"
     value = params[key]
     kinds = kinds.split()
     found = _json_type(value)
     if "any" in kinds or found in kinds or (found == "integer" and "number" in kinds):
         return None
-    named = {"array": "an array", "integer": "an integer", "object": "an object",
-             "null": "null"}
-    wanted = " or ".join(named.get(kind, f"a {kind}") for kind in kinds)
+    wanted = " or ".join(_A_JSON_TYPE.get(kind, f"a {kind}") for kind in kinds)
     return f"params.{key} must be {wanted}, not {_typed_preview(value)}: {answer}"
 
 
@@ -7916,6 +7904,20 @@ def _explain_envelope(method, params, problems):
         problems.append(f"{method} is not part of 2026-07-28: a server answers -32601")
     return (" (2026-07-28: stateless; params._meta carries the version and the "
             "client's capabilities)")
+
+
+def _explain_response(message, problems):
+    """The summary line of a response: what kind of response it is."""
+    summary = describe_frame(message)
+    result = message.get("result")
+    if isinstance(result, dict) and result.get("resultType") == "input_required":
+        return f"{summary} {_explain_input_required(result, problems)}"
+    if summary.endswith(" (isError)"):
+        return (summary.removesuffix(" (isError)") + " (a tool result with isError: a "
+                "business error, not a protocol error)")
+    if "error" in message:
+        summary += " (a protocol error)"
+    return summary
 
 
 def _explain_input_required(result, problems):
@@ -7941,17 +7943,7 @@ def _explain_input_required(result, problems):
             "the answers in inputResponses and requestState echoed)")
 
 
-def _print_json(value):
-    """A result on stdout as JSON, with JSON's escapes where stdout cannot encode it."""
-    try:
-        print(json.dumps(value, indent=2, ensure_ascii=False), flush=True)
-    except UnicodeEncodeError:
-        print(json.dumps(value, indent=2), flush=True)
-
-
-def _client_trace(colour):
-    return FramePrinter({"out": "C->S", "in": "S->C"}, sys.stdout, colour)
-
+# --- demo ------------------------------------------------------------------
 
 # The demo's catalogue: name, price in dollars, the occasions and interests it suits.
 _GIFT_CATALOG = (
@@ -7964,84 +7956,95 @@ _GIFT_CATALOG = (
     ("Chef's knife", 90, "wedding housewarming anniversary", "cooking|food|kitchen"),
     ("Houseplant in a ceramic pot", 28, "housewarming thank-you",
      "plants|gardening|home"))
+_OCCASIONS = ("birthday", "wedding", "anniversary", "graduation", "housewarming",
+              "thank-you")
 
 
 def demo_server():
     """The gift server of `demo`, and of `serve` with no file: examples/gift_server.py
     with a shorter catalogue, built in for a lone copy of this file."""
-    import typing
     server = Server("gift-server", "1.0.0", title="Gift picker", instructions=(
         "Suggests gifts from a small catalogue. Call suggest_gifts with the occasion, "
         "a budget in dollars and a few words about the recipient; read the "
         "gift_catalog resource for everything on offer."))
+    read_only = {"readOnlyHint": True, "openWorldHint": False}
 
-    def suggest_gifts(occasion, budget: float, recipient: str = "") -> dict:
+    # (The annotations are read in this module's globals when a tool is made: there
+    # _typing imports typing, slow to import, on first use.)
+    @server.tool(title="Gift ideas generator", annotations=read_only)
+    def suggest_gifts(occasion: _typing.Literal[_OCCASIONS], budget: float,
+                      recipient: str = "") -> dict:
         """Suggest gift ideas for an occasion, a budget in dollars and a few words about
         the recipient ("friend who loves board games")."""
-        return _suggested_gifts(occasion, budget, recipient)
+        if budget <= 0:
+            raise ToolError("The budget must be more than $0.")
+        # Up to three gifts: those that match the most interests named first, then
+        # the cheapest
+        scored = []
+        for name, price, occasions, interests in _GIFT_CATALOG:
+            matched = sorted(i for i in interests.split("|") if i in recipient.lower())
+            if price <= budget and occasion in occasions.split():
+                scored.append((len(matched), -price, name, price, matched))
+        if not scored:
+            raise ToolError(f"No gifts in the catalogue for a {occasion} within "
+                            f"${budget:g}. Try a larger budget or another occasion.")
+        gifts = []
+        for _, _, name, price, matched in sorted(scored, reverse=True)[:3]:
+            why = f"a safe {occasion} pick"
+            if matched:
+                why = f"matches {', '.join(matched)}"
+            gifts.append({"name": name, "price": price, "why": why})
+        return {"occasion": occasion, "budget": budget, "gifts": gifts}
 
-    def pick_gift(occasion, budget: float, ctx: Context) -> dict:
+    @server.tool(title="Pick one gift", annotations=read_only)
+    def pick_gift(occasion: _typing.Literal[_OCCASIONS], budget: float,
+                  ctx: Context) -> dict:
         """Pick one gift for an occasion and a budget, asking the user who it is for."""
         schema = {"type": "object", "required": ["recipient"],
                   "properties": {"recipient": {"type": "string"}}}
         try:
             answer = ctx.elicit("Who is the gift for?", schema)
-        except CapabilityError:        # a client that cannot ask its user: pick anyway
+        except CapabilityError:
+            # A client that cannot ask its user: pick anyway
             answer = {"action": "decline"}
         recipient = ""
         if answer["action"] == "accept":
             recipient = answer.get("content", {}).get("recipient", "")
-        return _suggested_gifts(occasion, budget, recipient)["gifts"][0]
+        return suggest_gifts(occasion, budget, recipient)["gifts"][0]
 
-    tools = ((suggest_gifts, "Gift ideas generator"), (pick_gift, "Pick one gift"))
-    for tool, title in tools:
-        # This module's annotations are strings, read in its globals: this one is a
-        # local (typing is imported only here, as it is slow to import).
-        tool.__annotations__["occasion"] = typing.Literal[
-            "birthday", "wedding", "anniversary", "graduation", "housewarming",
-            "thank-you"]
-        server.tool(tool, title=title,
-                    annotations={"readOnlyHint": True, "openWorldHint": False})
-    server.resource("mcp://gift-server/resources/gift_catalog", name="gift_catalog",
-                    description="Base catalog of gifts with categories and prices",
-                    mime_type="application/json")(_gift_catalog)
-    server.prompt(_gift_congrats_style, name="gift_congrats_style",
-                  title="Congratulations style")
+    @server.resource("mcp://gift-server/resources/gift_catalog",
+                     description="Base catalog of gifts with categories and prices",
+                     mime_type="application/json")
+    def gift_catalog() -> dict:
+        return {"gifts": [{"name": name, "price": price, "occasions": occasions.split(),
+                           "interests": interests.split("|")}
+                          for name, price, occasions, interests in _GIFT_CATALOG]}
+
+    @server.prompt(title="Congratulations style")
+    def gift_congrats_style(recipient: str = "a friend",
+                            occasion: str = "birthday") -> str:
+        """Style guide for congratulations in a friendly tone."""
+        return (f"You are a friendly assistant that writes short, warm {occasion} "
+                f"congratulations for {recipient}. Two or three sentences, no "
+                "clichés, one personal touch, and end with a wish for the year ahead.")
     return server
 
 
-def _suggested_gifts(occasion, budget, recipient):
-    """Up to three gifts from the catalogue for the occasion within the budget, those
-    that match the most interests named in ``recipient`` first, then the cheapest."""
-    if budget <= 0:
-        raise ToolError("The budget must be more than $0.")
-    scored = []
-    for name, price, occasions, interests in _GIFT_CATALOG:
-        matched = sorted(i for i in interests.split("|") if i in recipient.lower())
-        if price <= budget and occasion in occasions.split():
-            scored.append((len(matched), -price, name, price, matched))
-    if not scored:
-        raise ToolError(f"No gifts in the catalogue for a {occasion} within "
-                        f"${budget:g}. Try a larger budget or another occasion.")
-    gifts = []
-    for _, _, name, price, matched in sorted(scored, reverse=True)[:3]:
-        why = f"matches {', '.join(matched)}" if matched else f"a safe {occasion} pick"
-        gifts.append({"name": name, "price": price, "why": why})
-    return {"occasion": occasion, "budget": budget, "gifts": gifts}
+def _print_json(value):
+    """A result on stdout as JSON, with JSON's escapes where stdout cannot encode it."""
+    try:
+        print(json.dumps(value, indent=2, ensure_ascii=False), flush=True)
+    except UnicodeEncodeError:
+        print(json.dumps(value, indent=2), flush=True)
 
 
-def _gift_catalog() -> dict:
-    return {"gifts": [{"name": name, "price": price, "occasions": occasions.split(),
-                       "interests": interests.split("|")}
-                      for name, price, occasions, interests in _GIFT_CATALOG]}
+def _client_trace(colour):
+    return FramePrinter({"out": "C->S", "in": "S->C"}, sys.stdout, colour)
 
 
-def _gift_congrats_style(recipient: str = "a friend",
-                         occasion: str = "birthday") -> str:
-    """Style guide for congratulations in a friendly tone."""
-    return (f"You are a friendly assistant that writes short, warm {occasion} "
-            f"congratulations for {recipient}. Two or three sentences, no clichés, "
-            "one personal touch, and end with a wish for the year ahead.")
+def _demo_answer(params):
+    """The demo's user, answering pick_gift's question."""
+    return {"action": "accept", "content": {"recipient": "a friend who loves cooking"}}
 
 
 _BOARD_GAME_BIRTHDAY = {"occasion": "birthday", "budget": 100,
@@ -8052,7 +8055,7 @@ _DEMO_SESSIONS = {
     HANDSHAKE: ({}, [
         ("The client starts the server as a subprocess and opens with initialize.",
          "initialize"),
-        ("initialized was a notification: no id, so no reply. Now discovery:",
+        ("initialized was a notification: no id, so no response. Now discovery:",
          "request", "tools/list"),
         ("A tool call. structuredContent is for programs, the text block for the "
          "model.", "call_tool", "suggest_gifts", _BOARD_GAME_BIRTHDAY),
@@ -8069,8 +8072,7 @@ _DEMO_SESSIONS = {
         (None, "call_tool", "suggest_gifts",
          {"occasion": "funeral", "budget": "a hundred bucks"}),
         ("Closing stdin ends the session; the server exits.",)]),
-    V2026_07: ({"era": V2026_07, "elicitation": lambda question: {
-        "action": "accept", "content": {"recipient": "a friend who loves cooking"}}}, [
+    V2026_07: ({"era": V2026_07, "elicitation": _demo_answer}, [
         ("Protocol 2026-07-28 has no handshake. The client may ask what the server "
          "speaks:", "discover"),
         ("Each request carries the envelope in params._meta: the version, the client's "
@@ -8110,11 +8112,14 @@ def demo(colour=False, era=None):
 
 
 def _demo_note(text, colour):
-    print(f"\n\x1b[1m# {text}\x1b[0m" if colour else f"\n# {text}", flush=True)
+    text = f"# {text}"
+    if colour:
+        text = f"\x1b[1m{text}\x1b[0m"
+    print("\n" + text, flush=True)
 
 
 def _demo_step(client, method, *args):
-    """The Client ``method`` called; None for an error answer (its frames show it)."""
+    """The Client ``method`` called; None for an error response (its frames show it)."""
     try:
         return getattr(client, method)(*args)
     except JSONRPCError:
@@ -8122,7 +8127,7 @@ def _demo_step(client, method, *args):
 
 
 def _canned_callbacks(model):
-    """Client callbacks with canned replies: a sampled text, decline, cwd as root."""
+    """Client callbacks with canned answers: a sampled text, decline, cwd as root."""
     import pathlib
 
     def sampling(params):
@@ -8181,13 +8186,20 @@ def _demo_first_items(client, found, colour):
 
 def _example_arguments(schema):
     """Arguments a tool's inputSchema accepts, for the demo: its required properties."""
-    value = _example_value(schema, schema.get("$defs") or {}, required_only=True)
-    return value if isinstance(value, dict) else {}
+    defs = schema.get("$defs") or {}
+    properties = schema.get("properties") or {}
+    return {name: _example_value(properties.get(name) or {}, defs)
+            for name in schema.get("required") or []}
 
 
-def _example_value(schema, defs, required_only=False, depth=0):
+_EXAMPLE_STRINGS = {"date-time": "2026-01-01T12:00:00Z", "date": "2026-01-01",
+                    "uri": "https://example.com/", "email": "someone@example.com"}
+
+
+def _example_value(schema, defs, depth=0):
     """A value that fits ``schema``: its default, const, example or first choice (of a
-    $ref, or of anyOf, oneOf or allOf: not null), else a sample of its type."""
+    $ref, or of anyOf, oneOf or allOf: not null), else a sample of its type (None if
+    it gives none)."""
     if not isinstance(schema, dict) or depth > 8:
         return None
     for key in ("default", "const"):
@@ -8198,83 +8210,93 @@ def _example_value(schema, defs, required_only=False, depth=0):
             return schema[key][0]
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        return _example_value(defs.get(ref[8:]), defs, required_only, depth + 1)
+        return _example_value(defs.get(ref[8:]), defs, depth + 1)
     for key in ("anyOf", "oneOf", "allOf"):
         choices = [c for c in schema.get(key) or () if c.get("type") != "null"]
         if choices:
-            return _example_value(choices[0], defs, required_only, depth + 1)
-    return _example_of_type(schema, defs, required_only, depth)
-
-
-_EXAMPLE_STRINGS = {"date-time": "2026-01-01T12:00:00Z", "date": "2026-01-01",
-                    "uri": "https://example.com/", "email": "someone@example.com"}
-
-
-def _example_of_type(schema, defs, required_only, depth):
-    """A sample of the type ``schema`` gives; None if it gives none."""
+            return _example_value(choices[0], defs, depth + 1)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), None)
     if kind == "string":
         return _EXAMPLE_STRINGS.get(schema.get("format"), "example")
     if kind in ("integer", "number"):
-        return _example_number(schema, kind)
+        # 42, moved within the bounds the schema gives
+        step = 1 if kind == "integer" else 0.5
+        value = max(42, schema.get("minimum", 42),
+                    schema.get("exclusiveMinimum", 0) + step)
+        value = min(value, schema.get("maximum", value),
+                    schema.get("exclusiveMaximum", value + step) - step)
+        return int(value) if kind == "integer" else value
     if kind == "boolean":
         return True
     if kind == "array":
         items = schema.get("prefixItems") or [schema.get("items") or {}]
-        return [_example_value(item, defs, False, depth + 1) for item in items]
+        return [_example_value(item, defs, depth + 1) for item in items]
     if kind == "object" or "properties" in schema:
         properties = schema.get("properties") or {}
-        names = (schema.get("required") or []) if required_only else list(properties)
-        return {name: _example_value(properties.get(name) or {}, defs, False, depth + 1)
-                for name in names}
+        return {name: _example_value(value, defs, depth + 1)
+                for name, value in properties.items()}
     return None
 
 
-def _example_number(schema, kind):
-    """42, moved within the bounds the schema gives: an int for "integer"."""
-    step = 1 if kind == "integer" else 0.5
-    value = max(42, schema.get("minimum", 42), schema.get("exclusiveMinimum", 0) + step)
-    value = min(value, schema.get("maximum", value),
-                schema.get("exclusiveMaximum", value + step) - step)
-    return int(value) if kind == "integer" else value
+# --- call ------------------------------------------------------------------
 
+_CALL_HELP = {"description": """\
+Start a server, make one request, print its result as JSON on stdout.
 
-class _NotJSON(ValueError):
-    """A JSON argument on the command line that is not JSON the wire can carry."""
+  SERVER_CMD...  the command that starts the server, e.g. python3 server.py
+  METHOD|TOOL    an MCP method (tools/list, resources/read, prompts/get, ping, ...),
+                 or, without a slash, the name of a tool to call
+  JSON           the method's params, or the tool's arguments (default: none): a JSON
+                 object, the last word
 
+The words after -- are read from the end: the JSON, if the last word starts with {, [
+or ", then the method (it has a slash) or the tool; the words before them start the
+server (all of them, with --tool or --method).
+""", "epilog": """\
+examples:
+  mcp_min.py call -- python3 server.py tools/list
+  mcp_min.py call -- python3 server.py add '{"a": 2, "b": 3}'
+  mcp_min.py call --tool add --json '{"a": 2, "b": 3}' -- python3 server.py
+  mcp_min.py call -- python3 server.py resources/read '{"uri": "file:///notes/a"}'
+  mcp_min.py call -v -- python3 examples/slow_server.py countdown '{"steps": 3}'
+  mcp_min.py call --timeout 0 -- python3 examples/slow_server.py countdown \\
+      '{"steps": 60}'
 
-def _finite_float(text):
-    value = float(text)
-    if value in (float("inf"), float("-inf")):
-        raise ValueError(f"{text} is out of the range of a number")
-    return value
-
-
-# As strict as the wire: no NaN or Infinity, no number too large to send back (1e999).
-_argument_decoder = json.JSONDecoder(parse_constant=_reject_constant,
-                                     parse_float=_finite_float)
-
-
+A tool that fails still answers with a result (exit 0): its "isError" result is on
+stdout, and its text on stderr, as written. A JSON-RPC error exits 1 with the code and
+message on stderr. This client offers no sampling, elicitation or roots: a tool that
+asks for them fails (error -32021 in 2026-07-28); repl answers them.
+"""}
+_CALL_USAGE = "usage: mcp_min.py call [options] -- SERVER_CMD... METHOD|TOOL [JSON]"
 # A word of `call` that ends so names the server's script, not a tool.
 _SCRIPT_SUFFIXES = (".py", ".pyz", ".js", ".mjs", ".cjs", ".ts", ".sh", ".rb", ".jar",
                     ".exe")
-_CALL_USAGE = "usage: mcp_min.py call [options] -- SERVER_CMD... METHOD|TOOL [JSON]"
 
 
 def _pop_request(words, tool=None, method=None, json_text=None):
     """`call`'s (method, params), popped off ``words`` (the server command stays), as
-    _CALL_HELP says: read from the words alone, never from which files exist."""
+    _CALL_HELP says: read from the words alone, never from which files exist. Bad JSON
+    raises ValueError."""
     named = tool is not None or method is not None
+    # --json goes with --tool or --method only
     if not named and words and words[-1].lstrip()[:1] in ('{', '[', '"'):
-        json_text = words.pop()            # --json goes with --tool or --method only
+        json_text = words.pop()
     params = _call_params(json_text)
     if not named:
         if len(words) < 2:
             raise SystemExit(f"{_CALL_USAGE}: name a method or a tool after the server "
                              "command")
-        method, tool = _method_or_tool(words.pop())
+        name = words.pop()
+        if name.lower().endswith(_SCRIPT_SUFFIXES) or name.startswith(("/", ".", "~")):
+            raise SystemExit(f"{_CALL_USAGE}: {_preview(name)} looks like the "
+                             "server's command: name a method or a tool after it "
+                             "(--tool NAME and --method METHOD take any name)")
+        if "/" in name or name == "ping":
+            method = name
+        else:
+            tool = name
     if not words:
         raise SystemExit(f"{_CALL_USAGE}: the server command is missing after --")
     if tool is not None:
@@ -8286,30 +8308,121 @@ def _pop_request(words, tool=None, method=None, json_text=None):
     return method, params
 
 
+def _finite_float(text):
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is out of the range of a number")
+    return value
+
+
+# As strict as a message: no NaN or Infinity, no number too large to send (1e999).
+_argument_decoder = json.JSONDecoder(parse_constant=_reject_constant,
+                                     parse_float=_finite_float)
+
+
 def _call_params(json_text):
     """The JSON of `call` (its last word, or --json) as an object; None without it."""
     if json_text is None:
         return None
     try:
         params = _argument_decoder.decode(json_text)
-    except (ValueError, RecursionError) as e:    # json.JSONDecodeError is a ValueError
-        raise _NotJSON(e) from None
+    except RecursionError as e:
+        raise ValueError(e) from None
     if not isinstance(params, dict):
         raise SystemExit(f"mcp_min: the arguments must be a JSON object, as in "
                          f"'{{\"a\": 1}}', not {_typed_preview(params)}")
     return params
 
 
-def _method_or_tool(name):
-    """The word of `call` after the server command: (method, None) or (None, tool)."""
-    if name.lower().endswith(_SCRIPT_SUFFIXES) or name.startswith(("/", ".", "~")):
-        raise SystemExit(f"{_CALL_USAGE}: {_preview(name)} looks like the server's "
-                         "command: name a method or a tool after it (--tool NAME and "
-                         "--method METHOD take any name)")
-    if "/" in name or name == "ping":
-        return name, None
-    return None, name
+def _call_command(args, words, colour):
+    """`call`: one request, its result printed; then any line the server wrote that
+    is not JSON-RPC, on stderr (exit 1)."""
+    method, params = args.request
+    era = args.era
+    # e.g. ping: only in the handshake era
+    if era == "auto" and METHODS.get(method, CUSTOM_METHOD).era == HANDSHAKE:
+        era = HANDSHAKE
+    options = {"timeout": args.timeout}
+    if args.verbose:
+        options.update(on_notification=_show_notification, log_level="debug")
+    elif args.timeout is None:
+        # No time limit: show that the call is alive
+        options.update(on_notification=_show_progress)
+    client = Client(words, era=era, **options)
+    try:
+        with client:
+            code = _call(client, method, params, args)
+    finally:
+        # After close(), which has read all the server wrote, its last line too
+        for line in client.junk:
+            _print_text("mcp_min: the server wrote a line that is not JSON-RPC: "
+                        + _escaped(line), sys.stderr)
+    if client.junk:
+        return 1
+    return code
 
+
+def _call(client, method, params, args):
+    """`call`'s request made as its method needs, its result printed: the exit code.
+    With -v or no time limit it asks for progress, and with -v for every log level (in
+    2026-07-28 the client's log_level asks already)."""
+    if args.verbose or args.timeout is None:
+        params = dict(params or {})
+        params["_meta"] = {**(params.get("_meta") or {}), "progressToken": "call"}
+    try:
+        if args.verbose and "logging" in client.server_capabilities:
+            client.set_logging_level("debug")
+        if method == "subscriptions/listen":
+            # Acknowledged by a notification, not a response
+            wanted = (params or {}).get("notifications") or {}
+            result = client._listen(wanted, None)[1]
+            print("mcp_min: acknowledged; the notifications that follow are for a "
+                  "longer session: repl's listen shows them", file=sys.stderr)
+        elif METHODS.get(method, CUSTOM_METHOD).asks:
+            # input_required: answered, with no callbacks
+            result = client.request_with_input(method, params or {})
+        else:
+            result = client.request(method, params)
+    except JSONRPCError as e:
+        _print_text(f"error {e.code}: " + _escaped(e.message, keep="\n\t"), sys.stderr)
+        return 1
+    _print_json(result)
+    if isinstance(result, dict) and result.get("isError") is True:
+        shown = [block.get("text") for block in result.get("content") or ()
+                 if isinstance(block, dict) and isinstance(block.get("text"), str)]
+        _print_text(_escaped("\n".join(["mcp_min: the tool reported an error:",
+                                         *shown]), keep="\n\t"), sys.stderr)
+    return 0
+
+
+def _show_notification(message):
+    """`call -v`: a log message or progress from the server, on stderr as it arrives."""
+    method = message.get("method")
+    params = message.get("params") or {}
+    if method == "notifications/message":
+        data = params.get("data")
+        if not isinstance(data, str):
+            data = json.dumps(data, ensure_ascii=False)
+        logger = f"{params['logger']}: " if params.get("logger") else ""
+        line = f"[{params.get('level')}] {logger}{data}"
+    elif method == "notifications/progress":
+        total = ""
+        if isinstance(params.get("total"), (int, float)):
+            total = f"/{params['total']:g}"
+        line = f"progress {params.get('progress')}{total}"
+        if params.get("message"):
+            line += f": {params['message']}"
+    else:
+        line = f"{method} {json.dumps(params, ensure_ascii=False)}"
+    _print_text(_escaped(line), sys.stderr)
+
+
+def _show_progress(message):
+    if message.get("method") == "notifications/progress":
+        _show_notification(message)
+
+
+# --- repl ------------------------------------------------------------------
 
 _REPL_GREETING = (
     "mcp_min repl: type a JSON line, or: init (the handshake) or discover "
@@ -8341,17 +8454,19 @@ def repl(command, colour=False, stdin=None):
             if line in ("quit", "exit"):
                 break
             _repl_line(client, commands, line)
-            time.sleep(0.2)                      # let the reply print before the prompt
+            # Let the response print before the prompt
+            time.sleep(0.2)
     return 0
 
 
 def _repl_line(client, commands, line):
-    """A line typed at the repl: a frame sent as it is, or a command run."""
+    """A line typed at the repl: a frame sent as it is (mistakes included), or a
+    command run (init, discover and help before the next line is read)."""
     name, _, arg = line.partition(" ")
-    if line and name not in commands:        # a frame: sent verbatim, mistakes included
+    if line and name not in commands:
         if not client.send_frame(line.encode()):
             print("! not sent: the connection to the server is closed", flush=True)
-    elif name in ("init", "discover", "help"):  # done before the next line is read
+    elif name in ("init", "discover", "help"):
         _run_repl_command(commands[name], arg)
     elif line:
         threading.Thread(target=_run_repl_command, args=(commands[name], arg.strip()),
@@ -8359,18 +8474,24 @@ def _repl_line(client, commands, line):
 
 
 def _run_repl_command(command, arg):
+    """Run a repl command: its JSON-RPC error is in the frames shown already."""
     try:
         command(arg)
     except JSONRPCError:
-        pass                                   # the frames already show it
+        pass
     except Exception as e:
         _print_text(f"! {type(e).__name__}: " + _escaped(e, keep="\n"))
 
 
 def _name_args(text):
+    """`call NAME {args}` or `prompt NAME {args}`: the name, and the arguments."""
     name, _, args = text.partition(" ")
-    return name, json.loads(args) if args.strip() else {}
+    if not args.strip():
+        return name, {}
+    return name, json.loads(args)
 
+
+# --- the commands ----------------------------------------------------------
 
 def main(argv=None):
     """The command line: parse the arguments, then run the command; the exit code."""
@@ -8383,7 +8504,7 @@ def main(argv=None):
         parser.print_help(sys.stderr)
         return 2
     _check_arguments(parser, args, words)
-    return _run_and_report(parser, args, words)
+    return _run_and_report(args, words)
 
 
 def _argument_parser():
@@ -8410,7 +8531,7 @@ def _argument_parser():
                               help="narrate a session with this server instead")
     for name, text in (("inspect", "list what a server offers"),
                        ("call", "one request: -- CMD... METHOD|TOOL [JSON]"),
-                       ("repl", "type frames to a server and watch the replies")):
+                       ("repl", "type frames to a server and watch the responses")):
         _add_client_command(commands, name, text)
     explain_command = commands.add_parser(
         "explain", help="what a JSON-RPC/MCP message is, and what is wrong with it")
@@ -8422,30 +8543,31 @@ def _argument_parser():
 def _add_client_command(commands, name, text):
     """inspect, call or repl: a command that starts a server (the words after --)."""
     import argparse
-    call = name == "call"
-    words = "-- SERVER_CMD... METHOD|TOOL [JSON]" if call else "-- SERVER_CMD..."
+    words = "-- SERVER_CMD..."
+    words_help = "the command that starts the server (after --)"
+    more = {}
+    if name == "call":
+        words += " METHOD|TOOL [JSON]"
+        words_help += ", then what to call"
+        more = _CALL_HELP
     command = commands.add_parser(
         name, help=text, formatter_class=argparse.RawDescriptionHelpFormatter,
-        usage=f"%(prog)s [options] {words}", **(_CALL_HELP if call else {}))
+        usage=f"%(prog)s [options] {words}", **more)
     if name != "repl":
         eras = ("auto", HANDSHAKE, "legacy") + STATELESS_PROTOCOL_VERSIONS
         command.add_argument("--era", choices=eras, default="auto",
                              help="auto (the default) speaks 2026-07-28 with servers "
                                   "that offer it, else the handshake (handshake; "
                                   "legacy is another name for it)")
-    if call:
-        _add_call_options(command)
     command.add_argument("words", nargs=argparse.REMAINDER, metavar=words,
-                         help="the command that starts the server (after --)"
-                         + (", then what to call" if call else ""))
-
-
-def _add_call_options(command):
+                         help=words_help)
+    if name != "call":
+        return
     command.add_argument("-v", "--verbose", action="store_true",
                          help="show the server's log messages and progress on stderr "
                               "as they arrive (it is asked for every level)")
     command.add_argument("--timeout", type=_seconds, default=30.0, metavar="SECONDS",
-                         help="how long to wait for the answer (default 30); 0 or "
+                         help="how long to wait for the response (default 30); 0 or "
                               "none: as long as the call runs, showing its progress")
     named = command.add_mutually_exclusive_group()
     named.add_argument("--tool", metavar="NAME", help="call this tool: every word "
@@ -8454,58 +8576,6 @@ def _add_call_options(command):
                        "server's own too: every word after -- is the server command")
     command.add_argument("--json", metavar="JSON", help="with --tool or --method: the "
                          "tool's arguments, or the method's params")
-
-
-def _check_arguments(parser, args, words):
-    """What argparse cannot check; a usage error (exit 2) if something is wrong."""
-    # "legacy": what the handshake era was called before
-    if getattr(args, "era", None) == "legacy":
-        args.era = HANDSHAKE
-    if args.command in ("inspect", "call", "repl") and not words:
-        parser.error(f"{args.command} needs a server command: {args.command} -- "
-                     "SERVER_CMD ...")
-    json_alone = args.command == "call" and args.json is not None
-    if json_alone and not (args.tool or args.method):
-        parser.error("--json goes with --tool NAME or --method METHOD (or put the JSON "
-                     "last, after the tool's name)")
-    if args.command == "serve" and args.http:
-        if args.trace:            # HTTP has no stream of frames to trace, only requests
-            parser.error("--trace shows the frames of a server on stdin/stdout; it "
-                         "does not work with --http")
-        try:
-            port = _parse_address(args.http)[1]
-        except ValueError as e:
-            parser.error(str(e))
-        if port > 65535:
-            parser.error(f"not a port: {port} (a port is 0 to 65535)")
-
-
-def _run_and_report(parser, args, words):
-    """Run the command: its exit code. What goes wrong is a line on stderr (exit 1)."""
-    try:
-        return _COMMANDS[args.command](args, words, _shows_colour(sys.stdout))
-    except _NotJSON as e:                          # a JSON argument that isn't JSON
-        parser.error(f"not valid JSON: {e}")
-    except BrokenPipeError:
-        # stdout was closed early, as by `| head`: end quietly (and at exit too).
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except KeyboardInterrupt:                  # Ctrl+C: what was in flight is cancelled
-        print("mcp_min: interrupted", file=sys.stderr)
-        return 130
-    except (TimeoutError, ConnectionError, ProtocolError) as e:
-        hint = ""
-        if isinstance(e, TimeoutError) and args.command == "call":
-            hint = "; call --timeout SECONDS waits longer (0: as long as it takes)"
-        print(f"mcp_min: {e}{hint}", file=sys.stderr)
-    except OSError as e:                           # the server command did not start
-        if e.filename is None:
-            raise
-        print(f"mcp_min: cannot start {e.filename!r}: {e.strerror}{_start_hint(e)}",
-              file=sys.stderr)
-    except JSONRPCError as e:          # e.g. --era 2026-07-28 to a server without it
-        _print_text(f"mcp_min: the server answered error {e.code}: "
-                    + _escaped(e.message, keep="\n\t"), sys.stderr)
-    return 1
 
 
 def _seconds(text):
@@ -8518,68 +8588,73 @@ def _seconds(text):
             return float(text)
     except ValueError:
         pass
-    message = f"not a number of seconds: {text!r} (0 or none: no limit)"
-    raise argparse.ArgumentTypeError(message)
+    raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r} (0 or none: "
+                                     "no limit)")
 
 
-def _start_hint(error):
-    """What to do about a server command that did not start, if the error tells."""
-    if os.path.isdir(error.filename):
-        return " (it is a directory: name the server's program or script)"
-    if isinstance(error, PermissionError) and os.path.isfile(error.filename):
-        return (" (it is not executable: start it with its interpreter, e.g. "
-                f"python3 {error.filename}, or chmod +x it)")
-    return ""
+def _check_arguments(parser, args, words):
+    """What argparse cannot check; a usage error (exit 2) if something is wrong. The
+    words of `call` are read here: args.request, and ``words`` the server command."""
+    # "legacy": what the handshake era was called before
+    if getattr(args, "era", None) == "legacy":
+        args.era = HANDSHAKE
+    if args.command in ("inspect", "call", "repl") and not words:
+        parser.error(f"{args.command} needs a server command: {args.command} -- "
+                     "SERVER_CMD ...")
+    if args.command == "call":
+        if args.json is not None and not (args.tool or args.method):
+            parser.error("--json goes with --tool NAME or --method METHOD (or put the "
+                         "JSON last, after the tool's name)")
+        try:
+            args.request = _pop_request(words, args.tool, args.method, args.json)
+        except ValueError as e:
+            parser.error(f"not valid JSON: {e}")
+    if args.command == "serve" and args.http:
+        # HTTP has no stream of frames to trace, only requests
+        if args.trace:
+            parser.error("--trace shows the frames of a server on stdin/stdout; it "
+                         "does not work with --http")
+        try:
+            port = _parse_address(args.http)[1]
+        except ValueError as e:
+            parser.error(str(e))
+        if port > 65535:
+            parser.error(f"not a port: {port} (a port is 0 to 65535)")
 
 
-_CALL_HELP = {"description": """\
-Start a server, make one request, print its result as JSON on stdout.
-
-  SERVER_CMD...  the command that starts the server, e.g. python3 server.py
-  METHOD|TOOL    an MCP method (tools/list, resources/read, prompts/get, ping, ...),
-                 or, without a slash, the name of a tool to call
-  JSON           the method's params, or the tool's arguments (default: none): a JSON
-                 object, the last word
-
-The words after -- are read from the end: the JSON, if the last word starts with {, [
-or ", then the method (it has a slash) or the tool; the words before them start the
-server (all of them, with --tool or --method).
-""", "epilog": """\
-examples:
-  mcp_min.py call -- python3 server.py tools/list
-  mcp_min.py call -- python3 server.py add '{"a": 2, "b": 3}'
-  mcp_min.py call --tool add --json '{"a": 2, "b": 3}' -- python3 server.py
-  mcp_min.py call -- python3 server.py resources/read '{"uri": "file:///notes/a"}'
-  mcp_min.py call -v -- python3 examples/slow_server.py countdown '{"steps": 3}'
-  mcp_min.py call --timeout 0 -- python3 examples/slow_server.py countdown \\
-      '{"steps": 60}'
-
-A tool that fails still answers with a result (exit 0): its "isError" result is on
-stdout, and its text on stderr, as written. A JSON-RPC error exits 1 with the code and
-message on stderr. This client offers no sampling, elicitation or roots: a tool that
-asks for them fails (error -32021 in 2026-07-28); repl answers them.
-"""}
-
-
-def _show_notification(message):
-    """`call -v`: a log message or progress from the server, on stderr as it arrives."""
-    method = message.get("method")
-    params = message.get("params") or {}
-    if method == "notifications/message":
-        data = params.get("data")
-        logger = f"{params['logger']}: " if params.get("logger") else ""
-        shown = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-        line = f"[{params.get('level')}] {logger}{shown}"
-    elif method == "notifications/progress":
-        total = ""
-        if isinstance(params.get("total"), (int, float)):
-            total = f"/{params['total']:g}"
-        line = f"progress {params.get('progress')}{total}"
-        if params.get("message"):
-            line += f": {params['message']}"
-    else:
-        line = f"{method} {json.dumps(params, ensure_ascii=False)}"
-    _print_text(_escaped(line), sys.stderr)
+def _run_and_report(args, words):
+    """Run the command: its exit code. What goes wrong is a line on stderr (exit 1)."""
+    try:
+        return _COMMANDS[args.command](args, words, _shows_colour(sys.stdout))
+    except BrokenPipeError:
+        # stdout was closed early, as by `| head`: end quietly (and at exit too).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except KeyboardInterrupt:
+        # Ctrl+C: what was in flight is cancelled
+        print("mcp_min: interrupted", file=sys.stderr)
+        return 130
+    except (TimeoutError, ConnectionError, ProtocolError) as e:
+        hint = ""
+        if isinstance(e, TimeoutError) and args.command == "call":
+            hint = "; call --timeout SECONDS waits longer (0: as long as it takes)"
+        print(f"mcp_min: {e}{hint}", file=sys.stderr)
+    except OSError as e:
+        # The server command did not start
+        if e.filename is None:
+            raise
+        hint = ""
+        if os.path.isdir(e.filename):
+            hint = " (it is a directory: name the server's program or script)"
+        elif isinstance(e, PermissionError) and os.path.isfile(e.filename):
+            hint = (" (it is not executable: start it with its interpreter, e.g. "
+                    f"python3 {e.filename}, or chmod +x it)")
+        print(f"mcp_min: cannot start {e.filename!r}: {e.strerror}{hint}",
+              file=sys.stderr)
+    except JSONRPCError as e:
+        # e.g. --era 2026-07-28 to a server without it
+        _print_text(f"mcp_min: the server answered error {e.code}: "
+                    + _escaped(e.message, keep="\n\t"), sys.stderr)
+    return 1
 
 
 def _serve_command(args, words, colour):
@@ -8587,13 +8662,14 @@ def _serve_command(args, words, colour):
     if args.target:
         server = load_server(args.target)
     else:
-        if sys.stdin and sys.stdin.isatty() and not args.http:   # typed at a prompt
+        if sys.stdin and sys.stdin.isatty() and not args.http:
             print("mcp_min: serving the demo's gift server over stdin/stdout (serve "
                   "FILE.py serves yours); Ctrl+D ends it", file=sys.stderr)
         server = demo_server()
     try:
-        server.run(trace=args.trace or None, http=args.http)   # ends in SystemExit
-    except OSError as e:                   # e.g. the port is taken
+        server.run(trace=args.trace or None, http=args.http)
+    except OSError as e:
+        # e.g. the port is taken
         if args.http is None:
             raise
         raise SystemExit(f"mcp_min: cannot serve on {args.http}: {e.strerror or e}")
@@ -8609,12 +8685,16 @@ def _demo_command(args, words, colour):
 
 
 def _explain_command(args, words, colour):
-    raw = sys.stdin.read() if args.message == "-" else args.message
+    raw = args.message
+    if raw == "-":
+        raw = sys.stdin.read()
     summary, problems = explain(raw)
     _print_text(summary)
-    shown = "\n".join(f"  problem: {problem}" for problem in problems)
-    _print_text(shown or "  no problems found")
-    return 1 if problems else 0
+    if not problems:
+        _print_text("  no problems found")
+        return 0
+    _print_text("\n".join(f"  problem: {problem}" for problem in problems))
+    return 1
 
 
 def _inspect_command(args, words, colour):
@@ -8631,78 +8711,10 @@ def _inspect_command(args, words, colour):
     return 0
 
 
-def _call_command(args, words, colour):
-    """`call`: one request, its result printed; then any line the server wrote that
-    is not JSON-RPC, on stderr (exit 1)."""
-    command = list(words)
-    method, params = _pop_request(command, args.tool, args.method, args.json)
-    era = args.era
-    # e.g. ping: only in the handshake era
-    if era == "auto" and METHODS.get(method, CUSTOM_METHOD).era == HANDSHAKE:
-        era = HANDSHAKE
-    options = {"timeout": args.timeout}
-    if args.verbose:
-        options.update(on_notification=_show_notification, log_level="debug")
-    elif args.timeout is None:            # no limit: show that the call is alive
-        options.update(on_notification=_show_progress)
-    client = Client(command, era=era, **options)
-    try:
-        with client:
-            code = _call(client, method, params, args.verbose or args.timeout is None)
-    finally:  # after close(), which has read all the server wrote, its last line too
-        for line in client.junk:               # e.g. a print() in a hand-rolled server
-            _print_text("mcp_min: the server wrote a line that is not JSON-RPC: "
-                        + _escaped(line), sys.stderr)
-    return 1 if client.junk else code
-
-
 _COMMANDS = {"serve": _serve_command, "demo": _demo_command,
              "repl": lambda args, words, colour: repl(words, colour=colour),
              "explain": _explain_command, "inspect": _inspect_command,
              "call": _call_command}
-
-
-def _show_progress(message):
-    if message.get("method") == "notifications/progress":
-        _show_notification(message)
-
-
-def _call(client, method, params, progress):
-    """`call`: make the request, print its result; the exit code. ``progress``: ask for
-    progress, and with -v for every log level (in 2026-07-28 log_level asks already)."""
-    try:
-        if progress:
-            if (client.on_notification is _show_notification
-                    and "logging" in client.server_capabilities):
-                client.set_logging_level("debug")
-            params = dict(params or {})
-            params["_meta"] = {**(params.get("_meta") or {}), "progressToken": "call"}
-        result = _call_request(client, method, params)
-        _print_json(result)
-        if isinstance(result, dict) and result.get("isError") is True:
-            shown = [block.get("text") for block in result.get("content") or ()
-                     if isinstance(block, dict) and isinstance(block.get("text"), str)]
-            _print_text(_escaped("\n".join(["mcp_min: the tool reported an error:",
-                                             *shown]), keep="\n\t"), sys.stderr)
-    except JSONRPCError as e:
-        _print_text(f"error {e.code}: " + _escaped(e.message, keep="\n\t"), sys.stderr)
-        return 1
-    return 0
-
-
-def _call_request(client, method, params):
-    """The request of `call`, made the way its method is answered: the result."""
-    if method == "subscriptions/listen":
-        # Answered by an acknowledgement, not a response.
-        notifications = (params or {}).get("notifications") or {}
-        result = client._listen(notifications, None)[1]
-        print("mcp_min: acknowledged; the notifications that follow are for a longer "
-              "session: repl's listen shows them", file=sys.stderr)
-        return result
-    # input_required: answered, with no callbacks
-    if METHODS.get(method, CUSTOM_METHOD).asks:
-        return client.request_with_input(method, params or {})
-    return client.request(method, params)
 
 
 def load_server(target):
@@ -8728,4 +8740,3 @@ if __name__ == "__main__":
     # must get this same module (and its Server class), not a second copy.
     sys.modules.setdefault("mcp_min", sys.modules[__name__])
     sys.exit(main())
-
