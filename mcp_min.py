@@ -198,12 +198,8 @@ V2026_07 = STATELESS_PROTOCOL_VERSIONS[0]
 # Logging failures (a first reading can skip this)
 # ======================================================================================
 
-#
-# A failure is logged once, at ERROR, and bounded (of each traceback its first and last
-# frames, _LOGGED_CHARS characters in all): a handler that fails deep in a recursion (or
-# that a client makes fail so) must not write a hundred KiB per request.
-
-_LOGGED_FRAMES = (4, 8)
+# A failure is logged once, at ERROR, and bounded: a handler that fails deep in a
+# recursion (or that a client makes fail so) must not write a hundred KiB per request.
 _LOGGED_CHARS = 4096
 
 
@@ -219,32 +215,26 @@ def _escaped(text, limit=None, keep=""):
 
 
 def _log_failure(what, error, with_traceback=True):
-    """Log that ``what`` failed with ``error``: its type and message, then (if
-    ``with_traceback``) its traceback, a RecursionError in one line."""
+    """Log ``error`` (its traceback too if ``with_traceback``) as ``what``'s failure."""
     import traceback
+    text = _exception_line(error, traceback, 200)
     if isinstance(error, RecursionError):
         text = _recursion_line(error, traceback)
-    else:
-        text = _exception_line(error, traceback, 200)
-        if with_traceback:
-            text += "\n" + _traceback_chain(error, traceback)
-    if len(text) > _LOGGED_CHARS:             # a long text: its start and its end
+    elif with_traceback:
+        text += "\n" + _traceback_chain(error, traceback)
+    if len(text) > _LOGGED_CHARS:
         cut, keep = len(text) - _LOGGED_CHARS, _LOGGED_CHARS // 2
         text = f"{text[:keep]}\n[... {cut} characters left out ...]\n{text[-keep:]}"
     log.error("%s failed: %s", _escaped(what, 200), text)
 
 
 def _traceback_chain(error, traceback):
-    """The tracebacks of ``error`` and of the exceptions it came from (five at most),
-    the oldest first, linked as Python links them."""
+    """The tracebacks of ``error`` and of its causes (five at most), oldest first."""
     text = ""
     seen = set()
     while error is not None and id(error) not in seen and len(seen) < 5:
         seen.add(id(error))
-        if isinstance(error, RecursionError):
-            text = _recursion_line(error, traceback) + "\n" + text
-        else:
-            text = _short_traceback(error, traceback) + text
+        text = _short_traceback(error, traceback) + text
         if error.__cause__ is not None:
             error = error.__cause__
             text = "\nThe above exception caused the next:\n\n" + text
@@ -263,9 +253,11 @@ def _exception_line(error, traceback, limit=500):
 
 
 def _short_traceback(error, traceback):
-    """``error``'s traceback with only its first and last frames (_LOGGED_FRAMES)."""
+    """``error``'s traceback, its first and last frames; a RecursionError in a line."""
+    if isinstance(error, RecursionError):
+        return _recursion_line(error, traceback) + "\n"
     frames = list(traceback.walk_tb(error.__traceback__))
-    head, tail = _LOGGED_FRAMES
+    head, tail = 4, 8
     left_out = len(frames) - head - tail
     if left_out > 0:
         frames = frames[:head] + frames[-tail:]
@@ -279,25 +271,24 @@ def _short_traceback(error, traceback):
 def _recursion_line(error, traceback):
     """A RecursionError in one line: where the recursion began, and where it ended."""
     import collections
-    frames = [(frame.f_code, lineno)
-              for frame, lineno in traceback.walk_tb(error.__traceback__)]
+    frames = list(traceback.walk_tb(error.__traceback__))
     if not frames:
         return _exception_line(error, traceback)
-
-    def where(code, lineno):
-        return f"{code.co_name} ({code.co_filename}, line {lineno})"
-    counts = collections.Counter(code for code, _ in frames)
-    first = next((i for i, (code, _) in enumerate(frames) if counts[code] > 1), None)
-    place = f"{len(frames)} frames deep, ending in {where(*frames[-1])}"
-    if first is not None:
-        place = f"{where(*frames[first])} calls itself, " + place
-        if first > 0:
-            place = f"called from {where(*frames[first - 1])}: " + place
+    places = [f"{frame.f_code.co_name} ({frame.f_code.co_filename}, line {lineno})"
+              for frame, lineno in frames]
+    calls = collections.Counter(frame.f_code for frame, _ in frames)
+    place = f"{len(frames)} frames deep, ending in {places[-1]}"
+    for i, (frame, _) in enumerate(frames):
+        if calls[frame.f_code] > 1:
+            place = f"{places[i]} calls itself, {place}"
+            if i > 0:
+                place = f"called from {places[i - 1]}: {place}"
+            break
     return f"{_exception_line(error, traceback)} ({place})"
 
 
 # ======================================================================================
-# JSON-RPC: messages, lines, streams, and the Peer both ends are built on
+# JSON-RPC: errors, lines, messages and streams
 # ======================================================================================
 
 PARSE_ERROR = -32700
@@ -316,9 +307,8 @@ SERVER_BUSY = -32000
 
 
 class JSONRPCError(Exception):
-    """A JSON-RPC error: raised in a handler, a resource or a prompt, it is the response
-    ``{"error": {...}}`` (in a tool, an ``isError`` result, as any exception is);
-    outbound requests raise it when the other side responded with an error."""
+    """A JSON-RPC error: raised in a handler, a resource or a prompt, the error response
+    (in a tool, an ``isError`` result); raised by a request the other side refuses."""
 
     def __init__(self, code, message, data=None):
         super().__init__(message)
@@ -332,8 +322,7 @@ class ToolError(Exception):
 
 
 class ResourceNotFound(LookupError):
-    """Raise in a resource function for a URI it does not serve (as FileNotFoundError):
-    the client gets its era's not-found error."""
+    """Raise (as FileNotFoundError) in a resource for a URI it does not serve."""
 
 
 class Cancelled(Exception):
@@ -357,9 +346,9 @@ class InvalidAnswer(JSONRPCError):
 
 
 class InputRequired(BaseException):
-    """A question (``ctx.elicit()``, ``sample()``, ``list_roots()``) a 2026-07-28 client
+    """Questions (``ctx.elicit()``, ``sample()``, ``list_roots()``) a 2026-07-28 client
     has not answered yet: the call ends ``input_required``, to run again with the
-    answer. A BaseException, so that ``except Exception`` lets it through."""
+    answers. A BaseException, so that ``except Exception`` lets it through."""
 
     def __init__(self, questions):
         super().__init__(f"waiting for the client to answer {', '.join(questions)}")
@@ -368,17 +357,16 @@ class InputRequired(BaseException):
 
 
 # --- lines -----------------------------------------------------------------
-# Over stdio a message is one line of UTF-8 JSON. A line over the size limit is never
-# held whole: only its first and last bytes are kept, which may still tell its id.
-# (Peer.read_loop reads the lines; Writer writes them.)
+# Over stdio a message is one line of UTF-8 JSON (Peer.read_loop reads them, Writer
+# writes them). A line over the size limit is never held whole: only its first and last
+# bytes are kept, which may still tell its id.
 
 def read_past(readline, line, max_bytes):
-    """Read the rest of the over-long line ``line`` began in pieces, keeping only its
-    first and last bytes: a LineTooLong."""
+    """Read the rest of the over-long line ``line`` began, in pieces: a LineTooLong."""
     head = line[:512]
     tail = line[-512:]
     size = len(line.rstrip(b"\r\n"))
-    # Else the line, or the input, ended within what was read.
+    # More follows, unless the line or the input ended within what was read
     more = line[-1:] != b"\n" and len(line) == max_bytes + 2
     while more:
         piece = readline(1 << 20)
@@ -400,8 +388,8 @@ _TRAILING_ID = rb',\s*"id"\s*:\s*' + _AN_ID + rb'\s*\}\s*$'
 
 
 class LineTooLong:
-    """Stands for a line over the size limit that was skipped; keeps its first and last
-    bytes so a request id may still be recovered and the client not left waiting."""
+    """A line over the size limit, skipped: its size, and its first and last bytes, so
+    that a request's id may still be found and the client not left waiting."""
 
     def __init__(self, size, head, tail):
         self.size = size
@@ -463,10 +451,9 @@ def decode_message(line):
 
 
 def encode_message(message):
-    """One message -> UTF-8 bytes, compact, never with a raw newline inside (the newline
-    is added when it is written). A lone surrogate (a file name read with
-    surrogateescape, say) goes out as JSON's \\udcxx escape, never as bad UTF-8. Raises
-    ValueError or TypeError if it is not JSON."""
+    """One message -> compact UTF-8 bytes with no raw newline (Writer adds the line's).
+    A lone surrogate (a file name read with surrogateescape, say) goes out as JSON's
+    \\udcxx escape, never as bad UTF-8. Not JSON: ValueError or TypeError."""
     return _encode(message).encode("utf-8", "backslashreplace")
 
 
@@ -478,9 +465,8 @@ b64decode = binascii.a2b_base64
 
 
 def error_frame(request_id, code, message, data=None):
-    """An error response, encoded; without ``data`` if that is not JSON. An unreadable
-    request id is left out, as the 2025-11-25 schema allows: some SDK clients reject
-    JSON-RPC's ``"id": null``."""
+    """An error response, encoded; without ``data`` if that is not JSON, without an
+    unreadable id (as 2025-11-25 allows: some SDK clients reject ``"id": null``)."""
     error = {"code": code, "message": message}
     response = {"jsonrpc": "2.0", "id": request_id, "error": error}
     if request_id is None:
@@ -497,23 +483,21 @@ def error_frame(request_id, code, message, data=None):
 # --- streams ---------------------------------------------------------------
 
 class Stream:
-    """Where the messages about one request go: ``send`` takes each frame that comes
-    before its response (progress, log lines, a question to the client), ``respond``
-    the response (None: none is due). Over stdio a request's stream is the connection's
-    Writer; in a batch, the Batch; over HTTP, the POST's HttpExchange. ``events``: does
-    more than the response reach the client?"""
+    """Where the messages about one request go: the connection's Writer over stdio, the
+    Batch in a batch, the POST's HttpExchange over HTTP. ``events``: does more than the
+    response reach the client?"""
 
     events = True
 
     def send(self, frame):
-        """Send one encoded frame now; False if it cannot reach the client."""
+        """Send a frame that comes before the response (progress, a log message, a
+        question to the client) now; False if it cannot reach the client."""
         raise NotImplementedError
 
     def respond(self, frame, before=None):
-        """The response (an encoded frame), or None when no response is due.
-        ``before()`` is called just before it goes out, when nothing else can go out
-        first (initialize's: the session's notifications may follow it, never come
-        ahead of it)."""
+        """Send the response (None: none is due). ``before()`` is called just before it
+        goes out, when nothing else can go out first (initialize's: the session's
+        notifications may follow it, never come ahead of it)."""
         raise NotImplementedError
 
     def notify(self, method, params=None):
@@ -528,10 +512,8 @@ Outlet = Stream
 
 
 class Batch(Stream):
-    """The stream of a JSON-RPC batch's members (protocol 2025-03-26 only): once every
-    member is answered or needs no response, it responds with their responses as one
-    array (or None, if none needed one) through the stream the batch came from. What
-    comes before a response goes out at once, unbatched."""
+    """The stream of a batch's members (2025-03-26 only): their responses go out as one
+    array (if any) once all are done; frames before a response go out at once."""
 
     def __init__(self, stream, size):
         self.stream = stream
@@ -556,9 +538,8 @@ class Batch(Stream):
 
 class Writer(Stream):
     """The writing end of a connection over pipes (the server's stdout, a server's
-    stdin for the Client): each frame written whole, as one line, under the writer
-    lock, so that the responses of several workers never interleave. It is the stream
-    of every request that comes in on the connection."""
+    stdin for the Client), the stream of every request that comes in on it: each frame
+    is written whole, as one line, under the lock, so that frames never interleave."""
 
     closed = False
     # The end of the grace period, once the input ended (drain)
@@ -576,13 +557,12 @@ class Writer(Stream):
             self.send(frame, before)
 
     def send(self, frame, before=None):
-        """Write one encoded frame and its newline (calling ``before()`` first, under
-        the lock); False if the other side has gone."""
-        # not waiting for a write stuck on a closed pipe
+        """Write one frame and its newline (after ``before()``, under the lock); False
+        if the other side has gone."""
+        # (not waiting for a write stuck on a closed pipe)
         if self.closed:
             return False
         with self.lock:
-            # closed while we waited
             if self.closed or self.write_fd is None:
                 return False
             if before is not None:
@@ -600,13 +580,12 @@ class Writer(Stream):
                 return False
         return True
 
-    def close(self, timeout=None):
+    def close(self):
         """Stop writing between frames: one being written is finished first (within
-        what is left of the grace period, or ``timeout``), and no later one starts."""
-        if timeout is None:
-            timeout = 5.0
-            if self.deadline is not None:
-                timeout = self.deadline - time.monotonic()
+        what is left of the grace period, else 5 s), and no later one starts."""
+        timeout = 5.0
+        if self.deadline is not None:
+            timeout = self.deadline - time.monotonic()
         got = self.lock.acquire(timeout=max(0.0, timeout))
         self.closed = True
         if got:
@@ -632,7 +611,6 @@ def write_all(fd, frame):
 # not on Windows
 _writev = getattr(os, "writev", None)
 
-
 # Set by claim_stdio(), run_http and gunicorn (Server.wsgi): the process is the
 # server's, its allocator ours to tune (not that of an application that mounts it).
 _tune_allocator = False
@@ -654,11 +632,12 @@ def _keep_big_blocks_apart():
         ctypes.CDLL(None).mallopt(-3, 1 << 20)
     except (OSError, AttributeError, TypeError):
         pass
+
+
 # ======================================================================================
 # Schemas
 # ======================================================================================
 
-#
 # Python annotations -> JSON Schema 2020-12, and a validator for it. The costly work
 # happens once, at registration: annotations become a schema and converters, the schema
 # nested closures; a call costs one validation walk plus its conversions. Dataclass,
@@ -683,7 +662,7 @@ class _Typing:
     def __getattr__(self, name):
         import collections.abc as abc
         import typing
-        required = {getattr(typing, "Required", 1): True,      # Python 3.11+
+        required = {getattr(typing, "Required", 1): True,
                     getattr(typing, "NotRequired", 2): False}
         self.__dict__.update(
             vars(typing), UNIONS=(typing.Union, types.UnionType),
@@ -718,10 +697,10 @@ _METADATA_NAMES = {*_BOUND_KEYWORDS, *_LENGTH_KEYWORDS, "pattern", "description"
 
 # --- docstrings ------------------------------------------------------------
 
-_SECTION = re.compile(r"[A-Z][A-Za-z ]*:")      # "Args:", "Keyword Args:", "Returns:"
+# Sections ("Args:", "Returns:"), and those naming parameters (a dataclass's Attributes)
+_SECTION = re.compile(r"[A-Z][A-Za-z ]*:")
 _PARAM_SECTIONS = {"Args", "Arguments", "Parameters", "Params", "Keyword Args",
-                   "Keyword Arguments", "Other Parameters",
-                   "Attributes"}                # the fields of a dataclass
+                   "Keyword Arguments", "Other Parameters", "Attributes"}
 # "name (type): text"
 _GOOGLE_ITEM = re.compile(r"\**(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)")
 # ":param type name: text"
@@ -754,13 +733,14 @@ def parse_docstring(doc):
 def _parameter_docs(lines):
     """{parameter: description} from the dedented lines after a docstring's summary."""
     params = {}
-    current = None          # the item that more indented lines continue
-    indent = 0              # the indentation of its first line
+    # The item more indented lines continue, and the indentation of its first line
+    current = None
+    indent = 0
     section = None
     for line in lines:
         text = line.strip()
         depth = len(line) - len(line.lstrip())
-        if current and text and depth > indent:         # continues the current item
+        if current and text and depth > indent:
             params[current] += " " + text
             continue
         current = None
@@ -776,12 +756,12 @@ def _parameter_docs(lines):
 # --- JSON values -----------------------------------------------------------
 
 def _is_json_number(v):
-    """An int or a finite float (json reads 1e400 as inf); subclasses count, a bool
-    does not."""
+    """An int or a finite float (json reads 1e400 as inf; inf - inf is nan); a subclass
+    counts, a bool does not."""
     if type(v) is int:
         return True
     if isinstance(v, float):
-        return v - v == 0                   # inf - inf and nan - nan are nan
+        return v - v == 0
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -824,8 +804,9 @@ def _typed_preview(value):
     """A value as a problem names what it got: 'null', 'integer 5', 'string "x"'."""
     if value is None:
         return "null"
-    if isinstance(value, float) and value - value != 0:     # json reads 1e400 as inf
+    if isinstance(value, float) and not _is_json_number(value):
         return f"{_preview(value)} (JSON has no such number)"
+
     return f"{_json_type(value)} {_preview(value)}"
 
 
@@ -879,16 +860,17 @@ def _from_string(cls, schema):
     is_date = cls.__module__ == "datetime"
     expected = (f"an ISO 8601 {schema['format']} string" if is_date
                 else f"a {cls.__name__}")
-    bounded = cls.__module__ == "decimal"
 
     def convert(v):
+        # (Python 3.10's fromisoformat does not read a "Z" suffix; Decimal raises
+        # InvalidOperation, an ArithmeticError)
         try:
-            if is_date:         # Python 3.10's fromisoformat does not read a "Z" suffix
+            if is_date:
                 return cls.fromisoformat(v[:-1] + "+00:00" if v[-1:] == "Z" else v)
             value = cls(str(v))
-        except (ValueError, ArithmeticError):       # Decimal raises InvalidOperation
+        except (ValueError, ArithmeticError):
             raise ValueError(f"expected {expected}, got {_preview(v)}") from None
-        if not bounded:
+        if cls.__module__ != "decimal":
             return value
         if not value.is_finite():
             raise ValueError(f"expected a finite number, got {_preview(v)}")
@@ -897,10 +879,11 @@ def _from_string(cls, schema):
                 continue
             # As written: 0.1, not 0.1000000000000000055
             bound = cls(str(schema[keyword]))
+            # (1e30000000 % 0.01 has too many digits to say)
             try:
                 ok = (value % bound == 0 if keyword == "multipleOf"
                       else passes(value, bound))
-            except ArithmeticError:         # 1e30000000 % 0.01: too many digits to say
+            except ArithmeticError:
                 ok = False
             if not ok:
                 bound = text.format(_preview(schema[keyword]))
@@ -927,66 +910,49 @@ def _float(value):
 _NUMBER_CONVERTERS = {int: _integer, float: _float}
 
 
-def _union_converter(checks, arms):
-    """Converts as the first of `arms` the value fits; finish() compiles `checks`."""
-    def convert(v):
-        first_error = None
-        for check, (_, arm) in zip(checks, arms):
-            if _problems(check, v, ""):
-                continue
-            if arm is None:
-                return v
-            try:
-                return arm(v)
-            except (ValueError, TypeError) as e:    # "now" is a string, no datetime:
-                first_error = first_error or e      # the next alternative may take it
-        raise first_error                   # validated: some alternative fitted
-    return convert
-
-
 class _Types:
-    """Translates annotations into schemas and converters, sharing one `defs` dict."""
-
-    _forms = None       # origin -> method, made on first use (typing is imported then)
+    """Translates annotations into schemas and converters, sharing one `defs` dict.
+    ``where`` is what a warning names ("f: parameter 'n'")."""
 
     def __init__(self, defs, where):
         self.defs = defs
-        self.owners = {}                # name in defs -> the class it stands for
-        self.converters = {}            # class in defs -> its converter
-        self.unions = []                # (checks, arms) of unions to convert: finish()
-        self.where = where              # what a warning names: "f: parameter 'n'"
+        self.where = where
+        # A name in defs -> the class it stands for; a class in defs -> its converter
+        self.owners = {}
+        self.converters = {}
+        # (checks, arms) of the unions to convert: finish()
+        self.unions = []
 
     def translate(self, tp):
         """Annotation -> (a fresh schema dict the caller may add to, a function from a
         *validated* JSON value to what `tp` asks for, or None if the value will do)."""
         # The usual annotation, no typing needed. Exact classes: a bool is no int, nor
         # an IntEnum. A number is converted: 1.0 -> 1 for an int.
-        if tp is None or (isinstance(tp, type) and tp in _JSON_TYPES):
-            schema = {"type": _JSON_TYPES[type(None) if tp is None else tp]}
-            return schema, _NUMBER_CONVERTERS.get(tp)
-        origin = _typing.get_origin(tp) or tp
-        form = self._form_of(origin)
-        if form is not None:
-            return form(self, tp, origin, _typing.get_args(tp))
+        if tp is None:
+            tp = type(None)
+        if isinstance(tp, type) and tp in _JSON_TYPES:
+            return {"type": _JSON_TYPES[tp]}, _NUMBER_CONVERTERS.get(tp)
+        t = _typing
+        origin = t.get_origin(tp) or tp
+        args = t.get_args(tp)
+        if origin is t.Annotated:
+            return self._annotated(args)
+        if origin is t.Literal:
+            return self._literal(args)
+        # Any and object: any JSON value, as it is
+        if origin is t.Any or origin is object:
+            return {}, None
+        if origin in t.UNIONS:
+            return self._union(args)
+        if origin is tuple and args and args[-1] is not ...:
+            return self._tuple(args)
+        if origin is tuple or origin in t.ARRAYS:
+            return self._array(origin, args)
+        if origin in t.OBJECTS:
+            return self._mapping(tp, args)
         return self._class(tp)
 
-    @classmethod
-    def _form_of(cls, origin):
-        """The method for annotations of this origin (list, Union, Any...), or None."""
-        if cls._forms is None:          # threads here at once make the same table
-            t = _typing
-            cls._forms = {
-                t.Annotated: cls._annotated, t.Literal: cls._literal,
-                t.Any: cls._anything, object: cls._anything,
-                **dict.fromkeys(t.UNIONS, cls._union),
-                tuple: cls._tuple, **dict.fromkeys(t.ARRAYS, cls._array),
-                **dict.fromkeys(t.OBJECTS, cls._mapping)}
-        try:
-            return cls._forms.get(origin)
-        except TypeError:               # unhashable, as the annotation [int]: no form
-            return None
-
-    def _annotated(self, tp, origin, args):
+    def _annotated(self, args):
         """Annotated[T, "description"], [T, {keywords}] or [T, pydantic metadata]."""
         schema, convert = self.translate(args[0])
         for extra in args[1:]:
@@ -998,48 +964,63 @@ class _Types:
                 self.metadata(schema, extra)
         return schema, convert
 
-    def _anything(self, tp, origin, args):
-        """Any and object: any JSON value, as it is."""
-        return {}, None
-
-    def _literal(self, tp, origin, args):
+    def _literal(self, args):
         """Literal[...], converted to the literal itself: "red" -> Colour.RED."""
         table = {_json_key(_dump(v)): v for v in args}
         return self.choices([_dump(v) for v in args]), lambda v: table[_json_key(v)]
 
-    def _union(self, tp, origin, args):
-        """X | Y and Optional[X], converted as the first alternative the value fits."""
+    def _union(self, args):
+        """X | Y and Optional[X], converted as the first alternative that the value fits
+        and that converts it ("now" fits a str, not a datetime); finish() compiles the
+        alternatives' checks."""
         arms = [self.translate(arg) for arg in args]
-        checks = []
         schema = {"anyOf": [schema for schema, _ in arms]}
         if not any(convert for _, convert in arms):
             return schema, None
-        self.unions.append((checks, arms))      # finish() compiles the checks
-        return schema, _union_converter(checks, arms)
+        checks = []
+        self.unions.append((checks, arms))
 
-    def _tuple(self, tp, origin, args):
-        """tuple[X, Y]: an array of that length; tuple[X, ...] and tuple as _array."""
-        if not args or args[-1] is ...:
-            return self._array(tp, origin, args)
+        def convert(v):
+            first_error = None
+            for check, (_, arm) in zip(checks, arms):
+                if _problems(check, v):
+                    continue
+                if arm is None:
+                    return v
+                try:
+                    return arm(v)
+                except (ValueError, TypeError) as e:
+                    first_error = first_error or e
+            # (validated, the value fits some alternative)
+            raise first_error
+        return schema, convert
+
+    def _tuple(self, args):
+        """tuple[X, Y]: an array of that length."""
         arms = [self.translate(arg) for arg in args]
         # Its length bounded by maxItems, not by "items": false, which draft-07 misreads
         schema = {"type": "array", "prefixItems": [schema for schema, _ in arms],
                   "minItems": len(args), "maxItems": len(args)}
-        return schema, lambda v: tuple(c(x) if c else x for (_, c), x in zip(arms, v))
 
-    def _array(self, tp, origin, args):
-        """list, Sequence, set and frozenset (unique items), tuple[X, ...]."""
+        def convert(v):
+            return tuple(c(x) if c else x for (_, c), x in zip(arms, v))
+        return schema, convert
+
+    def _array(self, origin, args):
+        """list, Sequence, set and frozenset (unique items), tuple and tuple[X, ...]."""
         schema = {"type": "array"}
         item = None
         if args:
             schema["items"], item = self.translate(args[0])
         if origin in (set, frozenset):
             schema["uniqueItems"] = True
-        if origin in (tuple, set, frozenset):
-            return schema, (lambda v: origin(map(item, v))) if item else origin
-        return schema, item and (lambda v: [item(x) for x in v])
+        if origin not in (tuple, set, frozenset):
+            return schema, item and (lambda v: [item(x) for x in v])
+        if item is None:
+            return schema, origin
+        return schema, lambda v: origin(map(item, v))
 
-    def _mapping(self, tp, origin, args):
+    def _mapping(self, tp, args):
         """dict[str, X] and Mapping[str, X]: an object of X values."""
         if not args:
             return {"type": "object"}, None
@@ -1052,7 +1033,8 @@ class _Types:
 
     def _class(self, tp):
         """A NewType, a class of _AS_STRINGS, or an Enum, TypedDict or dataclass."""
-        if hasattr(tp, "__supertype__"):                 # typing.NewType
+        # typing.NewType
+        if hasattr(tp, "__supertype__"):
             return self.translate(tp.__supertype__)
         # By package: Python 3.13 defines pathlib's classes in pathlib._local.
         named = isinstance(tp, type) and (tp.__module__.partition(".")[0], tp.__name__)
@@ -1071,14 +1053,16 @@ class _Types:
         """Put Annotated metadata of pydantic (``Field(le=10)``) or annotated_types
         (``Ge(0)``) into ``schema``, read by attribute name, never imported. What can't
         become a keyword is warned about, not dropped silently."""
-        if extra is None:           # pydantic's conint(ge=0) leaves None placeholders
+        # (pydantic's conint(ge=0) leaves None placeholders)
+        if extra is None:
             return
         if _is_field_info(extra):
             return self.field_info(schema, extra)
-        if hasattr(type(extra), "__dataclass_fields__"):    # annotated_types, Strict
+        # annotated_types' and Strict are dataclasses; pydantic's other metadata not
+        if hasattr(type(extra), "__dataclass_fields__"):
             names = type(extra).__dataclass_fields__
             fields = {name: getattr(extra, name) for name in names}
-        else:                                               # pydantic's other metadata
+        else:
             fields = dict(getattr(extra, "__dict__", None) or {})
         if not fields or not fields.keys() <= _METADATA_NAMES:
             return self.unused(repr(extra), "JSON Schema has no keyword for it")
@@ -1096,8 +1080,9 @@ class _Types:
                 return self.unused(f"{name}={value!r}", why)
             schema[_BOUND_KEYWORDS[name]] = value
         elif name in _LENGTH_KEYWORDS:
+            # (Len(max_length=5) says min_length=0 too)
             if name == "min_length" and value == 0:
-                return                          # Len(max_length=5) says min_length=0
+                return
             kinds = [kind for kind in kinds if kind in _LENGTH_KEYWORDS[name]]
             if type(value) is not int or value < 0 or not kinds:
                 why = "only strings, arrays and objects have a length in JSON"
@@ -1194,13 +1179,15 @@ class _Types:
     def _define(self, cls, name):
         """Put the schema and converter of an Enum, TypedDict or dataclass in place."""
         doc = cls.__dict__.get("__doc__") or ""
+        # Not one dataclass ("Point(x: int)") or Enum made up
         if doc.startswith(name + "(") or doc == "An enumeration.":
-            doc = ""                # made up by dataclass ("Point(x: int)") or by Enum
+            doc = ""
         description, docs = parse_docstring(doc)
         # The entry goes in first, so that a class containing itself terminates.
         self.defs[name] = schema = {"description": description} if description else {}
         if issubclass(cls, enum.Enum):
-            self.converters[cls] = cls                  # Colour("red") is Colour.RED
+            # Colour("red") is Colour.RED
+            self.converters[cls] = cls
             schema.update(self.choices([_dump(member.value) for member in cls]))
             return
         fields = self.fields(cls)
@@ -1222,22 +1209,27 @@ class _Types:
         outer = self.where
         for name, hint, _, default, *_ in fields:
             self.where = where(name)
-            props[name], converters[name] = ({}, None) if hint is _NOTHING else _blamed(
-                self.where, self.translate, hint)
-            if docs.get(name):      # a description from Annotated wins
-                props[name].setdefault("description", docs[name])
+            prop, converters[name] = {}, None
+            if hint is not _NOTHING:
+                prop, converters[name] = _blamed(self.where, self.translate, hint)
+            # (a description from Annotated wins)
+            if docs.get(name):
+                prop.setdefault("description", docs[name])
+            # A default with no JSON form (say object()) is just not advertised.
             if default is not _NOTHING:
-                # A default with no JSON form (say object()) is just not advertised.
                 try:
-                    props[name]["default"] = json.loads(
+                    prop["default"] = json.loads(
                         json.dumps(_dump(default), allow_nan=False))
                 except (TypeError, ValueError):
                     pass
+            props[name] = prop
         self.where = outer
+        schema = {"type": "object", "properties": props}
         required = [field[0] for field in fields if field[2]]
-        return {"type": "object", "properties": props,
-                **({"required": required} if required else {}),
-                "additionalProperties": False}
+        if required:
+            schema["required"] = required
+        schema["additionalProperties"] = False
+        return schema
 
     def finish(self, compiler):
         """Compile the unions' alternatives, once the whole schema is known."""
@@ -1256,7 +1248,8 @@ def _pydantic_default(info):
     if getattr(info, "default_factory", None) is not None:
         return _NOTHING, info.default_factory
     default = getattr(info, "default", None)
-    if type(default).__name__ == "PydanticUndefinedType":     # Field() or Field(...)
+    # (what Field() and Field(...) hold)
+    if type(default).__name__ == "PydanticUndefinedType":
         return _NOTHING, None
     return default, lambda: default
 
@@ -1282,7 +1275,8 @@ def _is_content(tp, content_types):
     """Does a return annotation name content blocks (or a list or union of them)?"""
     if _is_subclass(tp, content_types):
         return True
-    if type(tp) is type:        # a plain class (int, a dataclass): typing not needed
+    # A plain class (int, a dataclass) needs no typing to tell
+    if type(tp) is type:
         return False
     origin, args = _typing.get_origin(tp), _typing.get_args(tp)
     if origin is _typing.Annotated:
@@ -1298,13 +1292,13 @@ def _is_content(tp, content_types):
 def _parameters(fn):
     """A callable's .params [(name, kind, default, annotation)], .returns (annotation)
     and .globals (where string annotations resolve); kind: "/", "*", "**" or "" (named);
-    _NOTHING: none. Plain functions are read from their code object: inspect is slow to
-    import. Python 3.14 reads annotations lazily: NameError for a class not defined."""
+    _NOTHING: none. A plain function is read from its code object (inspect is slow to
+    import). Python 3.14 reads annotations lazily: NameError for a class not defined."""
     if type(fn) is types.FunctionType and not hasattr(fn, "__wrapped__"):
         try:
             return _code_parameters(fn)
         except (AttributeError, TypeError, ValueError):
-            pass                            # code objects changed: use inspect
+            pass
     import inspect
     sig, empty = inspect.signature(fn), inspect.Parameter.empty
     kinds = {"POSITIONAL_ONLY": "/", "VAR_POSITIONAL": "*", "VAR_KEYWORD": "**"}
@@ -1355,19 +1349,21 @@ class Signature:
         self._globals = found.globals
         doc, docs = parse_docstring(getattr(fn, "__doc__", None))
         self.description = doc if description is None else description
-        self._defaults = {}             # parameter -> what makes its default (Field)
+        # A parameter -> what makes its default (pydantic's Field), its converter (or
+        # None); the converter of what **kwargs takes
+        self._defaults = {}
+        self._converters = {}
+        self._rest_converter = None
         fields, rest = self._parameter_fields(found.params, context_type,
                                               resolve=input_schema is None)
         translator = _Types({}, self._where)
-        self._converters = {}           # parameter -> its converter, or None
-        self._rest_converter = None     # that of the arguments **kwargs takes
+        # (an input schema given is kept as it is: $schema, $defs...)
         if input_schema is None:
             docs = {**docs, **(param_descriptions or {})}
             input_schema = self._input_schema_of(fields, rest, docs, translator)
-        self.input_schema = input_schema    # one given is kept as is: $schema, $defs...
+        self.input_schema = input_schema
         compiler = _blamed(f"{self._where}: input schema", _Compiler, input_schema)
         translator.finish(compiler)
-        self._validate = compiler.validate
         # The arguments are an object (bind sees to it): the checks of one
         self._check_object = getattr(compiler.check, "rest", compiler.check)
         self._branches = compiler.branches
@@ -1400,8 +1396,10 @@ class Signature:
             if kind == "**":
                 rest = _typing.Any if hint is _NOTHING else hint
                 continue
-            info = default if _is_field_info(default) else None
-            if info is not None:        # `n: int = Field(3, le=9)`: the default is 3
+            info = None
+            # `n: int = Field(3, le=9)`: the default is 3
+            if _is_field_info(default):
+                info = default
                 default, make = _pydantic_default(info)
                 if make is not None:
                     self._defaults[name] = make
@@ -1468,7 +1466,8 @@ class Signature:
             holder = types.SimpleNamespace(__annotations__={"_": annotation})
             hints = _typing.get_type_hints(holder, self._globals, include_extras=True)
             return hints["_"]
-        except Exception as e:      # NameError for a missing name, SyntaxError, ...
+        # (NameError for a missing name, SyntaxError, ...)
+        except Exception as e:
             raise SchemaError(f"{self._where}: cannot resolve the annotation "
                               f"{annotation!r} of {label}: {e}") from None
 
@@ -1498,15 +1497,17 @@ class Signature:
             return {}, list(dict.fromkeys(problems))
         kwargs = {}
         for name, value in args.items():
-            # An argument no parameter is named for goes to **kwargs
+            # An argument no parameter is named for goes to **kwargs; the usual one
+            # needs no converting
             convert = self._converters.get(name, self._rest_converter)
             if convert is None or _NUMBER_CONVERTERS.get(type(value)) is convert:
-                kwargs[name] = value            # the usual argument: nothing to convert
+                kwargs[name] = value
                 continue
+            # (a date that isn't one, a __post_init__ that says no: ValueError)
             try:
                 kwargs[name] = convert(value)
-            except (ValueError, TypeError) as e:    # a date that isn't one, or a
-                problems.append(f"{name}: {e}")     # __post_init__ that says no
+            except (ValueError, TypeError) as e:
+                problems.append(f"{name}: {e}")
             except Exception as e:
                 problems.append(f"{name}: {type(e).__name__}: {e}")
         for name, make in self._defaults.items():
@@ -1526,10 +1527,11 @@ class Signature:
 def _is_multiple(value, factor):
     if type(value) is int and type(factor) is int:
         return value % factor == 0
-    from fractions import Fraction  # exact, on the decimals as written: 19.99 / 0.01
+    # Exactly, on the decimals as written (19.99 / 0.01); inf and nan: ValueError
+    from fractions import Fraction
     try:
         return Fraction(str(value)) % Fraction(str(factor)) == 0
-    except (ValueError, OverflowError):     # inf, nan
+    except (ValueError, OverflowError):
         return False
 
 
@@ -1547,7 +1549,7 @@ _BOUNDS = [
     ("maxItems", "array", operator.le, "must have at most {} items"),
     ("minProperties", "object", operator.ge, "must have at least {} properties"),
     ("maxProperties", "object", operator.le, "must have at most {} properties")]
-_NUMBER_BOUNDS = _BOUNDS[:5]        # minimum ... multipleOf
+_NUMBER_BOUNDS = _BOUNDS[:5]
 
 
 def _at_path(path, text):
@@ -1564,10 +1566,14 @@ def _at_path(path, text):
 
 
 def _either(names):
-    return " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+    """"a", "a or b", "a, b or c"."""
+    if len(names) > 1:
+        names = [", ".join(names[:-1]), names[-1]]
+    return " or ".join(names)
 
 
-def _problems(check, value, path):
+def _problems(check, value, path=""):
+    """The problems ``check`` (None: no check) finds in ``value`` at ``path``."""
     problems = []
     if check:
         check(value, path, problems)
@@ -1598,10 +1604,11 @@ def _all_of(checks):
 class _Budget(threading.local):
     """What checking a request's arguments on this thread may still take, in steps
     (properties, items, the keys of a problem's path): in ``cell``, the steps left
-    before its next look (at them and at the request), those after, the request."""
+    before its next look (at them and at the request), those after, the request. None
+    under way: no limit. A look comes every 20,000 steps, a few milliseconds."""
 
-    cell = [float("inf")]           # none under way: no limit
-    look_every = 20_000             # a few milliseconds
+    cell = [float("inf")]
+    look_every = 20_000
 
     def check(self, check, value, problems, ctx):
         """``check(value, "", problems)`` on the budget of ``ctx``'s server."""
@@ -1622,8 +1629,8 @@ class _Budget(threading.local):
                                f"more than {ctx.server.max_validation_steps:,} steps "
                                "of validation (each property, item and problem is one;"
                                " the server's max_validation_steps sets the limit)")
-        # On the HTTP server's own thread (answer_at_once) nothing else watches
-        gone = getattr(ctx.outlet, "gone", None)
+        # On the HTTP server's own thread nothing else watches the client
+        gone = getattr(ctx.stream, "gone", None)
         if gone is not None and gone():
             ctx.cancelled = True
         ctx.check_cancelled()
@@ -1643,7 +1650,7 @@ def _spend(steps):
 
 def _resolve_ref(root, ref):
     """A JSON pointer within the document: "#", "#/$defs/Name", "#/definitions/Name"."""
-    if not isinstance(ref, str) or not (ref + "/").startswith("#/"):    # "#" or "#/..."
+    if not isinstance(ref, str) or not (ref + "/").startswith("#/"):
         raise SchemaError(f"$ref {ref!r} is not supported: only references within the "
                           "schema (#/...)")
     node = root
@@ -1680,7 +1687,8 @@ class _Compiler:
 
     def __init__(self, root):
         self.root = root
-        self.refs = {}                  # $ref -> its check
+        # $ref -> its check
+        self.refs = {}
         dialect = root.get("$schema", "") if isinstance(root, dict) else ""
         known = ("2020-12", "2019-09", "draft-07", "draft-06")
         if dialect and not any(name in dialect for name in known):
@@ -1690,15 +1698,11 @@ class _Compiler:
         self.check = self.compile(root)
 
     def validate(self, value, check=_NOTHING, path=""):
-        """The problems of ``value`` (at ``path``) against the schema, or ``check``."""
+        """The problems of ``value`` (at ``path``) against the schema, or ``check``,
+        each once."""
         if check is _NOTHING:
             check = self.check
-        problems = []
-        if check is not None:
-            check(value, path, problems)
-        if len(problems) > 1:
-            return list(dict.fromkeys(problems))
-        return problems
+        return list(dict.fromkeys(_problems(check, value, path)))
 
     def compile(self, schema):
         """Schema -> check(value, path, problems), or None if it accepts anything."""
@@ -1743,7 +1747,7 @@ class _Compiler:
         checks += [self._alternatives(schema[k], k == "oneOf")
                    for k in ("anyOf", "oneOf") if k in schema]
         if "not" in schema:
-            checks.append(_rule(lambda v, check: _problems(check, v, ""),
+            checks.append(_rule(lambda v, check: _problems(check, v),
                                 self.compile(schema["not"]),
                                 f"must not match {_preview(schema['not'])}"))
         return checks
@@ -1833,7 +1837,8 @@ class _Compiler:
     def _array(self, schema):
         prefix = schema.get("prefixItems", [])
         items = schema.get("items", True)
-        if isinstance(items, list):         # the draft-07 spelling of prefixItems
+        # (draft-07 spells prefixItems so)
+        if isinstance(items, list):
             prefix, items = items, schema.get("additionalItems", True)
         prefix = [self.compile(sub) for sub in prefix]
         rest = None if items is False else self.compile(items)
@@ -1866,7 +1871,7 @@ class _Compiler:
             matching, fitting = [], []
             for i, (check, quick, kinds) in enumerate(arms):
                 # At the root: only how many counts, and a path costs steps
-                refusal = _problems(quick, v, "")
+                refusal = _problems(quick, v)
                 problems = refusal or _problems(check, v, path)
                 if not problems:
                     if not exactly_one:
@@ -1878,7 +1883,9 @@ class _Compiler:
                 if fitting:
                     # Those checked in full first; one refused quickly is, now
                     refused, *_, problems, check = min(fitting)
-                    out.extend(_problems(check, v, path) if refused else problems)
+                    if refused:
+                        problems = _problems(check, v, path)
+                    out.extend(problems)
                 else:
                     out.append(_at_path(path, f"expected {expected}, got "
                                               f"{_typed_preview(v)}"))
@@ -1924,10 +1931,9 @@ def compile_schema(schema):
 # Content
 # ======================================================================================
 
-#
-# Tools and prompts answer with content blocks: {"type": "text", "text": ...} and
-# friends, built as Content, a dict subclass, so that a tool result can tell a block
-# to pass through from a dict to return as structured data.
+# Tools and prompts return content blocks: {"type": "text", "text": ...} and friends,
+# built as Content, a dict subclass, so that a tool result can tell a block to pass
+# through from a dict to return as structured data.
 
 class Content(dict):
     """A content block: text, image, audio, resource_link or resource (embedded)."""
@@ -1941,7 +1947,8 @@ def _block(annotations, meta, **fields):
 
 def text(value, *, annotations=None, meta=None):
     """A text block."""
-    if annotations is None and meta is None:          # the common case, kept quick
+    # The usual case, kept quick
+    if annotations is None and meta is None:
         return Content(type="text", text=str(value))
     return _block(annotations, meta, type="text", text=str(value))
 
@@ -1959,13 +1966,14 @@ def _sniff(data):
     return next((mime for magic, mime in _MAGIC if data.startswith(magic)), None)
 
 
-def _media(kind, data, path, mime_type, annotations, meta):
+def _media(kind, data, path, mime_type):
+    """The fields of an image or audio block, its MIME type told by its first bytes."""
     if (data is None) == (path is None):
         raise TypeError(f"{kind}() takes either data or path")
     if path is not None:
         with open(path, "rb") as f:
             data = f.read()
-    if isinstance(data, str):                     # already base64
+    if isinstance(data, str):
         encoded = data
         # only its first bytes, for _sniff() to tell the type by
         raw = b64decode(data[:64]) if mime_type is None else b""
@@ -1976,17 +1984,17 @@ def _media(kind, data, path, mime_type, annotations, meta):
         mime_type = _sniff(raw) or (path and _guess_type(str(path)))
         if not (mime_type or "").startswith(kind + "/"):
             raise ValueError(f"{kind}(): cannot tell the MIME type; pass mime_type=")
-    return _block(annotations, meta, type=kind, data=encoded, mimeType=mime_type)
+    return {"type": kind, "data": encoded, "mimeType": mime_type}
 
 
 def image(data=None, *, path=None, mime_type=None, annotations=None, meta=None):
     """An image block from bytes, base64 text or a file; the MIME type is detected."""
-    return _media("image", data, path, mime_type, annotations, meta)
+    return _block(annotations, meta, **_media("image", data, path, mime_type))
 
 
 def audio(data=None, *, path=None, mime_type=None, annotations=None, meta=None):
     """An audio block from bytes, base64 text or a file; the MIME type is detected."""
-    return _media("audio", data, path, mime_type, annotations, meta)
+    return _block(annotations, meta, **_media("audio", data, path, mime_type))
 
 
 def resource_link(uri, name=None, *, title=None, description=None, mime_type=None,
@@ -1999,13 +2007,13 @@ def resource_link(uri, name=None, *, title=None, description=None, mime_type=Non
 
 def embedded_resource(uri, *, text=None, blob=None, mime_type=None, annotations=None,
                       meta=None):
-    """A resource's contents inline: ``text`` (str) or ``blob`` (bytes)."""
+    """A resource's contents inline: ``text`` (str) or ``blob`` (bytes or base64)."""
     if (text is None) == (blob is None):
         raise TypeError("embedded_resource() takes either text or blob")
     if text is not None and not isinstance(text, str):
         raise TypeError("embedded_resource(text=...) takes a str, not "
                         f"{type(text).__name__}: bytes go in blob=")
-    if isinstance(blob, str):                     # already base64, as image() takes it
+    if isinstance(blob, str):
         contents = {"uri": uri, "mimeType": mime_type or "application/octet-stream",
                     "blob": blob}
     else:
@@ -2014,7 +2022,8 @@ def embedded_resource(uri, *, text=None, blob=None, mime_type=None, annotations=
 
 
 def _guess_type(uri):
-    import mimetypes                        # imported on first use: it is slow to load
+    """The MIME type a file name suggests (mimetypes, slow to import, on first use)."""
+    import mimetypes
     return mimetypes.guess_type(uri, strict=False)[0]
 
 
@@ -2041,7 +2050,7 @@ def _find_not_json(value, path):
         for i, item in enumerate(value):
             if found := _find_not_json(item, f"{path}[{i}]"):
                 return found
-    elif isinstance(value, float) and (value != value or abs(value) == float("inf")):
+    elif isinstance(value, float) and not _is_json_number(value):
         return f"{path}: {value} has no JSON form (JSON has no NaN or Infinity)"
     elif value is not None and not isinstance(value, (str, int, float)):
         hint = "convert it to a str, number, bool, list, dict or dataclass"
@@ -2083,7 +2092,7 @@ class ToolResult:
     """A tool result in full: content blocks, structured data, the error flag."""
 
     def __init__(self, content=(), structured=None, is_error=False, meta=None):
-        # one block, not a list of them (a dict's keys are no blocks)
+        # One block, not a list of them (a dict's keys are no blocks)
         if isinstance(content, (str, dict, bytes)):
             content = [content]
         self.content = [_content_block(c, "ToolResult content") for c in content]
@@ -2101,6 +2110,8 @@ class ToolResult:
         if self.meta:
             result["_meta"] = self.meta
         return result
+
+
 # ======================================================================================
 # Registry: tools, resources, prompts
 # ======================================================================================
