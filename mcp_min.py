@@ -628,12 +628,14 @@ class Writer(Stream):
                 return False
         return True
 
-    def close(self):
+    def close(self, timeout=None):
         """Stop writing between frames: one being written is finished first (within
-        what is left of the grace period, else 5 s), and no later one starts."""
-        timeout = 5.0
-        if self.deadline is not None:
-            timeout = self.deadline - time.monotonic()
+        ``timeout``, else what is left of the grace period, else 5 s), and no later one
+        starts."""
+        if timeout is None:
+            timeout = 5.0
+            if self.deadline is not None:
+                timeout = self.deadline - time.monotonic()
         got = self.lock.acquire(timeout=max(0.0, timeout))
         self.closed = True
         if got:
