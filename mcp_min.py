@@ -27,101 +27,53 @@ message by its method through a dict of handlers, and writes the responses to st
 (logs go to stderr), with a pool of threads running the tool calls beside the loop and a
 writer lock keeping each response one whole line.
 
-That request's way through this file, every function it enters, in order:
+That request's way through this file, every function it enters, in order, is the
+first column (H); a 2026-07-28 request over stdio takes the second (S): it carries its
+protocol version and the client's capabilities (its envelope) in params._meta, and needs
+no handshake; and the third (P) is a 2026-07-28 POST to the HTTP endpoint:
 
-    decode_message          the line's bytes -> a message, or a parse error (-32700)
-    Peer.dispatch           a request, a notification, a response or a batch?
-    classify                ... or an invalid message (-32600)
-    Session.handle_request  admit it, then run it: here, or on the pool
-    Session.admit           the rules of its era and its method (METHODS): its Context
-    is_stateless            which era? (the handshake era: it carries no envelope)
-    Context.__init__        the request as its handler sees it
-    Server.schedule         a tool call runs user code: to the pool
-    WorkerPool.submit       ...a thread takes it; the loop reads on
-    Session.run             on that thread: the response, then sent on its stream
-    Session.response        the handler run, its result or error encoded
-    Server.call_handler     server.handlers["tools/call"](ctx, params)
-    Server.call_tool        that handler
-    _named                  the tool params.name names, and its arguments
-    Tool.call               checks the arguments, calls the function, shapes the result
-    Signature.bind          the arguments checked against the input schema...
-    _Compiler._object       ...by its compiled check of an object's properties
-    Entry.invoke            add(a=2, b=3)
-    Tool.result             its return value -> content and structuredContent
-    _shape_result           the result as the session's protocol version has it
-    encode_message          the response -> one compact line
-    Writer.respond          the stream of a request over stdio: the connection's Writer
-    Writer.send             the writer lock: responses of several threads never mix
-    write_all               every byte, and the newline
-
-A 2026-07-28 request carries its protocol version and the client's capabilities (its
-envelope) in params._meta, and needs no handshake. Its way differs in four stops:
-
-    decode_message          as above
-    Peer.dispatch           as above
-    classify                as above
-    Session.handle_request  as above
-    Session.admit           as above
-    is_stateless            it carries an envelope: the stateless era
-    Envelope.__init__       the envelope checked: -32602, or -32022 for its version
-    Context.__init__        as above, knowing the client from the envelope
-    Server.offered          does the server offer the method's capability?
-    Server.schedule         as above
-    WorkerPool.submit       as above
-    Session.run             as above
-    Session.response        as above
-    Server.run_stateless    requestState's answers in; resultType and serverInfo out
-    Server.call_handler     as above
-    Server.call_tool        as above
-    _named                  as above
-    Tool.call               as above
-    Signature.bind          as above
-    _Compiler._object       as above
-    Entry.invoke            as above
-    Tool.result             as above
-    encode_message          as above
-    Writer.respond          as above
-    Writer.send             as above
-    write_all               as above
-
-Over HTTP, a POST reaches the same Session through the WSGI application:
-
-    Server.wsgi             the WSGI application: an HttpExchange for each request
-    HttpExchange.__init__   the request, and the stream its response is made of
-    HttpExchange.serve      the checks every request passes, then its method
-    HttpExchange.check_host  the Host must name this server (421, 400)
-    HttpExchange.post       Accept, Content-Type, the body and its era
-    HttpExchange.read_body  within max_body_bytes, and reserved in max_inflight_bytes
-    _is_length              Content-Length: digits only
-    decode_message          as above
-    classify                as above
-    HttpExchange.check_headers  2026-07-28: the headers must agree with the body
-    HttpExchange.deliver    a session for the request; it is handed over; the response
-    Session.__init__        (made for this request alone)
-    Peer.__init__           (its requests to the client: none, in 2026-07-28)
-    Session.handle_request  as above, from here on the 2026-07-28 way
-    Session.admit           as above (HTTP said which era: is_stateless is not asked)
-    Envelope.__init__       as above
-    Context.__init__        as above
-    Server.offered          as above
-    Server.schedule         as above
-    WorkerPool.submit       as above
-    HttpExchange.next_item  the HTTP thread waits for what the stream brings
-    Session.run             as above, on a worker
-    Session.response        as above
-    Server.run_stateless    as above
-    Server.call_handler     as above
-    Server.call_tool        as above
-    _named                  as above
-    Tool.call               as above
-    Signature.bind          as above
-    _Compiler._object       as above
-    Entry.invoke            as above
-    Tool.result             as above
-    encode_message          as above
-    HttpExchange.respond    the response, queued on the stream; the HTTP thread takes it
-    HttpExchange.release    the body's bytes are free again
-    _http_response          the response came first: one JSON body (else an SSE stream)
+        P  Server.wsgi             the WSGI application: an HttpExchange per request
+        P  HttpExchange.__init__   the request, and the stream its response is made of
+        P  HttpExchange.serve      the checks every request passes, then its method
+        P  HttpExchange.check_host  the Host must name this server (421, 400)
+        P  HttpExchange.post       Accept, Content-Type, the body and its era
+        P  HttpExchange.read_body  within max_body_bytes; reserved in max_inflight_bytes
+        P  _is_length              Content-Length: digits only
+    H S P  decode_message          the bytes -> a message, or a parse error (-32700)
+    H S    Peer.dispatch           a request, a notification, a response, a batch?
+    H S P  classify                ... or an invalid message (-32600)
+        P  HttpExchange.check_headers  2026-07-28: the headers agree with the body
+        P  HttpExchange.deliver    a session for the request; the request to it
+        P  Session.__init__        (made for this request alone)
+        P  Peer.__init__           (its requests to the client: none in 2026-07-28)
+    H S P  Session.handle_request  admit it, then run it: here, or on the pool
+    H S P  Session.admit           the rules of its era and its method (METHODS)
+    H S    is_stateless            which era? (HTTP's header has said)
+      S P  Envelope.__init__       the envelope checked: -32602, or -32022 (version)
+    H S P  Context.__init__        the request as its handler sees it
+      S P  Server.offered          does the server offer the method's capability?
+    H S P  Server.schedule         a tool call runs user code: to the pool...
+    H S P  WorkerPool.submit       ...a thread takes it; the reader reads on
+        P  HttpExchange.next_item  the HTTP thread waits for what the stream brings
+    H S P  Session.run             on that thread: the response, sent on its stream
+    H S P  Session.response        the handler run, its result (or error) encoded
+      S P  Server.run_stateless    requestState's answers in; resultType, serverInfo out
+    H S P  Server.call_handler     server.handlers["tools/call"](ctx, params)
+    H S P  Server.call_tool        that handler
+    H S P  _named                  the tool params.name names, and its arguments
+    H S P  Tool.call               checks the arguments, calls the function
+    H S P  Signature.bind          the arguments checked against the input schema...
+    H S P  _Compiler._object       ...by its compiled check of an object's properties
+    H S P  Entry.invoke            add(a=2, b=3)
+    H S P  Tool.result             its return value -> content and structuredContent
+    H      _shape_result           the result as the session's protocol version has it
+    H S P  encode_message          the response -> one compact line
+    H S    Writer.respond          the stream of a request over stdio: its Writer
+    H S    Writer.send             the writer lock: responses of threads never mix
+    H S    write_all               every byte, and the newline
+        P  HttpExchange.respond    the response queued on the stream for the HTTP thread
+        P  HttpExchange.release    the body's bytes are free again
+        P  _http_response          the response came first: one JSON body (else SSE)
 
 Words, one for each thing: a *session* is what the server knows of one client; a
 *stream* is where one request's messages go (the stdio connection's Writer, a Batch,

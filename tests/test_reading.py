@@ -25,28 +25,28 @@ import mcp_min
 SOURCE = ROOT / "mcp_min.py"
 WIDTH = 88
 
-#: The headings in the module docstring that open each list of stops.
-LISTS = {
-    "stdio": "That request's way through this file",
-    "modern": "A 2026-07-28 request",
-    "http": "Over HTTP, a POST",
-}
+#: The heading of the map in the module docstring, and the column of each way a request
+#: takes in it: over stdio in the handshake era, over stdio in 2026-07-28, over HTTP.
+HEADING = "That request's way through this file"
+COLUMNS = {"stdio": 0, "modern": 1, "http": 2}
 
-STOP = re.compile(r"^    ([A-Za-z_][\w.]*)(?: {2,}\S| *$)")
+STOP = re.compile(r"^    ([H ]) ([S ]) ([P ])  ([A-Za-z_][\w.]*)(?: {2,}\S| *$)")
 
 
-def stops(heading):
-    """The names listed under ``heading``: lines indented four spaces, a name, then two or
+def stops(which):
+    """The names the map marks in the column of ``which``, in the map's order: lines
+    indented four spaces, the three columns' marks, two spaces, a name, then two or
     more spaces and what happens there (deeper-indented lines continue it)."""
     lines = mcp_min.__doc__.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(heading))
+    start = next(i for i, line in enumerate(lines) if line.startswith(HEADING))
     names, begun = [], False
     for line in lines[start + 1:]:
         match = STOP.match(line)
         if match:
-            names.append(match[1])
             begun = True
-        elif begun and not line.startswith("     "):   # the first line after the list
+            if match[COLUMNS[which] + 1] != " ":
+                names.append(match[4])
+        elif begun and line.strip() and not line.startswith("     "):
             break
     return names
 
@@ -58,9 +58,9 @@ def resolve(name):
     return target
 
 
-@pytest.mark.parametrize("which", sorted(LISTS))
+@pytest.mark.parametrize("which", sorted(COLUMNS))
 def test_every_stop_in_the_map_exists(which):
-    names = stops(LISTS[which])
+    names = stops(which)
     assert len(names) >= 5, f"the {which} list was not found in the map"
     for name in names:
         target = resolve(name)
@@ -189,7 +189,7 @@ def traced(tmp_path, mode, opening=(), meta=None):
 def check_the_map(which, threads):
     """The map's list of ``which`` names every function the request entered, and on
     each thread in the order that thread entered them."""
-    names = stops(LISTS[which])
+    names = stops(which)
     entered = [name for path in threads.values() for name in path]
     assert sorted(set(names)) == sorted(set(entered)), (
         f"the {which} list leaves out {sorted(set(entered) - set(names))}, and names "
