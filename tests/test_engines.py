@@ -22,7 +22,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -32,7 +31,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, free_port, stop_process
+from conftest import ROOT, free_port, require_tool, stop_process
 from sdk_compat import CLIENTS, Run
 
 import mcp_min
@@ -237,8 +236,6 @@ def test_serve_http_with_a_failing_lifespan_exits_1_naming_the_error(tmp_path):
 # machines")
 # ======================================================================================
 
-HAPROXY = (shutil.which("haproxy")
-           or shutil.which("haproxy", path="/usr/sbin:/usr/local/sbin"))
 HTTP_DOC = (ROOT / "docs" / "http.md").read_text(encoding="utf-8")
 HANDSHAKE = "2025-11-25"
 
@@ -355,9 +352,7 @@ def next_message(stream):
 def backends(tmp_path_factory):
     """Two granian backends of one process each (`--workers 1`), with sessions and the
     same MCP_MIN_STATE_KEY: their ports."""
-    if HAPROXY is None:
-        pytest.skip("haproxy is not installed: the scale-out tests run it in front of "
-                    "two backends (apt install haproxy)")
+    require_tool("haproxy", "the scale-out tests run it in front of two backends")
     source = SCALE_APP.format(root=str(ROOT), relay=documented("python", "def relay("))
     key = {"MCP_MIN_STATE_KEY": secrets.token_hex(32)}
     started = []
@@ -382,7 +377,8 @@ def haproxy(tmp_path):
         path, log = tmp_path / f"{name}.cfg", tmp_path / f"{name}.log"
         path.write_text(config)
         with open(log, "w") as out:
-            proc = subprocess.Popen([HAPROXY, "-db", "-f", str(path)], stdout=out,
+            haproxy = require_tool("haproxy", "the scale-out tests run it")
+            proc = subprocess.Popen([haproxy, "-db", "-f", str(path)], stdout=out,
                                     stderr=subprocess.STDOUT)
         started.append(proc)
         port = int(re.search(r"bind 127\.0\.0\.1:(\d+)", config)[1])
@@ -557,3 +553,17 @@ def test_on_granian_a_stream_whose_client_left_gives_its_thread_back(engine, kin
         assert next_message(stream)["method"] == "notifications/tools/list_changed"
     finally:
         connection.close()
+
+
+@pytest.mark.parametrize("ci, outcome", [("true", pytest.fail.Exception),
+                                         ("", pytest.skip.Exception)])
+def test_a_missing_program_ci_installs_fails_in_ci_and_is_skipped_elsewhere(
+        monkeypatch, ci, outcome):
+    """require_tool: a newcomer without haproxy gets a skip saying how to get it; CI,
+    whose .ci/run installs it, gets a failure, so that a missing install step cannot
+    hide behind skipped tests."""
+    import conftest
+    monkeypatch.setattr(conftest.shutil, "which", lambda *args, **kwargs: None)
+    monkeypatch.setenv("CI", ci)
+    with pytest.raises(outcome, match=r"haproxy is not installed: .*apt install haproxy"):
+        require_tool("haproxy", "the scale-out tests run it")
