@@ -277,20 +277,26 @@ def test_the_documented_proxy_timeouts_outlast_the_heartbeat():
     assert all(seconds >= 3 * heartbeat for seconds in timeouts.values()), timeouts
 
 
-# The backends' application: the relay docs/http.md shows (its Python block with
-# `relay`), a tool naming the process that answers, and one that announces a change as
-# the broker would deliver it (here to this process's relay alone).
+# The backends' application: a tool naming the process that answers, one that announces a
+# change to this process's clients (across processes, changes travel as
+# examples/scale_out_server.py has them: tests/test_scale_out.py), and a resource.
 SCALE_APP = """
 import os, sys
 sys.path.insert(0, {root!r})
-{relay}
+from mcp_min import Server
+
+server = Server("notes")
+
 @server.tool
 def whoami() -> int:
     return os.getpid()
 
 @server.tool
 def announce(kind: str, what: str) -> int:
-    changes.put((kind, what))
+    if kind == "updated":
+        server.notify_resource_updated(what)
+    else:
+        server.notify_list_changed(what)
     return os.getpid()
 
 @server.resource("notes://{{name}}")
@@ -353,7 +359,7 @@ def backends(tmp_path_factory):
     """Two granian backends of one process each (`--workers 1`), with sessions and the
     same MCP_MIN_STATE_KEY: their ports."""
     require_tool("haproxy", "the scale-out tests run it in front of two backends")
-    source = SCALE_APP.format(root=str(ROOT), relay=documented("python", "def relay("))
+    source = SCALE_APP.format(root=str(ROOT))
     key = {"MCP_MIN_STATE_KEY": secrets.token_hex(32)}
     started = []
     try:
@@ -366,34 +372,48 @@ def backends(tmp_path_factory):
             each.close()
 
 
-@pytest.fixture
-def haproxy(tmp_path):
-    """start(config): haproxy in the foreground (-db) running `config`, once it listens;
-    stopped after the test."""
-    started = []
+class HAProxy:
+    """haproxy in the foreground (-db) running `config` from `folder`, once it listens
+    on the port of the config's bind line; its output in `folder`."""
 
-    def start(config):
-        name = f"haproxy-{len(started)}"
-        path, log = tmp_path / f"{name}.cfg", tmp_path / f"{name}.log"
+    def __init__(self, config, folder, name="haproxy"):
+        executable = require_tool("haproxy", "the scale-out tests run it")
+        path, self.log_path = folder / f"{name}.cfg", folder / f"{name}.log"
         path.write_text(config)
-        with open(log, "w") as out:
-            haproxy = require_tool("haproxy", "the scale-out tests run it")
-            proc = subprocess.Popen([haproxy, "-db", "-f", str(path)], stdout=out,
-                                    stderr=subprocess.STDOUT)
-        started.append(proc)
-        port = int(re.search(r"bind 127\.0\.0\.1:(\d+)", config)[1])
+        with open(self.log_path, "w") as out:
+            self.proc = subprocess.Popen([executable, "-db", "-f", str(path)], stdout=out,
+                                         stderr=subprocess.STDOUT)
+        self.port = int(re.search(r"bind 127\.0\.0\.1:(\d+)", config)[1])
         deadline = time.monotonic() + 10
         while True:
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                return port
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
             except OSError:
-                assert proc.poll() is None, log.read_text()
-                assert time.monotonic() < deadline, log.read_text()
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.close()
+                    raise AssertionError(f"haproxy did not start:\n{self.log()}")
                 time.sleep(0.05)
+
+    def log(self):
+        return self.log_path.read_text()
+
+    def close(self):
+        if self.proc.poll() is None:
+            stop_process(self.proc)
+
+
+@pytest.fixture
+def haproxy(tmp_path):
+    """start(config): a HAProxy running `config`, stopped after the test; its port."""
+    started = []
+
+    def start(config):
+        started.append(HAProxy(config, tmp_path, f"haproxy-{len(started)}"))
+        return started[-1].port
     yield start
-    for proc in started:
-        stop_process(proc)
+    for each in started:
+        each.close()
 
 
 def test_behind_haproxy_a_session_keeps_to_its_backend(backends, haproxy):
