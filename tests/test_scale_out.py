@@ -123,6 +123,8 @@ class Farm:
 
 @pytest.fixture(scope="module")
 def redis(tmp_path_factory):
+    # the modules first: the other CPythons' runs in CI have neither, and may start
+    # before .ci/run installs the programs
     for module in ("granian", "redis"):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{module} is not installed (tests/requirements.txt)")
