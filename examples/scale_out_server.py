@@ -188,6 +188,11 @@ class Relay:
                                 "from the log", error)
                 self.stop.wait(wait)
                 wait = min(wait * 2, RETRY_MAX)
+            except Exception:
+                # Anything else (the database failing, a bug) is logged, and the relay
+                # starts again from the last change it handed on: it never dies quietly.
+                log.exception("relay: failed; starting again")
+                self.stop.wait(RETRY_MAX)
             finally:
                 channel.close()
 
