@@ -426,6 +426,11 @@ def test_a_backend_killed_loses_its_sessions_alone(redis, tmp_path):
         streams.append(listen(farm.b.port, resourceSubscriptions=["notes://after"]))
 
         farm.a.close()                # SIGKILL to its process group
+        # its worker, not waited for as the master is, may hold the port a moment more
+        deadline = time.monotonic() + WAIT
+        while refuses(farm.a.port) is False:
+            assert time.monotonic() < deadline, "the killed backend still accepts"
+            time.sleep(0.05)
 
         # through the proxy at once: not found where the request now goes
         status, _, body = post(farm.proxy, rpc("ping"), doomed)
@@ -445,6 +450,15 @@ def test_a_backend_killed_loses_its_sessions_alone(redis, tmp_path):
         for stream in streams:
             stream.close()
         farm.close()
+
+
+def refuses(port):
+    """Whether nothing listens on `port` any more."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return False
+    except ConnectionRefusedError:
+        return True
 
 
 def test_redis_restarted_under_load_the_relays_reconnect_and_replay_the_changes(redis,
