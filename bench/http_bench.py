@@ -12,9 +12,13 @@ Mcp-Name headers; no initialize, no session):
     wsgiref       mcp_min.py serve --http (one process, a thread per connection)
     gunicorn-W    server.wsgi on gunicorn: W gthread workers, sharing MCP_MIN_STATE_KEY
     granian-WwTt  server.wsgi on granian: W workers of T blocking threads, sharing it
+    haproxy-granian-NxWwTt
+                  HAProxy running docs/http.md's configuration (but for its ports) in
+                  front of N granian-WwTt backends, as docs/http.md scales out ("Several
+                  processes and machines"): the proxy's cost on every request
     floor-ENGINE  bench/peers/floor_wsgi.py, a bare WSGI app, on the same engine and
                   configuration: what the engine alone costs (floor-wsgiref: on the
-                  stdlib's threading WSGI server)
+                  stdlib's threading WSGI server; floor-haproxy-...: behind the proxy)
     ENGINE@REF    with --baseline REF: the same server on the mcp_min.py of REF, a
                   commit, tag or branch (or a file), one for each mcp_min row
     sdk           the official Python SDK (MCPServer.streamable_http_app with
@@ -71,6 +75,9 @@ from bench import (BUSY_WARNING, DEFAULT_CACHE, ENVELOPE, MODERN_VERSION,  # noq
 # threads.
 NAME_PATTERN = re.compile(
     r"(floor-)?(wsgiref|gunicorn-([1-9]\d*)|granian-([1-9]\d*)w([1-9]\d*)t)$")
+# HAProxy in front of granian backends: the groups are floor-, the backends, and each
+# one's workers and threads.
+PROXY_PATTERN = re.compile(r"(floor-)?haproxy-granian-([1-9]\d*)x([1-9]\d*)w([1-9]\d*)t$")
 ENGINE_ROWS = ("wsgiref", "gunicorn-1", "gunicorn-2", "granian-1w1t", "granian-1w2t",
                "granian-1w8t", "granian-2w1t", "granian-2w2t", "granian-2w8t")
 # Each floor right after its engine's row, so that drift on the machine hits both alike.
@@ -126,10 +133,15 @@ class ServerSpec:
     interpreter: str = ""
     missing: str = ""
     shown_env: dict = field(default_factory=dict)   # what the command line shows of env
+    backends: list = field(default_factory=list)    # behind HAProxy: each one's spec
 
     def command(self) -> str:
-        return shlex.join([f"{key}={value}" for key, value in self.shown_env.items()]
-                          + self.argv)
+        shown = shlex.join([f"{key}={value}" for key, value in self.shown_env.items()]
+                           + self.argv)
+        if self.backends:
+            shown += (f" (docs/http.md's configuration) in front of {len(self.backends)} "
+                      f"× {self.backends[0].command()} (each on its own port)")
+        return shown
 
 
 # --------------------------------------------------------------------------- the servers
@@ -177,14 +189,17 @@ def find_servers(names: list[str], cache: Path, workdir: Path, settings: Setting
             sdk_spec(spec, cache, workdir)
             continue
         row, _, ref = name.partition("@")
-        floor, engine, gunicorn_workers, granian_workers, threads = \
-            NAME_PATTERN.match(row).groups()
         module_dir = REPO_ROOT
         if ref:
             module_dir = baseline_dir
             spec.shown_env = {MODULE_DIR_VARIABLE: str(module_dir)}
         # set either way, so that a value in the driver's environment changes nothing
         env = {**os.environ, MODULE_DIR_VARIABLE: str(module_dir)}
+        if PROXY_PATTERN.match(row):
+            proxy_spec(spec, PROXY_PATTERN.match(row).groups(), env, cache, workdir)
+            continue
+        floor, engine, gunicorn_workers, granian_workers, threads = \
+            NAME_PATTERN.match(row).groups()
         if engine == "wsgiref":
             if bare_python is None:
                 bare_python = bench.make_bare_venv(workdir / "venv")
@@ -202,17 +217,74 @@ def find_servers(names: list[str], cache: Path, workdir: Path, settings: Setting
             gunicorn_spec(spec, command, int(gunicorn_workers), settings.threads,
                           target, workdir)
         else:
-            spec.workers = int(granian_workers)
-            spec.argv = [*command, "-m", "granian", "--interface", "wsgi",
-                         "--workers", granian_workers, "--blocking-threads", threads,
-                         "--host", "127.0.0.1", "--port", str(free_port()),
-                         "--working-dir", str(workdir), "--log-level", "info", target]
-            spec.port_pattern = r"Listening at: http://127\.0\.0\.1:(\d+)"
-            spec.ready_pattern = r"Started worker-"
+            granian_spec(spec, command, granian_workers, threads, target, workdir,
+                         free_port())
         spec.env = {**env, "MCP_MIN_STATE_KEY": STATE_KEY}
         spec.interpreter = (f"Python {bench.python_version(python)} ({how}), {module} "
                             f"{installed_version(python, module)}")
     return specs
+
+
+def granian_spec(spec: ServerSpec, command: list[str], workers: str, threads: str,
+                 target: str, workdir: Path, port: int) -> None:
+    spec.workers = int(workers)
+    spec.argv = [*command, "-m", "granian", "--interface", "wsgi",
+                 "--workers", workers, "--blocking-threads", threads,
+                 "--host", "127.0.0.1", "--port", str(port),
+                 "--working-dir", str(workdir), "--log-level", "info", target]
+    spec.port_pattern = r"Listening at: http://127\.0\.0\.1:(\d+)"
+    spec.ready_pattern = r"Started worker-"
+
+
+def proxy_spec(spec: ServerSpec, groups: tuple, env: dict, cache: Path,
+               workdir: Path) -> None:
+    """HAProxy in front of N granian backends of W workers and T threads each, all
+    sharing MCP_MIN_STATE_KEY (each a server with sessions, as docs/http.md deploys
+    them); the workers are the backends' (spec.workers stays 0: the driver's
+    connections are HAProxy's)."""
+    floor, backends, workers, threads = groups
+    haproxy = shutil.which("haproxy") or shutil.which("haproxy",
+                                                      path="/usr/sbin:/usr/local/sbin")
+    python, how = engine_python(cache, "granian")
+    if haproxy is None:
+        spec.missing = "haproxy is not installed (Debian: apt install haproxy)"
+        return
+    if python is None:
+        spec.missing = how
+        return
+    target = f"{'floor' if floor else 'mcp_min'}_app:app"
+    ports = set()
+    while len(ports) < int(backends):     # granian is given its port: distinct ones
+        ports.add(free_port())
+    for number, port in enumerate(sorted(ports), 1):
+        backend = ServerSpec(f"{spec.name}-backend{number}")
+        granian_spec(backend, isolated(python, workdir), workers, threads, target,
+                     workdir, port)
+        backend.env = {**env, "MCP_MIN_STATE_KEY": STATE_KEY}
+        spec.backends.append(backend)
+    spec.argv = [haproxy, "-db", "-f", str(workdir / f"{file_name(spec.name)}.cfg")]
+    version = subprocess.run([haproxy, "-v"], capture_output=True, text=True,
+                             timeout=60).stdout.split(" - ")[0].strip()
+    spec.interpreter = (f"{version}; backends: Python {bench.python_version(python)} "
+                        f"({how}), granian {installed_version(python, 'granian')}")
+
+
+def haproxy_config(port: int, backend_ports: list[int]) -> str:
+    """docs/http.md's HAProxy configuration as written but for its ports: the bind's
+    on `port`, and a server line of the same options for each backend in place of its
+    two."""
+    text = (REPO_ROOT / "docs" / "http.md").read_text(encoding="utf-8")
+    (config,) = re.findall(r"```haproxy\n(.*?)```", text, re.S)
+    config, bound = re.subn(r"(?<=bind 127\.0\.0\.1:)8000\b", str(port), config)
+    servers = re.findall(r"^ *server app1 127\.0\.0\.1:8001\b.*\n *server app2 .*\n",
+                         config, re.M)
+    if bound != 1 or len(servers) != 1:
+        raise BenchError("docs/http.md's HAProxy configuration no longer binds "
+                         "127.0.0.1:8000 and names app1 and app2 on :8001 and :8002")
+    first = servers[0].splitlines(keepends=True)[0]
+    lines = "".join(first.replace("app1 127.0.0.1:8001", f"app{n} 127.0.0.1:{p}")
+                    for n, p in enumerate(backend_ports, 1))
+    return config.replace(servers[0], lines)
 
 
 def isolated(python: str, workdir: Path) -> list[str]:
@@ -372,6 +444,56 @@ class RunningServer:
             pass
         self.proc.wait(5)
         self.log.close()
+
+
+class ProxiedServer(RunningServer):
+    """HAProxy in front of a RunningServer per backend. The port is HAProxy's; the CPU
+    time and the context switches are HAProxy's and every backend's."""
+
+    def __init__(self, spec: ServerSpec, workdir: Path):
+        self.spec, self.backends, self.proc = spec, [], None
+        self.log_path = workdir / f"{file_name(spec.name)}.log"
+        self.log = open(self.log_path, "wb")
+        try:
+            for backend in spec.backends:
+                self.backends.append(RunningServer(backend, workdir))
+            self.port = free_port()
+            Path(spec.argv[-1]).write_text(
+                haproxy_config(self.port, [backend.port for backend in self.backends]))
+            self.proc = subprocess.Popen(spec.argv, stdin=subprocess.DEVNULL,
+                                         stdout=self.log, stderr=subprocess.STDOUT,
+                                         cwd=workdir, start_new_session=True)
+            deadline = time.monotonic() + START_TIMEOUT
+            while not self.listening():
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise BenchError(f"{spec.name}: haproxy did not start: "
+                                     f"{self.log_path.read_text(errors='replace')[-600:]}")
+                time.sleep(0.05)
+        except BaseException:
+            self.close()
+            raise
+
+    def listening(self) -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+
+    def pids(self) -> list[int]:
+        own = [self.proc.pid] if self.proc is not None else []
+        return own + [pid for backend in self.backends for pid in backend.pids()]
+
+    def connections_per_worker(self) -> list[int]:
+        return []                     # the driver's connections are all HAProxy's
+
+    def close(self) -> None:
+        if self.proc is not None:
+            super().close()
+        else:
+            self.log.close()
+        for backend in self.backends:
+            backend.close()
 
 
 # --------------------------------------------------------------------------- the driver
@@ -813,8 +935,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Settings]:
                         help="comma-separated servers to run, in that order (default: "
                              "%(default)s); any engine configuration may be named: "
                              "gunicorn-W (W workers), granian-WwTt (W workers, T "
-                             "blocking threads each), and floor- before an engine's "
-                             "name")
+                             "blocking threads each), haproxy-granian-NxWwTt (HAProxy "
+                             "in front of N such granian backends), and floor- before "
+                             "an engine's name")
     parser.add_argument("--baseline", metavar="REF",
                         help="also run, after each mcp_min server, its twin ENGINE@REF on the "
                              "mcp_min.py of REF: a commit, tag or branch of this repository "
@@ -858,12 +981,13 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, Settings]:
             setattr(settings, name, max(1, round(getattr(settings, name))))
     named = (name.strip() for name in args.servers.split(","))
     args.server_names = list(dict.fromkeys(name for name in named if name))
-    unknown = [name for name in args.server_names
-               if name != "sdk" and not NAME_PATTERN.match(name)]
+    unknown = [name for name in args.server_names if name != "sdk"
+               and not NAME_PATTERN.match(name) and not PROXY_PATTERN.match(name)]
     if unknown:
         parser.error(f"unknown server(s) {', '.join(unknown)}; choose from sdk, "
-                     "wsgiref, gunicorn-W, granian-WwTt, and an engine's name with "
-                     f"floor- before it (default {','.join(SERVER_NAMES)})")
+                     "wsgiref, gunicorn-W, granian-WwTt, haproxy-granian-NxWwTt (N "
+                     "backends), and an engine's name with floor- before it (default "
+                     f"{','.join(SERVER_NAMES)})")
     args.baseline_file = None
     if args.baseline is not None:
         try:
@@ -914,7 +1038,8 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 progress(f"{spec.name}: {spec.command()}")
                 try:
-                    servers[spec.name] = RunningServer(spec, workdir)
+                    kind = ProxiedServer if spec.backends else RunningServer
+                    servers[spec.name] = kind(spec, workdir)
                 except BenchError as error:
                     report["skipped"][spec.name] = str(error)
                     continue

@@ -8,6 +8,7 @@ import json
 import os
 import queue
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -198,6 +199,27 @@ def wire(spawn):
     w = spawn("everything.py")
     w.initialize()
     return w
+
+
+# -- Programs the tests start, which CI installs --------------------------------------
+#: Debian's packages that .ci/run installs (as root) for the tests that start them, and
+#: how a newcomer gets each.
+SYSTEM_TOOLS = {"haproxy": "apt install haproxy",
+                "redis-server": "apt install redis-server",
+                "chromium": "apt install chromium"}
+
+
+def require_tool(name, why):
+    """The path of the program ``name``, which a test needs for ``why``. Missing, the
+    test is skipped, saying how to get it; but in CI (CI=true), which installs it, the
+    test fails: a missing install step must not pass as a green run of skips."""
+    found = shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/local/sbin")
+    if found:
+        return found
+    message = f"{name} is not installed: {why} ({SYSTEM_TOOLS[name]})"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{message}; CI installs it (.ci/run), so it should be here")
+    pytest.skip(message)
 
 
 # -- Streamable HTTP on an engine ------------------------------------------------------

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, require_tool
 
 
 def test_bench_quick_runs_floor_and_mcp_min_and_checks_every_reply(tmp_path):
@@ -434,6 +434,49 @@ def test_http_bench_takes_any_engine_configuration_and_refuses_unknown_names():
     assert default.server_names[-1] == "sdk"
     floors = [f"floor-{name}" for name in http_bench.ENGINE_ROWS]
     assert set(floors) <= set(default.server_names)
+
+
+def test_http_bench_puts_the_documented_haproxy_in_front_of_n_granian_backends():
+    """haproxy-granian-NxWwTt: docs/http.md's HAProxy configuration, its ports replaced
+    and a server line for each of the N backends; its floor is the floor behind the
+    same proxy."""
+    http_bench = load_http_bench()
+    names = "haproxy-granian-3x1w8t,floor-haproxy-granian-3x1w8t"
+    args, _ = http_bench.parse_args(["--servers", names])
+    assert args.server_names == names.split(",")
+    assert http_bench.PROXY_PATTERN.match("floor-haproxy-granian-3x1w8t").groups() == \
+        ("floor-", "3", "1", "8")
+    assert http_bench.floor_of("haproxy-granian-3x1w8t") == "floor-haproxy-granian-3x1w8t"
+    for bad in ("haproxy-granian-0x1w8t", "haproxy-gunicorn-2", "haproxy-granian-1w8t"):
+        with pytest.raises(SystemExit):
+            http_bench.parse_args(["--servers", bad])
+    config = http_bench.haproxy_config(9000, [9001, 9002, 9003])
+    assert [line.split() for line in config.splitlines() if "server app" in line] == [
+        ["server", f"app{n}", f"127.0.0.1:{9000 + n}", "check"] for n in (1, 2, 3)]
+    assert "bind 127.0.0.1:9000" in config and ":800" not in config
+    assert "stick on req.hdr(mcp-session-id)" in config
+
+
+def test_http_bench_quick_measures_mcp_min_behind_haproxy(tmp_path):
+    # granian first: the other CPythons' runs in CI have none, and may start before
+    # .ci/run installs haproxy
+    if importlib.util.find_spec("granian") is None:
+        pytest.skip("granian is not installed (tests/requirements.txt)")
+    require_tool("haproxy", "http_bench.py's haproxy-granian rows run it")
+    out = tmp_path / "http.json"
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "http_bench.py"),
+                             "--quick", "--servers", "haproxy-granian-2x1w2t",
+                             "--connections", "4", "--load", "python", "--out", str(out),
+                             "--cache", str(tmp_path / "no-cache")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(out.read_text())
+    # every reply was checked: status 200, its id, the sum, a 2026-07-28 result
+    figures = report["summary"]["haproxy-granian-2x1w2t"]
+    assert figures["errors"] == [] and figures["requests_per_s"] > 0
+    command = report["servers"]["haproxy-granian-2x1w2t"]["command"]
+    assert "haproxy -db -f" in command and "in front of 2 × " in command
+    assert "--workers 1 --blocking-threads 2" in command
 
 
 def test_http_bench_counts_context_switches_of_the_threads_alive_at_the_end():

@@ -21,7 +21,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -31,7 +30,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, free_port, stop_process
+from conftest import ROOT, free_port, require_tool, stop_process
 from sdk_compat import CLIENTS, Run
 
 import mcp_min
@@ -236,8 +235,6 @@ def test_serve_http_with_a_failing_lifespan_exits_1_naming_the_error(tmp_path):
 # machines")
 # ======================================================================================
 
-HAPROXY = (shutil.which("haproxy")
-           or shutil.which("haproxy", path="/usr/sbin:/usr/local/sbin"))
 HTTP_DOC = (ROOT / "docs" / "http.md").read_text(encoding="utf-8")
 HANDSHAKE = "2025-11-25"
 
@@ -279,20 +276,26 @@ def test_the_documented_proxy_timeouts_outlast_the_heartbeat():
     assert all(seconds >= 3 * heartbeat for seconds in timeouts.values()), timeouts
 
 
-# The backends' application: the relay docs/http.md shows (its Python block with
-# `relay`), a tool naming the process that answers, and one that announces a change as
-# the broker would deliver it (here to this process's relay alone).
+# The backends' application: a tool naming the process that answers, one that announces a
+# change to this process's clients (across processes, changes travel as
+# examples/scale_out_server.py has them: tests/test_scale_out.py), and a resource.
 SCALE_APP = """
 import os, sys
 sys.path.insert(0, {root!r})
-{relay}
+from mcp_min import Server
+
+server = Server("notes")
+
 @server.tool
 def whoami() -> int:
     return os.getpid()
 
 @server.tool
 def announce(kind: str, what: str) -> int:
-    changes.put((kind, what))
+    if kind == "updated":
+        server.notify_resource_updated(what)
+    else:
+        server.notify_list_changed(what)
     return os.getpid()
 
 @server.resource("notes://{{name}}")
@@ -354,10 +357,12 @@ def next_message(stream):
 def backends(tmp_path_factory):
     """Two granian backends of one process each (`--workers 1`), with sessions and the
     same MCP_MIN_STATE_KEY: their ports."""
-    if HAPROXY is None:
-        pytest.skip("haproxy is not installed: the scale-out tests run it in front of "
-                    "two backends (apt install haproxy)")
-    source = SCALE_APP.format(root=str(ROOT), relay=documented("python", "def relay("))
+    # granian first: the other CPythons' runs in CI have none, and may start before
+    # .ci/run installs haproxy
+    if importlib.util.find_spec("granian") is None:
+        pytest.skip("granian is not installed (tests/requirements.txt)")
+    require_tool("haproxy", "the scale-out tests run it in front of two backends")
+    source = SCALE_APP.format(root=str(ROOT))
     key = {"MCP_MIN_STATE_KEY": secrets.token_hex(32)}
     started = []
     try:
@@ -370,33 +375,48 @@ def backends(tmp_path_factory):
             each.close()
 
 
-@pytest.fixture
-def haproxy(tmp_path):
-    """start(config): haproxy in the foreground (-db) running `config`, once it listens;
-    stopped after the test."""
-    started = []
+class HAProxy:
+    """haproxy in the foreground (-db) running `config` from `folder`, once it listens
+    on the port of the config's bind line; its output in `folder`."""
 
-    def start(config):
-        name = f"haproxy-{len(started)}"
-        path, log = tmp_path / f"{name}.cfg", tmp_path / f"{name}.log"
+    def __init__(self, config, folder, name="haproxy"):
+        executable = require_tool("haproxy", "the scale-out tests run it")
+        path, self.log_path = folder / f"{name}.cfg", folder / f"{name}.log"
         path.write_text(config)
-        with open(log, "w") as out:
-            proc = subprocess.Popen([HAPROXY, "-db", "-f", str(path)], stdout=out,
-                                    stderr=subprocess.STDOUT)
-        started.append(proc)
-        port = int(re.search(r"bind 127\.0\.0\.1:(\d+)", config)[1])
+        with open(self.log_path, "w") as out:
+            self.proc = subprocess.Popen([executable, "-db", "-f", str(path)], stdout=out,
+                                         stderr=subprocess.STDOUT)
+        self.port = int(re.search(r"bind 127\.0\.0\.1:(\d+)", config)[1])
         deadline = time.monotonic() + 10
         while True:
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                return port
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
             except OSError:
-                assert proc.poll() is None, log.read_text()
-                assert time.monotonic() < deadline, log.read_text()
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.close()
+                    raise AssertionError(f"haproxy did not start:\n{self.log()}")
                 time.sleep(0.05)
+
+    def log(self):
+        return self.log_path.read_text()
+
+    def close(self):
+        if self.proc.poll() is None:
+            stop_process(self.proc)
+
+
+@pytest.fixture
+def haproxy(tmp_path):
+    """start(config): a HAProxy running `config`, stopped after the test; its port."""
+    started = []
+
+    def start(config):
+        started.append(HAProxy(config, tmp_path, f"haproxy-{len(started)}"))
+        return started[-1].port
     yield start
-    for proc in started:
-        stop_process(proc)
+    for each in started:
+        each.close()
 
 
 def test_behind_haproxy_a_session_keeps_to_its_backend(backends, haproxy):
@@ -556,3 +576,17 @@ def test_on_granian_a_stream_whose_client_left_gives_its_thread_back(engine, kin
         assert next_message(stream)["method"] == "notifications/tools/list_changed"
     finally:
         connection.close()
+
+
+@pytest.mark.parametrize("ci, outcome", [("true", pytest.fail.Exception),
+                                         ("", pytest.skip.Exception)])
+def test_a_missing_program_ci_installs_fails_in_ci_and_is_skipped_elsewhere(
+        monkeypatch, ci, outcome):
+    """require_tool: a newcomer without haproxy gets a skip saying how to get it; CI,
+    whose .ci/run installs it, gets a failure, so that a missing install step cannot
+    hide behind skipped tests."""
+    import conftest
+    monkeypatch.setattr(conftest.shutil, "which", lambda *args, **kwargs: None)
+    monkeypatch.setenv("CI", ci)
+    with pytest.raises(outcome, match=r"haproxy is not installed: .*apt install haproxy"):
+        require_tool("haproxy", "the scale-out tests run it")

@@ -1,7 +1,7 @@
-"""Every example that defines a Server (examples/*.py) and tests/conformance_server.py
-in one WSGI application, each mounted under its name: examples/weather.py at
-/weather/mcp, the conformance server at /conformance/mcp. For serving them all from one
-engine process (tests/test_granian.py):
+"""Every example that defines a Server (examples/*.py, but those of NOT_MOUNTED) and
+tests/conformance_server.py in one WSGI application, each mounted under its name:
+examples/weather.py at /weather/mcp, the conformance server at /conformance/mcp. For
+serving them all from one engine process (tests/test_granian.py):
 
     granian --interface wsgi --working-dir tests/servers mounted:application
 
@@ -26,6 +26,11 @@ def load(path):
     return module.server
 
 
+#: Examples that need services besides the engine: scale_out_server.py needs redis-py, a
+#: Redis and a database shared by its processes (tests/test_scale_out.py runs it so).
+NOT_MOUNTED = {"scale_out_server"}
+
+
 def defines_a_server(path):
     """Whether the example builds an mcp_min Server (naive_server.py, written without
     mcp_min, reads its stdin as it is imported: it is not one to mount)."""
@@ -34,7 +39,7 @@ def defines_a_server(path):
 
 
 MOUNTED = {path.stem: load(path) for path in sorted((ROOT / "examples").glob("*.py"))
-           if defines_a_server(path)}
+           if defines_a_server(path) and path.stem not in NOT_MOUNTED}
 MOUNTED["conformance"] = load(ROOT / "tests" / "conformance_server.py")
 
 
