@@ -198,13 +198,13 @@ V2026_07 = STATELESS_PROTOCOL_VERSIONS[0]
 # Logging failures (a first reading can skip this)
 # ======================================================================================
 
-# A failure is logged once, at ERROR, and bounded: a handler that fails deep in a
-# recursion (or that a client makes fail so) must not write a hundred KiB per request.
+# A failure is logged once, bounded: a handler a client makes fail deep in a recursion
+# must not write a hundred KiB per request.
 _LOGGED_CHARS = 4096
 
 
 def _escaped(text, limit=None, keep=""):
-    """Text from the other end, cut to ``limit`` characters, with what a log or terminal
+    """Text from the other end, cut to ``limit`` characters, what a log or terminal
     would act on (a line break, an ANSI escape) escaped as repr() does, but ``keep``."""
     text = str(text)
     if limit is not None and len(text) > limit:
@@ -215,7 +215,6 @@ def _escaped(text, limit=None, keep=""):
 
 
 def _log_failure(what, error, with_traceback=True):
-    """Log ``error`` (its traceback too if ``with_traceback``) as ``what``'s failure."""
     import traceback
     text = _exception_line(error, traceback, 200)
     if isinstance(error, RecursionError):
@@ -253,7 +252,7 @@ def _exception_line(error, traceback, limit=500):
 
 
 def _short_traceback(error, traceback):
-    """``error``'s traceback, its first and last frames; a RecursionError in a line."""
+    """``error``'s traceback: its first and last frames."""
     if isinstance(error, RecursionError):
         return _recursion_line(error, traceback) + "\n"
     frames = list(traceback.walk_tb(error.__traceback__))
@@ -298,7 +297,7 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 # MCP, handshake era
 RESOURCE_NOT_FOUND = -32002
-# MCP 2026-07-28: the only codes of the range -32020...-32099 a server may send.
+# MCP 2026-07-28: the only codes of -32020...-32099 a server may send.
 HEADER_MISMATCH = -32020
 MISSING_CAPABILITY = -32021
 UNSUPPORTED_VERSION = -32022
@@ -307,8 +306,8 @@ SERVER_BUSY = -32000
 
 
 class JSONRPCError(Exception):
-    """A JSON-RPC error: raised in a handler, a resource or a prompt, the error response
-    (in a tool, an ``isError`` result); raised by a request the other side refuses."""
+    """A JSON-RPC error response (from a tool, an ``isError`` result); also raised by a
+    request the other side refuses."""
 
     def __init__(self, code, message, data=None):
         super().__init__(message)
@@ -346,9 +345,8 @@ class InvalidAnswer(JSONRPCError):
 
 
 class InputRequired(BaseException):
-    """Questions (``ctx.elicit()``, ``sample()``, ``list_roots()``) a 2026-07-28 client
-    has not answered yet: the call ends ``input_required``, to run again with the
-    answers. A BaseException, so that ``except Exception`` lets it through."""
+    """Questions (``ctx.elicit()``, ...) a 2026-07-28 client has not answered yet: the
+    call ends ``input_required``. A BaseException: ``except Exception`` lets it by."""
 
     def __init__(self, questions):
         super().__init__(f"waiting for the client to answer {', '.join(questions)}")
@@ -357,9 +355,8 @@ class InputRequired(BaseException):
 
 
 # --- lines -----------------------------------------------------------------
-# Over stdio a message is one line of UTF-8 JSON (Peer.read_loop reads them, Writer
-# writes them). A line over the size limit is never held whole: only its first and last
-# bytes are kept, which may still tell its id.
+# Over stdio a message is one line of UTF-8 JSON. A line over the size limit is never
+# held whole: only its first and last bytes are kept, which may still tell its id.
 
 def read_past(readline, line, max_bytes):
     """Read the rest of the over-long line ``line`` began, in pieces: a LineTooLong."""
@@ -378,8 +375,8 @@ def read_past(readline, line, max_bytes):
     return LineTooLong(size, head, tail.rstrip(b"\r\n"))
 
 
-# What the first and last bytes of an over-long line tell (the README's "Protocol
-# behaviour"). _FIRST_KEY: the first key after any "jsonrpc" and "id".
+# What the first and last bytes of an over-long line tell. _FIRST_KEY: the first key
+# after any "jsonrpc" and "id".
 _FIRST_KEY = (rb'\s*\{(?:\s*"(?:jsonrpc|id)"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,)*'
               rb'\s*"(\w+)"\s*:')
 _AN_ID = rb'(-?\d{1,18}|"[^"\\]{0,200}")'
@@ -388,8 +385,7 @@ _TRAILING_ID = rb',\s*"id"\s*:\s*' + _AN_ID + rb'\s*\}\s*$'
 
 
 class LineTooLong:
-    """A line over the size limit, skipped: its size, and its first and last bytes, so
-    that a request's id may still be found and the client not left waiting."""
+    """A line over the size limit, skipped: its size, first and last bytes."""
 
     def __init__(self, size, head, tail):
         self.size = size
@@ -415,7 +411,6 @@ class LineTooLong:
         match = re.match(_LEADING_ID, self.head) or re.search(_TRAILING_ID, self.tail)
         if match is None:
             return None
-        # _AN_ID matches only an integer or a string, but that may not be valid JSON
         try:
             return json.loads(match[1])
         except ValueError:
@@ -443,7 +438,6 @@ def decode_message(line):
         why = "JSON nested too deeply"
     except ValueError as e:
         why = e
-        # as a Windows editor may save a file
         if line.startswith(b"\xef\xbb\xbf"):
             why = ("the line starts with a byte-order mark (EF BB BF): "
                    "send UTF-8 without one")
@@ -451,9 +445,8 @@ def decode_message(line):
 
 
 def encode_message(message):
-    """One message -> compact UTF-8 bytes with no raw newline (Writer adds the line's).
-    A lone surrogate (a file name read with surrogateescape, say) goes out as JSON's
-    \\udcxx escape, never as bad UTF-8. Not JSON: ValueError or TypeError."""
+    """One message -> compact UTF-8 with no raw newline; a lone surrogate (a file name
+    read with surrogateescape) as JSON's \\udcxx escape, never as bad UTF-8."""
     return _encode(message).encode("utf-8", "backslashreplace")
 
 
@@ -483,9 +476,8 @@ def error_frame(request_id, code, message, data=None):
 # --- streams ---------------------------------------------------------------
 
 class Stream:
-    """Where the messages about one request go: the connection's Writer over stdio, the
-    Batch in a batch, the POST's HttpExchange over HTTP. ``events``: does more than the
-    response reach the client?"""
+    """Where the messages about one request go: the Writer over stdio, a Batch, the
+    POST's HttpExchange. ``events``: does more than the response reach the client?"""
 
     events = True
 
@@ -495,9 +487,8 @@ class Stream:
         raise NotImplementedError
 
     def respond(self, frame, before=None):
-        """Send the response (None: none is due). ``before()`` is called just before it
-        goes out, when nothing else can go out first (initialize's: the session's
-        notifications may follow it, never come ahead of it)."""
+        """Send the response (None: none is due), calling ``before()`` just before it
+        goes out (initialize's: no notification may come ahead of it)."""
         raise NotImplementedError
 
     def notify(self, method, params=None):
@@ -537,9 +528,8 @@ class Batch(Stream):
 
 
 class Writer(Stream):
-    """The writing end of a connection over pipes (the server's stdout, a server's
-    stdin for the Client), the stream of every request that comes in on it: each frame
-    is written whole, as one line, under the lock, so that frames never interleave."""
+    """The writing end of a pipe (stdout; a server's stdin for the Client), the stream
+    of every request on it: each frame one whole line, under the lock."""
 
     closed = False
     # The end of the grace period, once the input ended (drain)
@@ -582,8 +572,7 @@ class Writer(Stream):
 
     def close(self, timeout=None):
         """Stop writing between frames: one being written is finished first (within
-        ``timeout``, else what is left of the grace period, else 5 s), and no later one
-        starts."""
+        ``timeout``, else the rest of the grace period, else 5 s)."""
         if timeout is None:
             timeout = 5.0
             if self.deadline is not None:
@@ -603,7 +592,6 @@ def write_all(fd, frame):
             written = _writev(fd, parts)
         else:
             written = os.write(fd, parts[0])
-        # drop what went out
         while parts and written >= len(parts[0]):
             written -= len(parts.pop(0))
         if parts:
@@ -620,8 +608,7 @@ _tune_allocator = False
 
 def _keep_big_blocks_apart():
     """Pin glibc's mmap threshold at 1 MiB on the first large message: glibc raises it
-    once a large block is freed, and then each multi-MiB message grows a per-thread heap
-    that keeps the memory. Only on Linux, in a process that is the server's."""
+    once a large block is freed, and then each such message grows a heap for good."""
     global _tune_allocator
     with _first_use:
         tune = _tune_allocator
@@ -640,14 +627,12 @@ def _keep_big_blocks_apart():
 # Schemas
 # ======================================================================================
 
-# Python annotations -> JSON Schema 2020-12, and a validator for it. The costly work
-# happens once, at registration: annotations become a schema and converters, the schema
-# nested closures; a call costs one validation walk plus its conversions. Dataclass,
-# TypedDict and Enum classes go into "$defs" by name, which terminates on recursion.
+# Python annotations -> JSON Schema 2020-12, and a validator for it, all worked out at
+# registration: a call costs one validation walk plus its conversions. Classes go into
+# "$defs" by name, which terminates on recursion.
 
 class SchemaError(TypeError):
-    """Annotations or a schema that can't become a usable JSON Schema: raised when a
-    handler is registered, never while a call is served."""
+    """Annotations or a schema that can't become a usable JSON Schema."""
 
 
 def _blamed(label, make, *args, **kwargs):
@@ -677,7 +662,7 @@ _typing = _Typing()
 _JSON_TYPES = {type(None): "null", bool: "boolean", int: "integer", float: "number",
                str: "string", list: "array", dict: "object"}
 _SCALAR_TYPES = frozenset((type(None), bool, int, float, str))
-# Classes JSON carries as strings, as the official SDK does: (package, class) -> schema
+# Classes JSON carries as strings, as the official SDK does
 _AS_STRINGS = {
     ("uuid", "UUID"): {"type": "string", "format": "uuid"},
     ("decimal", "Decimal"): {"type": ["string", "number"]},
@@ -699,7 +684,7 @@ _METADATA_NAMES = {*_BOUND_KEYWORDS, *_LENGTH_KEYWORDS, "pattern", "description"
 
 # --- docstrings ------------------------------------------------------------
 
-# Sections ("Args:", "Returns:"), and those naming parameters (a dataclass's Attributes)
+# Sections ("Args:"), and those naming parameters (a dataclass's Attributes)
 _SECTION = re.compile(r"[A-Z][A-Za-z ]*:")
 _PARAM_SECTIONS = {"Args", "Arguments", "Parameters", "Params", "Keyword Args",
                    "Keyword Arguments", "Other Parameters", "Attributes"}
@@ -711,20 +696,18 @@ _SPHINX_ITEM = re.compile(
 
 
 def _ends_summary(i, line):
-    """The first paragraph ends at a blank line, a field or a section; the first line is
-    a section only if it names parameters ("Look up the weather for:" is a summary)."""
+    """The summary ends at a blank line, a field or a section ("Look up the weather
+    for:" on the first line is no section)."""
     if not line or line.startswith(":"):
         return True
     return bool(_SECTION.fullmatch(line)) and (i > 0 or line[:-1] in _PARAM_SECTIONS)
 
 
 def parse_docstring(doc):
-    """Docstring -> (first paragraph, {parameter: description}), from Google-style
-    `Args:` sections and Sphinx `:param [type] name:` fields."""
+    """Docstring -> (summary, {parameter: description}): Google or Sphinx style."""
     first, *rest = (doc or "").expandtabs().strip().splitlines() or [""]
     margin = min((len(line) - len(line.lstrip()) for line in rest if line.strip()),
                  default=0)
-    # Dedented as inspect.cleandoc does it
     lines = [first.rstrip()] + [line[margin:].rstrip() for line in rest]
     ends = (i for i, line in enumerate(lines) if _ends_summary(i, line))
     end = next(ends, len(lines))
@@ -733,9 +716,9 @@ def parse_docstring(doc):
 
 
 def _parameter_docs(lines):
-    """{parameter: description} from the dedented lines after a docstring's summary."""
+    """{parameter: description} from the lines after a docstring's summary."""
     params = {}
-    # The item more indented lines continue, and the indentation of its first line
+    # The item more indented lines continue
     current = None
     indent = 0
     section = None
@@ -758,8 +741,7 @@ def _parameter_docs(lines):
 # --- JSON values -----------------------------------------------------------
 
 def _is_json_number(v):
-    """An int or a finite float (json reads 1e400 as inf; inf - inf is nan); a subclass
-    counts, a bool does not."""
+    """An int (not a bool) or a finite float: json reads 1e400 as inf."""
     if type(v) is int:
         return True
     if isinstance(v, float):
@@ -798,23 +780,20 @@ def _preview(value):
 
 
 def _short_repr(text):
-    """A string as repr() shows it, cut to about 60 characters: names in messages."""
     return repr(text) if len(text) <= 60 else repr(text[:59]) + "…"
 
 
 def _typed_preview(value):
-    """A value as a problem names what it got: 'null', 'integer 5', 'string "x"'."""
+    """'null', 'integer 5', 'string "x"': what a problem says it got."""
     if value is None:
         return "null"
     if isinstance(value, float) and not _is_json_number(value):
         return f"{_preview(value)} (JSON has no such number)"
-
     return f"{_json_type(value)} {_preview(value)}"
 
 
 def _dump(value):
-    """Python value -> JSON value: dataclasses field by field, Enums by value, tuples
-    and sets as lists, dates as ISO strings; anything else as it is."""
+    """Python value -> JSON value (dataclasses, Enums, sets, dates, ...)."""
     if isinstance(value, enum.Enum):
         return _dump(value.value)
     if value is None or isinstance(value, (str, int, float)):
@@ -835,7 +814,7 @@ def _dump(value):
         return value.isoformat()
     if isinstance(value, os.PathLike):
         return os.fspath(value)
-    # Not imported to check a value: a value of one means its module is loaded.
+    # (a value of one means its module is loaded)
     for module, name in (("uuid", "UUID"), ("decimal", "Decimal")):
         cls = getattr(sys.modules.get(module), name, None)
         if cls is not None and isinstance(value, cls):
@@ -856,16 +835,14 @@ def _is_subclass(tp, classes):
 
 
 def _from_string(cls, schema):
-    """The converter to a class of _AS_STRINGS. A Decimal must also be finite and meet
-    the number bounds of ``schema`` (added later, from Annotated): the validator checks
-    those on numbers only, not on "19.99"."""
+    """The converter to a class of _AS_STRINGS. A Decimal must meet the number bounds
+    of ``schema`` too: the validator checks those on numbers, not on "19.99"."""
     is_date = cls.__module__ == "datetime"
     expected = (f"an ISO 8601 {schema['format']} string" if is_date
                 else f"a {cls.__name__}")
 
     def convert(v):
-        # (Python 3.10's fromisoformat does not read a "Z" suffix; Decimal raises
-        # InvalidOperation, an ArithmeticError)
+        # (3.10's fromisoformat reads no "Z"; Decimal raises an ArithmeticError)
         try:
             if is_date:
                 return cls.fromisoformat(v[:-1] + "+00:00" if v[-1:] == "Z" else v)
@@ -881,7 +858,7 @@ def _from_string(cls, schema):
                 continue
             # As written: 0.1, not 0.1000000000000000055
             bound = cls(str(schema[keyword]))
-            # (1e30000000 % 0.01 has too many digits to say)
+            # (1e30000000 % 0.01 is an ArithmeticError)
             try:
                 ok = (value % bound == 0 if keyword == "multipleOf"
                       else passes(value, bound))
@@ -895,12 +872,12 @@ def _from_string(cls, schema):
 
 
 def _integer(value):
-    """A valid JSON integer as an int (1.0 is one); cheaper than int() for an int."""
+    """A JSON integer as an int (1.0 is one)."""
     return value if type(value) is int else int(value)
 
 
 def _float(value):
-    """A JSON number as a float (2 -> 2.0, as pydantic does); too large: ValueError."""
+    """A JSON number as a float (2 -> 2.0, as pydantic does)."""
     if type(value) is float:
         return value
     try:
@@ -913,23 +890,22 @@ _NUMBER_CONVERTERS = {int: _integer, float: _float}
 
 
 class _Types:
-    """Translates annotations into schemas and converters, sharing one `defs` dict.
-    ``where`` is what a warning names ("f: parameter 'n'")."""
+    """Annotations -> schemas and converters, sharing one `defs` dict; ``where`` is
+    what a warning names ("f: parameter 'n'")."""
 
     def __init__(self, defs, where):
         self.defs = defs
         self.where = where
-        # A name in defs -> the class it stands for; a class in defs -> its converter
+        # A name in defs -> its class; a class in defs -> its converter
         self.owners = {}
         self.converters = {}
-        # (checks, arms) of the unions to convert: finish()
+        # (checks, arms) of the unions: finish()
         self.unions = []
 
     def translate(self, tp):
-        """Annotation -> (a fresh schema dict the caller may add to, a function from a
-        *validated* JSON value to what `tp` asks for, or None if the value will do)."""
-        # The usual annotation, no typing needed. Exact classes: a bool is no int, nor
-        # an IntEnum. A number is converted: 1.0 -> 1 for an int.
+        """Annotation -> (a fresh schema, a converter of a *validated* JSON value to
+        what `tp` asks for, or None if the value will do)."""
+        # The usual annotation, by exact class (a bool is no int), needs no typing
         if tp is None:
             tp = type(None)
         if isinstance(tp, type) and tp in _JSON_TYPES:
@@ -972,9 +948,8 @@ class _Types:
         return self.choices([_dump(v) for v in args]), lambda v: table[_json_key(v)]
 
     def _union(self, args):
-        """X | Y and Optional[X], converted as the first alternative that the value fits
-        and that converts it ("now" fits a str, not a datetime); finish() compiles the
-        alternatives' checks."""
+        """X | Y: converted by the first alternative that the value fits and that
+        converts it ("now" fits a str, not a datetime)."""
         arms = [self.translate(arg) for arg in args]
         schema = {"anyOf": [schema for schema, _ in arms]}
         if not any(convert for _, convert in arms):
@@ -993,14 +968,12 @@ class _Types:
                     return arm(v)
                 except (ValueError, TypeError) as e:
                     first_error = first_error or e
-            # (validated, the value fits some alternative)
             raise first_error
         return schema, convert
 
     def _tuple(self, args):
-        """tuple[X, Y]: an array of that length."""
+        """tuple[X, Y]: an array of that length (maxItems: draft-07 misreads items)."""
         arms = [self.translate(arg) for arg in args]
-        # Its length bounded by maxItems, not by "items": false, which draft-07 misreads
         schema = {"type": "array", "prefixItems": [schema for schema, _ in arms],
                   "minItems": len(args), "maxItems": len(args)}
 
@@ -1009,7 +982,7 @@ class _Types:
         return schema, convert
 
     def _array(self, origin, args):
-        """list, Sequence, set and frozenset (unique items), tuple and tuple[X, ...]."""
+        """list, Sequence, set, frozenset, tuple[X, ...]."""
         schema = {"type": "array"}
         item = None
         if args:
@@ -1023,7 +996,7 @@ class _Types:
         return schema, lambda v: origin(map(item, v))
 
     def _mapping(self, tp, args):
-        """dict[str, X] and Mapping[str, X]: an object of X values."""
+        """dict[str, X] and Mapping[str, X]."""
         if not args:
             return {"type": "object"}, None
         if args[0] not in (str, _typing.Any):
@@ -1035,7 +1008,6 @@ class _Types:
 
     def _class(self, tp):
         """A NewType, a class of _AS_STRINGS, or an Enum, TypedDict or dataclass."""
-        # typing.NewType
         if hasattr(tp, "__supertype__"):
             return self.translate(tp.__supertype__)
         # By package: Python 3.13 defines pathlib's classes in pathlib._local.
@@ -1052,9 +1024,8 @@ class _Types:
         raise SchemaError(f"the annotation {_type_name(tp)} is not supported")
 
     def metadata(self, schema, extra):
-        """Put Annotated metadata of pydantic (``Field(le=10)``) or annotated_types
-        (``Ge(0)``) into ``schema``, read by attribute name, never imported. What can't
-        become a keyword is warned about, not dropped silently."""
+        """Annotated metadata of pydantic (``Field(le=10)``) or annotated_types
+        (``Ge(0)``) into ``schema``, read by attribute name; the rest warned about."""
         # (pydantic's conint(ge=0) leaves None placeholders)
         if extra is None:
             return
@@ -1073,7 +1044,7 @@ class _Types:
                 self.keyword(schema, name, value)
 
     def keyword(self, schema, name, value):
-        """One constraint or annotation (``le``, ``min_length``, ...) -> keyword."""
+        """``le``, ``min_length``, ... -> a keyword."""
         kinds = _types_of(schema, {"$defs": self.defs}) or []
         if name in _BOUND_KEYWORDS:
             if (not _is_json_number(value) or (name == "multiple_of" and value <= 0)
@@ -1100,7 +1071,7 @@ class _Types:
         # else strict and allow_inf_nan: JSON arguments are checked strictly, are finite
 
     def field_info(self, schema, info, is_default=False):
-        """pydantic's FieldInfo; ``is_default``: it is the parameter's default."""
+        """pydantic's FieldInfo, maybe the parameter's default (``is_default``)."""
         for name in ("description", "title", "examples"):
             if getattr(info, name, None) is not None:
                 self.keyword(schema, name, getattr(info, name))
@@ -1122,7 +1093,6 @@ class _Types:
                             "arguments are named as the parameters are")
 
     def unused(self, what, why):
-        """Warn that metadata `what` is neither in the schema nor checked, and why."""
         import warnings
         # The warning points at the caller's line, outside this file.
         frame = sys._getframe(1)
@@ -1134,7 +1104,7 @@ class _Types:
                       stacklevel=level)
 
     def choices(self, values):
-        """Schema for a fixed set of JSON scalars (Literal, Enum), typed for clients."""
+        """Schema for a fixed set of JSON scalars (Literal, Enum)."""
         kinds = list(dict.fromkeys(map(_json_type, values)))
         if not set(kinds) <= {"null", "boolean", "integer", "number", "string"}:
             raise SchemaError(f"the values {values!r} are not all JSON strings, "
@@ -1169,7 +1139,7 @@ class _Types:
         return fields
 
     def _named(self, cls):
-        """A $ref to `cls` and its converter; its schema goes into defs once."""
+        """A $ref to `cls`, and its converter."""
         name = cls.__name__
         if self.owners.setdefault(name, cls) is not cls:
             raise SchemaError(f"two classes are named {name!r}: "
@@ -1179,7 +1149,6 @@ class _Types:
         return {"$ref": f"#/$defs/{name}"}, self.converters.get(cls)
 
     def _define(self, cls, name):
-        """Put the schema and converter of an Enum, TypedDict or dataclass in place."""
         doc = cls.__dict__.get("__doc__") or ""
         # Not one dataclass ("Point(x: int)") or Enum made up
         if doc.startswith(name + "(") or doc == "An enumeration.":
@@ -1188,7 +1157,6 @@ class _Types:
         # The entry goes in first, so that a class containing itself terminates.
         self.defs[name] = schema = {"description": description} if description else {}
         if issubclass(cls, enum.Enum):
-            # Colour("red") is Colour.RED
             self.converters[cls] = cls
             schema.update(self.choices([_dump(member.value) for member in cls]))
             return
@@ -1206,7 +1174,7 @@ class _Types:
 
     def object(self, fields, docs, where, converters):
         """Object schema for [(name, annotation, required, default, ...)], filling
-        `converters`; where(name) names a field in errors and warnings."""
+        `converters`; where(name) names a field."""
         props = {}
         outer = self.where
         for name, hint, _, default, *_ in fields:
@@ -1240,7 +1208,7 @@ class _Types:
 
 
 def _is_field_info(value):
-    """Is it pydantic's FieldInfo (what ``Field(...)`` returns)? By its attributes."""
+    """Is it pydantic's FieldInfo (what ``Field(...)`` returns)?"""
     return (hasattr(value, "json_schema_extra")
             and isinstance(getattr(value, "metadata", None), list))
 
@@ -1257,8 +1225,7 @@ def _pydantic_default(info):
 
 
 def type_schema(tp, defs=None, *, where="a type"):
-    """Python type hint -> JSON Schema. Classes go into `defs`, referenced with $ref;
-    without `defs` the result is a whole schema. A warning names `where`."""
+    """Python type hint -> JSON Schema; classes go into `defs` (if given) by $ref."""
     translator = _Types({} if defs is None else defs, where)
     schema, _ = translator.translate(tp)
     if defs is not None:
@@ -1292,10 +1259,9 @@ def _is_content(tp, content_types):
 # --- the handler signature -------------------------------------------------
 
 def _parameters(fn):
-    """A callable's .params [(name, kind, default, annotation)], .returns (annotation)
-    and .globals (where string annotations resolve); kind: "/", "*", "**" or "" (named);
-    _NOTHING: none. A plain function is read from its code object (inspect is slow to
-    import). Python 3.14 reads annotations lazily: NameError for a class not defined."""
+    """A callable's .params [(name, kind "/", "*", "**" or "", default, annotation)],
+    .returns and .globals. A plain function is read from its code object (inspect is
+    slow to import). Python 3.14 reads annotations lazily: NameError if undefined."""
     if type(fn) is types.FunctionType and not hasattr(fn, "__wrapped__"):
         try:
             return _code_parameters(fn)
@@ -1314,7 +1280,7 @@ def _parameters(fn):
 
 
 def _code_parameters(fn):
-    """_parameters() of a plain function, from its code object (see the data model)."""
+    """_parameters() of a plain function, from its code object."""
     code, hints = fn.__code__, fn.__annotations__
     names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
     positional = names[:code.co_argcount]
@@ -1332,9 +1298,8 @@ def _code_parameters(fn):
 
 
 class Signature:
-    """What mcp_min needs to know about a handler, worked out once when it is
-    registered (see docs/reference.md). A `context_type` parameter is left out of the
-    schema; a return annotation naming `content_types` gets no output schema."""
+    """What mcp_min needs to know about a handler, worked out at registration (see
+    docs/reference.md)."""
 
     def __init__(self, fn, *, context_type=None, description=None,
                  param_descriptions=None, input_schema=None, output_schema=None,
@@ -1351,8 +1316,7 @@ class Signature:
         self._globals = found.globals
         doc, docs = parse_docstring(getattr(fn, "__doc__", None))
         self.description = doc if description is None else description
-        # A parameter -> what makes its default (pydantic's Field), its converter (or
-        # None); the converter of what **kwargs takes
+        # A parameter -> what makes its default (pydantic's Field), its converter
         self._defaults = {}
         self._converters = {}
         self._rest_converter = None
@@ -1376,9 +1340,8 @@ class Signature:
                 found.returns, content_types)
 
     def _parameter_fields(self, parameters, context_type, resolve):
-        """([(name, annotation, required, default, pydantic FieldInfo or None)] of the
-        parameters JSON arguments fill, the annotation of **kwargs or _NOTHING); finds
-        the context parameter. `resolve`: evaluate string annotations."""
+        """([(name, annotation, required, default, FieldInfo or None)], the annotation
+        of **kwargs or _NOTHING); finds the context parameter."""
         fields = []
         rest = _NOTHING
         for name, kind, default, annotation in parameters:
@@ -1410,7 +1373,7 @@ class Signature:
         return fields, rest
 
     def _input_schema_of(self, fields, rest, docs, translator):
-        """The input schema of `fields`, filling ._converters and ._rest_converter."""
+        """The input schema of `fields`; fills ._converters, ._rest_converter."""
         where = self._where
         schema = translator.object(fields, docs,
                                    lambda name: f"{where}: parameter {name!r}",
@@ -1445,8 +1408,7 @@ class Signature:
                         if {"object", "array"} & set(kinds)]
 
     def _output_schema_of(self, returns, content_types):
-        """(the output schema of a return annotation or None, whether a return value is
-        wrapped as {"result": value}: MCP wants an object)."""
+        """(output schema or None, whether a value is wrapped as {"result": value})."""
         ret = self._resolve(returns, "the return value")
         # A str is text content already: wrapping it would double every payload.
         if (ret in (_NOTHING, None, type(None), str)
@@ -1468,7 +1430,6 @@ class Signature:
             holder = types.SimpleNamespace(__annotations__={"_": annotation})
             hints = _typing.get_type_hints(holder, self._globals, include_extras=True)
             return hints["_"]
-        # (NameError for a missing name, SyntaxError, ...)
         except Exception as e:
             raise SchemaError(f"{self._where}: cannot resolve the annotation "
                               f"{annotation!r} of {label}: {e}") from None
@@ -1505,7 +1466,6 @@ class Signature:
             if convert is None or _NUMBER_CONVERTERS.get(type(value)) is convert:
                 kwargs[name] = value
                 continue
-            # (a date that isn't one, a __post_init__ that says no: ValueError)
             try:
                 kwargs[name] = convert(value)
             except (ValueError, TypeError) as e:
@@ -1523,8 +1483,7 @@ class Signature:
 
 
 # --- the validator ---------------------------------------------------------
-# A schema is compiled once into nested closures check(value, path, problems);
-# validating is calling them. A problem reads "path: what, got what".
+# A schema compiles into nested closures check(value, path, problems).
 
 def _is_multiple(value, factor):
     if type(value) is int and type(factor) is int:
@@ -1537,8 +1496,7 @@ def _is_multiple(value, factor):
         return False
 
 
-# keyword, the JSON type it bounds (a number, else its length), passes, message.
-# The length of a string counts code points.
+# keyword, the JSON type it bounds (a number, else its length), passes, message
 _BOUNDS = [
     ("minimum", "number", operator.ge, "must be >= {}"),
     ("maximum", "number", operator.le, "must be <= {}"),
@@ -1555,8 +1513,8 @@ _NUMBER_BOUNDS = _BOUNDS[:5]
 
 
 def _at_path(path, text):
-    """"where: text", or "Text" at the root. A path is built as nested (parent, key)
-    pairs and spelled out only for a problem: ((("", "a"), 2), "b") -> "a[2].b"."""
+    """"where: text", or "Text" at the root; a path is nested (parent, key) pairs:
+    ((("", "a"), 2), "b") -> "a[2].b"."""
     keys = []
     while path:
         path, key = path
@@ -1575,7 +1533,7 @@ def _either(names):
 
 
 def _problems(check, value, path=""):
-    """The problems ``check`` (None: no check) finds in ``value`` at ``path``."""
+    """The problems ``check`` (None: no check) finds in ``value``."""
     problems = []
     if check:
         check(value, path, problems)
@@ -1583,7 +1541,7 @@ def _problems(check, value, path=""):
 
 
 def _rule(passes, arg, text, applies=lambda v: True, measure=None):
-    """A check that passes(measure(value), arg) holds, for the values it applies to."""
+    """A check that passes(measure(value), arg), for the values it applies to."""
     def rule(v, path, out):
         if applies(v):
             got = measure(v) if measure else v
@@ -1604,16 +1562,14 @@ def _all_of(checks):
 
 
 class _Budget(threading.local):
-    """What checking a request's arguments on this thread may still take, in steps
-    (properties, items, the keys of a problem's path): in ``cell``, the steps left
-    before its next look (at them and at the request), those after, the request. None
-    under way: no limit. A look comes every 20,000 steps, a few milliseconds."""
+    """The steps (properties, items, path keys) checking a request's arguments on this
+    thread may still take: ``cell`` holds those left before the next look (every
+    20,000 steps, a few ms), those after, and the request."""
 
     cell = [float("inf")]
     look_every = 20_000
 
     def check(self, check, value, problems, ctx):
-        """``check(value, "", problems)`` on the budget of ``ctx``'s server."""
         # Spent at once: a look first
         self.cell = [0, ctx.server.max_validation_steps, ctx]
         try:
@@ -1666,7 +1622,7 @@ def _resolve_ref(root, ref):
 
 
 def _types_of(schema, root, seen=()):
-    """The JSON types `schema` admits (through $ref, anyOf, oneOf), or None: unsaid."""
+    """The JSON types `schema` admits (through $ref, anyOf, oneOf), or None: any."""
     schema = schema if isinstance(schema, dict) else {}
     if "type" in schema:
         kind = schema["type"]
@@ -1700,8 +1656,7 @@ class _Compiler:
         self.check = self.compile(root)
 
     def validate(self, value, check=_NOTHING, path=""):
-        """The problems of ``value`` (at ``path``) against the schema, or ``check``,
-        each once."""
+        """The problems of ``value`` against the schema (or ``check``), each once."""
         if check is _NOTHING:
             check = self.check
         return list(dict.fromkeys(_problems(check, value, path)))
@@ -1721,7 +1676,7 @@ class _Compiler:
         return self._typed(schema, rest) if "type" in schema else rest
 
     def _keyword_checks(self, schema):
-        """The checks (or None) of every keyword but `type`, in the order reported."""
+        """The checks (or None) of every keyword but `type`."""
         checks = [self.ref(schema["$ref"])] if "$ref" in schema else []
         # These may check a value more than once: a request's budget applies (_Budget)
         self.branches |= any(k in schema for k in ("allOf", "anyOf", "oneOf", "not"))
@@ -1755,7 +1710,6 @@ class _Compiler:
         return checks
 
     def _bounds(self, schema):
-        """The checks of minimum, maxLength, multipleOf and the like."""
         checks = []
         for keyword, kind, passes, text in _BOUNDS:
             if keyword not in schema:
@@ -1801,9 +1755,8 @@ class _Compiler:
                     path, f"expected {expected}, got {_typed_preview(v)}"))
             elif rest:
                 rest(v, path, out)
-        # A type is all it checks: values of these types pass it untested.
+        # For _object: the types that pass untested; the checks past the type
         check.passes = () if rest else sure
-        # What it checks of a value known to be of the type
         check.rest = rest
         return check
 
@@ -1860,10 +1813,9 @@ class _Compiler:
         return array
 
     def _alternatives(self, schemas, exactly_one):
-        """anyOf, or oneOf when `exactly_one`. When none matches, the problems of the
-        alternative for this kind of value, else the kinds expected. An alternative is
-        checked in full only once its quick keywords pass (_quick): a tree of Unions
-        told apart by a `kind` costs one check a node, not two per level."""
+        """anyOf, or oneOf (`exactly_one`); none matching: the problems of the one
+        for this kind of value. One is checked in full only once its quick keywords
+        pass (_quick): a tree of Unions costs one check a node, not two per level."""
         arms = [(self.compile(sub), self.compile(self._quick(sub)),
                  _types_of(sub, self.root)) for sub in schemas]
         every_kind = dict.fromkeys(k for *_, kinds in arms for k in kinds or ())
@@ -1898,9 +1850,8 @@ class _Compiler:
         return alternatives
 
     def _quick(self, schema, deep=True, seen=()):
-        """`schema`'s type, const, enum and required (with `deep`, those of its
-        properties too), through $ref: a schema that never descends, and refuses
-        nothing `schema` accepts."""
+        """`schema`'s type, const, enum and required (`deep`: its properties' too),
+        through $ref: a cheap schema refusing nothing `schema` accepts."""
         schema = schema if isinstance(schema, dict) else {}
         quick = {k: schema[k] for k in ("type", "const", "enum", "required")
                  if k in schema}
@@ -1933,9 +1884,8 @@ def compile_schema(schema):
 # Content
 # ======================================================================================
 
-# Tools and prompts return content blocks: {"type": "text", "text": ...} and friends,
-# built as Content, a dict subclass, so that a tool result can tell a block to pass
-# through from a dict to return as structured data.
+# Content blocks are Content, a dict subclass, so that a tool result tells a block
+# from a dict to return as structured data.
 
 class Content(dict):
     """A content block: text, image, audio, resource_link or resource (embedded)."""
@@ -1949,7 +1899,6 @@ def _block(annotations, meta, **fields):
 
 def text(value, *, annotations=None, meta=None):
     """A text block."""
-    # The usual case, kept quick
     if annotations is None and meta is None:
         return Content(type="text", text=str(value))
     return _block(annotations, meta, type="text", text=str(value))
@@ -1977,7 +1926,6 @@ def _media(kind, data, path, mime_type):
             data = f.read()
     if isinstance(data, str):
         encoded = data
-        # only its first bytes, for _sniff() to tell the type by
         raw = b64decode(data[:64]) if mime_type is None else b""
     else:
         raw = bytes(data)
@@ -2030,8 +1978,8 @@ def _guess_type(uri):
 
 
 def to_json(value, root="result"):
-    """JSON text for humans and models (non-ASCII kept; dataclasses, enums, sets
-    welcome). What JSON can't carry raises TypeError (ValueError: NaN), saying where."""
+    """JSON text for humans and models; what JSON can't carry raises TypeError (NaN:
+    ValueError), saying where."""
     value = _dump(value)
     try:
         return _encode_text(value)
@@ -2080,8 +2028,7 @@ def _contents(uri, value, mime_type=None):
 
 
 def _content_block(value, what):
-    """``value`` as one content block: a str becomes a text block; anything but a block
-    (a dict with a "type") is a TypeError saying what it was."""
+    """``value`` as one content block (a str: a text block), else TypeError."""
     if isinstance(value, str):
         return text(value)
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
@@ -4034,25 +3981,22 @@ def _forwarded_record(*args, **kwargs):
 # The eras: the method table, and what a 2026-07-28 request carries
 # ======================================================================================
 
-# In the handshake era (protocols 2024-11-05 to 2025-11-25) a client opens a session
-# with initialize, and the server remembers what it said. In the stateless era
-# (2026-07-28) every request carries its "envelope" in params._meta: the protocol
-# version and the client's capabilities. A handler that needs the client's input
-# answers "input_required" with the questions and a requestState; the client sends the
-# request again with the answers and that state, and the handler runs again from the
-# top. requestState carries the earlier rounds' answers: it is signed, so that the
-# client can neither alter it nor move it to another call.
+# In the handshake era (2024-11-05 to 2025-11-25) a client opens a session with
+# initialize. In the stateless era (2026-07-28) every request carries its "envelope" in
+# params._meta: the protocol version and the client's capabilities. A handler that needs
+# the client's input answers "input_required" with the questions and a requestState;
+# the client sends the request again with the answers and that state (signed: the
+# client can neither alter it nor move it to another call), and the handler runs again.
 
 HANDSHAKE = "handshake"
 STATELESS = "stateless"
 
 
 class Method:
-    """A row of METHODS: ``params`` (name -> the JSON types its value may have, "?"
-    after an optional name; for ``explain``), its ``era`` (None: both), the server
-    capability it ``needs``; whether it may come ``before_initialize``, runs user code
-    (``threaded``: on the pool, never on the thread that reads), has a result a client
-    may cache (``cacheable``), and whether its handler may ask the client (``asks``)."""
+    """A row of METHODS: ``params`` (name -> its JSON types, "?" after an optional
+    name; for ``explain``), its ``era`` (None: both), the server capability it
+    ``needs``; whether it may come ``before_initialize``, runs user code (``threaded``:
+    on the pool), has a result a client may cache, and may ask the client (``asks``)."""
     __slots__ = ("params", "era", "needs", "before_initialize", "threaded",
                  "cacheable", "asks")
 
@@ -4137,9 +4081,8 @@ NO_RESPONSE = object()
 
 
 class Envelope:
-    """What a 2026-07-28 request says about its client in ``params._meta`` (the
-    handshake era learns it from initialize): -32602 for a malformed _meta, -32022 for
-    a version this server does not serve."""
+    """What a 2026-07-28 request says about its client in ``params._meta``: -32602 for
+    a malformed _meta, -32022 for a version this server does not serve."""
     __slots__ = ("meta", "version", "client_capabilities", "client_info",
                  "log_level")
 
@@ -4177,8 +4120,7 @@ class Envelope:
 
 
 def is_stateless(method, meta):
-    """Whether a request is of the stateless era (initialize never is): it carries an
-    envelope key in params._meta, or its method exists only in that era."""
+    """Is a request of the stateless era? An envelope key says so, or its method."""
     if method == "initialize":
         return False
     if METHODS.get(method, CUSTOM_METHOD).era == STATELESS:
@@ -4188,7 +4130,7 @@ def is_stateless(method, meta):
 
 
 def _digest(value):
-    """A short, stable fingerprint of a JSON value (its canonical encoding, hashed)."""
+    """A short, stable fingerprint of a JSON value."""
     import hashlib
     canonical = json.dumps(value, sort_keys=True, separators=(",", ":"),
                            ensure_ascii=False)
@@ -4200,16 +4142,14 @@ def _b64url(data):
 
 
 class RequestStateSigner:
-    """Seals and opens requestState: JSON, base64url, and an HMAC-SHA256 over it (the
-    settings: docs/reference.md). One over ``max_bytes`` is not opened: the client may
-    send anything in its place, which the signature check would copy and hash whole."""
+    """Seals and opens requestState: JSON, base64url, and an HMAC-SHA256 over it. One
+    over ``max_bytes`` is not even hashed."""
 
     def __init__(self, key, ttl, max_bytes):
         if key is None:
             key = os.environ.get("MCP_MIN_STATE_KEY")
         if isinstance(key, str):
             key = key.encode("utf-8")
-        # a key of this process alone, unless one is given
         self.shared = bool(key)
         self.key = key or os.urandom(32)
         self.ttl = ttl
@@ -4224,7 +4164,7 @@ class RequestStateSigner:
     def seal(self, payload):
         body = _b64url(encode_message(dict(payload, exp=int(time.time() + self.ttl))))
         token = f"v1.{body}.{self.signature(body)}"
-        # its retry would be refused: say so now
+        # (its retry would be refused)
         if len(token) > self.max_bytes:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: the requestState "
                                f"carrying the answers so far would be {len(token)} "
@@ -4235,7 +4175,6 @@ class RequestStateSigner:
     def open(self, token):
         """The payload of a state this server sealed, or -32602 saying why not."""
         import hmac
-        # nothing this server issues: not worth a hash
         if len(token) > self.max_bytes:
             raise _invalid_state(f"it is {len(token)} characters long, over the limit "
                                  f"of {self.max_bytes} (Server(max_state_bytes=...))")
@@ -4263,18 +4202,16 @@ def _invalid_state(why):
                         {"reason": "invalid_request_state"})
 
 
-# The questions a server asks a client (in 2026-07-28, the only requests it sends): the
-# client capability each needs, and what its answer must hold (a field, of a type). The
-# answer to another request may be any object.
+# The questions a server asks a client: the client capability each needs, and what its
+# answer must hold (a field, of a type).
 _QUESTIONS = {"elicitation/create": ("elicitation", "action", str),
               "sampling/createMessage": ("sampling", "content", (dict, list)),
               "roots/list": ("roots", "roots", list)}
 
 
 def _check_answer(key, method, answer):
-    """An answer must be the result the question's method returns: the
-    inputResponses entry ``key`` (2026-07-28), or with ``key`` None the client's
-    response (the handshake era)."""
+    """An answer must be a result of the question's method: inputResponses[key]
+    (2026-07-28), or (``key`` None) the client's response."""
     _, field, kind = _QUESTIONS.get(method, (None, None, None))
     answered = ("The client's answer" if key is None
                 else f"Invalid params: inputResponses.{key}")
@@ -4296,17 +4233,16 @@ def _check_answer(key, method, answer):
 # ======================================================================================
 
 class WorkerPool:
-    """The threads handler calls run on: at most ``max_workers``, each started when a
-    call finds none idle, and at most ``max_queue`` calls waiting. Past that ``submit``
-    refuses at once: the thread reading requests never waits for the pool."""
+    """At most ``max_workers`` threads, each started when a call finds none idle, and
+    ``max_queue`` calls waiting; past that ``submit`` refuses at once: the thread
+    reading requests never waits for the pool."""
 
     def __init__(self, max_workers, max_queue):
         self.max_workers = max_workers
         self.limit = max_workers + max_queue
         self.jobs = SimpleQueue()
         self.lock = threading.Lock()
-        # Threads started, and calls queued or running. No more calls than threads:
-        # each call has a thread of its own, idle or about to be.
+        # Threads started; calls queued or running
         self.threads = 0
         self.outstanding = 0
 
@@ -4354,10 +4290,9 @@ _threads_lock = threading.Lock()
 
 
 def _start_thread(fn, *args):
-    """Run ``fn(*args)`` on a new thread (RuntimeError if none can be started). Not
-    threading.Thread, whose start() waits for the thread to run and which exit waits
-    for. Exit waits a moment for one still starting: Python 3.10+ frees such a thread's
-    state as it finalizes, and the thread then crashes the process as it begins."""
+    """Run ``fn(*args)`` on a new thread (not threading.Thread, whose start() waits for
+    it to run, and exit for it to end). Exit waits a moment for one still starting:
+    Python frees its state as it finalizes, and it would crash the process."""
     global _threads_starting, _waits_for_threads
     with _threads_lock:
         _threads_starting += 1
@@ -4414,9 +4349,9 @@ class _Pending:
 
 
 class Peer:
-    """One end of a JSON-RPC connection, that Session and Client build on: read_loop
-    hands each message to a hook by its kind (dispatch); request sends a request and
-    waits for its response. ``stream`` takes what belongs to no request."""
+    """One end of a JSON-RPC connection, for Session and Client: dispatch hands each
+    message to a hook by its kind; request sends a request and waits for its response.
+    ``stream`` takes what belongs to no request."""
 
     # trace: a callable("in" or "out", raw bytes) that sees each frame; closed: the
     # connection is gone; input_ended: no response can arrive any more
@@ -4433,8 +4368,7 @@ class Peer:
     # -- reading -----------------------------------------------------------------------
     def read_loop(self, rfile, max_line_bytes):
         """Act on each line until the input ends or the connection closes. A line ends
-        at b"\\n" only (JSON strings may hold U+2028 and friends raw); a blank one is
-        skipped; one over ``max_line_bytes`` is never held whole (read_past)."""
+        at b"\\n" only (JSON strings may hold U+2028 raw)."""
         self.max_line_bytes = max_line_bytes
         readline = rfile.readline
         # room for the longest line and its CR LF
@@ -4482,7 +4416,6 @@ class Peer:
         """Hook: act on a notification (never answered)."""
 
     def handle_response(self, message):
-        # a valid id or None: classify saw to it
         rid = message.get("id")
         error = None
         if "error" in message:
@@ -4514,8 +4447,8 @@ class Peer:
                 self.dispatch(item, batch)
 
     def handle_invalid(self, error, stream):
-        """A message classify refused with ``error``: a request gets it as its response;
-        an invalid notification or response is logged, never answered."""
+        """A message classify refused: a request gets ``error`` as its response; a
+        notification or response is logged, never answered."""
         kind = error.data.get("kind")
         rid = error.data.get("id")
         # No method, and the id of a request of ours: a botched response (no result).
@@ -4546,8 +4479,8 @@ class Peer:
             self.fail_response(rid, INVALID_REQUEST, text)
 
     def fail_response(self, rid, code, text):
-        """A response we could not read fails its request. ``rid`` is a valid id or
-        None: True would find the request of id 1."""
+        """A response we could not read fails its request (``rid``: a valid id or
+        None; True would find id 1)."""
         self._settle(rid, error=JSONRPCError(code, text))
 
     # -- sending -----------------------------------------------------------------------
@@ -4562,16 +4495,15 @@ class Peer:
         return self.stream is not None and self.stream.notify(method, params)
 
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):
-        """Send a request and wait for its result. Raises JSONRPCError (an error
-        response), TimeoutError, Cancelled (``owner`` was cancelled) or ConnectionError.
-        ``owner``: the Context asking, whose stream the request travels in."""
+        """Send a request and wait for its result, or raise JSONRPCError, TimeoutError,
+        Cancelled or ConnectionError. ``owner``: the Context asking (its stream)."""
         rid = request_id
         if rid is None:
             rid = self.next_id()
         message = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             message["params"] = params
-        # Encoded before it is registered: it may raise TypeError
+        # (before it is registered: it may raise TypeError)
         frame = encode_message(message)
         slot = self.pending[rid] = _Pending(owner)
         stream = self.stream
@@ -4621,9 +4553,8 @@ class Peer:
 
 
 def classify(message):
-    """Return "request", "notification" or "response", or raise
-    JSONRPCError(INVALID_REQUEST) saying what is wrong, with ``data`` holding the id if
-    it is readable, and "kind": what the message meant to be, if clear."""
+    """"request", "notification" or "response"; else -32600 saying what is wrong,
+    ``data`` holding the "id" if readable, and the "kind" if clear."""
     if not isinstance(message, dict):
         raise JSONRPCError(INVALID_REQUEST,
                            "Invalid Request: a message must be a JSON object", {})
@@ -4676,9 +4607,7 @@ class Session(Peer):
         response         the handler run, its result (or error) as its era has it
     """
 
-    # Set by initialize and later requests: the negotiated version; whether
-    # notifications/initialized came; the logging/setLevel level; the cached
-    # roots/list result, and which list_changed it follows.
+    # Set by initialize and later requests; roots: the cached roots/list result
     version = None
     initialized = False
     log_level = "info"
@@ -4686,8 +4615,7 @@ class Session(Peer):
     roots_generation = 0
     # Why it can send no request to the client, if so
     no_requests = None
-    # claim(ctx), if set: why a call that runs user code may not start, or None (over
-    # HTTP with auth, a call counts against its principal's share: HttpEndpoint.claim)
+    # claim(ctx), if set: why a call may not start, or None (HttpEndpoint.claim)
     claim = None
 
     def __init__(self, server, stream=None, principal=None):
@@ -4708,8 +4636,7 @@ class Session(Peer):
         self.lock = threading.Lock()
 
     def response(self, ctx):
-        """Run the handler: its response, encoded (None for none); an error it raises
-        is the error response."""
+        """Run the handler: its response, encoded (None for none)."""
         rid = ctx.request_id
         try:
             # cancelled while it waited for a thread
@@ -4766,9 +4693,7 @@ class Session(Peer):
 
     def admit(self, message, stream, stateless=None):
         """The Context of a request, registered as running, if its era and METHODS
-        allow it; else JSONRPCError saying why not, checked in the order the spec's
-        errors imply (the envelope, the version, the method). Unknown methods are
-        answered -32601 before initialize too: clients probe."""
+        allow it; else JSONRPCError saying why not, in the order the spec implies."""
         rid, method = message["id"], message["method"]
         params = message.get("params") or {}
         if method.startswith("notifications/"):
@@ -4821,9 +4746,8 @@ class Session(Peer):
         return ctx
 
     def handle_request(self, message, stream, stateless=None):
-        """A request: admitted (or answered with the error that says why not), then run
-        at once, or on the pool if its method runs user code (METHODS' ``threaded``).
-        ``stateless``: the era, if the transport decided it (HTTP, by its headers)."""
+        """A request: admitted (or refused), then run at once, or on the pool if its
+        method is ``threaded``. ``stateless``: the era, if HTTP's headers said it."""
         rid = message["id"]
         try:
             ctx = self.admit(message, stream, stateless)
@@ -4871,9 +4795,8 @@ class Session(Peer):
             _log_failure(f"the {method} handler", e)
 
     def cancel(self, request_id, reason=None, stopping=False):
-        """Cancel a running request, or close the listen it opened; unknown, finished
-        and initialize ids are ignored. ``stopping``: the server cancels it as it shuts
-        down (and the client still gets its response)."""
+        """Cancel a running request, or close its listen. ``stopping``: the server
+        shuts down (the client still gets a response)."""
         if not valid_id(request_id):
             return
         with self.lock:
@@ -4884,8 +4807,10 @@ class Session(Peer):
                 return
             ctx.cancelled = True
             ctx.stopped = stopping
-        self.cancel_pending(ctx, f"request {request_id!r} was cancelled by the client")
-        # an async handler's: cancel its coroutine
+        why = f"request {request_id!r} was cancelled by the client"
+        if stopping:
+            why = reason
+        self.cancel_pending(ctx, why)
         on_cancel = ctx._on_cancel
         if on_cancel is not None:
             on_cancel()
@@ -4905,9 +4830,7 @@ class Session(Peer):
 
     # -- 2026-07-28 subscriptions: one table entry per open listen, no thread held -----
     def listen(self, request_id, honoured):
-        # Registered and acknowledged under the lock publish() takes for each change:
-        # the acknowledgement comes first, and no change is missed after it. (The id is
-        # free: admit() refuses a request whose id an open listen holds.)
+        # Acknowledged under the lock publish() takes: no change is missed after it
         honoured = _Honoured(honoured)
         with self.lock:
             self.listens[request_id] = honoured
@@ -4916,8 +4839,8 @@ class Session(Peer):
                          "notifications": honoured})
 
     def end_listens(self):
-        """Shutting down: the responses that end the open listens gracefully, which tell
-        a client to listen again (elsewhere) rather than that it lost the stream."""
+        """Shutting down: the responses that end the open listens gracefully (a client
+        listens again elsewhere)."""
         with self.lock:
             ended = list(self.listens)
             self.listens = {}
@@ -4927,8 +4850,8 @@ class Session(Peer):
             for rid in ended]
 
     def publish(self, method, wanted, params=None):
-        """Send a notification, tagged with the listen's id, on every open listen for
-        which ``wanted(filter)`` holds; under the lock: none follows a cancellation."""
+        """Send a notification on every open listen ``wanted`` accepts, tagged with its
+        id; under the lock: none follows a cancellation."""
         for request_id, honoured in list(self.listens.items()):
             if not wanted(honoured):
                 continue
@@ -4940,15 +4863,12 @@ class Session(Peer):
 # stdio: a loop reading lines, a pool running calls, a lock around the writer
 # ======================================================================================
 
-# Server.run() serves the process's stdin and stdout: serve_connection makes a Session
-# whose stream is a Writer; serve_lines reads lines on a thread of its own and hands
-# each message to the session (Peer.read_loop, Peer.dispatch), whose calls run on the
-# pool; every frame goes out through the Writer, whole, under its lock.
+# Server.run() serves stdin and stdout: a Session whose stream is a Writer; serve_lines
+# reads lines on a thread of its own and hands each message to the session.
 #
 # One stray byte on stdout (a print(), a C library's warning, a child process's output)
-# corrupts the stream, and a child process that reads stdin could swallow protocol
-# bytes. So the protocol gets private duplicates of fds 0 and 1, while fd 1 (and
-# sys.stdout) go to stderr and fd 0 reads /dev/null.
+# corrupts the stream, and a child that reads stdin could swallow protocol bytes. So the
+# protocol gets private copies of fds 0 and 1; fd 1 goes to stderr, fd 0 to /dev/null.
 
 def claim_stdio():
     """Take stdin and stdout for the protocol; return private (read_fd, write_fd)."""
@@ -4980,8 +4900,7 @@ def claim_stdio():
 
 def serve_lines(session, rfile):
     """Serve a stdio connection until its input ends, then ``drain`` it. A thread reads
-    (Peer.read_loop) while this one waits: a stop signal, which Python delivers to the
-    main thread, then interrupts a wait, never a request."""
+    while this one waits: a stop signal (to the main thread) interrupts a wait."""
     ended = threading.Event()
     failed = []
 
@@ -5000,8 +4919,7 @@ def serve_lines(session, rfile):
             raise failed[0]
     finally:
         if not ended.is_set():
-            # A stop signal: as at the end of input, no request is read after it (but
-            # the one being read), and the open listens end.
+            # A stop signal: no request is read after it, and the open listens end
             session.closed = True
             for frame in session.end_listens():
                 session.send_frame(frame)
@@ -5009,9 +4927,8 @@ def serve_lines(session, rfile):
 
 
 def drain(session):
-    """End of input: fail the server's own requests; give the calls in flight
-    ``grace_period`` seconds (a stop signal ends it), then cancel those left and give
-    them ``cancel_timeout`` more: none should run on, untold, as the lifespan closes."""
+    """End of input: give the calls in flight ``grace_period`` seconds (a stop signal
+    ends it), then cancel those left and give them ``cancel_timeout`` more."""
     session.fail_pending(ConnectionError("the client closed the connection"))
     server = session.server
     writer = session.stream
@@ -5036,8 +4953,8 @@ def drain(session):
 
 
 def _wait_for_calls(seconds, signals, waiting):
-    """Wait while ``waiting()`` holds, for ``seconds`` at most, or until a stop signal
-    comes (to the _StopSignals ``signals``); returns the deadline."""
+    """Wait while ``waiting()``, ``seconds`` at most, or until a stop signal; returns
+    the deadline."""
     deadline = time.monotonic() + seconds
     count = signals.count
     while waiting() and time.monotonic() < deadline and signals.count == count:
@@ -5046,8 +4963,7 @@ def _wait_for_calls(seconds, signals, waiting):
 
 
 def _stdout_gone(session):
-    """Writing failed: the client is gone, and reading stops. If run() serves the
-    connection, its reader may be blocked in a read: a signal ends the wait for it."""
+    """Writing failed: the client is gone; a signal ends run()'s wait for the reader."""
     session.closed = True
     if (_StopSignals.of(session.stream.write_fd).saved
             and session in session.server.sessions
@@ -5058,8 +4974,8 @@ def _stdout_gone(session):
 # --- tracing ---------------------------------------------------------------
 
 def describe_frame(message, responds_to=None):
-    """A short label for a message: 'request 3 tools/call', 'error 3 -32601', 'batch of
-    N'...; ``responds_to``: the method a response responds to, if known."""
+    """A short label: 'request 3 tools/call', 'error 3 -32601'; ``responds_to``: the
+    method a response responds to, if known."""
     if isinstance(message, list):
         return f"batch of {len(message)}"
     if not isinstance(message, dict):
@@ -5085,8 +5001,7 @@ def describe_frame(message, responds_to=None):
 
 def _shows_colour(stream):
     """Does ``stream`` show ANSI colours? A terminal, unless NO_COLOR is set; on Windows
-    only a terminal known to read them (the classic console prints them raw)."""
-    # pythonw has no stdout at all
+    only a terminal known to read them."""
     isatty = getattr(stream, "isatty", None)
     if not isatty or not isatty() or os.environ.get("NO_COLOR"):
         return False
@@ -5121,6 +5036,7 @@ class FramePrinter:
                     label = "unparsable"
             else:
                 label = describe_frame(message, self.responds_to(direction, message))
+                label = _escaped(label, 200)
             if self.colour:
                 code = self._COLOURS.get(label.split(" ")[0], "35")
                 label = f"\x1b[{code}m{label}\x1b[0m"
@@ -5138,15 +5054,14 @@ class FramePrinter:
                 asked = "out"
             return self.methods.pop((asked, message["id"]), None)
         self.methods[direction, message["id"]] = message["method"]
-        # some requests are never answered
+        # (some requests are never answered)
         if len(self.methods) > 4096:
             del self.methods[next(iter(self.methods))]
         return None
 
 
 def _print_text(text, file=None):
-    """print(), escaping (as \\udcff) what the stream cannot encode: a lone surrogate
-    (a file name read with surrogateescape), or a character its code page lacks."""
+    """print(), escaping (as \\udcff) what the stream cannot encode."""
     file = file or sys.stdout
     try:
         print(text, file=file, flush=True)
@@ -6234,8 +6149,8 @@ def _at_process_exit(fn):
 # ======================================================================================
 
 def _open_lifespan(cm):
-    """Enter what the lifespan function returned (a context manager or a bare generator,
-    sync or async): returns what it yields, and a function that exits it."""
+    """Enter what the lifespan function returned (a context manager or a generator,
+    sync or async): (what it yields, a function that exits it)."""
     import contextlib
     generator = cm
     if isinstance(cm, types.GeneratorType):
@@ -6256,8 +6171,8 @@ def _open_lifespan(cm):
 
 
 class _LoopThread:
-    """The process's one asyncio event loop, in a daemon thread. Every async handler and
-    lifespan runs on it: asyncio objects they share work only on their own loop."""
+    """The process's one asyncio event loop, in a daemon thread: asyncio objects that
+    async handlers and the lifespan share work only on their own loop."""
 
     def __init__(self):
         import asyncio
@@ -6269,7 +6184,6 @@ class _LoopThread:
         self.ident = thread.ident
 
     def submit(self, coroutine):
-        """Start ``coroutine`` on the loop; returns a concurrent.futures.Future."""
         if _thread.get_ident() == self.ident:
             coroutine.close()
             raise RuntimeError("mcp_min's event loop cannot wait for itself: make this "
@@ -6291,13 +6205,12 @@ def _event_loop():
 
 
 # --- stop signals ----------------------------------------------------------
-# run() serves until end of input, SIGTERM or Ctrl+C. The main thread only waits while
-# a reader thread reads (serve_lines), then shuts down. A stop signal raises _Stop in
-# that wait, once: raised in the shutdown, it would skip the rest of it.
+# run() serves until end of input, SIGTERM or Ctrl+C. A stop signal raises _Stop in the
+# main thread's wait (serve_lines), once: raised in the shutdown, it would cut it short.
 
 class _Stop(BaseException):
-    """Raised in the main thread by SIGTERM (or a stdout gone) to end serving
-    gracefully. A BaseException, so no handler's ``except Exception`` swallows it."""
+    """SIGTERM (or a stdout gone), in the main thread: a BaseException, so that no
+    handler's ``except Exception`` swallows it."""
 
 
 _MAIN_THREAD = threading.main_thread().ident
@@ -6306,8 +6219,8 @@ _stop_signals = None
 
 
 class _StopSignals:
-    """The stop signals of one run() (new for each: nothing carries over), which serves
-    the connection that writes to ``write_fd``."""
+    """The stop signals of one run(), which serves the connection writing to
+    ``write_fd``."""
 
     def __init__(self, grace, write_fd):
         self.grace = grace
@@ -6324,17 +6237,16 @@ class _StopSignals:
 
     @staticmethod
     def of(write_fd):
-        """The state of the run() whose connection writes to ``write_fd``; for another
-        connection, one that no signal reaches."""
+        """The state of the run() whose connection writes to ``write_fd`` (else one
+        that no signal reaches)."""
         state = _stop_signals
         if state is None or state.write_fd != write_fd:
             state = _StopSignals(0, None)
         return state
 
     def on_signal(self, signum, frame):
-        """The handler: the first signal raises _Stop, unless the shutdown holds
-        signals back (_hold_signals); any other is counted (drain() ends its grace
-        period) and waits, a grace period at most (watch)."""
+        """The first signal raises _Stop, unless the shutdown holds signals back; any
+        other is counted (drain ends its grace period) and waits (watch)."""
         if _stop_signals is not self:
             return
         if self.first is None:
@@ -6348,8 +6260,8 @@ class _StopSignals:
             _start_thread(self.watch)
 
     def watch(self):
-        """The watchdog of a signal that waits: once the shutdown has held it back a
-        grace period (a client that reads nothing, a hang), it is cut short."""
+        """A signal held back a grace period (a client that reads nothing, a hang) cuts
+        the shutdown short."""
         while _stop_signals is self:
             held_since = self.held_since
             if held_since is not None:
@@ -6368,8 +6280,8 @@ def _catch_stop_signals(grace, write_fd):
 
 
 def _end_stop_signals():
-    """After run(): end its signal state, and ignore the two signals until the
-    application is back in control (_Exit). Returns (first signal, handlers)."""
+    """After run(): ignore the stop signals until the application is back in control
+    (_Exit). Returns (first signal, handlers)."""
     global _stop_signals
     state = _stop_signals
     _stop_signals = None
@@ -6393,8 +6305,7 @@ def _release_signals(state):
 
 
 def _interrupt_main():
-    """SIGTERM to the main thread. pthread_kill interrupts a read or write it is blocked
-    in; without it (Windows) the handler runs when the main thread next runs Python."""
+    """SIGTERM to the main thread (pthread_kill interrupts a read or write)."""
     import signal
     if hasattr(signal, "pthread_kill"):
         signal.pthread_kill(_MAIN_THREAD, signal.SIGTERM)
@@ -6403,8 +6314,8 @@ def _interrupt_main():
 
 
 def _take_stop_signals(handler):
-    """SIGTERM, and Ctrl+C unless the application handles it, go to ``handler``. Returns
-    the handlers as they were, for _restore_signals; {} off the main thread."""
+    """SIGTERM, and Ctrl+C unless the application handles it, go to ``handler``; the
+    handlers as they were ({} off the main thread)."""
     if threading.current_thread() is not threading.main_thread():
         return {}
     import signal
@@ -6417,8 +6328,7 @@ def _take_stop_signals(handler):
 
 
 def _ignore_signals(signums):
-    """Ignore the signals ``signums``; returns their handlers as they were, for
-    _restore_signals; {} off the main thread."""
+    """Ignore ``signums``; their handlers as they were ({} off the main thread)."""
     if threading.current_thread() is not threading.main_thread():
         return {}
     import signal
@@ -6426,8 +6336,7 @@ def _ignore_signals(signums):
 
 
 def _restore_signals(saved):
-    """Put back the handlers _take_stop_signals or _ignore_signals replaced (but one set
-    outside Python: None, which cannot be put back)."""
+    """Put back the handlers replaced (but None: one set outside Python)."""
     import signal
     for signum, handler in saved.items():
         if handler is not None:
@@ -6435,9 +6344,9 @@ def _restore_signals(saved):
 
 
 class _Exit(SystemExit):
-    """How run() ends: SystemExit, holding the application's SIGTERM and SIGINT
-    handlers. While the program exits they stay ignored (a late signal must not turn a
-    clean exit into death by signal); an application that catches it gets them back."""
+    """How run() ends: SystemExit holding the application's signal handlers, ignored
+    while the program exits (a late signal must not kill a clean exit); an application
+    that catches it gets them back."""
 
     def __init__(self, code, saved):
         super().__init__(code)
@@ -6459,14 +6368,12 @@ def serve_http(server, address="127.0.0.1:8000"):
     """Server.run_http: serve ``server.wsgi`` on the embedded server at "HOST:PORT"
     until Ctrl+C or SIGTERM; returns the exit code (0, or 130 after Ctrl+C)."""
     global _tune_allocator
-    # the process is the server's (see claim_stdio)
     _tune_allocator = True
     host, port = _parse_address(address)
     httpd = make_http_server(server.wsgi, host, port, server.idle_timeout,
                              server.max_connections,
                              min(server.max_body_bytes, server.max_line_bytes),
                              server.max_connections_per_address)
-    # the lifespan, before a request is taken
     started = server.start_http()
     if isinstance(started, _LifespanFailed):
         httpd.server_close()
@@ -6487,7 +6394,6 @@ def serve_http(server, address="127.0.0.1:8000"):
     saved = {}
     code = 0
     try:
-        # our handlers are in before the line saying "serving"
         saved = _take_stop_signals(httpd.stop)
         print(f"mcp_min: serving {server.name} on http://{shown}:{httpd.server_port}"
               f"{server.http_path}", file=sys.stderr, flush=True)
@@ -6520,8 +6426,7 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0,
 
 @functools.lru_cache(maxsize=None)
 def _embedded_server_class():
-    """The class of make_http_server's servers: each mixin below on the class it
-    extends, on first use (a server on stdio need not import wsgiref)."""
+    """Each mixin below on the class it extends, on first use (wsgiref is slow)."""
     import io
     import socket
     import socketserver
@@ -6541,8 +6446,8 @@ def _embedded_server_class():
 
 
 def _readable(connection):
-    """Whether a read would not wait: input, or the client closed its end (a closed
-    connection: True). By poll(): select() refuses a descriptor past 1023."""
+    """Would a read not wait (input, or the client closed its end)? By poll(): select()
+    refuses a descriptor past 1023."""
     import selectors
     try:
         with getattr(selectors, "PollSelector", selectors.SelectSelector)() as selector:
@@ -6553,16 +6458,15 @@ def _readable(connection):
 
 
 class _ResponseWriterMixin:
-    """How the embedded server writes a response (on wsgiref's ServerHandler): in
-    HTTP/1.1, in chunks when its length is not known, keeping the connection only
-    when that is safe."""
+    """A response (on wsgiref's ServerHandler): HTTP/1.1, chunked when its length is not
+    known, keeping the connection only when that is safe."""
 
     http_version = "1.1"
     chunked = False
     mute = False
 
     def bodiless(self):
-        """Whether no body may follow the headers: a HEAD's, a 204's (RFC 9110)."""
+        """No body may follow the headers: a HEAD's, a 204's (RFC 9110)."""
         return self.request_handler.command == "HEAD" or self.status[:3] == "204"
 
     def cleanup_headers(self):
@@ -6619,9 +6523,8 @@ class _ResponseWriterMixin:
 
 
 class _LineReaderMixin:
-    """A connection's reader (on io.BufferedReader) that remembers a CR within a line:
-    the header parser ends a line there, so a header hidden after one ("Foo:
-    x\rMcp-Session-Id: y") would get past a proxy that reads one line (400)."""
+    """A reader (on io.BufferedReader) that remembers a CR within a line: a header
+    hidden after one ("Foo: x\rMcp-Session-Id: y") would get past a proxy (400)."""
 
     bare_cr = False
 
@@ -6633,8 +6536,8 @@ class _LineReaderMixin:
 
 
 class _DeadlineReaderMixin:
-    """A connection's socket reads (on socket.SocketIO), all to end by ``deadline`` (a
-    time.monotonic()) if set; the socket keeps ``idle_timeout`` for sends."""
+    """Socket reads (on socket.SocketIO) that end by ``deadline``, if set; sends keep
+    ``idle_timeout``."""
 
     deadline = None
     idle_timeout = None
@@ -6688,9 +6591,8 @@ class _RequestHandlerMixin:
 
     def linger(self):
         """A lingering close: a client that sends its whole body before it reads would
-        be reset by a close with its body unread, and miss the refusal. So our side
-        ends, and what it still sends is dropped: up to linger_bytes, until the body's
-        deadline (else 30 s), or until it closes its side."""
+        be reset by a close, and miss the refusal; what it still sends is dropped (up
+        to linger_bytes, until the body's deadline, else 30 s)."""
         import socket
         connection = self.connection
         deadline = self.rfile.raw.deadline or time.monotonic() + 30
@@ -6749,8 +6651,7 @@ class _RequestHandlerMixin:
         return True
 
     def refuse_line(self, status, explanation=None):
-        """An error for a request that cannot be read, then a close; False, as
-        parse_request says then."""
+        """An error for a request that cannot be read, then a close; False."""
         self.command = None
         self.path = ""
         self.send_error(status, None, explanation)
@@ -6783,7 +6684,7 @@ class _RequestHandlerMixin:
         writer.run(app)
 
     def client_gone(self):
-        """Whether the client closed its end: readable, with nothing to read."""
+        """Did the client close its end (readable, nothing to read)?"""
         import socket
         connection = self.connection
         try:
@@ -6800,9 +6701,8 @@ class _RequestHandlerMixin:
         return super().handle_expect_100()
 
     def send_error(self, code, message=None, explain=None):
-        """The server's own refusals (a request it cannot read): a JSON-RPC error as
-        the body, and a close. The status line has the standard phrase alone: the
-        message may quote the client."""
+        """The server's own refusals: a JSON-RPC error, a close; the status line has
+        the standard phrase alone (the message may quote the client)."""
         phrase = self.responses.get(code, ("Error",))[0]
         said = ": ".join(filter(None, (phrase, message, explain)))
         self.log_error("code %d, message %s", code, said)
@@ -6831,8 +6731,7 @@ class _RequestHandlerMixin:
 
 class _HttpServerMixin:
     """The embedded server (on socketserver.ThreadingMixIn and wsgiref's WSGIServer): a
-    stop signal ends serve_forever, then ``drain`` lets the requests in progress
-    finish. make_http_server sets its limits (``slots``: a thread per connection)."""
+    stop signal ends serve_forever, then ``drain`` lets requests in progress finish."""
 
     daemon_threads = True
     allow_reuse_address = True
@@ -6860,8 +6759,7 @@ class _HttpServerMixin:
 
     def stop(self, signum=None, frame=None):
         """SIGTERM's and Ctrl+C's handler: KeyboardInterrupt ends serve_forever, but not
-        while a connection is taken (socketserver would close it under its new
-        thread). The first signal decides the exit code."""
+        while a connection is taken (socketserver would close it under its thread)."""
         if self.stop_signal is None:
             self.stop_signal = signum
         if self.taking:
@@ -6952,9 +6850,8 @@ class _HttpServerMixin:
 
 
 class _BodyReader:
-    """wsgi.input for wsgiref: reads no further than Content-Length. A request whose
-    body's end is unknown gets ``refusal`` (status, message) instead of the
-    application, then a close: the body must not be taken for the next request."""
+    """wsgi.input: no further than Content-Length. A body whose end is unknown gets
+    ``refusal`` (status, message), then a close, lest it pass for the next request."""
 
     def __init__(self, rfile, headers):
         lengths = headers.get_all("Content-Length", [])
@@ -6980,8 +6877,7 @@ class _BodyReader:
         return _http_response(start_response, status, body)
 
     def discard(self):
-        """Drop what the application left unread (64 KiB at most); False if that is
-        not possible."""
+        """Drop what the application left unread (64 KiB at most); False if not."""
         if 0 < self.left <= 1 << 16 and not self.refusal:
             self.read()
         return not (self.left or self.refusal)
@@ -7000,8 +6896,8 @@ class _BodyReader:
 
 
 def _parse_address(address):
-    """"HOST:PORT", ":PORT", "PORT" or "[::1]:PORT" -> (host, port); the host defaults
-    to 127.0.0.1, so that nothing else can reach the server unless asked."""
+    """"HOST:PORT", ":PORT", "PORT" or "[::1]:PORT" -> (host, port); by default
+    127.0.0.1: nothing else can reach the server unless asked."""
     host, _, port = str(address).rpartition(":")
     host = host.strip("[]") or "127.0.0.1"
     if not port.isdigit():
