@@ -286,3 +286,26 @@ def test_the_gift_picker_over_http(stateless):
                                                           "arguments": ARGUMENTS}))
     finally:
         http_client.close()
+
+
+# -- docs/widgets.md ------------------------------------------------------------------------
+def test_the_examples_of_docs_widgets_run_as_written():
+    text = (ROOT / "docs" / "widgets.md").read_text(encoding="utf-8")
+    first, second = re.findall(r"```python\n(.*?)```", text, re.S)
+    namespace = {}
+    exec(first, namespace)
+    server = namespace["server"]
+    with Client(server) as client:
+        (tool,) = client.list_tools()
+        assert tool["_meta"]["ui"]["resourceUri"] == "ui://board/view.html"
+        (content,) = client.read_resource("ui://board/view.html")["contents"]
+        assert content["mimeType"] == MIME and content["_meta"]["ui"] == {"prefersBorder": True}
+        assert client.call_tool("roll")["structuredContent"] == {"sides": 6, "value": 4}
+    # the second one, in its place
+    server.remove_tool("roll")
+    exec("import random\nfrom mcp_min import Context, ToolResult\n" + second, namespace)
+    for capabilities, text in ((SHOWS, "Rolled 1."), ({}, "Rolled 1 of 1.")):
+        with Client(server, capabilities=capabilities) as client:
+            result = client.call_tool("roll", {"sides": 1})
+        assert result["content"] == [{"type": "text", "text": text}]
+        assert result["structuredContent"] == {"sides": 1, "value": 1}
