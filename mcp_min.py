@@ -192,7 +192,7 @@ LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[-1]
 #: in params._meta. (MODERN_PROTOCOL_VERSIONS is its former name.)
 STATELESS_PROTOCOL_VERSIONS = MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)
 V2026_07 = STATELESS_PROTOCOL_VERSIONS[0]
-#: Widgets (docs/widgets.md): the extension; its HTML; option -> (_meta.ui, ChatGPT)
+#: Widgets (docs/widgets.md): MCP Apps' id, MIME type; option -> (ui key, ChatGPT's)
 UI_EXTENSION, UI_MIME = "io.modelcontextprotocol/ui", "text/html;profile=mcp-app"
 _WIDGET_META = {"csp": ("csp", "openai/widgetCSP"), "permissions": ("permissions", ""),
                 "domain": ("domain", "openai/widgetDomain"),
