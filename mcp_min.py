@@ -5487,32 +5487,35 @@ class HttpExchange(Stream):
 
     def serve(self):
         """The checks (Host, Origin, the path, the token), then what the method asks: a
-        POST's message, a GET's stream, a DELETE; or an _HttpRefusal."""
+        POST's message, a GET's stream, a DELETE, a preflight; or an _HttpRefusal."""
         environ = self.environ
         server = self.server
         try:
             try:
                 host = self.check_host()
-                # (a browser's request: other clients send no Origin)
+                # A browser's: if its page may ask, it may read every response (CORS)
                 if "HTTP_ORIGIN" in environ:
-                    self.check_origin(host)
+                    self.start_response = functools.partial(
+                        _cors_start, self.start_response, self.check_origin(host))
+                method = environ["REQUEST_METHOD"]
                 path = environ.get("PATH_INFO") or "/"
                 if server.auth and path == _WELL_KNOWN + server.http_path:
                     return self.metadata(host)
                 if path.rstrip("/") != server.http_path.rstrip("/"):
                     raise _HttpRefusal(404, "Not Found: the MCP endpoint is "
                                             f"{server.http_path}")
+                allowed = "POST"
+                if server.http_sessions:
+                    allowed = "GET, POST, DELETE"
+                if method == "OPTIONS" and "HTTP_ORIGIN" in environ:
+                    return self.preflight(allowed)
                 if server.auth is not None:
                     self.principal = self.authenticate(host)
-                method = environ["REQUEST_METHOD"]
                 if method == "POST":
                     result = self.post()
                 elif method in ("GET", "DELETE") and server.http_sessions:
                     result = self.get_or_delete(method)
                 else:
-                    allowed = "POST"
-                    if server.http_sessions:
-                        allowed = "GET, POST, DELETE"
                     raise _HttpRefusal(405, f"Method Not Allowed: {_preview(method)} "
                                             f"(this endpoint takes {allowed})",
                                        headers=[("Allow", allowed)])
@@ -5550,30 +5553,6 @@ class HttpExchange(Stream):
                                     "not a name of this server: list the names clients "
                                     "use in Server(allowed_hosts=[...])")
         return host
-
-    def check_origin(self, host):
-        """403 for another site's script. The Origin a browser sends is allowed if it
-        has the Host's host[:port], if both are this machine, or if allowed_origins
-        lists it ("*": any)."""
-        origin = self.environ["HTTP_ORIGIN"]
-        allowed = self.server.allowed_origins
-        if "*" in allowed or origin in allowed:
-            return
-        match = _ORIGIN.fullmatch(origin)
-        page = None
-        # (a longer one is no host name)
-        if match is not None and len(match[2]) <= 300:
-            page = _host_parts(match[2])
-        if page is not None:
-            name, port = _host_parts(host)
-            # a Host names no default port either
-            default = _DEFAULT_PORTS.get(match[1].lower())
-            if page[0] == name and (page[1] or default) == (port or default):
-                return
-            if _is_loopback(page[0]) and _is_loopback(name):
-                return
-        raise _HttpRefusal(403, f"Forbidden: Origin {_preview(origin)} is not allowed "
-                                "(Server(allowed_origins=[...]))")
 
     def authenticate(self, host):
         """Who the bearer token belongs to, by the auth hook (a falsy principal is
@@ -5619,6 +5598,8 @@ class HttpExchange(Stream):
         """GET: the metadata (RFC 9728) naming the servers that issue tokens; HEAD: its
         headers alone."""
         method = self.environ["REQUEST_METHOD"]
+        if method == "OPTIONS" and "HTTP_ORIGIN" in self.environ:
+            return self.preflight("GET, HEAD")
         if method not in ("GET", "HEAD"):
             raise _HttpRefusal(405, f"Method Not Allowed: {_preview(method)} (this "
                                     "path takes GET, HEAD)",
@@ -6038,6 +6019,50 @@ class HttpExchange(Stream):
             return
         session.dispatch(message, self)
 
+    # -- a browser's request (CORS) ----------------------------------------------------
+    def check_origin(self, host):
+        """403 for another site's script. The Origin a browser sends is allowed if it
+        has the Host's host[:port], if both are this machine, or if allowed_origins
+        lists it or "*"; returned for Access-Control-Allow-Origin, as "*" if unlisted
+        (what a client sends is never echoed unchecked)."""
+        origin = self.environ["HTTP_ORIGIN"]
+        allowed = self.server.allowed_origins
+        if origin in allowed:
+            return origin
+        if "*" in allowed:
+            return "*"
+        match = _ORIGIN.fullmatch(origin)
+        page = None
+        # (a longer one is no host name)
+        if match is not None and len(match[2]) <= 300:
+            page = _host_parts(match[2])
+        if page is not None:
+            name, port = _host_parts(host)
+            # a Host names no default port either
+            default = _DEFAULT_PORTS.get(match[1].lower())
+            if page[0] == name and (page[1] or default) == (port or default):
+                return origin
+            if _is_loopback(page[0]) and _is_loopback(name):
+                return origin
+        raise _HttpRefusal(403, f"Forbidden: Origin {_preview(origin)} is not allowed "
+                                "(Server(allowed_origins=[...]))")
+
+    def preflight(self, methods):
+        """OPTIONS from an allowed Origin, no token needed: may its page send this? It
+        may, for an hour; a public page asking a private server (Private Network
+        Access), only if allowed_origins names its origin ("*" is no such consent)."""
+        names = ["Content-Type, Accept, Authorization, MCP-Protocol-Version, "
+                 "Mcp-Session-Id, Mcp-Method, Mcp-Name, Last-Event-ID"]
+        for tool in list(self.server.tools.values()):
+            names += ["Mcp-Param-" + name for name in tool.mirrored]
+        headers = [("Access-Control-Allow-Methods", methods),
+                   ("Access-Control-Allow-Headers", ", ".join(names)),
+                   ("Access-Control-Max-Age", "3600")]
+        if (self.environ.get("HTTP_ACCESS_CONTROL_REQUEST_PRIVATE_NETWORK") == "true"
+                and self.environ["HTTP_ORIGIN"] in self.server.allowed_origins):
+            headers.append(("Access-Control-Allow-Private-Network", "true"))
+        return _http_response(self.start_response, 204, b"", headers)
+
 
 def _http_response(start_response, status, body, headers=()):
     """Start a response and return its body: the one place where the status and headers
@@ -6134,6 +6159,15 @@ def _accepts(accept, media_type):
             best = rank
             accepted = not refused
     return accepted
+
+
+def _cors_start(start_response, allowed_origin, status, headers):
+    """start_response for a request from an allowed Origin: the browser lets its page
+    read the response, and the headers a client reads (CORS)."""
+    cors = [("Access-Control-Allow-Origin", allowed_origin), ("Vary", "Origin"),
+            ("Access-Control-Expose-Headers",
+             "Mcp-Session-Id, WWW-Authenticate, Retry-After")]
+    return start_response(status, [*headers, *cors])
 
 
 _BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
