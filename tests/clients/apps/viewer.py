@@ -12,8 +12,7 @@ The page (host.html, host.mjs bundled with esbuild at start) is the official App
 string names (``tool``, default suggest_gifts; ``args``, JSON; ``era``, "handshake" or
 "stateless") and renders the widget its _meta names. Every tools/call the server takes,
 a widget's button's too, is printed on stderr. tests/test_apps_browser.py drives it.
-One origin, because mcp_min sends no CORS headers: a page elsewhere could not read its
-responses.
+One origin: the page needs no allowed_origins (CORS, docs/http.md) to read the responses.
 """
 
 import argparse
