@@ -192,6 +192,11 @@ LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[-1]
 #: in params._meta. (MODERN_PROTOCOL_VERSIONS is its former name.)
 STATELESS_PROTOCOL_VERSIONS = MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)
 V2026_07 = STATELESS_PROTOCOL_VERSIONS[0]
+#: Widgets (docs/widgets.md): MCP Apps' id, MIME type; option -> (ui key, ChatGPT's)
+UI_EXTENSION, UI_MIME = "io.modelcontextprotocol/ui", "text/html;profile=mcp-app"
+_WIDGET_META = {"csp": ("csp", "openai/widgetCSP"), "permissions": ("permissions", ""),
+                "domain": ("domain", "openai/widgetDomain"),
+                "prefers_border": ("prefersBorder", "openai/widgetPrefersBorder")}
 
 
 # ======================================================================================
@@ -2777,6 +2782,7 @@ SETTINGS = {
     # Who the server is (serverInfo), and what it tells clients
     "title": Setting(None), "description": Setting(None),
     "instructions": Setting(None), "website_url": Setting(None), "icons": Setting(None),
+    "openai_keys": Setting(True),
     # The lifespan, and logging
     "lifespan": Setting(None, "function"), "forward_logging": Setting(False),
     # Limits
@@ -2905,15 +2911,41 @@ class Server:
     # -- registration ------------------------------------------------------------------
     # The options of each: docs/reference.md, "Registering". A name or URI registered
     # twice is an error, unless replace=True says it is on purpose.
-    def tool(self, fn=None, *, replace=False, **options):
-        """``@server.tool`` or ``@server.tool(name=...)``: register a tool."""
+    def tool(self, fn=None, *, replace=False, ui=None, visibility=None, **options):
+        """``@server.tool`` or ``@server.tool(name=...)``: register a tool; ``ui``: the
+        widget showing its results, ``visibility``: who calls it ("model", "app")."""
+        if ui is not None and (ui not in self.resources or not ui.startswith("ui://")):
+            raise ValueError(f"@server.tool(ui={ui!r}): no widget is registered at "
+                             "that URI; register its HTML first, at a ui:// URI")
+        if not set(visibility or ()) <= {"model", "app"}:
+            raise ValueError(f"@server.tool(visibility={visibility!r}): a list of "
+                             '"model" and/or "app"')
+        link = {key: value for key, value in (("resourceUri", ui),
+                                              ("visibility", visibility)) if value}
+        if link:
+            meta = options["meta"] = dict(options.get("meta") or {}, ui=link)
+        if ui is not None and self.openai_keys:
+            meta["openai/outputTemplate"] = meta["ui/resourceUri"] = ui
         return self._register(Tool, fn, replace, options)
 
     def resource(self, uri, *, replace=False, **options):
-        """``@server.resource(uri, ...)``: register a resource (or a URI template)."""
+        """``@server.resource(uri, ...)``: register a resource (or a URI template);
+        at a ui:// URI, a widget's HTML, csp=, permissions=, ... in its _meta."""
         if not isinstance(uri, str):
             raise TypeError('@server.resource needs the URI first: '
                             '@server.resource("file:///notes")')
+        if uri.startswith("ui://"):
+            options.setdefault("mime_type", UI_MIME)
+            meta = options["meta"] = dict(options.get("meta") or {}, ui={})
+            for key in [key for key in _WIDGET_META if key in options]:
+                (name, chatgpt), value = _WIDGET_META[key], options.pop(key)
+                meta["ui"][name] = value
+                # ChatGPT's names: connect_domains, ... (and no base URIs)
+                if key == "csp":
+                    value = {k.replace("Domains", "_domains"): domains for k, domains
+                             in value.items() if k != "baseUriDomains"}
+                if chatgpt and self.openai_keys:
+                    meta[chatgpt] = value
         return self._register(Resource, None, replace, dict(options, uri=uri))
 
     def prompt(self, fn=None, *, replace=False, **options):
@@ -3028,6 +3060,8 @@ class Server:
             caps["resources"] = {"subscribe": True, **changes}
         if self.completers:
             caps["completions"] = {}
+        if any(uri.startswith("ui://") for uri in self.resources):
+            caps["extensions"] = {UI_EXTENSION: {}}
         return caps
 
     def server_info(self, version):
@@ -3229,9 +3263,11 @@ class Server:
         session.client_info, session.client_capabilities = info, caps
         offered = self.capabilities()
         declared = dict(offered)
-        # no such flag in 2024-11-05
+        # no such flag in 2024-11-05; nor, before 2025-06-18, the _meta widgets need
         if version < V2025_03:
             declared.pop("completions", None)
+        if version < V2025_06:
+            declared.pop("extensions", None)
         result = {"protocolVersion": version, "capabilities": declared,
                   "serverInfo": self.server_info(version)}
         if self.instructions:
@@ -3356,6 +3392,9 @@ class Server:
             if resource is None:
                 raise ResourceNotFound(uri)
             result = {"contents": resource.read(ctx, uri, variables)}
+            # a widget's _meta on its HTML too: hosts read it there first
+            if uri.startswith("ui://"):
+                result["contents"][0].setdefault("_meta", resource.meta)
         except (ResourceNotFound, FileNotFoundError):
             # 2026-07-28 has no code of its own for it; data.uri has the URI in full
             code = RESOURCE_NOT_FOUND
@@ -3666,6 +3705,12 @@ class Context:
     def lifespan(self):
         """What the server's lifespan yielded."""
         return self.server.lifespan_value
+
+    @property
+    def client_shows_widgets(self):
+        """Whether the client shows widgets: it declared MCP Apps (docs/widgets.md)."""
+        ui = (self.client_capabilities.get("extensions") or {}).get(UI_EXTENSION)
+        return isinstance(ui, dict) and UI_MIME in (ui.get("mimeTypes") or ())
 
     # The name this attribute had before streams were called streams
     outlet = property(operator.attrgetter("stream"))
