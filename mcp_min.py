@@ -192,6 +192,11 @@ LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[-1]
 #: in params._meta. (MODERN_PROTOCOL_VERSIONS is its former name.)
 STATELESS_PROTOCOL_VERSIONS = MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)
 V2026_07 = STATELESS_PROTOCOL_VERSIONS[0]
+#: Widgets (docs/widgets.md): MCP Apps' id, MIME type; option -> (ui key, ChatGPT's)
+UI_EXTENSION, UI_MIME = "io.modelcontextprotocol/ui", "text/html;profile=mcp-app"
+_WIDGET_META = {"csp": ("csp", "openai/widgetCSP"), "permissions": ("permissions", ""),
+                "domain": ("domain", "openai/widgetDomain"),
+                "prefers_border": ("prefersBorder", "openai/widgetPrefersBorder")}
 
 
 # ======================================================================================
@@ -2724,6 +2729,7 @@ SETTINGS = {
     # Who the server is (serverInfo), and what it tells clients
     "title": Setting(None), "description": Setting(None),
     "instructions": Setting(None), "website_url": Setting(None), "icons": Setting(None),
+    "openai_keys": Setting(True),
     # The lifespan, and logging
     "lifespan": Setting(None, "function"), "forward_logging": Setting(False),
     # Limits
@@ -2852,15 +2858,41 @@ class Server:
     # -- registration ------------------------------------------------------------------
     # The options of each: docs/reference.md, "Registering". A name or URI registered
     # twice is an error, unless replace=True says it is on purpose.
-    def tool(self, fn=None, *, replace=False, **options):
-        """``@server.tool`` or ``@server.tool(name=...)``: register a tool."""
+    def tool(self, fn=None, *, replace=False, ui=None, visibility=None, **options):
+        """``@server.tool`` or ``@server.tool(name=...)``: register a tool; ``ui``: the
+        widget showing its results, ``visibility``: who calls it ("model", "app")."""
+        if ui is not None and (ui not in self.resources or not ui.startswith("ui://")):
+            raise ValueError(f"@server.tool(ui={ui!r}): no widget is registered at "
+                             "that URI; register its HTML first, at a ui:// URI")
+        if not set(visibility or ()) <= {"model", "app"}:
+            raise ValueError(f"@server.tool(visibility={visibility!r}): a list of "
+                             '"model" and/or "app"')
+        link = {key: value for key, value in (("resourceUri", ui),
+                                              ("visibility", visibility)) if value}
+        if link:
+            meta = options["meta"] = dict(options.get("meta") or {}, ui=link)
+        if ui is not None and self.openai_keys:
+            meta["openai/outputTemplate"] = meta["ui/resourceUri"] = ui
         return self._register(Tool, fn, replace, options)
 
     def resource(self, uri, *, replace=False, **options):
-        """``@server.resource(uri, ...)``: register a resource (or a URI template)."""
+        """``@server.resource(uri, ...)``: register a resource (or a URI template);
+        at a ui:// URI, a widget's HTML, csp=, permissions=, ... in its _meta."""
         if not isinstance(uri, str):
             raise TypeError('@server.resource needs the URI first: '
                             '@server.resource("file:///notes")')
+        if uri.startswith("ui://"):
+            options.setdefault("mime_type", UI_MIME)
+            meta = options["meta"] = dict(options.get("meta") or {}, ui={})
+            for key in [key for key in _WIDGET_META if key in options]:
+                (name, chatgpt), value = _WIDGET_META[key], options.pop(key)
+                meta["ui"][name] = value
+                # ChatGPT's names: connect_domains, ... (and no base URIs)
+                if key == "csp":
+                    value = {k.replace("Domains", "_domains"): domains for k, domains
+                             in value.items() if k != "baseUriDomains"}
+                if chatgpt and self.openai_keys:
+                    meta[chatgpt] = value
         return self._register(Resource, None, replace, dict(options, uri=uri))
 
     def prompt(self, fn=None, *, replace=False, **options):
@@ -2975,6 +3007,8 @@ class Server:
             caps["resources"] = {"subscribe": True, **changes}
         if self.completers:
             caps["completions"] = {}
+        if any(uri.startswith("ui://") for uri in self.resources):
+            caps["extensions"] = {UI_EXTENSION: {}}
         return caps
 
     def server_info(self, version):
@@ -3176,9 +3210,11 @@ class Server:
         session.client_info, session.client_capabilities = info, caps
         offered = self.capabilities()
         declared = dict(offered)
-        # no such flag in 2024-11-05
+        # no such flag in 2024-11-05; nor, before 2025-06-18, the _meta widgets need
         if version < V2025_03:
             declared.pop("completions", None)
+        if version < V2025_06:
+            declared.pop("extensions", None)
         result = {"protocolVersion": version, "capabilities": declared,
                   "serverInfo": self.server_info(version)}
         if self.instructions:
@@ -3303,6 +3339,9 @@ class Server:
             if resource is None:
                 raise ResourceNotFound(uri)
             result = {"contents": resource.read(ctx, uri, variables)}
+            # a widget's _meta on its HTML too: hosts read it there first
+            if uri.startswith("ui://"):
+                result["contents"][0].setdefault("_meta", resource.meta)
         except (ResourceNotFound, FileNotFoundError):
             # 2026-07-28 has no code of its own for it; data.uri has the URI in full
             code = RESOURCE_NOT_FOUND
@@ -3613,6 +3652,12 @@ class Context:
     def lifespan(self):
         """What the server's lifespan yielded."""
         return self.server.lifespan_value
+
+    @property
+    def client_shows_widgets(self):
+        """Whether the client shows widgets: it declared MCP Apps (docs/widgets.md)."""
+        ui = (self.client_capabilities.get("extensions") or {}).get(UI_EXTENSION)
+        return isinstance(ui, dict) and UI_MIME in (ui.get("mimeTypes") or ())
 
     # The name this attribute had before streams were called streams
     outlet = property(operator.attrgetter("stream"))
@@ -5357,32 +5402,35 @@ class HttpExchange(Stream):
 
     def serve(self):
         """The checks (Host, Origin, the path, the token), then what the method asks: a
-        POST's message, a GET's stream, a DELETE; or an _HttpRefusal."""
+        POST's message, a GET's stream, a DELETE, a preflight; or an _HttpRefusal."""
         environ = self.environ
         server = self.server
         try:
             try:
                 host = self.check_host()
-                # (a browser's request: other clients send no Origin)
+                # A browser's: if its page may ask, it may read every response (CORS)
                 if "HTTP_ORIGIN" in environ:
-                    self.check_origin(host)
+                    self.start_response = functools.partial(
+                        _cors_start, self.start_response, self.check_origin(host))
+                method = environ["REQUEST_METHOD"]
                 path = environ.get("PATH_INFO") or "/"
                 if server.auth and path == _WELL_KNOWN + server.http_path:
                     return self.metadata(host)
                 if path.rstrip("/") != server.http_path.rstrip("/"):
                     raise _HttpRefusal(404, "Not Found: the MCP endpoint is "
                                             f"{server.http_path}")
+                allowed = "POST"
+                if server.http_sessions:
+                    allowed = "GET, POST, DELETE"
+                if method == "OPTIONS" and "HTTP_ORIGIN" in environ:
+                    return self.preflight(allowed)
                 if server.auth is not None:
                     self.principal = self.authenticate(host)
-                method = environ["REQUEST_METHOD"]
                 if method == "POST":
                     result = self.post()
                 elif method in ("GET", "DELETE") and server.http_sessions:
                     result = self.get_or_delete(method)
                 else:
-                    allowed = "POST"
-                    if server.http_sessions:
-                        allowed = "GET, POST, DELETE"
                     raise _HttpRefusal(405, f"Method Not Allowed: {_preview(method)} "
                                             f"(this endpoint takes {allowed})",
                                        headers=[("Allow", allowed)])
@@ -5420,30 +5468,6 @@ class HttpExchange(Stream):
                                     "not a name of this server: list the names clients "
                                     "use in Server(allowed_hosts=[...])")
         return host
-
-    def check_origin(self, host):
-        """403 for another site's script. The Origin a browser sends is allowed if it
-        has the Host's host[:port], if both are this machine, or if allowed_origins
-        lists it ("*": any)."""
-        origin = self.environ["HTTP_ORIGIN"]
-        allowed = self.server.allowed_origins
-        if "*" in allowed or origin in allowed:
-            return
-        match = _ORIGIN.fullmatch(origin)
-        page = None
-        # (a longer one is no host name)
-        if match is not None and len(match[2]) <= 300:
-            page = _host_parts(match[2])
-        if page is not None:
-            name, port = _host_parts(host)
-            # a Host names no default port either
-            default = _DEFAULT_PORTS.get(match[1].lower())
-            if page[0] == name and (page[1] or default) == (port or default):
-                return
-            if _is_loopback(page[0]) and _is_loopback(name):
-                return
-        raise _HttpRefusal(403, f"Forbidden: Origin {_preview(origin)} is not allowed "
-                                "(Server(allowed_origins=[...]))")
 
     def authenticate(self, host):
         """Who the bearer token belongs to, by the auth hook (a falsy principal is
@@ -5489,6 +5513,8 @@ class HttpExchange(Stream):
         """GET: the metadata (RFC 9728) naming the servers that issue tokens; HEAD: its
         headers alone."""
         method = self.environ["REQUEST_METHOD"]
+        if method == "OPTIONS" and "HTTP_ORIGIN" in self.environ:
+            return self.preflight("GET, HEAD")
         if method not in ("GET", "HEAD"):
             raise _HttpRefusal(405, f"Method Not Allowed: {_preview(method)} (this "
                                     "path takes GET, HEAD)",
@@ -5908,6 +5934,50 @@ class HttpExchange(Stream):
             return
         session.dispatch(message, self)
 
+    # -- a browser's request (CORS) ----------------------------------------------------
+    def check_origin(self, host):
+        """403 for another site's script. The Origin a browser sends is allowed if it
+        has the Host's host[:port], if both are this machine, or if allowed_origins
+        lists it or "*"; returned for Access-Control-Allow-Origin, as "*" if unlisted
+        (what a client sends is never echoed unchecked)."""
+        origin = self.environ["HTTP_ORIGIN"]
+        allowed = self.server.allowed_origins
+        if origin in allowed:
+            return origin
+        if "*" in allowed:
+            return "*"
+        match = _ORIGIN.fullmatch(origin)
+        page = None
+        # (a longer one is no host name)
+        if match is not None and len(match[2]) <= 300:
+            page = _host_parts(match[2])
+        if page is not None:
+            name, port = _host_parts(host)
+            # a Host names no default port either
+            default = _DEFAULT_PORTS.get(match[1].lower())
+            if page[0] == name and (page[1] or default) == (port or default):
+                return origin
+            if _is_loopback(page[0]) and _is_loopback(name):
+                return origin
+        raise _HttpRefusal(403, f"Forbidden: Origin {_preview(origin)} is not allowed "
+                                "(Server(allowed_origins=[...]))")
+
+    def preflight(self, methods):
+        """OPTIONS from an allowed Origin, no token needed: may its page send this? It
+        may, for an hour; a public page asking a private server (Private Network
+        Access), only if allowed_origins names its origin ("*" is no such consent)."""
+        names = ["Content-Type, Accept, Authorization, MCP-Protocol-Version, "
+                 "Mcp-Session-Id, Mcp-Method, Mcp-Name, Last-Event-ID"]
+        for tool in list(self.server.tools.values()):
+            names += ["Mcp-Param-" + name for name in tool.mirrored]
+        headers = [("Access-Control-Allow-Methods", methods),
+                   ("Access-Control-Allow-Headers", ", ".join(names)),
+                   ("Access-Control-Max-Age", "3600")]
+        if (self.environ.get("HTTP_ACCESS_CONTROL_REQUEST_PRIVATE_NETWORK") == "true"
+                and self.environ["HTTP_ORIGIN"] in self.server.allowed_origins):
+            headers.append(("Access-Control-Allow-Private-Network", "true"))
+        return _http_response(self.start_response, 204, b"", headers)
+
 
 def _http_response(start_response, status, body, headers=()):
     """Start a response and return its body: the one place where the status and headers
@@ -6004,6 +6074,15 @@ def _accepts(accept, media_type):
             best = rank
             accepted = not refused
     return accepted
+
+
+def _cors_start(start_response, allowed_origin, status, headers):
+    """start_response for a request from an allowed Origin: the browser lets its page
+    read the response, and the headers a client reads (CORS)."""
+    cors = [("Access-Control-Allow-Origin", allowed_origin), ("Vary", "Origin"),
+            ("Access-Control-Expose-Headers",
+             "Mcp-Session-Id, WWW-Authenticate, Retry-After")]
+    return start_response(status, [*headers, *cors])
 
 
 _BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")

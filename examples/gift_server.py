@@ -4,15 +4,20 @@
     python3 mcp_min.py demo                         # watch a client talk to its built-in
                                                     # copy (a shorter catalogue)
 
-Tool      suggest_gifts(occasion, budget, recipient) -> gift ideas, with structured output
+Tool      suggest_gifts(occasion, budget, recipient) -> gift ideas, with structured output,
+                                                       shown in the widget where the client
+                                                       renders one
 Tool      pick_gift(occasion, budget)               -> one gift, after asking the user who
                                                        it is for (elicitation)
 Resource  mcp://gift-server/resources/gift_catalog  -> the whole catalogue (JSON)
+Resource  ui://gift-server/picker.html              -> the widget (gift_picker.html beside
+                                                       this file; docs/widgets.md)
 Prompt    gift_congrats_style(recipient, occasion)  -> a style guide for the card
 """
 
 import os
 import sys
+from pathlib import Path
 from typing import Literal, TypedDict
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -63,7 +68,20 @@ class Suggestions(TypedDict):
     gifts: list[Gift]
 
 
-@server.tool(title="Gift ideas generator", annotations={"readOnlyHint": True, "openWorldHint": False})
+PICKER = "ui://gift-server/picker.html"
+
+
+# The widget: an MCP Apps host (ChatGPT, Claude, VS Code) renders it with the results of
+# suggest_gifts; its buttons call suggest_gifts and pick_gift through the host.
+@server.resource(PICKER, name="gift_picker", title="Gift picker",
+                 description="Shows gift ideas; asks for more, or picks one", prefers_border=True)
+def gift_picker() -> str:
+    return (Path(__file__).parent / "gift_picker.html").read_text(encoding="utf-8")
+
+
+# Clients without widgets read the same ideas in the text of the result (JSON).
+@server.tool(title="Gift ideas generator", annotations={"readOnlyHint": True, "openWorldHint": False},
+             ui=PICKER)
 def suggest_gifts(occasion: Occasion, budget: float, recipient: str = "") -> Suggestions:
     """Suggest gift ideas for an occasion and a budget.
 

@@ -424,8 +424,10 @@ def test_inspect_gift_server_lists_tools_with_schemas_resources_and_prompts(era,
     assert "birthday" in schema["properties"]["occasion"]["enum"]
     assert tool["outputSchema"]["required"] == ["occasion", "budget", "gifts"]
     assert tool["annotations"]["readOnlyHint"] is True
-    (resource,) = report["resources"]
+    widget, resource = report["resources"]
     assert resource["uri"] == CATALOG and resource["mimeType"] == "application/json"
+    assert widget["uri"] == "ui://gift-server/picker.html"
+    assert widget["mimeType"] == "text/html;profile=mcp-app"
     assert report["resourceTemplates"] == []
     (prompt,) = report["prompts"]
     assert prompt["name"] == "gift_congrats_style"

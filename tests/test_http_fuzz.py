@@ -14,7 +14,8 @@ Two layers:
    raises on purpose is answered 200 with isError); every non-empty body JSON, or SSE whose
    data lines are JSON; every JSON-RPC error with an int code and a str message, the
    message bounded; header values latin-1 printable, without CR or LF, never holding the
-   raw Host, Origin or Authorization sent; no token the hook refuses let through; no DNS
+   raw Host, Origin or Authorization sent (but an allowed Origin of an origin's strict
+   form, whole, in Access-Control-Allow-Origin); no token the hook refuses let through; no DNS
    name in Host taken from another machine when no hosts are listed.
 2. Over raw sockets against the embedded server (``mcp_min.py serve --http``): each
    response starts with a valid ``HTTP/1.1 NNN`` status line, or the connection closes
@@ -597,6 +598,9 @@ def response_violations(request, environ, status_line, headers, body):
             add("host-reflected" if reflected else "header", f"header {name!r}: {value!r:.300}")
             continue
         names[name.lower()] = value
+        if name.lower() == "access-control-allow-origin":
+            add_origin_violations(add, environ, status, request.config, value)
+            continue
         # (an Origin of the same name as the Host is in WWW-Authenticate as the Host is)
         host_in_it = host.strip() and host.strip() in value and name.lower() == \
             "www-authenticate"
@@ -641,6 +645,25 @@ def response_violations(request, environ, status_line, headers, body):
         add("body", f"a body of Content-Type {content_type!r}: {body[:300]!r}")
     found += access_violations(request, environ, status)
     return found
+
+
+#: An Origin the server may name back (CORS): a scheme, then a host as Host has it
+ORIGIN_FORM = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)"
+                         r"(:[0-9]{1,5})?")
+LISTED_ORIGINS = {"hosts": {"https://app.example.com"}}
+
+
+def add_origin_violations(add, environ, status, config, value):
+    """Access-Control-Allow-Origin names the Origin sent, whole, only once the server has
+    allowed it (not a 403), and only if it has an origin's strict form or the server
+    lists it: else it is "*"."""
+    origin = environ.get("HTTP_ORIGIN")
+    if status == 403:
+        add("cors", f"a refused Origin ({origin!r:.80}) is told it may read the response")
+    elif value != "*" and (value != origin or not (
+            ORIGIN_FORM.fullmatch(value) or value in LISTED_ORIGINS.get(config, ()))):
+        add("reflected", f"Access-Control-Allow-Origin {value!r:.80} for Origin "
+                         f"{origin!r:.80}")
 
 
 def access_violations(request, environ, status):
