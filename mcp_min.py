@@ -2090,8 +2090,7 @@ def _as_blocks(value):
 
 
 def _json_in(text):
-    """The JSON value a string holds (arguments and headers carry JSON in strings), or
-    _NOTHING: not JSON (NaN and Infinity are not), or nested too deeply to read."""
+    """The JSON value a string holds, or _NOTHING."""
     try:
         return _decoder.decode(text)
     except (ValueError, RecursionError):
@@ -2110,8 +2109,7 @@ def _parsed(values, keys):
 
 
 class Entry:
-    """What tools, resources and prompts share: a function and its Signature, the
-    display metadata, and calling the function with validated arguments."""
+    """What tools, resources and prompts share: a function, its Signature, metadata."""
 
     def __init__(self, fn, *, name, title, description, icons, meta,
                  **signature_options):
@@ -2142,8 +2140,8 @@ class Entry:
 
     def bind_strings(self, values, what, ctx=None):
         """Bind arguments that arrive as strings (prompt arguments, URI variables),
-        parsed as JSON for a parameter typed int, list...; for one that may also be a
-        string (``int | Literal["all"]``), only if the string does not fit."""
+        parsed as JSON for a parameter typed otherwise (if it may be a string too,
+        ``int | Literal["all"]``, only if the string does not fit)."""
         signature = self.signature
         kwargs, problems = signature.bind(_parsed(values, signature.parse_strings), ctx)
         named = {re.split(r"[.\[:]", problem, maxsplit=1)[0] for problem in problems}
@@ -2172,7 +2170,6 @@ class Tool(Entry):
             raise ValueError(f"tool name {self.name!r} does not follow the MCP naming "
                              "guidance: 1 to 128 characters from A-Z a-z 0-9 _ - . "
                              "(no spaces)")
-        # as every revision of the spec says
         if self.signature.input_schema.get("type") != "object":
             raise ValueError(f"tool {self.name!r}: the input schema's root must have "
                              '"type": "object" (tool arguments are a JSON object)')
@@ -2180,9 +2177,8 @@ class Tool(Entry):
         self.annotations = annotations
         # version -> its tools/list entry
         self.described = {}
-        # With an output schema, check_output checks structured content, and
+        # With an output schema: check_output checks structured content,
         # check_returned a return value before it is wrapped as {"result": ...}
-        # (quicker alone), but for the types it passes untested (``-> int``, 3).
         self.check_output = None
         schema = self.signature.output_schema
         if schema is not None:
@@ -2208,8 +2204,7 @@ class Tool(Entry):
         return self.described[version]
 
     def call(self, ctx, arguments):
-        """Run the tool. Its failures are results with isError, for the model to read,
-        as the spec has it; only protocol errors are JSON-RPC errors."""
+        """Run the tool; its failures are results with isError, for the model."""
         kwargs, problems = self.signature.bind(arguments, ctx)
         if problems:
             return _error_result(f"Invalid arguments for tool '{self.name}':\n"
@@ -2222,7 +2217,7 @@ class Tool(Entry):
             raise
         # SystemExit and KeyboardInterrupt too: a tool never stops the server
         except BaseException as e:
-            # 2026-07-28 has them as protocol errors, -32021 and -32602
+            # (2026-07-28 has them as protocol errors, -32021 and -32602)
             if isinstance(e, (CapabilityError, InvalidAnswer)) and ctx.stateless:
                 raise
             expected = isinstance(e, (CapabilityError, TimeoutError, JSONRPCError))
@@ -2235,14 +2230,12 @@ class Tool(Entry):
 
     def result(self, value):
         """Turn what the function returned into a CallToolResult dict."""
-        # a scalar, the usual return value, has nothing to dump
         plain = type(value) in _SCALAR_TYPES
         blocks = None if plain else _as_blocks(value)
         if isinstance(value, ToolResult) or blocks:
             if blocks is None:
                 result = value.to_dict()
-                # A trial encoding: what JSON cannot carry is an error saying where.
-                # (Blocks the helpers made need no such check.)
+                # A trial encoding: what JSON cannot carry is an error saying where
                 try:
                     encode_message(result)
                 except (TypeError, ValueError) as e:
@@ -2291,13 +2284,12 @@ class Tool(Entry):
 
 
 def _shape_result(result, version):
-    """A tool's result as a version before 2026-07-28 has it."""
-    # Its text block carries the data. Before 2026-07-28, structuredContent is an
-    # object; before 2025-06-18 there is none.
+    """A tool's result as a version before 2026-07-28 has it: structuredContent an
+    object, and none before 2025-06-18."""
     if version < V2025_06 or not isinstance(result.get("structuredContent", {}), dict):
         result.pop("structuredContent", None)
     if version < V2025_11:
-        # A plain text block, the usual content, is the same in every version.
+        # (a plain text block is the same in every version)
         for block in result["content"]:
             if block.get("type") != "text" or len(block) > 2:
                 result["content"] = [_shape_block(b, version)
@@ -2307,7 +2299,7 @@ def _shape_result(result, version):
 
 
 def _shape_block(block, version):
-    """A content block as an older protocol version has it: without what it lacks."""
+    """A content block as an older protocol version has it."""
     if version >= V2025_11:
         return block
     kind = block.get("type")
@@ -2315,7 +2307,6 @@ def _shape_block(block, version):
         return text(f"Resource: {block['uri']} ({block.get('name')})")
     if kind == "audio" and version < V2025_03:
         return text(f"[{block.get('mimeType')} audio omitted: not in {version}]")
-    # icons are new in 2025-11-25
     if kind == "resource_link" and "icons" in block:
         block = {k: v for k, v in block.items() if k != "icons"}
     if version < V2025_06 and ("_meta" in block or "annotations" in block):
@@ -2332,8 +2323,8 @@ def _shape_annotations(annotations, version):
 
 
 def _mirrored_arguments(schema, tool):
-    """The arguments a tool's input schema marks with "x-mcp-header" (see docs/http.md),
-    as {name: path of properties}; a mark the spec does not allow is a ValueError."""
+    """The arguments a tool's input schema marks with "x-mcp-header" (docs/http.md), as
+    {name: path of properties}; a mark the spec does not allow is a ValueError."""
     mirrored = {}
 
     # path: None once the way from the root is not by properties alone
@@ -2378,11 +2369,10 @@ _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 def _mirrors(value, header):
-    """Whether a Mcp-Param-{Name} header (decoded; None: absent) stands for the argument
-    ``value``: integers compare as numbers (42.0 is 42), booleans are true or false."""
+    """Does a Mcp-Param-{Name} header (decoded; None: absent) stand for ``value``?
+    Integers compare as numbers (42.0 is 42)."""
     if isinstance(value, str) or header is None:
         return header == value
-    # _NOTHING (not JSON) stands for no value
     sent = _json_in(header)
     if isinstance(value, bool) or isinstance(sent, bool):
         return sent is value
@@ -2405,7 +2395,7 @@ class Resource(Entry):
         super().__init__(fn, name=name, title=title, description=description,
                          icons=icons, meta=meta, structured=False)
         self.uri = uri
-        # name -> whether it is a {+name}, taking slashes too
+        # name -> whether it is a {+name}
         self.variables = {}
         if not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", uri):
             raise ValueError(f"resource {uri!r} has no scheme: start it with one, as "
@@ -2428,7 +2418,7 @@ class Resource(Entry):
         self.mime_type = mime_type or _guess_type(uri)
         self.size = size
         self.annotations = annotations
-        # 2026-07-28 cache hints for resources/read, where they differ from the server's
+        # 2026-07-28 cache hints for resources/read
         self.ttl_ms, self.cache_scope = _cache_hints(ttl_ms, cache_scope,
                                                      f"resource {uri!r}")
 
@@ -2444,7 +2434,6 @@ class Resource(Entry):
             if var in self.variables:
                 raise ValueError(f"resource {uri!r}: variable {var!r} appears twice; "
                                  "give each variable a name of its own")
-            # Two variables side by side: where would one end and the next start?
             if not literal and i + 3 < len(parts):
                 raise ValueError(f"resource {uri!r}: variables {var!r} and "
                                  f"{parts[i + 4]!r} are next to each other; put a "
@@ -2483,16 +2472,15 @@ class Resource(Entry):
                     # two URIs must not reach the function as one name
                     raise JSONRPCError(INVALID_PARAMS, f"Invalid params: {uri} has a "
                                        "percent-encoding that is not UTF-8") from None
-            # Decoded once more too: a function that decodes what it gets (again) must
-            # not see a way out either ("%252e%252e" is ".." then).
+            # Decoded once more too: "%252e%252e" decoded twice is ".."
             for text in (decoded, unquote(decoded, errors="replace")):
                 if not self.safe_value(text, self.variables[var]):
                     return None
         return variables
 
     def safe_value(self, text, plus):
-        """Whether a decoded variable stays where it is put: a {var} one path segment
-        (not '.' or '..'); a {+var} relative, with no '..' segment (unless allowed)."""
+        """Does a decoded variable stay where it is put? A {var} one path segment (not
+        '.' or '..'); a {+var} relative, with no '..' segment (unless allowed)."""
         if "\0" in text:
             return False
         if not plus:
@@ -2517,7 +2505,7 @@ class Resource(Entry):
 
 
 def _template_brace_error(uri, literal):
-    """What is wrong with a brace in a URI template that is not a {name} or {+name}."""
+    """What is wrong with a brace in a URI template."""
     start = literal.find("{")
     if start < 0:
         problem = "a '}' that closes no '{'"
@@ -2564,8 +2552,7 @@ class Prompt(Entry):
 
 
 def _prompt_message(item):
-    """A prompt's return item -> a PromptMessage: str or a content block is a user
-    message; a dict with "role" passes through, its str content made a text block."""
+    """A prompt's return item -> a PromptMessage (str or a block: a user message)."""
     if isinstance(item, (str, Content)):
         item = {"role": "user", "content": item}
     elif not isinstance(item, dict) or "role" not in item:
@@ -2591,7 +2578,7 @@ _DID_YOU_MEAN = {
 
 def _did_you_mean(name, known=None, params=None):
     """The hint ending an error about ``name``: the closest names in ``known``, or the
-    key ``params`` holds instead of it (``tool`` for ``name``); else ''."""
+    key ``params`` holds instead of it (``tool`` for ``name``)."""
     if params is not None:
         for wrong, right in _DID_YOU_MEAN.items():
             if right == name and wrong in params:
@@ -2613,8 +2600,7 @@ def _require(params, key, kind, method):
 
 
 def _named(registry, what, params, method):
-    """The tool or prompt params.name names, and params.arguments ({} if there are none,
-    nor misspelt ones); else -32602 (as in the spec's example), with close names."""
+    """The tool or prompt params.name names, and params.arguments; else -32602."""
     name = params.get("name")
     entry = None
     if type(name) is str:
@@ -2632,8 +2618,8 @@ def _named(registry, what, params, method):
 
 
 class _Honoured(dict):
-    """What a listen was acknowledged (this dict, as sent), with its
-    resourceSubscriptions as sets too: the URIs, and the same without a trailing "/"."""
+    """What a listen was acknowledged, with its resourceSubscriptions as sets too: the
+    URIs, and the same without a trailing "/"."""
 
     def __init__(self, honoured):
         super().__init__(honoured)
@@ -2643,15 +2629,13 @@ class _Honoured(dict):
 
 
 def _parents(uri):
-    """The beginnings of ``uri`` that end just before a "/": the subscriptions (without
-    a trailing "/") that cover it."""
+    """The beginnings of ``uri`` that end before a "/": subscriptions covering it."""
     parts = uri.split("/")
     return {"/".join(parts[:end]) for end in range(1, len(parts))}
 
 
 def _cache_hints(ttl_ms, scope, owner, required=False):
-    """Check a ttlMs and cacheScope setting and return them. None: not set (a
-    resource's); the server's own are ``required``."""
+    """Check a ttlMs and cacheScope setting and return them (None: not set)."""
     if (ttl_ms is not None or required) and (type(ttl_ms) is not int or ttl_ms < 0):
         raise ValueError(f"{owner}: cache_ttl_ms must be a whole number of "
                          "milliseconds >= 0")
@@ -2661,7 +2645,7 @@ def _cache_hints(ttl_ms, scope, owner, required=False):
 
 
 def _cursor_position(cursor):
-    """The order of the last item a nextCursor of this server showed; else -32602."""
+    """The order of the last item a nextCursor showed; else -32602."""
     try:
         raw = b64decode(cursor)
         if raw.startswith(b"after:"):
@@ -2673,10 +2657,9 @@ def _cursor_position(cursor):
 
 
 class Setting:
-    """One of a Server's settings: its default, and what it may be (``kind``: "count",
-    of at least ``least``; "seconds", "positive seconds"; "function", or None; "path";
-    "origins", "hosts", "url", "list"; "any", taken as it is). ``none``: None is
-    allowed too (no limit)."""
+    """One of a Server's settings: its default, and what it may be (``kind``: "count"
+    of at least ``least``, "seconds", "positive seconds", "function", "path",
+    "origins", "hosts", "url", "list", "any"). ``none``: None too (no limit)."""
     __slots__ = ("default", "kind", "least", "none")
 
     def __init__(self, default, kind="any", least=1, none=False):
@@ -2686,8 +2669,7 @@ class Setting:
         self.none = none
 
     def check(self, name, value):
-        """``value``, as the server keeps it, if the setting ``name`` may be it; else
-        ValueError saying what it may be."""
+        """``value``, as the server keeps it; else ValueError saying what it may be."""
         kind = self.kind
         if kind == "any" or (value is None and self.none):
             return value
@@ -2696,7 +2678,6 @@ class Setting:
         if kind == "url":
             return _public_url(value)
         if kind in ("list", "origins"):
-            # a string's characters would allow nothing
             if kind == "origins" and isinstance(value, str):
                 raise ValueError(f"{name} must be a list of origins, not the string "
                                  f"{value!r}: {name}=[{value!r}]")
@@ -2774,9 +2755,7 @@ SETTINGS = {
 
 class Server:
     """An MCP server: the registries of tools, resources and prompts; ``handlers``, the
-    dict from method name to ``handler(ctx, params) -> result``; its settings
-    (SETTINGS). A subclass may override each handler (``call_tool``, ...),
-    ``schedule`` (where a call runs), ``roots_changed`` and ``may_subscribe``."""
+    dict from method name to ``handler(ctx, params) -> result``; its settings."""
 
     # Taken by the first request of any server's wsgi
     _http_start_lock = threading.Lock()
@@ -2793,20 +2772,17 @@ class Server:
         for setting, declared in SETTINGS.items():
             value = settings.get(setting, declared.default)
             setattr(self, setting, declared.check(setting, value))
-        # the largest body could never be taken
         if self.max_inflight_bytes < self.max_body_bytes:
             raise ValueError(f"max_inflight_bytes ({self.max_inflight_bytes}) must be "
                              f"at least max_body_bytes ({self.max_body_bytes})")
         _cache_hints(self.cache_ttl_ms, self.cache_scope, name, required=True)
         self.request_state = RequestStateSigner(self.state_key, self.state_ttl,
                                                 self.max_state_bytes)
-        # What the lifespan yielded; the connections (or HTTP) in it; a lock held while
-        # it is entered or exited, which may take self.lock
+        # What the lifespan yielded; the connections (or HTTP) in it
         self.lifespan_value = None
         self._lifespan_users = 0
         self._lifespan_lock = threading.Lock()
-        # What is registered, in the order lists use; capabilities(), as offered()
-        # caches it; the lock registrations take
+        # What is registered, in the order lists use; capabilities(), cached
         self.tools = {}
         self.resources = {}
         self.prompts = {}
@@ -2814,16 +2790,15 @@ class Server:
         self.order = count(1).__next__
         self._offered = None
         self.lock = threading.Lock()
-        # What is serving: the pool (started with the first connection), the sessions
-        # that hear of changes (stdio connections, HTTP streams), every HttpSession
-        # still in use, the HttpEndpoint (made at the first request), and serverInfo
-        # as the _meta of every 2026-07-28 result (made at first use)
+        # What is serving: the pool, the sessions that hear of changes (stdio
+        # connections, HTTP streams), every HttpSession in use, the HttpEndpoint, and
+        # serverInfo as the _meta of every 2026-07-28 result
         self.pool = None
         self.sessions = set()
         self.http_sessions_alive = weakref.WeakSet()
         self._http = None
         self._stateless_meta = None
-        # The rules of each method (a row of METHODS), as this server applies them
+        # The rules of each method, as this server applies them
         self.methods = dict(METHODS)
         self.handlers = {
             "initialize": self.initialize, "ping": self.ping,
@@ -2855,9 +2830,7 @@ class Server:
             if rules.threaded == (name in names):
                 self.methods[name] = rules.but(threaded=name not in names)
 
-    # -- registration ------------------------------------------------------------------
-    # The options of each: docs/reference.md, "Registering". A name or URI registered
-    # twice is an error, unless replace=True says it is on purpose.
+    # -- registration (docs/reference.md, "Registering") -------------------------------
     def tool(self, fn=None, *, replace=False, ui=None, visibility=None, **options):
         """``@server.tool`` or ``@server.tool(name=...)``: register a tool; ``ui``: the
         widget showing its results, ``visibility``: who calls it ("model", "app")."""
@@ -2900,7 +2873,8 @@ class Server:
         return self._register(Prompt, fn, replace, options)
 
     def _register(self, kind, fn, replace, options):
-        """Add ``kind(fn, **options)`` to its registry (no fn: a decorator doing it)."""
+        """Add ``kind(fn, **options)`` to its registry (no fn: a decorator doing it); a
+        name or URI registered twice is an error, unless ``replace``."""
         if fn is None:
             return lambda fn: self._register(kind, fn, replace, options)
         item = kind(fn, **options)
@@ -2952,8 +2926,8 @@ class Server:
 
     # -- server-initiated notifications ------------------------------------------------
     def notify_list_changed(self, kind):
-        """Tell the clients that asked (handshake-era sessions offered ``listChanged``,
-        2026-07-28 listen streams) that the tools, resources or prompts changed."""
+        """Tell the clients that asked (sessions offered ``listChanged``, listens) that
+        the tools, resources or prompts changed."""
         method = f"notifications/{kind}/list_changed"
         flag = f"{kind}ListChanged"
         for session in list(self.sessions):
@@ -2963,8 +2937,8 @@ class Server:
                 session.publish(method, lambda honoured: honoured.get(flag))
 
     def notify_resource_updated(self, uri):
-        """Tell the clients subscribed to ``uri`` (or, on a listen stream, to a URI
-        containing it) that it changed. Tools call it: a few lookups per listen."""
+        """Tell the clients subscribed to ``uri`` (or, on a listen, to a URI containing
+        it) that it changed."""
         parents = _parents(uri)
         method = "notifications/resources/updated"
 
@@ -2982,8 +2956,8 @@ class Server:
                 session.publish(method, wanted, {"uri": uri})
 
     def may_subscribe(self, principal, uri):
-        """Whether can_subscribe lets ``principal`` hear of changes to ``uri``. A hook
-        that fails says no; its log names the error's type, never the URI."""
+        """Does can_subscribe let ``principal`` hear of changes to ``uri``? A hook that
+        fails says no (its log names the error's type, never the URI)."""
         if self.can_subscribe is None:
             return True
         try:
@@ -2994,8 +2968,8 @@ class Server:
 
     # -- what the server says about itself ---------------------------------------------
     def capabilities(self):
-        """The capabilities, from what is registered. Changes are offered only by a
-        server that can deliver them: one process (``http_sessions=True``)."""
+        """The capabilities, from what is registered; changes only where they can be
+        delivered (``http_sessions=True``: one process)."""
         caps = {"logging": {}}
         changes = {}
         if self.http_sessions:
@@ -3052,8 +3026,8 @@ class Server:
         raise _Exit(code, saved)
 
     def serve_connection(self, read_fd=0, write_fd=1, trace=None):
-        """Serve one connection on a pair of file descriptors until its input ends:
-        the stdio transport (its section says how); returns the Session."""
+        """Serve one connection on a pair of file descriptors until its input ends;
+        returns the Session."""
         self.prepare()
         writer = Writer(write_fd, trace)
         session = Session(self, writer)
@@ -3065,7 +3039,6 @@ class Server:
         try:
             serve_lines(session, rfile)
         finally:
-            # a signal now waits for the shutdown to finish
             held = _hold_signals()
             try:
                 self.sessions.discard(session)
@@ -3124,14 +3097,13 @@ class Server:
             return self._http
 
     def stop_http(self, httpd=None):
-        """The end of serving HTTP in this process: the calls still running are
-        cancelled, then the lifespan closes. Once: later calls do nothing."""
+        """The end of serving HTTP in this process (once): the calls still running are
+        cancelled, then the lifespan closes."""
         with Server._http_start_lock:
             endpoint, self._http = self._http, None
         if not isinstance(endpoint, HttpEndpoint):
             return
-        # An engine may signal its worker twice (Ctrl+C reaches the process group, and
-        # the master passes it on): the second must not cut the lifespan's exit short.
+        # An engine may signal its worker twice: the second must not cut this short
         ignored = _ignore_stop_signals()
         try:
             self._cancel_http_calls(httpd)
@@ -3140,7 +3112,7 @@ class Server:
             _restore_signals(ignored)
 
     def _cancel_http_calls(self, httpd):
-        """Cancel the calls still running, and give them ``cancel_timeout`` seconds to
+        """Cancel the calls still running; give them ``cancel_timeout`` seconds to
         return and (with ``httpd``) their responses to be written."""
         busy = [s for s in list(self.http_sessions_alive) if s.running]
         if not busy:
@@ -3169,13 +3141,11 @@ class Server:
                     self.lifespan_value, self._lifespan_exit = _open_lifespan(
                         self.lifespan(self))
             except BaseException:
-                # Not entered: the next connection tries again.
                 self._lifespan_users -= 1
                 _forward_logging(self, False)
                 raise
 
     def _exit_lifespan(self):
-        # A connection starting now waits for the exit.
         with self._lifespan_lock:
             self._lifespan_users -= 1
             if self._lifespan_users:
@@ -3193,7 +3163,7 @@ class Server:
             raise JSONRPCError(INVALID_REQUEST, "Already initialized: initialize may "
                                                 "be sent only once per connection")
         requested = _require(params, "protocolVersion", str, "initialize")
-        # Echo a version we speak, else counter-offer our latest (the spec: no error).
+        # Echo a version we speak, else counter-offer our latest
         version = requested
         if requested not in PROTOCOL_VERSIONS:
             version = LATEST_PROTOCOL_VERSION
@@ -3220,9 +3190,8 @@ class Server:
         if self.instructions:
             result["instructions"] = self.instructions
 
-        # Changes (list_changed, log messages) reach the session from the moment this
-        # response is written, under its write lock: none goes out ahead of it. One
-        # made before is not lost: the next tools/list shows it.
+        # Changes reach the session from the moment this response is written, under
+        # its write lock: none goes out ahead of it
         def negotiated():
             session.capabilities, session.version = offered, version
         ctx._with_response = negotiated
@@ -3256,8 +3225,7 @@ class Server:
         return result
 
     def listen(self, ctx, params):
-        """subscriptions/listen: changes on a stream open until the client cancels it;
-        no response, no thread held."""
+        """subscriptions/listen: changes on a stream open until the client cancels."""
         wanted = _require(params, "notifications", dict, "subscriptions/listen")
         offered = self.offered()
         if not any(kind.get("listChanged") or kind.get("subscribe")
@@ -3282,7 +3250,7 @@ class Server:
                                    ".resourceSubscriptions must be a list of URIs")
             self._check_uris("subscriptions/listen", uris)
             if offered.get("resources", {}).get("subscribe"):
-                # A part refused is left out of the acknowledgement (the spec's way).
+                # (a part refused is left out of the acknowledgement)
                 honoured["resourceSubscriptions"] = [
                     uri for uri in dict.fromkeys(uris)
                     if self.may_subscribe(ctx.principal, uri)]
@@ -3292,7 +3260,7 @@ class Server:
     # -- built-in handlers: lists (with cursor pagination) -----------------------------
     def paginate(self, ctx, params, items, key):
         """One page of ``items`` in registration order. The cursor names the last item
-        shown: items added or removed between pages make none repeat or go missing."""
+        shown: changes between pages make none repeat or go missing."""
         cursor = params.get("cursor")
         after = 0 if cursor is None else _cursor_position(cursor)
         entries = sorted((i for i in items if i.order > after), key=lambda i: i.order)
@@ -3378,8 +3346,7 @@ class Server:
 
     def _check_uris(self, method, uris, kept=0):
         """-32602 for a URI longer than max_uri_length, or for URIs that, with the
-        ``kept`` characters a session subscribes to already, pass max_subscribed_length:
-        a session, or a listen, keeps them while it lasts."""
+        ``kept`` characters subscribed already, pass max_subscribed_length."""
         longest = max(map(len, uris), default=0)
         if longest > self.max_uri_length:
             raise JSONRPCError(INVALID_PARAMS, f"{method}: a URI of {longest} "
@@ -3447,15 +3414,13 @@ class Server:
         """capabilities(), cached until a registration changes it (for 2026-07-28)."""
         offered = self._offered
         if offered is None:
-            # registrations change the registries under this lock
             with self.lock:
                 offered = self._offered = self.capabilities()
         return offered
 
     def schedule(self, fn, *args):
-        """Run ``fn(*args)``, a request's handler and response, on the worker pool:
-        the one place where calls are handed to threads (override it to run them
-        elsewhere). False: refused, as the pool is full."""
+        """Run ``fn(*args)`` on the worker pool: the one place where calls are handed to
+        threads (override it to run them elsewhere). False: refused, it is full."""
         return self.pool.submit(fn, *args)
 
     def call_handler(self, ctx, handler):
@@ -3474,17 +3439,17 @@ class Server:
         resultType, the cache hints, serverInfo in _meta), a question turned into an
         input_required result, CapabilityError into -32021; or NO_RESPONSE."""
         params = ctx.params
+        responses = params.get("inputResponses")
+        if responses is not None and not isinstance(responses, dict):
+            raise JSONRPCError(INVALID_PARAMS,
+                               "Invalid params: inputResponses must be an object")
         try:
             if "requestState" in params:
                 ctx.answers = self.read_answers(ctx.method, params, ctx.principal)
-            elif isinstance(params.get("inputResponses"), dict):
-                # Answers without a state: a client may answer a question before it is
-                # asked; those the handler asks in this run are taken (and checked).
-                ctx.answers = {key: [None, answer]
-                               for key, answer in params["inputResponses"].items()}
-            elif params.get("inputResponses") is not None:
-                raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses "
-                                                   "must be an object")
+            elif responses:
+                # Answers without a state (a client may answer before it is asked):
+                # taken, and checked, when the handler asks
+                ctx.answers = {key: [None, answer] for key, answer in responses.items()}
             result = self.call_handler(ctx, handler)
         except InputRequired as unanswered:
             result = self.input_required(ctx, unanswered)
@@ -3495,7 +3460,6 @@ class Server:
             return result
         if self._stateless_meta is None:
             self._stateless_meta = {SERVER_INFO_KEY: self.server_info(V2026_07)}
-        # a copy: the handler's own dict stays as it was
         result = dict(result)
         kind = result.setdefault("resultType", "complete")
         if kind == "input_required" and not ctx.rules.asks:
@@ -3511,7 +3475,7 @@ class Server:
     def read_answers(self, method, params, principal=None):
         """The answers a retry brings: earlier rounds' in its signed requestState
         (-32602 if forged, altered, expired or another call's), this round's in
-        inputResponses."""
+        inputResponses (an object: run_stateless checked)."""
         token = params.get("requestState")
         if not isinstance(token, str):
             raise _invalid_state("it must be the string the server sent")
@@ -3520,9 +3484,6 @@ class Server:
             raise _invalid_state(
                 "it was issued for another call (method, name or arguments)")
         responses = params.get("inputResponses")
-        if responses is not None and not isinstance(responses, dict):
-            raise JSONRPCError(INVALID_PARAMS,
-                               "Invalid params: inputResponses must be an object")
         answers = state.get("answers", {})
         for key, (digest, method_asked) in state.get("asked", {}).items():
             if responses and key in responses:
@@ -3536,7 +3497,6 @@ class Server:
         try:
             return _digest([self.name, method, target, params.get("arguments"),
                             _principal_id(principal)])
-        # nested deeper than json.dumps goes
         except (RecursionError, ValueError) as e:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: arguments cannot be "
                                f"read back ({type(e).__name__})") from None
@@ -3554,7 +3514,7 @@ class Server:
                  "answers": ctx.answers or {}, "asked": asked}
         try:
             sealed = self.request_state.seal(state)
-        # the client's answers, read by json, nest deeper than json.dumps goes
+        # (the client's answers nest deeper than json.dumps goes)
         except RecursionError:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: the answers in "
                                                "inputResponses are nested too deeply "
@@ -3576,8 +3536,7 @@ _serving_ctx = contextvars.ContextVar("mcp_min_ctx", default=None)
 
 
 def _log_params(level, data, logger, threshold):
-    """The params of notifications/message, or None when ``level`` is below
-    ``threshold`` (None: the client asked for no messages)."""
+    """The params of notifications/message, or None below ``threshold`` (None: none)."""
     if level not in _LEVEL_RANK:
         raise ValueError(f"unknown log level {level!r}; use one of "
                          f"{', '.join(LOG_LEVELS)}")
@@ -3594,21 +3553,18 @@ def _log_params(level, data, logger, threshold):
 class Context:
     """One request as its handler sees it (docs/reference.md): what it asks, who asks
     it, and what the handler can do meanwhile: report progress, log, ask the client,
-    see that it was cancelled. A function gets one by a parameter annotated Context, a
-    handler as its first argument; in an ``async def`` its methods return awaitables."""
+    see that it was cancelled. In an ``async def`` its methods return awaitables."""
 
-    # Hooks: cancel an async handler's coroutine (Session.cancel calls it); run just
-    # before the response goes out (Stream.respond's ``before``); run once the
-    # handler has returned (HttpEndpoint.claim), with what it counts meanwhile
-    # against its principal's share
+    # Hooks: cancel an async handler's coroutine; run just before the response goes
+    # out (Stream.respond's ``before``); run once the handler has returned, with what
+    # it counts meanwhile against its principal's share (HttpEndpoint.claim)
     _on_cancel = None
     _with_response = None
     _on_end = None
     _holder = None
-    # The request's state as it starts, set on the instance once it changes:
-    # 2026-07-28 answers (key -> [question digest, answer]) and questions asked in this
-    # run; cancelled (by the client, or by the server's shutdown: stopped, its response
-    # still sent); done: the response is sent
+    # The request's state as it starts: 2026-07-28 answers (key -> [question digest,
+    # answer]) and questions asked in this run; stopped: cancelled by the server's
+    # shutdown (its response still sent); done: the response is sent
     answers = None
     questions = 0
     cancelled = False
@@ -3624,15 +3580,12 @@ class Context:
                  envelope=None):
         self.session = session
         self.server = session.server
-        # Where the messages about this request go
         self.stream = stream or session.stream
         self.request_id = request_id
         self.method = method
         self.params = params
-        # Who the transport says the client is (over HTTP, what the auth hook returned)
         self.principal = session.principal
-        # 2026-07-28: the request's envelope, all the server knows of its client;
-        # the handshake era: None, as the session knows it from initialize.
+        # 2026-07-28: all the server knows of its client (else the session knows it)
         self.envelope = envelope
         self.stateless = envelope is not None
         known = envelope or session
@@ -3673,8 +3626,8 @@ class Context:
         return f"request {self.request_id!r} was cancelled{why}"
 
     def report_progress(self, progress, total=None, message=None):
-        """Send notifications/progress if the request has a progressToken (the spec
-        requires progress to increase); returns whether it was sent."""
+        """Send notifications/progress if the request has a progressToken; returns
+        whether it was sent."""
         for name, value in (("progress", progress), ("total", total)):
             if value is not None and not _is_json_number(value):
                 raise TypeError(f"{name} must be a number, not {_preview(value)}")
@@ -3685,13 +3638,11 @@ class Context:
         params = {"progressToken": self.progress_token, "progress": progress}
         _add_optional(params, "total", total)
         _add_optional(params, "message", message, self.protocol_version or "", V2025_03)
-        # Under the lock the response cannot overtake us, and threads reporting at
-        # once keep the order.
+        # Under the lock the response cannot overtake it; threads keep their order
         with self.session.lock:
             last = self.last_progress
             if last is not None and progress <= last:
                 raise ValueError(f"progress must increase: {progress} after {last}")
-            # nothing about a request after its response
             if self.done or self.cancelled:
                 return False
             self.last_progress = progress
@@ -3699,7 +3650,7 @@ class Context:
 
     def log(self, level, data, logger=None):
         """Send notifications/message if ``level`` is at or above what the client asked
-        for; returns whether it was sent. ``data`` is any JSON value: no secrets."""
+        for; returns whether it was sent."""
         if self.stateless:
             threshold = self.envelope.log_level
         else:
@@ -3719,8 +3670,8 @@ class Context:
     def request(self, method, params=None, capability=None, timeout=None, key=None):
         """Ask the client and return its answer, if it declared ``capability`` (else
         CapabilityError). In 2026-07-28 an unanswered question ends this run with an
-        input_required result; ``key`` names it there (default: its kind and number)."""
-        # the handshake allows only pings (and logging) before notifications/initialized
+        input_required result; ``key`` names it there."""
+        # the handshake allows only pings before notifications/initialized
         if not self.stateless and not self.session.initialized and method != "ping":
             raise CapabilityError(f"cannot send {method} before the client has sent "
                                   "notifications/initialized")
@@ -3746,9 +3697,8 @@ class Context:
         return _check_answer(None, method, answer)
 
     def _ask(self, method, params, key=None):
-        """2026-07-28: the answer to this question if the retry carries it, else
-        InputRequired. Answers are kept with a digest of their question: a handler
-        asking something else on a later run is asked anew, not given a stale answer."""
+        """2026-07-28: the answer if the retry carries it, else InputRequired. An answer
+        is kept with its question's digest: a different question is asked anew."""
         self.questions += 1
         question = {"method": method}
         _add_optional(question, "params", params)
@@ -3757,14 +3707,13 @@ class Context:
         answer = self.answers.get(key) if self.answers else None
         if answer is not None and answer[0] == digest:
             return answer[1]
-        # sent before it was asked: check it
         if answer is not None and answer[0] is None:
             return _check_answer(key, method, answer[1])
         raise InputRequired({key: (question, digest)})
 
     def ask_together(self, *asks):
-        """Ask several questions (``lambda: ctx.elicit(...)``, ...) and return their
-        answers: in 2026-07-28 those unanswered share one round, not one round each."""
+        """Ask several questions (``lambda: ctx.elicit(...)``, ...): in 2026-07-28 those
+        unanswered share one round."""
         answers, waiting = [], {}
         for ask in asks:
             try:
@@ -3781,7 +3730,6 @@ class Context:
                metadata=None, tools=None, tool_choice=None, timeout=None, key=None):
         """sampling/createMessage: ``messages`` is a string or block (a user turn), a
         ``{"role", "content"}`` dict, or a list of them. Returns the client's result."""
-        # one message, not a list of its keys
         if isinstance(messages, (str, dict)):
             messages = [messages]
         params = {"messages": [_prompt_message(m) for m in messages],
@@ -3842,7 +3790,7 @@ class Context:
 
     def list_roots(self, timeout=None, key=None):
         """roots/list: ``[{"uri", "name"?}, ...]``, in the handshake era cached until
-        notifications/roots/list_changed (2026-07-28 asks in each request)."""
+        notifications/roots/list_changed."""
         session = self.session
         if not self.stateless and session.roots is not None:
             return session.roots
@@ -3855,8 +3803,7 @@ class Context:
 
 
 def _check_form(schema):
-    """An elicitation form is a flat object of strings, numbers, booleans and lists of
-    enumerated strings, as the spec requires: anything else is a mistake in the tool."""
+    """An elicitation form is flat: strings, numbers, booleans, enumerated lists."""
     properties = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict) or schema.get("type") != "object":
         raise ValueError('an elicitation form is {"type": "object", '
@@ -3872,14 +3819,12 @@ def _check_form(schema):
 
 
 # --- async handlers --------------------------------------------------------
-# An async handler runs on the process's one event loop (_event_loop) while the
-# worker thread that called it waits; the Context's methods, called on the loop, give
-# awaitables, and those that wait for the client wait in a thread of their own.
+# An async handler runs on the process's one event loop while its worker thread waits;
+# the Context's methods, called on the loop, give awaitables.
 
 def _run_coroutine(awaitable, ctx):
     """Run an async handler on the loop and wait for it. Cancelled, its coroutine gets
-    asyncio.CancelledError where it awaits, and this thread waits on until it has
-    unwound (a shutdown closes the lifespan after)."""
+    asyncio.CancelledError, and this thread waits until it has unwound."""
     import concurrent.futures
     loop = _event_loop()
     escaped = []
@@ -3889,18 +3834,16 @@ def _run_coroutine(awaitable, ctx):
         if ctx.cancelled:
             raise loop.asyncio.CancelledError
         tasks.append(loop.asyncio.current_task())
-        # set in this task's own context, where forwarded logging finds it
+        # (in this task's own context, where forwarded logging finds it)
         _serving_ctx.set(ctx)
         try:
             return await awaitable
         except (SystemExit, KeyboardInterrupt) as e:
-            # Out of a task they would stop the loop: they are raised in the caller's
-            # thread instead.
+            # Out of a task they would stop the loop: raised in the caller's thread
             escaped.append(e)
 
     def cancel():
-        # On the loop, after ctx.cancelled is set: a task not started yet sees that.
-        # Cancelling the task, not the future, keeps the future until the task ends.
+        # The task, not the future: the future waits until the task ends
         for task in tasks:
             task.cancel()
     future = loop.submit(serving())
@@ -3923,14 +3866,12 @@ def _awaitable_on_the_loop(method, waits):
     ``waits`` for the client a coroutine waiting in a thread (the loop serves on)."""
     @functools.wraps(method)
     def call(self, *args, **kwargs):
-        # By thread id: current_thread() would leave a dummy Thread behind for each
-        # _thread thread.
+        # (current_thread() would leave a dummy Thread behind for each thread)
         if _loop_thread is None or _thread.get_ident() != _loop_thread.ident:
             return method(self, *args, **kwargs)
         if waits:
             waiting = _in_a_thread(functools.partial(method, self, *args, **kwargs))
-            # Named as the method, for the warning "coroutine 'Context.elicit' was
-            # never awaited", if it is not.
+            # For the warning "coroutine 'Context.elicit' was never awaited"
             waiting.__qualname__ = method.__qualname__
             return waiting
         done = _loop_thread.loop.create_future()
@@ -3945,13 +3886,11 @@ async def _in_a_thread(call):
     future, context = concurrent.futures.Future(), contextvars.copy_context()
 
     def work():
-        # False: the coroutine stopped waiting. Once running, the future ignores
-        # cancel(): setting it below cannot fail.
+        # False: the coroutine stopped waiting (once running, cancel() is ignored)
         if not future.set_running_or_notify_cancel():
             return
         try:
             future.set_result(context.run(call))
-        # InputRequired and Cancelled too
         except BaseException as e:
             future.set_exception(e)
     _start_thread(work)
@@ -3970,10 +3909,9 @@ del _method, _waits, _level
 
 # --- forwarded logging -----------------------------------------------------
 # Server(forward_logging=...): records logged while a handler runs also go to its
-# client, through one wrapper of the log record factory (no handler is added
-# anywhere). Its state, one for the process: how many servers serve with
-# forward_logging set; whether _forwarded_record is installed as the factory; the
-# factory it wraps (make); a Formatter's format, for the text of a record.
+# client, through one wrapper of the log record factory (no handler is added). Its
+# state: how many servers forward; whether the wrapper is installed; the factory it
+# wraps; a Formatter's format.
 _forwarding = types.SimpleNamespace(servers=0, installed=False, make=None, format=None)
 
 
@@ -3984,9 +3922,7 @@ def _forward_logging(server, serving):
     import logging
     with _first_use:
         _forwarding.servers += 1 if serving else -1
-        # Installed once: a wrapper another library put around ours keeps it in the
-        # chain (it passes records through while no server serves), and it must not
-        # be wrapped again.
+        # Installed once: another library's wrapper around ours keeps it in the chain
         if serving and _forwarding.servers == 1 and not _forwarding.installed:
             _forwarding.make = logging.getLogRecordFactory()
             _forwarding.format = logging.Formatter().format
@@ -3999,7 +3935,7 @@ def _forward_logging(server, serving):
 
 
 def _mcp_level(levelno):
-    """A logging level -> the MCP level at or below it: 25 is "notice", 35 "warning"."""
+    """A logging level -> the MCP level at or below it (25: "notice")."""
     levels = ((50, "critical"), (40, "error"), (30, "warning"), (25, "notice"),
               (20, "info"))
     return next((level for lowest, level in levels if levelno >= lowest), "debug")
@@ -4014,7 +3950,6 @@ def _forwarded_record(*args, **kwargs):
     name = record.name
     if wanted and not name.startswith("mcp_min") and (
             wanted is True or name == wanted or name.startswith(wanted + ".")):
-        # logging must never fail the call that logs
         try:
             ctx.log(_mcp_level(record.levelno), _forwarding.format(record), name)
         except Exception:
