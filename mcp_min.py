@@ -310,6 +310,13 @@ UNSUPPORTED_VERSION = -32022
 SERVER_BUSY = -32000
 
 
+def _busy_code(stateless):
+    """The code of work refused past a limit: 2026-07-28 has no -32000...-32019."""
+    if stateless:
+        return INTERNAL_ERROR
+    return SERVER_BUSY
+
+
 class JSONRPCError(Exception):
     """A JSON-RPC error response (from a tool, an ``isError`` result); also raised by a
     request the other side refuses."""
@@ -4747,11 +4754,7 @@ class Session(Peer):
         if refused is None:
             refused = (f"Server busy: {self.server.max_workers} calls running and "
                        f"{self.server.max_queue} waiting; try again later")
-        # 2026-07-28 asks new servers not to use -32000...-32019.
-        code = SERVER_BUSY
-        if ctx.stateless:
-            code = INTERNAL_ERROR
-        stream.respond(error_frame(rid, code, refused))
+        stream.respond(error_frame(rid, _busy_code(ctx.stateless), refused))
 
     # -- the other messages ------------------------------------------------------------
     def handle_batch(self, items, stream):
@@ -5054,11 +5057,10 @@ def _print_text(text, file=None):
 # ======================================================================================
 
 # Every client message is one POST to one endpoint (/mcp), whose response is one JSON
-# body, or an SSE stream (text/event-stream) when something comes before the response
-# (progress, log lines, questions to the client). As over stdio, the message goes to a
-# Session with the POST's HttpExchange as its stream. A 2026-07-28 request gets a
-# session of its own, so any worker process can serve it; a handshake-era client keeps
-# one (Mcp-Session-Id) in this process.
+# body, or an SSE stream when something comes before the response. As over stdio, the
+# message goes to a Session with the POST's HttpExchange as its stream. A 2026-07-28
+# request gets a session of its own, so any worker process can serve it; a
+# handshake-era client keeps one (Mcp-Session-Id) in this process.
 
 #: The status lines mcp_min responds with, by code.
 HTTP_STATUS = {int(line[:3]): line for line in (
@@ -5085,7 +5087,7 @@ class HttpSession(Session):
 
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):
         """A request to the client travels in the response to the request that asks it:
-        not if the client accepts JSON alone there (the call would wait in vain)."""
+        not if the client accepts JSON alone there."""
         if owner is not None and not owner.stream.events:
             raise CapabilityError(
                 f"the client accepts only application/json in response to this "
@@ -5097,7 +5099,6 @@ class HttpSession(Session):
         try:
             super().run(ctx)
         finally:
-            # idle from the end of its last call
             self.last_used = time.monotonic()
 
     def idle(self, now):
@@ -5149,18 +5150,14 @@ class HttpEndpoint:
     def hold(self, stream, is_stream):
         """Count a response that holds a thread while open: a listen or GET stream
         (``is_stream``), or a call (a Context: claim). 503 past ``max_streams`` streams;
-        with auth, 429 past ``max_streams_per_principal`` of one principal (without,
-        clients cannot be told apart: max_workers and max_queue bound calls)."""
+        with auth, 429 past ``max_streams_per_principal`` of one principal."""
         server = self.server
         owner = None
         if server.auth is not None:
             owner = self.identity(stream.principal)
         if owner is None and not is_stream:
             return
-        # (2026-07-28 has no -32000...-32019)
-        code = SERVER_BUSY
-        if stream.stateless:
-            code = INTERNAL_ERROR
+        code = _busy_code(stream.stateless)
         with self.lock:
             if is_stream and self.streams >= server.max_streams:
                 # Retry-After is a guess: streams end when their clients leave
@@ -5194,9 +5191,9 @@ class HttpEndpoint:
                     del self.held[owner]
 
     def claim(self, ctx):
-        """Count a call that runs user code against its principal's share until its
-        handler returns, client or no client: it takes over its request's place (the
-        first of a batch) or holds its own. Returns why it is refused, or None."""
+        """Count a call against its principal's share until its handler returns: it
+        takes over its request's place (the first of a batch) or holds its own.
+        Returns why it is refused, or None."""
         stream = ctx.stream
         if isinstance(stream, Batch):
             stream = stream.stream
@@ -5212,10 +5209,9 @@ class HttpEndpoint:
 
     # -- handshake-era sessions -------------------------------------------------------
     def open_session(self, session, request_id=None):
-        """Keep a new session (its initialize succeeded); returns its id. Sessions idle
-        past ``session_idle`` end first; then an owner at ``max_sessions_per_principal``
-        (or any, at ``max_sessions``) gives up its longest idle, or is refused (503): a
-        client never makes room by ending another's."""
+        """Keep a new session; returns its id. Sessions idle past ``session_idle`` end
+        first; then an owner at ``max_sessions_per_principal`` (or any, at
+        ``max_sessions``) gives up its longest idle, or is refused (503)."""
         import secrets
         server = self.server
         owner = None
@@ -5231,7 +5227,6 @@ class HttpEndpoint:
             while own and (len(self.sessions) >= server.max_sessions or (
                     owner is not None
                     and len(own) >= server.max_sessions_per_principal)):
-                # the longest idle; of sessions all in use, the one used least recently
                 oldest = max(own, key=lambda s: (s.idle(now), -s.last_used))
                 own.remove(oldest)
                 del self.sessions[oldest.id]
@@ -5249,8 +5244,7 @@ class HttpEndpoint:
         return session.id
 
     def find_session(self, environ, principal):
-        """The session a request names, if its principal (or one of the same identity)
-        opened it: to another it does not exist."""
+        """The session a request names, if its principal (or its identity) opened it."""
         session_id = environ.get("HTTP_MCP_SESSION_ID")
         if not session_id:
             raise _HttpRefusal(400, "Bad Request: Mcp-Session-Id header required (send "
@@ -5280,8 +5274,8 @@ class HttpEndpoint:
                                     "clients apart (see its log)") from None
 
     def throwaway_session(self, environ, principal):
-        """A session for one handshake-era message, on a server that keeps none: its
-        version from the header (2025-03-26 when absent, as the spec says)."""
+        """A session for one handshake-era message, on a server that keeps none (the
+        version from the header: 2025-03-26 when absent)."""
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         if version is None:
             version = V2025_03
@@ -5309,9 +5303,8 @@ class HttpEndpoint:
 
 
 class HttpExchange(Stream):
-    """One HTTP request and its response, as http.server has a handler per request. It
-    is the stream of its request's messages, queued as ``(frame, is_response,
-    time.monotonic())`` for the thread that writes its response."""
+    """One HTTP request and its response, and the stream of its messages, queued as
+    ``(frame, is_response, time.monotonic())`` for the thread that writes them."""
 
     # What serving it finds out (opens_session: an initialize, if it succeeds)
     principal = None
@@ -5331,7 +5324,7 @@ class HttpExchange(Stream):
         self.server = endpoint.server
         self.environ = environ
         self.start_response = start_response
-        # The embedded server's: whether the client has closed its connection
+        # (the embedded server's: has the client closed its connection?)
         self.gone = environ.get("mcp_min.client_gone")
         self.frames = SimpleQueue()
 
@@ -5384,8 +5377,7 @@ class HttpExchange(Stream):
     # -- who may ask -------------------------------------------------------------------
     def check_host(self):
         """The Host, if it names this server: localhost, an IP address, allowed_hosts or
-        public_url's host. Another name is 421: a site whose DNS an attacker rebound to
-        this server sends its own. None, junk or a bad port: 400."""
+        public_url's host. Another name is 421 (a DNS rebinding); junk: 400."""
         host = self.environ.get("HTTP_HOST")
         if host is None:
             raise _HttpRefusal(400, "Bad Request: send a Host header (RFC 9112 3.2)")
@@ -5405,9 +5397,8 @@ class HttpExchange(Stream):
         return host
 
     def authenticate(self, host):
-        """Who the bearer token belongs to, by the auth hook (a falsy principal is
-        nobody: a hook may say False for a bad token); else 401, with where to read how
-        to get a token (RFC 9728)."""
+        """Who the bearer token belongs to, by the auth hook (falsy: nobody); else 401,
+        with where to read how to get a token (RFC 9728)."""
         scheme, _, token = self.environ.get("HTTP_AUTHORIZATION", "").partition(" ")
         principal = None
         if scheme.lower() == "bearer" and token.strip():
@@ -5445,8 +5436,7 @@ class HttpExchange(Stream):
         return base + path, f"{base}{_WELL_KNOWN}{path}"
 
     def metadata(self, host):
-        """GET: the metadata (RFC 9728) naming the servers that issue tokens; HEAD: its
-        headers alone."""
+        """The metadata (RFC 9728) naming the servers that issue tokens."""
         method = self.environ["REQUEST_METHOD"]
         if method == "OPTIONS" and "HTTP_ORIGIN" in self.environ:
             return self.preflight("GET, HEAD")
@@ -5466,12 +5456,11 @@ class HttpExchange(Stream):
 
     # -- POST: one client message -----------------------------------------------------
     def post(self):
-        """Accept, Content-Type, the body and its era; a 2026-07-28 request is
-        delivered at once, a handshake-era message by post_in_session."""
+        """Accept, Content-Type, the body and its era; then the message delivered."""
         environ = self.environ
         server = self.server
         accept = environ.get("HTTP_ACCEPT", "*/*")
-        # Clients send the same Accept every time: what a short one takes is remembered
+        # (clients send the same Accept every time: a short one's is cached)
         if len(accept) <= 200:
             sse, takes_json = _accepted(accept)
         else:
@@ -5505,7 +5494,6 @@ class HttpExchange(Stream):
             if rid is not None and server.http_sessions and not self.stateless:
                 self.fail_answer(message)
             raise _HttpRefusal(400, e.message, rid, e.code) from None
-        # nothing for a server that keeps no state
         if kind != "request" and self.stateless:
             return _http_response(self.start_response, 202, b"")
         if kind == "request":
@@ -5517,9 +5505,8 @@ class HttpExchange(Stream):
         return self.post_in_session(message, kind)
 
     def read_body(self):
-        """The body, once its length is within max_body_bytes and what
-        max_inflight_bytes has left: that stays reserved until the response (release),
-        as decoded JSON takes 1 to 25 times as much again."""
+        """The body, within max_body_bytes and what max_inflight_bytes has left: that
+        stays reserved until the response (decoded JSON takes 1 to 25 times as much)."""
         environ = self.environ
         server = self.server
         endpoint = self.endpoint
@@ -5544,19 +5531,14 @@ class HttpExchange(Stream):
                 endpoint.inflight += size
                 self.reserved = size
         if not self.reserved:
-            # (2026-07-28 has no -32000...-32019)
-            code = SERVER_BUSY
-            if self.stateless:
-                code = INTERNAL_ERROR
             raise _HttpRefusal(503, f"Server busy: {server.max_inflight_bytes} bytes "
                                     "of requests at most are taken at once "
                                     "(Server(max_inflight_bytes=...)); try again "
-                                    "shortly", code=code,
+                                    "shortly", code=_busy_code(self.stateless),
                                headers=[("Retry-After", "1")])
         try:
             body = environ["wsgi.input"].read(size)
         except TimeoutError:
-            # the embedded server's idle_timeout
             raise _HttpRefusal(408, "Request Timeout: the body did not all come within "
                                     f"{server.idle_timeout} s of the headers") from None
         if len(body) > limit:
@@ -5570,8 +5552,8 @@ class HttpExchange(Stream):
         return body
 
     def check_headers(self, message, params):
-        """2026-07-28 repeats in headers what the body says, so that proxies can route
-        on it: any disagreement is refused (-32020)."""
+        """2026-07-28 repeats in headers what the body says (for proxies to route on):
+        any disagreement is refused (-32020)."""
         environ = self.environ
         meta = params.get("_meta")
         method = message["method"]
@@ -5607,16 +5589,13 @@ class HttpExchange(Stream):
     def deliver(self, message):
         """Hand a request (or batch) to its session, then respond: JSON if the response
         comes first, else an SSE stream (also after ``heartbeat`` s). A client leaving
-        cancels in 2026-07-28; in the handshake era, where a disconnect is no
-        cancellation, the call runs on, unheard."""
+        cancels in 2026-07-28; in the handshake era the call runs on, unheard."""
         server = self.server
         batch = isinstance(message, list)
         session = self.session
-        # A 2026-07-28 request: a session for it alone
         if session is None:
             session = self.session = Session(server, None, self.principal)
-        # where a shutdown finds the calls to cancel; with auth, calls count against
-        # their principal's share (claim)
+        # (where a shutdown finds the calls to cancel)
         server.http_sessions_alive.add(session)
         if server.auth is not None:
             session.claim = self.endpoint.claim
@@ -5627,8 +5606,8 @@ class HttpExchange(Stream):
         if self.listen and not self.events:
             raise _HttpRefusal(406, "Not Acceptable: subscriptions/listen responds "
                                     "with text/event-stream", self.request_id)
-        # What holds a thread for long is counted before it starts (refused past the
-        # caps): a listen; with auth, a call that runs user code, or a batch.
+        # What holds a thread for long is counted before it starts: a listen; with
+        # auth, a call that runs user code, or a batch
         if self.listen or (server.auth is not None and (
                 batch or server.methods.get(method, CUSTOM_METHOD).threaded)):
             self.endpoint.hold(self, self.listen)
@@ -5639,7 +5618,6 @@ class HttpExchange(Stream):
             if batch:
                 session.handle_batch(message, self)
             else:
-                # 2026-07-28 even for initialize, which is not of that era
                 session.handle_request(message, self, stateless=self.stateless)
             # A listen's handler has returned: its stream costs a place, no body
             if self.listen:
@@ -5652,13 +5630,11 @@ class HttpExchange(Stream):
                 while not first[1]:
                     first = self.next_item(None)
         except ConnectionAbortedError:
-            # no one to respond to
             if self.stateless:
                 session.cancel(self.request_id, "the client closed the connection")
             self.finish()
             return _http_response(self.start_response, 202, b"")
         except BaseException:
-            # counted, but not served after all
             self.endpoint.let_go(self)
             raise
         # The response came first: no stream (and nothing more goes into it)
@@ -5675,7 +5651,6 @@ class HttpExchange(Stream):
                 if self.opens_session and "result" in json.loads(frame):
                     session_id = self.endpoint.open_session(session, self.request_id)
                     headers = [("Mcp-Session-Id", session_id)]
-                # the request is over: what its body held is free
                 self.release()
                 return _http_response(self.start_response, status, frame, headers)
             # no way to say "nothing", or a batch with nothing to respond (cancelled,
@@ -5685,9 +5660,9 @@ class HttpExchange(Stream):
         return _http_response(self.start_response, 200, self.stream_events(first))
 
     def next_item(self, timeout):
-        """The next ``(frame, is_response, queued)``, or None after ``timeout`` seconds
-        (None: no limit); ConnectionAbortedError once the client has gone, which a
-        request asks every 0.25 s, a listen or GET only at its timeout (no CPU)."""
+        """The next ``(frame, is_response, queued)``, or None after ``timeout`` seconds;
+        ConnectionAbortedError once the client has gone (a request asks every 0.25 s,
+        a listen or GET only at its timeout)."""
         gone = self.gone
         deadline = None
         if timeout is not None:
@@ -5728,8 +5703,7 @@ class HttpExchange(Stream):
 
     # -- the response ------------------------------------------------------------------
     def status_of(self, frame):
-        """The HTTP status of a response that holds an error (a batch's array of
-        responses, or a result that just holds such a string: 200)."""
+        """The HTTP status of a response that holds an error (a batch's: 200)."""
         response = json.loads(frame)
         error = None
         if isinstance(response, dict):
@@ -5754,7 +5728,7 @@ class HttpExchange(Stream):
                 else:
                     frame, final, queued = item
                     late = self.server.idle_timeout
-                    # a client that cannot keep up: as if gone
+                    # (a client that cannot keep up: as if gone)
                     if late and time.monotonic() - queued > late:
                         return
                     if frame is not None:
@@ -5777,9 +5751,8 @@ class HttpExchange(Stream):
 
     def wait_item(self):
         """The next item (``yield from``), or None after ``heartbeat`` seconds. Where
-        the engine cannot say a client has gone (granian, gunicorn), an empty chunk
-        every ``probe_every`` seconds, which granian fails to send once it has, frees
-        the thread before the next keep-alive would (nothing is sent)."""
+        the engine cannot say a client has gone, an empty chunk every ``probe_every``
+        seconds, which granian fails to send once it has, frees the thread sooner."""
         heartbeat = self.server.heartbeat
         if self.gone is not None:
             return self.next_item(heartbeat)
@@ -5792,8 +5765,8 @@ class HttpExchange(Stream):
             yield b""
 
     def finish(self):
-        """The end of the response: nothing more goes in (a tool may still send),
-        hold()'s count is given back, a GET or listen stream leaves its session."""
+        """The end of the response: nothing more goes in, hold()'s count is given back,
+        a GET or listen stream leaves its session."""
         self.closed = True
         if self._holder is not None:
             self.endpoint.let_go(self)
@@ -5814,7 +5787,7 @@ class HttpExchange(Stream):
     # -- handshake-era sessions -------------------------------------------------------
     def post_in_session(self, message, kind):
         """A handshake-era message: an initialize opens a session; anything else goes to
-        the session it names, or, on a server that keeps none, to one made for it."""
+        the session it names (or one made for it)."""
         server = self.server
         endpoint = self.endpoint
         initialize = kind == "request" and message["method"] == "initialize"
@@ -5846,7 +5819,6 @@ class HttpExchange(Stream):
             raise _HttpRefusal(406, "Not Acceptable: GET opens a text/event-stream")
         self.listen = True
         self.session = session
-        # of two GETs at once, one gets the stream
         with session.lock:
             if session.stream is not None:
                 raise _HttpRefusal(409, "Conflict: this session already has a GET "
@@ -5861,8 +5833,7 @@ class HttpExchange(Stream):
         return _http_response(self.start_response, 200, self.stream_events())
 
     def fail_answer(self, message):
-        """An invalid message may be a botched answer to the session's request, which
-        then fails at once, as on stdio."""
+        """An invalid message may be a botched answer: its request fails at once."""
         try:
             session = self.endpoint.find_session(self.environ, self.principal)
         except _HttpRefusal:
@@ -5871,10 +5842,9 @@ class HttpExchange(Stream):
 
     # -- a browser's request (CORS) ----------------------------------------------------
     def check_origin(self, host):
-        """403 for another site's script. The Origin a browser sends is allowed if it
-        has the Host's host[:port], if both are this machine, or if allowed_origins
-        lists it or "*"; returned for Access-Control-Allow-Origin, as "*" if unlisted
-        (what a client sends is never echoed unchecked)."""
+        """403 for another site's script. An Origin is allowed if it has the Host's
+        host[:port], if both are this machine, or if allowed_origins lists it or "*";
+        returned for Access-Control-Allow-Origin ("*" if unlisted: never echoed)."""
         origin = self.environ["HTTP_ORIGIN"]
         allowed = self.server.allowed_origins
         if origin in allowed:
@@ -5888,7 +5858,6 @@ class HttpExchange(Stream):
             page = _host_parts(match[2])
         if page is not None:
             name, port = _host_parts(host)
-            # a Host names no default port either
             default = _DEFAULT_PORTS.get(match[1].lower())
             if page[0] == name and (page[1] or default) == (port or default):
                 return origin
@@ -5916,8 +5885,7 @@ class HttpExchange(Stream):
 
 def _http_response(start_response, status, body, headers=()):
     """Start a response and return its body: the one place where the status and headers
-    are made. ``body`` is JSON, empty (a 204 has no Content-Length), or the SSE stream
-    of stream_events."""
+    are made. ``body`` is JSON, empty, or the SSE stream of stream_events."""
     if isinstance(body, bytes):
         fields = [("Content-Length", str(len(body)))]
         if body:
@@ -5933,16 +5901,14 @@ def _http_response(start_response, status, body, headers=()):
 
 
 def _is_length(text):
-    """Whether a Content-Length is one: ASCII digits only (int() takes "+5", isdigit()
-    "²", and no more than 4,300 digits), once the blanks around it are left out."""
+    """Is a Content-Length one? ASCII digits only (int() takes "+5", isdigit() "²")."""
     text = text.strip(" \t")
     return text.isascii() and text.isdigit() and len(text) <= 18
 
 
 def _principal_id(principal):
-    """What tells a principal (what the auth hook returned) from another, in any
-    process: its JSON form, else its repr (a dataclass's names its fields); TypeError
-    for neither."""
+    """What tells a principal from another, in any process: its JSON form, else its
+    repr; TypeError for neither."""
     try:
         json.dumps(principal, sort_keys=True)
         return principal
@@ -5973,7 +5939,7 @@ def _header_value(raw):
 
 def _mirror_problem(environ, tool, params):
     """What is wrong with the Mcp-Param-{Name} headers of a call to ``tool``, if
-    anything: each argument its schema marks with x-mcp-header must be repeated."""
+    anything."""
     for name, path in tool.mirrored.items():
         value = params.get("arguments")
         for key in path:
@@ -5995,8 +5961,8 @@ def _accepted(accept):
 
 
 def _accepts(accept, media_type):
-    """Whether an Accept header takes ``media_type``: the most specific range that names
-    it (whatever its case) decides, and q=0 refuses it (RFC 9110 12.5.1)."""
+    """Does an Accept header take ``media_type``? The most specific range that names it
+    decides; q=0 refuses it (RFC 9110 12.5.1)."""
     ranks = {media_type: 3, media_type.split("/")[0] + "/*": 2, "*/*": 1}
     best = 0
     accepted = False
@@ -6021,8 +5987,7 @@ def _cors_start(start_response, allowed_origin, status, headers):
 
 
 _BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
-#: A Host, or the host[:port] of an Origin or a URL (a bracketed IPv6 address, or a
-#: name or IPv4 address), then perhaps a port
+#: A Host, or the host[:port] of an Origin or a URL
 _HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?")
 #: What a URL's path may hold besides letters, digits and "_.-": nothing that could end
 #: a header's quoted string ('"', '\', space, control characters).
@@ -6037,8 +6002,8 @@ _WELL_KNOWN = "/.well-known/oauth-protected-resource"
 
 @functools.lru_cache(maxsize=64)
 def _host_parts(host):
-    """``(name, port)`` of a Host or an Origin's or URL's host[:port]: the name
-    lowercased without brackets, the port an int or None; None for anything else."""
+    """``(name, port)`` of a Host or an Origin's or URL's host[:port], lowercased
+    without brackets; None for anything else."""
     match = _HOST.fullmatch(host)
     if match is None:
         return None
@@ -6066,8 +6031,7 @@ def _ip_address(name):
 
 
 def _is_loopback(name):
-    """Whether a host name or address (no brackets) is this machine: localhost,
-    127.0.0.0/8 or ::1, also as a dual-stack socket writes it (::ffff:127.0.0.1)."""
+    """Is a host name or address this machine (also ::ffff:127.0.0.1)?"""
     if name == "localhost":
         return True
     address = _ip_address(name)
@@ -6089,7 +6053,6 @@ def _allowed_hosts(names):
         parts = None
         if isinstance(name, str):
             parts = _host_parts(name)
-            # an IPv6 address, without brackets
             if parts is None and ":" in name:
                 parts = _host_parts(f"[{name}]")
         if parts is None or parts[1] is not None:
@@ -6101,7 +6064,7 @@ def _allowed_hosts(names):
 
 def _public_url(url):
     """The public_url setting, checked: None, or an http(s) URL with a host and no query
-    or fragment, whose every character may stand in a header."""
+    or fragment, fit for a header."""
     if url is None:
         return None
     match = None
@@ -6131,7 +6094,6 @@ class _LifespanFailed:
 
     def __call__(self, environ, start_response):
         length = environ.get("CONTENT_LENGTH") or ""
-        # a short body is read, as engines expect
         if _is_length(length) and int(length) <= 1 << 16:
             environ["wsgi.input"].read(int(length))
         body = error_frame(None, INTERNAL_ERROR, "Service Unavailable: the server's "
