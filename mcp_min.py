@@ -7733,7 +7733,17 @@ def _frame_problems(message, kind, method, known):
     error = message.get("error")
     bad_error = isinstance(error, dict) and (
         type(error.get("code")) is not int or not isinstance(error.get("message"), str))
+    # A result is an object; a tool's content a list of blocks (an elicitation's is not)
+    result = message.get("result")
+    content = []
+    if isinstance(result, dict):
+        content = result.get("content", [])
+    example = '{"content": [{"type": "text", "text": "Sunny, 22°C"}]}'
+    blocks = ("text", "image", "audio", "resource_link", "resource")
     checks = (
+        ("method" in message and ("result" in message or "error" in message),
+         "a message has a method (a request or notification) or a result or error (a "
+         "response), never both: a response does not repeat the method"),
         ("method" in message and null_id,
          "a null id is not allowed in MCP: give a request a string or integer id, or "
          "drop the id to make it a notification"),
@@ -7750,6 +7760,17 @@ def _frame_problems(message, kind, method, known):
          "request instead, and some clients reject null"),
         (kind == "response" and bad_error,
          "error needs an integer code and a string message"),
+        (kind == "response" and "result" in message and not isinstance(result, dict),
+         f"result must be an object, not {_typed_preview(result)}: every MCP result "
+         f"is one, as a tool's: {example}"),
+        (not isinstance(content, (list, dict)),
+         f"result.content must be a list of content blocks, as in {example}, not "
+         f"{_typed_preview(content)}"),
+        *((not isinstance(block, dict) or block.get("type") not in blocks,
+           f"result.content[{i}] must be a content block, an object whose type is "
+           f"{', '.join(blocks)}; not {_typed_preview(block)}"
+           + _did_you_mean(str(isinstance(block, dict) and block.get("type")), blocks))
+          for i, block in enumerate(content) if isinstance(content, list)),
     )
     return [problem for found, problem in checks if found]
 

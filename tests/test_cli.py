@@ -1013,6 +1013,33 @@ EXPLAIN = [
      "params.requestId must be a string or an integer, not number 1.5: a receiver ignores it"),
     ('{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1.5,'
      '"progress":2}}', 0, "notification notifications/progress", None),
+    # the shapes of MCP: a method with a result or error; results that are not objects;
+    # content that is not a list of blocks; blocks of no known type
+    ('{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"get_weather"},'
+     '"result":{"content":[]}}', 1, "request 10 tools/call",
+     "a message has a method (a request or notification) or a result or error (a response), "
+     "never both: a response does not repeat the method"),
+    ('{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"w"},'
+     '"error":{"code":-32601,"message":"x"}}', 1, "request 10 tools/call", "never both"),
+    ('{"jsonrpc":"2.0","id":10,"result":"Sunny, 22°C"}', 1, "response 10",
+     'result must be an object, not string "Sunny, 22°C": every MCP result is one, as a '
+     'tool\'s: {"content": [{"type": "text", "text": "Sunny, 22°C"}]}'),
+    ('{"jsonrpc":"2.0","id":10,"result":[]}', 1, "response 10",
+     "result must be an object, not array []"),
+    ('{"jsonrpc":"2.0","id":10,"result":{"content":"Sunny"}}', 1, "response 10",
+     'result.content must be a list of content blocks, as in {"content": [{"type": "text", '
+     '"text": "Sunny, 22°C"}]}, not string "Sunny"'),
+    ('{"jsonrpc":"2.0","id":10,"result":{"content":[{"type":"txt","text":"Sunny"}]}}', 1,
+     "response 10", 'result.content[0] must be a content block, an object whose type is text, '
+     'image, audio, resource_link, resource; not object {"type": "txt", "text": "Sunny"} '
+     "(did you mean 'text'?)"),
+    ('{"jsonrpc":"2.0","id":10,"result":{"content":["Sunny"]}}', 1, "response 10",
+     'result.content[0] must be a content block'),
+    # an elicitation's answer holds its content as an object
+    ('{"jsonrpc":"2.0","id":2,"result":{"action":"accept","content":{"people":3}}}', 0,
+     "response 2", None),
+    ('{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"image","data":"","mimeType":'
+     '"image/png"},{"type":"resource_link","uri":"a:b","name":"b"}]}}', 0, "response 2", None),
     ('{"jsonrpc":"2.0","id":2,"method":"sampling/createMessage","params":{"messages":[],'
      '"maxTokens":"100"}}', 1, "request 2 sampling/createMessage",
      'params.maxTokens must be an integer, not string "100": a client answers -32602'),
