@@ -8067,12 +8067,23 @@ def _demo_note(text, colour):
     print("\n" + text, flush=True)
 
 
-def _demo_step(client, method, *args):
+def _demo_step(client, method, *args, **options):
     """The Client ``method`` called; None for an error response (its frames show it)."""
     try:
-        return getattr(client, method)(*args)
+        return getattr(client, method)(*args, **options)
     except JSONRPCError:
         return None
+
+
+def _demo_answered(client, answer, colour, method, params):
+    """demo_yours's client ``answer``s a question of the server's, after a note."""
+    note = f"The server asks the client ({method}) in the middle of the call."
+    if client.stateless:
+        note = (f"The server needs the client ({method}), so in 2026-07-28 it answered "
+                "input_required. The client sends the request again (a new id) with "
+                "its answer and the requestState; the tool runs again from the top.")
+    _demo_note(note, colour)
+    return answer(method, params)
 
 
 def _canned_callbacks(model):
@@ -8095,6 +8106,7 @@ def demo_yours(command, colour=False, era="auto"):
                + opening, colour)
     with Client(command, trace=_client_trace(colour), client_info=_DEMO_CLIENT_INFO,
                 era=era, **_canned_callbacks("demo")) as client:
+        client.answer = functools.partial(_demo_answered, client, client.answer, colour)
         offered = client.server_capabilities or {}
         opened = f"protocol {client.protocol_version}"
         if client.stateless:
@@ -8118,9 +8130,9 @@ def _demo_first_items(client, found, colour):
         tool = found["tools"][0]
         arguments = _example_arguments(tool.get("inputSchema") or {})
         _demo_note(f"A call of {tool['name']}, with arguments made from its "
-                   "inputSchema (defaults, first choices, sample values): "
-                   f"{json.dumps(arguments)}", colour)
-        _demo_step(client, "call_tool", tool["name"], arguments)
+                   "inputSchema (defaults, first choices, sample values) and a "
+                   f"progressToken: {json.dumps(arguments)}", colour)
+        _demo_step(client, "call_tool", tool["name"], arguments, progress=lambda _: 0)
     if found.get("resources"):
         _demo_note("A resource is addressable data, read by URI.", colour)
         _demo_step(client, "read_resource", found["resources"][0]["uri"])

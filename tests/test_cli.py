@@ -2073,6 +2073,50 @@ def test_demo_narrates_a_session_with_your_own_server(era):
     assert any(" tools/call" in line and '"isError":false' in line for line in answers)
 
 
+ASKING = """\
+import time
+from mcp_min import Context, Server
+
+server = Server("asking")
+
+
+@server.tool
+def slow_question(ctx: Context) -> str:
+    \"\"\"Takes its time, then asks.\"\"\"
+    for step in range(3):
+        ctx.report_progress(step + 1, 3)
+        time.sleep(0.05)
+    return ctx.elicit("Go on?", {"type": "object", "properties": {}})["action"]
+"""
+
+
+@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
+def test_demo_of_your_server_asks_for_progress_and_narrates_each_question(tmp_path, era):
+    (tmp_path / "asking.py").write_text(ASKING)
+    result = cli("demo", "--era", era, "--", sys.executable, MCP_MIN, "serve",
+                 tmp_path / "asking.py")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    lines = result.stdout.splitlines()
+    (call,) = [line for line in lines if line.startswith("C->S request 3 tools/call")]
+    assert '"progressToken":' in call
+    assert sum("notifications/progress" in line for line in lines) >= 3
+    notes = [line for line in lines if line.startswith("# ")]
+    assert any("a progressToken" in note for note in notes)
+    lines = [line for line in lines if line]
+    asked = [i for i, line in enumerate(lines)
+             if line.startswith("# The server") and "(elicitation/create)" in line]
+    assert len(asked) == 1, notes
+    if era == "legacy":
+        assert lines[asked[0] - 1].startswith("S->C request 1 elicitation/create")
+        assert lines[asked[0] + 1].startswith("C->S response 1 elicitation/create")
+    else:
+        # the note comes between the input_required response and the retry
+        assert '"resultType":"input_required"' in lines[asked[0] - 1]
+        assert "sends the request again" in lines[asked[0]]
+        assert lines[asked[0] + 1].startswith("C->S request 4 tools/call")
+        assert '"inputResponses":' in lines[asked[0] + 1]
+
+
 def test_demo_of_a_server_with_tools_alone_calls_its_tool():
     result = cli("demo", "--", sys.executable, str(EXAMPLES / "calculator.py"))
     assert result.returncode == 0, result.stderr
