@@ -3085,9 +3085,9 @@ class Server:
         if trace is None:
             trace = os.environ.get("MCP_MIN_TRACE", "") not in ("", "0")
         if trace:
-            trace = self.trace = FramePrinter({"in": "C->S", "out": "S->C"}, sys.stderr)
+            trace = FramePrinter({"in": "C->S", "out": "S->C"}, sys.stderr)
         if http is not None:
-            sys.exit(self.run_http(http))
+            sys.exit(self.run_http(http, trace))
         read_fd, write_fd = claim_stdio()
         _catch_stop_signals(self.grace_period, write_fd)
         code = 0
@@ -3103,9 +3103,6 @@ class Server:
         if first == 2:
             code = 130
         raise _Exit(code, saved)
-
-    #: run(trace=True)'s FramePrinter, which traces HTTP requests too
-    trace = None
 
     def serve_connection(self, read_fd=0, write_fd=1, trace=None):
         """Serve one connection on a pair of file descriptors until its input ends:
@@ -3144,10 +3141,10 @@ class Server:
 
     __call__ = wsgi
 
-    def run_http(self, address="127.0.0.1:8000"):
-        """Serve ``wsgi`` on the embedded server at "HOST:PORT" until Ctrl+C or
-        SIGTERM; returns the exit code (0, or 130 after Ctrl+C)."""
-        return serve_http(self, address)
+    def run_http(self, address="127.0.0.1:8000", trace=None):
+        """Serve ``wsgi`` on the embedded server at "HOST:PORT", each request's frames
+        to ``trace``, until Ctrl+C or SIGTERM; the exit code (0, or 130 on Ctrl+C)."""
+        return serve_http(self, address, trace)
 
     def start_http(self, engine="mcp_min"):
         """Enter the lifespan and make the HTTP endpoint, once per process (a lifespan
@@ -5297,8 +5294,8 @@ class HttpEndpoint:
         self.inflight = 0
         self.held = {}
         self.streams = 0
-        # serve --http --trace; MCP_MIN_TRACE=1 (in an engine's worker too)
-        self.trace = server.trace
+        # MCP_MIN_TRACE=1, in an engine's worker too (serve_http sets run's trace)
+        self.trace = None
         if os.environ.get("MCP_MIN_TRACE", "") not in ("", "0"):
             self.trace = FramePrinter({"in": "C->S", "out": "S->C"}, sys.stderr)
 
@@ -6547,7 +6544,7 @@ class _Exit(SystemExit):
 # The embedded HTTP server: wsgiref, hardened (a first reading can skip this)
 # ======================================================================================
 
-def serve_http(server, address="127.0.0.1:8000"):
+def serve_http(server, address="127.0.0.1:8000", trace=None):
     """Server.run_http: serve ``server.wsgi`` on the embedded server at "HOST:PORT"
     until Ctrl+C or SIGTERM; returns the exit code (0, or 130 after Ctrl+C)."""
     global _tune_allocator
@@ -6565,6 +6562,8 @@ def serve_http(server, address="127.0.0.1:8000"):
         server._http = None
         raise SystemExit(f"mcp_min: cannot serve {server.name}: its lifespan failed: "
                          f"{started.summary}")
+    if trace:
+        started.trace = trace
     shown = host
     if ":" in host:
         shown = f"[{host}]"
