@@ -7173,6 +7173,7 @@ class _HttpPoster(Stream):
         connection = self.connect(timeout=self.client.timeout)
         error = ConnectionError(f"{self.url} sent no response to {request_id!r}")
         limit = self.client.max_line_bytes
+        response = None
         try:
             connection.request(verb, self.path, frame, headers)
             response = connection.getresponse()
@@ -7197,7 +7198,7 @@ class _HttpPoster(Stream):
         finally:
             connection.close()
         self.client._settle(request_id, error=error)
-        return not isinstance(error, OSError)
+        return response is not None
 
     def respond(self, frame, before=None):
         if frame is not None:

@@ -171,7 +171,7 @@ def test_mcp_min_trace_traces_serve_http_too():
 
 def test_repl_url_answers_questions_by_hand_in_both_eras(gift):
     typed = "\n".join([
-        "discover", "ping",
+        "discover", "ping", '{"jsonrpc":"2.0","method":"notifications/initialized"}',
         'call pick_gift {"occasion": "housewarming", "budget": 60}',
         'accept {"recipient": "a friend who loves cooking"}', "quit"]) + "\n"
     result = cli("repl", gift.url, input=typed)
@@ -179,6 +179,8 @@ def test_repl_url_answers_questions_by_hand_in_both_eras(gift):
     out = result.stdout
     # 2026-07-28 has no ping: the repl says so rather than send it
     assert "! ping: not part of protocol 2026-07-28" in out and "C->S request 2 ping" not in out
+    # a notification typed by hand is POSTed (202, nothing to show)
+    assert "C->S notification notifications/initialized" in out and "! not sent" not in out
     assert "? Who is the gift for?" in out
     assert ('"inputResponses":{"elicitation-1":{"action":"accept","content":{"recipient":'
             '"a friend who loves cooking"}}}') in out
