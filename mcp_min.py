@@ -3010,12 +3010,12 @@ class Server:
     def run(self, trace=None, http=None):
         """Serve stdin/stdout until end of input, SIGTERM or Ctrl+C, then exit (catching
         the SystemExit gives back the signal handlers); ``http``: run_http instead."""
-        if http is not None:
-            sys.exit(self.run_http(http))
         if trace is None:
             trace = os.environ.get("MCP_MIN_TRACE", "") not in ("", "0")
         if trace:
             trace = FramePrinter({"in": "C->S", "out": "S->C"}, sys.stderr)
+        if http is not None:
+            sys.exit(self.run_http(http, trace))
         read_fd, write_fd = claim_stdio()
         _catch_stop_signals(self.grace_period, write_fd)
         code = 0
@@ -3068,10 +3068,10 @@ class Server:
 
     __call__ = wsgi
 
-    def run_http(self, address="127.0.0.1:8000"):
-        """Serve ``wsgi`` on the embedded server at "HOST:PORT" until Ctrl+C or
-        SIGTERM; returns the exit code (0, or 130 after Ctrl+C)."""
-        return serve_http(self, address)
+    def run_http(self, address="127.0.0.1:8000", trace=None):
+        """Serve ``wsgi`` on the embedded server at "HOST:PORT", each request's frames
+        to ``trace``, until Ctrl+C or SIGTERM; the exit code (0, or 130 on Ctrl+C)."""
+        return serve_http(self, address, trace)
 
     def start_http(self, engine="mcp_min"):
         """Enter the lifespan and make the HTTP endpoint, once per process (a lifespan
@@ -5145,6 +5145,10 @@ class HttpEndpoint:
         self.inflight = 0
         self.held = {}
         self.streams = 0
+        # MCP_MIN_TRACE=1, in an engine's worker too (serve_http sets run's trace)
+        self.trace = None
+        if os.environ.get("MCP_MIN_TRACE", "") not in ("", "0"):
+            self.trace = FramePrinter({"in": "C->S", "out": "S->C"}, sys.stderr)
 
     # -- the caps on what stays open --------------------------------------------------
     def hold(self, stream, is_stream):
@@ -5478,6 +5482,8 @@ class HttpExchange(Stream):
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         self.stateless = version in STATELESS_PROTOCOL_VERSIONS
         body = self.read_body()
+        if self.endpoint.trace:
+            self.endpoint.trace("in", body)
         try:
             message = decode_message(body)
             kind = "batch"
@@ -5687,12 +5693,16 @@ class HttpExchange(Stream):
     def send(self, frame):
         if self.closed:
             return False
+        if self.endpoint.trace:
+            self.endpoint.trace("out", frame)
         self.frames.put((frame, False, time.monotonic()))
         return True
 
     def respond(self, frame, before=None):
         if before is not None:
             before()
+        if frame is not None and self.endpoint.trace:
+            self.endpoint.trace("out", frame)
         if frame is not None or not self.listen:
             self.frames.put((frame, True, time.monotonic()))
 
@@ -6340,7 +6350,7 @@ class _Exit(SystemExit):
 # The embedded HTTP server: wsgiref, hardened (a first reading can skip this)
 # ======================================================================================
 
-def serve_http(server, address="127.0.0.1:8000"):
+def serve_http(server, address="127.0.0.1:8000", trace=None):
     """Server.run_http: serve ``server.wsgi`` on the embedded server at "HOST:PORT"
     until Ctrl+C or SIGTERM; returns the exit code (0, or 130 after Ctrl+C)."""
     global _tune_allocator
@@ -6356,6 +6366,8 @@ def serve_http(server, address="127.0.0.1:8000"):
         server._http = None
         raise SystemExit(f"mcp_min: cannot serve {server.name}: its lifespan failed: "
                          f"{started.summary}")
+    if trace:
+        started.trace = trace
     shown = host
     if ":" in host:
         shown = f"[{host}]"
@@ -6901,6 +6913,97 @@ def _expect(value, what, kind=dict):
 _NO_RESPONSES = Writer(None)
 
 
+class _HttpPoster(Stream):
+    """A Client's stream to a server at a URL (Streamable HTTP): each frame a POST, a
+    request's on a thread of its own, so that its SSE stream flows while it waits."""
+
+    session_id = None
+    closed = False
+
+    def __init__(self, client, url, headers):
+        import http.client
+        from urllib.parse import urlsplit
+        parts = urlsplit(url)
+        self.client = client
+        self.url = url
+        self.path = parts._replace(scheme="", netloc="").geturl() or "/"
+        self.connect = functools.partial(http.client.HTTPConnection, parts.netloc)
+        if parts.scheme == "https":
+            self.connect = functools.partial(http.client.HTTPSConnection, parts.netloc)
+        self.headers = headers or {}
+
+    def send(self, frame, verb="POST"):
+        if self.closed:
+            return False
+        if self.client.trace and frame:
+            self.client.trace("out", frame)
+        try:
+            message = dict(json.loads(frame or "{}"))
+            params = dict(message.get("params") or {})
+            version = dict(params.get("_meta") or {}).get(PROTOCOL_VERSION_KEY)
+        except (ValueError, TypeError):
+            message, params, version = {}, {}, None
+        method = message.get("method")
+        headers = {"Content-Type": "application/json",
+                   "Accept": "application/json, text/event-stream",
+                   "MCP-Protocol-Version": version or self.client.protocol_version,
+                   "Mcp-Session-Id": self.session_id, **self.headers}
+        # 2026-07-28 repeats in headers what the body says (HttpExchange.check_headers)
+        if version in STATELESS_PROTOCOL_VERSIONS:
+            headers["Mcp-Method"] = method
+            headers["Mcp-Name"] = params.get("name", params.get("uri"))
+        headers = {name: value for name, value in headers.items() if type(value) is str}
+        if not (method and "id" in message):
+            return self.post(verb, frame, headers)
+        _start_thread(self.post, verb, frame, headers, message["id"])
+        return True
+
+    def post(self, verb, frame, headers, request_id=None):
+        """Send, each message of the response to the Client's read_loop as a line; then
+        fail the request if it still waits, with what came instead (an error, none)."""
+        import http.client
+        import io
+        connection = self.connect(timeout=self.client.timeout)
+        error = ConnectionError(f"{self.url} sent no response to {request_id!r}")
+        limit = self.client.max_line_bytes
+        response = None
+        try:
+            connection.request(verb, self.path, frame, headers)
+            response = connection.getresponse()
+            self.session_id = response.getheader("Mcp-Session-Id", self.session_id)
+            kind = response.getheader("Content-Type", "")
+            body = b""
+            if kind.startswith("text/event-stream"):
+                lines = iter(functools.partial(response.readline, limit), b"")
+                data = (line[5:].lstrip(b" ") for line in lines if line[:5] == b"data:")
+                self.client.read_loop(types.SimpleNamespace(
+                    readline=lambda size: next(data, b"")), limit)
+            else:
+                body = response.read(limit)
+            if kind.startswith("application/json"):
+                self.client.read_loop(io.BytesIO(b" ".join(body.splitlines())), limit)
+            if response.status >= 400:
+                error = JSONRPCError(INTERNAL_ERROR, _escaped(
+                    f"HTTP {response.status} {response.reason}: "
+                    + body.decode(errors="replace"), 300))
+        except (OSError, ValueError, http.client.HTTPException) as e:
+            error = ConnectionError(f"{verb} {self.url}: {e}")
+        finally:
+            connection.close()
+        self.client._settle(request_id, error=error)
+        return response is not None
+
+    def respond(self, frame, before=None):
+        if frame is not None:
+            self.send(frame)
+
+    def close(self, timeout=None):
+        """No frame goes out any more; a session the server keeps ends (DELETE)."""
+        if self.session_id is not None:
+            self.send(None, "DELETE")
+        self.closed = self.client.closed = True
+
+
 class Client(Peer):
     """An MCP client on the same JSON-RPC core, for tests, scripts and workshops."""
 
@@ -6911,7 +7014,7 @@ class Client(Peer):
                  protocol_version=LATEST_PROTOCOL_VERSION, client_info=None,
                  capabilities=None, timeout=30.0, env=None, cwd=None, stderr=None,
                  trace=None, on_notification=None, initialize=True, era=HANDSHAKE,
-                 log_level=None, max_rounds=10, max_line_bytes=64 << 20):
+                 log_level=None, max_rounds=10, max_line_bytes=64 << 20, headers=None):
         # "legacy": what the handshake era was called before
         if era == "legacy":
             era = HANDSHAKE
@@ -6947,7 +7050,7 @@ class Client(Peer):
         self.server_capabilities = None
         self.instructions = None
         # Last: the reader reads the above
-        self._start(target, trace, env=env, cwd=cwd, stderr=stderr)
+        self._start(target, trace, headers, env=env, cwd=cwd, stderr=stderr)
         if initialize:
             try:
                 self.connect()
@@ -6959,9 +7062,14 @@ class Client(Peer):
                     pass
                 raise
 
-    def _start(self, target, trace, **popen_options):
+    def _start(self, target, trace, headers, **popen_options):
         """Start the server (a process, or a Server on a thread), and the reader."""
-        self.process = self.server_thread = None
+        self.process = self.server_thread = self.reader = None
+        if trace:
+            trace = self._guarded_trace(trace)
+        self.trace = trace
+        if isinstance(target, str) and target.startswith(("http://", "https://")):
+            return super().__init__(_HttpPoster(self, target, headers))
         if isinstance(target, Server):
             write_fd, rfile = self._serve_in_memory(target)
         else:
@@ -6973,10 +7081,7 @@ class Client(Peer):
                 target, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 start_new_session=os.name == "posix", **popen_options)
             write_fd, rfile = self.process.stdin.fileno(), self.process.stdout
-        if trace:
-            trace = self._guarded_trace(trace)
         super().__init__(Writer(write_fd, trace))
-        self.trace = trace
         self.reader = threading.Thread(target=self._read, args=(rfile,), daemon=True,
                                        name="mcp_min-client-reader")
         self.reader.start()
@@ -7137,6 +7242,9 @@ class Client(Peer):
         is stuck for ``timeout`` on a server that reads nothing; wait for it to end."""
         writer = self.stream
         writer.close(timeout)
+        # Over HTTP: no process, no reader
+        if self.reader is None:
+            return
         fd = writer.write_fd
         writer.write_fd = None
         if self.process is None:
@@ -7526,7 +7634,17 @@ def _frame_problems(message, kind, method, known):
     error = message.get("error")
     bad_error = isinstance(error, dict) and (
         type(error.get("code")) is not int or not isinstance(error.get("message"), str))
+    # A result is an object; a tool's content a list of blocks (an elicitation's is not)
+    result = message.get("result")
+    content = []
+    if isinstance(result, dict):
+        content = result.get("content", [])
+    example = '{"content": [{"type": "text", "text": "Sunny, 22°C"}]}'
+    blocks = ("text", "image", "audio", "resource_link", "resource")
     checks = (
+        ("method" in message and ("result" in message or "error" in message),
+         "a message has a method (a request or notification) or a result or error (a "
+         "response), never both: a response does not repeat the method"),
         ("method" in message and null_id,
          "a null id is not allowed in MCP: give a request a string or integer id, or "
          "drop the id to make it a notification"),
@@ -7543,6 +7661,17 @@ def _frame_problems(message, kind, method, known):
          "request instead, and some clients reject null"),
         (kind == "response" and bad_error,
          "error needs an integer code and a string message"),
+        (kind == "response" and "result" in message and not isinstance(result, dict),
+         f"result must be an object, not {_typed_preview(result)}: every MCP result "
+         f"is one, as a tool's: {example}"),
+        (not isinstance(content, (list, dict)),
+         f"result.content must be a list of content blocks, as in {example}, not "
+         f"{_typed_preview(content)}"),
+        *((not isinstance(block, dict) or block.get("type") not in blocks,
+           f"result.content[{i}] must be a content block, an object whose type is "
+           f"{', '.join(blocks)}; not {_typed_preview(block)}"
+           + _did_you_mean(str(isinstance(block, dict) and block.get("type")), blocks))
+          for i, block in enumerate(content) if isinstance(content, list)),
     )
     return [problem for found, problem in checks if found]
 
@@ -7839,12 +7968,23 @@ def _demo_note(text, colour):
     print("\n" + text, flush=True)
 
 
-def _demo_step(client, method, *args):
+def _demo_step(client, method, *args, **options):
     """The Client ``method`` called; None for an error response (its frames show it)."""
     try:
-        return getattr(client, method)(*args)
+        return getattr(client, method)(*args, **options)
     except JSONRPCError:
         return None
+
+
+def _demo_answered(client, answer, colour, method, params):
+    """demo_yours's client ``answer``s a question of the server's, after a note."""
+    note = f"The server asks the client ({method}) in the middle of the call."
+    if client.stateless:
+        note = (f"The server needs the client ({method}), so in 2026-07-28 it answered "
+                "input_required. The client sends the request again (a new id) with "
+                "its answer and the requestState; the tool runs again from the top.")
+    _demo_note(note, colour)
+    return answer(method, params)
 
 
 def _canned_callbacks(model):
@@ -7867,6 +8007,7 @@ def demo_yours(command, colour=False, era="auto"):
                + opening, colour)
     with Client(command, trace=_client_trace(colour), client_info=_DEMO_CLIENT_INFO,
                 era=era, **_canned_callbacks("demo")) as client:
+        client.answer = functools.partial(_demo_answered, client, client.answer, colour)
         offered = client.server_capabilities or {}
         opened = f"protocol {client.protocol_version}"
         if client.stateless:
@@ -7890,9 +8031,9 @@ def _demo_first_items(client, found, colour):
         tool = found["tools"][0]
         arguments = _example_arguments(tool.get("inputSchema") or {})
         _demo_note(f"A call of {tool['name']}, with arguments made from its "
-                   "inputSchema (defaults, first choices, sample values): "
-                   f"{json.dumps(arguments)}", colour)
-        _demo_step(client, "call_tool", tool["name"], arguments)
+                   "inputSchema (defaults, first choices, sample values) and a "
+                   f"progressToken: {json.dumps(arguments)}", colour)
+        _demo_step(client, "call_tool", tool["name"], arguments, progress=lambda _: 0)
     if found.get("resources"):
         _demo_note("A resource is addressable data, read by URI.", colour)
         _demo_step(client, "read_resource", found["resources"][0]["uri"])
@@ -7964,9 +8105,9 @@ def _example_value(schema, defs, depth=0):
 # --- call ------------------------------------------------------------------
 
 _CALL_HELP = {"description": """\
-Start a server, make one request, print its result as JSON on stdout.
+Start a server (or reach one at its URL), make one request, print its result as JSON.
 
-  SERVER_CMD...  the command that starts the server, e.g. python3 server.py
+  SERVER_CMD...  the command that starts the server (python3 server.py), or its URL
   METHOD|TOOL    an MCP method (tools/list, resources/read, prompts/get, ping, ...),
                  or, without a slash, the name of a tool to call
   JSON           the method's params, or the tool's arguments (default: none): a JSON
@@ -7981,16 +8122,15 @@ examples:
   mcp_min.py call -- python3 server.py add '{"a": 2, "b": 3}'
   mcp_min.py call --tool add --json '{"a": 2, "b": 3}' -- python3 server.py
   mcp_min.py call -- python3 server.py resources/read '{"uri": "file:///notes/a"}'
-  mcp_min.py call -v -- python3 examples/slow_server.py countdown '{"steps": 3}'
-  mcp_min.py call --timeout 0 -- python3 examples/slow_server.py countdown \\
-      '{"steps": 60}'
+  mcp_min.py call -v --timeout 0 -- python3 slow.py countdown '{"steps": 60}'
+  mcp_min.py call --token TOKEN https://example.com/mcp tools/list
 
 A tool that fails still answers with a result (exit 0): its "isError" result is on
 stdout, and its text on stderr, as written. A JSON-RPC error exits 1 with the code and
 message on stderr. This client offers no sampling, elicitation or roots: a tool that
 asks for them fails (error -32021 in 2026-07-28); repl answers them.
 """}
-_CALL_USAGE = "usage: mcp_min.py call [options] -- SERVER_CMD... METHOD|TOOL [JSON]"
+_CALL_USAGE = "call [options] {-- SERVER_CMD... | URL} METHOD|TOOL [JSON]"
 # A word of `call` that ends so names the server's script, not a tool.
 _SCRIPT_SUFFIXES = (".py", ".pyz", ".js", ".mjs", ".cjs", ".ts", ".sh", ".rb", ".jar",
                     ".exe")
@@ -7998,8 +8138,8 @@ _SCRIPT_SUFFIXES = (".py", ".pyz", ".js", ".mjs", ".cjs", ".ts", ".sh", ".rb", "
 
 def _pop_request(words, tool=None, method=None, json_text=None):
     """`call`'s (method, params), popped off ``words`` (the server command stays), as
-    _CALL_HELP says: read from the words alone, never from which files exist. Bad JSON
-    raises ValueError."""
+    _CALL_HELP says: read from the words alone, never from which files exist. A usage
+    error (bad JSON too) raises ValueError."""
     named = tool is not None or method is not None
     # --json goes with --tool or --method only
     if not named and words and words[-1].lstrip()[:1] in ('{', '[', '"'):
@@ -8007,25 +8147,25 @@ def _pop_request(words, tool=None, method=None, json_text=None):
     params = _call_params(json_text)
     if not named:
         if len(words) < 2:
-            raise SystemExit(f"{_CALL_USAGE}: name a method or a tool after the server "
-                             "command")
+            raise ValueError("name a method or a tool after the server command: "
+                             + _CALL_USAGE)
         name = words.pop()
         if name.lower().endswith(_SCRIPT_SUFFIXES) or name.startswith(("/", ".", "~")):
-            raise SystemExit(f"{_CALL_USAGE}: {_preview(name)} looks like the "
-                             "server's command: name a method or a tool after it "
-                             "(--tool NAME and --method METHOD take any name)")
+            raise ValueError(f"{_preview(name)} looks like the server's command: name "
+                             "a method or a tool after it (--tool NAME and --method "
+                             "METHOD take any name)")
         if "/" in name or name == "ping":
             method = name
         else:
             tool = name
     if not words:
-        raise SystemExit(f"{_CALL_USAGE}: the server command is missing after --")
+        raise ValueError(f"the server command is missing: {_CALL_USAGE}")
     if tool is not None:
         params = {"name": tool, "arguments": params or {}}
         method = "tools/call"
     if params is not None and not isinstance(params.get("_meta", {}), dict):
         meta = _preview(params["_meta"])
-        raise SystemExit(f"mcp_min: params._meta must be an object, not {meta}")
+        raise ValueError(f"params._meta must be an object, not {meta}")
     return method, params
 
 
@@ -8047,11 +8187,11 @@ def _call_params(json_text):
         return None
     try:
         params = _argument_decoder.decode(json_text)
-    except RecursionError as e:
-        raise ValueError(e) from None
+    except (ValueError, RecursionError) as e:
+        raise ValueError(f"not valid JSON: {e}") from None
     if not isinstance(params, dict):
-        raise SystemExit(f"mcp_min: the arguments must be a JSON object, as in "
-                         f"'{{\"a\": 1}}', not {_typed_preview(params)}")
+        raise ValueError(f"the arguments must be a JSON object, as in '{{\"a\": 1}}', "
+                         f"not {_typed_preview(params)}")
     return params
 
 
@@ -8069,7 +8209,7 @@ def _call_command(args, words, colour):
     elif args.timeout is None:
         # No time limit: show that the call is alive
         options.update(on_notification=_show_progress)
-    client = Client(words, era=era, **options)
+    client = Client(args.target, era=era, headers=args.headers, **options)
     try:
         with client:
             code = _call(client, method, params, args)
@@ -8147,15 +8287,17 @@ def _show_progress(message):
 
 _REPL_GREETING = (
     "mcp_min repl: type a JSON line, or: init (the handshake) or discover "
-    "(2026-07-28), tools, resources, prompts, ping, call NAME {args}, read URI, "
-    "prompt NAME {args}, listen, cancel ID, help, quit")
+    "(2026-07-28), tools, resources, prompts, ping (handshake), call NAME {args}, read "
+    "URI, prompt NAME {args}, listen (2026-07-28), cancel ID, accept {...}, decline or "
+    "cancel (to answer a question), help, quit")
 
 
-def repl(command, colour=False, stdin=None):
+def repl(command, colour=False, stdin=None, headers=None):
     """Type JSON lines (sent verbatim) or commands; see every frame as it crosses."""
+    answers = SimpleQueue()
     client = Client(command, trace=_client_trace(colour), initialize=False,
-                    **_canned_callbacks("repl"))
-    print(_REPL_GREETING, flush=True)
+                    headers=headers, **{**_canned_callbacks("repl"), "elicitation":
+                                        functools.partial(_repl_question, answers)})
     commands = {
         "init": lambda a: client.initialize(),
         "ping": lambda a: client.ping(),
@@ -8165,10 +8307,14 @@ def repl(command, colour=False, stdin=None):
         "resources": lambda a: client.request("resources/list"),
         "prompts": lambda a: client.request("prompts/list"),
         "read": client.read_resource,
-        "cancel": lambda a: client.cancel(json.loads(a)),
+        "cancel": functools.partial(_repl_cancel, client, answers),
         "call": lambda a: client.call_tool(*_name_args(a), progress=lambda p: None),
         "prompt": lambda a: client.get_prompt(*_name_args(a)),
+        "accept": lambda a: answers.put(dict(action="accept",
+                                             content=json.loads(a or "{}"))),
+        "decline": lambda a: answers.put(dict(action="decline")),
         "help": lambda a: print(_REPL_GREETING, flush=True)}
+    print(_REPL_GREETING, flush=True)
     with client:
         for line in stdin or sys.stdin:
             line = line.strip()
@@ -8177,6 +8323,10 @@ def repl(command, colour=False, stdin=None):
             _repl_line(client, commands, line)
             # Let the response print before the prompt
             time.sleep(0.2)
+        # No more answers: a question to come is declined; what is in flight ends
+        answers.put({"action": "decline"})
+        while client.pending:
+            time.sleep(0.05)
     return 0
 
 
@@ -8184,7 +8334,12 @@ def _repl_line(client, commands, line):
     """A line typed at the repl: a frame sent as it is (mistakes included), or a
     command run (init, discover and help before the next line is read)."""
     name, _, arg = line.partition(" ")
-    if line and name not in commands:
+    # ping is of the handshake era alone, listen of 2026-07-28
+    if (name in ("ping", "listen") and client.server_capabilities is not None
+            and (name == "ping") == client.stateless):
+        _print_text(f"! {name}: not part of protocol {client.protocol_version}, which "
+                    "this session speaks")
+    elif line and name not in commands:
         if not client.send_frame(line.encode()):
             print("! not sent: the connection to the server is closed", flush=True)
     elif name in ("init", "discover", "help"):
@@ -8192,6 +8347,21 @@ def _repl_line(client, commands, line):
     elif line:
         threading.Thread(target=_run_repl_command, args=(commands[name], arg.strip()),
                          daemon=True).start()
+
+
+def _repl_question(answers, params):
+    """The repl's elicitation: the question shown, then answered by the next accept
+    {...}, decline or cancel typed (decline, once the input has ended)."""
+    _print_text(f"? {_escaped(params.get('message'))} (accept {{...}}, decline or "
+                "cancel)")
+    return answers.get()
+
+
+def _repl_cancel(client, answers, arg):
+    """`cancel ID` cancels a request of ours; `cancel` alone answers a question."""
+    if arg:
+        return client.cancel(json.loads(arg))
+    answers.put({"action": "cancel"})
 
 
 def _run_repl_command(command, arg):
@@ -8262,10 +8432,10 @@ def _argument_parser():
 
 
 def _add_client_command(commands, name, text):
-    """inspect, call or repl: a command that starts a server (the words after --)."""
+    """inspect, call or repl: a command for a server (its command after --, or URL)."""
     import argparse
-    words = "-- SERVER_CMD..."
-    words_help = "the command that starts the server (after --)"
+    words = "{-- SERVER_CMD... | URL}"
+    words_help = "the command that starts the server (after --), or its http(s) URL"
     more = {}
     if name == "call":
         words += " METHOD|TOOL [JSON]"
@@ -8280,6 +8450,11 @@ def _add_client_command(commands, name, text):
                              help="auto (the default) speaks 2026-07-28 with servers "
                                   "that offer it, else the handshake (handshake; "
                                   "legacy is another name for it)")
+    command.add_argument("--header", action="append", default=[], metavar="'NAME: "
+                         "VALUE'", help="with a URL: an HTTP header (again for more)")
+    command.add_argument("--token", action="append", dest="header", metavar="TOKEN",
+                         help="with a URL: send Authorization: Bearer TOKEN",
+                         type=lambda token: f"Authorization: Bearer {token}")
     command.add_argument("words", nargs=argparse.REMAINDER, metavar=words,
                          help=words_help)
     if name != "call":
@@ -8320,8 +8495,10 @@ def _check_arguments(parser, args, words):
     if getattr(args, "era", None) == "legacy":
         args.era = HANDSHAKE
     if args.command in ("inspect", "call", "repl") and not words:
-        parser.error(f"{args.command} needs a server command: {args.command} -- "
-                     "SERVER_CMD ...")
+        parser.error(f"{args.command} needs a server command or URL: "
+                     f"{args.command} -- SERVER_CMD ...")
+    if args.command == "demo" and args.era == "auto" and not words:
+        parser.error("--era auto is for your own server: demo --era auto -- SERVER_CMD")
     if args.command == "call":
         if args.json is not None and not (args.tool or args.method):
             parser.error("--json goes with --tool NAME or --method METHOD (or put the "
@@ -8329,18 +8506,23 @@ def _check_arguments(parser, args, words):
         try:
             args.request = _pop_request(words, args.tool, args.method, args.json)
         except ValueError as e:
-            parser.error(f"not valid JSON: {e}")
+            parser.error(str(e))
     if args.command == "serve" and args.http:
-        # HTTP has no stream of frames to trace, only requests
-        if args.trace:
-            parser.error("--trace shows the frames of a server on stdin/stdout; it "
-                         "does not work with --http")
         try:
             port = _parse_address(args.http)[1]
         except ValueError as e:
             parser.error(str(e))
         if port > 65535:
             parser.error(f"not a port: {port} (a port is 0 to 65535)")
+    if args.command not in ("inspect", "call", "repl"):
+        return
+    # The server: the command that starts it, or its URL (with --header, --token)
+    args.target = words
+    if words[0].startswith(("http://", "https://")):
+        args.target = words[0]
+    if any(":" not in header for header in args.header):
+        parser.error("--header takes 'NAME: VALUE'")
+    args.headers = dict(map(str.strip, h.split(":", 1)) for h in args.header)
 
 
 def _run_and_report(args, words):
@@ -8399,9 +8581,6 @@ def _serve_command(args, words, colour):
 def _demo_command(args, words, colour):
     if words:
         return demo_yours(words, colour, args.era or "auto")
-    if args.era == "auto":
-        raise SystemExit("mcp_min: --era auto is for your own server: demo --era auto "
-                         "-- SERVER_CMD...")
     return demo(colour=colour, era=args.era)
 
 
@@ -8420,7 +8599,7 @@ def _explain_command(args, words, colour):
 
 def _inspect_command(args, words, colour):
     """`inspect`: what the server says of itself, and every list it offers, as JSON."""
-    with Client(words, era=args.era) as client:
+    with Client(args.target, era=args.era, headers=args.headers) as client:
         report = {"serverInfo": client.server_info,
                   "protocolVersion": client.protocol_version,
                   "capabilities": client.server_capabilities,
@@ -8433,7 +8612,8 @@ def _inspect_command(args, words, colour):
 
 
 _COMMANDS = {"serve": _serve_command, "demo": _demo_command,
-             "repl": lambda args, words, colour: repl(words, colour=colour),
+             "repl": lambda args, words, colour: repl(args.target, colour,
+                                                      headers=args.headers),
              "explain": _explain_command, "inspect": _inspect_command,
              "call": _call_command}
 

@@ -533,7 +533,7 @@ def test_call_business_error_is_a_result_and_exits_0():
 def test_call_help_explains_its_arguments():
     result = cli("call", "--help")
     assert result.returncode == 0
-    usage = "usage: mcp_min.py call [options] -- SERVER_CMD... METHOD|TOOL [JSON]"
+    usage = "usage: mcp_min.py call [options] {-- SERVER_CMD... | URL} METHOD|TOOL [JSON]"
     assert result.stdout.startswith(usage)
     for words in ("SERVER_CMD...  the command that starts the server",
                   "METHOD|TOOL    an MCP method", "the name of a tool to call",
@@ -713,11 +713,21 @@ def test_serve_http_on_a_port_in_use_is_one_line():
                                               "Address already in use")
 
 
-def test_serve_trace_with_http_is_refused_not_ignored():
-    result = cli("serve", "--trace", "--http", "127.0.0.1:0", timeout=10)
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "--trace shows the frames of a server on stdin/stdout; it does not work with --http" \
-        in result.stderr
+@pytest.mark.parametrize("args, said", [
+    (["call", "--", sys.executable, "todo.py"], "looks like the server's command"),
+    (["call", "--", sys.executable], "name a method or a tool after the server command"),
+    (["call", "--", *GIFT, "suggest_gifts", "[1, 2]"], "must be a JSON object"),
+    (["call", "--", *GIFT, "tools/list", '{"_meta": 5}'], "params._meta must be an object"),
+    (["call", "--", *GIFT, "tools/list", "{bad"], "not valid JSON"),
+    (["demo", "--era", "auto"], "--era auto is for your own server"),
+    (["repl"], "repl needs a server command or URL"),
+    (["call", "--header", "X-Token", "--", *GIFT, "ping"], "--header takes 'NAME: VALUE'"),
+], ids=["a-script-for-a-tool", "no-tool", "json-not-an-object", "meta-not-an-object",
+        "bad-json", "demo-era-auto", "repl-no-server", "header-without-colon"])
+def test_usage_errors_exit_2_saying_what_is_wrong(args, said):
+    result = cli(*args)
+    assert result.returncode == 2 and said in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
 
 
 # ============================================================================================
@@ -731,6 +741,7 @@ REPL_SESSION = [
     '{"jsonrpc":"2.0","id":"bad","method":"tools/call","params":{"tool":"wait","args":{}}}',
     'call countdown {"steps": 3, "delay": 0.05}',
     'call plan_party {"guest": "Sam"}',
+    "decline",                                # the answer to its question to the user
     "ping",
     "hello there",
     "quit",
@@ -1021,6 +1032,33 @@ EXPLAIN = [
      "params.requestId must be a string or an integer, not number 1.5: a receiver ignores it"),
     ('{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1.5,'
      '"progress":2}}', 0, "notification notifications/progress", None),
+    # the shapes of MCP: a method with a result or error; results that are not objects;
+    # content that is not a list of blocks; blocks of no known type
+    ('{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"get_weather"},'
+     '"result":{"content":[]}}', 1, "request 10 tools/call",
+     "a message has a method (a request or notification) or a result or error (a response), "
+     "never both: a response does not repeat the method"),
+    ('{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"w"},'
+     '"error":{"code":-32601,"message":"x"}}', 1, "request 10 tools/call", "never both"),
+    ('{"jsonrpc":"2.0","id":10,"result":"Sunny, 22°C"}', 1, "response 10",
+     'result must be an object, not string "Sunny, 22°C": every MCP result is one, as a '
+     'tool\'s: {"content": [{"type": "text", "text": "Sunny, 22°C"}]}'),
+    ('{"jsonrpc":"2.0","id":10,"result":[]}', 1, "response 10",
+     "result must be an object, not array []"),
+    ('{"jsonrpc":"2.0","id":10,"result":{"content":"Sunny"}}', 1, "response 10",
+     'result.content must be a list of content blocks, as in {"content": [{"type": "text", '
+     '"text": "Sunny, 22°C"}]}, not string "Sunny"'),
+    ('{"jsonrpc":"2.0","id":10,"result":{"content":[{"type":"txt","text":"Sunny"}]}}', 1,
+     "response 10", 'result.content[0] must be a content block, an object whose type is text, '
+     'image, audio, resource_link, resource; not object {"type": "txt", "text": "Sunny"} '
+     "(did you mean 'text'?)"),
+    ('{"jsonrpc":"2.0","id":10,"result":{"content":["Sunny"]}}', 1, "response 10",
+     'result.content[0] must be a content block'),
+    # an elicitation's answer holds its content as an object
+    ('{"jsonrpc":"2.0","id":2,"result":{"action":"accept","content":{"people":3}}}', 0,
+     "response 2", None),
+    ('{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"image","data":"","mimeType":'
+     '"image/png"},{"type":"resource_link","uri":"a:b","name":"b"}]}}', 0, "response 2", None),
     ('{"jsonrpc":"2.0","id":2,"method":"sampling/createMessage","params":{"messages":[],'
      '"maxTokens":"100"}}', 1, "request 2 sampling/createMessage",
      'params.maxTokens must be an integer, not string "100": a client answers -32602'),
@@ -1469,10 +1507,51 @@ def test_call_a_tool_that_asks_without_callbacks_gets_32021():
     assert legacy["isError"] is True and "'elicitation' capability" in legacy["content"][0]["text"]
 
 
+@pytest.mark.parametrize("answer, sent", [
+    ('accept {"people": 12}', '{"action":"accept","content":{"people":12}}'),
+    ("decline", '{"action":"decline"}'),
+    ("cancel", '{"action":"cancel"}'),
+    (None, '{"action":"decline"}'),                      # no answer before quit: decline
+])
+def test_repl_lets_the_user_answer_a_question(answer, sent):
+    typed = ["init", 'call plan_party {"guest": "Sam"}', *([answer] if answer else [])]
+    result = subprocess.run([sys.executable, MCP_MIN, "repl", "--", *SLOW],
+                            input="\n".join(typed) + "\n", capture_output=True, text=True,
+                            timeout=30, cwd=ROOT, env=clean_env())
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    out = result.stdout
+    assert "? How many people are coming to Sam's party? (accept {...}, decline or cancel)" \
+        in out
+    assert re.search(r"^C->S response 2 elicitation/create: .*\"result\":" + re.escape(sent),
+                     out, re.M), out
+    if answer and answer.startswith("accept"):
+        assert "Party for Sam: 12 people" in out and "the user chose to accept" in out
+
+
+def test_repl_offers_no_method_the_era_lacks():
+    result = subprocess.run([sys.executable, MCP_MIN, "repl", "--", *GIFT],
+                            input="ping\ndiscover\nping\nhelp\nlisten\n", capture_output=True,
+                            text=True, timeout=30, cwd=ROOT, env=clean_env())
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    sent = [line.split(":")[0] for line in result.stdout.splitlines()
+            if line.startswith("C->S")]
+    # before an era is chosen, ping goes out (and is answered: "send initialize first")
+    assert sent[:2] == ["C->S request 1 ping", "C->S request 2 server/discover"]
+    assert sent.count("C->S request 1 ping") == 1 and not any(" ping" in s for s in sent[2:])
+    assert "! ping: not part of protocol 2026-07-28, which this session speaks" in result.stdout
+    assert 'C->S request "listen-3" subscriptions/listen' in sent
+    handshake = subprocess.run([sys.executable, MCP_MIN, "repl", "--", *GIFT],
+                               input="init\nlisten\nping\n", capture_output=True, text=True,
+                               timeout=30, cwd=ROOT, env=clean_env())
+    assert "! listen: not part of protocol 2025-11-25" in handshake.stdout
+    assert "subscriptions/listen" not in handshake.stdout
+    assert "C->S request 2 ping" in handshake.stdout
+
+
 def test_repl_discover_then_a_call_that_asks_shows_the_round_trip():
     everything = [sys.executable, str(ROOT / "tests" / "servers" / "everything.py")]
     result = subprocess.run([sys.executable, MCP_MIN, "repl", "--", *everything],
-                            input="discover\ncall ask_user {}\nquit\n", capture_output=True,
+                            input="discover\ncall ask_user {}\ndecline\nquit\n", capture_output=True,
                             text=True, timeout=30, cwd=ROOT, env=clean_env())
     lines = [line for line in result.stdout.splitlines() if line.startswith(("C->S", "S->C"))]
     labels = [line.split(":")[0] for line in lines]
@@ -2052,6 +2131,50 @@ def test_demo_narrates_a_session_with_your_own_server(era):
     assert arguments["occasion"] == "birthday" and arguments["budget"] == 42   # from the schema
     answers = [line for line in lines if line.startswith("S->C response")]
     assert any(" tools/call" in line and '"isError":false' in line for line in answers)
+
+
+ASKING = """\
+import time
+from mcp_min import Context, Server
+
+server = Server("asking")
+
+
+@server.tool
+def slow_question(ctx: Context) -> str:
+    \"\"\"Takes its time, then asks.\"\"\"
+    for step in range(3):
+        ctx.report_progress(step + 1, 3)
+        time.sleep(0.05)
+    return ctx.elicit("Go on?", {"type": "object", "properties": {}})["action"]
+"""
+
+
+@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
+def test_demo_of_your_server_asks_for_progress_and_narrates_each_question(tmp_path, era):
+    (tmp_path / "asking.py").write_text(ASKING)
+    result = cli("demo", "--era", era, "--", sys.executable, MCP_MIN, "serve",
+                 tmp_path / "asking.py")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    lines = result.stdout.splitlines()
+    (call,) = [line for line in lines if line.startswith("C->S request 3 tools/call")]
+    assert '"progressToken":' in call
+    assert sum("notifications/progress" in line for line in lines) >= 3
+    notes = [line for line in lines if line.startswith("# ")]
+    assert any("a progressToken" in note for note in notes)
+    lines = [line for line in lines if line]
+    asked = [i for i, line in enumerate(lines)
+             if line.startswith("# The server") and "(elicitation/create)" in line]
+    assert len(asked) == 1, notes
+    if era == "legacy":
+        assert lines[asked[0] - 1].startswith("S->C request 1 elicitation/create")
+        assert lines[asked[0] + 1].startswith("C->S response 1 elicitation/create")
+    else:
+        # the note comes between the input_required response and the retry
+        assert '"resultType":"input_required"' in lines[asked[0] - 1]
+        assert "sends the request again" in lines[asked[0]]
+        assert lines[asked[0] + 1].startswith("C->S request 4 tools/call")
+        assert '"inputResponses":' in lines[asked[0] + 1]
 
 
 def test_demo_of_a_server_with_tools_alone_calls_its_tool():

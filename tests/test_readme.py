@@ -277,3 +277,12 @@ def test_serve_http_and_the_sdk_client_snippet(tmp_path):
             process.terminate()
             process.wait(10)
             process.stderr.close()
+
+
+def test_the_claude_desktop_config_names_its_interpreter_by_path():
+    """A bare python3 may be macOS's own 3.9, too old for mcp_min: the config names a
+    Python 3.10+ by its path, and the text says how to find it."""
+    config = json.loads(next(b for b in code_blocks("json") if '"mcpServers"' in b))
+    (server,) = config["mcpServers"].values()
+    assert os.path.isabs(server["command"]) and re.search(r"python3\.1\d$", server["command"])
+    assert "Apple's 3.9" in README and "command -v python3.12" in README

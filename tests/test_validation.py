@@ -538,3 +538,13 @@ def test_a_cancelled_request_stops_validating():
     ctx.cancelled = True
     with pytest.raises(Cancelled):
         sig.bind(alike_arguments(40), ctx)
+
+
+def test_a_number_in_a_string_is_refused_as_the_readme_says():
+    """The README: '"98.6" for a float' is refused (pydantic's lax mode would take it)."""
+    def f(temperature: float, count: int): ...
+    kwargs, found = Signature(f).bind({"temperature": "98.6", "count": "3"})
+    assert kwargs == {} and found == ['temperature: expected number, got string "98.6"',
+                                      'count: expected integer, got string "3"']
+    assert Signature(f).bind({"temperature": 98, "count": 3.0})[0] == {"temperature": 98.0,
+                                                                       "count": 3}

@@ -1,34 +1,42 @@
-"""Every command in docs/workshop.md runs as the doc says.
+"""Every command in docs/workshop.md runs as the doc says, from a folder that holds a copy of
+mcp_min.py alone (the workshop's other servers are written there by the doc's own blocks).
 
 The ```sh blocks are the commands; a line ending in ``# exits N`` must exit N, every other
-command exits 0. A block starting with ``# interactive`` is a session typed by hand: it is
-started, initialised, pinged and quit. A block starting with ``# after you write
-my_weather.py`` runs with the solution (examples/weather.py) as my_weather.py. Commands run
-with ``sh -c`` in a scratch copy of mcp_min.py and examples/, so the file they create
-(my_weather.py) lands there, with ``python3`` on PATH being this interpreter. They run a few
-at a time; each test checks one command's result."""
+command exits 0. A command that starts ``cat > NAME <<'EOF'`` runs to its ``EOF`` line: it
+writes a file, and runs before the others. A block starting with ``# interactive`` is a
+session typed by hand: it is started, initialised, pinged and quit. A block starting with
+``# after you write my_weather.py`` runs with the doc's solution (weather.py) as
+my_weather.py. A block starting with ``# two terminals`` runs its first command in the
+background (on a free port rather than the one written) while its second runs. Commands run
+with ``sh -c`` with ``python3`` on PATH being this interpreter. They run a few at a time;
+each test checks one command's result."""
 
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, free_port
 
 DOC = ROOT / "docs" / "workshop.md"
 TEXT = DOC.read_text(encoding="utf-8")
 INTERACTIVE_INPUT = "init\nping\nquit\n"
 
-# Commands whose documented behaviour waits on a change in mcp_min.py (see tests/test_cli.py).
+
 class Command:
-    def __init__(self, section, number, line, code, interactive, solution):
-        self.section, self.number, self.line = section, number, line
-        self.code, self.interactive, self.solution = code, interactive, solution
+    def __init__(self, section, number, line, code, block):
+        self.section, self.number, self.line, self.code = section, number, line, code
+        self.interactive = block == "# interactive"
+        self.solution = block == "# after you write my_weather.py"
+        self.background = block == "# two terminals"
+        self.writes = re.match(r"cat > (\S+) <<'EOF'\n", line)
 
     @property
     def id(self):
@@ -43,17 +51,22 @@ def parse(text):
     headings = [(m.start(), m.group(1)) for m in re.finditer(r"^## (.+)$", text, re.M)]
     for block in fence.finditer(text):
         section = ([h for pos, h in headings if pos < block.start()] or ["intro"])[-1]
-        lines = block.group(1).replace("\\\n", " ").splitlines()
-        lines = [line.strip() for line in lines]
-        interactive = lines[0].strip() == "# interactive"
-        solution = lines[0].strip() == "# after you write my_weather.py"
-        for line in lines:
+        indent = len(block.group(0)) - len(block.group(0).lstrip(" "))
+        lines = [line[indent:] for line in block.group(1).splitlines()]
+        first = lines[0].strip()
+        while lines:
+            line = lines.pop(0)
+            if re.search(r"<<'EOF'$", line):           # a file, to its EOF line
+                body = []
+                while (more := lines.pop(0)) != "EOF":
+                    body.append(more)
+                line = "\n".join([line, *body, "EOF"])
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
             match = re.search(r"\s+#\s*exits (\d+)\s*$", line)
             code = int(match.group(1)) if match else 0
             number = sum(c.section == section for c in commands) + 1
-            commands.append(Command(section, number, line.strip(), code, interactive, solution))
+            commands.append(Command(section, number, line.strip(), code, first))
     return commands
 
 
@@ -64,34 +77,58 @@ def _param(command):
     return pytest.param(command, id=command.id)
 
 
+def run_in_two_terminals(commands, work, env):
+    """The first command in the background (on a free port), the second in the foreground;
+    then the first is stopped (SIGTERM), and both results are kept."""
+    port = str(free_port())
+    server, client = (c.line.replace("8765", port) for c in commands)
+    proc = subprocess.Popen(["sh", "-c", "exec " + server], cwd=work, env=env, text=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        seen = ""
+        while "mcp_min: serving" not in seen and time.monotonic() < deadline:
+            seen += proc.stderr.readline()
+        ran = subprocess.run(["sh", "-c", client], cwd=work, env=env, capture_output=True,
+                             text=True, timeout=60)
+        time.sleep(0.3)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    served = subprocess.CompletedProcess(server, proc.returncode, out, seen + err)
+    return {commands[0].id: served, commands[1].id: ran}
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    """Run every command once, a few at a time, each in a scratch copy of the repository."""
+    """Run every command once, a few at a time, in a folder holding mcp_min.py alone: first
+    the files the doc writes, then the rest."""
     base = tmp_path_factory.mktemp("workshop")
     bin_dir = base / "bin"
     bin_dir.mkdir()
     (bin_dir / "python3").symlink_to(sys.executable)
-    dirs = {}
-    for name in ("plain", "solved"):
-        work = dirs[name] = base / name
-        work.mkdir()
-        shutil.copy(ROOT / "mcp_min.py", work)
-        shutil.copytree(ROOT / "examples", work / "examples",
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "examples" / "weather.py", dirs["solved"] / "my_weather.py")
+    work = base / "work"
+    work.mkdir()
+    shutil.copy(ROOT / "mcp_min.py", work)
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
     for name in ("MCP_MIN_TRACE", "NO_COLOR"):
         env.pop(name, None)
 
     def run(command):
-        return subprocess.run(["sh", "-c", command.line], cwd=dirs["solved" if command.solution else "plain"],
+        return subprocess.run(["sh", "-c", command.line], cwd=work,
                               input=INTERACTIVE_INPUT if command.interactive else "",
                               capture_output=True, text=True, timeout=60, env=env)
 
+    files = [c for c in COMMANDS if c.writes]
+    done = {c.id: run(c) for c in files}
+    # the participant's own server: the doc's solution
+    shutil.copy(work / "weather.py", work / "my_weather.py")
+    done.update(run_in_two_terminals([c for c in COMMANDS if c.background], work, env))
     # repl sessions one at a time: their output is read line by line
-    repls = [c for c in COMMANDS if "mcp_min.py repl" in c.line]
-    others = [c for c in COMMANDS if c not in repls]
-    done = {c.id: run(c) for c in repls}
+    repls = [c for c in COMMANDS if "mcp_min.py repl" in c.line and c.id not in done]
+    others = [c for c in COMMANDS if c not in repls and c.id not in done]
+    done.update({c.id: run(c) for c in repls})
     with ThreadPoolExecutor(max_workers=4) as pool:
         done.update(zip([c.id for c in others], pool.map(run, others)))
     return done
@@ -118,7 +155,9 @@ def test_command_exits_as_the_doc_says(command, results):
         assert re.search(r"^S->C response 1[ :]", result.stdout, re.M)
         assert re.search(r"^S->C response 2[ :]", result.stdout, re.M)      # the ping
         assert result.stderr == ""
-    elif "mcp_min.py" in command.line and command.code == 0:
+    elif command.writes:
+        assert result.stdout == "" and result.stderr == ""
+    elif "mcp_min.py" in command.line and command.code == 0 and not command.background:
         assert result.stdout.strip(), f"{command.line} printed nothing"
 
 
@@ -127,12 +166,34 @@ def test_the_doc_has_the_expected_commands():
     lines = [c.line for c in COMMANDS]
     for needle in ("mcp_min.py demo", "mcp_min.py inspect --", "mcp_min.py call --",
                    "mcp_min.py repl --", "mcp_min.py explain", "mcp_min.py serve --trace",
-                   "examples/naive_server.py", "examples/print_server.py",
-                   "examples/slow_server.py", "my_weather.py", "cancel"):
+                   "explain -", "serve --http", "call http://", "naive.py", "print_weather.py",
+                   "slow.py", "my_weather.py", "cancel", "accept {"):
         assert any(needle in line for line in lines), needle
     assert sum(c.interactive for c in COMMANDS) == 3
     assert sum(c.code == 1 for c in COMMANDS) >= 10
+    assert sum(c.background for c in COMMANDS) == 2
+    # the servers the workshop needs are written from the doc itself
+    assert sorted(c.writes[1] for c in COMMANDS if c.writes) == [
+        "naive.py", "print_weather.py", "slow.py", "weather.py"]
     assert not any(re.search(r"\b(node|npx|npm|pip|uv|curl|wget)\b", line) for line in lines)
+
+
+def test_the_doc_names_no_file_but_mcp_min_py_and_its_own():
+    """A lone copy runs the workshop: no examples/ (or tests/) file, no repository."""
+    assert "examples/" not in TEXT
+    assert "tests/" not in TEXT.replace("tests/test_workshop.py", "")
+    written = {c.writes[1] for c in COMMANDS if c.writes} | {"my_weather.py", "mcp_min.py"}
+    for command in COMMANDS:
+        if command.writes:
+            continue
+        for name in re.findall(r"\b[\w./-]+\.py\b", command.line):
+            assert name in written, (name, command.line)
+
+
+def test_each_server_to_type_is_short(results):
+    for command in COMMANDS:
+        if command.writes:
+            assert command.line.count("\n") <= 45, command.writes[1]
 
 
 def test_agenda_is_a_hundred_minutes_without_gaps():
@@ -183,7 +244,9 @@ def _server_calls_client(r):
     answered = [re.match(r"C->S response (\d+)[ :]", line)[1] for line in lines
                 if line.startswith("C->S response")]
     assert answered == ["1", "2", "3"]
-    assert '"action":"decline"' in r.stdout and "(a sampled reply)" in r.stdout
+    assert '"result":{"action":"accept","content":{"people":12}}' in r.stdout
+    assert "(a sampled reply)" in r.stdout and "Party for Sam: 12 people" in r.stdout
+    assert "? How many people are coming to Sam's party?" in r.stdout
 
 
 def _cancelled(r):
@@ -219,32 +282,58 @@ def _input_required_round_trip(r):
         "C->S request 2 tools/call", "S->C response 2 tools/call",
         "C->S request 3 tools/call", "S->C response 3 tools/call"]
     assert '"resultType":"input_required"' in frames[3] and '"elicitation-1"' in frames[3]
-    assert '"inputResponses":{"elicitation-1":{"action":"decline"}}' in frames[4]
-    assert '"resultType":"complete"' in frames[5]
+    assert ('"inputResponses":{"elicitation-1":{"action":"accept","content":{"recipient":'
+            '"a friend who loves cooking"}}}') in frames[4]
+    assert '"resultType":"complete"' in frames[5] and "Cast-iron skillet" in frames[5]
+    assert "? Who is the gift for? (accept {...}, decline or cancel)" in r.stdout
+
+
+def _handshake_result_lacks_the_new_fields(r):
+    result = json.loads(r.stdout)
+    assert "resultType" not in result and "_meta" not in result
+    assert result["structuredContent"]["gifts"]
+
+
+def _traced_over_http(r):
+    trace = [line.split(":")[0] for line in r.stderr.splitlines()
+             if line.startswith(("C->S", "S->C"))]
+    assert trace == ["C->S request 1 server/discover", "S->C response 1 server/discover",
+                     "C->S request 2 tools/call", "S->C response 2 tools/call"], r.stderr
 
 
 CLAIMS = [
     ("mcp_min.py --version", lambda r: bool(re.fullmatch(r"mcp_min \d+\.\d+\.\d+\n", r.stdout))),
     ("demo --era handshake | grep", _demo_shape),
-    ("serve examples/gift_server.py", _no_handshake),
+    ('"budget":50},"_meta"', _no_handshake),
     ("discover 'call pick_gift", _input_required_round_trip),
+    ("call --era handshake", _handshake_result_lacks_the_new_fields),
     ("explain '{\"jsonrpc\":\"2.0\",\"id\":99,", lambda r: r.stdout.startswith("error 99 -32601 (a protocol error)\n")),
-    ("gift_server.py tools/col", lambda r: r.stderr.startswith("error -32601: Method not found: tools/col")),
+    ("| python3 mcp_min.py explain -", lambda r: r.stdout == "request 43 ping\n  no problems found\n"),
+    ("serve tools/col", lambda r: r.stderr.startswith("error -32601: Method not found: tools/col")),
     ("suggest_gift '", lambda r: "did you mean 'suggest_gifts'?" in r.stderr),
     ('"occasion": "funeral"', lambda r: 'budget: expected number, got string \\"a hundred bucks\\"' in r.stdout),
     ("'call wait", _out_of_order),
-    ("plan_party", _server_calls_client),
+    ("call plan_party", _server_calls_client),
     ('cancel "slow-1"', _cancelled),
     ("my_weather.py get_weather '{\"town\"", lambda r: "Missing required property 'city'" in r.stdout
      and "Unexpected property 'town'" in r.stdout and '"isError": true' in r.stdout),
+    ("weather.py get_weather '{\"city\": \"Atlantis\"}'", lambda r: '"isError": true' in r.stdout
+     and "No weather for 'Atlantis'" in r.stderr),
     ('"budget":100}}}\' | python3 mcp_min.py repl', lambda r: "S->C error 3 -32602" in r.stdout
      and 'did you mean \\"name\\"?' in r.stdout),
-    ("repl -- python3 examples/naive_server.py", lambda r: "S->C unparsable: DEBUG looking up Lisbon\n" in r.stdout
+    ("repl -- python3 naive.py", lambda r: "S->C unparsable: DEBUG looking up Lisbon\n" in r.stdout
      and "C->S error" not in r.stdout),
-    ("print_server.py get_weather '{\"city\": \"Lisbon\"}' 2>/dev/null",
+    ("call -- python3 naive.py", lambda r: "not JSON-RPC: DEBUG looking up Lisbon" in r.stderr),
+    ("print_weather.py get_weather '{\"city\": \"Lisbon\"}' 2>/dev/null",
      lambda r: '"text": "Sunny, 22°C"' in r.stdout and "DEBUG" not in r.stdout),
-    ("serve --trace examples/weather.py", lambda r: r.stdout == '{"jsonrpc":"2.0","id":1,"result":{}}\n'
+    ("serve --trace weather.py", lambda r: r.stdout == '{"jsonrpc":"2.0","id":1,"result":{}}\n'
      and "C->S request 1 ping: " in r.stderr and "S->C response 1 ping: " in r.stderr),
+    ("serve --http 8765 --trace", _traced_over_http),
+    ("call http://127.0.0.1:8765/mcp", lambda r: '"text": "Sunny, 22°C"' in r.stdout),
+    ('"result":"Sunny, 22°C"}\'', lambda r: "result must be an object" in r.stdout),
+    ('"content":"Sunny, 22°C"}', lambda r: "result.content must be a list" in r.stdout),
+    ('"type":"txt"', lambda r: "(did you mean 'text'?)" in r.stdout),
+    ('"method":"tools/call","result"', lambda r: "never both" in r.stdout),
 ]
 
 
@@ -259,6 +348,19 @@ def test_answers_match_what_the_commands_print(needle, check, results):
 
 
 def test_print_server_debug_line_is_on_stderr(results):
-    (command,) = [c for c in COMMANDS if "print_server.py" in c.line and "2>/dev/null" not in c.line]
+    (command,) = [c for c in COMMANDS if "print_weather.py get_weather" in c.line
+                  and "2>/dev/null" not in c.line]
     result = results[command.id]
     assert "DEBUG looking up Lisbon" in result.stderr and "DEBUG" not in result.stdout
+
+
+def test_starting_my_weather_py_again_keeps_what_was_written(tmp_path):
+    """The command that starts exercise 6 makes the file, and leaves it as it is when run
+    again: a participant who runs it twice keeps their server."""
+    (command,) = [c for c in COMMANDS if "open('my_weather.py'" in c.line]
+    line = command.line.replace("python3", sys.executable, 1)
+    subprocess.run(["sh", "-c", line], cwd=tmp_path, check=True, timeout=30)
+    assert (tmp_path / "my_weather.py").read_text() == ""
+    (tmp_path / "my_weather.py").write_text("from mcp_min import Server\n")
+    subprocess.run(["sh", "-c", line], cwd=tmp_path, check=True, timeout=30)
+    assert (tmp_path / "my_weather.py").read_text() == "from mcp_min import Server\n"
