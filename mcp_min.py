@@ -6901,7 +6901,7 @@ class ProtocolError(Exception):
 
 
 def _expect(value, what, kind=dict):
-    """``value`` if it is a ``kind`` (dict: a JSON object), else ProtocolError."""
+    """``value`` if it is a ``kind``, else ProtocolError."""
     if not isinstance(value, kind):
         shape = {dict: "an object", list: "a list"}[kind]
         raise ProtocolError(f"{what} must be {shape}; the server sent "
@@ -6959,8 +6959,8 @@ class _HttpPoster(Stream):
         return True
 
     def post(self, verb, frame, headers, request_id=None):
-        """Send, each message of the response to the Client's read_loop as a line; then
-        fail the request if it still waits, with what came instead (an error, none)."""
+        """Send; each message of the response goes to the Client's read_loop; then the
+        request fails if it still waits, with what came instead."""
         import http.client
         import io
         connection = self.connect(timeout=self.client.timeout)
@@ -7007,7 +7007,7 @@ class _HttpPoster(Stream):
 class Client(Peer):
     """An MCP client on the same JSON-RPC core, for tests, scripts and workshops."""
 
-    # What ``stateless`` was called before
+    # (``stateless``'s former name)
     modern = property(operator.attrgetter("stateless"))
 
     def __init__(self, target, *, roots=None, sampling=None, elicitation=None,
@@ -7015,7 +7015,7 @@ class Client(Peer):
                  capabilities=None, timeout=30.0, env=None, cwd=None, stderr=None,
                  trace=None, on_notification=None, initialize=True, era=HANDSHAKE,
                  log_level=None, max_rounds=10, max_line_bytes=64 << 20, headers=None):
-        # "legacy": what the handshake era was called before
+        # ("legacy": the handshake era's former name)
         if era == "legacy":
             era = HANDSHAKE
         eras = (HANDSHAKE, "auto") + STATELESS_PROTOCOL_VERSIONS
@@ -7055,7 +7055,6 @@ class Client(Peer):
             try:
                 self.connect()
             except BaseException:
-                # Leave no server process behind
                 try:
                     self.close(timeout=1.0)
                 except Exception:
@@ -7074,9 +7073,8 @@ class Client(Peer):
             write_fd, rfile = self._serve_in_memory(target)
         else:
             import subprocess
-            # A process group of its own: Ctrl+C in a terminal reaches this client
-            # alone, which cancels what is in flight and closes the server's input
-            # (__exit__), rather than stopping the server in the middle of a call.
+            # A process group of its own: Ctrl+C reaches this client alone, which
+            # cancels what is in flight and closes the server's input (__exit__)
             self.process = subprocess.Popen(
                 target, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 start_new_session=os.name == "posix", **popen_options)
@@ -7087,8 +7085,8 @@ class Client(Peer):
         self.reader.start()
 
     def _serve_in_memory(self, server):
-        """Serve ``server`` on a thread over OS pipes, so the real stdio code runs: the
-        client's ends, the fd to write to and the file to read from."""
+        """Serve ``server`` on a thread over OS pipes (the real stdio code): the
+        client's ends."""
         server_reads, client_writes = os.pipe()
         client_reads, server_writes = os.pipe()
 
@@ -7104,22 +7102,20 @@ class Client(Peer):
         return client_writes, open(client_reads, "rb", buffering=1 << 16)
 
     def _guarded_trace(self, trace):
-        """``trace``, switched off the first time it raises (e.g. printing to a stdout
-        closed by `| head`): raising would end the reader thread, and all it reads."""
+        """``trace``, switched off the first time it raises (a stdout closed by
+        `| head`): raising would end the reader thread."""
         def guarded(direction, raw):
             try:
                 trace(direction, raw)
             except Exception as e:
                 self.trace = self.stream.trace = None
-                # A closed pipe is no news
                 if not isinstance(e, BrokenPipeError):
                     log.warning("the client's trace failed and is switched off: %s: %s",
                                 type(e).__name__, e)
         return guarded
 
     def _read(self, rfile):
-        """The reader's thread. Once the server's output ends, what waits on it fails
-        with why: the requests, and the subscriptions."""
+        """The reader's thread: once the server's output ends, what waits fails."""
         try:
             self.read_loop(rfile, self.max_line_bytes)
         finally:
@@ -7131,7 +7127,6 @@ class Client(Peer):
                 try:
                     code = self.process.wait(1)
                 except Exception:
-                    # Still running: it only closed its stdout
                     pass
             why = "the server closed the connection"
             if code:
@@ -7148,7 +7143,7 @@ class Client(Peer):
         """Open the session in the client's ``era``: the result of the opening call."""
         if self.era == HANDSHAKE:
             return self.initialize()
-        # At most 10 s: a handshake-only server may never respond to a method it lacks.
+        # (a handshake-only server may never respond to a method it lacks)
         probe_timeout = 10.0
         if self.timeout is not None:
             probe_timeout = min(self.timeout, 10.0)
@@ -7157,7 +7152,6 @@ class Client(Peer):
         except (TimeoutError, JSONRPCError) as e:
             if self.era != "auto":
                 raise
-            # A server of the stateless era, that does not serve 2026-07-28
             if getattr(e, "code", None) == UNSUPPORTED_VERSION:
                 data = e.data if isinstance(e.data, dict) else {}
                 self._check_handshake_offered(data.get("supported"))
@@ -7175,8 +7169,8 @@ class Client(Peer):
         return self.initialize()
 
     def _check_handshake_offered(self, supported):
-        """A server that knows server/discover but not 2026-07-28 is of the stateless
-        era: no handshake to fall back to, unless it lists a handshake version too."""
+        """A server that knows server/discover but not 2026-07-28 has no handshake to
+        fall back to, unless it lists a handshake version too."""
         if isinstance(supported, list) and any(
                 version in PROTOCOL_VERSIONS for version in supported):
             return
@@ -7213,14 +7207,13 @@ class Client(Peer):
         return meta
 
     def initialize(self):
-        """initialize, then notifications/initialized: the handshake era from now."""
+        """initialize, then notifications/initialized."""
         self.stateless = False
         params = {"protocolVersion": self.handshake_version,
                   "capabilities": self.capabilities,
                   "clientInfo": self.client_info}
         result = _expect(self.request("initialize", params), "the result of initialize")
         version = result.get("protocolVersion")
-        # The spec: a client that cannot speak the version offered leaves.
         if version not in PROTOCOL_VERSIONS:
             raise ConnectionError(f"the server offers protocol version "
                                   f"{_preview(version)}, which this client does not "
@@ -7238,8 +7231,8 @@ class Client(Peer):
         self.instructions = result.get("instructions")
 
     def close(self, timeout=5.0):
-        """Close the server's input (the MCP shutdown signal) between frames, unless one
-        is stuck for ``timeout`` on a server that reads nothing; wait for it to end."""
+        """Close the server's input (the MCP shutdown signal) between frames
+        (``timeout`` for a stuck one); wait for the server to end."""
         writer = self.stream
         writer.close(timeout)
         # Over HTTP: no process, no reader
@@ -7269,8 +7262,7 @@ class Client(Peer):
         return self
 
     def __exit__(self, exc_type, exc, traceback):
-        # Left by an exception (Ctrl+C: KeyboardInterrupt), the requests still waiting
-        # are cancelled, so that the server stops their calls and exits at once.
+        # Left by an exception (Ctrl+C), the requests still waiting are cancelled
         if exc_type is None:
             self.close()
         else:
@@ -7290,8 +7282,7 @@ class Client(Peer):
         return super().dispatch(message, stream)
 
     def handle_batch(self, items, stream):
-        # Protocol 2025-03-26 has batches, and a client must take them: each message as
-        # if it came alone, the responses to its requests as one batch.
+        # (protocol 2025-03-26 has batches, and a client must take them)
         if self.protocol_version != V2025_03:
             return super().handle_batch(items, stream)
         self.dispatch_batch(items, stream)
@@ -7316,8 +7307,7 @@ class Client(Peer):
         return result
 
     def _answer(self, message, stream):
-        """Respond to a request of the server's with ``answer``, or the error it
-        raised (the callback failed, or returned something not JSON)."""
+        """Respond to a request of the server's with ``answer``, or its error."""
         rid = message["id"]
         try:
             result = self.answer(message["method"], message.get("params"))
@@ -7326,21 +7316,18 @@ class Client(Peer):
             frame = error_frame(rid, e.code, e.message, e.data)
         except Exception as e:
             frame = error_frame(rid, INTERNAL_ERROR, f"{type(e).__name__}: {e}")
-        # Cancelled by the server: the spec forbids a response (a batch still learns
-        # that this one is done).
+        # Cancelled by the server: the spec forbids a response
         if rid in self.cancelled_requests:
             self.cancelled_requests.discard(rid)
             frame = None
         stream.respond(frame)
 
     def handle_unparsable(self, line, error):
-        # A server that writes anything but JSON-RPC to stdout is broken: keep the line
-        # so callers can say so, but don't respond to it (that is only more noise).
+        # A server writing anything but JSON-RPC to stdout is broken: kept, to say so
         self.junk.append(line.decode("utf-8", "replace").rstrip("\r\n"))
 
     def handle_notification(self, message):
-        """Keep the notification, and act on it: a failing callback is logged, and
-        never stops the reader."""
+        """Keep the notification, and act on it (a failing callback is logged)."""
         self.notifications.append(message)
         params = message.get("params") or {}
         method = message["method"]
@@ -7370,7 +7357,6 @@ class Client(Peer):
                                "callback could never be answered (the callback runs "
                                "on the thread that reads the responses); make it from "
                                "a thread of its own")
-        # 2026-07-28: every request says who we are
         if self.stateless:
             params = dict(params or {})
             meta = params.get("_meta") or {}
@@ -7381,7 +7367,6 @@ class Client(Peer):
         if timeout is None:
             timeout = self.timeout
         result = super().request(method, params, timeout, owner, request_id)
-        # The spec: any other resultType is invalid
         if self.stateless and isinstance(result, dict):
             kind = result.get("resultType", "complete")
             if kind not in ("complete", "input_required"):
@@ -7411,7 +7396,6 @@ class Client(Peer):
             retry = dict(params, inputResponses=answers)
             if "requestState" in result:
                 retry["requestState"] = result["requestState"]
-            # No question: the server asked only to be asked again
             if not asked:
                 time.sleep(0.05)
             result = self.request(method, retry, timeout)
@@ -7428,8 +7412,8 @@ class Client(Peer):
         return self._listen(wanted, timeout)[0]
 
     def _listen(self, wanted, timeout):
-        """subscriptions/listen for ``wanted``: the Subscription, the ack's params. The
-        acknowledgement stands in for the response (see deliver())."""
+        """subscriptions/listen for ``wanted``: the Subscription, the ack's params (the
+        acknowledgement stands in for the response)."""
         rid = f"listen-{self.next_id()}"
         subscription = self.subscriptions[rid] = Subscription(self, rid)
         try:
@@ -7449,7 +7433,6 @@ class Client(Peer):
 
     def handle_response(self, message):
         rid = message.get("id")
-        # An acknowledged subscription's response: the stream ends.
         if rid in self.subscriptions and rid not in self.pending:
             return self.end_subscription(rid, "the server ended the subscription "
                                               f"{rid!r}; listen again to go on")
@@ -7478,7 +7461,6 @@ class Client(Peer):
             items += _expect(result.get(key, []), f"{key} in the result of {method}",
                              list)
             cursor = result.get("nextCursor")
-            # "" is a cursor too: only none ends the list
             if cursor is None:
                 return items
             if not isinstance(cursor, str) or cursor in seen:
@@ -7558,7 +7540,7 @@ class Subscription:
 
     def next(self, timeout=None):
         """The next notification; TimeoutError if none in time, ConnectionError once
-        the stream is over and every notification was taken."""
+        the stream is over."""
         if timeout is None:
             timeout = self.client.timeout
         try:
@@ -7566,7 +7548,6 @@ class Subscription:
         except Empty:
             raise TimeoutError(f"no notification on {self.id!r} in time") from None
         if isinstance(event, ConnectionError):
-            # For every later next() too
             self.events.put(event)
             raise ConnectionError(*event.args)
         return event
