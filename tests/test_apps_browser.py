@@ -29,6 +29,10 @@ from conftest import ROOT, require_tool, stop_process
 
 import mcp_min
 
+# The host is the official MCP Apps SDK's: like the other SDK clients, its packages come from
+# npm, so the runs without them (CI's other CPythons, `-m "not sdk"`) leave this module out.
+pytestmark = pytest.mark.sdk
+
 APPS = ROOT / "tests" / "clients" / "apps"
 GIFT_SERVER = ROOT / "examples" / "gift_server.py"
 ARGUMENTS = {"occasion": "birthday", "budget": 25, "recipient": "friend who loves board games"}
