@@ -128,7 +128,7 @@ import threading
 import time
 import types
 import weakref
-from collections import deque
+from collections import namedtuple
 from itertools import count
 from queue import Empty, SimpleQueue
 
@@ -144,18 +144,15 @@ if sys.version_info < (3, 10):
 __version__ = "0.1.0"
 __all__ = [
     "Server", "Context", "Client", "Session", "Peer", "Stream", "Outlet", "WorkerPool",
-    "FramePrinter", "METHODS", "SETTINGS",
-    "ToolError", "JSONRPCError", "Cancelled", "CapabilityError", "SchemaError",
-    "ToolResult", "ResourceNotFound", "ProtocolError",
+    "FramePrinter", "METHODS", "SETTINGS", "ToolError", "JSONRPCError", "Cancelled",
+    "CapabilityError", "SchemaError", "ToolResult", "ResourceNotFound", "ProtocolError",
     "Content", "text", "image", "audio", "resource_link", "embedded_resource",
     "Signature", "compile_schema", "type_schema", "parse_docstring",
-    "PROTOCOL_VERSIONS", "LATEST_PROTOCOL_VERSION", "LOG_LEVELS", "explain", "main",
-]
+    "PROTOCOL_VERSIONS", "LATEST_PROTOCOL_VERSION", "LOG_LEVELS", "explain", "main"]
 
 
 class _Log:
-    """The "mcp_min" logger, set up on first use (logging is slow to import). It writes
-    to stderr, unless the application configured logging itself."""
+    """The "mcp_min" logger, set up on first use (logging is slow to import)."""
 
     def __getattr__(self, name):
         global log
@@ -396,13 +393,8 @@ _LEADING_ID = rb'\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*' + _AN_ID + rb
 _TRAILING_ID = rb',\s*"id"\s*:\s*' + _AN_ID + rb'\s*\}\s*$'
 
 
-class LineTooLong:
+class LineTooLong(namedtuple("LineTooLong", "size head tail")):
     """A line over the size limit, skipped: its size, first and last bytes."""
-
-    def __init__(self, size, head, tail):
-        self.size = size
-        self.head = head
-        self.tail = tail
 
     def kind(self):
         """Best effort: "request", "notification" or "response", from the bytes kept."""
@@ -754,8 +746,6 @@ def _parameter_docs(lines):
 
 def _is_json_number(v):
     """An int (not a bool) or a finite float: json reads 1e400 as inf."""
-    if type(v) is int:
-        return True
     if isinstance(v, float):
         return v - v == 0
     return isinstance(v, int) and not isinstance(v, bool)
@@ -883,22 +873,16 @@ def _from_string(cls, schema):
     return convert
 
 
-def _integer(value):
-    """A JSON integer as an int (1.0 is one)."""
-    return value if type(value) is int else int(value)
-
-
 def _float(value):
     """A JSON number as a float (2 -> 2.0, as pydantic does)."""
-    if type(value) is float:
-        return value
     try:
         return float(value)
     except OverflowError:
         raise ValueError(f"{_preview(value)} is too large for a float") from None
 
 
-_NUMBER_CONVERTERS = {int: _integer, float: _float}
+# A JSON integer as an int (1.0 is one)
+_NUMBER_CONVERTERS = {int: int, float: _float}
 
 
 class _Types:
@@ -1781,12 +1765,11 @@ class _Compiler:
         # The usual argument ("a": 3 for {"type": "integer"}) is checked here: no call.
         passes = {k: check.passes for k, check in props.items()
                   if hasattr(check, "passes")}
-        compiler = self
 
         def object_(v, path, out):
             if isinstance(v, dict):
                 # (a budget only for a schema that may check a value twice: _Budget)
-                if compiler.branches:
+                if self.branches:
                     _spend(len(v))
                 for k in required:
                     if k not in v:
@@ -1809,11 +1792,10 @@ class _Compiler:
             prefix, items = items, schema.get("additionalItems", True)
         prefix = [self.compile(sub) for sub in prefix]
         rest = None if items is False else self.compile(items)
-        compiler = self
 
         def array(v, path, out):
             if isinstance(v, list):
-                if compiler.branches:
+                if self.branches:
                     _spend(len(v))
                 for i, x in enumerate(v):
                     check = prefix[i] if i < len(prefix) else rest
@@ -1911,8 +1893,6 @@ def _block(annotations, meta, **fields):
 
 def text(value, *, annotations=None, meta=None):
     """A text block."""
-    if annotations is None and meta is None:
-        return Content(type="text", text=str(value))
     return _block(annotations, meta, type="text", text=str(value))
 
 
@@ -2232,7 +2212,7 @@ class Tool(Entry):
             return _error_result(f"{type(e).__name__}: {e}")
         version = ctx.protocol_version or LATEST_PROTOCOL_VERSION
         if version < V2026_07:
-            result = _shape_result(result, version)
+            return _shape_result(result, version)
         return result
 
     def result(self, value):
@@ -2295,13 +2275,11 @@ def _shape_result(result, version):
     object, and none before 2025-06-18."""
     if version < V2025_06 or not isinstance(result.get("structuredContent", {}), dict):
         result.pop("structuredContent", None)
-    if version < V2025_11:
-        # (a plain text block is the same in every version)
-        for block in result["content"]:
-            if block.get("type") != "text" or len(block) > 2:
-                result["content"] = [_shape_block(b, version)
-                                     for b in result["content"]]
-                break
+    content = result["content"]
+    # (a plain text block is the same in every version)
+    if version < V2025_11 and any(b.get("type") != "text" or len(b) > 2
+                                  for b in content):
+        result["content"] = [_shape_block(b, version) for b in content]
     return result
 
 
