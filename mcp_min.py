@@ -2709,8 +2709,7 @@ SETTINGS = {
     "lifespan": Setting(None, "function"), "forward_logging": Setting(False),
     # Limits
     "page_size": Setting(100, "count", none=True),
-    "max_workers": Setting(64, "count"),
-    "max_queue": Setting(10_000, "count", least=0),
+    "max_workers": Setting(64, "count"), "max_queue": Setting(10_000, "count", least=0),
     "max_line_bytes": Setting(32 << 20, "count"),
     "grace_period": Setting(5.0, "seconds"), "cancel_timeout": Setting(2.0, "seconds"),
     "request_timeout": Setting(60.0, "seconds", none=True),
@@ -2785,8 +2784,7 @@ class Server:
         self.pool = None
         self.sessions = set()
         self.http_sessions_alive = weakref.WeakSet()
-        self._http = None
-        self._stateless_meta = None
+        self._http = self._stateless_meta = None
         # The rules of each method, as this server applies them
         self.methods = dict(METHODS)
         self.handlers = {
@@ -2914,8 +2912,7 @@ class Server:
 
     # -- server-initiated notifications ------------------------------------------------
     def notify_list_changed(self, kind):
-        """Tell the clients that asked (sessions offered ``listChanged``, listens) that
-        the tools, resources or prompts changed."""
+        """Tell the clients that asked (listChanged, listens) that ``kind`` changed."""
         method = f"notifications/{kind}/list_changed"
         flag = f"{kind}ListChanged"
         for session in list(self.sessions):
@@ -3604,8 +3601,7 @@ class Context:
         return f"request {self.request_id!r} was cancelled{why}"
 
     def report_progress(self, progress, total=None, message=None):
-        """Send notifications/progress if the request has a progressToken; returns
-        whether it was sent."""
+        """Send notifications/progress, given a progressToken; whether it was sent."""
         for name, value in (("progress", progress), ("total", total)):
             if value is not None and not _is_json_number(value):
                 raise TypeError(f"{name} must be a number, not {_preview(value)}")
@@ -3627,8 +3623,7 @@ class Context:
             return self.stream.notify("notifications/progress", params)
 
     def log(self, level, data, logger=None):
-        """Send notifications/message if ``level`` is at or above what the client asked
-        for; returns whether it was sent."""
+        """Send notifications/message at the client's level or above; whether sent."""
         if self.stateless:
             threshold = self.envelope.log_level
         else:
@@ -3938,11 +3933,10 @@ def _forwarded_record(*args, **kwargs):
 # ======================================================================================
 
 # In the handshake era (2024-11-05 to 2025-11-25) a client opens a session with
-# initialize. In the stateless era (2026-07-28) every request carries its "envelope" in
-# params._meta: the protocol version and the client's capabilities. A handler that needs
-# the client's input answers "input_required" with the questions and a requestState;
-# the client sends the request again with the answers and that state (signed: the
-# client can neither alter it nor move it to another call), and the handler runs again.
+# initialize; in the stateless era (2026-07-28) each request carries its envelope in
+# params._meta: the protocol version, the client's capabilities. A handler needing the
+# client's input answers "input_required": the questions, and a requestState (signed:
+# never altered, nor moved to another call) the client sends back with the answers.
 
 HANDSHAKE = "handshake"
 STATELESS = "stateless"
@@ -4388,8 +4382,7 @@ class Peer:
     def handle_invalid(self, error, stream):
         """A message classify refused: a request gets ``error`` as its response; a
         notification or response is logged, never answered."""
-        kind = error.data.get("kind")
-        rid = error.data.get("id")
+        kind, rid = error.data.get("kind"), error.data.get("id")
         # No method, and the id of a request of ours: a botched response (no result).
         if kind is None and rid in self.pending:
             kind = "response"
@@ -4409,8 +4402,7 @@ class Peer:
             self.trace("in", line.head + b"..." + line.tail)
         text = (f"Message too large: {line.size} bytes is over the limit of "
                 f"{self.max_line_bytes} bytes per line; it was skipped")
-        kind = line.kind()
-        rid = line.request_id()
+        kind, rid = line.kind(), line.request_id()
         if kind == "request":
             return self.send_frame(error_frame(rid, INVALID_REQUEST, text))
         log.warning("%s (an over-long %s, not answered)", text, kind)
@@ -4440,8 +4432,7 @@ class Peer:
         if rid is None:
             rid = self.next_id()
         message = {"jsonrpc": "2.0", "id": rid, "method": method}
-        if params is not None:
-            message["params"] = params
+        _add_optional(message, "params", params)
         # (before it is registered: it may raise TypeError)
         frame = encode_message(message)
         slot = self.pending[rid] = _Pending(owner)
@@ -4545,10 +4536,9 @@ class Session(Peer):
     handle_request, admit, run and response (the map at the top of this file)."""
 
     # Set by initialize and later requests; roots: the cached roots/list result
-    version = None
+    version = roots = None
     initialized = False
     log_level = "info"
-    roots = None
     roots_generation = 0
     # Why it can send no request to the client, if so
     no_requests = None
@@ -4660,8 +4650,7 @@ class Session(Peer):
             raise JSONRPCError(INVALID_REQUEST, "Server not initialized: send "
                                f"initialize first (got {method} before initialize)")
         ctx = Context(self, rid, method, params, stream, envelope)
-        ctx.rules = rules
-        ctx.handler = handler
+        ctx.rules, ctx.handler = rules, handler
         # A method of a capability the server does not offer does not exist for it.
         if rules.needs:
             declared = self.capabilities
@@ -4767,8 +4756,7 @@ class Session(Peer):
                          "notifications": honoured})
 
     def end_listens(self):
-        """Shutting down: the responses that end the open listens gracefully (a client
-        listens again elsewhere)."""
+        """Shutting down: responses that end the open listens (clients listen anew)."""
         with self.lock:
             ended = list(self.listens)
             self.listens = {}
