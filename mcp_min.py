@@ -2603,20 +2603,13 @@ def _named(registry, what, params, method):
 
 
 class _Honoured(dict):
-    """What a listen was acknowledged, with its resourceSubscriptions as sets too: the
-    URIs, and the same without a trailing "/"."""
+    """What a listen was acknowledged; its URIs as sets (and without a trailing "/")."""
 
     def __init__(self, honoured):
         super().__init__(honoured)
         uris = honoured.get("resourceSubscriptions", ())
         self.uris = set(uris)
         self.parents = {uri.rstrip("/") for uri in uris}
-
-
-def _parents(uri):
-    """The beginnings of ``uri`` that end before a "/": subscriptions covering it."""
-    parts = uri.split("/")
-    return {"/".join(parts[:end]) for end in range(1, len(parts))}
 
 
 def _cache_hints(ttl_ms, scope, owner, required=False):
@@ -2648,10 +2641,7 @@ class Setting:
     __slots__ = ("default", "kind", "least", "none")
 
     def __init__(self, default, kind="any", least=1, none=False):
-        self.default = default
-        self.kind = kind
-        self.least = least
-        self.none = none
+        self.default, self.kind, self.least, self.none = default, kind, least, none
 
     def check(self, name, value):
         """``value``, as the server keeps it; else ValueError saying what it may be."""
@@ -2667,23 +2657,20 @@ class Setting:
                 raise ValueError(f"{name} must be a list of origins, not the string "
                                  f"{value!r}: {name}=[{value!r}]")
             return tuple(value)
-        if kind == "count":
-            fits = type(value) is int and value >= self.least
-            expected = f"an integer of at least {self.least}"
-        elif kind == "function":
-            fits = value is None or callable(value)
-            expected = "a function, or None"
-        elif kind == "path":
-            fits = isinstance(value, str) and value.startswith("/")
-            expected = 'a path such as "/mcp"'
-        elif kind == "positive seconds":
-            fits = _is_json_number(value) and value > 0
-            expected = "a number of seconds more than 0"
-        else:
-            fits = _is_json_number(value) and value >= 0
-            expected = "a number of seconds at least 0"
-            if self.none:
-                expected += " (or None: no limit)"
+        # Each test is safe to make whatever the value: the one of its kind decides
+        number = _is_json_number(value)
+        fits, expected = {
+            "count": (type(value) is int and value >= self.least,
+                      f"an integer of at least {self.least}"),
+            "function": (value is None or callable(value), "a function, or None"),
+            "path": (isinstance(value, str) and value.startswith("/"),
+                     'a path such as "/mcp"'),
+            "positive seconds": (number and value > 0,
+                                 "a number of seconds more than 0"),
+            "seconds": (number and value >= 0, "a number of seconds at least 0"),
+        }[kind]
+        if kind == "seconds" and self.none:
+            expected += " (or None: no limit)"
         if not fits:
             raise ValueError(f"{name} must be {expected}, not {value!r}")
         return value
@@ -2700,8 +2687,7 @@ SETTINGS = {
     "lifespan": Setting(None, "function"), "forward_logging": Setting(False),
     # Limits
     "page_size": Setting(100, "count", none=True),
-    "max_workers": Setting(64, "count"),
-    "max_queue": Setting(10_000, "count", least=0),
+    "max_workers": Setting(64, "count"), "max_queue": Setting(10_000, "count", least=0),
     "max_line_bytes": Setting(32 << 20, "count"),
     "grace_period": Setting(5.0, "seconds"), "cancel_timeout": Setting(2.0, "seconds"),
     "request_timeout": Setting(60.0, "seconds", none=True),
@@ -2752,8 +2738,7 @@ class Server:
         if unknown:
             raise TypeError(f"Server() got an unexpected keyword argument "
                             f"{unknown[0]!r}{_did_you_mean(unknown[0], SETTINGS)}")
-        self.name = name
-        self.version = version
+        self.name, self.version = name, version
         for setting, declared in SETTINGS.items():
             value = settings.get(setting, declared.default)
             setattr(self, setting, declared.check(setting, value))
@@ -2768,21 +2753,16 @@ class Server:
         self._lifespan_users = 0
         self._lifespan_lock = threading.Lock()
         # What is registered, in the order lists use; capabilities(), cached
-        self.tools = {}
-        self.resources = {}
-        self.prompts = {}
-        self.completers = {}
+        self.tools, self.resources, self.prompts, self.completers = {}, {}, {}, {}
         self.order = count(1).__next__
         self._offered = None
         self.lock = threading.Lock()
-        # What is serving: the pool, the sessions that hear of changes (stdio
-        # connections, HTTP streams), every HttpSession in use, the HttpEndpoint, and
-        # serverInfo as the _meta of every 2026-07-28 result
+        # Serving: the pool, the sessions hearing of changes (stdio connections, HTTP
+        # streams), every HttpSession in use, the HttpEndpoint, 2026-07-28's _meta
         self.pool = None
         self.sessions = set()
         self.http_sessions_alive = weakref.WeakSet()
-        self._http = None
-        self._stateless_meta = None
+        self._http = self._stateless_meta = None
         # The rules of each method, as this server applies them
         self.methods = dict(METHODS)
         self.handlers = {
@@ -2878,8 +2858,7 @@ class Server:
         return fn
 
     def completion(self, argument, *, prompt=None, template=None):
-        """Register ``fn(value, arguments) -> [str, ...]`` completing ``argument`` of a
-        prompt or resource template."""
+        """Register ``fn(value, arguments) -> [str, ...]`` completing ``argument``."""
         if (prompt is None) == (template is None):
             raise TypeError("completion() takes exactly one of prompt= or template=")
         key = ("ref/resource", template, argument)
@@ -2911,8 +2890,7 @@ class Server:
 
     # -- server-initiated notifications ------------------------------------------------
     def notify_list_changed(self, kind):
-        """Tell the clients that asked (sessions offered ``listChanged``, listens) that
-        the tools, resources or prompts changed."""
+        """Tell the clients that asked (listChanged, listens) that ``kind`` changed."""
         method = f"notifications/{kind}/list_changed"
         flag = f"{kind}ListChanged"
         for session in list(self.sessions):
@@ -2924,7 +2902,9 @@ class Server:
     def notify_resource_updated(self, uri):
         """Tell the clients subscribed to ``uri`` (or, on a listen, to a URI containing
         it) that it changed."""
-        parents = _parents(uri)
+        # The beginnings of uri that end before a "/": subscriptions covering it
+        parts = uri.split("/")
+        parents = {"/".join(parts[:end]) for end in range(1, len(parts))}
         method = "notifications/resources/updated"
 
         def covers(honoured, principal):
@@ -3011,8 +2991,7 @@ class Server:
         raise _Exit(code, saved)
 
     def serve_connection(self, read_fd=0, write_fd=1, trace=None):
-        """Serve one connection on a pair of file descriptors until its input ends;
-        returns the Session."""
+        """Serve one connection (two fds) until its input ends; returns the Session."""
         self.prepare()
         writer = Writer(write_fd, trace)
         session = Session(self, writer)
@@ -3082,8 +3061,7 @@ class Server:
             return self._http
 
     def stop_http(self, httpd=None):
-        """The end of serving HTTP in this process (once): the calls still running are
-        cancelled, then the lifespan closes."""
+        """End serving HTTP here (once): cancel the calls running, exit the lifespan."""
         with Server._http_start_lock:
             endpoint, self._http = self._http, None
         if not isinstance(endpoint, HttpEndpoint):
@@ -3147,10 +3125,9 @@ class Server:
         if session.version is not None:
             raise JSONRPCError(INVALID_REQUEST, "Already initialized: initialize may "
                                                 "be sent only once per connection")
-        requested = _require(params, "protocolVersion", str, "initialize")
+        version = _require(params, "protocolVersion", str, "initialize")
         # Echo a version we speak, else counter-offer our latest
-        version = requested
-        if requested not in PROTOCOL_VERSIONS:
+        if version not in PROTOCOL_VERSIONS:
             version = LATEST_PROTOCOL_VERSION
         info, caps = params.get("clientInfo"), params.get("capabilities")
         info = info if isinstance(info, dict) else {}
@@ -3543,32 +3520,23 @@ class Context:
     # Hooks: cancel an async handler's coroutine; run just before the response goes
     # out (Stream.respond's ``before``); run once the handler has returned, with what
     # it counts meanwhile against its principal's share (HttpEndpoint.claim)
-    _on_cancel = None
-    _with_response = None
-    _on_end = None
-    _holder = None
+    _on_cancel = _with_response = _on_end = _holder = None
     # The request's state as it starts: 2026-07-28 answers (key -> [question digest,
     # answer]) and questions asked in this run; stopped: cancelled by the server's
     # shutdown (its response still sent); done: the response is sent
     answers = None
     questions = 0
-    cancelled = False
-    stopped = False
-    done = False
-    last_progress = None
-    progress_token = None
+    cancelled = stopped = done = False
+    last_progress = progress_token = None
     # Set by Session.admit: the request's row of METHODS, and its handler
-    rules = None
-    handler = None
+    rules = handler = None
 
     def __init__(self, session, request_id, method, params, stream=None,
                  envelope=None):
         self.session = session
         self.server = session.server
         self.stream = stream or session.stream
-        self.request_id = request_id
-        self.method = method
-        self.params = params
+        self.request_id, self.method, self.params = request_id, method, params
         self.principal = session.principal
         # 2026-07-28: all the server knows of its client (else the session knows it)
         self.envelope = envelope
@@ -3611,8 +3579,7 @@ class Context:
         return f"request {self.request_id!r} was cancelled{why}"
 
     def report_progress(self, progress, total=None, message=None):
-        """Send notifications/progress if the request has a progressToken; returns
-        whether it was sent."""
+        """Send notifications/progress, given a progressToken; whether it was sent."""
         for name, value in (("progress", progress), ("total", total)):
             if value is not None and not _is_json_number(value):
                 raise TypeError(f"{name} must be a number, not {_preview(value)}")
@@ -3634,8 +3601,7 @@ class Context:
             return self.stream.notify("notifications/progress", params)
 
     def log(self, level, data, logger=None):
-        """Send notifications/message if ``level`` is at or above what the client asked
-        for; returns whether it was sent."""
+        """Send notifications/message at the client's level or above; whether sent."""
         if self.stateless:
             threshold = self.envelope.log_level
         else:
@@ -3812,8 +3778,7 @@ def _run_coroutine(awaitable, ctx):
     asyncio.CancelledError, and this thread waits until it has unwound."""
     import concurrent.futures
     loop = _event_loop()
-    escaped = []
-    tasks = []
+    escaped, tasks = [], []
 
     async def serving():
         if ctx.cancelled:
@@ -3894,9 +3859,8 @@ del _method, _waits, _level
 
 # --- forwarded logging -----------------------------------------------------
 # Server(forward_logging=...): records logged while a handler runs also go to its
-# client, through one wrapper of the log record factory (no handler is added). Its
-# state: how many servers forward; whether the wrapper is installed; the factory it
-# wraps; a Formatter's format.
+# client, through one wrapper (of the factory ``make``) of the log record factory:
+# no handler is added.
 _forwarding = types.SimpleNamespace(servers=0, installed=False, make=None, format=None)
 
 
@@ -3947,11 +3911,10 @@ def _forwarded_record(*args, **kwargs):
 # ======================================================================================
 
 # In the handshake era (2024-11-05 to 2025-11-25) a client opens a session with
-# initialize. In the stateless era (2026-07-28) every request carries its "envelope" in
-# params._meta: the protocol version and the client's capabilities. A handler that needs
-# the client's input answers "input_required" with the questions and a requestState;
-# the client sends the request again with the answers and that state (signed: the
-# client can neither alter it nor move it to another call), and the handler runs again.
+# initialize; in the stateless era (2026-07-28) each request carries its envelope in
+# params._meta: the protocol version, the client's capabilities. A handler needing the
+# client's input answers "input_required": the questions, and a requestState (signed:
+# never altered, nor moved to another call) the client sends back with the answers.
 
 HANDSHAKE = "handshake"
 STATELESS = "stateless"
@@ -3967,13 +3930,9 @@ class Method:
 
     def __init__(self, params=(), era=None, needs=None, before_initialize=False,
                  threaded=False, cacheable=False, asks=False):
-        self.params = dict(params)
-        self.era = era
-        self.needs = needs
-        self.before_initialize = before_initialize
-        self.threaded = threaded
-        self.cacheable = cacheable
-        self.asks = asks
+        self.params, self.era, self.needs = dict(params), era, needs
+        self.before_initialize, self.threaded = before_initialize, threaded
+        self.cacheable, self.asks = cacheable, asks
 
     def but(self, **changes):
         """A copy of this row, with ``changes``."""
@@ -4075,9 +4034,7 @@ class Envelope:
         if LOG_LEVEL_KEY in meta and level not in LOG_LEVELS:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid params: log level {level!r} "
                                f"in params._meta; use one of {', '.join(LOG_LEVELS)}")
-        self.meta = meta
-        self.version = version
-        self.log_level = level
+        self.meta, self.version, self.log_level = meta, version, level
         self.client_capabilities = meta[CLIENT_CAPABILITIES_KEY]
         self.client_info = {}
         if isinstance(meta.get(CLIENT_INFO_KEY), dict):
@@ -4117,8 +4074,7 @@ class RequestStateSigner:
             key = key.encode("utf-8")
         self.shared = bool(key)
         self.key = key or os.urandom(32)
-        self.ttl = ttl
-        self.max_bytes = max_bytes
+        self.ttl, self.max_bytes = ttl, max_bytes
 
     def signature(self, body):
         import hashlib
@@ -4208,8 +4164,7 @@ class WorkerPool:
         self.jobs = SimpleQueue()
         self.lock = threading.Lock()
         # Threads started; calls queued or running
-        self.threads = 0
-        self.outstanding = 0
+        self.threads = self.outstanding = 0
 
     def submit(self, fn, *args):
         """Run ``fn(*args)`` on a worker; False, with nothing queued, if it is full."""
@@ -4297,20 +4252,12 @@ class _Pending:
 
     def __init__(self, owner):
         self.done = threading.Event()
-        self.result = None
-        self.error = None
+        self.result = self.error = None
         self.owner = owner
 
     def resolve(self, result=None, error=None):
-        self.result = result
-        self.error = error
+        self.result, self.error = result, error
         self.done.set()
-
-    def outcome(self):
-        """The result; or raise the error (the other side's, as a JSONRPCError)."""
-        if self.error is not None:
-            raise self.error
-        return self.result
 
 
 class Peer:
@@ -4321,8 +4268,7 @@ class Peer:
     # trace: a callable("in" or "out", raw bytes) that sees each frame; closed: the
     # connection is gone; input_ended: no response can arrive any more
     trace = None
-    closed = False
-    input_ended = False
+    closed = input_ended = False
 
     def __init__(self, stream=None):
         self.stream = stream
@@ -4414,8 +4360,7 @@ class Peer:
     def handle_invalid(self, error, stream):
         """A message classify refused: a request gets ``error`` as its response; a
         notification or response is logged, never answered."""
-        kind = error.data.get("kind")
-        rid = error.data.get("id")
+        kind, rid = error.data.get("kind"), error.data.get("id")
         # No method, and the id of a request of ours: a botched response (no result).
         if kind is None and rid in self.pending:
             kind = "response"
@@ -4435,8 +4380,7 @@ class Peer:
             self.trace("in", line.head + b"..." + line.tail)
         text = (f"Message too large: {line.size} bytes is over the limit of "
                 f"{self.max_line_bytes} bytes per line; it was skipped")
-        kind = line.kind()
-        rid = line.request_id()
+        kind, rid = line.kind(), line.request_id()
         if kind == "request":
             return self.send_frame(error_frame(rid, INVALID_REQUEST, text))
         log.warning("%s (an over-long %s, not answered)", text, kind)
@@ -4466,8 +4410,7 @@ class Peer:
         if rid is None:
             rid = self.next_id()
         message = {"jsonrpc": "2.0", "id": rid, "method": method}
-        if params is not None:
-            message["params"] = params
+        _add_optional(message, "params", params)
         # (before it is registered: it may raise TypeError)
         frame = encode_message(message)
         slot = self.pending[rid] = _Pending(owner)
@@ -4490,7 +4433,10 @@ class Peer:
                     "requestId": rid, "reason": f"no response within {timeout} s"})
             raise TimeoutError(f"{method}: no response within {timeout} s")
         slot.done.wait()
-        return slot.outcome()
+        # (the other side's error, as a JSONRPCError)
+        if slot.error is not None:
+            raise slot.error
+        return slot.result
 
     def _settle(self, rid, result=None, error=None):
         """File the outcome of our request ``rid``; False if it is not pending."""
@@ -4565,18 +4511,12 @@ class Session(Peer):
     """What the server knows of one client, and its requests in flight: a connection
     over stdio, a handshake-era session over HTTP (Mcp-Session-Id), or one 2026-07-28
     POST. Peer.dispatch hands it each message; a request goes on through
-
-        handle_request   admit it, then run it at once or on the pool (schedule)
-        admit            the rules of its era and its method (METHODS): its Context
-        run              its handler's response, sent through the request's stream
-        response         the handler run, its result (or error) as its era has it
-    """
+    handle_request, admit, run and response (the map at the top of this file)."""
 
     # Set by initialize and later requests; roots: the cached roots/list result
-    version = None
+    version = roots = None
     initialized = False
     log_level = "info"
-    roots = None
     roots_generation = 0
     # Why it can send no request to the client, if so
     no_requests = None
@@ -4588,16 +4528,14 @@ class Session(Peer):
         self.server = server
         # Who the transport says the client is: over HTTP, the auth hook's answer
         self.principal = principal
-        self.client_info = {}
-        self.client_capabilities = {}
+        self.client_info, self.client_capabilities = {}, {}
         # What initialize offered this client
         self.capabilities = {}
         self.subscriptions = set()
         # The requests running, by id -> Context; the open subscriptions/listen
         # requests, by id -> what each hears (_Honoured); both guarded by the lock,
         # which also orders a request's progress before its response
-        self.running = {}
-        self.listens = {}
+        self.running, self.listens = {}, {}
         self.lock = threading.Lock()
 
     def response(self, ctx):
@@ -4690,8 +4628,7 @@ class Session(Peer):
             raise JSONRPCError(INVALID_REQUEST, "Server not initialized: send "
                                f"initialize first (got {method} before initialize)")
         ctx = Context(self, rid, method, params, stream, envelope)
-        ctx.rules = rules
-        ctx.handler = handler
+        ctx.rules, ctx.handler = rules, handler
         # A method of a capability the server does not offer does not exist for it.
         if rules.needs:
             declared = self.capabilities
@@ -4783,10 +4720,7 @@ class Session(Peer):
 
     def log(self, level, data, logger=None):
         """Log to a handshake-era client, at or above its logging/setLevel level."""
-        threshold = None
-        if self.version:
-            threshold = self.log_level
-        params = _log_params(level, data, logger, threshold)
+        params = _log_params(level, data, logger, self.version and self.log_level)
         return params is not None and self.notify("notifications/message", params)
 
     # -- 2026-07-28 subscriptions: one table entry per open listen, no thread held -----
@@ -4800,8 +4734,7 @@ class Session(Peer):
                          "notifications": honoured})
 
     def end_listens(self):
-        """Shutting down: the responses that end the open listens gracefully (a client
-        listens again elsewhere)."""
+        """Shutting down: responses that end the open listens (clients listen anew)."""
         with self.lock:
             ended = list(self.listens)
             self.listens = {}
