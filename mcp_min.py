@@ -4957,20 +4957,18 @@ def _stdout_gone(session):
 # --- tracing ---------------------------------------------------------------
 
 def describe_frame(message, responds_to=None):
-    """A short label: 'request 3 tools/call', 'error 3 -32601'; ``responds_to``: the
-    method a response responds to, if known."""
+    """A short label: 'request 3 tools/call', 'error 3 -32601' (+ ``responds_to``)."""
     if isinstance(message, list):
         return f"batch of {len(message)}"
     if not isinstance(message, dict):
         return "not a message"
+    if "method" in message and "id" not in message:
+        return f"notification {message['method']}"
     rid = "(no id)"
     if "id" in message:
         rid = json.dumps(message["id"])
     if "method" in message:
-        kind = "notification"
-        if "id" in message:
-            kind = f"request {rid}"
-        return f"{kind} {message['method']}"
+        return f"request {rid} {message['method']}"
     label = f"response {rid}"
     if isinstance(message.get("error"), dict):
         label = f"error {rid} {message['error'].get('code')}"
@@ -5032,9 +5030,7 @@ class FramePrinter:
             return None
         if "method" not in message:
             # The request it responds to came the other way.
-            asked = "in"
-            if direction == "in":
-                asked = "out"
+            asked = {"in": "out", "out": "in"}[direction]
             return self.methods.pop((asked, message["id"]), None)
         self.methods[direction, message["id"]] = message["method"]
         # (some requests are never answered)
@@ -5152,9 +5148,8 @@ class HttpEndpoint:
 
     # -- the caps on what stays open --------------------------------------------------
     def hold(self, stream, is_stream):
-        """Count a response that holds a thread while open: a listen or GET stream
-        (``is_stream``), or a call (a Context: claim). 503 past ``max_streams`` streams;
-        with auth, 429 past ``max_streams_per_principal`` of one principal."""
+        """Count a response that holds a thread while open, a listen or GET stream
+        (``is_stream``) or a call (a Context: claim), against the caps on them."""
         server = self.server
         owner = None
         if server.auth is not None:
@@ -5195,9 +5190,8 @@ class HttpEndpoint:
                     del self.held[owner]
 
     def claim(self, ctx):
-        """Count a call against its principal's share until its handler returns: it
-        takes over its request's place (the first of a batch) or holds its own.
-        Returns why it is refused, or None."""
+        """Count a call against its principal's share until its handler returns, in its
+        request's place (the first of a batch) or its own; why it is refused, or None"""
         stream = ctx.stream
         if isinstance(stream, Batch):
             stream = stream.stream
@@ -5280,10 +5274,8 @@ class HttpEndpoint:
     def throwaway_session(self, environ, principal):
         """A session for one handshake-era message, on a server that keeps none (the
         version from the header: 2025-03-26 when absent)."""
-        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
-        if version is None:
-            version = V2025_03
-        elif version not in PROTOCOL_VERSIONS:
+        version = environ.get("HTTP_MCP_PROTOCOL_VERSION", V2025_03)
+        if version not in PROTOCOL_VERSIONS:
             raise _HttpRefusal(400, f"Bad Request: unsupported MCP-Protocol-Version "
                                     f"{_short_repr(version)} (supported: "
                                     f"{', '.join(PROTOCOL_VERSIONS)})")
@@ -5311,13 +5303,8 @@ class HttpExchange(Stream):
     ``(frame, is_response, time.monotonic())`` for the thread that writes them."""
 
     # What serving it finds out (opens_session: an initialize, if it succeeds)
-    principal = None
-    session = None
-    request_id = None
-    stateless = False
-    opens_session = False
-    listen = False
-    closed = False
+    principal = session = request_id = None
+    stateless = opens_session = listen = closed = False
     # The bytes of max_inflight_bytes its body holds (read_body, release)
     reserved = 0
     # What it counts against the stream caps while open (HttpEndpoint.hold)
@@ -5414,10 +5401,9 @@ class HttpExchange(Stream):
         if principal:
             return principal
         metadata = self.urls(host)[1]
-        error = ""
+        challenge = f'Bearer resource_metadata="{metadata}"'
         if scheme.lower() == "bearer":
-            error = ', error="invalid_token"'
-        challenge = f'Bearer resource_metadata="{metadata}"{error}'
+            challenge += ', error="invalid_token"'
         raise _HttpRefusal(401, "Unauthorized: send Authorization: Bearer TOKEN",
                            headers=[("WWW-Authenticate", challenge)])
 
@@ -5498,7 +5484,13 @@ class HttpExchange(Stream):
             if isinstance(e.data, dict):
                 rid = e.data.get("id")
             if rid is not None and server.http_sessions and not self.stateless:
-                self.fail_answer(message)
+                # An invalid message may be a botched answer: its request fails at once
+                try:
+                    session = self.endpoint.find_session(environ, self.principal)
+                except _HttpRefusal:
+                    pass
+                else:
+                    session.dispatch(message, self)
             raise _HttpRefusal(400, e.message, rid, e.code) from None
         if kind != "request" and self.stateless:
             return _http_response(self.start_response, 202, b"")
@@ -5521,17 +5513,15 @@ class HttpExchange(Stream):
         if length:
             if not _is_length(length):
                 raise _HttpRefusal(400, "Bad Request: invalid Content-Length")
-            length = int(length)
+            length = size = int(length)
             if length > limit:
                 raise _HttpRefusal(413, f"Content Too Large: {length} bytes is over "
                                         f"the limit of {limit} bytes per message")
         elif "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
             length = None
+            size = limit + 1
         else:
             raise _HttpRefusal(411, "Length Required: send Content-Length")
-        size = length
-        if length is None:
-            size = limit + 1
         with endpoint.lock:
             if endpoint.inflight + size <= server.max_inflight_bytes:
                 endpoint.inflight += size
@@ -5563,9 +5553,7 @@ class HttpExchange(Stream):
         environ = self.environ
         meta = params.get("_meta")
         method = message["method"]
-        version = None
-        if isinstance(meta, dict):
-            version = meta.get(PROTOCOL_VERSION_KEY)
+        version = isinstance(meta, dict) and meta.get(PROTOCOL_VERSION_KEY)
         header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         name = params.get("name")
         if method == "resources/read":
@@ -5715,14 +5703,13 @@ class HttpExchange(Stream):
     def status_of(self, frame):
         """The HTTP status of a response that holds an error (a batch's: 200)."""
         response = json.loads(frame)
-        error = None
-        if isinstance(response, dict):
-            error = response.get("error")
+        error = isinstance(response, dict) and response.get("error")
         if not isinstance(error, dict):
             return 200
+        code = error.get("code")
         if self.stateless:
-            return _STATELESS_ERROR_STATUS.get(error.get("code"), 200)
-        if error.get("code") in (PARSE_ERROR, INVALID_REQUEST):
+            return _STATELESS_ERROR_STATUS.get(code, 200)
+        if code in (PARSE_ERROR, INVALID_REQUEST):
             return 400
         return 200
 
@@ -5778,8 +5765,7 @@ class HttpExchange(Stream):
         """The end of the response: nothing more goes in, hold()'s count is given back,
         a GET or listen stream leaves its session."""
         self.closed = True
-        if self._holder is not None:
-            self.endpoint.let_go(self)
+        self.endpoint.let_go(self)
         session = self.session
         if session is not None and session.stream is self:
             session.last_used = time.monotonic()
@@ -5789,9 +5775,8 @@ class HttpExchange(Stream):
     def release(self, keep=0):
         """Give back what read_body reserved of max_inflight_bytes, but ``keep``."""
         if self.reserved:
-            endpoint = self.endpoint
-            with endpoint.lock:
-                endpoint.inflight -= self.reserved - keep
+            with self.endpoint.lock:
+                self.endpoint.inflight -= self.reserved - keep
             self.reserved = keep
 
     # -- handshake-era sessions -------------------------------------------------------
@@ -5842,14 +5827,6 @@ class HttpExchange(Stream):
         self.server.sessions.add(session)
         return _http_response(self.start_response, 200, self.stream_events())
 
-    def fail_answer(self, message):
-        """An invalid message may be a botched answer: its request fails at once."""
-        try:
-            session = self.endpoint.find_session(self.environ, self.principal)
-        except _HttpRefusal:
-            return
-        session.dispatch(message, self)
-
     # -- a browser's request (CORS) ----------------------------------------------------
     def check_origin(self, host):
         """403 for another site's script. An Origin is allowed if it has the Host's
@@ -5869,9 +5846,8 @@ class HttpExchange(Stream):
         if page is not None:
             name, port = _host_parts(host)
             default = _DEFAULT_PORTS.get(match[1].lower())
-            if page[0] == name and (page[1] or default) == (port or default):
-                return origin
-            if _is_loopback(page[0]) and _is_loopback(name):
+            same_site = page[0] == name and (page[1] or default) == (port or default)
+            if same_site or (_is_loopback(page[0]) and _is_loopback(name)):
                 return origin
         raise _HttpRefusal(403, f"Forbidden: Origin {_preview(origin)} is not allowed "
                                 "(Server(allowed_origins=[...]))")
