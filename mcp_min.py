@@ -5178,8 +5178,7 @@ class HttpEndpoint:
     def let_go(self, stream):
         """The end of what hold() counted (once, however often it is called)."""
         with self.lock:
-            holder = stream._holder
-            stream._holder = None
+            holder, stream._holder = stream._holder, None
             if holder is None:
                 return
             owner, is_stream = holder
@@ -5400,8 +5399,7 @@ class HttpExchange(Stream):
                 log.error("the auth hook failed (%s)", sys.exc_info()[0].__name__)
         if principal:
             return principal
-        metadata = self.urls(host)[1]
-        challenge = f'Bearer resource_metadata="{metadata}"'
+        challenge = f'Bearer resource_metadata="{self.urls(host)[1]}"'
         if scheme.lower() == "bearer":
             challenge += ', error="invalid_token"'
         raise _HttpRefusal(401, "Unauthorized: send Authorization: Bearer TOKEN",
@@ -5662,17 +5660,16 @@ class HttpExchange(Stream):
         if timeout is not None:
             deadline = time.monotonic() + timeout
         while True:
-            wait = None
+            waits = []
             if gone and not self.listen:
-                wait = 0.25
+                waits.append(0.25)
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return None
-                if wait is None or left < wait:
-                    wait = left
+                waits.append(left)
             try:
-                return self.frames.get(timeout=wait)
+                return self.frames.get(timeout=min(waits, default=None))
             except Empty:
                 if gone and gone():
                     raise ConnectionAbortedError from None
@@ -5784,14 +5781,13 @@ class HttpExchange(Stream):
         """A handshake-era message: an initialize opens a session; anything else goes to
         the session it names (or one made for it)."""
         server = self.server
-        endpoint = self.endpoint
         initialize = kind == "request" and message["method"] == "initialize"
         if initialize:
             session = HttpSession(server, None, self.principal)
         elif server.http_sessions:
-            session = endpoint.find_session(self.environ, self.principal)
+            session = self.endpoint.find_session(self.environ, self.principal)
         else:
-            session = endpoint.throwaway_session(self.environ, self.principal)
+            session = self.endpoint.throwaway_session(self.environ, self.principal)
         session.last_used = time.monotonic()
         # (a response is the answer to a question of ours)
         if kind in ("notification", "response"):
@@ -5893,8 +5889,7 @@ def _is_length(text):
 
 
 def _principal_id(principal):
-    """What tells a principal from another, in any process: its JSON form, else its
-    repr; TypeError for neither."""
+    """A principal's identity, in any process: JSON form, or repr (else TypeError)."""
     try:
         json.dumps(principal, sort_keys=True)
         return principal
@@ -5924,8 +5919,7 @@ def _header_value(raw):
 
 
 def _mirror_problem(environ, tool, params):
-    """What is wrong with the Mcp-Param-{Name} headers of a call to ``tool``, if
-    anything."""
+    """What is wrong with the Mcp-Param-{Name} headers of a ``tool`` call, or None."""
     for name, path in tool.mirrored.items():
         value = params.get("arguments")
         for key in path:
@@ -5935,8 +5929,7 @@ def _mirror_problem(environ, tool, params):
             value = value.get(key)
         header = environ.get("HTTP_MCP_PARAM_" + name.upper().replace("-", "_"))
         if value is not None and not _mirrors(value, _header_value(header)):
-            return (f"Mcp-Param-{name} must be {_preview(value)}, as in the "
-                    "arguments")
+            return f"Mcp-Param-{name} must be {_preview(value)}, as in the arguments"
     return None
 
 
@@ -5956,10 +5949,9 @@ def _accepts(accept, media_type):
         media, *params = item.split(";")
         rank = ranks.get(media.strip(), 0)
         if rank > best:
-            refused = any(re.fullmatch(r"\s*q\s*=\s*0(\.0*)?\s*", param)
-                          for param in params)
             best = rank
-            accepted = not refused
+            accepted = not any(re.fullmatch(r"\s*q\s*=\s*0(\.0*)?\s*", param)
+                               for param in params)
     return accepted
 
 
@@ -6181,8 +6173,7 @@ _stop_signals = None
 
 
 class _StopSignals:
-    """The stop signals of one run(), which serves the connection writing to
-    ``write_fd``."""
+    """Stop signals of the run() serving the connection writing to ``write_fd``."""
 
     def __init__(self, grace, write_fd):
         self.grace = grace
@@ -6190,17 +6181,13 @@ class _StopSignals:
         # The application's handlers while ours are in ({} off the main thread); the
         # first signal, which decides the exit code
         self.saved = {}
-        self.first = None
+        self.first = self.held_since = self.waiting_since = None
         self.count = 0
-        self.raised = False
-        self.held_since = None
-        self.waiting_since = None
-        self.force = False
+        self.raised = self.force = False
 
     @staticmethod
     def of(write_fd):
-        """The state of the run() whose connection writes to ``write_fd`` (else one
-        that no signal reaches)."""
+        """The run() writing to ``write_fd`` (else one that no signal reaches)."""
         state = _stop_signals
         if state is None or state.write_fd != write_fd:
             state = _StopSignals(0, None)
@@ -6222,8 +6209,7 @@ class _StopSignals:
             _start_thread(self.watch)
 
     def watch(self):
-        """A signal held back a grace period (a client that reads nothing, a hang) cuts
-        the shutdown short."""
+        """A signal held back a grace period (a stuck client, a hang) cuts it short."""
         while _stop_signals is self:
             held_since = self.held_since
             if held_since is not None:
@@ -6306,9 +6292,8 @@ def _restore_signals(saved):
 
 
 class _Exit(SystemExit):
-    """How run() ends: SystemExit holding the application's signal handlers, ignored
-    while the program exits (a late signal must not kill a clean exit); an application
-    that catches it gets them back."""
+    """How run() ends: a SystemExit holding the application's signal handlers, ignored
+    as the program exits (a late signal must not kill a clean exit); back if caught."""
 
     def __init__(self, code, saved):
         super().__init__(code)
@@ -6348,12 +6333,11 @@ def serve_http(server, address="127.0.0.1:8000", trace=None):
     if ":" in host:
         shown = f"[{host}]"
     if not _is_loopback(host) and server.auth is None and server.allowed_hosts is None:
-        log.warning("listening on %s, which other machines can reach, with no "
-                    "auth: anyone who can reach it by its IP address can call this "
-                    "server's tools and read its resources; set Server(auth=...) "
-                    "to require a bearer token, and Server(allowed_hosts=[...]) to "
-                    "the names clients use (bind 127.0.0.1 to serve this machine "
-                    "alone)", shown)
+        log.warning("listening on %s, which other machines can reach, with no auth: "
+                    "anyone who can reach it by its IP address can call this server's "
+                    "tools and read its resources; set Server(auth=...) to require a "
+                    "bearer token, and Server(allowed_hosts=[...]) to the names "
+                    "clients use (bind 127.0.0.1 to serve this machine alone)", shown)
     import signal
     saved = {}
     code = 0
@@ -6520,8 +6504,7 @@ _ABSOLUTE_FORM = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)/?(.*)")
 
 
 class _RequestHandlerMixin:
-    """One connection of the embedded server (on wsgiref's WSGIRequestHandler), its
-    requests one after the other."""
+    """A connection to the embedded server (WSGIRequestHandler): requests in turn."""
 
     protocol_version = "HTTP/1.1"
     # (headers and body go out in separate writes: with Nagle's algorithm the body
