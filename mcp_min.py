@@ -5078,8 +5078,7 @@ class HttpSession(Session):
     the others (list changes, resource updates) in the GET stream, if one is open."""
 
     # A kept session's Mcp-Session-Id, and its principal's identity (under auth)
-    id = None
-    owner = None
+    id = owner = None
 
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):
         """A request to the client travels in the response to the request that asks it:
@@ -5218,16 +5217,14 @@ class HttpEndpoint:
         limit = server.session_idle
         with self.lock:
             for old in [s for s in self.sessions.values() if s.idle(now) > limit]:
-                del self.sessions[old.id]
-                old.end()
+                self.sessions.pop(old.id).end()
             own = [s for s in self.sessions.values() if s.owner == owner]
             while own and (len(self.sessions) >= server.max_sessions or (
                     owner is not None
                     and len(own) >= server.max_sessions_per_principal)):
                 oldest = max(own, key=lambda s: (s.idle(now), -s.last_used))
                 own.remove(oldest)
-                del self.sessions[oldest.id]
-                oldest.end()
+                self.sessions.pop(oldest.id).end()
             if len(self.sessions) >= server.max_sessions:
                 soonest = min(limit - s.idle(now) for s in self.sessions.values())
                 retry = [("Retry-After", str(max(1, int(soonest))))]
@@ -5371,11 +5368,9 @@ class HttpExchange(Stream):
         host = self.environ.get("HTTP_HOST")
         if host is None:
             raise _HttpRefusal(400, "Bad Request: send a Host header (RFC 9112 3.2)")
-        parts = None
         # (a DNS name has 253 characters at most: what _host_parts caches stays small)
-        if len(host) <= 300:
-            parts = _host_parts(host)
-        if parts is None:
+        parts = len(host) <= 300 and _host_parts(host)
+        if not parts:
             raise _HttpRefusal(400, f"Bad Request: Host {_preview(host)} is not a host "
                                     "name or address with an optional port")
         name = parts[0]
@@ -5449,11 +5444,10 @@ class HttpExchange(Stream):
         server = self.server
         accept = environ.get("HTTP_ACCEPT", "*/*")
         # (clients send the same Accept every time: a short one's is cached)
-        if len(accept) <= 200:
-            sse, takes_json = _accepted(accept)
-        else:
-            sse = _accepts(accept, "text/event-stream")
-            takes_json = _accepts(accept, "application/json")
+        accepted = _accepted
+        if len(accept) > 200:
+            accepted = _accepted.__wrapped__
+        sse, takes_json = accepted(accept)
         if not (sse or takes_json):
             raise _HttpRefusal(406, "Not Acceptable: accept application/json and "
                                     "text/event-stream")
@@ -5835,11 +5829,9 @@ class HttpExchange(Stream):
         if "*" in allowed:
             return "*"
         match = _ORIGIN.fullmatch(origin)
-        page = None
         # (a longer one is no host name)
-        if match is not None and len(match[2]) <= 300:
-            page = _host_parts(match[2])
-        if page is not None:
+        page = match and len(match[2]) <= 300 and _host_parts(match[2])
+        if page:
             name, port = _host_parts(host)
             default = _DEFAULT_PORTS.get(match[1].lower())
             same_site = page[0] == name and (page[1] or default) == (port or default)
@@ -6081,8 +6073,7 @@ class _LifespanFailed:
 
 
 def _ignore_stop_signals():
-    """Ignore SIGINT, SIGTERM and SIGQUIT (where there is one) on the main thread;
-    returns their handlers, for _restore_signals."""
+    """Ignore SIGINT, SIGTERM, SIGQUIT (if any) on the main thread: the old handlers."""
     import signal
     names = ("SIGINT", "SIGTERM", "SIGQUIT")
     return _ignore_signals([getattr(signal, name) for name in names
@@ -6163,8 +6154,7 @@ def _event_loop():
 # main thread's wait (serve_lines), once: raised in the shutdown, it would cut it short.
 
 class _Stop(BaseException):
-    """SIGTERM (or a stdout gone), in the main thread: a BaseException, so that no
-    handler's ``except Exception`` swallows it."""
+    """SIGTERM or stdout gone, in the main thread: no ``except Exception`` takes it."""
 
 
 _MAIN_THREAD = threading.main_thread().ident
@@ -6410,8 +6400,7 @@ class _ResponseWriterMixin:
     known, keeping the connection only when that is safe."""
 
     http_version = "1.1"
-    chunked = False
-    mute = False
+    chunked = mute = False
 
     def bodiless(self):
         """No body may follow the headers: a HEAD's, a 204's (RFC 9110)."""
@@ -6507,8 +6496,7 @@ class _RequestHandlerMixin:
     """A connection to the embedded server (WSGIRequestHandler): requests in turn."""
 
     protocol_version = "HTTP/1.1"
-    # (headers and body go out in separate writes: with Nagle's algorithm the body
-    # would wait 40 ms for the client's delayed acknowledgement)
+    # (headers and body are two writes: by Nagle's algorithm the body would wait 40 ms)
     disable_nagle_algorithm = True
     # Closing with input unread (a refusal before the body was read): linger()
     lingers = False
@@ -6680,15 +6668,13 @@ class _HttpServerMixin:
     """The embedded server (on socketserver.ThreadingMixIn and wsgiref's WSGIServer): a
     stop signal ends serve_forever, then ``drain`` lets requests in progress finish."""
 
-    daemon_threads = True
-    allow_reuse_address = True
+    daemon_threads = allow_reuse_address = True
     stopping = False
     # The signal that stopped serve_forever; shutdown() was called
     stop_signal = None
     closing = False
     # A connection is being taken (accepted, its thread started); a stop came meanwhile
-    taking = False
-    stop_due = False
+    taking = stop_due = False
 
     def __init__(self, address):
         import socket
