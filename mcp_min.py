@@ -5137,9 +5137,7 @@ class HttpEndpoint:
             self.host_names.add(_host_parts(public_host)[0])
         # Bytes of bodies reserved (max_inflight_bytes); a principal's identity -> the
         # responses and calls it holds open; the listen and GET streams open
-        self.inflight = 0
-        self.held = {}
-        self.streams = 0
+        self.inflight, self.held, self.streams = 0, {}, 0
         # MCP_MIN_TRACE=1, in an engine's worker too (serve_http sets run's trace)
         self.trace = None
         if os.environ.get("MCP_MIN_TRACE", "") not in ("", "0"):
@@ -6166,8 +6164,7 @@ class _StopSignals:
     """Stop signals of the run() serving the connection writing to ``write_fd``."""
 
     def __init__(self, grace, write_fd):
-        self.grace = grace
-        self.write_fd = write_fd
+        self.grace, self.write_fd = grace, write_fd
         # The application's handlers while ours are in ({} off the main thread); the
         # first signal, which decides the exit code
         self.saved = {}
@@ -6587,8 +6584,7 @@ class _RequestHandlerMixin:
 
     def refuse_line(self, status, explanation=None):
         """An error for a request that cannot be read, then a close; False."""
-        self.command = None
-        self.path = ""
+        self.command, self.path = None, ""
         self.send_error(status, None, explanation)
         return False
 
@@ -6685,9 +6681,7 @@ class _HttpServerMixin:
             self.address_family = socket.AF_INET6
         # The connections with a request in progress, and those taken whose first
         # request is not read yet; the address each comes from
-        self.serving = set()
-        self.unread = set()
-        self.peers = {}
+        self.serving, self.unread, self.peers = set(), set(), {}
         super().__init__(address, self.request_handler)
 
     def stop(self, signum=None, frame=None):
