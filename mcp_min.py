@@ -6218,8 +6218,7 @@ def _end_stop_signals():
     """After run(): ignore the stop signals until the application is back in control
     (_Exit). Returns (first signal, handlers)."""
     global _stop_signals
-    state = _stop_signals
-    _stop_signals = None
+    state, _stop_signals = _stop_signals, None
     if state.saved:
         _ignore_signals(state.saved)
     return state.first, state.saved
