@@ -4868,20 +4868,18 @@ def _stdout_gone(session):
 # --- tracing ---------------------------------------------------------------
 
 def describe_frame(message, responds_to=None):
-    """A short label: 'request 3 tools/call', 'error 3 -32601'; ``responds_to``: the
-    method a response responds to, if known."""
+    """A short label: 'request 3 tools/call', 'error 3 -32601' (+ ``responds_to``)."""
     if isinstance(message, list):
         return f"batch of {len(message)}"
     if not isinstance(message, dict):
         return "not a message"
+    if "method" in message and "id" not in message:
+        return f"notification {message['method']}"
     rid = "(no id)"
     if "id" in message:
         rid = json.dumps(message["id"])
     if "method" in message:
-        kind = "notification"
-        if "id" in message:
-            kind = f"request {rid}"
-        return f"{kind} {message['method']}"
+        return f"request {rid} {message['method']}"
     label = f"response {rid}"
     if isinstance(message.get("error"), dict):
         label = f"error {rid} {message['error'].get('code')}"
@@ -4943,9 +4941,7 @@ class FramePrinter:
             return None
         if "method" not in message:
             # The request it responds to came the other way.
-            asked = "in"
-            if direction == "in":
-                asked = "out"
+            asked = {"in": "out", "out": "in"}[direction]
             return self.methods.pop((asked, message["id"]), None)
         self.methods[direction, message["id"]] = message["method"]
         # (some requests are never answered)
@@ -4993,8 +4989,7 @@ class HttpSession(Session):
     the others (list changes, resource updates) in the GET stream, if one is open."""
 
     # A kept session's Mcp-Session-Id, and its principal's identity (under auth)
-    id = None
-    owner = None
+    id = owner = None
 
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):
         """A request to the client travels in the response to the request that asks it:
@@ -5053,9 +5048,7 @@ class HttpEndpoint:
             self.host_names.add(_host_parts(public_host)[0])
         # Bytes of bodies reserved (max_inflight_bytes); a principal's identity -> the
         # responses and calls it holds open; the listen and GET streams open
-        self.inflight = 0
-        self.held = {}
-        self.streams = 0
+        self.inflight, self.held, self.streams = 0, {}, 0
         # MCP_MIN_TRACE=1, in an engine's worker too (serve_http sets run's trace)
         self.trace = None
         if os.environ.get("MCP_MIN_TRACE", "") not in ("", "0"):
@@ -5063,9 +5056,8 @@ class HttpEndpoint:
 
     # -- the caps on what stays open --------------------------------------------------
     def hold(self, stream, is_stream):
-        """Count a response that holds a thread while open: a listen or GET stream
-        (``is_stream``), or a call (a Context: claim). 503 past ``max_streams`` streams;
-        with auth, 429 past ``max_streams_per_principal`` of one principal."""
+        """Count a response that holds a thread while open, a listen or GET stream
+        (``is_stream``) or a call (a Context: claim), against the caps on them."""
         server = self.server
         owner = None
         if server.auth is not None:
@@ -5094,8 +5086,7 @@ class HttpEndpoint:
     def let_go(self, stream):
         """The end of what hold() counted (once, however often it is called)."""
         with self.lock:
-            holder = stream._holder
-            stream._holder = None
+            holder, stream._holder = stream._holder, None
             if holder is None:
                 return
             owner, is_stream = holder
@@ -5106,9 +5097,8 @@ class HttpEndpoint:
                     del self.held[owner]
 
     def claim(self, ctx):
-        """Count a call against its principal's share until its handler returns: it
-        takes over its request's place (the first of a batch) or holds its own.
-        Returns why it is refused, or None."""
+        """Count a call against its principal's share until its handler returns, in its
+        request's place (the first of a batch) or its own; why it is refused, or None"""
         stream = ctx.stream
         if isinstance(stream, Batch):
             stream = stream.stream
@@ -5136,16 +5126,14 @@ class HttpEndpoint:
         limit = server.session_idle
         with self.lock:
             for old in [s for s in self.sessions.values() if s.idle(now) > limit]:
-                del self.sessions[old.id]
-                old.end()
+                self.sessions.pop(old.id).end()
             own = [s for s in self.sessions.values() if s.owner == owner]
             while own and (len(self.sessions) >= server.max_sessions or (
                     owner is not None
                     and len(own) >= server.max_sessions_per_principal)):
                 oldest = max(own, key=lambda s: (s.idle(now), -s.last_used))
                 own.remove(oldest)
-                del self.sessions[oldest.id]
-                oldest.end()
+                self.sessions.pop(oldest.id).end()
             if len(self.sessions) >= server.max_sessions:
                 soonest = min(limit - s.idle(now) for s in self.sessions.values())
                 retry = [("Retry-After", str(max(1, int(soonest))))]
@@ -5191,10 +5179,8 @@ class HttpEndpoint:
     def throwaway_session(self, environ, principal):
         """A session for one handshake-era message, on a server that keeps none (the
         version from the header: 2025-03-26 when absent)."""
-        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
-        if version is None:
-            version = V2025_03
-        elif version not in PROTOCOL_VERSIONS:
+        version = environ.get("HTTP_MCP_PROTOCOL_VERSION", V2025_03)
+        if version not in PROTOCOL_VERSIONS:
             raise _HttpRefusal(400, f"Bad Request: unsupported MCP-Protocol-Version "
                                     f"{_short_repr(version)} (supported: "
                                     f"{', '.join(PROTOCOL_VERSIONS)})")
@@ -5222,13 +5208,8 @@ class HttpExchange(Stream):
     ``(frame, is_response, time.monotonic())`` for the thread that writes them."""
 
     # What serving it finds out (opens_session: an initialize, if it succeeds)
-    principal = None
-    session = None
-    request_id = None
-    stateless = False
-    opens_session = False
-    listen = False
-    closed = False
+    principal = session = request_id = None
+    stateless = opens_session = listen = closed = False
     # The bytes of max_inflight_bytes its body holds (read_body, release)
     reserved = 0
     # What it counts against the stream caps while open (HttpEndpoint.hold)
@@ -5296,11 +5277,9 @@ class HttpExchange(Stream):
         host = self.environ.get("HTTP_HOST")
         if host is None:
             raise _HttpRefusal(400, "Bad Request: send a Host header (RFC 9112 3.2)")
-        parts = None
         # (a DNS name has 253 characters at most: what _host_parts caches stays small)
-        if len(host) <= 300:
-            parts = _host_parts(host)
-        if parts is None:
+        parts = len(host) <= 300 and _host_parts(host)
+        if not parts:
             raise _HttpRefusal(400, f"Bad Request: Host {_preview(host)} is not a host "
                                     "name or address with an optional port")
         name = parts[0]
@@ -5324,11 +5303,9 @@ class HttpExchange(Stream):
                 log.error("the auth hook failed (%s)", sys.exc_info()[0].__name__)
         if principal:
             return principal
-        metadata = self.urls(host)[1]
-        error = ""
+        challenge = f'Bearer resource_metadata="{self.urls(host)[1]}"'
         if scheme.lower() == "bearer":
-            error = ', error="invalid_token"'
-        challenge = f'Bearer resource_metadata="{metadata}"{error}'
+            challenge += ', error="invalid_token"'
         raise _HttpRefusal(401, "Unauthorized: send Authorization: Bearer TOKEN",
                            headers=[("WWW-Authenticate", challenge)])
 
@@ -5376,11 +5353,10 @@ class HttpExchange(Stream):
         server = self.server
         accept = environ.get("HTTP_ACCEPT", "*/*")
         # (clients send the same Accept every time: a short one's is cached)
-        if len(accept) <= 200:
-            sse, takes_json = _accepted(accept)
-        else:
-            sse = _accepts(accept, "text/event-stream")
-            takes_json = _accepts(accept, "application/json")
+        accepted = _accepted
+        if len(accept) > 200:
+            accepted = _accepted.__wrapped__
+        sse, takes_json = accepted(accept)
         if not (sse or takes_json):
             raise _HttpRefusal(406, "Not Acceptable: accept application/json and "
                                     "text/event-stream")
@@ -5409,7 +5385,13 @@ class HttpExchange(Stream):
             if isinstance(e.data, dict):
                 rid = e.data.get("id")
             if rid is not None and server.http_sessions and not self.stateless:
-                self.fail_answer(message)
+                # An invalid message may be a botched answer: its request fails at once
+                try:
+                    session = self.endpoint.find_session(environ, self.principal)
+                except _HttpRefusal:
+                    pass
+                else:
+                    session.dispatch(message, self)
             raise _HttpRefusal(400, e.message, rid, e.code) from None
         if kind != "request" and self.stateless:
             return _http_response(self.start_response, 202, b"")
@@ -5432,17 +5414,15 @@ class HttpExchange(Stream):
         if length:
             if not _is_length(length):
                 raise _HttpRefusal(400, "Bad Request: invalid Content-Length")
-            length = int(length)
+            length = size = int(length)
             if length > limit:
                 raise _HttpRefusal(413, f"Content Too Large: {length} bytes is over "
                                         f"the limit of {limit} bytes per message")
         elif "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
             length = None
+            size = limit + 1
         else:
             raise _HttpRefusal(411, "Length Required: send Content-Length")
-        size = length
-        if length is None:
-            size = limit + 1
         with endpoint.lock:
             if endpoint.inflight + size <= server.max_inflight_bytes:
                 endpoint.inflight += size
@@ -5474,9 +5454,7 @@ class HttpExchange(Stream):
         environ = self.environ
         meta = params.get("_meta")
         method = message["method"]
-        version = None
-        if isinstance(meta, dict):
-            version = meta.get(PROTOCOL_VERSION_KEY)
+        version = isinstance(meta, dict) and meta.get(PROTOCOL_VERSION_KEY)
         header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         name = params.get("name")
         if method == "resources/read":
@@ -5585,17 +5563,16 @@ class HttpExchange(Stream):
         if timeout is not None:
             deadline = time.monotonic() + timeout
         while True:
-            wait = None
+            waits = []
             if gone and not self.listen:
-                wait = 0.25
+                waits.append(0.25)
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return None
-                if wait is None or left < wait:
-                    wait = left
+                waits.append(left)
             try:
-                return self.frames.get(timeout=wait)
+                return self.frames.get(timeout=min(waits, default=None))
             except Empty:
                 if gone and gone():
                     raise ConnectionAbortedError from None
@@ -5626,14 +5603,13 @@ class HttpExchange(Stream):
     def status_of(self, frame):
         """The HTTP status of a response that holds an error (a batch's: 200)."""
         response = json.loads(frame)
-        error = None
-        if isinstance(response, dict):
-            error = response.get("error")
+        error = isinstance(response, dict) and response.get("error")
         if not isinstance(error, dict):
             return 200
+        code = error.get("code")
         if self.stateless:
-            return _STATELESS_ERROR_STATUS.get(error.get("code"), 200)
-        if error.get("code") in (PARSE_ERROR, INVALID_REQUEST):
+            return _STATELESS_ERROR_STATUS.get(code, 200)
+        if code in (PARSE_ERROR, INVALID_REQUEST):
             return 400
         return 200
 
@@ -5689,8 +5665,7 @@ class HttpExchange(Stream):
         """The end of the response: nothing more goes in, hold()'s count is given back,
         a GET or listen stream leaves its session."""
         self.closed = True
-        if self._holder is not None:
-            self.endpoint.let_go(self)
+        self.endpoint.let_go(self)
         session = self.session
         if session is not None and session.stream is self:
             session.last_used = time.monotonic()
@@ -5700,9 +5675,8 @@ class HttpExchange(Stream):
     def release(self, keep=0):
         """Give back what read_body reserved of max_inflight_bytes, but ``keep``."""
         if self.reserved:
-            endpoint = self.endpoint
-            with endpoint.lock:
-                endpoint.inflight -= self.reserved - keep
+            with self.endpoint.lock:
+                self.endpoint.inflight -= self.reserved - keep
             self.reserved = keep
 
     # -- handshake-era sessions -------------------------------------------------------
@@ -5710,14 +5684,13 @@ class HttpExchange(Stream):
         """A handshake-era message: an initialize opens a session; anything else goes to
         the session it names (or one made for it)."""
         server = self.server
-        endpoint = self.endpoint
         initialize = kind == "request" and message["method"] == "initialize"
         if initialize:
             session = HttpSession(server, None, self.principal)
         elif server.http_sessions:
-            session = endpoint.find_session(self.environ, self.principal)
+            session = self.endpoint.find_session(self.environ, self.principal)
         else:
-            session = endpoint.throwaway_session(self.environ, self.principal)
+            session = self.endpoint.throwaway_session(self.environ, self.principal)
         session.last_used = time.monotonic()
         # (a response is the answer to a question of ours)
         if kind in ("notification", "response"):
@@ -5753,14 +5726,6 @@ class HttpExchange(Stream):
         self.server.sessions.add(session)
         return _http_response(self.start_response, 200, self.stream_events())
 
-    def fail_answer(self, message):
-        """An invalid message may be a botched answer: its request fails at once."""
-        try:
-            session = self.endpoint.find_session(self.environ, self.principal)
-        except _HttpRefusal:
-            return
-        session.dispatch(message, self)
-
     # -- a browser's request (CORS) ----------------------------------------------------
     def check_origin(self, host):
         """403 for another site's script. An Origin is allowed if it has the Host's
@@ -5773,16 +5738,13 @@ class HttpExchange(Stream):
         if "*" in allowed:
             return "*"
         match = _ORIGIN.fullmatch(origin)
-        page = None
         # (a longer one is no host name)
-        if match is not None and len(match[2]) <= 300:
-            page = _host_parts(match[2])
-        if page is not None:
+        page = match and len(match[2]) <= 300 and _host_parts(match[2])
+        if page:
             name, port = _host_parts(host)
             default = _DEFAULT_PORTS.get(match[1].lower())
-            if page[0] == name and (page[1] or default) == (port or default):
-                return origin
-            if _is_loopback(page[0]) and _is_loopback(name):
+            same_site = page[0] == name and (page[1] or default) == (port or default)
+            if same_site or (_is_loopback(page[0]) and _is_loopback(name)):
                 return origin
         raise _HttpRefusal(403, f"Forbidden: Origin {_preview(origin)} is not allowed "
                                 "(Server(allowed_origins=[...]))")
@@ -5828,8 +5790,7 @@ def _is_length(text):
 
 
 def _principal_id(principal):
-    """What tells a principal from another, in any process: its JSON form, else its
-    repr; TypeError for neither."""
+    """A principal's identity, in any process: JSON form, or repr (else TypeError)."""
     try:
         json.dumps(principal, sort_keys=True)
         return principal
@@ -5859,8 +5820,7 @@ def _header_value(raw):
 
 
 def _mirror_problem(environ, tool, params):
-    """What is wrong with the Mcp-Param-{Name} headers of a call to ``tool``, if
-    anything."""
+    """What is wrong with the Mcp-Param-{Name} headers of a ``tool`` call, or None."""
     for name, path in tool.mirrored.items():
         value = params.get("arguments")
         for key in path:
@@ -5870,8 +5830,7 @@ def _mirror_problem(environ, tool, params):
             value = value.get(key)
         header = environ.get("HTTP_MCP_PARAM_" + name.upper().replace("-", "_"))
         if value is not None and not _mirrors(value, _header_value(header)):
-            return (f"Mcp-Param-{name} must be {_preview(value)}, as in the "
-                    "arguments")
+            return f"Mcp-Param-{name} must be {_preview(value)}, as in the arguments"
     return None
 
 
@@ -5891,10 +5850,9 @@ def _accepts(accept, media_type):
         media, *params = item.split(";")
         rank = ranks.get(media.strip(), 0)
         if rank > best:
-            refused = any(re.fullmatch(r"\s*q\s*=\s*0(\.0*)?\s*", param)
-                          for param in params)
             best = rank
-            accepted = not refused
+            accepted = not any(re.fullmatch(r"\s*q\s*=\s*0(\.0*)?\s*", param)
+                               for param in params)
     return accepted
 
 
@@ -6024,8 +5982,7 @@ class _LifespanFailed:
 
 
 def _ignore_stop_signals():
-    """Ignore SIGINT, SIGTERM and SIGQUIT (where there is one) on the main thread;
-    returns their handlers, for _restore_signals."""
+    """Ignore SIGINT, SIGTERM, SIGQUIT (if any) on the main thread: the old handlers."""
     import signal
     names = ("SIGINT", "SIGTERM", "SIGQUIT")
     return _ignore_signals([getattr(signal, name) for name in names
@@ -6106,8 +6063,7 @@ def _event_loop():
 # main thread's wait (serve_lines), once: raised in the shutdown, it would cut it short.
 
 class _Stop(BaseException):
-    """SIGTERM (or a stdout gone), in the main thread: a BaseException, so that no
-    handler's ``except Exception`` swallows it."""
+    """SIGTERM or stdout gone, in the main thread: no ``except Exception`` takes it."""
 
 
 _MAIN_THREAD = threading.main_thread().ident
@@ -6116,26 +6072,20 @@ _stop_signals = None
 
 
 class _StopSignals:
-    """The stop signals of one run(), which serves the connection writing to
-    ``write_fd``."""
+    """Stop signals of the run() serving the connection writing to ``write_fd``."""
 
     def __init__(self, grace, write_fd):
-        self.grace = grace
-        self.write_fd = write_fd
+        self.grace, self.write_fd = grace, write_fd
         # The application's handlers while ours are in ({} off the main thread); the
         # first signal, which decides the exit code
         self.saved = {}
-        self.first = None
+        self.first = self.held_since = self.waiting_since = None
         self.count = 0
-        self.raised = False
-        self.held_since = None
-        self.waiting_since = None
-        self.force = False
+        self.raised = self.force = False
 
     @staticmethod
     def of(write_fd):
-        """The state of the run() whose connection writes to ``write_fd`` (else one
-        that no signal reaches)."""
+        """The run() writing to ``write_fd`` (else one that no signal reaches)."""
         state = _stop_signals
         if state is None or state.write_fd != write_fd:
             state = _StopSignals(0, None)
@@ -6157,8 +6107,7 @@ class _StopSignals:
             _start_thread(self.watch)
 
     def watch(self):
-        """A signal held back a grace period (a client that reads nothing, a hang) cuts
-        the shutdown short."""
+        """A signal held back a grace period (a stuck client, a hang) cuts it short."""
         while _stop_signals is self:
             held_since = self.held_since
             if held_since is not None:
@@ -6180,8 +6129,7 @@ def _end_stop_signals():
     """After run(): ignore the stop signals until the application is back in control
     (_Exit). Returns (first signal, handlers)."""
     global _stop_signals
-    state = _stop_signals
-    _stop_signals = None
+    state, _stop_signals = _stop_signals, None
     if state.saved:
         _ignore_signals(state.saved)
     return state.first, state.saved
@@ -6241,9 +6189,8 @@ def _restore_signals(saved):
 
 
 class _Exit(SystemExit):
-    """How run() ends: SystemExit holding the application's signal handlers, ignored
-    while the program exits (a late signal must not kill a clean exit); an application
-    that catches it gets them back."""
+    """How run() ends: a SystemExit holding the application's signal handlers, ignored
+    as the program exits (a late signal must not kill a clean exit); back if caught."""
 
     def __init__(self, code, saved):
         super().__init__(code)
@@ -6283,12 +6230,11 @@ def serve_http(server, address="127.0.0.1:8000", trace=None):
     if ":" in host:
         shown = f"[{host}]"
     if not _is_loopback(host) and server.auth is None and server.allowed_hosts is None:
-        log.warning("listening on %s, which other machines can reach, with no "
-                    "auth: anyone who can reach it by its IP address can call this "
-                    "server's tools and read its resources; set Server(auth=...) "
-                    "to require a bearer token, and Server(allowed_hosts=[...]) to "
-                    "the names clients use (bind 127.0.0.1 to serve this machine "
-                    "alone)", shown)
+        log.warning("listening on %s, which other machines can reach, with no auth: "
+                    "anyone who can reach it by its IP address can call this server's "
+                    "tools and read its resources; set Server(auth=...) to require a "
+                    "bearer token, and Server(allowed_hosts=[...]) to the names "
+                    "clients use (bind 127.0.0.1 to serve this machine alone)", shown)
     import signal
     saved = {}
     code = 0
@@ -6361,8 +6307,7 @@ class _ResponseWriterMixin:
     known, keeping the connection only when that is safe."""
 
     http_version = "1.1"
-    chunked = False
-    mute = False
+    chunked = mute = False
 
     def bodiless(self):
         """No body may follow the headers: a HEAD's, a 204's (RFC 9110)."""
@@ -6455,12 +6400,10 @@ _ABSOLUTE_FORM = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)/?(.*)")
 
 
 class _RequestHandlerMixin:
-    """One connection of the embedded server (on wsgiref's WSGIRequestHandler), its
-    requests one after the other."""
+    """A connection to the embedded server (WSGIRequestHandler): requests in turn."""
 
     protocol_version = "HTTP/1.1"
-    # (headers and body go out in separate writes: with Nagle's algorithm the body
-    # would wait 40 ms for the client's delayed acknowledgement)
+    # (headers and body are two writes: by Nagle's algorithm the body would wait 40 ms)
     disable_nagle_algorithm = True
     # Closing with input unread (a refusal before the body was read): linger()
     lingers = False
@@ -6551,8 +6494,7 @@ class _RequestHandlerMixin:
 
     def refuse_line(self, status, explanation=None):
         """An error for a request that cannot be read, then a close; False."""
-        self.command = None
-        self.path = ""
+        self.command, self.path = None, ""
         self.send_error(status, None, explanation)
         return False
 
@@ -6632,15 +6574,13 @@ class _HttpServerMixin:
     """The embedded server (on socketserver.ThreadingMixIn and wsgiref's WSGIServer): a
     stop signal ends serve_forever, then ``drain`` lets requests in progress finish."""
 
-    daemon_threads = True
-    allow_reuse_address = True
+    daemon_threads = allow_reuse_address = True
     stopping = False
     # The signal that stopped serve_forever; shutdown() was called
     stop_signal = None
     closing = False
     # A connection is being taken (accepted, its thread started); a stop came meanwhile
-    taking = False
-    stop_due = False
+    taking = stop_due = False
 
     def __init__(self, address):
         import socket
@@ -6651,9 +6591,7 @@ class _HttpServerMixin:
             self.address_family = socket.AF_INET6
         # The connections with a request in progress, and those taken whose first
         # request is not read yet; the address each comes from
-        self.serving = set()
-        self.unread = set()
-        self.peers = {}
+        self.serving, self.unread, self.peers = set(), set(), {}
         super().__init__(address, self.request_handler)
 
     def stop(self, signum=None, frame=None):
