@@ -6909,10 +6909,6 @@ def _expect(value, what, kind=dict):
     return value
 
 
-# Where a 2026-07-28 client's responses go: a Writer with nowhere to write drops them.
-_NO_RESPONSES = Writer(None)
-
-
 class _HttpPoster(Stream):
     """A Client's stream to a server at a URL (Streamable HTTP): each frame a POST, a
     request's on a thread of its own, so that its SSE stream flows while it waits."""
@@ -7046,9 +7042,7 @@ class Client(Peer):
         self.client_info = client_info or {"name": "mcp_min-client",
                                            "version": __version__}
         self.protocol_version = self.handshake_version = protocol_version
-        self.server_info = None
-        self.server_capabilities = None
-        self.instructions = None
+        self.server_info = self.server_capabilities = self.instructions = None
         # Last: the reader reads the above
         self._start(target, trace, headers, env=env, cwd=cwd, stderr=stderr)
         if initialize:
@@ -7085,8 +7079,7 @@ class Client(Peer):
         self.reader.start()
 
     def _serve_in_memory(self, server):
-        """Serve ``server`` on a thread over OS pipes (the real stdio code): the
-        client's ends."""
+        """Serve ``server`` on a thread over OS pipes (the stdio code): our ends."""
         server_reads, client_writes = os.pipe()
         client_reads, server_writes = os.pipe()
 
@@ -7102,8 +7095,7 @@ class Client(Peer):
         return client_writes, open(client_reads, "rb", buffering=1 << 16)
 
     def _guarded_trace(self, trace):
-        """``trace``, switched off the first time it raises (a stdout closed by
-        `| head`): raising would end the reader thread."""
+        """``trace``, off once it raises: raising would end the reader thread."""
         def guarded(direction, raw):
             try:
                 trace(direction, raw)
@@ -7169,8 +7161,7 @@ class Client(Peer):
         return self.initialize()
 
     def _check_handshake_offered(self, supported):
-        """A server that knows server/discover but not 2026-07-28 has no handshake to
-        fall back to, unless it lists a handshake version too."""
+        """A stateless-era server without 2026-07-28 must offer a handshake version."""
         if isinstance(supported, list) and any(
                 version in PROTOCOL_VERSIONS for version in supported):
             return
@@ -7231,8 +7222,7 @@ class Client(Peer):
         self.instructions = result.get("instructions")
 
     def close(self, timeout=5.0):
-        """Close the server's input (the MCP shutdown signal) between frames
-        (``timeout`` for a stuck one); wait for the server to end."""
+        """Close the server's input (MCP's shutdown signal); wait for the server."""
         writer = self.stream
         writer.close(timeout)
         # Over HTTP: no process, no reader
@@ -7276,9 +7266,10 @@ class Client(Peer):
 
     # -- incoming ----------------------------------------------------------------------
     def dispatch(self, message, stream=None):
-        # 2026-07-28: a client MUST NOT write responses on stdio, errors included.
+        # 2026-07-28: a client MUST NOT write responses on stdio, errors included; a
+        # Writer with nowhere to write drops them
         if stream is None and self.stateless:
-            stream = _NO_RESPONSES
+            stream = Writer(None)
         return super().dispatch(message, stream)
 
     def handle_batch(self, items, stream):
@@ -7453,9 +7444,7 @@ class Client(Peer):
 
     def list_all(self, method, key):
         """Every item of a paginated list method, following nextCursor to the end."""
-        items = []
-        params = {}
-        seen = set()
+        items, params, seen = [], {}, set()
         while True:
             result = _expect(self.request(method, params), f"the result of {method}")
             items += _expect(result.get(key, []), f"{key} in the result of {method}",
@@ -7599,7 +7588,12 @@ def explain(raw):
     if known:
         _explain_params(method, params, problems)
     elif isinstance(method, str):
-        problems.append(_unknown_method_problem(method))
+        # Not MCP's: the method meant, if a close one (or one ending so) says which
+        import difflib
+        close = difflib.get_close_matches(method, METHODS, n=1)
+        close += [name for name in METHODS if name.endswith("/" + method)]
+        hint = f": did you mean {close[0]!r}?" if close else ""
+        problems.append(f"{method!r} is not an MCP method{hint}")
     if kind == "invalid message":
         return kind, problems
     if kind == "response":
@@ -7657,16 +7651,6 @@ def _frame_problems(message, kind, method, known):
     return [problem for found, problem in checks if found]
 
 
-def _unknown_method_problem(method):
-    """The problem with a method MCP does not have, naming the one meant if it can."""
-    import difflib
-    close = difflib.get_close_matches(method, METHODS, n=1)
-    if not close:
-        close = [known for known in METHODS if known.endswith("/" + method)]
-    hint = f": did you mean {close[0]!r}?" if close else ""
-    return f"{method!r} is not an MCP method{hint}"
-
-
 def _explain_params(method, params, problems):
     """What is wrong with the params of a known method (METHODS gives their types)."""
     answer = "a server answers -32602"
@@ -7674,10 +7658,8 @@ def _explain_params(method, params, problems):
         answer = "a receiver ignores it"
     elif method in ("sampling/createMessage", "elicitation/create", "roots/list"):
         answer = "a client answers -32602"
-    for key, kinds in METHODS[method].params.items():
-        problem = _param_problem(key, kinds, params, answer)
-        if problem:
-            problems.append(problem)
+    problems += filter(None, (_param_problem(key, kinds, params, answer)
+                              for key, kinds in METHODS[method].params.items()))
     level = params.get("level")
     if (method in ("logging/setLevel", "notifications/message")
             and isinstance(level, str) and level not in LOG_LEVELS):
@@ -7738,21 +7720,17 @@ def _explain_envelope(method, params, problems):
 
 
 def _explain_response(message, problems):
-    """The summary line of a response: what kind of response it is."""
+    """The summary line of a response, saying what kind it is (and the problems of an
+    input_required result)."""
     summary = describe_frame(message)
     result = message.get("result")
-    if isinstance(result, dict) and result.get("resultType") == "input_required":
-        return f"{summary} {_explain_input_required(result, problems)}"
-    if summary.endswith(" (isError)"):
-        return (summary.removesuffix(" (isError)") + " (a tool result with isError: a "
-                "business error, not a protocol error)")
-    if "error" in message:
-        summary += " (a protocol error)"
-    return summary
-
-
-def _explain_input_required(result, problems):
-    """The note on an input_required result for the summary line; its problems."""
+    if not isinstance(result, dict) or result.get("resultType") != "input_required":
+        if summary.endswith(" (isError)"):
+            return (summary.removesuffix(" (isError)") + " (a tool result with "
+                    "isError: a business error, not a protocol error)")
+        if "error" in message:
+            summary += " (a protocol error)"
+        return summary
     questions = result.get("inputRequests") or {}
     if not isinstance(questions, dict):
         problems.append("inputRequests must be an object (a key for each question), "
@@ -7769,7 +7747,7 @@ def _explain_input_required(result, problems):
             problems.append(f"inputRequests[{_preview(key)}] must be an object (a "
                             f"request: method and params), not {_preview(question)}")
     listed = f" ({', '.join(asked)})" if asked else ""
-    return (f"(input_required: the server asks the client {len(questions)} "
+    return (f"{summary} (input_required: the server asks the client {len(questions)} "
             f"question(s){listed}; the client sends the request again, with a new id, "
             "the answers in inputResponses and requestState echoed)")
 
