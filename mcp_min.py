@@ -7949,18 +7949,15 @@ def _demo_answered(client, answer, colour, method, params):
 def _canned_callbacks(model):
     """Client callbacks with canned answers: a sampled text, decline, cwd as root."""
     import pathlib
-
-    def sampling(params):
-        return {"role": "assistant", "model": model,
-                "content": {"type": "text", "text": "(a sampled reply)"}}
-    return {"sampling": sampling,
+    return {"sampling": lambda params: {
+                "role": "assistant", "model": model,
+                "content": {"type": "text", "text": "(a sampled reply)"}},
             "elicitation": lambda params: {"action": "decline"},
             "roots": lambda: [{"uri": pathlib.Path.cwd().as_uri(), "name": "cwd"}]}
 
 
 def demo_yours(command, colour=False, era="auto"):
-    """`demo -- CMD...`: a session with the user's own server, every frame shown: the
-    opening, its lists, and a use of its first tool, resource and prompt."""
+    """`demo -- CMD...`: a session with the user's own server, every frame shown."""
     opening = _DEMO_OPENINGS.get(era, f"protocol {era}, with no handshake.")
     _demo_note("The client starts your server as a subprocess and opens the session: "
                + opening, colour)
@@ -7979,30 +7976,27 @@ def demo_yours(command, colour=False, era="auto"):
             if method.split("/")[0] in offered:
                 result = _demo_step(client, "request", method) or {}
                 found[key] = result.get(key) or []
-        _demo_first_items(client, found, colour)
+        # A use of the first tool, resource and prompt
+        if found.get("tools"):
+            tool = found["tools"][0]
+            arguments = _example_arguments(tool.get("inputSchema") or {})
+            _demo_note(f"A call of {tool['name']}, with arguments made from its "
+                       "inputSchema (defaults, first choices, sample values) and a "
+                       f"progressToken: {json.dumps(arguments)}", colour)
+            _demo_step(client, "call_tool", tool["name"], arguments,
+                       progress=lambda _: 0)
+        if found.get("resources"):
+            _demo_note("A resource is addressable data, read by URI.", colour)
+            _demo_step(client, "read_resource", found["resources"][0]["uri"])
+        if found.get("prompts"):
+            prompt = found["prompts"][0]
+            arguments = {a["name"]: "example" for a in prompt.get("arguments") or ()
+                         if isinstance(a, dict) and a.get("required")}
+            _demo_note("A prompt is a template the client fills in: "
+                       f"{prompt['name']}.", colour)
+            _demo_step(client, "get_prompt", prompt["name"], arguments)
         _demo_note("Closing stdin ends the session; the server exits.", colour)
     return 0
-
-
-def _demo_first_items(client, found, colour):
-    """demo_yours's tour of the lists ``found``: its first tool, resource and prompt."""
-    if found.get("tools"):
-        tool = found["tools"][0]
-        arguments = _example_arguments(tool.get("inputSchema") or {})
-        _demo_note(f"A call of {tool['name']}, with arguments made from its "
-                   "inputSchema (defaults, first choices, sample values) and a "
-                   f"progressToken: {json.dumps(arguments)}", colour)
-        _demo_step(client, "call_tool", tool["name"], arguments, progress=lambda _: 0)
-    if found.get("resources"):
-        _demo_note("A resource is addressable data, read by URI.", colour)
-        _demo_step(client, "read_resource", found["resources"][0]["uri"])
-    if found.get("prompts"):
-        prompt = found["prompts"][0]
-        arguments = {a["name"]: "example" for a in prompt.get("arguments") or ()
-                     if isinstance(a, dict) and a.get("required")}
-        _demo_note(f"A prompt is a template the client fills in: {prompt['name']}.",
-                   colour)
-        _demo_step(client, "get_prompt", prompt["name"], arguments)
 
 
 def _example_arguments(schema):
@@ -8018,9 +8012,7 @@ _EXAMPLE_STRINGS = {"date-time": "2026-01-01T12:00:00Z", "date": "2026-01-01",
 
 
 def _example_value(schema, defs, depth=0):
-    """A value that fits ``schema``: its default, const, example or first choice (of a
-    $ref, or of anyOf, oneOf or allOf: not null), else a sample of its type (None if
-    it gives none)."""
+    """A value that fits ``schema``: one it names, else a sample of its type."""
     if not isinstance(schema, dict) or depth > 8:
         return None
     for key in ("default", "const"):
@@ -8096,9 +8088,8 @@ _SCRIPT_SUFFIXES = (".py", ".pyz", ".js", ".mjs", ".cjs", ".ts", ".sh", ".rb", "
 
 
 def _pop_request(words, tool=None, method=None, json_text=None):
-    """`call`'s (method, params), popped off ``words`` (the server command stays), as
-    _CALL_HELP says: read from the words alone, never from which files exist. A usage
-    error (bad JSON too) raises ValueError."""
+    """`call`'s (method, params) popped off ``words`` as _CALL_HELP says: from the
+    words alone, never from which files exist; ValueError for a usage error."""
     named = tool is not None or method is not None
     # --json goes with --tool or --method only
     if not named and words and words[-1].lstrip()[:1] in ('{', '[', '"'):
@@ -8183,9 +8174,7 @@ def _call_command(args, words, colour):
 
 
 def _call(client, method, params, args):
-    """`call`'s request made as its method needs, its result printed: the exit code.
-    With -v or no time limit it asks for progress, and with -v for every log level (in
-    2026-07-28 the client's log_level asks already)."""
+    """`call`'s request made as its method needs, its result printed: the exit code."""
     if args.verbose or args.timeout is None:
         params = dict(params or {})
         params["_meta"] = {**(params.get("_meta") or {}), "progressToken": "call"}
