@@ -7699,8 +7699,7 @@ def _param_problem(key, kinds, params, answer):
 
 
 def _explain_envelope(method, params, problems):
-    """The 2026-07-28 part of explaining a request or notification: a note for the
-    summary line (empty for a handshake-era message), and the envelope's problems."""
+    """The 2026-07-28 note for a summary line ("" if none); the envelope's problems."""
     meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
     if method == "notifications/subscriptions/acknowledged":
         listen = json.dumps(meta.get(SUBSCRIPTION_ID_KEY))
@@ -7720,8 +7719,7 @@ def _explain_envelope(method, params, problems):
 
 
 def _explain_response(message, problems):
-    """The summary line of a response, saying what kind it is (and the problems of an
-    input_required result)."""
+    """The summary line of a response, and an input_required result's problems."""
     summary = describe_frame(message)
     result = message.get("result")
     if not isinstance(result, dict) or result.get("resultType") != "input_required":
@@ -8126,17 +8124,15 @@ def _finite_float(text):
     return value
 
 
-# As strict as a message: no NaN or Infinity, no number too large to send (1e999).
-_argument_decoder = json.JSONDecoder(parse_constant=_reject_constant,
-                                     parse_float=_finite_float)
-
-
 def _call_params(json_text):
     """The JSON of `call` (its last word, or --json) as an object; None without it."""
     if json_text is None:
         return None
+    # As strict as a message: no NaN or Infinity, no number too large to send (1e999)
+    decoder = json.JSONDecoder(parse_constant=_reject_constant,
+                               parse_float=_finite_float)
     try:
-        params = _argument_decoder.decode(json_text)
+        params = decoder.decode(json_text)
     except (ValueError, RecursionError) as e:
         raise ValueError(f"not valid JSON: {e}") from None
     if not isinstance(params, dict):
@@ -8146,8 +8142,7 @@ def _call_params(json_text):
 
 
 def _call_command(args, words, colour):
-    """`call`: one request, its result printed; then any line the server wrote that
-    is not JSON-RPC, on stderr (exit 1)."""
+    """`call`: one request; then each line from the server not JSON-RPC (exit 1)."""
     method, params = args.request
     era = args.era
     # e.g. ping: only in the handshake era
@@ -8437,8 +8432,8 @@ def _seconds(text):
 
 
 def _check_arguments(parser, args, words):
-    """What argparse cannot check; a usage error (exit 2) if something is wrong. The
-    words of `call` are read here: args.request, and ``words`` the server command."""
+    """What argparse cannot check (a usage error, exit 2); pops `call`'s request off
+    ``words`` (args.request), leaving the server command."""
     # "legacy": what the handshake era was called before
     if getattr(args, "era", None) == "legacy":
         args.era = HANDSHAKE
