@@ -7588,7 +7588,7 @@ def explain(raw):
     if known:
         _explain_params(method, params, problems)
     elif isinstance(method, str):
-        # Not MCP's: the method meant, if a close one (or one ending so) says which
+        # Not an MCP method: name the one meant (a close one, or one ending so)
         import difflib
         close = difflib.get_close_matches(method, METHODS, n=1)
         close += [name for name in METHODS if name.endswith("/" + method)]
