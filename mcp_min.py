@@ -7372,9 +7372,8 @@ class Client(Peer):
         rounds = 0
         while isinstance(result, dict) and result.get("resultType") == "input_required":
             if rounds >= self.max_rounds:
-                raise JSONRPCError(INTERNAL_ERROR,
-                                   f"{method}: still input_required after "
-                                   f"{self.max_rounds} rounds; giving up")
+                raise JSONRPCError(INTERNAL_ERROR, f"{method}: still input_required "
+                                   f"after {self.max_rounds} rounds; giving up")
             rounds += 1
             asked = _expect(result.get("inputRequests") or {},
                             f"inputRequests in the result of {method}")
@@ -8554,11 +8553,10 @@ def _inspect_command(args, words, colour):
     return 0
 
 
-_COMMANDS = {"serve": _serve_command, "demo": _demo_command,
-             "repl": lambda args, words, colour: repl(args.target, colour,
-                                                      headers=args.headers),
+_COMMANDS = {"serve": _serve_command, "demo": _demo_command, "call": _call_command,
              "explain": _explain_command, "inspect": _inspect_command,
-             "call": _call_command}
+             "repl": lambda args, words, colour: repl(args.target, colour,
+                                                      headers=args.headers)}
 
 
 def load_server(target):
