@@ -7402,8 +7402,7 @@ class Client(Peer):
         return self._listen(wanted, timeout)[0]
 
     def _listen(self, wanted, timeout):
-        """subscriptions/listen for ``wanted``: the Subscription, the ack's params (the
-        acknowledgement stands in for the response)."""
+        """subscriptions/listen: the Subscription, the ack's params (its response)."""
         rid = f"listen-{self.next_id()}"
         subscription = self.subscriptions[rid] = Subscription(self, rid)
         try:
