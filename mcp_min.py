@@ -6758,10 +6758,6 @@ def _expect(value, what, kind=dict):
     return value
 
 
-# Where a 2026-07-28 client's responses go: a Writer with nowhere to write drops them.
-_NO_RESPONSES = Writer(None)
-
-
 class _HttpPoster(Stream):
     """A Client's stream to a server at a URL (Streamable HTTP): each frame a POST, a
     request's on a thread of its own, so that its SSE stream flows while it waits."""
@@ -6895,9 +6891,7 @@ class Client(Peer):
         self.client_info = client_info or {"name": "mcp_min-client",
                                            "version": __version__}
         self.protocol_version = self.handshake_version = protocol_version
-        self.server_info = None
-        self.server_capabilities = None
-        self.instructions = None
+        self.server_info = self.server_capabilities = self.instructions = None
         # Last: the reader reads the above
         self._start(target, trace, headers, env=env, cwd=cwd, stderr=stderr)
         if initialize:
@@ -6934,8 +6928,7 @@ class Client(Peer):
         self.reader.start()
 
     def _serve_in_memory(self, server):
-        """Serve ``server`` on a thread over OS pipes (the real stdio code): the
-        client's ends."""
+        """Serve ``server`` on a thread over OS pipes (the stdio code): our ends."""
         server_reads, client_writes = os.pipe()
         client_reads, server_writes = os.pipe()
 
@@ -6951,8 +6944,7 @@ class Client(Peer):
         return client_writes, open(client_reads, "rb", buffering=1 << 16)
 
     def _guarded_trace(self, trace):
-        """``trace``, switched off the first time it raises (a stdout closed by
-        `| head`): raising would end the reader thread."""
+        """``trace``, off once it raises: raising would end the reader thread."""
         def guarded(direction, raw):
             try:
                 trace(direction, raw)
@@ -7018,8 +7010,7 @@ class Client(Peer):
         return self.initialize()
 
     def _check_handshake_offered(self, supported):
-        """A server that knows server/discover but not 2026-07-28 has no handshake to
-        fall back to, unless it lists a handshake version too."""
+        """A stateless-era server without 2026-07-28 must offer a handshake version."""
         if isinstance(supported, list) and any(
                 version in PROTOCOL_VERSIONS for version in supported):
             return
@@ -7080,8 +7071,7 @@ class Client(Peer):
         self.instructions = result.get("instructions")
 
     def close(self, timeout=5.0):
-        """Close the server's input (the MCP shutdown signal) between frames
-        (``timeout`` for a stuck one); wait for the server to end."""
+        """Close the server's input (MCP's shutdown signal); wait for the server."""
         writer = self.stream
         writer.close(timeout)
         # Over HTTP: no process, no reader
@@ -7125,9 +7115,10 @@ class Client(Peer):
 
     # -- incoming ----------------------------------------------------------------------
     def dispatch(self, message, stream=None):
-        # 2026-07-28: a client MUST NOT write responses on stdio, errors included.
+        # 2026-07-28: a client MUST NOT write responses on stdio, errors included; a
+        # Writer with nowhere to write drops them
         if stream is None and self.stateless:
-            stream = _NO_RESPONSES
+            stream = Writer(None)
         return super().dispatch(message, stream)
 
     def handle_batch(self, items, stream):
@@ -7230,9 +7221,8 @@ class Client(Peer):
         rounds = 0
         while isinstance(result, dict) and result.get("resultType") == "input_required":
             if rounds >= self.max_rounds:
-                raise JSONRPCError(INTERNAL_ERROR,
-                                   f"{method}: still input_required after "
-                                   f"{self.max_rounds} rounds; giving up")
+                raise JSONRPCError(INTERNAL_ERROR, f"{method}: still input_required "
+                                   f"after {self.max_rounds} rounds; giving up")
             rounds += 1
             asked = _expect(result.get("inputRequests") or {},
                             f"inputRequests in the result of {method}")
@@ -7261,8 +7251,7 @@ class Client(Peer):
         return self._listen(wanted, timeout)[0]
 
     def _listen(self, wanted, timeout):
-        """subscriptions/listen for ``wanted``: the Subscription, the ack's params (the
-        acknowledgement stands in for the response)."""
+        """subscriptions/listen: the Subscription, the ack's params (its response)."""
         rid = f"listen-{self.next_id()}"
         subscription = self.subscriptions[rid] = Subscription(self, rid)
         try:
@@ -7302,9 +7291,7 @@ class Client(Peer):
 
     def list_all(self, method, key):
         """Every item of a paginated list method, following nextCursor to the end."""
-        items = []
-        params = {}
-        seen = set()
+        items, params, seen = [], {}, set()
         while True:
             result = _expect(self.request(method, params), f"the result of {method}")
             items += _expect(result.get(key, []), f"{key} in the result of {method}",
@@ -7448,7 +7435,12 @@ def explain(raw):
     if known:
         _explain_params(method, params, problems)
     elif isinstance(method, str):
-        problems.append(_unknown_method_problem(method))
+        # Not an MCP method: name the one meant (a close one, or one ending so)
+        import difflib
+        close = difflib.get_close_matches(method, METHODS, n=1)
+        close += [name for name in METHODS if name.endswith("/" + method)]
+        hint = f": did you mean {close[0]!r}?" if close else ""
+        problems.append(f"{method!r} is not an MCP method{hint}")
     if kind == "invalid message":
         return kind, problems
     if kind == "response":
@@ -7506,16 +7498,6 @@ def _frame_problems(message, kind, method, known):
     return [problem for found, problem in checks if found]
 
 
-def _unknown_method_problem(method):
-    """The problem with a method MCP does not have, naming the one meant if it can."""
-    import difflib
-    close = difflib.get_close_matches(method, METHODS, n=1)
-    if not close:
-        close = [known for known in METHODS if known.endswith("/" + method)]
-    hint = f": did you mean {close[0]!r}?" if close else ""
-    return f"{method!r} is not an MCP method{hint}"
-
-
 def _explain_params(method, params, problems):
     """What is wrong with the params of a known method (METHODS gives their types)."""
     answer = "a server answers -32602"
@@ -7523,10 +7505,8 @@ def _explain_params(method, params, problems):
         answer = "a receiver ignores it"
     elif method in ("sampling/createMessage", "elicitation/create", "roots/list"):
         answer = "a client answers -32602"
-    for key, kinds in METHODS[method].params.items():
-        problem = _param_problem(key, kinds, params, answer)
-        if problem:
-            problems.append(problem)
+    problems += filter(None, (_param_problem(key, kinds, params, answer)
+                              for key, kinds in METHODS[method].params.items()))
     level = params.get("level")
     if (method in ("logging/setLevel", "notifications/message")
             and isinstance(level, str) and level not in LOG_LEVELS):
@@ -7566,8 +7546,7 @@ def _param_problem(key, kinds, params, answer):
 
 
 def _explain_envelope(method, params, problems):
-    """The 2026-07-28 part of explaining a request or notification: a note for the
-    summary line (empty for a handshake-era message), and the envelope's problems."""
+    """The 2026-07-28 note for a summary line ("" if none); the envelope's problems."""
     meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
     if method == "notifications/subscriptions/acknowledged":
         listen = json.dumps(meta.get(SUBSCRIPTION_ID_KEY))
@@ -7587,21 +7566,16 @@ def _explain_envelope(method, params, problems):
 
 
 def _explain_response(message, problems):
-    """The summary line of a response: what kind of response it is."""
+    """The summary line of a response, and an input_required result's problems."""
     summary = describe_frame(message)
     result = message.get("result")
-    if isinstance(result, dict) and result.get("resultType") == "input_required":
-        return f"{summary} {_explain_input_required(result, problems)}"
-    if summary.endswith(" (isError)"):
-        return (summary.removesuffix(" (isError)") + " (a tool result with isError: a "
-                "business error, not a protocol error)")
-    if "error" in message:
-        summary += " (a protocol error)"
-    return summary
-
-
-def _explain_input_required(result, problems):
-    """The note on an input_required result for the summary line; its problems."""
+    if not isinstance(result, dict) or result.get("resultType") != "input_required":
+        if summary.endswith(" (isError)"):
+            return (summary.removesuffix(" (isError)") + " (a tool result with "
+                    "isError: a business error, not a protocol error)")
+        if "error" in message:
+            summary += " (a protocol error)"
+        return summary
     questions = result.get("inputRequests") or {}
     if not isinstance(questions, dict):
         problems.append("inputRequests must be an object (a key for each question), "
@@ -7618,7 +7592,7 @@ def _explain_input_required(result, problems):
             problems.append(f"inputRequests[{_preview(key)}] must be an object (a "
                             f"request: method and params), not {_preview(question)}")
     listed = f" ({', '.join(asked)})" if asked else ""
-    return (f"(input_required: the server asks the client {len(questions)} "
+    return (f"{summary} (input_required: the server asks the client {len(questions)} "
             f"question(s){listed}; the client sends the request again, with a new id, "
             "the answers in inputResponses and requestState echoed)")
 
@@ -7820,18 +7794,15 @@ def _demo_answered(client, answer, colour, method, params):
 def _canned_callbacks(model):
     """Client callbacks with canned answers: a sampled text, decline, cwd as root."""
     import pathlib
-
-    def sampling(params):
-        return {"role": "assistant", "model": model,
-                "content": {"type": "text", "text": "(a sampled reply)"}}
-    return {"sampling": sampling,
+    return {"sampling": lambda params: {
+                "role": "assistant", "model": model,
+                "content": {"type": "text", "text": "(a sampled reply)"}},
             "elicitation": lambda params: {"action": "decline"},
             "roots": lambda: [{"uri": pathlib.Path.cwd().as_uri(), "name": "cwd"}]}
 
 
 def demo_yours(command, colour=False, era="auto"):
-    """`demo -- CMD...`: a session with the user's own server, every frame shown: the
-    opening, its lists, and a use of its first tool, resource and prompt."""
+    """`demo -- CMD...`: a session with the user's own server, every frame shown."""
     opening = _DEMO_OPENINGS.get(era, f"protocol {era}, with no handshake.")
     _demo_note("The client starts your server as a subprocess and opens the session: "
                + opening, colour)
@@ -7850,30 +7821,27 @@ def demo_yours(command, colour=False, era="auto"):
             if method.split("/")[0] in offered:
                 result = _demo_step(client, "request", method) or {}
                 found[key] = result.get(key) or []
-        _demo_first_items(client, found, colour)
+        # A use of the first tool, resource and prompt
+        if found.get("tools"):
+            tool = found["tools"][0]
+            arguments = _example_arguments(tool.get("inputSchema") or {})
+            _demo_note(f"A call of {tool['name']}, with arguments made from its "
+                       "inputSchema (defaults, first choices, sample values) and a "
+                       f"progressToken: {json.dumps(arguments)}", colour)
+            _demo_step(client, "call_tool", tool["name"], arguments,
+                       progress=lambda _: 0)
+        if found.get("resources"):
+            _demo_note("A resource is addressable data, read by URI.", colour)
+            _demo_step(client, "read_resource", found["resources"][0]["uri"])
+        if found.get("prompts"):
+            prompt = found["prompts"][0]
+            arguments = {a["name"]: "example" for a in prompt.get("arguments") or ()
+                         if isinstance(a, dict) and a.get("required")}
+            _demo_note("A prompt is a template the client fills in: "
+                       f"{prompt['name']}.", colour)
+            _demo_step(client, "get_prompt", prompt["name"], arguments)
         _demo_note("Closing stdin ends the session; the server exits.", colour)
     return 0
-
-
-def _demo_first_items(client, found, colour):
-    """demo_yours's tour of the lists ``found``: its first tool, resource and prompt."""
-    if found.get("tools"):
-        tool = found["tools"][0]
-        arguments = _example_arguments(tool.get("inputSchema") or {})
-        _demo_note(f"A call of {tool['name']}, with arguments made from its "
-                   "inputSchema (defaults, first choices, sample values) and a "
-                   f"progressToken: {json.dumps(arguments)}", colour)
-        _demo_step(client, "call_tool", tool["name"], arguments, progress=lambda _: 0)
-    if found.get("resources"):
-        _demo_note("A resource is addressable data, read by URI.", colour)
-        _demo_step(client, "read_resource", found["resources"][0]["uri"])
-    if found.get("prompts"):
-        prompt = found["prompts"][0]
-        arguments = {a["name"]: "example" for a in prompt.get("arguments") or ()
-                     if isinstance(a, dict) and a.get("required")}
-        _demo_note(f"A prompt is a template the client fills in: {prompt['name']}.",
-                   colour)
-        _demo_step(client, "get_prompt", prompt["name"], arguments)
 
 
 def _example_arguments(schema):
@@ -7889,9 +7857,7 @@ _EXAMPLE_STRINGS = {"date-time": "2026-01-01T12:00:00Z", "date": "2026-01-01",
 
 
 def _example_value(schema, defs, depth=0):
-    """A value that fits ``schema``: its default, const, example or first choice (of a
-    $ref, or of anyOf, oneOf or allOf: not null), else a sample of its type (None if
-    it gives none)."""
+    """A value that fits ``schema``: one it names, else a sample of its type."""
     if not isinstance(schema, dict) or depth > 8:
         return None
     for key in ("default", "const"):
@@ -7967,9 +7933,8 @@ _SCRIPT_SUFFIXES = (".py", ".pyz", ".js", ".mjs", ".cjs", ".ts", ".sh", ".rb", "
 
 
 def _pop_request(words, tool=None, method=None, json_text=None):
-    """`call`'s (method, params), popped off ``words`` (the server command stays), as
-    _CALL_HELP says: read from the words alone, never from which files exist. A usage
-    error (bad JSON too) raises ValueError."""
+    """`call`'s (method, params) popped off ``words`` as _CALL_HELP says: from the
+    words alone, never from which files exist; ValueError for a usage error."""
     named = tool is not None or method is not None
     # --json goes with --tool or --method only
     if not named and words and words[-1].lstrip()[:1] in ('{', '[', '"'):
@@ -8006,17 +7971,15 @@ def _finite_float(text):
     return value
 
 
-# As strict as a message: no NaN or Infinity, no number too large to send (1e999).
-_argument_decoder = json.JSONDecoder(parse_constant=_reject_constant,
-                                     parse_float=_finite_float)
-
-
 def _call_params(json_text):
     """The JSON of `call` (its last word, or --json) as an object; None without it."""
     if json_text is None:
         return None
+    # As strict as a message: no NaN or Infinity, no number too large to send (1e999)
+    decoder = json.JSONDecoder(parse_constant=_reject_constant,
+                               parse_float=_finite_float)
     try:
-        params = _argument_decoder.decode(json_text)
+        params = decoder.decode(json_text)
     except (ValueError, RecursionError) as e:
         raise ValueError(f"not valid JSON: {e}") from None
     if not isinstance(params, dict):
@@ -8026,8 +7989,7 @@ def _call_params(json_text):
 
 
 def _call_command(args, words, colour):
-    """`call`: one request, its result printed; then any line the server wrote that
-    is not JSON-RPC, on stderr (exit 1)."""
+    """`call`: one request; then each line from the server not JSON-RPC (exit 1)."""
     method, params = args.request
     era = args.era
     # e.g. ping: only in the handshake era
@@ -8054,9 +8016,7 @@ def _call_command(args, words, colour):
 
 
 def _call(client, method, params, args):
-    """`call`'s request made as its method needs, its result printed: the exit code.
-    With -v or no time limit it asks for progress, and with -v for every log level (in
-    2026-07-28 the client's log_level asks already)."""
+    """`call`'s request made as its method needs, its result printed: the exit code."""
     if args.verbose or args.timeout is None:
         params = dict(params or {})
         params["_meta"] = {**(params.get("_meta") or {}), "progressToken": "call"}
@@ -8319,8 +8279,8 @@ def _seconds(text):
 
 
 def _check_arguments(parser, args, words):
-    """What argparse cannot check; a usage error (exit 2) if something is wrong. The
-    words of `call` are read here: args.request, and ``words`` the server command."""
+    """What argparse cannot check (a usage error, exit 2); pops `call`'s request off
+    ``words`` (args.request), leaving the server command."""
     # "legacy": what the handshake era was called before
     if getattr(args, "era", None) == "legacy":
         args.era = HANDSHAKE
@@ -8441,11 +8401,10 @@ def _inspect_command(args, words, colour):
     return 0
 
 
-_COMMANDS = {"serve": _serve_command, "demo": _demo_command,
-             "repl": lambda args, words, colour: repl(args.target, colour,
-                                                      headers=args.headers),
+_COMMANDS = {"serve": _serve_command, "demo": _demo_command, "call": _call_command,
              "explain": _explain_command, "inspect": _inspect_command,
-             "call": _call_command}
+             "repl": lambda args, words, colour: repl(args.target, colour,
+                                                      headers=args.headers)}
 
 
 def load_server(target):
