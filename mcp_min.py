@@ -3401,17 +3401,14 @@ class Server:
         resultType, the cache hints, serverInfo in _meta), a question turned into an
         input_required result, CapabilityError into -32021; or NO_RESPONSE."""
         params = ctx.params
-        responses = params.get("inputResponses")
-        if responses is not None and not isinstance(responses, dict):
-            raise JSONRPCError(INVALID_PARAMS,
-                               "Invalid params: inputResponses must be an object")
         try:
             if "requestState" in params:
                 ctx.answers = self.read_answers(ctx.method, params, ctx.principal)
-            elif responses:
+            elif _input_responses(params):
                 # Answers without a state (a client may answer before it is asked):
                 # taken, and checked, when the handler asks
-                ctx.answers = {key: [None, answer] for key, answer in responses.items()}
+                ctx.answers = {key: [None, answer]
+                               for key, answer in params["inputResponses"].items()}
             result = self.call_handler(ctx, handler)
         except InputRequired as unanswered:
             result = self.input_required(ctx, unanswered)
@@ -3437,7 +3434,8 @@ class Server:
     def read_answers(self, method, params, principal=None):
         """The answers a retry brings: earlier rounds' in its signed requestState
         (-32602 if forged, altered, expired or another call's), this round's in
-        inputResponses (an object: run_stateless checked)."""
+        inputResponses (checked after the state: a forged state is the error to
+        report)."""
         token = params.get("requestState")
         if not isinstance(token, str):
             raise _invalid_state("it must be the string the server sent")
@@ -3445,7 +3443,7 @@ class Server:
         if state.get("call") != self.call_digest(method, params, principal):
             raise _invalid_state(
                 "it was issued for another call (method, name or arguments)")
-        responses = params.get("inputResponses")
+        responses = _input_responses(params)
         answers = state.get("answers", {})
         for key, (digest, method_asked) in state.get("asked", {}).items():
             if responses and key in responses:
@@ -4121,6 +4119,15 @@ class RequestStateSigner:
 def _invalid_state(why):
     return JSONRPCError(INVALID_PARAMS, f"Invalid params: requestState rejected: {why}",
                         {"reason": "invalid_request_state"})
+
+
+def _input_responses(params):
+    """A retry's inputResponses: an object, or None (-32602 for anything else)."""
+    responses = params.get("inputResponses")
+    if responses is not None and not isinstance(responses, dict):
+        raise JSONRPCError(INVALID_PARAMS,
+                           "Invalid params: inputResponses must be an object")
+    return responses
 
 
 # The questions a server asks a client: the client capability each needs, and what its
