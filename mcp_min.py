@@ -3404,11 +3404,11 @@ class Server:
         try:
             if "requestState" in params:
                 ctx.answers = self.read_answers(ctx.method, params, ctx.principal)
-            elif _input_responses(params):
+            elif params.get("inputResponses") is not None:
                 # Answers without a state (a client may answer before it is asked):
                 # taken, and checked, when the handler asks
                 ctx.answers = {key: [None, answer]
-                               for key, answer in params["inputResponses"].items()}
+                               for key, answer in _input_responses(params).items()}
             result = self.call_handler(ctx, handler)
         except InputRequired as unanswered:
             result = self.input_required(ctx, unanswered)
