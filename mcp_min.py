@@ -4325,6 +4325,10 @@ class Peer:
             self.handle_response(message)
         stream.respond(None)
 
+    def handle_message(self, message, stream=None):
+        """dispatch's former name, kept for code that calls it so."""
+        return self.dispatch(message, stream)
+
     def handle_request(self, message, stream):
         """Hook: respond to a request (through ``stream.respond``)."""
         stream.respond(error_frame(message["id"], METHOD_NOT_FOUND,

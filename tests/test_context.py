@@ -2032,3 +2032,21 @@ def test_a_server_shutting_down_tells_the_client_why_its_questions_are_withdrawn
         {"requestId": "q7", "reason": "the server is shutting down"},
         {"requestId": "q8", "reason": "request 8 was cancelled by the client"}]
     assert {message["method"] for message in sent} == {"notifications/cancelled"}
+
+
+def test_former_names_still_work():
+    """Renamed public names keep their old spelling (docs/reference.md lists them)."""
+    assert mcp_min.Outlet is mcp_min.Stream
+    assert mcp_min.MODERN_PROTOCOL_VERSIONS == mcp_min.STATELESS_PROTOCOL_VERSIONS
+    sent = []
+
+    class Recorder(mcp_min.Stream):
+        def respond(self, frame, before=None):
+            if frame is not None:
+                sent.append(json.loads(frame))
+
+    session = mcp_min.Session(mcp_min.Server("t"), Recorder())
+    session.handle_message({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert sent == [{"jsonrpc": "2.0", "id": 1, "result": {}}]
+    ctx = mcp_min.Context(session, 2, "tools/call", {}, session.stream)
+    assert ctx.outlet is ctx.stream is session.stream
