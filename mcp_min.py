@@ -128,7 +128,7 @@ import threading
 import time
 import types
 import weakref
-from collections import deque
+from collections import namedtuple
 from itertools import count
 from queue import Empty, SimpleQueue
 
@@ -144,18 +144,15 @@ if sys.version_info < (3, 10):
 __version__ = "0.1.0"
 __all__ = [
     "Server", "Context", "Client", "Session", "Peer", "Stream", "Outlet", "WorkerPool",
-    "FramePrinter", "METHODS", "SETTINGS",
-    "ToolError", "JSONRPCError", "Cancelled", "CapabilityError", "SchemaError",
-    "ToolResult", "ResourceNotFound", "ProtocolError",
+    "FramePrinter", "METHODS", "SETTINGS", "ToolError", "JSONRPCError", "Cancelled",
+    "CapabilityError", "SchemaError", "ToolResult", "ResourceNotFound", "ProtocolError",
     "Content", "text", "image", "audio", "resource_link", "embedded_resource",
     "Signature", "compile_schema", "type_schema", "parse_docstring",
-    "PROTOCOL_VERSIONS", "LATEST_PROTOCOL_VERSION", "LOG_LEVELS", "explain", "main",
-]
+    "PROTOCOL_VERSIONS", "LATEST_PROTOCOL_VERSION", "LOG_LEVELS", "explain", "main"]
 
 
 class _Log:
-    """The "mcp_min" logger, set up on first use (logging is slow to import). It writes
-    to stderr, unless the application configured logging itself."""
+    """The "mcp_min" logger, set up on first use (logging is slow to import)."""
 
     def __getattr__(self, name):
         global log
@@ -203,13 +200,13 @@ _WIDGET_META = {"csp": ("csp", "openai/widgetCSP"), "permissions": ("permissions
 # Logging failures (a first reading can skip this)
 # ======================================================================================
 
-# A failure is logged once, at ERROR, and bounded: a handler that fails deep in a
-# recursion (or that a client makes fail so) must not write a hundred KiB per request.
+# A failure is logged once, bounded: a handler a client makes fail deep in a recursion
+# must not write a hundred KiB per request.
 _LOGGED_CHARS = 4096
 
 
 def _escaped(text, limit=None, keep=""):
-    """Text from the other end, cut to ``limit`` characters, with what a log or terminal
+    """Text from the other end, cut to ``limit`` characters, what a log or terminal
     would act on (a line break, an ANSI escape) escaped as repr() does, but ``keep``."""
     text = str(text)
     if limit is not None and len(text) > limit:
@@ -220,7 +217,6 @@ def _escaped(text, limit=None, keep=""):
 
 
 def _log_failure(what, error, with_traceback=True):
-    """Log ``error`` (its traceback too if ``with_traceback``) as ``what``'s failure."""
     import traceback
     text = _exception_line(error, traceback, 200)
     if isinstance(error, RecursionError):
@@ -258,7 +254,7 @@ def _exception_line(error, traceback, limit=500):
 
 
 def _short_traceback(error, traceback):
-    """``error``'s traceback, its first and last frames; a RecursionError in a line."""
+    """``error``'s traceback: its first and last frames."""
     if isinstance(error, RecursionError):
         return _recursion_line(error, traceback) + "\n"
     frames = list(traceback.walk_tb(error.__traceback__))
@@ -303,7 +299,7 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 # MCP, handshake era
 RESOURCE_NOT_FOUND = -32002
-# MCP 2026-07-28: the only codes of the range -32020...-32099 a server may send.
+# MCP 2026-07-28: the only codes of -32020...-32099 a server may send.
 HEADER_MISMATCH = -32020
 MISSING_CAPABILITY = -32021
 UNSUPPORTED_VERSION = -32022
@@ -311,9 +307,16 @@ UNSUPPORTED_VERSION = -32022
 SERVER_BUSY = -32000
 
 
+def _busy_code(stateless):
+    """The code of work refused past a limit: 2026-07-28 has no -32000...-32019."""
+    if stateless:
+        return INTERNAL_ERROR
+    return SERVER_BUSY
+
+
 class JSONRPCError(Exception):
-    """A JSON-RPC error: raised in a handler, a resource or a prompt, the error response
-    (in a tool, an ``isError`` result); raised by a request the other side refuses."""
+    """A JSON-RPC error response (from a tool, an ``isError`` result); also raised by a
+    request the other side refuses."""
 
     def __init__(self, code, message, data=None):
         super().__init__(message)
@@ -351,9 +354,8 @@ class InvalidAnswer(JSONRPCError):
 
 
 class InputRequired(BaseException):
-    """Questions (``ctx.elicit()``, ``sample()``, ``list_roots()``) a 2026-07-28 client
-    has not answered yet: the call ends ``input_required``, to run again with the
-    answers. A BaseException, so that ``except Exception`` lets it through."""
+    """Questions (``ctx.elicit()``, ...) a 2026-07-28 client has not answered yet: the
+    call ends ``input_required``. A BaseException: ``except Exception`` lets it by."""
 
     def __init__(self, questions):
         super().__init__(f"waiting for the client to answer {', '.join(questions)}")
@@ -362,9 +364,8 @@ class InputRequired(BaseException):
 
 
 # --- lines -----------------------------------------------------------------
-# Over stdio a message is one line of UTF-8 JSON (Peer.read_loop reads them, Writer
-# writes them). A line over the size limit is never held whole: only its first and last
-# bytes are kept, which may still tell its id.
+# Over stdio a message is one line of UTF-8 JSON. A line over the size limit is never
+# held whole: only its first and last bytes are kept, which may still tell its id.
 
 def read_past(readline, line, max_bytes):
     """Read the rest of the over-long line ``line`` began, in pieces: a LineTooLong."""
@@ -383,8 +384,8 @@ def read_past(readline, line, max_bytes):
     return LineTooLong(size, head, tail.rstrip(b"\r\n"))
 
 
-# What the first and last bytes of an over-long line tell (the README's "Protocol
-# behaviour"). _FIRST_KEY: the first key after any "jsonrpc" and "id".
+# What the first and last bytes of an over-long line tell. _FIRST_KEY: the first key
+# after any "jsonrpc" and "id".
 _FIRST_KEY = (rb'\s*\{(?:\s*"(?:jsonrpc|id)"\s*:\s*(?:-?\d+|"[^"\\]*")\s*,)*'
               rb'\s*"(\w+)"\s*:')
 _AN_ID = rb'(-?\d{1,18}|"[^"\\]{0,200}")'
@@ -392,14 +393,8 @@ _LEADING_ID = rb'\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*' + _AN_ID + rb
 _TRAILING_ID = rb',\s*"id"\s*:\s*' + _AN_ID + rb'\s*\}\s*$'
 
 
-class LineTooLong:
-    """A line over the size limit, skipped: its size, and its first and last bytes, so
-    that a request's id may still be found and the client not left waiting."""
-
-    def __init__(self, size, head, tail):
-        self.size = size
-        self.head = head
-        self.tail = tail
+class LineTooLong(namedtuple("LineTooLong", "size head tail")):
+    """A line over the size limit, skipped: its size, first and last bytes."""
 
     def kind(self):
         """Best effort: "request", "notification" or "response", from the bytes kept."""
@@ -420,7 +415,6 @@ class LineTooLong:
         match = re.match(_LEADING_ID, self.head) or re.search(_TRAILING_ID, self.tail)
         if match is None:
             return None
-        # _AN_ID matches only an integer or a string, but that may not be valid JSON
         try:
             return json.loads(match[1])
         except ValueError:
@@ -448,7 +442,6 @@ def decode_message(line):
         why = "JSON nested too deeply"
     except ValueError as e:
         why = e
-        # as a Windows editor may save a file
         if line.startswith(b"\xef\xbb\xbf"):
             why = ("the line starts with a byte-order mark (EF BB BF): "
                    "send UTF-8 without one")
@@ -456,9 +449,8 @@ def decode_message(line):
 
 
 def encode_message(message):
-    """One message -> compact UTF-8 bytes with no raw newline (Writer adds the line's).
-    A lone surrogate (a file name read with surrogateescape, say) goes out as JSON's
-    \\udcxx escape, never as bad UTF-8. Not JSON: ValueError or TypeError."""
+    """One message -> compact UTF-8 with no raw newline; a lone surrogate (a file name
+    read with surrogateescape) as JSON's \\udcxx escape, never as bad UTF-8."""
     return _encode(message).encode("utf-8", "backslashreplace")
 
 
@@ -488,9 +480,8 @@ def error_frame(request_id, code, message, data=None):
 # --- streams ---------------------------------------------------------------
 
 class Stream:
-    """Where the messages about one request go: the connection's Writer over stdio, the
-    Batch in a batch, the POST's HttpExchange over HTTP. ``events``: does more than the
-    response reach the client?"""
+    """Where the messages about one request go: the Writer over stdio, a Batch, the
+    POST's HttpExchange. ``events``: does more than the response reach the client?"""
 
     events = True
 
@@ -500,9 +491,8 @@ class Stream:
         raise NotImplementedError
 
     def respond(self, frame, before=None):
-        """Send the response (None: none is due). ``before()`` is called just before it
-        goes out, when nothing else can go out first (initialize's: the session's
-        notifications may follow it, never come ahead of it)."""
+        """Send the response (None: none is due), calling ``before()`` just before it
+        goes out (initialize's: no notification may come ahead of it)."""
         raise NotImplementedError
 
     def notify(self, method, params=None):
@@ -542,9 +532,8 @@ class Batch(Stream):
 
 
 class Writer(Stream):
-    """The writing end of a connection over pipes (the server's stdout, a server's
-    stdin for the Client), the stream of every request that comes in on it: each frame
-    is written whole, as one line, under the lock, so that frames never interleave."""
+    """The writing end of a pipe (stdout; a server's stdin for the Client), the stream
+    of every request on it: each frame one whole line, under the lock."""
 
     closed = False
     # The end of the grace period, once the input ended (drain)
@@ -587,8 +576,7 @@ class Writer(Stream):
 
     def close(self, timeout=None):
         """Stop writing between frames: one being written is finished first (within
-        ``timeout``, else what is left of the grace period, else 5 s), and no later one
-        starts."""
+        ``timeout``, else the rest of the grace period, else 5 s)."""
         if timeout is None:
             timeout = 5.0
             if self.deadline is not None:
@@ -608,7 +596,6 @@ def write_all(fd, frame):
             written = _writev(fd, parts)
         else:
             written = os.write(fd, parts[0])
-        # drop what went out
         while parts and written >= len(parts[0]):
             written -= len(parts.pop(0))
         if parts:
@@ -625,8 +612,7 @@ _tune_allocator = False
 
 def _keep_big_blocks_apart():
     """Pin glibc's mmap threshold at 1 MiB on the first large message: glibc raises it
-    once a large block is freed, and then each multi-MiB message grows a per-thread heap
-    that keeps the memory. Only on Linux, in a process that is the server's."""
+    once a large block is freed, and then each such message grows a heap for good."""
     global _tune_allocator
     with _first_use:
         tune = _tune_allocator
@@ -645,14 +631,12 @@ def _keep_big_blocks_apart():
 # Schemas
 # ======================================================================================
 
-# Python annotations -> JSON Schema 2020-12, and a validator for it. The costly work
-# happens once, at registration: annotations become a schema and converters, the schema
-# nested closures; a call costs one validation walk plus its conversions. Dataclass,
-# TypedDict and Enum classes go into "$defs" by name, which terminates on recursion.
+# Python annotations -> JSON Schema 2020-12, and a validator for it, all worked out at
+# registration: a call costs one validation walk plus its conversions. Classes go into
+# "$defs" by name, which terminates on recursion.
 
 class SchemaError(TypeError):
-    """Annotations or a schema that can't become a usable JSON Schema: raised when a
-    handler is registered, never while a call is served."""
+    """Annotations or a schema that can't become a usable JSON Schema."""
 
 
 def _blamed(label, make, *args, **kwargs):
@@ -682,7 +666,7 @@ _typing = _Typing()
 _JSON_TYPES = {type(None): "null", bool: "boolean", int: "integer", float: "number",
                str: "string", list: "array", dict: "object"}
 _SCALAR_TYPES = frozenset((type(None), bool, int, float, str))
-# Classes JSON carries as strings, as the official SDK does: (package, class) -> schema
+# Classes JSON carries as strings, as the official SDK does
 _AS_STRINGS = {
     ("uuid", "UUID"): {"type": "string", "format": "uuid"},
     ("decimal", "Decimal"): {"type": ["string", "number"]},
@@ -704,7 +688,7 @@ _METADATA_NAMES = {*_BOUND_KEYWORDS, *_LENGTH_KEYWORDS, "pattern", "description"
 
 # --- docstrings ------------------------------------------------------------
 
-# Sections ("Args:", "Returns:"), and those naming parameters (a dataclass's Attributes)
+# Sections ("Args:"), and those naming parameters (a dataclass's Attributes)
 _SECTION = re.compile(r"[A-Z][A-Za-z ]*:")
 _PARAM_SECTIONS = {"Args", "Arguments", "Parameters", "Params", "Keyword Args",
                    "Keyword Arguments", "Other Parameters", "Attributes"}
@@ -716,20 +700,18 @@ _SPHINX_ITEM = re.compile(
 
 
 def _ends_summary(i, line):
-    """The first paragraph ends at a blank line, a field or a section; the first line is
-    a section only if it names parameters ("Look up the weather for:" is a summary)."""
+    """The summary ends at a blank line, a field or a section ("Look up the weather
+    for:" on the first line is no section)."""
     if not line or line.startswith(":"):
         return True
     return bool(_SECTION.fullmatch(line)) and (i > 0 or line[:-1] in _PARAM_SECTIONS)
 
 
 def parse_docstring(doc):
-    """Docstring -> (first paragraph, {parameter: description}), from Google-style
-    `Args:` sections and Sphinx `:param [type] name:` fields."""
+    """Docstring -> (summary, {parameter: description}): Google or Sphinx style."""
     first, *rest = (doc or "").expandtabs().strip().splitlines() or [""]
     margin = min((len(line) - len(line.lstrip()) for line in rest if line.strip()),
                  default=0)
-    # Dedented as inspect.cleandoc does it
     lines = [first.rstrip()] + [line[margin:].rstrip() for line in rest]
     ends = (i for i, line in enumerate(lines) if _ends_summary(i, line))
     end = next(ends, len(lines))
@@ -738,9 +720,9 @@ def parse_docstring(doc):
 
 
 def _parameter_docs(lines):
-    """{parameter: description} from the dedented lines after a docstring's summary."""
+    """{parameter: description} from the lines after a docstring's summary."""
     params = {}
-    # The item more indented lines continue, and the indentation of its first line
+    # The item more indented lines continue
     current = None
     indent = 0
     section = None
@@ -763,10 +745,7 @@ def _parameter_docs(lines):
 # --- JSON values -----------------------------------------------------------
 
 def _is_json_number(v):
-    """An int or a finite float (json reads 1e400 as inf; inf - inf is nan); a subclass
-    counts, a bool does not."""
-    if type(v) is int:
-        return True
+    """An int (not a bool) or a finite float: json reads 1e400 as inf."""
     if isinstance(v, float):
         return v - v == 0
     return isinstance(v, int) and not isinstance(v, bool)
@@ -803,23 +782,20 @@ def _preview(value):
 
 
 def _short_repr(text):
-    """A string as repr() shows it, cut to about 60 characters: names in messages."""
     return repr(text) if len(text) <= 60 else repr(text[:59]) + "…"
 
 
 def _typed_preview(value):
-    """A value as a problem names what it got: 'null', 'integer 5', 'string "x"'."""
+    """'null', 'integer 5', 'string "x"': what a problem says it got."""
     if value is None:
         return "null"
     if isinstance(value, float) and not _is_json_number(value):
         return f"{_preview(value)} (JSON has no such number)"
-
     return f"{_json_type(value)} {_preview(value)}"
 
 
 def _dump(value):
-    """Python value -> JSON value: dataclasses field by field, Enums by value, tuples
-    and sets as lists, dates as ISO strings; anything else as it is."""
+    """Python value -> JSON value (dataclasses, Enums, sets, dates, ...)."""
     if isinstance(value, enum.Enum):
         return _dump(value.value)
     if value is None or isinstance(value, (str, int, float)):
@@ -840,7 +816,7 @@ def _dump(value):
         return value.isoformat()
     if isinstance(value, os.PathLike):
         return os.fspath(value)
-    # Not imported to check a value: a value of one means its module is loaded.
+    # (a value of one means its module is loaded)
     for module, name in (("uuid", "UUID"), ("decimal", "Decimal")):
         cls = getattr(sys.modules.get(module), name, None)
         if cls is not None and isinstance(value, cls):
@@ -861,16 +837,14 @@ def _is_subclass(tp, classes):
 
 
 def _from_string(cls, schema):
-    """The converter to a class of _AS_STRINGS. A Decimal must also be finite and meet
-    the number bounds of ``schema`` (added later, from Annotated): the validator checks
-    those on numbers only, not on "19.99"."""
+    """The converter to a class of _AS_STRINGS. A Decimal must meet the number bounds
+    of ``schema`` too: the validator checks those on numbers, not on "19.99"."""
     is_date = cls.__module__ == "datetime"
     expected = (f"an ISO 8601 {schema['format']} string" if is_date
                 else f"a {cls.__name__}")
 
     def convert(v):
-        # (Python 3.10's fromisoformat does not read a "Z" suffix; Decimal raises
-        # InvalidOperation, an ArithmeticError)
+        # (3.10's fromisoformat reads no "Z"; Decimal raises an ArithmeticError)
         try:
             if is_date:
                 return cls.fromisoformat(v[:-1] + "+00:00" if v[-1:] == "Z" else v)
@@ -886,7 +860,7 @@ def _from_string(cls, schema):
                 continue
             # As written: 0.1, not 0.1000000000000000055
             bound = cls(str(schema[keyword]))
-            # (1e30000000 % 0.01 has too many digits to say)
+            # (1e30000000 % 0.01 is an ArithmeticError)
             try:
                 ok = (value % bound == 0 if keyword == "multipleOf"
                       else passes(value, bound))
@@ -899,42 +873,35 @@ def _from_string(cls, schema):
     return convert
 
 
-def _integer(value):
-    """A valid JSON integer as an int (1.0 is one); cheaper than int() for an int."""
-    return value if type(value) is int else int(value)
-
-
 def _float(value):
-    """A JSON number as a float (2 -> 2.0, as pydantic does); too large: ValueError."""
-    if type(value) is float:
-        return value
+    """A JSON number as a float (2 -> 2.0, as pydantic does)."""
     try:
         return float(value)
     except OverflowError:
         raise ValueError(f"{_preview(value)} is too large for a float") from None
 
 
-_NUMBER_CONVERTERS = {int: _integer, float: _float}
+# A JSON integer as an int (1.0 is one)
+_NUMBER_CONVERTERS = {int: int, float: _float}
 
 
 class _Types:
-    """Translates annotations into schemas and converters, sharing one `defs` dict.
-    ``where`` is what a warning names ("f: parameter 'n'")."""
+    """Annotations -> schemas and converters, sharing one `defs` dict; ``where`` is
+    what a warning names ("f: parameter 'n'")."""
 
     def __init__(self, defs, where):
         self.defs = defs
         self.where = where
-        # A name in defs -> the class it stands for; a class in defs -> its converter
+        # A name in defs -> its class; a class in defs -> its converter
         self.owners = {}
         self.converters = {}
-        # (checks, arms) of the unions to convert: finish()
+        # (checks, arms) of the unions: finish()
         self.unions = []
 
     def translate(self, tp):
-        """Annotation -> (a fresh schema dict the caller may add to, a function from a
-        *validated* JSON value to what `tp` asks for, or None if the value will do)."""
-        # The usual annotation, no typing needed. Exact classes: a bool is no int, nor
-        # an IntEnum. A number is converted: 1.0 -> 1 for an int.
+        """Annotation -> (a fresh schema, a converter of a *validated* JSON value to
+        what `tp` asks for, or None if the value will do)."""
+        # The usual annotation, by exact class (a bool is no int), needs no typing
         if tp is None:
             tp = type(None)
         if isinstance(tp, type) and tp in _JSON_TYPES:
@@ -977,9 +944,8 @@ class _Types:
         return self.choices([_dump(v) for v in args]), lambda v: table[_json_key(v)]
 
     def _union(self, args):
-        """X | Y and Optional[X], converted as the first alternative that the value fits
-        and that converts it ("now" fits a str, not a datetime); finish() compiles the
-        alternatives' checks."""
+        """X | Y: converted by the first alternative that the value fits and that
+        converts it ("now" fits a str, not a datetime)."""
         arms = [self.translate(arg) for arg in args]
         schema = {"anyOf": [schema for schema, _ in arms]}
         if not any(convert for _, convert in arms):
@@ -998,14 +964,12 @@ class _Types:
                     return arm(v)
                 except (ValueError, TypeError) as e:
                     first_error = first_error or e
-            # (validated, the value fits some alternative)
             raise first_error
         return schema, convert
 
     def _tuple(self, args):
-        """tuple[X, Y]: an array of that length."""
+        """tuple[X, Y]: an array of that length (maxItems: draft-07 misreads items)."""
         arms = [self.translate(arg) for arg in args]
-        # Its length bounded by maxItems, not by "items": false, which draft-07 misreads
         schema = {"type": "array", "prefixItems": [schema for schema, _ in arms],
                   "minItems": len(args), "maxItems": len(args)}
 
@@ -1014,7 +978,7 @@ class _Types:
         return schema, convert
 
     def _array(self, origin, args):
-        """list, Sequence, set and frozenset (unique items), tuple and tuple[X, ...]."""
+        """list, Sequence, set, frozenset, tuple[X, ...]."""
         schema = {"type": "array"}
         item = None
         if args:
@@ -1028,7 +992,7 @@ class _Types:
         return schema, lambda v: origin(map(item, v))
 
     def _mapping(self, tp, args):
-        """dict[str, X] and Mapping[str, X]: an object of X values."""
+        """dict[str, X] and Mapping[str, X]."""
         if not args:
             return {"type": "object"}, None
         if args[0] not in (str, _typing.Any):
@@ -1040,7 +1004,6 @@ class _Types:
 
     def _class(self, tp):
         """A NewType, a class of _AS_STRINGS, or an Enum, TypedDict or dataclass."""
-        # typing.NewType
         if hasattr(tp, "__supertype__"):
             return self.translate(tp.__supertype__)
         # By package: Python 3.13 defines pathlib's classes in pathlib._local.
@@ -1057,9 +1020,8 @@ class _Types:
         raise SchemaError(f"the annotation {_type_name(tp)} is not supported")
 
     def metadata(self, schema, extra):
-        """Put Annotated metadata of pydantic (``Field(le=10)``) or annotated_types
-        (``Ge(0)``) into ``schema``, read by attribute name, never imported. What can't
-        become a keyword is warned about, not dropped silently."""
+        """Annotated metadata of pydantic (``Field(le=10)``) or annotated_types
+        (``Ge(0)``) into ``schema``, read by attribute name; the rest warned about."""
         # (pydantic's conint(ge=0) leaves None placeholders)
         if extra is None:
             return
@@ -1078,7 +1040,7 @@ class _Types:
                 self.keyword(schema, name, value)
 
     def keyword(self, schema, name, value):
-        """One constraint or annotation (``le``, ``min_length``, ...) -> keyword."""
+        """``le``, ``min_length``, ... -> a keyword."""
         kinds = _types_of(schema, {"$defs": self.defs}) or []
         if name in _BOUND_KEYWORDS:
             if (not _is_json_number(value) or (name == "multiple_of" and value <= 0)
@@ -1105,7 +1067,7 @@ class _Types:
         # else strict and allow_inf_nan: JSON arguments are checked strictly, are finite
 
     def field_info(self, schema, info, is_default=False):
-        """pydantic's FieldInfo; ``is_default``: it is the parameter's default."""
+        """pydantic's FieldInfo, maybe the parameter's default (``is_default``)."""
         for name in ("description", "title", "examples"):
             if getattr(info, name, None) is not None:
                 self.keyword(schema, name, getattr(info, name))
@@ -1127,7 +1089,6 @@ class _Types:
                             "arguments are named as the parameters are")
 
     def unused(self, what, why):
-        """Warn that metadata `what` is neither in the schema nor checked, and why."""
         import warnings
         # The warning points at the caller's line, outside this file.
         frame = sys._getframe(1)
@@ -1139,7 +1100,7 @@ class _Types:
                       stacklevel=level)
 
     def choices(self, values):
-        """Schema for a fixed set of JSON scalars (Literal, Enum), typed for clients."""
+        """Schema for a fixed set of JSON scalars (Literal, Enum)."""
         kinds = list(dict.fromkeys(map(_json_type, values)))
         if not set(kinds) <= {"null", "boolean", "integer", "number", "string"}:
             raise SchemaError(f"the values {values!r} are not all JSON strings, "
@@ -1174,7 +1135,7 @@ class _Types:
         return fields
 
     def _named(self, cls):
-        """A $ref to `cls` and its converter; its schema goes into defs once."""
+        """A $ref to `cls`, and its converter."""
         name = cls.__name__
         if self.owners.setdefault(name, cls) is not cls:
             raise SchemaError(f"two classes are named {name!r}: "
@@ -1184,7 +1145,6 @@ class _Types:
         return {"$ref": f"#/$defs/{name}"}, self.converters.get(cls)
 
     def _define(self, cls, name):
-        """Put the schema and converter of an Enum, TypedDict or dataclass in place."""
         doc = cls.__dict__.get("__doc__") or ""
         # Not one dataclass ("Point(x: int)") or Enum made up
         if doc.startswith(name + "(") or doc == "An enumeration.":
@@ -1193,7 +1153,6 @@ class _Types:
         # The entry goes in first, so that a class containing itself terminates.
         self.defs[name] = schema = {"description": description} if description else {}
         if issubclass(cls, enum.Enum):
-            # Colour("red") is Colour.RED
             self.converters[cls] = cls
             schema.update(self.choices([_dump(member.value) for member in cls]))
             return
@@ -1211,7 +1170,7 @@ class _Types:
 
     def object(self, fields, docs, where, converters):
         """Object schema for [(name, annotation, required, default, ...)], filling
-        `converters`; where(name) names a field in errors and warnings."""
+        `converters`; where(name) names a field."""
         props = {}
         outer = self.where
         for name, hint, _, default, *_ in fields:
@@ -1245,7 +1204,7 @@ class _Types:
 
 
 def _is_field_info(value):
-    """Is it pydantic's FieldInfo (what ``Field(...)`` returns)? By its attributes."""
+    """Is it pydantic's FieldInfo (what ``Field(...)`` returns)?"""
     return (hasattr(value, "json_schema_extra")
             and isinstance(getattr(value, "metadata", None), list))
 
@@ -1262,8 +1221,7 @@ def _pydantic_default(info):
 
 
 def type_schema(tp, defs=None, *, where="a type"):
-    """Python type hint -> JSON Schema. Classes go into `defs`, referenced with $ref;
-    without `defs` the result is a whole schema. A warning names `where`."""
+    """Python type hint -> JSON Schema; classes go into `defs` (if given) by $ref."""
     translator = _Types({} if defs is None else defs, where)
     schema, _ = translator.translate(tp)
     if defs is not None:
@@ -1297,10 +1255,9 @@ def _is_content(tp, content_types):
 # --- the handler signature -------------------------------------------------
 
 def _parameters(fn):
-    """A callable's .params [(name, kind, default, annotation)], .returns (annotation)
-    and .globals (where string annotations resolve); kind: "/", "*", "**" or "" (named);
-    _NOTHING: none. A plain function is read from its code object (inspect is slow to
-    import). Python 3.14 reads annotations lazily: NameError for a class not defined."""
+    """A callable's .params [(name, kind "/", "*", "**" or "", default, annotation)],
+    .returns and .globals. A plain function is read from its code object (inspect is
+    slow to import). Python 3.14 reads annotations lazily: NameError if undefined."""
     if type(fn) is types.FunctionType and not hasattr(fn, "__wrapped__"):
         try:
             return _code_parameters(fn)
@@ -1319,7 +1276,7 @@ def _parameters(fn):
 
 
 def _code_parameters(fn):
-    """_parameters() of a plain function, from its code object (see the data model)."""
+    """_parameters() of a plain function, from its code object."""
     code, hints = fn.__code__, fn.__annotations__
     names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
     positional = names[:code.co_argcount]
@@ -1337,9 +1294,8 @@ def _code_parameters(fn):
 
 
 class Signature:
-    """What mcp_min needs to know about a handler, worked out once when it is
-    registered (see docs/reference.md). A `context_type` parameter is left out of the
-    schema; a return annotation naming `content_types` gets no output schema."""
+    """What mcp_min needs to know about a handler, worked out at registration (see
+    docs/reference.md)."""
 
     def __init__(self, fn, *, context_type=None, description=None,
                  param_descriptions=None, input_schema=None, output_schema=None,
@@ -1356,8 +1312,7 @@ class Signature:
         self._globals = found.globals
         doc, docs = parse_docstring(getattr(fn, "__doc__", None))
         self.description = doc if description is None else description
-        # A parameter -> what makes its default (pydantic's Field), its converter (or
-        # None); the converter of what **kwargs takes
+        # A parameter -> what makes its default (pydantic's Field), its converter
         self._defaults = {}
         self._converters = {}
         self._rest_converter = None
@@ -1381,9 +1336,8 @@ class Signature:
                 found.returns, content_types)
 
     def _parameter_fields(self, parameters, context_type, resolve):
-        """([(name, annotation, required, default, pydantic FieldInfo or None)] of the
-        parameters JSON arguments fill, the annotation of **kwargs or _NOTHING); finds
-        the context parameter. `resolve`: evaluate string annotations."""
+        """([(name, annotation, required, default, FieldInfo or None)], the annotation
+        of **kwargs or _NOTHING); finds the context parameter."""
         fields = []
         rest = _NOTHING
         for name, kind, default, annotation in parameters:
@@ -1415,7 +1369,7 @@ class Signature:
         return fields, rest
 
     def _input_schema_of(self, fields, rest, docs, translator):
-        """The input schema of `fields`, filling ._converters and ._rest_converter."""
+        """The input schema of `fields`; fills ._converters, ._rest_converter."""
         where = self._where
         schema = translator.object(fields, docs,
                                    lambda name: f"{where}: parameter {name!r}",
@@ -1450,8 +1404,7 @@ class Signature:
                         if {"object", "array"} & set(kinds)]
 
     def _output_schema_of(self, returns, content_types):
-        """(the output schema of a return annotation or None, whether a return value is
-        wrapped as {"result": value}: MCP wants an object)."""
+        """(output schema or None, whether a value is wrapped as {"result": value})."""
         ret = self._resolve(returns, "the return value")
         # A str is text content already: wrapping it would double every payload.
         if (ret in (_NOTHING, None, type(None), str)
@@ -1473,7 +1426,6 @@ class Signature:
             holder = types.SimpleNamespace(__annotations__={"_": annotation})
             hints = _typing.get_type_hints(holder, self._globals, include_extras=True)
             return hints["_"]
-        # (NameError for a missing name, SyntaxError, ...)
         except Exception as e:
             raise SchemaError(f"{self._where}: cannot resolve the annotation "
                               f"{annotation!r} of {label}: {e}") from None
@@ -1510,7 +1462,6 @@ class Signature:
             if convert is None or _NUMBER_CONVERTERS.get(type(value)) is convert:
                 kwargs[name] = value
                 continue
-            # (a date that isn't one, a __post_init__ that says no: ValueError)
             try:
                 kwargs[name] = convert(value)
             except (ValueError, TypeError) as e:
@@ -1528,8 +1479,7 @@ class Signature:
 
 
 # --- the validator ---------------------------------------------------------
-# A schema is compiled once into nested closures check(value, path, problems);
-# validating is calling them. A problem reads "path: what, got what".
+# A schema compiles into nested closures check(value, path, problems).
 
 def _is_multiple(value, factor):
     if type(value) is int and type(factor) is int:
@@ -1542,8 +1492,7 @@ def _is_multiple(value, factor):
         return False
 
 
-# keyword, the JSON type it bounds (a number, else its length), passes, message.
-# The length of a string counts code points.
+# keyword, the JSON type it bounds (a number, else its length), passes, message
 _BOUNDS = [
     ("minimum", "number", operator.ge, "must be >= {}"),
     ("maximum", "number", operator.le, "must be <= {}"),
@@ -1560,8 +1509,8 @@ _NUMBER_BOUNDS = _BOUNDS[:5]
 
 
 def _at_path(path, text):
-    """"where: text", or "Text" at the root. A path is built as nested (parent, key)
-    pairs and spelled out only for a problem: ((("", "a"), 2), "b") -> "a[2].b"."""
+    """"where: text", or "Text" at the root; a path is nested (parent, key) pairs:
+    ((("", "a"), 2), "b") -> "a[2].b"."""
     keys = []
     while path:
         path, key = path
@@ -1580,7 +1529,7 @@ def _either(names):
 
 
 def _problems(check, value, path=""):
-    """The problems ``check`` (None: no check) finds in ``value`` at ``path``."""
+    """The problems ``check`` (None: no check) finds in ``value``."""
     problems = []
     if check:
         check(value, path, problems)
@@ -1588,7 +1537,7 @@ def _problems(check, value, path=""):
 
 
 def _rule(passes, arg, text, applies=lambda v: True, measure=None):
-    """A check that passes(measure(value), arg) holds, for the values it applies to."""
+    """A check that passes(measure(value), arg), for the values it applies to."""
     def rule(v, path, out):
         if applies(v):
             got = measure(v) if measure else v
@@ -1609,16 +1558,14 @@ def _all_of(checks):
 
 
 class _Budget(threading.local):
-    """What checking a request's arguments on this thread may still take, in steps
-    (properties, items, the keys of a problem's path): in ``cell``, the steps left
-    before its next look (at them and at the request), those after, the request. None
-    under way: no limit. A look comes every 20,000 steps, a few milliseconds."""
+    """The steps (properties, items, path keys) checking a request's arguments on this
+    thread may still take: ``cell`` holds those left before the next look (every
+    20,000 steps, a few ms), those after, and the request."""
 
     cell = [float("inf")]
     look_every = 20_000
 
     def check(self, check, value, problems, ctx):
-        """``check(value, "", problems)`` on the budget of ``ctx``'s server."""
         # Spent at once: a look first
         self.cell = [0, ctx.server.max_validation_steps, ctx]
         try:
@@ -1671,7 +1618,7 @@ def _resolve_ref(root, ref):
 
 
 def _types_of(schema, root, seen=()):
-    """The JSON types `schema` admits (through $ref, anyOf, oneOf), or None: unsaid."""
+    """The JSON types `schema` admits (through $ref, anyOf, oneOf), or None: any."""
     schema = schema if isinstance(schema, dict) else {}
     if "type" in schema:
         kind = schema["type"]
@@ -1705,8 +1652,7 @@ class _Compiler:
         self.check = self.compile(root)
 
     def validate(self, value, check=_NOTHING, path=""):
-        """The problems of ``value`` (at ``path``) against the schema, or ``check``,
-        each once."""
+        """The problems of ``value`` against the schema (or ``check``), each once."""
         if check is _NOTHING:
             check = self.check
         return list(dict.fromkeys(_problems(check, value, path)))
@@ -1726,7 +1672,7 @@ class _Compiler:
         return self._typed(schema, rest) if "type" in schema else rest
 
     def _keyword_checks(self, schema):
-        """The checks (or None) of every keyword but `type`, in the order reported."""
+        """The checks (or None) of every keyword but `type`."""
         checks = [self.ref(schema["$ref"])] if "$ref" in schema else []
         # These may check a value more than once: a request's budget applies (_Budget)
         self.branches |= any(k in schema for k in ("allOf", "anyOf", "oneOf", "not"))
@@ -1760,7 +1706,6 @@ class _Compiler:
         return checks
 
     def _bounds(self, schema):
-        """The checks of minimum, maxLength, multipleOf and the like."""
         checks = []
         for keyword, kind, passes, text in _BOUNDS:
             if keyword not in schema:
@@ -1806,9 +1751,8 @@ class _Compiler:
                     path, f"expected {expected}, got {_typed_preview(v)}"))
             elif rest:
                 rest(v, path, out)
-        # A type is all it checks: values of these types pass it untested.
+        # For _object: the types that pass untested; the checks past the type
         check.passes = () if rest else sure
-        # What it checks of a value known to be of the type
         check.rest = rest
         return check
 
@@ -1821,12 +1765,11 @@ class _Compiler:
         # The usual argument ("a": 3 for {"type": "integer"}) is checked here: no call.
         passes = {k: check.passes for k, check in props.items()
                   if hasattr(check, "passes")}
-        compiler = self
 
         def object_(v, path, out):
             if isinstance(v, dict):
                 # (a budget only for a schema that may check a value twice: _Budget)
-                if compiler.branches:
+                if self.branches:
                     _spend(len(v))
                 for k in required:
                     if k not in v:
@@ -1849,11 +1792,10 @@ class _Compiler:
             prefix, items = items, schema.get("additionalItems", True)
         prefix = [self.compile(sub) for sub in prefix]
         rest = None if items is False else self.compile(items)
-        compiler = self
 
         def array(v, path, out):
             if isinstance(v, list):
-                if compiler.branches:
+                if self.branches:
                     _spend(len(v))
                 for i, x in enumerate(v):
                     check = prefix[i] if i < len(prefix) else rest
@@ -1865,10 +1807,9 @@ class _Compiler:
         return array
 
     def _alternatives(self, schemas, exactly_one):
-        """anyOf, or oneOf when `exactly_one`. When none matches, the problems of the
-        alternative for this kind of value, else the kinds expected. An alternative is
-        checked in full only once its quick keywords pass (_quick): a tree of Unions
-        told apart by a `kind` costs one check a node, not two per level."""
+        """anyOf, or oneOf (`exactly_one`); none matching: the problems of the one
+        for this kind of value. One is checked in full only once its quick keywords
+        pass (_quick): a tree of Unions costs one check a node, not two per level."""
         arms = [(self.compile(sub), self.compile(self._quick(sub)),
                  _types_of(sub, self.root)) for sub in schemas]
         every_kind = dict.fromkeys(k for *_, kinds in arms for k in kinds or ())
@@ -1903,9 +1844,8 @@ class _Compiler:
         return alternatives
 
     def _quick(self, schema, deep=True, seen=()):
-        """`schema`'s type, const, enum and required (with `deep`, those of its
-        properties too), through $ref: a schema that never descends, and refuses
-        nothing `schema` accepts."""
+        """`schema`'s type, const, enum and required (`deep`: its properties' too),
+        through $ref: a cheap schema refusing nothing `schema` accepts."""
         schema = schema if isinstance(schema, dict) else {}
         quick = {k: schema[k] for k in ("type", "const", "enum", "required")
                  if k in schema}
@@ -1938,9 +1878,8 @@ def compile_schema(schema):
 # Content
 # ======================================================================================
 
-# Tools and prompts return content blocks: {"type": "text", "text": ...} and friends,
-# built as Content, a dict subclass, so that a tool result can tell a block to pass
-# through from a dict to return as structured data.
+# Content blocks are Content, a dict subclass, so that a tool result tells a block
+# from a dict to return as structured data.
 
 class Content(dict):
     """A content block: text, image, audio, resource_link or resource (embedded)."""
@@ -1954,9 +1893,6 @@ def _block(annotations, meta, **fields):
 
 def text(value, *, annotations=None, meta=None):
     """A text block."""
-    # The usual case, kept quick
-    if annotations is None and meta is None:
-        return Content(type="text", text=str(value))
     return _block(annotations, meta, type="text", text=str(value))
 
 
@@ -1982,7 +1918,6 @@ def _media(kind, data, path, mime_type):
             data = f.read()
     if isinstance(data, str):
         encoded = data
-        # only its first bytes, for _sniff() to tell the type by
         raw = b64decode(data[:64]) if mime_type is None else b""
     else:
         raw = bytes(data)
@@ -2035,8 +1970,8 @@ def _guess_type(uri):
 
 
 def to_json(value, root="result"):
-    """JSON text for humans and models (non-ASCII kept; dataclasses, enums, sets
-    welcome). What JSON can't carry raises TypeError (ValueError: NaN), saying where."""
+    """JSON text for humans and models; what JSON can't carry raises TypeError (NaN:
+    ValueError), saying where."""
     value = _dump(value)
     try:
         return _encode_text(value)
@@ -2085,8 +2020,7 @@ def _contents(uri, value, mime_type=None):
 
 
 def _content_block(value, what):
-    """``value`` as one content block: a str becomes a text block; anything but a block
-    (a dict with a "type") is a TypeError saying what it was."""
+    """``value`` as one content block (a str: a text block), else TypeError."""
     if isinstance(value, str):
         return text(value)
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
@@ -2143,8 +2077,7 @@ def _as_blocks(value):
 
 
 def _json_in(text):
-    """The JSON value a string holds (arguments and headers carry JSON in strings), or
-    _NOTHING: not JSON (NaN and Infinity are not), or nested too deeply to read."""
+    """The JSON value a string holds, or _NOTHING."""
     try:
         return _decoder.decode(text)
     except (ValueError, RecursionError):
@@ -2163,8 +2096,7 @@ def _parsed(values, keys):
 
 
 class Entry:
-    """What tools, resources and prompts share: a function and its Signature, the
-    display metadata, and calling the function with validated arguments."""
+    """What tools, resources and prompts share: a function, its Signature, metadata."""
 
     def __init__(self, fn, *, name, title, description, icons, meta,
                  **signature_options):
@@ -2195,8 +2127,8 @@ class Entry:
 
     def bind_strings(self, values, what, ctx=None):
         """Bind arguments that arrive as strings (prompt arguments, URI variables),
-        parsed as JSON for a parameter typed int, list...; for one that may also be a
-        string (``int | Literal["all"]``), only if the string does not fit."""
+        parsed as JSON for a parameter typed otherwise (if it may be a string too,
+        ``int | Literal["all"]``, only if the string does not fit)."""
         signature = self.signature
         kwargs, problems = signature.bind(_parsed(values, signature.parse_strings), ctx)
         named = {re.split(r"[.\[:]", problem, maxsplit=1)[0] for problem in problems}
@@ -2225,7 +2157,6 @@ class Tool(Entry):
             raise ValueError(f"tool name {self.name!r} does not follow the MCP naming "
                              "guidance: 1 to 128 characters from A-Z a-z 0-9 _ - . "
                              "(no spaces)")
-        # as every revision of the spec says
         if self.signature.input_schema.get("type") != "object":
             raise ValueError(f"tool {self.name!r}: the input schema's root must have "
                              '"type": "object" (tool arguments are a JSON object)')
@@ -2233,9 +2164,8 @@ class Tool(Entry):
         self.annotations = annotations
         # version -> its tools/list entry
         self.described = {}
-        # With an output schema, check_output checks structured content, and
+        # With an output schema: check_output checks structured content,
         # check_returned a return value before it is wrapped as {"result": ...}
-        # (quicker alone), but for the types it passes untested (``-> int``, 3).
         self.check_output = None
         schema = self.signature.output_schema
         if schema is not None:
@@ -2261,8 +2191,7 @@ class Tool(Entry):
         return self.described[version]
 
     def call(self, ctx, arguments):
-        """Run the tool. Its failures are results with isError, for the model to read,
-        as the spec has it; only protocol errors are JSON-RPC errors."""
+        """Run the tool; its failures are results with isError, for the model."""
         kwargs, problems = self.signature.bind(arguments, ctx)
         if problems:
             return _error_result(f"Invalid arguments for tool '{self.name}':\n"
@@ -2275,7 +2204,7 @@ class Tool(Entry):
             raise
         # SystemExit and KeyboardInterrupt too: a tool never stops the server
         except BaseException as e:
-            # 2026-07-28 has them as protocol errors, -32021 and -32602
+            # (2026-07-28 has them as protocol errors, -32021 and -32602)
             if isinstance(e, (CapabilityError, InvalidAnswer)) and ctx.stateless:
                 raise
             expected = isinstance(e, (CapabilityError, TimeoutError, JSONRPCError))
@@ -2283,19 +2212,17 @@ class Tool(Entry):
             return _error_result(f"{type(e).__name__}: {e}")
         version = ctx.protocol_version or LATEST_PROTOCOL_VERSION
         if version < V2026_07:
-            result = _shape_result(result, version)
+            return _shape_result(result, version)
         return result
 
     def result(self, value):
         """Turn what the function returned into a CallToolResult dict."""
-        # a scalar, the usual return value, has nothing to dump
         plain = type(value) in _SCALAR_TYPES
         blocks = None if plain else _as_blocks(value)
         if isinstance(value, ToolResult) or blocks:
             if blocks is None:
                 result = value.to_dict()
-                # A trial encoding: what JSON cannot carry is an error saying where.
-                # (Blocks the helpers made need no such check.)
+                # A trial encoding: what JSON cannot carry is an error saying where
                 try:
                     encode_message(result)
                 except (TypeError, ValueError) as e:
@@ -2344,23 +2271,20 @@ class Tool(Entry):
 
 
 def _shape_result(result, version):
-    """A tool's result as a version before 2026-07-28 has it."""
-    # Its text block carries the data. Before 2026-07-28, structuredContent is an
-    # object; before 2025-06-18 there is none.
+    """A tool's result as a version before 2026-07-28 has it: structuredContent an
+    object, and none before 2025-06-18."""
     if version < V2025_06 or not isinstance(result.get("structuredContent", {}), dict):
         result.pop("structuredContent", None)
-    if version < V2025_11:
-        # A plain text block, the usual content, is the same in every version.
-        for block in result["content"]:
-            if block.get("type") != "text" or len(block) > 2:
-                result["content"] = [_shape_block(b, version)
-                                     for b in result["content"]]
-                break
+    content = result["content"]
+    # (a plain text block is the same in every version)
+    if version < V2025_11 and any(b.get("type") != "text" or len(b) > 2
+                                  for b in content):
+        result["content"] = [_shape_block(b, version) for b in content]
     return result
 
 
 def _shape_block(block, version):
-    """A content block as an older protocol version has it: without what it lacks."""
+    """A content block as an older protocol version has it."""
     if version >= V2025_11:
         return block
     kind = block.get("type")
@@ -2368,7 +2292,6 @@ def _shape_block(block, version):
         return text(f"Resource: {block['uri']} ({block.get('name')})")
     if kind == "audio" and version < V2025_03:
         return text(f"[{block.get('mimeType')} audio omitted: not in {version}]")
-    # icons are new in 2025-11-25
     if kind == "resource_link" and "icons" in block:
         block = {k: v for k, v in block.items() if k != "icons"}
     if version < V2025_06 and ("_meta" in block or "annotations" in block):
@@ -2385,8 +2308,8 @@ def _shape_annotations(annotations, version):
 
 
 def _mirrored_arguments(schema, tool):
-    """The arguments a tool's input schema marks with "x-mcp-header" (see docs/http.md),
-    as {name: path of properties}; a mark the spec does not allow is a ValueError."""
+    """The arguments a tool's input schema marks with "x-mcp-header" (docs/http.md), as
+    {name: path of properties}; a mark the spec does not allow is a ValueError."""
     mirrored = {}
 
     # path: None once the way from the root is not by properties alone
@@ -2431,11 +2354,10 @@ _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 def _mirrors(value, header):
-    """Whether a Mcp-Param-{Name} header (decoded; None: absent) stands for the argument
-    ``value``: integers compare as numbers (42.0 is 42), booleans are true or false."""
+    """Does a Mcp-Param-{Name} header (decoded; None: absent) stand for ``value``?
+    Integers compare as numbers (42.0 is 42)."""
     if isinstance(value, str) or header is None:
         return header == value
-    # _NOTHING (not JSON) stands for no value
     sent = _json_in(header)
     if isinstance(value, bool) or isinstance(sent, bool):
         return sent is value
@@ -2458,7 +2380,7 @@ class Resource(Entry):
         super().__init__(fn, name=name, title=title, description=description,
                          icons=icons, meta=meta, structured=False)
         self.uri = uri
-        # name -> whether it is a {+name}, taking slashes too
+        # name -> whether it is a {+name}
         self.variables = {}
         if not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", uri):
             raise ValueError(f"resource {uri!r} has no scheme: start it with one, as "
@@ -2481,7 +2403,7 @@ class Resource(Entry):
         self.mime_type = mime_type or _guess_type(uri)
         self.size = size
         self.annotations = annotations
-        # 2026-07-28 cache hints for resources/read, where they differ from the server's
+        # 2026-07-28 cache hints for resources/read
         self.ttl_ms, self.cache_scope = _cache_hints(ttl_ms, cache_scope,
                                                      f"resource {uri!r}")
 
@@ -2497,7 +2419,6 @@ class Resource(Entry):
             if var in self.variables:
                 raise ValueError(f"resource {uri!r}: variable {var!r} appears twice; "
                                  "give each variable a name of its own")
-            # Two variables side by side: where would one end and the next start?
             if not literal and i + 3 < len(parts):
                 raise ValueError(f"resource {uri!r}: variables {var!r} and "
                                  f"{parts[i + 4]!r} are next to each other; put a "
@@ -2536,16 +2457,15 @@ class Resource(Entry):
                     # two URIs must not reach the function as one name
                     raise JSONRPCError(INVALID_PARAMS, f"Invalid params: {uri} has a "
                                        "percent-encoding that is not UTF-8") from None
-            # Decoded once more too: a function that decodes what it gets (again) must
-            # not see a way out either ("%252e%252e" is ".." then).
+            # Decoded once more too: "%252e%252e" decoded twice is ".."
             for text in (decoded, unquote(decoded, errors="replace")):
                 if not self.safe_value(text, self.variables[var]):
                     return None
         return variables
 
     def safe_value(self, text, plus):
-        """Whether a decoded variable stays where it is put: a {var} one path segment
-        (not '.' or '..'); a {+var} relative, with no '..' segment (unless allowed)."""
+        """Does a decoded variable stay where it is put? A {var} one path segment (not
+        '.' or '..'); a {+var} relative, with no '..' segment (unless allowed)."""
         if "\0" in text:
             return False
         if not plus:
@@ -2570,7 +2490,7 @@ class Resource(Entry):
 
 
 def _template_brace_error(uri, literal):
-    """What is wrong with a brace in a URI template that is not a {name} or {+name}."""
+    """What is wrong with a brace in a URI template."""
     start = literal.find("{")
     if start < 0:
         problem = "a '}' that closes no '{'"
@@ -2617,8 +2537,7 @@ class Prompt(Entry):
 
 
 def _prompt_message(item):
-    """A prompt's return item -> a PromptMessage: str or a content block is a user
-    message; a dict with "role" passes through, its str content made a text block."""
+    """A prompt's return item -> a PromptMessage (str or a block: a user message)."""
     if isinstance(item, (str, Content)):
         item = {"role": "user", "content": item}
     elif not isinstance(item, dict) or "role" not in item:
@@ -2644,7 +2563,7 @@ _DID_YOU_MEAN = {
 
 def _did_you_mean(name, known=None, params=None):
     """The hint ending an error about ``name``: the closest names in ``known``, or the
-    key ``params`` holds instead of it (``tool`` for ``name``); else ''."""
+    key ``params`` holds instead of it (``tool`` for ``name``)."""
     if params is not None:
         for wrong, right in _DID_YOU_MEAN.items():
             if right == name and wrong in params:
@@ -2666,8 +2585,7 @@ def _require(params, key, kind, method):
 
 
 def _named(registry, what, params, method):
-    """The tool or prompt params.name names, and params.arguments ({} if there are none,
-    nor misspelt ones); else -32602 (as in the spec's example), with close names."""
+    """The tool or prompt params.name names, and params.arguments; else -32602."""
     name = params.get("name")
     entry = None
     if type(name) is str:
@@ -2685,8 +2603,7 @@ def _named(registry, what, params, method):
 
 
 class _Honoured(dict):
-    """What a listen was acknowledged (this dict, as sent), with its
-    resourceSubscriptions as sets too: the URIs, and the same without a trailing "/"."""
+    """What a listen was acknowledged; its URIs as sets (and without a trailing "/")."""
 
     def __init__(self, honoured):
         super().__init__(honoured)
@@ -2695,16 +2612,8 @@ class _Honoured(dict):
         self.parents = {uri.rstrip("/") for uri in uris}
 
 
-def _parents(uri):
-    """The beginnings of ``uri`` that end just before a "/": the subscriptions (without
-    a trailing "/") that cover it."""
-    parts = uri.split("/")
-    return {"/".join(parts[:end]) for end in range(1, len(parts))}
-
-
 def _cache_hints(ttl_ms, scope, owner, required=False):
-    """Check a ttlMs and cacheScope setting and return them. None: not set (a
-    resource's); the server's own are ``required``."""
+    """Check a ttlMs and cacheScope setting and return them (None: not set)."""
     if (ttl_ms is not None or required) and (type(ttl_ms) is not int or ttl_ms < 0):
         raise ValueError(f"{owner}: cache_ttl_ms must be a whole number of "
                          "milliseconds >= 0")
@@ -2714,7 +2623,7 @@ def _cache_hints(ttl_ms, scope, owner, required=False):
 
 
 def _cursor_position(cursor):
-    """The order of the last item a nextCursor of this server showed; else -32602."""
+    """The order of the last item a nextCursor showed; else -32602."""
     try:
         raw = b64decode(cursor)
         if raw.startswith(b"after:"):
@@ -2726,21 +2635,16 @@ def _cursor_position(cursor):
 
 
 class Setting:
-    """One of a Server's settings: its default, and what it may be (``kind``: "count",
-    of at least ``least``; "seconds", "positive seconds"; "function", or None; "path";
-    "origins", "hosts", "url", "list"; "any", taken as it is). ``none``: None is
-    allowed too (no limit)."""
+    """One of a Server's settings: its default, and what it may be (``kind``: "count"
+    of at least ``least``, "seconds", "positive seconds", "function", "path",
+    "origins", "hosts", "url", "list", "any"). ``none``: None too (no limit)."""
     __slots__ = ("default", "kind", "least", "none")
 
     def __init__(self, default, kind="any", least=1, none=False):
-        self.default = default
-        self.kind = kind
-        self.least = least
-        self.none = none
+        self.default, self.kind, self.least, self.none = default, kind, least, none
 
     def check(self, name, value):
-        """``value``, as the server keeps it, if the setting ``name`` may be it; else
-        ValueError saying what it may be."""
+        """``value``, as the server keeps it; else ValueError saying what it may be."""
         kind = self.kind
         if kind == "any" or (value is None and self.none):
             return value
@@ -2749,28 +2653,24 @@ class Setting:
         if kind == "url":
             return _public_url(value)
         if kind in ("list", "origins"):
-            # a string's characters would allow nothing
             if kind == "origins" and isinstance(value, str):
                 raise ValueError(f"{name} must be a list of origins, not the string "
                                  f"{value!r}: {name}=[{value!r}]")
             return tuple(value)
-        if kind == "count":
-            fits = type(value) is int and value >= self.least
-            expected = f"an integer of at least {self.least}"
-        elif kind == "function":
-            fits = value is None or callable(value)
-            expected = "a function, or None"
-        elif kind == "path":
-            fits = isinstance(value, str) and value.startswith("/")
-            expected = 'a path such as "/mcp"'
-        elif kind == "positive seconds":
-            fits = _is_json_number(value) and value > 0
-            expected = "a number of seconds more than 0"
-        else:
-            fits = _is_json_number(value) and value >= 0
-            expected = "a number of seconds at least 0"
-            if self.none:
-                expected += " (or None: no limit)"
+        # Each test is safe to make whatever the value: the one of its kind decides
+        number = _is_json_number(value)
+        fits, expected = {
+            "count": (type(value) is int and value >= self.least,
+                      f"an integer of at least {self.least}"),
+            "function": (value is None or callable(value), "a function, or None"),
+            "path": (isinstance(value, str) and value.startswith("/"),
+                     'a path such as "/mcp"'),
+            "positive seconds": (number and value > 0,
+                                 "a number of seconds more than 0"),
+            "seconds": (number and value >= 0, "a number of seconds at least 0"),
+        }[kind]
+        if kind == "seconds" and self.none:
+            expected += " (or None: no limit)"
         if not fits:
             raise ValueError(f"{name} must be {expected}, not {value!r}")
         return value
@@ -2787,8 +2687,7 @@ SETTINGS = {
     "lifespan": Setting(None, "function"), "forward_logging": Setting(False),
     # Limits
     "page_size": Setting(100, "count", none=True),
-    "max_workers": Setting(64, "count"),
-    "max_queue": Setting(10_000, "count", least=0),
+    "max_workers": Setting(64, "count"), "max_queue": Setting(10_000, "count", least=0),
     "max_line_bytes": Setting(32 << 20, "count"),
     "grace_period": Setting(5.0, "seconds"), "cancel_timeout": Setting(2.0, "seconds"),
     "request_timeout": Setting(60.0, "seconds", none=True),
@@ -2827,9 +2726,7 @@ SETTINGS = {
 
 class Server:
     """An MCP server: the registries of tools, resources and prompts; ``handlers``, the
-    dict from method name to ``handler(ctx, params) -> result``; its settings
-    (SETTINGS). A subclass may override each handler (``call_tool``, ...),
-    ``schedule`` (where a call runs), ``roots_changed`` and ``may_subscribe``."""
+    dict from method name to ``handler(ctx, params) -> result``; its settings."""
 
     # Taken by the first request of any server's wsgi
     _http_start_lock = threading.Lock()
@@ -2841,42 +2738,32 @@ class Server:
         if unknown:
             raise TypeError(f"Server() got an unexpected keyword argument "
                             f"{unknown[0]!r}{_did_you_mean(unknown[0], SETTINGS)}")
-        self.name = name
-        self.version = version
+        self.name, self.version = name, version
         for setting, declared in SETTINGS.items():
             value = settings.get(setting, declared.default)
             setattr(self, setting, declared.check(setting, value))
-        # the largest body could never be taken
         if self.max_inflight_bytes < self.max_body_bytes:
             raise ValueError(f"max_inflight_bytes ({self.max_inflight_bytes}) must be "
                              f"at least max_body_bytes ({self.max_body_bytes})")
         _cache_hints(self.cache_ttl_ms, self.cache_scope, name, required=True)
         self.request_state = RequestStateSigner(self.state_key, self.state_ttl,
                                                 self.max_state_bytes)
-        # What the lifespan yielded; the connections (or HTTP) in it; a lock held while
-        # it is entered or exited, which may take self.lock
+        # What the lifespan yielded; the connections (or HTTP) in it
         self.lifespan_value = None
         self._lifespan_users = 0
         self._lifespan_lock = threading.Lock()
-        # What is registered, in the order lists use; capabilities(), as offered()
-        # caches it; the lock registrations take
-        self.tools = {}
-        self.resources = {}
-        self.prompts = {}
-        self.completers = {}
+        # What is registered, in the order lists use; capabilities(), cached
+        self.tools, self.resources, self.prompts, self.completers = {}, {}, {}, {}
         self.order = count(1).__next__
         self._offered = None
         self.lock = threading.Lock()
-        # What is serving: the pool (started with the first connection), the sessions
-        # that hear of changes (stdio connections, HTTP streams), every HttpSession
-        # still in use, the HttpEndpoint (made at the first request), and serverInfo
-        # as the _meta of every 2026-07-28 result (made at first use)
+        # Serving: the pool, the sessions hearing of changes (stdio connections, HTTP
+        # streams), every HttpSession in use, the HttpEndpoint, 2026-07-28's _meta
         self.pool = None
         self.sessions = set()
         self.http_sessions_alive = weakref.WeakSet()
-        self._http = None
-        self._stateless_meta = None
-        # The rules of each method (a row of METHODS), as this server applies them
+        self._http = self._stateless_meta = None
+        # The rules of each method, as this server applies them
         self.methods = dict(METHODS)
         self.handlers = {
             "initialize": self.initialize, "ping": self.ping,
@@ -2908,9 +2795,7 @@ class Server:
             if rules.threaded == (name in names):
                 self.methods[name] = rules.but(threaded=name not in names)
 
-    # -- registration ------------------------------------------------------------------
-    # The options of each: docs/reference.md, "Registering". A name or URI registered
-    # twice is an error, unless replace=True says it is on purpose.
+    # -- registration (docs/reference.md, "Registering") -------------------------------
     def tool(self, fn=None, *, replace=False, ui=None, visibility=None, **options):
         """``@server.tool`` or ``@server.tool(name=...)``: register a tool; ``ui``: the
         widget showing its results, ``visibility``: who calls it ("model", "app")."""
@@ -2953,7 +2838,8 @@ class Server:
         return self._register(Prompt, fn, replace, options)
 
     def _register(self, kind, fn, replace, options):
-        """Add ``kind(fn, **options)`` to its registry (no fn: a decorator doing it)."""
+        """Add ``kind(fn, **options)`` to its registry (no fn: a decorator doing it); a
+        name or URI registered twice is an error, unless ``replace``."""
         if fn is None:
             return lambda fn: self._register(kind, fn, replace, options)
         item = kind(fn, **options)
@@ -2972,8 +2858,7 @@ class Server:
         return fn
 
     def completion(self, argument, *, prompt=None, template=None):
-        """Register ``fn(value, arguments) -> [str, ...]`` completing ``argument`` of a
-        prompt or resource template."""
+        """Register ``fn(value, arguments) -> [str, ...]`` completing ``argument``."""
         if (prompt is None) == (template is None):
             raise TypeError("completion() takes exactly one of prompt= or template=")
         key = ("ref/resource", template, argument)
@@ -3005,8 +2890,7 @@ class Server:
 
     # -- server-initiated notifications ------------------------------------------------
     def notify_list_changed(self, kind):
-        """Tell the clients that asked (handshake-era sessions offered ``listChanged``,
-        2026-07-28 listen streams) that the tools, resources or prompts changed."""
+        """Tell the clients that asked (listChanged, listens) that ``kind`` changed."""
         method = f"notifications/{kind}/list_changed"
         flag = f"{kind}ListChanged"
         for session in list(self.sessions):
@@ -3016,9 +2900,11 @@ class Server:
                 session.publish(method, lambda honoured: honoured.get(flag))
 
     def notify_resource_updated(self, uri):
-        """Tell the clients subscribed to ``uri`` (or, on a listen stream, to a URI
-        containing it) that it changed. Tools call it: a few lookups per listen."""
-        parents = _parents(uri)
+        """Tell the clients subscribed to ``uri`` (or, on a listen, to a URI containing
+        it) that it changed."""
+        # The beginnings of uri that end before a "/": subscriptions covering it
+        parts = uri.split("/")
+        parents = {"/".join(parts[:end]) for end in range(1, len(parts))}
         method = "notifications/resources/updated"
 
         def covers(honoured, principal):
@@ -3035,8 +2921,8 @@ class Server:
                 session.publish(method, wanted, {"uri": uri})
 
     def may_subscribe(self, principal, uri):
-        """Whether can_subscribe lets ``principal`` hear of changes to ``uri``. A hook
-        that fails says no; its log names the error's type, never the URI."""
+        """Does can_subscribe let ``principal`` hear of changes to ``uri``? A hook that
+        fails says no (its log names the error's type, never the URI)."""
         if self.can_subscribe is None:
             return True
         try:
@@ -3047,8 +2933,8 @@ class Server:
 
     # -- what the server says about itself ---------------------------------------------
     def capabilities(self):
-        """The capabilities, from what is registered. Changes are offered only by a
-        server that can deliver them: one process (``http_sessions=True``)."""
+        """The capabilities, from what is registered; changes only where they can be
+        delivered (``http_sessions=True``: one process)."""
         caps = {"logging": {}}
         changes = {}
         if self.http_sessions:
@@ -3105,8 +2991,7 @@ class Server:
         raise _Exit(code, saved)
 
     def serve_connection(self, read_fd=0, write_fd=1, trace=None):
-        """Serve one connection on a pair of file descriptors until its input ends:
-        the stdio transport (its section says how); returns the Session."""
+        """Serve one connection (two fds) until its input ends; returns the Session."""
         self.prepare()
         writer = Writer(write_fd, trace)
         session = Session(self, writer)
@@ -3118,7 +3003,6 @@ class Server:
         try:
             serve_lines(session, rfile)
         finally:
-            # a signal now waits for the shutdown to finish
             held = _hold_signals()
             try:
                 self.sessions.discard(session)
@@ -3177,14 +3061,12 @@ class Server:
             return self._http
 
     def stop_http(self, httpd=None):
-        """The end of serving HTTP in this process: the calls still running are
-        cancelled, then the lifespan closes. Once: later calls do nothing."""
+        """End serving HTTP here (once): cancel the calls running, exit the lifespan."""
         with Server._http_start_lock:
             endpoint, self._http = self._http, None
         if not isinstance(endpoint, HttpEndpoint):
             return
-        # An engine may signal its worker twice (Ctrl+C reaches the process group, and
-        # the master passes it on): the second must not cut the lifespan's exit short.
+        # An engine may signal its worker twice: the second must not cut this short
         ignored = _ignore_stop_signals()
         try:
             self._cancel_http_calls(httpd)
@@ -3193,7 +3075,7 @@ class Server:
             _restore_signals(ignored)
 
     def _cancel_http_calls(self, httpd):
-        """Cancel the calls still running, and give them ``cancel_timeout`` seconds to
+        """Cancel the calls still running; give them ``cancel_timeout`` seconds to
         return and (with ``httpd``) their responses to be written."""
         busy = [s for s in list(self.http_sessions_alive) if s.running]
         if not busy:
@@ -3222,13 +3104,11 @@ class Server:
                     self.lifespan_value, self._lifespan_exit = _open_lifespan(
                         self.lifespan(self))
             except BaseException:
-                # Not entered: the next connection tries again.
                 self._lifespan_users -= 1
                 _forward_logging(self, False)
                 raise
 
     def _exit_lifespan(self):
-        # A connection starting now waits for the exit.
         with self._lifespan_lock:
             self._lifespan_users -= 1
             if self._lifespan_users:
@@ -3245,10 +3125,9 @@ class Server:
         if session.version is not None:
             raise JSONRPCError(INVALID_REQUEST, "Already initialized: initialize may "
                                                 "be sent only once per connection")
-        requested = _require(params, "protocolVersion", str, "initialize")
-        # Echo a version we speak, else counter-offer our latest (the spec: no error).
-        version = requested
-        if requested not in PROTOCOL_VERSIONS:
+        version = _require(params, "protocolVersion", str, "initialize")
+        # Echo a version we speak, else counter-offer our latest
+        if version not in PROTOCOL_VERSIONS:
             version = LATEST_PROTOCOL_VERSION
         info, caps = params.get("clientInfo"), params.get("capabilities")
         info = info if isinstance(info, dict) else {}
@@ -3273,9 +3152,8 @@ class Server:
         if self.instructions:
             result["instructions"] = self.instructions
 
-        # Changes (list_changed, log messages) reach the session from the moment this
-        # response is written, under its write lock: none goes out ahead of it. One
-        # made before is not lost: the next tools/list shows it.
+        # Changes reach the session from the moment this response is written, under
+        # its write lock: none goes out ahead of it
         def negotiated():
             session.capabilities, session.version = offered, version
         ctx._with_response = negotiated
@@ -3309,8 +3187,7 @@ class Server:
         return result
 
     def listen(self, ctx, params):
-        """subscriptions/listen: changes on a stream open until the client cancels it;
-        no response, no thread held."""
+        """subscriptions/listen: changes on a stream open until the client cancels."""
         wanted = _require(params, "notifications", dict, "subscriptions/listen")
         offered = self.offered()
         if not any(kind.get("listChanged") or kind.get("subscribe")
@@ -3335,7 +3212,7 @@ class Server:
                                    ".resourceSubscriptions must be a list of URIs")
             self._check_uris("subscriptions/listen", uris)
             if offered.get("resources", {}).get("subscribe"):
-                # A part refused is left out of the acknowledgement (the spec's way).
+                # (a part refused is left out of the acknowledgement)
                 honoured["resourceSubscriptions"] = [
                     uri for uri in dict.fromkeys(uris)
                     if self.may_subscribe(ctx.principal, uri)]
@@ -3345,7 +3222,7 @@ class Server:
     # -- built-in handlers: lists (with cursor pagination) -----------------------------
     def paginate(self, ctx, params, items, key):
         """One page of ``items`` in registration order. The cursor names the last item
-        shown: items added or removed between pages make none repeat or go missing."""
+        shown: changes between pages make none repeat or go missing."""
         cursor = params.get("cursor")
         after = 0 if cursor is None else _cursor_position(cursor)
         entries = sorted((i for i in items if i.order > after), key=lambda i: i.order)
@@ -3431,8 +3308,7 @@ class Server:
 
     def _check_uris(self, method, uris, kept=0):
         """-32602 for a URI longer than max_uri_length, or for URIs that, with the
-        ``kept`` characters a session subscribes to already, pass max_subscribed_length:
-        a session, or a listen, keeps them while it lasts."""
+        ``kept`` characters subscribed already, pass max_subscribed_length."""
         longest = max(map(len, uris), default=0)
         if longest > self.max_uri_length:
             raise JSONRPCError(INVALID_PARAMS, f"{method}: a URI of {longest} "
@@ -3500,15 +3376,13 @@ class Server:
         """capabilities(), cached until a registration changes it (for 2026-07-28)."""
         offered = self._offered
         if offered is None:
-            # registrations change the registries under this lock
             with self.lock:
                 offered = self._offered = self.capabilities()
         return offered
 
     def schedule(self, fn, *args):
-        """Run ``fn(*args)``, a request's handler and response, on the worker pool:
-        the one place where calls are handed to threads (override it to run them
-        elsewhere). False: refused, as the pool is full."""
+        """Run ``fn(*args)`` on the worker pool: the one place where calls are handed to
+        threads (override it to run them elsewhere). False: refused, it is full."""
         return self.pool.submit(fn, *args)
 
     def call_handler(self, ctx, handler):
@@ -3530,14 +3404,11 @@ class Server:
         try:
             if "requestState" in params:
                 ctx.answers = self.read_answers(ctx.method, params, ctx.principal)
-            elif isinstance(params.get("inputResponses"), dict):
-                # Answers without a state: a client may answer a question before it is
-                # asked; those the handler asks in this run are taken (and checked).
-                ctx.answers = {key: [None, answer]
-                               for key, answer in params["inputResponses"].items()}
             elif params.get("inputResponses") is not None:
-                raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses "
-                                                   "must be an object")
+                # Answers without a state (a client may answer before it is asked):
+                # taken, and checked, when the handler asks
+                ctx.answers = {key: [None, answer]
+                               for key, answer in _input_responses(params).items()}
             result = self.call_handler(ctx, handler)
         except InputRequired as unanswered:
             result = self.input_required(ctx, unanswered)
@@ -3548,7 +3419,6 @@ class Server:
             return result
         if self._stateless_meta is None:
             self._stateless_meta = {SERVER_INFO_KEY: self.server_info(V2026_07)}
-        # a copy: the handler's own dict stays as it was
         result = dict(result)
         kind = result.setdefault("resultType", "complete")
         if kind == "input_required" and not ctx.rules.asks:
@@ -3564,7 +3434,8 @@ class Server:
     def read_answers(self, method, params, principal=None):
         """The answers a retry brings: earlier rounds' in its signed requestState
         (-32602 if forged, altered, expired or another call's), this round's in
-        inputResponses."""
+        inputResponses (checked after the state: a forged state is the error to
+        report)."""
         token = params.get("requestState")
         if not isinstance(token, str):
             raise _invalid_state("it must be the string the server sent")
@@ -3572,10 +3443,7 @@ class Server:
         if state.get("call") != self.call_digest(method, params, principal):
             raise _invalid_state(
                 "it was issued for another call (method, name or arguments)")
-        responses = params.get("inputResponses")
-        if responses is not None and not isinstance(responses, dict):
-            raise JSONRPCError(INVALID_PARAMS,
-                               "Invalid params: inputResponses must be an object")
+        responses = _input_responses(params)
         answers = state.get("answers", {})
         for key, (digest, method_asked) in state.get("asked", {}).items():
             if responses and key in responses:
@@ -3589,7 +3457,6 @@ class Server:
         try:
             return _digest([self.name, method, target, params.get("arguments"),
                             _principal_id(principal)])
-        # nested deeper than json.dumps goes
         except (RecursionError, ValueError) as e:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: arguments cannot be "
                                f"read back ({type(e).__name__})") from None
@@ -3607,7 +3474,7 @@ class Server:
                  "answers": ctx.answers or {}, "asked": asked}
         try:
             sealed = self.request_state.seal(state)
-        # the client's answers, read by json, nest deeper than json.dumps goes
+        # (the client's answers nest deeper than json.dumps goes)
         except RecursionError:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: the answers in "
                                                "inputResponses are nested too deeply "
@@ -3629,8 +3496,7 @@ _serving_ctx = contextvars.ContextVar("mcp_min_ctx", default=None)
 
 
 def _log_params(level, data, logger, threshold):
-    """The params of notifications/message, or None when ``level`` is below
-    ``threshold`` (None: the client asked for no messages)."""
+    """The params of notifications/message, or None below ``threshold`` (None: none)."""
     if level not in _LEVEL_RANK:
         raise ValueError(f"unknown log level {level!r}; use one of "
                          f"{', '.join(LOG_LEVELS)}")
@@ -3647,45 +3513,30 @@ def _log_params(level, data, logger, threshold):
 class Context:
     """One request as its handler sees it (docs/reference.md): what it asks, who asks
     it, and what the handler can do meanwhile: report progress, log, ask the client,
-    see that it was cancelled. A function gets one by a parameter annotated Context, a
-    handler as its first argument; in an ``async def`` its methods return awaitables."""
+    see that it was cancelled. In an ``async def`` its methods return awaitables."""
 
-    # Hooks: cancel an async handler's coroutine (Session.cancel calls it); run just
-    # before the response goes out (Stream.respond's ``before``); run once the
-    # handler has returned (HttpEndpoint.claim), with what it counts meanwhile
-    # against its principal's share
-    _on_cancel = None
-    _with_response = None
-    _on_end = None
-    _holder = None
-    # The request's state as it starts, set on the instance once it changes:
-    # 2026-07-28 answers (key -> [question digest, answer]) and questions asked in this
-    # run; cancelled (by the client, or by the server's shutdown: stopped, its response
-    # still sent); done: the response is sent
+    # Hooks: cancel an async handler's coroutine; run just before the response goes
+    # out (Stream.respond's ``before``); run once the handler has returned, with what
+    # it counts meanwhile against its principal's share (HttpEndpoint.claim)
+    _on_cancel = _with_response = _on_end = _holder = None
+    # The request's state as it starts: 2026-07-28 answers (key -> [question digest,
+    # answer]) and questions asked in this run; stopped: cancelled by the server's
+    # shutdown (its response still sent); done: the response is sent
     answers = None
     questions = 0
-    cancelled = False
-    stopped = False
-    done = False
-    last_progress = None
-    progress_token = None
+    cancelled = stopped = done = False
+    last_progress = progress_token = None
     # Set by Session.admit: the request's row of METHODS, and its handler
-    rules = None
-    handler = None
+    rules = handler = None
 
     def __init__(self, session, request_id, method, params, stream=None,
                  envelope=None):
         self.session = session
         self.server = session.server
-        # Where the messages about this request go
         self.stream = stream or session.stream
-        self.request_id = request_id
-        self.method = method
-        self.params = params
-        # Who the transport says the client is (over HTTP, what the auth hook returned)
+        self.request_id, self.method, self.params = request_id, method, params
         self.principal = session.principal
-        # 2026-07-28: the request's envelope, all the server knows of its client;
-        # the handshake era: None, as the session knows it from initialize.
+        # 2026-07-28: all the server knows of its client (else the session knows it)
         self.envelope = envelope
         self.stateless = envelope is not None
         known = envelope or session
@@ -3726,8 +3577,7 @@ class Context:
         return f"request {self.request_id!r} was cancelled{why}"
 
     def report_progress(self, progress, total=None, message=None):
-        """Send notifications/progress if the request has a progressToken (the spec
-        requires progress to increase); returns whether it was sent."""
+        """Send notifications/progress, given a progressToken; whether it was sent."""
         for name, value in (("progress", progress), ("total", total)):
             if value is not None and not _is_json_number(value):
                 raise TypeError(f"{name} must be a number, not {_preview(value)}")
@@ -3738,21 +3588,18 @@ class Context:
         params = {"progressToken": self.progress_token, "progress": progress}
         _add_optional(params, "total", total)
         _add_optional(params, "message", message, self.protocol_version or "", V2025_03)
-        # Under the lock the response cannot overtake us, and threads reporting at
-        # once keep the order.
+        # Under the lock the response cannot overtake it; threads keep their order
         with self.session.lock:
             last = self.last_progress
             if last is not None and progress <= last:
                 raise ValueError(f"progress must increase: {progress} after {last}")
-            # nothing about a request after its response
             if self.done or self.cancelled:
                 return False
             self.last_progress = progress
             return self.stream.notify("notifications/progress", params)
 
     def log(self, level, data, logger=None):
-        """Send notifications/message if ``level`` is at or above what the client asked
-        for; returns whether it was sent. ``data`` is any JSON value: no secrets."""
+        """Send notifications/message at the client's level or above; whether sent."""
         if self.stateless:
             threshold = self.envelope.log_level
         else:
@@ -3772,8 +3619,8 @@ class Context:
     def request(self, method, params=None, capability=None, timeout=None, key=None):
         """Ask the client and return its answer, if it declared ``capability`` (else
         CapabilityError). In 2026-07-28 an unanswered question ends this run with an
-        input_required result; ``key`` names it there (default: its kind and number)."""
-        # the handshake allows only pings (and logging) before notifications/initialized
+        input_required result; ``key`` names it there."""
+        # the handshake allows only pings before notifications/initialized
         if not self.stateless and not self.session.initialized and method != "ping":
             raise CapabilityError(f"cannot send {method} before the client has sent "
                                   "notifications/initialized")
@@ -3799,9 +3646,8 @@ class Context:
         return _check_answer(None, method, answer)
 
     def _ask(self, method, params, key=None):
-        """2026-07-28: the answer to this question if the retry carries it, else
-        InputRequired. Answers are kept with a digest of their question: a handler
-        asking something else on a later run is asked anew, not given a stale answer."""
+        """2026-07-28: the answer if the retry carries it, else InputRequired. An answer
+        is kept with its question's digest: a different question is asked anew."""
         self.questions += 1
         question = {"method": method}
         _add_optional(question, "params", params)
@@ -3810,14 +3656,13 @@ class Context:
         answer = self.answers.get(key) if self.answers else None
         if answer is not None and answer[0] == digest:
             return answer[1]
-        # sent before it was asked: check it
         if answer is not None and answer[0] is None:
             return _check_answer(key, method, answer[1])
         raise InputRequired({key: (question, digest)})
 
     def ask_together(self, *asks):
-        """Ask several questions (``lambda: ctx.elicit(...)``, ...) and return their
-        answers: in 2026-07-28 those unanswered share one round, not one round each."""
+        """Ask several questions (``lambda: ctx.elicit(...)``, ...): in 2026-07-28 those
+        unanswered share one round."""
         answers, waiting = [], {}
         for ask in asks:
             try:
@@ -3834,7 +3679,6 @@ class Context:
                metadata=None, tools=None, tool_choice=None, timeout=None, key=None):
         """sampling/createMessage: ``messages`` is a string or block (a user turn), a
         ``{"role", "content"}`` dict, or a list of them. Returns the client's result."""
-        # one message, not a list of its keys
         if isinstance(messages, (str, dict)):
             messages = [messages]
         params = {"messages": [_prompt_message(m) for m in messages],
@@ -3895,7 +3739,7 @@ class Context:
 
     def list_roots(self, timeout=None, key=None):
         """roots/list: ``[{"uri", "name"?}, ...]``, in the handshake era cached until
-        notifications/roots/list_changed (2026-07-28 asks in each request)."""
+        notifications/roots/list_changed."""
         session = self.session
         if not self.stateless and session.roots is not None:
             return session.roots
@@ -3908,8 +3752,7 @@ class Context:
 
 
 def _check_form(schema):
-    """An elicitation form is a flat object of strings, numbers, booleans and lists of
-    enumerated strings, as the spec requires: anything else is a mistake in the tool."""
+    """An elicitation form is flat: strings, numbers, booleans, enumerated lists."""
     properties = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict) or schema.get("type") != "object":
         raise ValueError('an elicitation form is {"type": "object", '
@@ -3925,35 +3768,30 @@ def _check_form(schema):
 
 
 # --- async handlers --------------------------------------------------------
-# An async handler runs on the process's one event loop (_event_loop) while the
-# worker thread that called it waits; the Context's methods, called on the loop, give
-# awaitables, and those that wait for the client wait in a thread of their own.
+# An async handler runs on the process's one event loop while its worker thread waits;
+# the Context's methods, called on the loop, give awaitables.
 
 def _run_coroutine(awaitable, ctx):
     """Run an async handler on the loop and wait for it. Cancelled, its coroutine gets
-    asyncio.CancelledError where it awaits, and this thread waits on until it has
-    unwound (a shutdown closes the lifespan after)."""
+    asyncio.CancelledError, and this thread waits until it has unwound."""
     import concurrent.futures
     loop = _event_loop()
-    escaped = []
-    tasks = []
+    escaped, tasks = [], []
 
     async def serving():
         if ctx.cancelled:
             raise loop.asyncio.CancelledError
         tasks.append(loop.asyncio.current_task())
-        # set in this task's own context, where forwarded logging finds it
+        # (in this task's own context, where forwarded logging finds it)
         _serving_ctx.set(ctx)
         try:
             return await awaitable
         except (SystemExit, KeyboardInterrupt) as e:
-            # Out of a task they would stop the loop: they are raised in the caller's
-            # thread instead.
+            # Out of a task they would stop the loop: raised in the caller's thread
             escaped.append(e)
 
     def cancel():
-        # On the loop, after ctx.cancelled is set: a task not started yet sees that.
-        # Cancelling the task, not the future, keeps the future until the task ends.
+        # The task, not the future: the future waits until the task ends
         for task in tasks:
             task.cancel()
     future = loop.submit(serving())
@@ -3976,14 +3814,12 @@ def _awaitable_on_the_loop(method, waits):
     ``waits`` for the client a coroutine waiting in a thread (the loop serves on)."""
     @functools.wraps(method)
     def call(self, *args, **kwargs):
-        # By thread id: current_thread() would leave a dummy Thread behind for each
-        # _thread thread.
+        # (current_thread() would leave a dummy Thread behind for each thread)
         if _loop_thread is None or _thread.get_ident() != _loop_thread.ident:
             return method(self, *args, **kwargs)
         if waits:
             waiting = _in_a_thread(functools.partial(method, self, *args, **kwargs))
-            # Named as the method, for the warning "coroutine 'Context.elicit' was
-            # never awaited", if it is not.
+            # For the warning "coroutine 'Context.elicit' was never awaited"
             waiting.__qualname__ = method.__qualname__
             return waiting
         done = _loop_thread.loop.create_future()
@@ -3998,13 +3834,11 @@ async def _in_a_thread(call):
     future, context = concurrent.futures.Future(), contextvars.copy_context()
 
     def work():
-        # False: the coroutine stopped waiting. Once running, the future ignores
-        # cancel(): setting it below cannot fail.
+        # False: the coroutine stopped waiting (once running, cancel() is ignored)
         if not future.set_running_or_notify_cancel():
             return
         try:
             future.set_result(context.run(call))
-        # InputRequired and Cancelled too
         except BaseException as e:
             future.set_exception(e)
     _start_thread(work)
@@ -4023,10 +3857,8 @@ del _method, _waits, _level
 
 # --- forwarded logging -----------------------------------------------------
 # Server(forward_logging=...): records logged while a handler runs also go to its
-# client, through one wrapper of the log record factory (no handler is added
-# anywhere). Its state, one for the process: how many servers serve with
-# forward_logging set; whether _forwarded_record is installed as the factory; the
-# factory it wraps (make); a Formatter's format, for the text of a record.
+# client, through one wrapper (of the factory ``make``) of the log record factory:
+# no handler is added.
 _forwarding = types.SimpleNamespace(servers=0, installed=False, make=None, format=None)
 
 
@@ -4037,9 +3869,7 @@ def _forward_logging(server, serving):
     import logging
     with _first_use:
         _forwarding.servers += 1 if serving else -1
-        # Installed once: a wrapper another library put around ours keeps it in the
-        # chain (it passes records through while no server serves), and it must not
-        # be wrapped again.
+        # Installed once: another library's wrapper around ours keeps it in the chain
         if serving and _forwarding.servers == 1 and not _forwarding.installed:
             _forwarding.make = logging.getLogRecordFactory()
             _forwarding.format = logging.Formatter().format
@@ -4052,7 +3882,7 @@ def _forward_logging(server, serving):
 
 
 def _mcp_level(levelno):
-    """A logging level -> the MCP level at or below it: 25 is "notice", 35 "warning"."""
+    """A logging level -> the MCP level at or below it (25: "notice")."""
     levels = ((50, "critical"), (40, "error"), (30, "warning"), (25, "notice"),
               (20, "info"))
     return next((level for lowest, level in levels if levelno >= lowest), "debug")
@@ -4067,7 +3897,6 @@ def _forwarded_record(*args, **kwargs):
     name = record.name
     if wanted and not name.startswith("mcp_min") and (
             wanted is True or name == wanted or name.startswith(wanted + ".")):
-        # logging must never fail the call that logs
         try:
             ctx.log(_mcp_level(record.levelno), _forwarding.format(record), name)
         except Exception:
@@ -4079,37 +3908,29 @@ def _forwarded_record(*args, **kwargs):
 # The eras: the method table, and what a 2026-07-28 request carries
 # ======================================================================================
 
-# In the handshake era (protocols 2024-11-05 to 2025-11-25) a client opens a session
-# with initialize, and the server remembers what it said. In the stateless era
-# (2026-07-28) every request carries its "envelope" in params._meta: the protocol
-# version and the client's capabilities. A handler that needs the client's input
-# answers "input_required" with the questions and a requestState; the client sends the
-# request again with the answers and that state, and the handler runs again from the
-# top. requestState carries the earlier rounds' answers: it is signed, so that the
-# client can neither alter it nor move it to another call.
+# In the handshake era (2024-11-05 to 2025-11-25) a client opens a session with
+# initialize; in the stateless era (2026-07-28) each request carries its envelope in
+# params._meta: the protocol version, the client's capabilities. A handler needing the
+# client's input answers "input_required": the questions, and a requestState (signed:
+# never altered, nor moved to another call) the client sends back with the answers.
 
 HANDSHAKE = "handshake"
 STATELESS = "stateless"
 
 
 class Method:
-    """A row of METHODS: ``params`` (name -> the JSON types its value may have, "?"
-    after an optional name; for ``explain``), its ``era`` (None: both), the server
-    capability it ``needs``; whether it may come ``before_initialize``, runs user code
-    (``threaded``: on the pool, never on the thread that reads), has a result a client
-    may cache (``cacheable``), and whether its handler may ask the client (``asks``)."""
+    """A row of METHODS: ``params`` (name -> its JSON types, "?" after an optional
+    name; for ``explain``), its ``era`` (None: both), the server capability it
+    ``needs``; whether it may come ``before_initialize``, runs user code (``threaded``:
+    on the pool), has a result a client may cache, and may ask the client (``asks``)."""
     __slots__ = ("params", "era", "needs", "before_initialize", "threaded",
                  "cacheable", "asks")
 
     def __init__(self, params=(), era=None, needs=None, before_initialize=False,
                  threaded=False, cacheable=False, asks=False):
-        self.params = dict(params)
-        self.era = era
-        self.needs = needs
-        self.before_initialize = before_initialize
-        self.threaded = threaded
-        self.cacheable = cacheable
-        self.asks = asks
+        self.params, self.era, self.needs = dict(params), era, needs
+        self.before_initialize, self.threaded = before_initialize, threaded
+        self.cacheable, self.asks = cacheable, asks
 
     def but(self, **changes):
         """A copy of this row, with ``changes``."""
@@ -4182,9 +4003,8 @@ NO_RESPONSE = object()
 
 
 class Envelope:
-    """What a 2026-07-28 request says about its client in ``params._meta`` (the
-    handshake era learns it from initialize): -32602 for a malformed _meta, -32022 for
-    a version this server does not serve."""
+    """What a 2026-07-28 request says about its client in ``params._meta``: -32602 for
+    a malformed _meta, -32022 for a version this server does not serve."""
     __slots__ = ("meta", "version", "client_capabilities", "client_info",
                  "log_level")
 
@@ -4212,9 +4032,7 @@ class Envelope:
         if LOG_LEVEL_KEY in meta and level not in LOG_LEVELS:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid params: log level {level!r} "
                                f"in params._meta; use one of {', '.join(LOG_LEVELS)}")
-        self.meta = meta
-        self.version = version
-        self.log_level = level
+        self.meta, self.version, self.log_level = meta, version, level
         self.client_capabilities = meta[CLIENT_CAPABILITIES_KEY]
         self.client_info = {}
         if isinstance(meta.get(CLIENT_INFO_KEY), dict):
@@ -4222,8 +4040,7 @@ class Envelope:
 
 
 def is_stateless(method, meta):
-    """Whether a request is of the stateless era (initialize never is): it carries an
-    envelope key in params._meta, or its method exists only in that era."""
+    """Is a request of the stateless era? An envelope key says so, or its method."""
     if method == "initialize":
         return False
     if METHODS.get(method, CUSTOM_METHOD).era == STATELESS:
@@ -4233,7 +4050,7 @@ def is_stateless(method, meta):
 
 
 def _digest(value):
-    """A short, stable fingerprint of a JSON value (its canonical encoding, hashed)."""
+    """A short, stable fingerprint of a JSON value."""
     import hashlib
     canonical = json.dumps(value, sort_keys=True, separators=(",", ":"),
                            ensure_ascii=False)
@@ -4245,20 +4062,17 @@ def _b64url(data):
 
 
 class RequestStateSigner:
-    """Seals and opens requestState: JSON, base64url, and an HMAC-SHA256 over it (the
-    settings: docs/reference.md). One over ``max_bytes`` is not opened: the client may
-    send anything in its place, which the signature check would copy and hash whole."""
+    """Seals and opens requestState: JSON, base64url, and an HMAC-SHA256 over it. One
+    over ``max_bytes`` is not even hashed."""
 
     def __init__(self, key, ttl, max_bytes):
         if key is None:
             key = os.environ.get("MCP_MIN_STATE_KEY")
         if isinstance(key, str):
             key = key.encode("utf-8")
-        # a key of this process alone, unless one is given
         self.shared = bool(key)
         self.key = key or os.urandom(32)
-        self.ttl = ttl
-        self.max_bytes = max_bytes
+        self.ttl, self.max_bytes = ttl, max_bytes
 
     def signature(self, body):
         import hashlib
@@ -4269,7 +4083,7 @@ class RequestStateSigner:
     def seal(self, payload):
         body = _b64url(encode_message(dict(payload, exp=int(time.time() + self.ttl))))
         token = f"v1.{body}.{self.signature(body)}"
-        # its retry would be refused: say so now
+        # (its retry would be refused)
         if len(token) > self.max_bytes:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: the requestState "
                                f"carrying the answers so far would be {len(token)} "
@@ -4280,7 +4094,6 @@ class RequestStateSigner:
     def open(self, token):
         """The payload of a state this server sealed, or -32602 saying why not."""
         import hmac
-        # nothing this server issues: not worth a hash
         if len(token) > self.max_bytes:
             raise _invalid_state(f"it is {len(token)} characters long, over the limit "
                                  f"of {self.max_bytes} (Server(max_state_bytes=...))")
@@ -4308,18 +4121,25 @@ def _invalid_state(why):
                         {"reason": "invalid_request_state"})
 
 
-# The questions a server asks a client (in 2026-07-28, the only requests it sends): the
-# client capability each needs, and what its answer must hold (a field, of a type). The
-# answer to another request may be any object.
+def _input_responses(params):
+    """A retry's inputResponses: an object, or None (-32602 for anything else)."""
+    responses = params.get("inputResponses")
+    if responses is not None and not isinstance(responses, dict):
+        raise JSONRPCError(INVALID_PARAMS,
+                           "Invalid params: inputResponses must be an object")
+    return responses
+
+
+# The questions a server asks a client: the client capability each needs, and what its
+# answer must hold (a field, of a type).
 _QUESTIONS = {"elicitation/create": ("elicitation", "action", str),
               "sampling/createMessage": ("sampling", "content", (dict, list)),
               "roots/list": ("roots", "roots", list)}
 
 
 def _check_answer(key, method, answer):
-    """An answer must be the result the question's method returns: the
-    inputResponses entry ``key`` (2026-07-28), or with ``key`` None the client's
-    response (the handshake era)."""
+    """An answer must be a result of the question's method: inputResponses[key]
+    (2026-07-28), or (``key`` None) the client's response."""
     _, field, kind = _QUESTIONS.get(method, (None, None, None))
     answered = ("The client's answer" if key is None
                 else f"Invalid params: inputResponses.{key}")
@@ -4341,19 +4161,17 @@ def _check_answer(key, method, answer):
 # ======================================================================================
 
 class WorkerPool:
-    """The threads handler calls run on: at most ``max_workers``, each started when a
-    call finds none idle, and at most ``max_queue`` calls waiting. Past that ``submit``
-    refuses at once: the thread reading requests never waits for the pool."""
+    """At most ``max_workers`` threads, each started when a call finds none idle, and
+    ``max_queue`` calls waiting; past that ``submit`` refuses at once: the thread
+    reading requests never waits for the pool."""
 
     def __init__(self, max_workers, max_queue):
         self.max_workers = max_workers
         self.limit = max_workers + max_queue
         self.jobs = SimpleQueue()
         self.lock = threading.Lock()
-        # Threads started, and calls queued or running. No more calls than threads:
-        # each call has a thread of its own, idle or about to be.
-        self.threads = 0
-        self.outstanding = 0
+        # Threads started; calls queued or running
+        self.threads = self.outstanding = 0
 
     def submit(self, fn, *args):
         """Run ``fn(*args)`` on a worker; False, with nothing queued, if it is full."""
@@ -4399,10 +4217,9 @@ _threads_lock = threading.Lock()
 
 
 def _start_thread(fn, *args):
-    """Run ``fn(*args)`` on a new thread (RuntimeError if none can be started). Not
-    threading.Thread, whose start() waits for the thread to run and which exit waits
-    for. Exit waits a moment for one still starting: Python 3.10+ frees such a thread's
-    state as it finalizes, and the thread then crashes the process as it begins."""
+    """Run ``fn(*args)`` on a new thread (not threading.Thread, whose start() waits for
+    it to run, and exit for it to end). Exit waits a moment for one still starting:
+    Python frees its state as it finalizes, and it would crash the process."""
     global _threads_starting, _waits_for_threads
     with _threads_lock:
         _threads_starting += 1
@@ -4442,32 +4259,23 @@ class _Pending:
 
     def __init__(self, owner):
         self.done = threading.Event()
-        self.result = None
-        self.error = None
+        self.result = self.error = None
         self.owner = owner
 
     def resolve(self, result=None, error=None):
-        self.result = result
-        self.error = error
+        self.result, self.error = result, error
         self.done.set()
-
-    def outcome(self):
-        """The result; or raise the error (the other side's, as a JSONRPCError)."""
-        if self.error is not None:
-            raise self.error
-        return self.result
 
 
 class Peer:
-    """One end of a JSON-RPC connection, that Session and Client build on: read_loop
-    hands each message to a hook by its kind (dispatch); request sends a request and
-    waits for its response. ``stream`` takes what belongs to no request."""
+    """One end of a JSON-RPC connection, for Session and Client: dispatch hands each
+    message to a hook by its kind; request sends a request and waits for its response.
+    ``stream`` takes what belongs to no request."""
 
     # trace: a callable("in" or "out", raw bytes) that sees each frame; closed: the
     # connection is gone; input_ended: no response can arrive any more
     trace = None
-    closed = False
-    input_ended = False
+    closed = input_ended = False
 
     def __init__(self, stream=None):
         self.stream = stream
@@ -4478,8 +4286,7 @@ class Peer:
     # -- reading -----------------------------------------------------------------------
     def read_loop(self, rfile, max_line_bytes):
         """Act on each line until the input ends or the connection closes. A line ends
-        at b"\\n" only (JSON strings may hold U+2028 and friends raw); a blank one is
-        skipped; one over ``max_line_bytes`` is never held whole (read_past)."""
+        at b"\\n" only (JSON strings may hold U+2028 raw)."""
         self.max_line_bytes = max_line_bytes
         readline = rfile.readline
         # room for the longest line and its CR LF
@@ -4518,6 +4325,10 @@ class Peer:
             self.handle_response(message)
         stream.respond(None)
 
+    def handle_message(self, message, stream=None):
+        """dispatch's former name, kept for code that calls it so."""
+        return self.dispatch(message, stream)
+
     def handle_request(self, message, stream):
         """Hook: respond to a request (through ``stream.respond``)."""
         stream.respond(error_frame(message["id"], METHOD_NOT_FOUND,
@@ -4527,7 +4338,6 @@ class Peer:
         """Hook: act on a notification (never answered)."""
 
     def handle_response(self, message):
-        # a valid id or None: classify saw to it
         rid = message.get("id")
         error = None
         if "error" in message:
@@ -4559,10 +4369,9 @@ class Peer:
                 self.dispatch(item, batch)
 
     def handle_invalid(self, error, stream):
-        """A message classify refused with ``error``: a request gets it as its response;
-        an invalid notification or response is logged, never answered."""
-        kind = error.data.get("kind")
-        rid = error.data.get("id")
+        """A message classify refused: a request gets ``error`` as its response; a
+        notification or response is logged, never answered."""
+        kind, rid = error.data.get("kind"), error.data.get("id")
         # No method, and the id of a request of ours: a botched response (no result).
         if kind is None and rid in self.pending:
             kind = "response"
@@ -4582,8 +4391,7 @@ class Peer:
             self.trace("in", line.head + b"..." + line.tail)
         text = (f"Message too large: {line.size} bytes is over the limit of "
                 f"{self.max_line_bytes} bytes per line; it was skipped")
-        kind = line.kind()
-        rid = line.request_id()
+        kind, rid = line.kind(), line.request_id()
         if kind == "request":
             return self.send_frame(error_frame(rid, INVALID_REQUEST, text))
         log.warning("%s (an over-long %s, not answered)", text, kind)
@@ -4591,8 +4399,8 @@ class Peer:
             self.fail_response(rid, INVALID_REQUEST, text)
 
     def fail_response(self, rid, code, text):
-        """A response we could not read fails its request. ``rid`` is a valid id or
-        None: True would find the request of id 1."""
+        """A response we could not read fails its request (``rid``: a valid id or
+        None; True would find id 1)."""
         self._settle(rid, error=JSONRPCError(code, text))
 
     # -- sending -----------------------------------------------------------------------
@@ -4607,16 +4415,14 @@ class Peer:
         return self.stream is not None and self.stream.notify(method, params)
 
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):
-        """Send a request and wait for its result. Raises JSONRPCError (an error
-        response), TimeoutError, Cancelled (``owner`` was cancelled) or ConnectionError.
-        ``owner``: the Context asking, whose stream the request travels in."""
+        """Send a request and wait for its result, or raise JSONRPCError, TimeoutError,
+        Cancelled or ConnectionError. ``owner``: the Context asking (its stream)."""
         rid = request_id
         if rid is None:
             rid = self.next_id()
         message = {"jsonrpc": "2.0", "id": rid, "method": method}
-        if params is not None:
-            message["params"] = params
-        # Encoded before it is registered: it may raise TypeError
+        _add_optional(message, "params", params)
+        # (before it is registered: it may raise TypeError)
         frame = encode_message(message)
         slot = self.pending[rid] = _Pending(owner)
         stream = self.stream
@@ -4638,7 +4444,10 @@ class Peer:
                     "requestId": rid, "reason": f"no response within {timeout} s"})
             raise TimeoutError(f"{method}: no response within {timeout} s")
         slot.done.wait()
-        return slot.outcome()
+        # (the other side's error, as a JSONRPCError)
+        if slot.error is not None:
+            raise slot.error
+        return slot.result
 
     def _settle(self, rid, result=None, error=None):
         """File the outcome of our request ``rid``; False if it is not pending."""
@@ -4666,9 +4475,8 @@ class Peer:
 
 
 def classify(message):
-    """Return "request", "notification" or "response", or raise
-    JSONRPCError(INVALID_REQUEST) saying what is wrong, with ``data`` holding the id if
-    it is readable, and "kind": what the message meant to be, if clear."""
+    """"request", "notification" or "response"; else -32600 saying what is wrong,
+    ``data`` holding the "id" if readable, and the "kind" if clear."""
     if not isinstance(message, dict):
         raise JSONRPCError(INVALID_REQUEST,
                            "Invalid Request: a message must be a JSON object", {})
@@ -4714,25 +4522,16 @@ class Session(Peer):
     """What the server knows of one client, and its requests in flight: a connection
     over stdio, a handshake-era session over HTTP (Mcp-Session-Id), or one 2026-07-28
     POST. Peer.dispatch hands it each message; a request goes on through
+    handle_request, admit, run and response (the map at the top of this file)."""
 
-        handle_request   admit it, then run it at once or on the pool (schedule)
-        admit            the rules of its era and its method (METHODS): its Context
-        run              its handler's response, sent through the request's stream
-        response         the handler run, its result (or error) as its era has it
-    """
-
-    # Set by initialize and later requests: the negotiated version; whether
-    # notifications/initialized came; the logging/setLevel level; the cached
-    # roots/list result, and which list_changed it follows.
-    version = None
+    # Set by initialize and later requests; roots: the cached roots/list result
+    version = roots = None
     initialized = False
     log_level = "info"
-    roots = None
     roots_generation = 0
     # Why it can send no request to the client, if so
     no_requests = None
-    # claim(ctx), if set: why a call that runs user code may not start, or None (over
-    # HTTP with auth, a call counts against its principal's share: HttpEndpoint.claim)
+    # claim(ctx), if set: why a call may not start, or None (HttpEndpoint.claim)
     claim = None
 
     def __init__(self, server, stream=None, principal=None):
@@ -4740,21 +4539,18 @@ class Session(Peer):
         self.server = server
         # Who the transport says the client is: over HTTP, the auth hook's answer
         self.principal = principal
-        self.client_info = {}
-        self.client_capabilities = {}
+        self.client_info, self.client_capabilities = {}, {}
         # What initialize offered this client
         self.capabilities = {}
         self.subscriptions = set()
         # The requests running, by id -> Context; the open subscriptions/listen
         # requests, by id -> what each hears (_Honoured); both guarded by the lock,
         # which also orders a request's progress before its response
-        self.running = {}
-        self.listens = {}
+        self.running, self.listens = {}, {}
         self.lock = threading.Lock()
 
     def response(self, ctx):
-        """Run the handler: its response, encoded (None for none); an error it raises
-        is the error response."""
+        """Run the handler: its response, encoded (None for none)."""
         rid = ctx.request_id
         try:
             # cancelled while it waited for a thread
@@ -4811,9 +4607,7 @@ class Session(Peer):
 
     def admit(self, message, stream, stateless=None):
         """The Context of a request, registered as running, if its era and METHODS
-        allow it; else JSONRPCError saying why not, checked in the order the spec's
-        errors imply (the envelope, the version, the method). Unknown methods are
-        answered -32601 before initialize too: clients probe."""
+        allow it; else JSONRPCError saying why not, in the order the spec implies."""
         rid, method = message["id"], message["method"]
         params = message.get("params") or {}
         if method.startswith("notifications/"):
@@ -4845,8 +4639,7 @@ class Session(Peer):
             raise JSONRPCError(INVALID_REQUEST, "Server not initialized: send "
                                f"initialize first (got {method} before initialize)")
         ctx = Context(self, rid, method, params, stream, envelope)
-        ctx.rules = rules
-        ctx.handler = handler
+        ctx.rules, ctx.handler = rules, handler
         # A method of a capability the server does not offer does not exist for it.
         if rules.needs:
             declared = self.capabilities
@@ -4866,9 +4659,8 @@ class Session(Peer):
         return ctx
 
     def handle_request(self, message, stream, stateless=None):
-        """A request: admitted (or answered with the error that says why not), then run
-        at once, or on the pool if its method runs user code (METHODS' ``threaded``).
-        ``stateless``: the era, if the transport decided it (HTTP, by its headers)."""
+        """A request: admitted (or refused), then run at once, or on the pool if its
+        method is ``threaded``. ``stateless``: the era, if HTTP's headers said it."""
         rid = message["id"]
         try:
             ctx = self.admit(message, stream, stateless)
@@ -4888,11 +4680,7 @@ class Session(Peer):
         if refused is None:
             refused = (f"Server busy: {self.server.max_workers} calls running and "
                        f"{self.server.max_queue} waiting; try again later")
-        # 2026-07-28 asks new servers not to use -32000...-32019.
-        code = SERVER_BUSY
-        if ctx.stateless:
-            code = INTERNAL_ERROR
-        stream.respond(error_frame(rid, code, refused))
+        stream.respond(error_frame(rid, _busy_code(ctx.stateless), refused))
 
     # -- the other messages ------------------------------------------------------------
     def handle_batch(self, items, stream):
@@ -4916,9 +4704,8 @@ class Session(Peer):
             _log_failure(f"the {method} handler", e)
 
     def cancel(self, request_id, reason=None, stopping=False):
-        """Cancel a running request, or close the listen it opened; unknown, finished
-        and initialize ids are ignored. ``stopping``: the server cancels it as it shuts
-        down (and the client still gets its response)."""
+        """Cancel a running request, or close its listen. ``stopping``: the server
+        shuts down (the client still gets a response)."""
         if not valid_id(request_id):
             return
         with self.lock:
@@ -4929,8 +4716,10 @@ class Session(Peer):
                 return
             ctx.cancelled = True
             ctx.stopped = stopping
-        self.cancel_pending(ctx, f"request {request_id!r} was cancelled by the client")
-        # an async handler's: cancel its coroutine
+        why = f"request {request_id!r} was cancelled by the client"
+        if stopping:
+            why = reason
+        self.cancel_pending(ctx, why)
         on_cancel = ctx._on_cancel
         if on_cancel is not None:
             on_cancel()
@@ -4942,17 +4731,12 @@ class Session(Peer):
 
     def log(self, level, data, logger=None):
         """Log to a handshake-era client, at or above its logging/setLevel level."""
-        threshold = None
-        if self.version:
-            threshold = self.log_level
-        params = _log_params(level, data, logger, threshold)
+        params = _log_params(level, data, logger, self.version and self.log_level)
         return params is not None and self.notify("notifications/message", params)
 
     # -- 2026-07-28 subscriptions: one table entry per open listen, no thread held -----
     def listen(self, request_id, honoured):
-        # Registered and acknowledged under the lock publish() takes for each change:
-        # the acknowledgement comes first, and no change is missed after it. (The id is
-        # free: admit() refuses a request whose id an open listen holds.)
+        # Acknowledged under the lock publish() takes: no change is missed after it
         honoured = _Honoured(honoured)
         with self.lock:
             self.listens[request_id] = honoured
@@ -4961,8 +4745,7 @@ class Session(Peer):
                          "notifications": honoured})
 
     def end_listens(self):
-        """Shutting down: the responses that end the open listens gracefully, which tell
-        a client to listen again (elsewhere) rather than that it lost the stream."""
+        """Shutting down: responses that end the open listens (clients listen anew)."""
         with self.lock:
             ended = list(self.listens)
             self.listens = {}
@@ -4972,8 +4755,8 @@ class Session(Peer):
             for rid in ended]
 
     def publish(self, method, wanted, params=None):
-        """Send a notification, tagged with the listen's id, on every open listen for
-        which ``wanted(filter)`` holds; under the lock: none follows a cancellation."""
+        """Send a notification on every open listen ``wanted`` accepts, tagged with its
+        id; under the lock: none follows a cancellation."""
         for request_id, honoured in list(self.listens.items()):
             if not wanted(honoured):
                 continue
@@ -4985,15 +4768,12 @@ class Session(Peer):
 # stdio: a loop reading lines, a pool running calls, a lock around the writer
 # ======================================================================================
 
-# Server.run() serves the process's stdin and stdout: serve_connection makes a Session
-# whose stream is a Writer; serve_lines reads lines on a thread of its own and hands
-# each message to the session (Peer.read_loop, Peer.dispatch), whose calls run on the
-# pool; every frame goes out through the Writer, whole, under its lock.
+# Server.run() serves stdin and stdout: a Session whose stream is a Writer; serve_lines
+# reads lines on a thread of its own and hands each message to the session.
 #
 # One stray byte on stdout (a print(), a C library's warning, a child process's output)
-# corrupts the stream, and a child process that reads stdin could swallow protocol
-# bytes. So the protocol gets private duplicates of fds 0 and 1, while fd 1 (and
-# sys.stdout) go to stderr and fd 0 reads /dev/null.
+# corrupts the stream, and a child that reads stdin could swallow protocol bytes. So the
+# protocol gets private copies of fds 0 and 1; fd 1 goes to stderr, fd 0 to /dev/null.
 
 def claim_stdio():
     """Take stdin and stdout for the protocol; return private (read_fd, write_fd)."""
@@ -5025,8 +4805,7 @@ def claim_stdio():
 
 def serve_lines(session, rfile):
     """Serve a stdio connection until its input ends, then ``drain`` it. A thread reads
-    (Peer.read_loop) while this one waits: a stop signal, which Python delivers to the
-    main thread, then interrupts a wait, never a request."""
+    while this one waits: a stop signal (to the main thread) interrupts a wait."""
     ended = threading.Event()
     failed = []
 
@@ -5045,8 +4824,7 @@ def serve_lines(session, rfile):
             raise failed[0]
     finally:
         if not ended.is_set():
-            # A stop signal: as at the end of input, no request is read after it (but
-            # the one being read), and the open listens end.
+            # A stop signal: no request is read after it, and the open listens end
             session.closed = True
             for frame in session.end_listens():
                 session.send_frame(frame)
@@ -5054,9 +4832,8 @@ def serve_lines(session, rfile):
 
 
 def drain(session):
-    """End of input: fail the server's own requests; give the calls in flight
-    ``grace_period`` seconds (a stop signal ends it), then cancel those left and give
-    them ``cancel_timeout`` more: none should run on, untold, as the lifespan closes."""
+    """End of input: give the calls in flight ``grace_period`` seconds (a stop signal
+    ends it), then cancel those left and give them ``cancel_timeout`` more."""
     session.fail_pending(ConnectionError("the client closed the connection"))
     server = session.server
     writer = session.stream
@@ -5081,8 +4858,8 @@ def drain(session):
 
 
 def _wait_for_calls(seconds, signals, waiting):
-    """Wait while ``waiting()`` holds, for ``seconds`` at most, or until a stop signal
-    comes (to the _StopSignals ``signals``); returns the deadline."""
+    """Wait while ``waiting()``, ``seconds`` at most, or until a stop signal; returns
+    the deadline."""
     deadline = time.monotonic() + seconds
     count = signals.count
     while waiting() and time.monotonic() < deadline and signals.count == count:
@@ -5091,8 +4868,7 @@ def _wait_for_calls(seconds, signals, waiting):
 
 
 def _stdout_gone(session):
-    """Writing failed: the client is gone, and reading stops. If run() serves the
-    connection, its reader may be blocked in a read: a signal ends the wait for it."""
+    """Writing failed: the client is gone; a signal ends run()'s wait for the reader."""
     session.closed = True
     if (_StopSignals.of(session.stream.write_fd).saved
             and session in session.server.sessions
@@ -5103,20 +4879,18 @@ def _stdout_gone(session):
 # --- tracing ---------------------------------------------------------------
 
 def describe_frame(message, responds_to=None):
-    """A short label for a message: 'request 3 tools/call', 'error 3 -32601', 'batch of
-    N'...; ``responds_to``: the method a response responds to, if known."""
+    """A short label: 'request 3 tools/call', 'error 3 -32601' (+ ``responds_to``)."""
     if isinstance(message, list):
         return f"batch of {len(message)}"
     if not isinstance(message, dict):
         return "not a message"
+    if "method" in message and "id" not in message:
+        return f"notification {message['method']}"
     rid = "(no id)"
     if "id" in message:
         rid = json.dumps(message["id"])
     if "method" in message:
-        kind = "notification"
-        if "id" in message:
-            kind = f"request {rid}"
-        return f"{kind} {message['method']}"
+        return f"request {rid} {message['method']}"
     label = f"response {rid}"
     if isinstance(message.get("error"), dict):
         label = f"error {rid} {message['error'].get('code')}"
@@ -5130,8 +4904,7 @@ def describe_frame(message, responds_to=None):
 
 def _shows_colour(stream):
     """Does ``stream`` show ANSI colours? A terminal, unless NO_COLOR is set; on Windows
-    only a terminal known to read them (the classic console prints them raw)."""
-    # pythonw has no stdout at all
+    only a terminal known to read them."""
     isatty = getattr(stream, "isatty", None)
     if not isatty or not isatty() or os.environ.get("NO_COLOR"):
         return False
@@ -5166,6 +4939,7 @@ class FramePrinter:
                     label = "unparsable"
             else:
                 label = describe_frame(message, self.responds_to(direction, message))
+                label = _escaped(label, 200)
             if self.colour:
                 code = self._COLOURS.get(label.split(" ")[0], "35")
                 label = f"\x1b[{code}m{label}\x1b[0m"
@@ -5178,20 +4952,17 @@ class FramePrinter:
             return None
         if "method" not in message:
             # The request it responds to came the other way.
-            asked = "in"
-            if direction == "in":
-                asked = "out"
+            asked = {"in": "out", "out": "in"}[direction]
             return self.methods.pop((asked, message["id"]), None)
         self.methods[direction, message["id"]] = message["method"]
-        # some requests are never answered
+        # (some requests are never answered)
         if len(self.methods) > 4096:
             del self.methods[next(iter(self.methods))]
         return None
 
 
 def _print_text(text, file=None):
-    """print(), escaping (as \\udcff) what the stream cannot encode: a lone surrogate
-    (a file name read with surrogateescape), or a character its code page lacks."""
+    """print(), escaping (as \\udcff) what the stream cannot encode."""
     file = file or sys.stdout
     try:
         print(text, file=file, flush=True)
@@ -5204,11 +4975,10 @@ def _print_text(text, file=None):
 # ======================================================================================
 
 # Every client message is one POST to one endpoint (/mcp), whose response is one JSON
-# body, or an SSE stream (text/event-stream) when something comes before the response
-# (progress, log lines, questions to the client). As over stdio, the message goes to a
-# Session with the POST's HttpExchange as its stream. A 2026-07-28 request gets a
-# session of its own, so any worker process can serve it; a handshake-era client keeps
-# one (Mcp-Session-Id) in this process.
+# body, or an SSE stream when something comes before the response. As over stdio, the
+# message goes to a Session with the POST's HttpExchange as its stream. A 2026-07-28
+# request gets a session of its own, so any worker process can serve it; a
+# handshake-era client keeps one (Mcp-Session-Id) in this process.
 
 #: The status lines mcp_min responds with, by code.
 HTTP_STATUS = {int(line[:3]): line for line in (
@@ -5230,12 +5000,11 @@ class HttpSession(Session):
     the others (list changes, resource updates) in the GET stream, if one is open."""
 
     # A kept session's Mcp-Session-Id, and its principal's identity (under auth)
-    id = None
-    owner = None
+    id = owner = None
 
     def request(self, method, params=None, timeout=None, owner=None, request_id=None):
         """A request to the client travels in the response to the request that asks it:
-        not if the client accepts JSON alone there (the call would wait in vain)."""
+        not if the client accepts JSON alone there."""
         if owner is not None and not owner.stream.events:
             raise CapabilityError(
                 f"the client accepts only application/json in response to this "
@@ -5247,7 +5016,6 @@ class HttpSession(Session):
         try:
             super().run(ctx)
         finally:
-            # idle from the end of its last call
             self.last_used = time.monotonic()
 
     def idle(self, now):
@@ -5291,9 +5059,7 @@ class HttpEndpoint:
             self.host_names.add(_host_parts(public_host)[0])
         # Bytes of bodies reserved (max_inflight_bytes); a principal's identity -> the
         # responses and calls it holds open; the listen and GET streams open
-        self.inflight = 0
-        self.held = {}
-        self.streams = 0
+        self.inflight, self.held, self.streams = 0, {}, 0
         # MCP_MIN_TRACE=1, in an engine's worker too (serve_http sets run's trace)
         self.trace = None
         if os.environ.get("MCP_MIN_TRACE", "") not in ("", "0"):
@@ -5301,20 +5067,15 @@ class HttpEndpoint:
 
     # -- the caps on what stays open --------------------------------------------------
     def hold(self, stream, is_stream):
-        """Count a response that holds a thread while open: a listen or GET stream
-        (``is_stream``), or a call (a Context: claim). 503 past ``max_streams`` streams;
-        with auth, 429 past ``max_streams_per_principal`` of one principal (without,
-        clients cannot be told apart: max_workers and max_queue bound calls)."""
+        """Count a response that holds a thread while open, a listen or GET stream
+        (``is_stream``) or a call (a Context: claim), against the caps on them."""
         server = self.server
         owner = None
         if server.auth is not None:
             owner = self.identity(stream.principal)
         if owner is None and not is_stream:
             return
-        # (2026-07-28 has no -32000...-32019)
-        code = SERVER_BUSY
-        if stream.stateless:
-            code = INTERNAL_ERROR
+        code = _busy_code(stream.stateless)
         with self.lock:
             if is_stream and self.streams >= server.max_streams:
                 # Retry-After is a guess: streams end when their clients leave
@@ -5336,8 +5097,7 @@ class HttpEndpoint:
     def let_go(self, stream):
         """The end of what hold() counted (once, however often it is called)."""
         with self.lock:
-            holder = stream._holder
-            stream._holder = None
+            holder, stream._holder = stream._holder, None
             if holder is None:
                 return
             owner, is_stream = holder
@@ -5348,9 +5108,8 @@ class HttpEndpoint:
                     del self.held[owner]
 
     def claim(self, ctx):
-        """Count a call that runs user code against its principal's share until its
-        handler returns, client or no client: it takes over its request's place (the
-        first of a batch) or holds its own. Returns why it is refused, or None."""
+        """Count a call against its principal's share until its handler returns, in its
+        request's place (the first of a batch) or its own; why it is refused, or None"""
         stream = ctx.stream
         if isinstance(stream, Batch):
             stream = stream.stream
@@ -5366,10 +5125,9 @@ class HttpEndpoint:
 
     # -- handshake-era sessions -------------------------------------------------------
     def open_session(self, session, request_id=None):
-        """Keep a new session (its initialize succeeded); returns its id. Sessions idle
-        past ``session_idle`` end first; then an owner at ``max_sessions_per_principal``
-        (or any, at ``max_sessions``) gives up its longest idle, or is refused (503): a
-        client never makes room by ending another's."""
+        """Keep a new session; returns its id. Sessions idle past ``session_idle`` end
+        first; then an owner at ``max_sessions_per_principal`` (or any, at
+        ``max_sessions``) gives up its longest idle, or is refused (503)."""
         import secrets
         server = self.server
         owner = None
@@ -5379,17 +5137,14 @@ class HttpEndpoint:
         limit = server.session_idle
         with self.lock:
             for old in [s for s in self.sessions.values() if s.idle(now) > limit]:
-                del self.sessions[old.id]
-                old.end()
+                self.sessions.pop(old.id).end()
             own = [s for s in self.sessions.values() if s.owner == owner]
             while own and (len(self.sessions) >= server.max_sessions or (
                     owner is not None
                     and len(own) >= server.max_sessions_per_principal)):
-                # the longest idle; of sessions all in use, the one used least recently
                 oldest = max(own, key=lambda s: (s.idle(now), -s.last_used))
                 own.remove(oldest)
-                del self.sessions[oldest.id]
-                oldest.end()
+                self.sessions.pop(oldest.id).end()
             if len(self.sessions) >= server.max_sessions:
                 soonest = min(limit - s.idle(now) for s in self.sessions.values())
                 retry = [("Retry-After", str(max(1, int(soonest))))]
@@ -5403,8 +5158,7 @@ class HttpEndpoint:
         return session.id
 
     def find_session(self, environ, principal):
-        """The session a request names, if its principal (or one of the same identity)
-        opened it: to another it does not exist."""
+        """The session a request names, if its principal (or its identity) opened it."""
         session_id = environ.get("HTTP_MCP_SESSION_ID")
         if not session_id:
             raise _HttpRefusal(400, "Bad Request: Mcp-Session-Id header required (send "
@@ -5434,12 +5188,10 @@ class HttpEndpoint:
                                     "clients apart (see its log)") from None
 
     def throwaway_session(self, environ, principal):
-        """A session for one handshake-era message, on a server that keeps none: its
-        version from the header (2025-03-26 when absent, as the spec says)."""
-        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
-        if version is None:
-            version = V2025_03
-        elif version not in PROTOCOL_VERSIONS:
+        """A session for one handshake-era message, on a server that keeps none (the
+        version from the header: 2025-03-26 when absent)."""
+        version = environ.get("HTTP_MCP_PROTOCOL_VERSION", V2025_03)
+        if version not in PROTOCOL_VERSIONS:
             raise _HttpRefusal(400, f"Bad Request: unsupported MCP-Protocol-Version "
                                     f"{_short_repr(version)} (supported: "
                                     f"{', '.join(PROTOCOL_VERSIONS)})")
@@ -5463,18 +5215,12 @@ class HttpEndpoint:
 
 
 class HttpExchange(Stream):
-    """One HTTP request and its response, as http.server has a handler per request. It
-    is the stream of its request's messages, queued as ``(frame, is_response,
-    time.monotonic())`` for the thread that writes its response."""
+    """One HTTP request and its response, and the stream of its messages, queued as
+    ``(frame, is_response, time.monotonic())`` for the thread that writes them."""
 
     # What serving it finds out (opens_session: an initialize, if it succeeds)
-    principal = None
-    session = None
-    request_id = None
-    stateless = False
-    opens_session = False
-    listen = False
-    closed = False
+    principal = session = request_id = None
+    stateless = opens_session = listen = closed = False
     # The bytes of max_inflight_bytes its body holds (read_body, release)
     reserved = 0
     # What it counts against the stream caps while open (HttpEndpoint.hold)
@@ -5485,7 +5231,7 @@ class HttpExchange(Stream):
         self.server = endpoint.server
         self.environ = environ
         self.start_response = start_response
-        # The embedded server's: whether the client has closed its connection
+        # (the embedded server's: has the client closed its connection?)
         self.gone = environ.get("mcp_min.client_gone")
         self.frames = SimpleQueue()
 
@@ -5538,16 +5284,13 @@ class HttpExchange(Stream):
     # -- who may ask -------------------------------------------------------------------
     def check_host(self):
         """The Host, if it names this server: localhost, an IP address, allowed_hosts or
-        public_url's host. Another name is 421: a site whose DNS an attacker rebound to
-        this server sends its own. None, junk or a bad port: 400."""
+        public_url's host. Another name is 421 (a DNS rebinding); junk: 400."""
         host = self.environ.get("HTTP_HOST")
         if host is None:
             raise _HttpRefusal(400, "Bad Request: send a Host header (RFC 9112 3.2)")
-        parts = None
         # (a DNS name has 253 characters at most: what _host_parts caches stays small)
-        if len(host) <= 300:
-            parts = _host_parts(host)
-        if parts is None:
+        parts = len(host) <= 300 and _host_parts(host)
+        if not parts:
             raise _HttpRefusal(400, f"Bad Request: Host {_preview(host)} is not a host "
                                     "name or address with an optional port")
         name = parts[0]
@@ -5559,9 +5302,8 @@ class HttpExchange(Stream):
         return host
 
     def authenticate(self, host):
-        """Who the bearer token belongs to, by the auth hook (a falsy principal is
-        nobody: a hook may say False for a bad token); else 401, with where to read how
-        to get a token (RFC 9728)."""
+        """Who the bearer token belongs to, by the auth hook (falsy: nobody); else 401,
+        with where to read how to get a token (RFC 9728)."""
         scheme, _, token = self.environ.get("HTTP_AUTHORIZATION", "").partition(" ")
         principal = None
         if scheme.lower() == "bearer" and token.strip():
@@ -5572,11 +5314,9 @@ class HttpExchange(Stream):
                 log.error("the auth hook failed (%s)", sys.exc_info()[0].__name__)
         if principal:
             return principal
-        metadata = self.urls(host)[1]
-        error = ""
+        challenge = f'Bearer resource_metadata="{self.urls(host)[1]}"'
         if scheme.lower() == "bearer":
-            error = ', error="invalid_token"'
-        challenge = f'Bearer resource_metadata="{metadata}"{error}'
+            challenge += ', error="invalid_token"'
         raise _HttpRefusal(401, "Unauthorized: send Authorization: Bearer TOKEN",
                            headers=[("WWW-Authenticate", challenge)])
 
@@ -5599,8 +5339,7 @@ class HttpExchange(Stream):
         return base + path, f"{base}{_WELL_KNOWN}{path}"
 
     def metadata(self, host):
-        """GET: the metadata (RFC 9728) naming the servers that issue tokens; HEAD: its
-        headers alone."""
+        """The metadata (RFC 9728) naming the servers that issue tokens."""
         method = self.environ["REQUEST_METHOD"]
         if method == "OPTIONS" and "HTTP_ORIGIN" in self.environ:
             return self.preflight("GET, HEAD")
@@ -5620,17 +5359,15 @@ class HttpExchange(Stream):
 
     # -- POST: one client message -----------------------------------------------------
     def post(self):
-        """Accept, Content-Type, the body and its era; a 2026-07-28 request is
-        delivered at once, a handshake-era message by post_in_session."""
+        """Accept, Content-Type, the body and its era; then the message delivered."""
         environ = self.environ
         server = self.server
         accept = environ.get("HTTP_ACCEPT", "*/*")
-        # Clients send the same Accept every time: what a short one takes is remembered
-        if len(accept) <= 200:
-            sse, takes_json = _accepted(accept)
-        else:
-            sse = _accepts(accept, "text/event-stream")
-            takes_json = _accepts(accept, "application/json")
+        # (clients send the same Accept every time: a short one's is cached)
+        accepted = _accepted
+        if len(accept) > 200:
+            accepted = _accepted.__wrapped__
+        sse, takes_json = accepted(accept)
         if not (sse or takes_json):
             raise _HttpRefusal(406, "Not Acceptable: accept application/json and "
                                     "text/event-stream")
@@ -5659,9 +5396,14 @@ class HttpExchange(Stream):
             if isinstance(e.data, dict):
                 rid = e.data.get("id")
             if rid is not None and server.http_sessions and not self.stateless:
-                self.fail_answer(message)
+                # An invalid message may be a botched answer: its request fails at once
+                try:
+                    session = self.endpoint.find_session(environ, self.principal)
+                except _HttpRefusal:
+                    pass
+                else:
+                    session.dispatch(message, self)
             raise _HttpRefusal(400, e.message, rid, e.code) from None
-        # nothing for a server that keeps no state
         if kind != "request" and self.stateless:
             return _http_response(self.start_response, 202, b"")
         if kind == "request":
@@ -5673,9 +5415,8 @@ class HttpExchange(Stream):
         return self.post_in_session(message, kind)
 
     def read_body(self):
-        """The body, once its length is within max_body_bytes and what
-        max_inflight_bytes has left: that stays reserved until the response (release),
-        as decoded JSON takes 1 to 25 times as much again."""
+        """The body, within max_body_bytes and what max_inflight_bytes has left: that
+        stays reserved until the response (decoded JSON takes 1 to 25 times as much)."""
         environ = self.environ
         server = self.server
         endpoint = self.endpoint
@@ -5684,35 +5425,28 @@ class HttpExchange(Stream):
         if length:
             if not _is_length(length):
                 raise _HttpRefusal(400, "Bad Request: invalid Content-Length")
-            length = int(length)
+            length = size = int(length)
             if length > limit:
                 raise _HttpRefusal(413, f"Content Too Large: {length} bytes is over "
                                         f"the limit of {limit} bytes per message")
         elif "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
             length = None
+            size = limit + 1
         else:
             raise _HttpRefusal(411, "Length Required: send Content-Length")
-        size = length
-        if length is None:
-            size = limit + 1
         with endpoint.lock:
             if endpoint.inflight + size <= server.max_inflight_bytes:
                 endpoint.inflight += size
                 self.reserved = size
         if not self.reserved:
-            # (2026-07-28 has no -32000...-32019)
-            code = SERVER_BUSY
-            if self.stateless:
-                code = INTERNAL_ERROR
             raise _HttpRefusal(503, f"Server busy: {server.max_inflight_bytes} bytes "
                                     "of requests at most are taken at once "
                                     "(Server(max_inflight_bytes=...)); try again "
-                                    "shortly", code=code,
+                                    "shortly", code=_busy_code(self.stateless),
                                headers=[("Retry-After", "1")])
         try:
             body = environ["wsgi.input"].read(size)
         except TimeoutError:
-            # the embedded server's idle_timeout
             raise _HttpRefusal(408, "Request Timeout: the body did not all come within "
                                     f"{server.idle_timeout} s of the headers") from None
         if len(body) > limit:
@@ -5726,14 +5460,12 @@ class HttpExchange(Stream):
         return body
 
     def check_headers(self, message, params):
-        """2026-07-28 repeats in headers what the body says, so that proxies can route
-        on it: any disagreement is refused (-32020)."""
+        """2026-07-28 repeats in headers what the body says (for proxies to route on):
+        any disagreement is refused (-32020)."""
         environ = self.environ
         meta = params.get("_meta")
         method = message["method"]
-        version = None
-        if isinstance(meta, dict):
-            version = meta.get(PROTOCOL_VERSION_KEY)
+        version = isinstance(meta, dict) and meta.get(PROTOCOL_VERSION_KEY)
         header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         name = params.get("name")
         if method == "resources/read":
@@ -5763,16 +5495,13 @@ class HttpExchange(Stream):
     def deliver(self, message):
         """Hand a request (or batch) to its session, then respond: JSON if the response
         comes first, else an SSE stream (also after ``heartbeat`` s). A client leaving
-        cancels in 2026-07-28; in the handshake era, where a disconnect is no
-        cancellation, the call runs on, unheard."""
+        cancels in 2026-07-28; in the handshake era the call runs on, unheard."""
         server = self.server
         batch = isinstance(message, list)
         session = self.session
-        # A 2026-07-28 request: a session for it alone
         if session is None:
             session = self.session = Session(server, None, self.principal)
-        # where a shutdown finds the calls to cancel; with auth, calls count against
-        # their principal's share (claim)
+        # (where a shutdown finds the calls to cancel)
         server.http_sessions_alive.add(session)
         if server.auth is not None:
             session.claim = self.endpoint.claim
@@ -5783,8 +5512,8 @@ class HttpExchange(Stream):
         if self.listen and not self.events:
             raise _HttpRefusal(406, "Not Acceptable: subscriptions/listen responds "
                                     "with text/event-stream", self.request_id)
-        # What holds a thread for long is counted before it starts (refused past the
-        # caps): a listen; with auth, a call that runs user code, or a batch.
+        # What holds a thread for long is counted before it starts: a listen; with
+        # auth, a call that runs user code, or a batch
         if self.listen or (server.auth is not None and (
                 batch or server.methods.get(method, CUSTOM_METHOD).threaded)):
             self.endpoint.hold(self, self.listen)
@@ -5795,7 +5524,6 @@ class HttpExchange(Stream):
             if batch:
                 session.handle_batch(message, self)
             else:
-                # 2026-07-28 even for initialize, which is not of that era
                 session.handle_request(message, self, stateless=self.stateless)
             # A listen's handler has returned: its stream costs a place, no body
             if self.listen:
@@ -5808,13 +5536,11 @@ class HttpExchange(Stream):
                 while not first[1]:
                     first = self.next_item(None)
         except ConnectionAbortedError:
-            # no one to respond to
             if self.stateless:
                 session.cancel(self.request_id, "the client closed the connection")
             self.finish()
             return _http_response(self.start_response, 202, b"")
         except BaseException:
-            # counted, but not served after all
             self.endpoint.let_go(self)
             raise
         # The response came first: no stream (and nothing more goes into it)
@@ -5831,7 +5557,6 @@ class HttpExchange(Stream):
                 if self.opens_session and "result" in json.loads(frame):
                     session_id = self.endpoint.open_session(session, self.request_id)
                     headers = [("Mcp-Session-Id", session_id)]
-                # the request is over: what its body held is free
                 self.release()
                 return _http_response(self.start_response, status, frame, headers)
             # no way to say "nothing", or a batch with nothing to respond (cancelled,
@@ -5841,25 +5566,24 @@ class HttpExchange(Stream):
         return _http_response(self.start_response, 200, self.stream_events(first))
 
     def next_item(self, timeout):
-        """The next ``(frame, is_response, queued)``, or None after ``timeout`` seconds
-        (None: no limit); ConnectionAbortedError once the client has gone, which a
-        request asks every 0.25 s, a listen or GET only at its timeout (no CPU)."""
+        """The next ``(frame, is_response, queued)``, or None after ``timeout`` seconds;
+        ConnectionAbortedError once the client has gone (a request asks every 0.25 s,
+        a listen or GET only at its timeout)."""
         gone = self.gone
         deadline = None
         if timeout is not None:
             deadline = time.monotonic() + timeout
         while True:
-            wait = None
+            waits = []
             if gone and not self.listen:
-                wait = 0.25
+                waits.append(0.25)
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return None
-                if wait is None or left < wait:
-                    wait = left
+                waits.append(left)
             try:
-                return self.frames.get(timeout=wait)
+                return self.frames.get(timeout=min(waits, default=None))
             except Empty:
                 if gone and gone():
                     raise ConnectionAbortedError from None
@@ -5888,17 +5612,15 @@ class HttpExchange(Stream):
 
     # -- the response ------------------------------------------------------------------
     def status_of(self, frame):
-        """The HTTP status of a response that holds an error (a batch's array of
-        responses, or a result that just holds such a string: 200)."""
+        """The HTTP status of a response that holds an error (a batch's: 200)."""
         response = json.loads(frame)
-        error = None
-        if isinstance(response, dict):
-            error = response.get("error")
+        error = isinstance(response, dict) and response.get("error")
         if not isinstance(error, dict):
             return 200
+        code = error.get("code")
         if self.stateless:
-            return _STATELESS_ERROR_STATUS.get(error.get("code"), 200)
-        if error.get("code") in (PARSE_ERROR, INVALID_REQUEST):
+            return _STATELESS_ERROR_STATUS.get(code, 200)
+        if code in (PARSE_ERROR, INVALID_REQUEST):
             return 400
         return 200
 
@@ -5914,7 +5636,7 @@ class HttpExchange(Stream):
                 else:
                     frame, final, queued = item
                     late = self.server.idle_timeout
-                    # a client that cannot keep up: as if gone
+                    # (a client that cannot keep up: as if gone)
                     if late and time.monotonic() - queued > late:
                         return
                     if frame is not None:
@@ -5937,9 +5659,8 @@ class HttpExchange(Stream):
 
     def wait_item(self):
         """The next item (``yield from``), or None after ``heartbeat`` seconds. Where
-        the engine cannot say a client has gone (granian, gunicorn), an empty chunk
-        every ``probe_every`` seconds, which granian fails to send once it has, frees
-        the thread before the next keep-alive would (nothing is sent)."""
+        the engine cannot say a client has gone, an empty chunk every ``probe_every``
+        seconds, which granian fails to send once it has, frees the thread sooner."""
         heartbeat = self.server.heartbeat
         if self.gone is not None:
             return self.next_item(heartbeat)
@@ -5952,11 +5673,10 @@ class HttpExchange(Stream):
             yield b""
 
     def finish(self):
-        """The end of the response: nothing more goes in (a tool may still send),
-        hold()'s count is given back, a GET or listen stream leaves its session."""
+        """The end of the response: nothing more goes in, hold()'s count is given back,
+        a GET or listen stream leaves its session."""
         self.closed = True
-        if self._holder is not None:
-            self.endpoint.let_go(self)
+        self.endpoint.let_go(self)
         session = self.session
         if session is not None and session.stream is self:
             session.last_used = time.monotonic()
@@ -5966,24 +5686,22 @@ class HttpExchange(Stream):
     def release(self, keep=0):
         """Give back what read_body reserved of max_inflight_bytes, but ``keep``."""
         if self.reserved:
-            endpoint = self.endpoint
-            with endpoint.lock:
-                endpoint.inflight -= self.reserved - keep
+            with self.endpoint.lock:
+                self.endpoint.inflight -= self.reserved - keep
             self.reserved = keep
 
     # -- handshake-era sessions -------------------------------------------------------
     def post_in_session(self, message, kind):
         """A handshake-era message: an initialize opens a session; anything else goes to
-        the session it names, or, on a server that keeps none, to one made for it."""
+        the session it names (or one made for it)."""
         server = self.server
-        endpoint = self.endpoint
         initialize = kind == "request" and message["method"] == "initialize"
         if initialize:
             session = HttpSession(server, None, self.principal)
         elif server.http_sessions:
-            session = endpoint.find_session(self.environ, self.principal)
+            session = self.endpoint.find_session(self.environ, self.principal)
         else:
-            session = endpoint.throwaway_session(self.environ, self.principal)
+            session = self.endpoint.throwaway_session(self.environ, self.principal)
         session.last_used = time.monotonic()
         # (a response is the answer to a question of ours)
         if kind in ("notification", "response"):
@@ -6006,7 +5724,6 @@ class HttpExchange(Stream):
             raise _HttpRefusal(406, "Not Acceptable: GET opens a text/event-stream")
         self.listen = True
         self.session = session
-        # of two GETs at once, one gets the stream
         with session.lock:
             if session.stream is not None:
                 raise _HttpRefusal(409, "Conflict: this session already has a GET "
@@ -6020,21 +5737,11 @@ class HttpExchange(Stream):
         self.server.sessions.add(session)
         return _http_response(self.start_response, 200, self.stream_events())
 
-    def fail_answer(self, message):
-        """An invalid message may be a botched answer to the session's request, which
-        then fails at once, as on stdio."""
-        try:
-            session = self.endpoint.find_session(self.environ, self.principal)
-        except _HttpRefusal:
-            return
-        session.dispatch(message, self)
-
     # -- a browser's request (CORS) ----------------------------------------------------
     def check_origin(self, host):
-        """403 for another site's script. The Origin a browser sends is allowed if it
-        has the Host's host[:port], if both are this machine, or if allowed_origins
-        lists it or "*"; returned for Access-Control-Allow-Origin, as "*" if unlisted
-        (what a client sends is never echoed unchecked)."""
+        """403 for another site's script. An Origin is allowed if it has the Host's
+        host[:port], if both are this machine, or if allowed_origins lists it or "*";
+        returned for Access-Control-Allow-Origin ("*" if unlisted: never echoed)."""
         origin = self.environ["HTTP_ORIGIN"]
         allowed = self.server.allowed_origins
         if origin in allowed:
@@ -6042,17 +5749,13 @@ class HttpExchange(Stream):
         if "*" in allowed:
             return "*"
         match = _ORIGIN.fullmatch(origin)
-        page = None
         # (a longer one is no host name)
-        if match is not None and len(match[2]) <= 300:
-            page = _host_parts(match[2])
-        if page is not None:
+        page = match and len(match[2]) <= 300 and _host_parts(match[2])
+        if page:
             name, port = _host_parts(host)
-            # a Host names no default port either
             default = _DEFAULT_PORTS.get(match[1].lower())
-            if page[0] == name and (page[1] or default) == (port or default):
-                return origin
-            if _is_loopback(page[0]) and _is_loopback(name):
+            same_site = page[0] == name and (page[1] or default) == (port or default)
+            if same_site or (_is_loopback(page[0]) and _is_loopback(name)):
                 return origin
         raise _HttpRefusal(403, f"Forbidden: Origin {_preview(origin)} is not allowed "
                                 "(Server(allowed_origins=[...]))")
@@ -6076,8 +5779,7 @@ class HttpExchange(Stream):
 
 def _http_response(start_response, status, body, headers=()):
     """Start a response and return its body: the one place where the status and headers
-    are made. ``body`` is JSON, empty (a 204 has no Content-Length), or the SSE stream
-    of stream_events."""
+    are made. ``body`` is JSON, empty, or the SSE stream of stream_events."""
     if isinstance(body, bytes):
         fields = [("Content-Length", str(len(body)))]
         if body:
@@ -6093,16 +5795,13 @@ def _http_response(start_response, status, body, headers=()):
 
 
 def _is_length(text):
-    """Whether a Content-Length is one: ASCII digits only (int() takes "+5", isdigit()
-    "²", and no more than 4,300 digits), once the blanks around it are left out."""
+    """Is a Content-Length one? ASCII digits only (int() takes "+5", isdigit() "²")."""
     text = text.strip(" \t")
     return text.isascii() and text.isdigit() and len(text) <= 18
 
 
 def _principal_id(principal):
-    """What tells a principal (what the auth hook returned) from another, in any
-    process: its JSON form, else its repr (a dataclass's names its fields); TypeError
-    for neither."""
+    """A principal's identity, in any process: JSON form, or repr (else TypeError)."""
     try:
         json.dumps(principal, sort_keys=True)
         return principal
@@ -6132,8 +5831,7 @@ def _header_value(raw):
 
 
 def _mirror_problem(environ, tool, params):
-    """What is wrong with the Mcp-Param-{Name} headers of a call to ``tool``, if
-    anything: each argument its schema marks with x-mcp-header must be repeated."""
+    """What is wrong with the Mcp-Param-{Name} headers of a ``tool`` call, or None."""
     for name, path in tool.mirrored.items():
         value = params.get("arguments")
         for key in path:
@@ -6143,8 +5841,7 @@ def _mirror_problem(environ, tool, params):
             value = value.get(key)
         header = environ.get("HTTP_MCP_PARAM_" + name.upper().replace("-", "_"))
         if value is not None and not _mirrors(value, _header_value(header)):
-            return (f"Mcp-Param-{name} must be {_preview(value)}, as in the "
-                    "arguments")
+            return f"Mcp-Param-{name} must be {_preview(value)}, as in the arguments"
     return None
 
 
@@ -6155,8 +5852,8 @@ def _accepted(accept):
 
 
 def _accepts(accept, media_type):
-    """Whether an Accept header takes ``media_type``: the most specific range that names
-    it (whatever its case) decides, and q=0 refuses it (RFC 9110 12.5.1)."""
+    """Does an Accept header take ``media_type``? The most specific range that names it
+    decides; q=0 refuses it (RFC 9110 12.5.1)."""
     ranks = {media_type: 3, media_type.split("/")[0] + "/*": 2, "*/*": 1}
     best = 0
     accepted = False
@@ -6164,10 +5861,9 @@ def _accepts(accept, media_type):
         media, *params = item.split(";")
         rank = ranks.get(media.strip(), 0)
         if rank > best:
-            refused = any(re.fullmatch(r"\s*q\s*=\s*0(\.0*)?\s*", param)
-                          for param in params)
             best = rank
-            accepted = not refused
+            accepted = not any(re.fullmatch(r"\s*q\s*=\s*0(\.0*)?\s*", param)
+                               for param in params)
     return accepted
 
 
@@ -6181,8 +5877,7 @@ def _cors_start(start_response, allowed_origin, status, headers):
 
 
 _BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
-#: A Host, or the host[:port] of an Origin or a URL (a bracketed IPv6 address, or a
-#: name or IPv4 address), then perhaps a port
+#: A Host, or the host[:port] of an Origin or a URL
 _HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?")
 #: What a URL's path may hold besides letters, digits and "_.-": nothing that could end
 #: a header's quoted string ('"', '\', space, control characters).
@@ -6197,8 +5892,8 @@ _WELL_KNOWN = "/.well-known/oauth-protected-resource"
 
 @functools.lru_cache(maxsize=64)
 def _host_parts(host):
-    """``(name, port)`` of a Host or an Origin's or URL's host[:port]: the name
-    lowercased without brackets, the port an int or None; None for anything else."""
+    """``(name, port)`` of a Host or an Origin's or URL's host[:port], lowercased
+    without brackets; None for anything else."""
     match = _HOST.fullmatch(host)
     if match is None:
         return None
@@ -6226,8 +5921,7 @@ def _ip_address(name):
 
 
 def _is_loopback(name):
-    """Whether a host name or address (no brackets) is this machine: localhost,
-    127.0.0.0/8 or ::1, also as a dual-stack socket writes it (::ffff:127.0.0.1)."""
+    """Is a host name or address this machine (also ::ffff:127.0.0.1)?"""
     if name == "localhost":
         return True
     address = _ip_address(name)
@@ -6249,7 +5943,6 @@ def _allowed_hosts(names):
         parts = None
         if isinstance(name, str):
             parts = _host_parts(name)
-            # an IPv6 address, without brackets
             if parts is None and ":" in name:
                 parts = _host_parts(f"[{name}]")
         if parts is None or parts[1] is not None:
@@ -6261,7 +5954,7 @@ def _allowed_hosts(names):
 
 def _public_url(url):
     """The public_url setting, checked: None, or an http(s) URL with a host and no query
-    or fragment, whose every character may stand in a header."""
+    or fragment, fit for a header."""
     if url is None:
         return None
     match = None
@@ -6291,7 +5984,6 @@ class _LifespanFailed:
 
     def __call__(self, environ, start_response):
         length = environ.get("CONTENT_LENGTH") or ""
-        # a short body is read, as engines expect
         if _is_length(length) and int(length) <= 1 << 16:
             environ["wsgi.input"].read(int(length))
         body = error_frame(None, INTERNAL_ERROR, "Service Unavailable: the server's "
@@ -6301,8 +5993,7 @@ class _LifespanFailed:
 
 
 def _ignore_stop_signals():
-    """Ignore SIGINT, SIGTERM and SIGQUIT (where there is one) on the main thread;
-    returns their handlers, for _restore_signals."""
+    """Ignore SIGINT, SIGTERM, SIGQUIT (if any) on the main thread: the old handlers."""
     import signal
     names = ("SIGINT", "SIGTERM", "SIGQUIT")
     return _ignore_signals([getattr(signal, name) for name in names
@@ -6323,8 +6014,8 @@ def _at_process_exit(fn):
 # ======================================================================================
 
 def _open_lifespan(cm):
-    """Enter what the lifespan function returned (a context manager or a bare generator,
-    sync or async): returns what it yields, and a function that exits it."""
+    """Enter what the lifespan function returned (a context manager or a generator,
+    sync or async): (what it yields, a function that exits it)."""
     import contextlib
     generator = cm
     if isinstance(cm, types.GeneratorType):
@@ -6345,8 +6036,8 @@ def _open_lifespan(cm):
 
 
 class _LoopThread:
-    """The process's one asyncio event loop, in a daemon thread. Every async handler and
-    lifespan runs on it: asyncio objects they share work only on their own loop."""
+    """The process's one asyncio event loop, in a daemon thread: asyncio objects that
+    async handlers and the lifespan share work only on their own loop."""
 
     def __init__(self):
         import asyncio
@@ -6358,7 +6049,6 @@ class _LoopThread:
         self.ident = thread.ident
 
     def submit(self, coroutine):
-        """Start ``coroutine`` on the loop; returns a concurrent.futures.Future."""
         if _thread.get_ident() == self.ident:
             coroutine.close()
             raise RuntimeError("mcp_min's event loop cannot wait for itself: make this "
@@ -6380,13 +6070,11 @@ def _event_loop():
 
 
 # --- stop signals ----------------------------------------------------------
-# run() serves until end of input, SIGTERM or Ctrl+C. The main thread only waits while
-# a reader thread reads (serve_lines), then shuts down. A stop signal raises _Stop in
-# that wait, once: raised in the shutdown, it would skip the rest of it.
+# run() serves until end of input, SIGTERM or Ctrl+C. A stop signal raises _Stop in the
+# main thread's wait (serve_lines), once: raised in the shutdown, it would cut it short.
 
 class _Stop(BaseException):
-    """Raised in the main thread by SIGTERM (or a stdout gone) to end serving
-    gracefully. A BaseException, so no handler's ``except Exception`` swallows it."""
+    """SIGTERM or stdout gone, in the main thread: no ``except Exception`` takes it."""
 
 
 _MAIN_THREAD = threading.main_thread().ident
@@ -6395,35 +6083,28 @@ _stop_signals = None
 
 
 class _StopSignals:
-    """The stop signals of one run() (new for each: nothing carries over), which serves
-    the connection that writes to ``write_fd``."""
+    """Stop signals of the run() serving the connection writing to ``write_fd``."""
 
     def __init__(self, grace, write_fd):
-        self.grace = grace
-        self.write_fd = write_fd
+        self.grace, self.write_fd = grace, write_fd
         # The application's handlers while ours are in ({} off the main thread); the
         # first signal, which decides the exit code
         self.saved = {}
-        self.first = None
+        self.first = self.held_since = self.waiting_since = None
         self.count = 0
-        self.raised = False
-        self.held_since = None
-        self.waiting_since = None
-        self.force = False
+        self.raised = self.force = False
 
     @staticmethod
     def of(write_fd):
-        """The state of the run() whose connection writes to ``write_fd``; for another
-        connection, one that no signal reaches."""
+        """The run() writing to ``write_fd`` (else one that no signal reaches)."""
         state = _stop_signals
         if state is None or state.write_fd != write_fd:
             state = _StopSignals(0, None)
         return state
 
     def on_signal(self, signum, frame):
-        """The handler: the first signal raises _Stop, unless the shutdown holds
-        signals back (_hold_signals); any other is counted (drain() ends its grace
-        period) and waits, a grace period at most (watch)."""
+        """The first signal raises _Stop, unless the shutdown holds signals back; any
+        other is counted (drain ends its grace period) and waits (watch)."""
         if _stop_signals is not self:
             return
         if self.first is None:
@@ -6437,8 +6118,7 @@ class _StopSignals:
             _start_thread(self.watch)
 
     def watch(self):
-        """The watchdog of a signal that waits: once the shutdown has held it back a
-        grace period (a client that reads nothing, a hang), it is cut short."""
+        """A signal held back a grace period (a stuck client, a hang) cuts it short."""
         while _stop_signals is self:
             held_since = self.held_since
             if held_since is not None:
@@ -6457,11 +6137,10 @@ def _catch_stop_signals(grace, write_fd):
 
 
 def _end_stop_signals():
-    """After run(): end its signal state, and ignore the two signals until the
-    application is back in control (_Exit). Returns (first signal, handlers)."""
+    """After run(): ignore the stop signals until the application is back in control
+    (_Exit). Returns (first signal, handlers)."""
     global _stop_signals
-    state = _stop_signals
-    _stop_signals = None
+    state, _stop_signals = _stop_signals, None
     if state.saved:
         _ignore_signals(state.saved)
     return state.first, state.saved
@@ -6482,8 +6161,7 @@ def _release_signals(state):
 
 
 def _interrupt_main():
-    """SIGTERM to the main thread. pthread_kill interrupts a read or write it is blocked
-    in; without it (Windows) the handler runs when the main thread next runs Python."""
+    """SIGTERM to the main thread (pthread_kill interrupts a read or write)."""
     import signal
     if hasattr(signal, "pthread_kill"):
         signal.pthread_kill(_MAIN_THREAD, signal.SIGTERM)
@@ -6492,8 +6170,8 @@ def _interrupt_main():
 
 
 def _take_stop_signals(handler):
-    """SIGTERM, and Ctrl+C unless the application handles it, go to ``handler``. Returns
-    the handlers as they were, for _restore_signals; {} off the main thread."""
+    """SIGTERM, and Ctrl+C unless the application handles it, go to ``handler``; the
+    handlers as they were ({} off the main thread)."""
     if threading.current_thread() is not threading.main_thread():
         return {}
     import signal
@@ -6506,8 +6184,7 @@ def _take_stop_signals(handler):
 
 
 def _ignore_signals(signums):
-    """Ignore the signals ``signums``; returns their handlers as they were, for
-    _restore_signals; {} off the main thread."""
+    """Ignore ``signums``; their handlers as they were ({} off the main thread)."""
     if threading.current_thread() is not threading.main_thread():
         return {}
     import signal
@@ -6515,8 +6192,7 @@ def _ignore_signals(signums):
 
 
 def _restore_signals(saved):
-    """Put back the handlers _take_stop_signals or _ignore_signals replaced (but one set
-    outside Python: None, which cannot be put back)."""
+    """Put back the handlers replaced (but None: one set outside Python)."""
     import signal
     for signum, handler in saved.items():
         if handler is not None:
@@ -6524,9 +6200,8 @@ def _restore_signals(saved):
 
 
 class _Exit(SystemExit):
-    """How run() ends: SystemExit, holding the application's SIGTERM and SIGINT
-    handlers. While the program exits they stay ignored (a late signal must not turn a
-    clean exit into death by signal); an application that catches it gets them back."""
+    """How run() ends: a SystemExit holding the application's signal handlers, ignored
+    as the program exits (a late signal must not kill a clean exit); back if caught."""
 
     def __init__(self, code, saved):
         super().__init__(code)
@@ -6548,14 +6223,12 @@ def serve_http(server, address="127.0.0.1:8000", trace=None):
     """Server.run_http: serve ``server.wsgi`` on the embedded server at "HOST:PORT"
     until Ctrl+C or SIGTERM; returns the exit code (0, or 130 after Ctrl+C)."""
     global _tune_allocator
-    # the process is the server's (see claim_stdio)
     _tune_allocator = True
     host, port = _parse_address(address)
     httpd = make_http_server(server.wsgi, host, port, server.idle_timeout,
                              server.max_connections,
                              min(server.max_body_bytes, server.max_line_bytes),
                              server.max_connections_per_address)
-    # the lifespan, before a request is taken
     started = server.start_http()
     if isinstance(started, _LifespanFailed):
         httpd.server_close()
@@ -6568,17 +6241,15 @@ def serve_http(server, address="127.0.0.1:8000", trace=None):
     if ":" in host:
         shown = f"[{host}]"
     if not _is_loopback(host) and server.auth is None and server.allowed_hosts is None:
-        log.warning("listening on %s, which other machines can reach, with no "
-                    "auth: anyone who can reach it by its IP address can call this "
-                    "server's tools and read its resources; set Server(auth=...) "
-                    "to require a bearer token, and Server(allowed_hosts=[...]) to "
-                    "the names clients use (bind 127.0.0.1 to serve this machine "
-                    "alone)", shown)
+        log.warning("listening on %s, which other machines can reach, with no auth: "
+                    "anyone who can reach it by its IP address can call this server's "
+                    "tools and read its resources; set Server(auth=...) to require a "
+                    "bearer token, and Server(allowed_hosts=[...]) to the names "
+                    "clients use (bind 127.0.0.1 to serve this machine alone)", shown)
     import signal
     saved = {}
     code = 0
     try:
-        # our handlers are in before the line saying "serving"
         saved = _take_stop_signals(httpd.stop)
         print(f"mcp_min: serving {server.name} on http://{shown}:{httpd.server_port}"
               f"{server.http_path}", file=sys.stderr, flush=True)
@@ -6611,8 +6282,7 @@ def make_http_server(app, host="127.0.0.1", port=8000, idle_timeout=30.0,
 
 @functools.lru_cache(maxsize=None)
 def _embedded_server_class():
-    """The class of make_http_server's servers: each mixin below on the class it
-    extends, on first use (a server on stdio need not import wsgiref)."""
+    """Each mixin below on the class it extends, on first use (wsgiref is slow)."""
     import io
     import socket
     import socketserver
@@ -6632,8 +6302,8 @@ def _embedded_server_class():
 
 
 def _readable(connection):
-    """Whether a read would not wait: input, or the client closed its end (a closed
-    connection: True). By poll(): select() refuses a descriptor past 1023."""
+    """Would a read not wait (input, or the client closed its end)? By poll(): select()
+    refuses a descriptor past 1023."""
     import selectors
     try:
         with getattr(selectors, "PollSelector", selectors.SelectSelector)() as selector:
@@ -6644,16 +6314,14 @@ def _readable(connection):
 
 
 class _ResponseWriterMixin:
-    """How the embedded server writes a response (on wsgiref's ServerHandler): in
-    HTTP/1.1, in chunks when its length is not known, keeping the connection only
-    when that is safe."""
+    """A response (on wsgiref's ServerHandler): HTTP/1.1, chunked when its length is not
+    known, keeping the connection only when that is safe."""
 
     http_version = "1.1"
-    chunked = False
-    mute = False
+    chunked = mute = False
 
     def bodiless(self):
-        """Whether no body may follow the headers: a HEAD's, a 204's (RFC 9110)."""
+        """No body may follow the headers: a HEAD's, a 204's (RFC 9110)."""
         return self.request_handler.command == "HEAD" or self.status[:3] == "204"
 
     def cleanup_headers(self):
@@ -6710,9 +6378,8 @@ class _ResponseWriterMixin:
 
 
 class _LineReaderMixin:
-    """A connection's reader (on io.BufferedReader) that remembers a CR within a line:
-    the header parser ends a line there, so a header hidden after one ("Foo:
-    x\rMcp-Session-Id: y") would get past a proxy that reads one line (400)."""
+    """A reader (on io.BufferedReader) that remembers a CR within a line: a header
+    hidden after one ("Foo: x\rMcp-Session-Id: y") would get past a proxy (400)."""
 
     bare_cr = False
 
@@ -6724,8 +6391,8 @@ class _LineReaderMixin:
 
 
 class _DeadlineReaderMixin:
-    """A connection's socket reads (on socket.SocketIO), all to end by ``deadline`` (a
-    time.monotonic()) if set; the socket keeps ``idle_timeout`` for sends."""
+    """Socket reads (on socket.SocketIO) that end by ``deadline``, if set; sends keep
+    ``idle_timeout``."""
 
     deadline = None
     idle_timeout = None
@@ -6744,12 +6411,10 @@ _ABSOLUTE_FORM = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)/?(.*)")
 
 
 class _RequestHandlerMixin:
-    """One connection of the embedded server (on wsgiref's WSGIRequestHandler), its
-    requests one after the other."""
+    """A connection to the embedded server (WSGIRequestHandler): requests in turn."""
 
     protocol_version = "HTTP/1.1"
-    # (headers and body go out in separate writes: with Nagle's algorithm the body
-    # would wait 40 ms for the client's delayed acknowledgement)
+    # (headers and body are two writes: by Nagle's algorithm the body would wait 40 ms)
     disable_nagle_algorithm = True
     # Closing with input unread (a refusal before the body was read): linger()
     lingers = False
@@ -6779,9 +6444,8 @@ class _RequestHandlerMixin:
 
     def linger(self):
         """A lingering close: a client that sends its whole body before it reads would
-        be reset by a close with its body unread, and miss the refusal. So our side
-        ends, and what it still sends is dropped: up to linger_bytes, until the body's
-        deadline (else 30 s), or until it closes its side."""
+        be reset by a close, and miss the refusal; what it still sends is dropped (up
+        to linger_bytes, until the body's deadline, else 30 s)."""
         import socket
         connection = self.connection
         deadline = self.rfile.raw.deadline or time.monotonic() + 30
@@ -6840,10 +6504,8 @@ class _RequestHandlerMixin:
         return True
 
     def refuse_line(self, status, explanation=None):
-        """An error for a request that cannot be read, then a close; False, as
-        parse_request says then."""
-        self.command = None
-        self.path = ""
+        """An error for a request that cannot be read, then a close; False."""
+        self.command, self.path = None, ""
         self.send_error(status, None, explanation)
         return False
 
@@ -6874,7 +6536,7 @@ class _RequestHandlerMixin:
         writer.run(app)
 
     def client_gone(self):
-        """Whether the client closed its end: readable, with nothing to read."""
+        """Did the client close its end (readable, nothing to read)?"""
         import socket
         connection = self.connection
         try:
@@ -6891,9 +6553,8 @@ class _RequestHandlerMixin:
         return super().handle_expect_100()
 
     def send_error(self, code, message=None, explain=None):
-        """The server's own refusals (a request it cannot read): a JSON-RPC error as
-        the body, and a close. The status line has the standard phrase alone: the
-        message may quote the client."""
+        """The server's own refusals: a JSON-RPC error, a close; the status line has
+        the standard phrase alone (the message may quote the client)."""
         phrase = self.responses.get(code, ("Error",))[0]
         said = ": ".join(filter(None, (phrase, message, explain)))
         self.log_error("code %d, message %s", code, said)
@@ -6922,18 +6583,15 @@ class _RequestHandlerMixin:
 
 class _HttpServerMixin:
     """The embedded server (on socketserver.ThreadingMixIn and wsgiref's WSGIServer): a
-    stop signal ends serve_forever, then ``drain`` lets the requests in progress
-    finish. make_http_server sets its limits (``slots``: a thread per connection)."""
+    stop signal ends serve_forever, then ``drain`` lets requests in progress finish."""
 
-    daemon_threads = True
-    allow_reuse_address = True
+    daemon_threads = allow_reuse_address = True
     stopping = False
     # The signal that stopped serve_forever; shutdown() was called
     stop_signal = None
     closing = False
     # A connection is being taken (accepted, its thread started); a stop came meanwhile
-    taking = False
-    stop_due = False
+    taking = stop_due = False
 
     def __init__(self, address):
         import socket
@@ -6944,15 +6602,12 @@ class _HttpServerMixin:
             self.address_family = socket.AF_INET6
         # The connections with a request in progress, and those taken whose first
         # request is not read yet; the address each comes from
-        self.serving = set()
-        self.unread = set()
-        self.peers = {}
+        self.serving, self.unread, self.peers = set(), set(), {}
         super().__init__(address, self.request_handler)
 
     def stop(self, signum=None, frame=None):
         """SIGTERM's and Ctrl+C's handler: KeyboardInterrupt ends serve_forever, but not
-        while a connection is taken (socketserver would close it under its new
-        thread). The first signal decides the exit code."""
+        while a connection is taken (socketserver would close it under its thread)."""
         if self.stop_signal is None:
             self.stop_signal = signum
         if self.taking:
@@ -7043,9 +6698,8 @@ class _HttpServerMixin:
 
 
 class _BodyReader:
-    """wsgi.input for wsgiref: reads no further than Content-Length. A request whose
-    body's end is unknown gets ``refusal`` (status, message) instead of the
-    application, then a close: the body must not be taken for the next request."""
+    """wsgi.input: no further than Content-Length. A body whose end is unknown gets
+    ``refusal`` (status, message), then a close, lest it pass for the next request."""
 
     def __init__(self, rfile, headers):
         lengths = headers.get_all("Content-Length", [])
@@ -7071,8 +6725,7 @@ class _BodyReader:
         return _http_response(start_response, status, body)
 
     def discard(self):
-        """Drop what the application left unread (64 KiB at most); False if that is
-        not possible."""
+        """Drop what the application left unread (64 KiB at most); False if not."""
         if 0 < self.left <= 1 << 16 and not self.refusal:
             self.read()
         return not (self.left or self.refusal)
@@ -7091,8 +6744,8 @@ class _BodyReader:
 
 
 def _parse_address(address):
-    """"HOST:PORT", ":PORT", "PORT" or "[::1]:PORT" -> (host, port); the host defaults
-    to 127.0.0.1, so that nothing else can reach the server unless asked."""
+    """"HOST:PORT", ":PORT", "PORT" or "[::1]:PORT" -> (host, port); by default
+    127.0.0.1: nothing else can reach the server unless asked."""
     host, _, port = str(address).rpartition(":")
     host = host.strip("[]") or "127.0.0.1"
     if not port.isdigit():
@@ -7108,16 +6761,12 @@ class ProtocolError(Exception):
 
 
 def _expect(value, what, kind=dict):
-    """``value`` if it is a ``kind`` (dict: a JSON object), else ProtocolError."""
+    """``value`` if it is a ``kind``, else ProtocolError."""
     if not isinstance(value, kind):
         shape = {dict: "an object", list: "a list"}[kind]
         raise ProtocolError(f"{what} must be {shape}; the server sent "
                             f"{_preview(value)}")
     return value
-
-
-# Where a 2026-07-28 client's responses go: a Writer with nowhere to write drops them.
-_NO_RESPONSES = Writer(None)
 
 
 class _HttpPoster(Stream):
@@ -7166,8 +6815,8 @@ class _HttpPoster(Stream):
         return True
 
     def post(self, verb, frame, headers, request_id=None):
-        """Send, each message of the response to the Client's read_loop as a line; then
-        fail the request if it still waits, with what came instead (an error, none)."""
+        """Send; each message of the response goes to the Client's read_loop; then the
+        request fails if it still waits, with what came instead."""
         import http.client
         import io
         connection = self.connect(timeout=self.client.timeout)
@@ -7214,7 +6863,7 @@ class _HttpPoster(Stream):
 class Client(Peer):
     """An MCP client on the same JSON-RPC core, for tests, scripts and workshops."""
 
-    # What ``stateless`` was called before
+    # (``stateless``'s former name)
     modern = property(operator.attrgetter("stateless"))
 
     def __init__(self, target, *, roots=None, sampling=None, elicitation=None,
@@ -7222,7 +6871,7 @@ class Client(Peer):
                  capabilities=None, timeout=30.0, env=None, cwd=None, stderr=None,
                  trace=None, on_notification=None, initialize=True, era=HANDSHAKE,
                  log_level=None, max_rounds=10, max_line_bytes=64 << 20, headers=None):
-        # "legacy": what the handshake era was called before
+        # ("legacy": the handshake era's former name)
         if era == "legacy":
             era = HANDSHAKE
         eras = (HANDSHAKE, "auto") + STATELESS_PROTOCOL_VERSIONS
@@ -7253,16 +6902,13 @@ class Client(Peer):
         self.client_info = client_info or {"name": "mcp_min-client",
                                            "version": __version__}
         self.protocol_version = self.handshake_version = protocol_version
-        self.server_info = None
-        self.server_capabilities = None
-        self.instructions = None
+        self.server_info = self.server_capabilities = self.instructions = None
         # Last: the reader reads the above
         self._start(target, trace, headers, env=env, cwd=cwd, stderr=stderr)
         if initialize:
             try:
                 self.connect()
             except BaseException:
-                # Leave no server process behind
                 try:
                     self.close(timeout=1.0)
                 except Exception:
@@ -7281,9 +6927,8 @@ class Client(Peer):
             write_fd, rfile = self._serve_in_memory(target)
         else:
             import subprocess
-            # A process group of its own: Ctrl+C in a terminal reaches this client
-            # alone, which cancels what is in flight and closes the server's input
-            # (__exit__), rather than stopping the server in the middle of a call.
+            # A process group of its own: Ctrl+C reaches this client alone, which
+            # cancels what is in flight and closes the server's input (__exit__)
             self.process = subprocess.Popen(
                 target, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 start_new_session=os.name == "posix", **popen_options)
@@ -7294,8 +6939,7 @@ class Client(Peer):
         self.reader.start()
 
     def _serve_in_memory(self, server):
-        """Serve ``server`` on a thread over OS pipes, so the real stdio code runs: the
-        client's ends, the fd to write to and the file to read from."""
+        """Serve ``server`` on a thread over OS pipes (the stdio code): our ends."""
         server_reads, client_writes = os.pipe()
         client_reads, server_writes = os.pipe()
 
@@ -7311,22 +6955,19 @@ class Client(Peer):
         return client_writes, open(client_reads, "rb", buffering=1 << 16)
 
     def _guarded_trace(self, trace):
-        """``trace``, switched off the first time it raises (e.g. printing to a stdout
-        closed by `| head`): raising would end the reader thread, and all it reads."""
+        """``trace``, off once it raises: raising would end the reader thread."""
         def guarded(direction, raw):
             try:
                 trace(direction, raw)
             except Exception as e:
                 self.trace = self.stream.trace = None
-                # A closed pipe is no news
                 if not isinstance(e, BrokenPipeError):
                     log.warning("the client's trace failed and is switched off: %s: %s",
                                 type(e).__name__, e)
         return guarded
 
     def _read(self, rfile):
-        """The reader's thread. Once the server's output ends, what waits on it fails
-        with why: the requests, and the subscriptions."""
+        """The reader's thread: once the server's output ends, what waits fails."""
         try:
             self.read_loop(rfile, self.max_line_bytes)
         finally:
@@ -7338,7 +6979,6 @@ class Client(Peer):
                 try:
                     code = self.process.wait(1)
                 except Exception:
-                    # Still running: it only closed its stdout
                     pass
             why = "the server closed the connection"
             if code:
@@ -7355,7 +6995,7 @@ class Client(Peer):
         """Open the session in the client's ``era``: the result of the opening call."""
         if self.era == HANDSHAKE:
             return self.initialize()
-        # At most 10 s: a handshake-only server may never respond to a method it lacks.
+        # (a handshake-only server may never respond to a method it lacks)
         probe_timeout = 10.0
         if self.timeout is not None:
             probe_timeout = min(self.timeout, 10.0)
@@ -7364,7 +7004,6 @@ class Client(Peer):
         except (TimeoutError, JSONRPCError) as e:
             if self.era != "auto":
                 raise
-            # A server of the stateless era, that does not serve 2026-07-28
             if getattr(e, "code", None) == UNSUPPORTED_VERSION:
                 data = e.data if isinstance(e.data, dict) else {}
                 self._check_handshake_offered(data.get("supported"))
@@ -7382,8 +7021,7 @@ class Client(Peer):
         return self.initialize()
 
     def _check_handshake_offered(self, supported):
-        """A server that knows server/discover but not 2026-07-28 is of the stateless
-        era: no handshake to fall back to, unless it lists a handshake version too."""
+        """A stateless-era server without 2026-07-28 must offer a handshake version."""
         if isinstance(supported, list) and any(
                 version in PROTOCOL_VERSIONS for version in supported):
             return
@@ -7420,14 +7058,13 @@ class Client(Peer):
         return meta
 
     def initialize(self):
-        """initialize, then notifications/initialized: the handshake era from now."""
+        """initialize, then notifications/initialized."""
         self.stateless = False
         params = {"protocolVersion": self.handshake_version,
                   "capabilities": self.capabilities,
                   "clientInfo": self.client_info}
         result = _expect(self.request("initialize", params), "the result of initialize")
         version = result.get("protocolVersion")
-        # The spec: a client that cannot speak the version offered leaves.
         if version not in PROTOCOL_VERSIONS:
             raise ConnectionError(f"the server offers protocol version "
                                   f"{_preview(version)}, which this client does not "
@@ -7445,8 +7082,7 @@ class Client(Peer):
         self.instructions = result.get("instructions")
 
     def close(self, timeout=5.0):
-        """Close the server's input (the MCP shutdown signal) between frames, unless one
-        is stuck for ``timeout`` on a server that reads nothing; wait for it to end."""
+        """Close the server's input (MCP's shutdown signal); wait for the server."""
         writer = self.stream
         writer.close(timeout)
         # Over HTTP: no process, no reader
@@ -7476,8 +7112,7 @@ class Client(Peer):
         return self
 
     def __exit__(self, exc_type, exc, traceback):
-        # Left by an exception (Ctrl+C: KeyboardInterrupt), the requests still waiting
-        # are cancelled, so that the server stops their calls and exits at once.
+        # Left by an exception (Ctrl+C), the requests still waiting are cancelled
         if exc_type is None:
             self.close()
         else:
@@ -7491,14 +7126,14 @@ class Client(Peer):
 
     # -- incoming ----------------------------------------------------------------------
     def dispatch(self, message, stream=None):
-        # 2026-07-28: a client MUST NOT write responses on stdio, errors included.
+        # 2026-07-28: a client MUST NOT write responses on stdio, errors included; a
+        # Writer with nowhere to write drops them
         if stream is None and self.stateless:
-            stream = _NO_RESPONSES
+            stream = Writer(None)
         return super().dispatch(message, stream)
 
     def handle_batch(self, items, stream):
-        # Protocol 2025-03-26 has batches, and a client must take them: each message as
-        # if it came alone, the responses to its requests as one batch.
+        # (protocol 2025-03-26 has batches, and a client must take them)
         if self.protocol_version != V2025_03:
             return super().handle_batch(items, stream)
         self.dispatch_batch(items, stream)
@@ -7523,8 +7158,7 @@ class Client(Peer):
         return result
 
     def _answer(self, message, stream):
-        """Respond to a request of the server's with ``answer``, or the error it
-        raised (the callback failed, or returned something not JSON)."""
+        """Respond to a request of the server's with ``answer``, or its error."""
         rid = message["id"]
         try:
             result = self.answer(message["method"], message.get("params"))
@@ -7533,21 +7167,18 @@ class Client(Peer):
             frame = error_frame(rid, e.code, e.message, e.data)
         except Exception as e:
             frame = error_frame(rid, INTERNAL_ERROR, f"{type(e).__name__}: {e}")
-        # Cancelled by the server: the spec forbids a response (a batch still learns
-        # that this one is done).
+        # Cancelled by the server: the spec forbids a response
         if rid in self.cancelled_requests:
             self.cancelled_requests.discard(rid)
             frame = None
         stream.respond(frame)
 
     def handle_unparsable(self, line, error):
-        # A server that writes anything but JSON-RPC to stdout is broken: keep the line
-        # so callers can say so, but don't respond to it (that is only more noise).
+        # A server writing anything but JSON-RPC to stdout is broken: kept, to say so
         self.junk.append(line.decode("utf-8", "replace").rstrip("\r\n"))
 
     def handle_notification(self, message):
-        """Keep the notification, and act on it: a failing callback is logged, and
-        never stops the reader."""
+        """Keep the notification, and act on it (a failing callback is logged)."""
         self.notifications.append(message)
         params = message.get("params") or {}
         method = message["method"]
@@ -7577,7 +7208,6 @@ class Client(Peer):
                                "callback could never be answered (the callback runs "
                                "on the thread that reads the responses); make it from "
                                "a thread of its own")
-        # 2026-07-28: every request says who we are
         if self.stateless:
             params = dict(params or {})
             meta = params.get("_meta") or {}
@@ -7588,7 +7218,6 @@ class Client(Peer):
         if timeout is None:
             timeout = self.timeout
         result = super().request(method, params, timeout, owner, request_id)
-        # The spec: any other resultType is invalid
         if self.stateless and isinstance(result, dict):
             kind = result.get("resultType", "complete")
             if kind not in ("complete", "input_required"):
@@ -7603,9 +7232,8 @@ class Client(Peer):
         rounds = 0
         while isinstance(result, dict) and result.get("resultType") == "input_required":
             if rounds >= self.max_rounds:
-                raise JSONRPCError(INTERNAL_ERROR,
-                                   f"{method}: still input_required after "
-                                   f"{self.max_rounds} rounds; giving up")
+                raise JSONRPCError(INTERNAL_ERROR, f"{method}: still input_required "
+                                   f"after {self.max_rounds} rounds; giving up")
             rounds += 1
             asked = _expect(result.get("inputRequests") or {},
                             f"inputRequests in the result of {method}")
@@ -7618,7 +7246,6 @@ class Client(Peer):
             retry = dict(params, inputResponses=answers)
             if "requestState" in result:
                 retry["requestState"] = result["requestState"]
-            # No question: the server asked only to be asked again
             if not asked:
                 time.sleep(0.05)
             result = self.request(method, retry, timeout)
@@ -7635,8 +7262,7 @@ class Client(Peer):
         return self._listen(wanted, timeout)[0]
 
     def _listen(self, wanted, timeout):
-        """subscriptions/listen for ``wanted``: the Subscription, the ack's params. The
-        acknowledgement stands in for the response (see deliver())."""
+        """subscriptions/listen: the Subscription, the ack's params (its response)."""
         rid = f"listen-{self.next_id()}"
         subscription = self.subscriptions[rid] = Subscription(self, rid)
         try:
@@ -7656,7 +7282,6 @@ class Client(Peer):
 
     def handle_response(self, message):
         rid = message.get("id")
-        # An acknowledged subscription's response: the stream ends.
         if rid in self.subscriptions and rid not in self.pending:
             return self.end_subscription(rid, "the server ended the subscription "
                                               f"{rid!r}; listen again to go on")
@@ -7677,15 +7302,12 @@ class Client(Peer):
 
     def list_all(self, method, key):
         """Every item of a paginated list method, following nextCursor to the end."""
-        items = []
-        params = {}
-        seen = set()
+        items, params, seen = [], {}, set()
         while True:
             result = _expect(self.request(method, params), f"the result of {method}")
             items += _expect(result.get(key, []), f"{key} in the result of {method}",
                              list)
             cursor = result.get("nextCursor")
-            # "" is a cursor too: only none ends the list
             if cursor is None:
                 return items
             if not isinstance(cursor, str) or cursor in seen:
@@ -7765,7 +7387,7 @@ class Subscription:
 
     def next(self, timeout=None):
         """The next notification; TimeoutError if none in time, ConnectionError once
-        the stream is over and every notification was taken."""
+        the stream is over."""
         if timeout is None:
             timeout = self.client.timeout
         try:
@@ -7773,7 +7395,6 @@ class Subscription:
         except Empty:
             raise TimeoutError(f"no notification on {self.id!r} in time") from None
         if isinstance(event, ConnectionError):
-            # For every later next() too
             self.events.put(event)
             raise ConnectionError(*event.args)
         return event
@@ -7825,7 +7446,12 @@ def explain(raw):
     if known:
         _explain_params(method, params, problems)
     elif isinstance(method, str):
-        problems.append(_unknown_method_problem(method))
+        # Not an MCP method: name the one meant (a close one, or one ending so)
+        import difflib
+        close = difflib.get_close_matches(method, METHODS, n=1)
+        close += [name for name in METHODS if name.endswith("/" + method)]
+        hint = f": did you mean {close[0]!r}?" if close else ""
+        problems.append(f"{method!r} is not an MCP method{hint}")
     if kind == "invalid message":
         return kind, problems
     if kind == "response":
@@ -7883,16 +7509,6 @@ def _frame_problems(message, kind, method, known):
     return [problem for found, problem in checks if found]
 
 
-def _unknown_method_problem(method):
-    """The problem with a method MCP does not have, naming the one meant if it can."""
-    import difflib
-    close = difflib.get_close_matches(method, METHODS, n=1)
-    if not close:
-        close = [known for known in METHODS if known.endswith("/" + method)]
-    hint = f": did you mean {close[0]!r}?" if close else ""
-    return f"{method!r} is not an MCP method{hint}"
-
-
 def _explain_params(method, params, problems):
     """What is wrong with the params of a known method (METHODS gives their types)."""
     answer = "a server answers -32602"
@@ -7900,10 +7516,8 @@ def _explain_params(method, params, problems):
         answer = "a receiver ignores it"
     elif method in ("sampling/createMessage", "elicitation/create", "roots/list"):
         answer = "a client answers -32602"
-    for key, kinds in METHODS[method].params.items():
-        problem = _param_problem(key, kinds, params, answer)
-        if problem:
-            problems.append(problem)
+    problems += filter(None, (_param_problem(key, kinds, params, answer)
+                              for key, kinds in METHODS[method].params.items()))
     level = params.get("level")
     if (method in ("logging/setLevel", "notifications/message")
             and isinstance(level, str) and level not in LOG_LEVELS):
@@ -7943,8 +7557,7 @@ def _param_problem(key, kinds, params, answer):
 
 
 def _explain_envelope(method, params, problems):
-    """The 2026-07-28 part of explaining a request or notification: a note for the
-    summary line (empty for a handshake-era message), and the envelope's problems."""
+    """The 2026-07-28 note for a summary line ("" if none); the envelope's problems."""
     meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
     if method == "notifications/subscriptions/acknowledged":
         listen = json.dumps(meta.get(SUBSCRIPTION_ID_KEY))
@@ -7964,21 +7577,16 @@ def _explain_envelope(method, params, problems):
 
 
 def _explain_response(message, problems):
-    """The summary line of a response: what kind of response it is."""
+    """The summary line of a response, and an input_required result's problems."""
     summary = describe_frame(message)
     result = message.get("result")
-    if isinstance(result, dict) and result.get("resultType") == "input_required":
-        return f"{summary} {_explain_input_required(result, problems)}"
-    if summary.endswith(" (isError)"):
-        return (summary.removesuffix(" (isError)") + " (a tool result with isError: a "
-                "business error, not a protocol error)")
-    if "error" in message:
-        summary += " (a protocol error)"
-    return summary
-
-
-def _explain_input_required(result, problems):
-    """The note on an input_required result for the summary line; its problems."""
+    if not isinstance(result, dict) or result.get("resultType") != "input_required":
+        if summary.endswith(" (isError)"):
+            return (summary.removesuffix(" (isError)") + " (a tool result with "
+                    "isError: a business error, not a protocol error)")
+        if "error" in message:
+            summary += " (a protocol error)"
+        return summary
     questions = result.get("inputRequests") or {}
     if not isinstance(questions, dict):
         problems.append("inputRequests must be an object (a key for each question), "
@@ -7995,7 +7603,7 @@ def _explain_input_required(result, problems):
             problems.append(f"inputRequests[{_preview(key)}] must be an object (a "
                             f"request: method and params), not {_preview(question)}")
     listed = f" ({', '.join(asked)})" if asked else ""
-    return (f"(input_required: the server asks the client {len(questions)} "
+    return (f"{summary} (input_required: the server asks the client {len(questions)} "
             f"question(s){listed}; the client sends the request again, with a new id, "
             "the answers in inputResponses and requestState echoed)")
 
@@ -8197,18 +7805,15 @@ def _demo_answered(client, answer, colour, method, params):
 def _canned_callbacks(model):
     """Client callbacks with canned answers: a sampled text, decline, cwd as root."""
     import pathlib
-
-    def sampling(params):
-        return {"role": "assistant", "model": model,
-                "content": {"type": "text", "text": "(a sampled reply)"}}
-    return {"sampling": sampling,
+    return {"sampling": lambda params: {
+                "role": "assistant", "model": model,
+                "content": {"type": "text", "text": "(a sampled reply)"}},
             "elicitation": lambda params: {"action": "decline"},
             "roots": lambda: [{"uri": pathlib.Path.cwd().as_uri(), "name": "cwd"}]}
 
 
 def demo_yours(command, colour=False, era="auto"):
-    """`demo -- CMD...`: a session with the user's own server, every frame shown: the
-    opening, its lists, and a use of its first tool, resource and prompt."""
+    """`demo -- CMD...`: a session with the user's own server, every frame shown."""
     opening = _DEMO_OPENINGS.get(era, f"protocol {era}, with no handshake.")
     _demo_note("The client starts your server as a subprocess and opens the session: "
                + opening, colour)
@@ -8227,30 +7832,27 @@ def demo_yours(command, colour=False, era="auto"):
             if method.split("/")[0] in offered:
                 result = _demo_step(client, "request", method) or {}
                 found[key] = result.get(key) or []
-        _demo_first_items(client, found, colour)
+        # A use of the first tool, resource and prompt
+        if found.get("tools"):
+            tool = found["tools"][0]
+            arguments = _example_arguments(tool.get("inputSchema") or {})
+            _demo_note(f"A call of {tool['name']}, with arguments made from its "
+                       "inputSchema (defaults, first choices, sample values) and a "
+                       f"progressToken: {json.dumps(arguments)}", colour)
+            _demo_step(client, "call_tool", tool["name"], arguments,
+                       progress=lambda _: 0)
+        if found.get("resources"):
+            _demo_note("A resource is addressable data, read by URI.", colour)
+            _demo_step(client, "read_resource", found["resources"][0]["uri"])
+        if found.get("prompts"):
+            prompt = found["prompts"][0]
+            arguments = {a["name"]: "example" for a in prompt.get("arguments") or ()
+                         if isinstance(a, dict) and a.get("required")}
+            _demo_note("A prompt is a template the client fills in: "
+                       f"{prompt['name']}.", colour)
+            _demo_step(client, "get_prompt", prompt["name"], arguments)
         _demo_note("Closing stdin ends the session; the server exits.", colour)
     return 0
-
-
-def _demo_first_items(client, found, colour):
-    """demo_yours's tour of the lists ``found``: its first tool, resource and prompt."""
-    if found.get("tools"):
-        tool = found["tools"][0]
-        arguments = _example_arguments(tool.get("inputSchema") or {})
-        _demo_note(f"A call of {tool['name']}, with arguments made from its "
-                   "inputSchema (defaults, first choices, sample values) and a "
-                   f"progressToken: {json.dumps(arguments)}", colour)
-        _demo_step(client, "call_tool", tool["name"], arguments, progress=lambda _: 0)
-    if found.get("resources"):
-        _demo_note("A resource is addressable data, read by URI.", colour)
-        _demo_step(client, "read_resource", found["resources"][0]["uri"])
-    if found.get("prompts"):
-        prompt = found["prompts"][0]
-        arguments = {a["name"]: "example" for a in prompt.get("arguments") or ()
-                     if isinstance(a, dict) and a.get("required")}
-        _demo_note(f"A prompt is a template the client fills in: {prompt['name']}.",
-                   colour)
-        _demo_step(client, "get_prompt", prompt["name"], arguments)
 
 
 def _example_arguments(schema):
@@ -8266,9 +7868,7 @@ _EXAMPLE_STRINGS = {"date-time": "2026-01-01T12:00:00Z", "date": "2026-01-01",
 
 
 def _example_value(schema, defs, depth=0):
-    """A value that fits ``schema``: its default, const, example or first choice (of a
-    $ref, or of anyOf, oneOf or allOf: not null), else a sample of its type (None if
-    it gives none)."""
+    """A value that fits ``schema``: one it names, else a sample of its type."""
     if not isinstance(schema, dict) or depth > 8:
         return None
     for key in ("default", "const"):
@@ -8344,9 +7944,8 @@ _SCRIPT_SUFFIXES = (".py", ".pyz", ".js", ".mjs", ".cjs", ".ts", ".sh", ".rb", "
 
 
 def _pop_request(words, tool=None, method=None, json_text=None):
-    """`call`'s (method, params), popped off ``words`` (the server command stays), as
-    _CALL_HELP says: read from the words alone, never from which files exist. A usage
-    error (bad JSON too) raises ValueError."""
+    """`call`'s (method, params) popped off ``words`` as _CALL_HELP says: from the
+    words alone, never from which files exist; ValueError for a usage error."""
     named = tool is not None or method is not None
     # --json goes with --tool or --method only
     if not named and words and words[-1].lstrip()[:1] in ('{', '[', '"'):
@@ -8383,17 +7982,15 @@ def _finite_float(text):
     return value
 
 
-# As strict as a message: no NaN or Infinity, no number too large to send (1e999).
-_argument_decoder = json.JSONDecoder(parse_constant=_reject_constant,
-                                     parse_float=_finite_float)
-
-
 def _call_params(json_text):
     """The JSON of `call` (its last word, or --json) as an object; None without it."""
     if json_text is None:
         return None
+    # As strict as a message: no NaN or Infinity, no number too large to send (1e999)
+    decoder = json.JSONDecoder(parse_constant=_reject_constant,
+                               parse_float=_finite_float)
     try:
-        params = _argument_decoder.decode(json_text)
+        params = decoder.decode(json_text)
     except (ValueError, RecursionError) as e:
         raise ValueError(f"not valid JSON: {e}") from None
     if not isinstance(params, dict):
@@ -8403,8 +8000,7 @@ def _call_params(json_text):
 
 
 def _call_command(args, words, colour):
-    """`call`: one request, its result printed; then any line the server wrote that
-    is not JSON-RPC, on stderr (exit 1)."""
+    """`call`: one request; then each line from the server not JSON-RPC (exit 1)."""
     method, params = args.request
     era = args.era
     # e.g. ping: only in the handshake era
@@ -8431,9 +8027,7 @@ def _call_command(args, words, colour):
 
 
 def _call(client, method, params, args):
-    """`call`'s request made as its method needs, its result printed: the exit code.
-    With -v or no time limit it asks for progress, and with -v for every log level (in
-    2026-07-28 the client's log_level asks already)."""
+    """`call`'s request made as its method needs, its result printed: the exit code."""
     if args.verbose or args.timeout is None:
         params = dict(params or {})
         params["_meta"] = {**(params.get("_meta") or {}), "progressToken": "call"}
@@ -8696,8 +8290,8 @@ def _seconds(text):
 
 
 def _check_arguments(parser, args, words):
-    """What argparse cannot check; a usage error (exit 2) if something is wrong. The
-    words of `call` are read here: args.request, and ``words`` the server command."""
+    """What argparse cannot check (a usage error, exit 2); pops `call`'s request off
+    ``words`` (args.request), leaving the server command."""
     # "legacy": what the handshake era was called before
     if getattr(args, "era", None) == "legacy":
         args.era = HANDSHAKE
@@ -8818,11 +8412,10 @@ def _inspect_command(args, words, colour):
     return 0
 
 
-_COMMANDS = {"serve": _serve_command, "demo": _demo_command,
-             "repl": lambda args, words, colour: repl(args.target, colour,
-                                                      headers=args.headers),
+_COMMANDS = {"serve": _serve_command, "demo": _demo_command, "call": _call_command,
              "explain": _explain_command, "inspect": _inspect_command,
-             "call": _call_command}
+             "repl": lambda args, words, colour: repl(args.target, colour,
+                                                      headers=args.headers)}
 
 
 def load_server(target):

@@ -650,6 +650,14 @@ def test_a_trace_shows_a_line_escaped():
     assert shown.getvalue() == "S->C unparsable: junk \\x1b[2J\\x9b\n"
 
 
+def test_a_trace_escapes_the_method_it_names():
+    shown = io.StringIO()
+    frame = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "x\x1b[2J"}).encode()
+    mcp_min.FramePrinter({"in": "C->S"}, shown, colour=False)("in", frame)
+    assert "\x1b" not in shown.getvalue()
+    assert shown.getvalue().startswith("C->S request 1 x\\x1b[2J: {")
+
+
 NOT_JSON = ["{bad json", '{"occasion": "birthday", "budget": NaN}', '{"cursor": 1e999}',
             '{"cursor": Infinity}']
 

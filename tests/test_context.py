@@ -2006,3 +2006,47 @@ def test_handshake_prompt_needing_a_capability_is_a_clear_error():
             client.get_prompt("needs_roots")
         assert error.value.code == -32600 and "roots" in error.value.message
         assert error.value.data == {"requiredCapabilities": {"roots": {}}}
+
+
+def test_a_server_shutting_down_tells_the_client_why_its_questions_are_withdrawn():
+    """A call cancelled by the server (stopping) withdraws the questions it asked with the
+    server's reason; one the client cancelled says the client did."""
+    sent = []
+
+    class Recorder(mcp_min.Stream):
+        def send(self, frame):
+            sent.append(json.loads(frame))
+            return True
+
+        def respond(self, frame, before=None):
+            pass
+
+    session = mcp_min.Session(mcp_min.Server("t"), Recorder())
+    for rid, question in ((7, "q7"), (8, "q8")):
+        ctx = mcp_min.Context(session, rid, "tools/call", {}, session.stream)
+        session.running[rid] = ctx
+        session.pending[question] = mcp_min._Pending(ctx)
+    session.cancel(7, "the server is shutting down", stopping=True)
+    session.cancel(8, "no longer needed")
+    assert [message["params"] for message in sent] == [
+        {"requestId": "q7", "reason": "the server is shutting down"},
+        {"requestId": "q8", "reason": "request 8 was cancelled by the client"}]
+    assert {message["method"] for message in sent} == {"notifications/cancelled"}
+
+
+def test_former_names_still_work():
+    """Renamed public names keep their old spelling (docs/reference.md lists them)."""
+    assert mcp_min.Outlet is mcp_min.Stream
+    assert mcp_min.MODERN_PROTOCOL_VERSIONS == mcp_min.STATELESS_PROTOCOL_VERSIONS
+    sent = []
+
+    class Recorder(mcp_min.Stream):
+        def respond(self, frame, before=None):
+            if frame is not None:
+                sent.append(json.loads(frame))
+
+    session = mcp_min.Session(mcp_min.Server("t"), Recorder())
+    session.handle_message({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert sent == [{"jsonrpc": "2.0", "id": 1, "result": {}}]
+    ctx = mcp_min.Context(session, 2, "tools/call", {}, session.stream)
+    assert ctx.outlet is ctx.stream is session.stream

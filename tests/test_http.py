@@ -2,6 +2,7 @@
 embedded wsgiref server (``mcp_min.py serve --http``) as a subprocess for what needs a real
 socket: keep-alive, streams, a client that goes away."""
 
+import functools
 import http.client
 import io
 import json
@@ -1908,3 +1909,37 @@ def test_a_call_is_counted_held_by_its_session_and_a_shutdown_waits_for_it():
     assert 0.2 < waited < 4
     # given back with the response
     assert server._http.held == {}
+
+
+def test_a_lifespan_that_failed_is_tried_again_after_lifespan_retry_seconds(caplog):
+    """A database down at the first request is not down for good: 503 with Retry-After
+    until the retry is due, then the lifespan is entered again, and the request served."""
+    from contextlib import contextmanager
+    tries = []
+
+    @contextmanager
+    def life(server):
+        tries.append(time.monotonic())
+        if len(tries) == 1:
+            raise ConnectionRefusedError("the database is not up yet")
+        yield {"db": "up"}
+
+    server = Server("retry", lifespan=life)
+    server.lifespan_retry = 0.3
+
+    @server.tool
+    def db(ctx: Context) -> str:
+        return ctx.lifespan["db"]
+    message = modern("tools/call", {"name": "db", "arguments": {}})
+    call = functools.partial(wsgi_call, server.wsgi, body=message,
+                             headers={**modern_headers(message), "Mcp-Name": "db"})
+    for _ in range(2):
+        status, headers, body = call()
+        assert status == 503 and headers["retry-after"] == "1"
+        assert "lifespan failed: ConnectionRefusedError" in body.decode()
+    assert len(tries) == 1
+    time.sleep(0.35)
+    status, _, body = call()
+    assert status == 200 and len(tries) == 2
+    assert json.loads(body)["result"]["content"] == [{"type": "text", "text": "up"}]
+    server.stop_http()

@@ -429,6 +429,15 @@ def test_input_responses_that_are_not_an_object_are_32602_with_or_without_a_stat
             assert error["code"] == -32602 and "inputResponses" in error["message"], error
 
 
+def test_a_forged_state_is_the_error_reported_before_malformed_input_responses(server):
+    """Both wrong: the state is checked first, so the client learns to drop it."""
+    first = result_of(server, "tools/call", {"name": "greet"}, capabilities=ALL_CAPS)
+    forged = first["requestState"][:-2] + "AA"
+    error = error_of(server, "tools/call", {"name": "greet", "requestState": forged,
+                                            "inputResponses": 7}, capabilities=ALL_CAPS)
+    assert error["code"] == -32602 and "requestState rejected" in error["message"], error
+
+
 def test_request_state_expires(spawn):
     wire = spawn("modern.py", env={"MODERN_STATE_TTL": "0"})
     first = result_of(wire, "tools/call", {"name": "greet"}, capabilities=ALL_CAPS)
