@@ -4806,7 +4806,11 @@ def claim_stdio():
 def serve_lines(session, rfile):
     """Serve a stdio connection until its input ends, then ``drain`` it. A thread reads
     while this one waits: a stop signal (to the main thread) interrupts a wait."""
-    ended = threading.Event()
+    # A bare lock, not an Event: a signal's exception raised inside Event.wait can
+    # leave its condition's lock half released ("release unlocked lock")
+    reading = _thread.allocate_lock()
+    reading.acquire()
+    ended = []
     failed = []
 
     def read():
@@ -4814,16 +4818,17 @@ def serve_lines(session, rfile):
             session.read_loop(rfile, session.server.max_line_bytes)
         except BaseException as e:
             failed.append(e)
-        ended.set()
+        ended.append(True)
+        reading.release()
     try:
         _start_thread(read)
         # (a timeout, for Ctrl+C on Windows)
-        while not ended.wait(0.5):
+        while not reading.acquire(timeout=0.5):
             pass
         if failed:
             raise failed[0]
     finally:
-        if not ended.is_set():
+        if not ended:
             # A stop signal: no request is read after it, and the open listens end
             session.closed = True
             for frame in session.end_listens():
