@@ -3560,8 +3560,13 @@ class Context:
     @property
     def client_shows_widgets(self):
         """Whether the client shows widgets: it declared MCP Apps (docs/widgets.md)."""
-        ui = (self.client_capabilities.get("extensions") or {}).get(UI_EXTENSION)
-        return isinstance(ui, dict) and UI_MIME in (ui.get("mimeTypes") or ())
+        # (what a client declared, checked: a malformed declaration shows nothing)
+        extensions = self.client_capabilities.get("extensions")
+        if not isinstance(extensions, dict) or not isinstance(
+                extensions.get(UI_EXTENSION), dict):
+            return False
+        mime_types = extensions[UI_EXTENSION].get("mimeTypes")
+        return isinstance(mime_types, list) and UI_MIME in mime_types
 
     # The name this attribute had before streams were called streams
     outlet = property(operator.attrgetter("stream"))

@@ -164,7 +164,9 @@ def test_server_discover_declares_the_extension_and_a_server_without_widgets_doe
 @pytest.mark.parametrize("capabilities, shows", [
     (SHOWS, True), ({}, False), ({"extensions": {UI: {}}}, False),
     ({"extensions": {UI: {"mimeTypes": ["text/html+skybridge"]}}}, False),
-    ({"extensions": {"com.example/other": {"mimeTypes": [MIME]}}}, False)])
+    ({"extensions": {"com.example/other": {"mimeTypes": [MIME]}}}, False),
+    # malformed: not a widget client, and no error either
+    ({"extensions": [UI]}, False), ({"extensions": {UI: {"mimeTypes": 7}}}, False)])
 def test_a_handler_sees_whether_the_client_shows_widgets_in_either_era(era, capabilities,
                                                                         shows):
     with Client(widget_server(), era=era, capabilities=capabilities) as client:
