@@ -286,3 +286,8 @@ def test_the_claude_desktop_config_names_its_interpreter_by_path():
     (server,) = config["mcpServers"].values()
     assert os.path.isabs(server["command"]) and re.search(r"python3\.1\d$", server["command"])
     assert "Apple's 3.9" in README and "command -v python3.12" in README
+
+
+def test_the_readme_stays_a_newcomers_path_of_450_lines_at_most():
+    """The README is the way in; the details live in docs/ and bench/README.md."""
+    assert len(README.splitlines()) <= 450
